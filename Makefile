@@ -1,0 +1,121 @@
+# boxcar build.  `make` builds build/boxcar and build/boxcar-sandbox;
+# `make test` runs every suite; `make run` runs the demo; SAN=1 builds with
+# AddressSanitizer + UndefinedBehaviorSanitizer.
+
+SAN ?= 0
+BUILD := build
+CC ?= cc
+VERSION := $(shell cat VERSION)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wmissing-prototypes \
+        -Wstrict-prototypes -Wno-format-nonliteral
+CPPFLAGS := -I. -I$(BUILD)/gen -I/usr/include/postgresql -D_GNU_SOURCE \
+            -DBOXCAR_VERSION='"$(VERSION)"'
+CFLAGS := -std=c17 $(WARN) -g -MMD -MP -fno-strict-aliasing
+LDFLAGS :=
+ifeq ($(SAN),1)
+  CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
+            -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=address,undefined
+else
+  CFLAGS += -O2
+  CPPFLAGS += -D_FORTIFY_SOURCE=2
+endif
+LDLIBS := -lpq -lcjson -lcurl -larchive -lseccomp -lcrypto -lmicrohttpd -lpthread
+
+# Objects are rebuilt when the flags change (SAN=1 after a plain build).
+FLAGS_STAMP := $(BUILD)/.flags
+$(shell mkdir -p $(BUILD) && echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' > $(BUILD)/.flags.new && \
+        (cmp -s $(BUILD)/.flags.new $(FLAGS_STAMP) || mv $(BUILD)/.flags.new $(FLAGS_STAMP)))
+
+# One static library per module directory; a module's main.c (if any) is
+# its executable, not part of the library.
+MODULES := common storage sandbox worker
+define module_rules
+$(1)_SRCS := $$(filter-out $(1)/main.c,$$(wildcard $(1)/*.c))
+$(1)_OBJS := $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS))
+$(BUILD)/lib$(1).a: $$($(1)_OBJS)
+	@rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+
+# The SQL in migrations/ and sql/ is compiled into the binary, so a worker
+# image needs nothing but the executable to migrate its database.
+EMBED_SQL := $(sort $(wildcard migrations/*.sql)) $(sort $(wildcard sql/*.sql))
+$(BUILD)/gen/sql_files.c: scripts/embed-sql.sh $(EMBED_SQL)
+	@mkdir -p $(dir $@)
+	scripts/embed-sql.sh $(EMBED_SQL) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/sql_files.o: $(BUILD)/gen/sql_files.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+LIBS := $(BUILD)/libworker.a $(BUILD)/libstorage.a $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
+
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/boxcar: $(BUILD)/obj/worker/main.o $(BUILD)/obj/gen/sql_files.o $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Unit tests: tests/unit/test_<name>.c, each its own cmocka executable,
+# linked against the module libraries (never copies of their code).
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/obj/gen/sql_files.o $(LIBS) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/gen/sql_files.o $(LIBS) $(LDLIBS) -lcmocka
+
+BINS := $(BUILD)/boxcar $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
+
+.DEFAULT_GOAL := all
+.PHONY: all deps test unit-tests run bench lint format clean distclean dev-up dev-down
+
+all: deps-build $(BINS) $(UNIT_BINS)
+
+deps-build:
+	@scripts/deps.sh build
+
+deps:
+	@scripts/deps.sh all
+
+unit-tests: $(UNIT_BINS)
+
+test: deps
+	@$(MAKE) --no-print-directory all SAN=$(SAN)
+	@SAN=$(SAN) scripts/test.sh $(SUITES)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/bench.sh $(BENCHES)
+
+dev-up: deps
+	@scripts/pg.sh start
+
+dev-down:
+	@scripts/pg.sh stop
+
+lint:
+	clang-tidy --quiet $(foreach m,$(MODULES),$(wildcard $(m)/*.c)) -- $(CPPFLAGS) -std=c17
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
+	  --suppress=missingIncludeSystem -I. $(MODULES)
+
+format:
+	clang-format -i $(foreach m,$(MODULES),$(wildcard $(m)/*.[ch])) tests/unit/*.c
+
+clean:
+	rm -rf $(BUILD)
+
+distclean: clean
+	-scripts/pg.sh stop
+	rm -rf .dev node_modules
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the Debian packages boxcar needs to build, run and test, only
+# when some are missing, so it is cheap to call from every make target.
+set -euo pipefail
+
+BUILD_PKGS=(gcc make pkg-config libpq-dev libcurl4-openssl-dev libcjson-dev
+            libarchive-dev libseccomp-dev libssl-dev libcmocka-dev
+            libmicrohttpd-dev)
+RUN_PKGS=(postgresql-15 postgresql-client-15 ca-certificates procps iproute2
+          util-linux)
+TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+           python3 python3-botocore curl bubblewrap hyperfine pgbouncer
+           valgrind docker-compose nodejs npm)
+
+want=("${BUILD_PKGS[@]}")
+case "${1:-all}" in
+  build) ;;
+  run) want+=("${RUN_PKGS[@]}") ;;
+  all) want+=("${RUN_PKGS[@]}" "${TEST_PKGS[@]}") ;;
+  *) echo "usage: $0 [build|run|all]" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  # npm/node may come from outside Debian (nodesource, nvm): the command is what matters.
+  case "$p" in
+    nodejs) command -v node >/dev/null && continue ;;
+    npm) command -v npm >/dev/null && continue ;;
+  esac
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO=sudo
+else
+  SUDO=
+fi
+export DEBIAN_FRONTEND=noninteractive
+# One 'apt-get update' per machine is enough; a stale list makes installs fail.
+stamp=/var/lib/apt/periodic/boxcar-update-stamp
+if [[ ! -e $stamp ]] || ! $SUDO apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1; then
+  $SUDO apt-get update -qq
+  $SUDO mkdir -p "$(dirname $stamp)" && $SUDO touch $stamp
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

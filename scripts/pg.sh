@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Local PostgreSQL 15 cluster for development and tests, run as the
+# `postgres` user (PostgreSQL refuses root), data under .dev/pg.
+#   pg.sh start | stop | restart | status | createdb NAME | dropdb NAME | psql [ARGS]
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+
+as_pg() {
+  if [[ $(id -u) -eq 0 ]]; then
+    su postgres -s /bin/bash -c "$(printf '%q ' "$@")"
+  else
+    "$@"
+  fi
+}
+
+init() {
+  [[ -f "$BOXCAR_PG_DATA/PG_VERSION" ]] && return 0
+  mkdir -p "$BOXCAR_PG_DATA" "$BOXCAR_PG_SOCKDIR"
+  [[ $(id -u) -eq 0 ]] && chown -R postgres:postgres "$BOXCAR_DEV/pg"
+  chmod 700 "$BOXCAR_PG_DATA"
+  local pw; pw=$(mktemp); echo postgres > "$pw"; chmod 644 "$pw"
+  # Local socket: trust for the postgres superuser (scripts); TCP: scram
+  # for the boxcar role, as an application would connect.
+  as_pg initdb -D "$BOXCAR_PG_DATA" -U postgres --auth-local=trust \
+        --auth-host=scram-sha-256 --pwfile="$pw" -E UTF8 --locale=C.UTF-8 >/dev/null
+  rm -f "$pw"
+  cat >> "$BOXCAR_PG_DATA/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $BOXCAR_PG_PORT
+unix_socket_directories = '$BOXCAR_PG_SOCKDIR'
+max_connections = 300
+shared_buffers = 256MB
+fsync = on
+synchronous_commit = on
+log_min_messages = warning
+CONF
+}
+
+start() {
+  init
+  mkdir -p "$BOXCAR_PG_SOCKDIR"; [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$BOXCAR_PG_SOCKDIR"
+  if ! as_pg pg_ctl -D "$BOXCAR_PG_DATA" status >/dev/null 2>&1; then
+    as_pg pg_ctl -D "$BOXCAR_PG_DATA" -l "$BOXCAR_DEV/pg/server.log" -w -t 60 start >/dev/null
+  fi
+  psql_admin -qc "do \$\$ begin
+      if not exists (select from pg_roles where rolname = 'boxcar') then
+        create role boxcar login password 'boxcar' createdb;
+      end if; end \$\$;" >/dev/null
+  createdb boxcar
+}
+
+stop() {
+  [[ -f "$BOXCAR_PG_DATA/PG_VERSION" ]] || return 0
+  as_pg pg_ctl -D "$BOXCAR_PG_DATA" -m fast -w stop >/dev/null 2>&1 || true
+}
+
+psql_admin() { psql -X -v ON_ERROR_STOP=1 "$BOXCAR_ADMIN_URL" "$@"; }
+
+createdb() {
+  local name=$1
+  if [[ -z $(psql_admin -tAc "select 1 from pg_database where datname = '$name'") ]]; then
+    psql_admin -qc "create database \"$name\" owner boxcar" >/dev/null
+  fi
+  # pgTAP and gen_random_uuid come from extensions the app role may not create.
+  psql -X -q -v ON_ERROR_STOP=1 "postgresql:///$name?host=$BOXCAR_PG_SOCKDIR&port=$BOXCAR_PG_PORT&user=postgres" \
+       -c "create extension if not exists pgtap" >/dev/null 2>&1 || true
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  restart) stop; start ;;
+  status) as_pg pg_ctl -D "$BOXCAR_PG_DATA" status ;;
+  createdb) createdb "$2" ;;
+  dropdb) psql_admin -qc "drop database if exists \"$2\" with (force)" >/dev/null ;;
+  psql) shift; psql_admin "$@" ;;
+  url) db_url "${2:-boxcar}" ;;
+  *) echo "usage: $0 start|stop|restart|status|createdb NAME|dropdb NAME|psql|url [DB]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,50 @@
+# Shared helpers for the shell test suites: TAP output, fresh databases,
+# and the built binaries.  Source it from a suite's scripts.
+source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
+BOXCAR="$BOXCAR_ROOT/build/boxcar"
+BOXCAR_SANDBOX="$BOXCAR_ROOT/build/boxcar-sandbox"
+export BOXCAR BOXCAR_SANDBOX
+
+_tap_n=0
+_tap_failed=0
+ok()      { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
+not_ok()  { _tap_n=$((_tap_n + 1)); _tap_failed=$((_tap_failed + 1)); echo "not ok $_tap_n - $*"; }
+skip()    { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $* # SKIP"; }
+diag()    { echo "# $*"; }
+# check DESC CMD...: ok when CMD succeeds.
+check()   { local d=$1; shift; if "$@"; then ok "$d"; else not_ok "$d"; fi; }
+# is DESC GOT WANT
+is() {
+  if [[ "$2" == "$3" ]]; then ok "$1"; else not_ok "$1"; diag "  got: '$2'"; diag "  want: '$3'"; fi
+}
+tap_done() { echo "1..$_tap_n"; [[ $_tap_failed -eq 0 ]]; }
+
+# fresh_db NAME: drops and recreates database NAME, migrates it, and sets
+# DATABASE_URL to it.
+fresh_db() {
+  "$BOXCAR_ROOT/scripts/pg.sh" dropdb "$1"
+  "$BOXCAR_ROOT/scripts/pg.sh" createdb "$1"
+  DATABASE_URL=$(db_url "$1")
+  export DATABASE_URL
+  "$BOXCAR" migrate >/dev/null
+}
+
+# sql QUERY [ARGS]: runs QUERY against DATABASE_URL, unaligned, no headers.
+sql() { psql -X -qtA -v ON_ERROR_STOP=1 "$DATABASE_URL" -c "$@"; }
+
+# wait_for DESC SECONDS CMD...: polls CMD every 0.1 s until it succeeds.
+wait_for() {
+  local secs=$2; shift 2
+  local deadline=$(( $(date +%s%N) / 1000000 + secs * 1000 ))
+  while (( $(date +%s%N) / 1000000 < deadline )); do
+    "$@" && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+# Background processes started by a test are killed when it exits.
+_bg_pids=()
+bg() { "$@" & _bg_pids+=($!); }
+cleanup_bg() { for p in "${_bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup_bg EXIT
