@@ -3,7 +3,7 @@
 # AddressSanitizer + UndefinedBehaviorSanitizer.
 
 SAN ?= 0
-BUILD := build
+BUILD ?= build
 CC ?= cc
 VERSION := $(shell cat VERSION)
 
@@ -66,9 +66,16 @@ $(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUI
 # linked against the module libraries (never copies of their code).
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/obj/gen/sql_files.o $(LIBS) $(FLAGS_STAMP)
+# test_sandbox_*.c links only libsandbox + libcommon, test_storage_* only
+# libstorage + libcommon, anything else the whole worker.
+test_libs = $(strip $(if $(filter test_sandbox%,$(1)),$(BUILD)/libsandbox.a $(BUILD)/libcommon.a,\
+                    $(if $(filter test_storage%,$(1)),$(BUILD)/libstorage.a $(BUILD)/libcommon.a,\
+                    $(if $(filter test_common%,$(1)),$(BUILD)/libcommon.a,\
+                    $(BUILD)/obj/gen/sql_files.o $(LIBS)))))
+.SECONDEXPANSION:
+$(BUILD)/tests/%: tests/unit/%.c $$(call test_libs,$$*) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/gen/sql_files.o $(LIBS) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call test_libs,$*) $(LDLIBS) -lcmocka
 
 BINS := $(BUILD)/boxcar $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
 

@@ -20,6 +20,15 @@ case "${1:-all}" in
   *) echo "usage: $0 [build|run|all]" >&2; exit 2 ;;
 esac
 
+# Node test peers (s3rver, graphile-worker), pinned by package-lock.json.
+npm_peers() {
+  cd "$(dirname "$0")/.."
+  if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    echo "deps: installing npm test peers" >&2
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+  fi
+}
+
 missing=()
 for p in "${want[@]}"; do
   # npm/node may come from outside Debian (nodesource, nvm): the command is what matters.
@@ -30,7 +39,10 @@ for p in "${want[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+if [[ ${#missing[@]} -eq 0 ]]; then
+  [[ "${1:-all}" == all ]] && npm_peers
+  exit 0
+fi
 
 echo "deps: installing ${missing[*]}" >&2
 if [[ $(id -u) -ne 0 ]]; then
@@ -46,3 +58,5 @@ if [[ ! -e $stamp ]] || ! $SUDO apt-get install -y --no-install-recommends "${mi
   $SUDO mkdir -p "$(dirname $stamp)" && $SUDO touch $stamp
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+[[ "${1:-all}" == all ]] && npm_peers
+exit 0

@@ -1,0 +1,119 @@
+/* Unit tests for common/: capped buffers, output tails, UTF-8 cleaning and
+ * error context. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/dynbuf.h"
+#include "common/error.h"
+#include "common/tailbuf.h"
+#include "common/utf8.h"
+
+static void test_dynbuf_cap(void **state)
+{
+        (void)state;
+        struct dynbuf b;
+        dynbuf_init(&b, 8);
+        assert_int_equal(dynbuf_addstr(&b, "abcd"), 0);
+        assert_int_equal(dynbuf_addstr(&b, "efgh"), 0);
+        assert_int_equal(dynbuf_addstr(&b, "i"), -E2BIG);
+        assert_string_equal(b.data, "abcdefgh");
+        assert_int_equal(b.len, 8);
+        char *s = dynbuf_steal(&b);
+        assert_string_equal(s, "abcdefgh");
+        free(s);
+        dynbuf_done(&b);
+}
+
+struct tail_case {
+        size_t cap;
+        const char *writes[4];
+        const char *want;
+        int truncated;
+};
+
+static void test_tailbuf_table(void **state)
+{
+        (void)state;
+        static const struct tail_case cases[] = {
+                { 8, { "abc", NULL }, "abc", 0 },
+                { 8, { "abcdefgh", NULL }, "abcdefgh", 0 },
+                { 8, { "abcdefghij", NULL }, "cdefghij", 1 },
+                { 4, { "ab", "cd", "ef", NULL }, "cdef", 1 },
+                { 5, { "abc", "defg", "h", NULL }, "defgh", 1 },
+                { 0, { "abc", NULL }, "", 1 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct tailbuf t;
+                assert_int_equal(tailbuf_init(&t, cases[i].cap), 0);
+                size_t total = 0;
+                for (int w = 0; cases[i].writes[w]; w++) {
+                        tailbuf_write(&t, cases[i].writes[w], strlen(cases[i].writes[w]));
+                        total += strlen(cases[i].writes[w]);
+                }
+                size_t len;
+                char *got = tailbuf_copy(&t, &len);
+                assert_string_equal(got, cases[i].want);
+                assert_int_equal(len, strlen(cases[i].want));
+                assert_int_equal(tailbuf_truncated(&t), cases[i].truncated);
+                assert_int_equal(t.total, total);
+                free(got);
+                tailbuf_done(&t);
+        }
+}
+
+static void test_utf8_sanitize(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *in;
+                size_t len;
+                const char *want;
+        } cases[] = {
+                { "plain", 5, "plain" },
+                { "caf\xc3\xa9", 5, "caf\xc3\xa9" },
+                { "a\0b", 3, "a\xef\xbf\xbd" "b" },
+                { "\xff", 1, "\xef\xbf\xbd" },
+                { "\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd" },       /* overlong '/' */
+                { "\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
+                { "\xa9tail", 5, "tail" },           /* cut sequence at the start */
+                { "end\xe2\x82", 5, "end\xef\xbf\xbd\xef\xbf\xbd" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *got = utf8_sanitize(cases[i].in, cases[i].len);
+                assert_non_null(got);
+                assert_string_equal(got, cases[i].want);
+                free(got);
+        }
+}
+
+static void test_error_context(void **state)
+{
+        (void)state;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(bc_error_set(&err, BC_FETCH_FAILED, ECONNREFUSED, "connect to %s", "s3"),
+                         -ECONNREFUSED);
+        assert_int_equal(bc_error_prefix(&err, "volume %s", "repo"), -ECONNREFUSED);
+        assert_string_equal(bc_error_message(&err), "volume repo: connect to s3");
+        assert_string_equal(bc_code_name(err.code), "FETCH_FAILED");
+        assert_int_equal(bc_error_set(NULL, BC_IO, 0, "x"), -EIO);
+        bc_error_clear(&err);
+        assert_null(err.message);
+        assert_int_equal(err.code, BC_OK);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_dynbuf_cap),
+                cmocka_unit_test(test_tailbuf_table),
+                cmocka_unit_test(test_utf8_sanitize),
+                cmocka_unit_test(test_error_context),
+        };
+        return cmocka_run_group_tests_name("common", tests, NULL, NULL);
+}
