@@ -1,0 +1,307 @@
+-- Job spec validation (DESIGN §5), run at enqueue so a web app gets
+-- BAD_SPEC inside its own transaction.  The worker checks again at claim
+-- (worker/spec.c) with the same rules: rows can be inserted around this API.
+
+create or replace function boxcar.path_error(field text, p jsonb, reserved boolean)
+returns text language plpgsql immutable as $$
+declare
+    s text;
+begin
+    if jsonb_typeof(p) is distinct from 'string' then
+        return field || ': must be a string';
+    end if;
+    s := p #>> '{}';
+    if left(s, 1) <> '/' then
+        return field || ': must be an absolute path';
+    end if;
+    if length(s) > 1024 then
+        return field || ': longer than 1024 characters';
+    end if;
+    if s ~ '(^|/)\.\.?(/|$)' or s ~ '//' or (s <> '/' and right(s, 1) = '/') then
+        return field || ': must be a normalized path without "." or ".." components';
+    end if;
+    if reserved and (s = '/' or s ~ '^/(proc|sys|dev|tmp|etc|usr|bin|sbin|lib|lib32|lib64|libx32|run|boot|root|var|workspace)(/|$)') then
+        return field || ': "' || s || '" is reserved';
+    end if;
+    return null;
+end $$;
+
+create or replace function boxcar.number_error(field text, v jsonb, lo numeric, hi numeric, integral boolean)
+returns text language plpgsql immutable as $$
+begin
+    if jsonb_typeof(v) is distinct from 'number' then
+        return field || ': must be a number';
+    end if;
+    if integral and (v::text)::numeric <> trunc((v::text)::numeric) then
+        return field || ': must be a whole number';
+    end if;
+    if (v::text)::numeric < lo or (v::text)::numeric > hi then
+        return field || ': must be between ' || lo || ' and ' || hi;
+    end if;
+    return null;
+end $$;
+
+create or replace function boxcar.name_error(field text, v jsonb)
+returns text language sql immutable as $$
+    select case
+        when jsonb_typeof(v) is distinct from 'string' then field || ': must be a string'
+        when (v #>> '{}') !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$'
+            then field || ': must be 1-128 letters, digits, "_", "." or "-"'
+    end
+$$;
+
+create or replace function boxcar.limits_error(limits jsonb)
+returns text language plpgsql immutable as $$
+declare
+    k text;
+    v jsonb;
+    e text;
+begin
+    if jsonb_typeof(limits) is distinct from 'object' then
+        return 'limits: must be an object';
+    end if;
+    for k, v in select * from jsonb_each(limits) loop
+        e := case k
+            when 'timeout_s' then boxcar.number_error('limits.timeout_s', v, 1, 86400, false)
+            when 'memory_mb' then boxcar.number_error('limits.memory_mb', v, 16, 1048576, true)
+            when 'cpus' then boxcar.number_error('limits.cpus', v, 0.01, 256, false)
+            when 'pids' then boxcar.number_error('limits.pids', v, 1, 65536, true)
+            when 'disk_mb' then boxcar.number_error('limits.disk_mb', v, 1, 1048576, true)
+            when 'output_bytes' then boxcar.number_error('limits.output_bytes', v, 0, 16777216, true)
+            else 'limits.' || k || ': unknown field'
+        end;
+        if e is not null then return e; end if;
+    end loop;
+    return null;
+end $$;
+
+create or replace function boxcar.volumes_error(volumes jsonb)
+returns text language plpgsql immutable as $$
+declare
+    vol jsonb;
+    i int := 0;
+    f text;
+    e text;
+    mounts text[] := '{}';
+    names text[] := '{}';
+    m text;
+    other text;
+begin
+    if jsonb_typeof(volumes) is distinct from 'array' then
+        return 'volumes: must be an array';
+    end if;
+    if jsonb_array_length(volumes) > 32 then
+        return 'volumes: at most 32 volumes';
+    end if;
+    for vol in select * from jsonb_array_elements(volumes) loop
+        f := 'volumes[' || i || ']';
+        if jsonb_typeof(vol) is distinct from 'object' then
+            return f || ': must be an object';
+        end if;
+        select f || '.' || key || ': unknown field' into e
+          from jsonb_object_keys(vol) key
+         where key not in ('name', 'mount', 'url', 'sha256', 'storage', 'version') limit 1;
+        if e is not null then return e; end if;
+        e := coalesce(boxcar.name_error(f || '.name', vol -> 'name'),
+                      boxcar.path_error(f || '.mount', vol -> 'mount', true));
+        if e is not null then return e; end if;
+        if (vol ? 'url') = (vol ? 'storage') then
+            return f || ': exactly one of url or storage is required';
+        end if;
+        if vol ? 'url' and (jsonb_typeof(vol -> 'url') is distinct from 'string'
+                            or (vol ->> 'url') !~ '^https?://[^[:space:]]+$'
+                            or length(vol ->> 'url') > 8192) then
+            return f || '.url: must be an http(s) URL of at most 8192 characters';
+        end if;
+        if vol ? 'sha256' and (jsonb_typeof(vol -> 'sha256') is distinct from 'string'
+                               or (vol ->> 'sha256') !~ '^[0-9a-f]{64}$') then
+            return f || '.sha256: must be 64 lowercase hex digits';
+        end if;
+        if vol ? 'storage' then
+            e := boxcar.name_error(f || '.storage', vol -> 'storage');
+            if e is not null then return e; end if;
+        end if;
+        if vol ? 'version' and (not vol ? 'storage' or jsonb_typeof(vol -> 'version') is distinct from 'string'
+                                or (vol ->> 'version') !~ '^(latest|[0-9a-f]{64})$') then
+            return f || '.version: must be "latest" or a sha256, with storage';
+        end if;
+        m := vol ->> 'mount';
+        foreach other in array mounts loop
+            if m = other or left(m, length(other) + 1) = other || '/'
+               or left(other, length(m) + 1) = m || '/' then
+                return f || '.mount: overlaps another volume at ' || other;
+            end if;
+        end loop;
+        if (vol ->> 'name') = any(names) then
+            return f || '.name: duplicate volume name';
+        end if;
+        mounts := mounts || m;
+        names := names || (vol ->> 'name');
+        i := i + 1;
+    end loop;
+    return null;
+end $$;
+
+create or replace function boxcar.spec_error(spec jsonb)
+returns text language plpgsql immutable as $$
+declare
+    k text;
+    v jsonb;
+    e text;
+    modes int;
+    i int;
+begin
+    if spec is null or jsonb_typeof(spec) <> 'object' then
+        return 'spec: must be a JSON object';
+    end if;
+    if octet_length(spec::text) > 4194304 then
+        return 'spec: larger than 4194304 bytes';
+    end if;
+    select key || ': unknown field' into e from jsonb_object_keys(spec) key
+     where key not in ('version', 'command', 'script', 'code', 'env', 'workdir',
+                       'startup_script', 'startup_timeout_s', 'volumes', 'artifact',
+                       'limits', 'network', 'webhook', 'retry')
+     limit 1;
+    if e is not null then return e; end if;
+    if spec ? 'version' and spec -> 'version' <> '1'::jsonb then
+        return 'version: must be 1';
+    end if;
+    modes := (spec ? 'command')::int + (spec ? 'script')::int + (spec ? 'code')::int;
+    if modes = 0 then
+        return 'command: one of command, script or code is required';
+    elsif modes > 1 then
+        return 'command: only one of command, script or code may be given';
+    end if;
+    if spec ? 'command' then
+        v := spec -> 'command';
+        if jsonb_typeof(v) <> 'array' or jsonb_array_length(v) = 0 then
+            return 'command: must be a non-empty array of strings';
+        end if;
+        if jsonb_array_length(v) > 4096 then
+            return 'command: at most 4096 arguments';
+        end if;
+        for i in 0 .. jsonb_array_length(v) - 1 loop
+            if jsonb_typeof(v -> i) <> 'string' then
+                return 'command[' || i || ']: must be a string';
+            end if;
+        end loop;
+        if length(v ->> 0) = 0 then
+            return 'command[0]: must not be empty';
+        end if;
+    end if;
+    if spec ? 'script' and (jsonb_typeof(spec -> 'script') <> 'string' or length(spec ->> 'script') = 0) then
+        return 'script: must be a non-empty string';
+    end if;
+    if spec ? 'code' then
+        v := spec -> 'code';
+        if jsonb_typeof(v) <> 'object' then
+            return 'code: must be an object';
+        end if;
+        select 'code.' || key || ': unknown field' into e from jsonb_object_keys(v) key
+         where key not in ('language', 'source', 'arguments') limit 1;
+        if e is not null then return e; end if;
+        if (v ->> 'language') is null or (v ->> 'language') not in ('python', 'node', 'bash')
+           or jsonb_typeof(v -> 'language') <> 'string' then
+            return 'code.language: must be "python", "node" or "bash"';
+        end if;
+        if jsonb_typeof(v -> 'source') is distinct from 'string' or length(v ->> 'source') = 0 then
+            return 'code.source: must be a non-empty string';
+        end if;
+        if v ? 'arguments' and jsonb_typeof(v -> 'arguments') <> 'object' then
+            return 'code.arguments: must be an object';
+        end if;
+    end if;
+    if spec ? 'env' then
+        if jsonb_typeof(spec -> 'env') <> 'object' then
+            return 'env: must be an object of strings';
+        end if;
+        select case
+                 when key !~ '^[A-Za-z_][A-Za-z0-9_]{0,255}$' then 'env.' || left(key, 64) || ': not a valid variable name'
+                 when jsonb_typeof(value) <> 'string' then 'env.' || key || ': must be a string'
+                 when octet_length(value #>> '{}') > 131072 then 'env.' || key || ': longer than 131072 bytes'
+               end into e
+          from jsonb_each(spec -> 'env')
+         where key !~ '^[A-Za-z_][A-Za-z0-9_]{0,255}$' or jsonb_typeof(value) <> 'string'
+            or octet_length(value #>> '{}') > 131072
+         limit 1;
+        if e is not null then return e; end if;
+        if (select count(*) from jsonb_object_keys(spec -> 'env')) > 1024 then
+            return 'env: at most 1024 variables';
+        end if;
+    end if;
+    if spec ? 'workdir' then
+        e := boxcar.path_error('workdir', spec -> 'workdir', false);
+        if e is not null then return e; end if;
+    end if;
+    if spec ? 'startup_script' and (jsonb_typeof(spec -> 'startup_script') <> 'string'
+                                    or length(spec ->> 'startup_script') = 0) then
+        return 'startup_script: must be a non-empty string';
+    end if;
+    if spec ? 'startup_timeout_s' then
+        e := boxcar.number_error('startup_timeout_s', spec -> 'startup_timeout_s', 1, 600, false);
+        if e is not null then return e; end if;
+    end if;
+    if spec ? 'volumes' then
+        e := boxcar.volumes_error(spec -> 'volumes');
+        if e is not null then return e; end if;
+    end if;
+    if spec ? 'artifact' then
+        v := spec -> 'artifact';
+        if jsonb_typeof(v) <> 'object' then
+            return 'artifact: must be an object';
+        end if;
+        select 'artifact.' || key || ': unknown field' into e from jsonb_object_keys(v) key
+         where key not in ('storage', 'mount', 'base') limit 1;
+        if e is not null then return e; end if;
+        e := boxcar.name_error('artifact.storage', v -> 'storage');
+        if e is not null then return e; end if;
+        if v ? 'mount' and v -> 'mount' <> '"/workspace"'::jsonb then
+            return 'artifact.mount: must be "/workspace"';
+        end if;
+        if v ? 'base' and (jsonb_typeof(v -> 'base') <> 'string'
+                           or (v ->> 'base') !~ '^(latest|empty|[0-9a-f]{64})$') then
+            return 'artifact.base: must be "latest", "empty" or a sha256';
+        end if;
+    end if;
+    if spec ? 'limits' then
+        e := boxcar.limits_error(spec -> 'limits');
+        if e is not null then return e; end if;
+    end if;
+    if spec ? 'network' and (spec -> 'network') not in ('"none"'::jsonb, '"host"'::jsonb) then
+        return 'network: must be "none" or "host"';
+    end if;
+    if spec ? 'webhook' then
+        v := spec -> 'webhook';
+        if jsonb_typeof(v) <> 'object' or (select count(*) from jsonb_object_keys(v) key where key <> 'url') > 0 then
+            return 'webhook: must be an object with only "url"';
+        end if;
+        if jsonb_typeof(v -> 'url') is distinct from 'string' or (v ->> 'url') !~ '^https?://[^[:space:]]+$'
+           or length(v ->> 'url') > 2048 then
+            return 'webhook.url: must be an http(s) URL of at most 2048 characters';
+        end if;
+    end if;
+    if spec ? 'retry' then
+        v := spec -> 'retry';
+        if jsonb_typeof(v) <> 'object' or (select count(*) from jsonb_object_keys(v) key where key <> 'on') > 0
+           or jsonb_typeof(v -> 'on') is distinct from 'array' then
+            return 'retry: must be an object {"on": [codes]}';
+        end if;
+        select 'retry.on: "' || (x #>> '{}') || '" cannot be retried (NONZERO_EXIT, TIMEOUT or OOM)' into e
+          from jsonb_array_elements(v -> 'on') x
+         where x not in ('"NONZERO_EXIT"'::jsonb, '"TIMEOUT"'::jsonb, '"OOM"'::jsonb) limit 1;
+        if e is not null then return e; end if;
+    end if;
+    return null;
+end $$;
+
+-- Raises BAD_SPEC (SQLSTATE 22023) naming the field when the spec is invalid.
+create or replace function boxcar.check_spec(spec jsonb)
+returns void language plpgsql immutable as $$
+declare
+    e text := boxcar.spec_error(spec);
+begin
+    if e is not null then
+        raise exception 'BAD_SPEC: %', e
+            using errcode = '22023', hint = 'see the job spec in DESIGN.md §5';
+    end if;
+end $$;

@@ -1,0 +1,66 @@
+-- Enqueueing and its notification.
+
+create or replace function boxcar.enqueue(
+    queue           text,
+    spec            jsonb,
+    priority        integer     default 0,
+    run_at          timestamptz default null,
+    max_attempts    integer     default 3,
+    idempotency_key text        default null,
+    webhook_url     text        default null)
+returns uuid language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    new_id uuid;
+begin
+    if enqueue.queue is null or enqueue.queue !~ '^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$'
+       or length(enqueue.queue) > 128 then
+        raise exception 'queue: must be "name" or "scope/name" of letters, digits, "_", "." or "-" (at most 128)'
+            using errcode = '22023';
+    end if;
+    if enqueue.priority is null or enqueue.priority not between -32768 and 32767 then
+        raise exception 'priority: must be between -32768 and 32767' using errcode = '22023';
+    end if;
+    if enqueue.max_attempts is null or enqueue.max_attempts not between 1 and 100 then
+        raise exception 'max_attempts: must be between 1 and 100' using errcode = '22023';
+    end if;
+    if enqueue.webhook_url is not null and (enqueue.webhook_url !~ '^https?://[^[:space:]]+$'
+                                            or length(enqueue.webhook_url) > 2048) then
+        raise exception 'webhook_url: must be an http(s) URL of at most 2048 characters'
+            using errcode = '22023';
+    end if;
+    perform boxcar.check_spec(enqueue.spec);
+
+    insert into boxcar.jobs (queue, spec, priority, run_at, max_attempts, idempotency_key, webhook_url)
+    values (enqueue.queue, enqueue.spec, enqueue.priority, coalesce(enqueue.run_at, now()),
+            enqueue.max_attempts, enqueue.idempotency_key, enqueue.webhook_url)
+    on conflict (idempotency_key) where idempotency_key is not null do nothing
+    returning id into new_id;
+    if new_id is null then
+        -- The key exists (possibly just committed by a concurrent enqueue,
+        -- which ON CONFLICT waited for): the caller gets that job.
+        select id into new_id from boxcar.jobs where idempotency_key = enqueue.idempotency_key;
+    end if;
+    return new_id;
+end $$;
+
+-- One NOTIFY per statement and queue, whatever the number of rows: a bulk
+-- insert of 10,000 jobs wakes each worker once, not 10,000 times.
+create or replace function boxcar.notify_jobs() returns trigger
+language plpgsql as $$
+begin
+    perform pg_notify('boxcar_jobs', q.queue)
+       from (select distinct queue from new_rows
+              where status = 'queued' and run_at <= now()) q;
+    return null;
+end $$;
+
+create or replace trigger jobs_notify_insert
+    after insert on boxcar.jobs
+    referencing new table as new_rows
+    for each statement execute function boxcar.notify_jobs();
+
+create or replace trigger jobs_notify_update
+    after update on boxcar.jobs
+    referencing new table as new_rows
+    for each statement execute function boxcar.notify_jobs();

@@ -1,0 +1,188 @@
+-- The worker side of the queue: claim, heartbeat, complete, retry, release.
+-- Every write is fenced by worker_id (and the attempt, when given): a
+-- worker that lost its lease can no longer change the job.
+
+-- Exponential backoff with jitter: 2 s, 4 s, 8 s … capped at one hour,
+-- each scaled by a random factor in [0.75, 1.25) so retries spread out.
+create or replace function boxcar.backoff(attempts integer)
+returns interval language sql volatile as $$
+    select make_interval(secs => least(2 * power(2, greatest(attempts, 1) - 1), 3600)
+                                 * (0.75 + random() * 0.5))
+$$;
+
+create or replace function boxcar.add_event(job_id uuid, kind text, worker_id text default null,
+                                            attempt integer default null, details jsonb default null)
+returns void language sql volatile as $$
+    insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
+    values (job_id, kind, worker_id, attempt, details)
+$$;
+
+create or replace function boxcar.claim(worker_id text, queues text[], n integer default 1,
+                                        lease interval default '30 seconds')
+returns setof boxcar.jobs language plpgsql volatile as $$
+#variable_conflict use_column
+begin
+    if claim.n < 1 or claim.n > 1000 then
+        raise exception 'n: must be between 1 and 1000' using errcode = '22023';
+    end if;
+    return query
+    with picked as (
+        select j.id
+          from boxcar.jobs j
+         where j.status = 'queued' and j.queue = any (claim.queues) and j.run_at <= now()
+         order by j.priority desc, j.run_at, j.id
+         limit claim.n
+           for update skip locked
+    ), claimed as (
+        update boxcar.jobs j
+           set status = 'running', attempts = j.attempts + 1, worker_id = claim.worker_id,
+               lease_expires_at = now() + claim.lease, started_at = clock_timestamp(),
+               finished_at = null
+          from picked
+         where j.id = picked.id
+        returning j.*
+    ), events as (
+        insert into boxcar.job_events (job_id, kind, worker_id, attempt)
+        select c.id, 'claimed', claim.worker_id, c.attempts from claimed c
+    )
+    select * from claimed c order by c.priority desc, c.run_at, c.id;
+end $$;
+
+-- Extends the lease of every job the worker holds and returns their ids;
+-- a job missing from the answer is no longer this worker's to run.
+create or replace function boxcar.heartbeat(worker_id text, lease interval default '30 seconds')
+returns setof uuid language plpgsql volatile as $$
+#variable_conflict use_column
+begin
+    update boxcar.workers w
+       set heartbeat_at = now(),
+           running = (select count(*) from boxcar.jobs j
+                       where j.worker_id = heartbeat.worker_id and j.status = 'running')
+     where w.id = heartbeat.worker_id;
+    return query
+    update boxcar.jobs j
+       set lease_expires_at = now() + heartbeat.lease
+     where j.worker_id = heartbeat.worker_id and j.status = 'running'
+    returning j.id;
+end $$;
+
+-- Finishes a job the caller holds.  Returns false (and changes nothing)
+-- when the worker no longer holds it: rescued, cancelled or reclaimed.
+create or replace function boxcar.complete(id uuid, worker_id text, status text,
+                                           result jsonb default null, error jsonb default null,
+                                           attempt integer default null)
+returns boolean language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    done boxcar.jobs;
+begin
+    if complete.status not in ('succeeded', 'failed', 'cancelled') then
+        raise exception 'status: must be succeeded, failed or cancelled' using errcode = '22023';
+    end if;
+    update boxcar.jobs j
+       set status = complete.status, result = complete.result, error = complete.error,
+           finished_at = clock_timestamp(), lease_expires_at = null
+     where j.id = complete.id and j.worker_id = complete.worker_id and j.status = 'running'
+       and (complete.attempt is null or j.attempts = complete.attempt)
+    returning j.* into done;
+    if not found then
+        return false;
+    end if;
+    perform boxcar.add_event(done.id, 'finished', complete.worker_id, done.attempts,
+                             jsonb_build_object('status', done.status, 'error', done.error));
+    return true;
+end $$;
+
+-- An infrastructure failure: back to the queue after a backoff, or failed
+-- once max_attempts is used up.  Returns the new status, or null when the
+-- worker does not hold the job.
+create or replace function boxcar.retry_or_fail(id uuid, worker_id text, error jsonb,
+                                                attempt integer default null,
+                                                result jsonb default null)
+returns text language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    j boxcar.jobs;
+    delay interval;
+begin
+    select * into j from boxcar.jobs x
+     where x.id = retry_or_fail.id and x.worker_id = retry_or_fail.worker_id and x.status = 'running'
+       and (retry_or_fail.attempt is null or x.attempts = retry_or_fail.attempt)
+       for update;
+    if not found then
+        return null;
+    end if;
+    if j.attempts < j.max_attempts then
+        delay := boxcar.backoff(j.attempts);
+        update boxcar.jobs x
+           set status = 'queued', run_at = now() + delay, worker_id = null, lease_expires_at = null,
+               error = retry_or_fail.error, result = retry_or_fail.result
+         where x.id = j.id;
+        perform boxcar.add_event(j.id, 'retried', retry_or_fail.worker_id, j.attempts,
+                                 jsonb_build_object('error', retry_or_fail.error,
+                                                    'delay_s', extract(epoch from delay)));
+        return 'queued';
+    end if;
+    update boxcar.jobs x
+       set status = 'failed', error = retry_or_fail.error, result = retry_or_fail.result,
+           finished_at = clock_timestamp(), lease_expires_at = null
+     where x.id = j.id;
+    perform boxcar.add_event(j.id, 'finished', retry_or_fail.worker_id, j.attempts,
+                             jsonb_build_object('status', 'failed', 'error', retry_or_fail.error));
+    return 'failed';
+end $$;
+
+-- Hands a job back untouched (a draining worker that had to stop it): the
+-- attempt is not counted against the job, and it is due at once.
+create or replace function boxcar.release(id uuid, worker_id text, attempt integer default null)
+returns boolean language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    n integer;
+begin
+    update boxcar.jobs j
+       set status = 'queued', run_at = now(), worker_id = null, lease_expires_at = null,
+           attempts = greatest(j.attempts - 1, 0)
+     where j.id = release.id and j.worker_id = release.worker_id and j.status = 'running'
+       and (release.attempt is null or j.attempts = release.attempt);
+    get diagnostics n = row_count;
+    if n > 0 then
+        perform boxcar.add_event(release.id, 'released', release.worker_id, release.attempt, null);
+    end if;
+    return n > 0;
+end $$;
+
+-- Jobs whose lease ran out (their worker died or lost the database) are
+-- retried or failed with WORKER_LOST.  SKIP LOCKED makes it safe to run
+-- from every worker at once.  Returns how many jobs it rescued.
+create or replace function boxcar.rescue_expired()
+returns integer language plpgsql volatile as $$
+declare
+    j boxcar.jobs;
+    n integer := 0;
+    err jsonb;
+    delay interval;
+begin
+    for j in select * from boxcar.jobs
+              where status = 'running' and lease_expires_at < now()
+                for update skip locked loop
+        err := jsonb_build_object('code', 'WORKER_LOST',
+                                  'message', format('worker %s stopped renewing its lease', j.worker_id));
+        if j.attempts < j.max_attempts then
+            delay := boxcar.backoff(j.attempts);
+            update boxcar.jobs set status = 'queued', run_at = now() + delay, worker_id = null,
+                                   lease_expires_at = null, error = err
+             where id = j.id;
+            perform boxcar.add_event(j.id, 'rescued', j.worker_id, j.attempts,
+                                     jsonb_build_object('error', err, 'delay_s', extract(epoch from delay)));
+        else
+            update boxcar.jobs set status = 'failed', worker_id = j.worker_id, lease_expires_at = null,
+                                   error = err, finished_at = clock_timestamp()
+             where id = j.id;
+            perform boxcar.add_event(j.id, 'finished', j.worker_id, j.attempts,
+                                     jsonb_build_object('status', 'failed', 'error', err));
+        end if;
+        n := n + 1;
+    end loop;
+    return n;
+end $$;

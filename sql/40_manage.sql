@@ -1,0 +1,85 @@
+-- Cancelling, pruning, reading jobs, and the worker registry.
+
+-- queued → cancelled at once; running → cancel_requested_at plus a NOTIFY
+-- on boxcar_cancel so the owning worker kills the job.  Returns the job's
+-- status after the call ('cancelled', 'running' while the kill is pending,
+-- or the final status it already had).
+create or replace function boxcar.cancel(id uuid)
+returns text language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    j boxcar.jobs;
+begin
+    select * into j from boxcar.jobs x where x.id = cancel.id for update;
+    if not found then
+        raise exception 'job % not found', cancel.id using errcode = 'P0002';
+    end if;
+    if j.status = 'queued' then
+        update boxcar.jobs x
+           set status = 'cancelled', finished_at = clock_timestamp(), cancel_requested_at = now(),
+               error = jsonb_build_object('code', 'CANCELLED', 'message', 'cancelled before it ran')
+         where x.id = j.id;
+        perform boxcar.add_event(j.id, 'cancelled', null, j.attempts, null);
+        return 'cancelled';
+    elsif j.status = 'running' then
+        if j.cancel_requested_at is null then
+            update boxcar.jobs x set cancel_requested_at = now() where x.id = j.id;
+            perform boxcar.add_event(j.id, 'cancel_requested', j.worker_id, j.attempts, null);
+        end if;
+        perform pg_notify('boxcar_cancel', j.id::text);
+        return 'running';
+    end if;
+    return j.status;
+end $$;
+
+-- Deletes finished jobs (with their events and logs) that finished before
+-- now() - older_than.  Returns how many jobs it deleted.
+create or replace function boxcar.prune(older_than interval)
+returns integer language plpgsql volatile as $$
+declare
+    n integer;
+begin
+    delete from boxcar.jobs
+     where status in ('succeeded', 'failed', 'cancelled')
+       and finished_at < now() - older_than;
+    get diagnostics n = row_count;
+    return n;
+end $$;
+
+-- The job as one JSON document (what `boxcar status` prints).
+create or replace function boxcar.job_json(id uuid)
+returns jsonb language sql stable as $$
+    select to_jsonb(j) from boxcar.jobs j where j.id = job_json.id
+$$;
+
+create or replace function boxcar.job_events_json(id uuid)
+returns setof jsonb language sql stable as $$
+    select jsonb_build_object('at', e.at, 'kind', e.kind, 'worker_id', e.worker_id,
+                              'attempt', e.attempt, 'details', e.details)
+      from boxcar.job_events e where e.job_id = job_events_json.id order by e.id
+$$;
+
+-- Ids of running jobs whose cancellation was requested, among the given ones
+-- (a worker that missed the NOTIFY while reconnecting catches up with it).
+create or replace function boxcar.cancel_requested(ids uuid[])
+returns setof uuid language sql stable as $$
+    select id from boxcar.jobs
+     where id = any (ids) and status = 'running' and cancel_requested_at is not null
+$$;
+
+create or replace function boxcar.register_worker(id text, host text, pid integer, queues text[],
+                                                  concurrency integer, version text)
+returns void language sql volatile as $$
+    insert into boxcar.workers as w (id, host, pid, queues, concurrency, version)
+    values (id, host, pid, queues, concurrency, version)
+    on conflict (id) do update
+       set host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+           concurrency = excluded.concurrency, version = excluded.version,
+           started_at = now(), heartbeat_at = now(), state = 'running', running = 0
+$$;
+
+create or replace function boxcar.set_worker_state(id text, state text)
+returns void language sql volatile as $$
+    update boxcar.workers w set state = set_worker_state.state, heartbeat_at = now()
+     where w.id = set_worker_state.id
+$$;

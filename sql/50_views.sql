@@ -1,0 +1,25 @@
+-- Views for dashboards and autoscalers (KEDA's postgresql scaler can point
+-- at queue_stats: e.g. `select queued + running from boxcar.queue_stats
+-- where queue = 'default'`).
+
+create or replace view boxcar.queue_stats as
+select queue,
+       count(*) filter (where status = 'queued' and run_at <= now())              as queued,
+       count(*) filter (where status = 'queued' and run_at > now())               as scheduled,
+       count(*) filter (where status = 'running')                                 as running,
+       coalesce(extract(epoch from now() - min(run_at)
+                filter (where status = 'queued' and run_at <= now())), 0)::float8 as oldest_queued_age_s,
+       count(*) filter (where status = 'succeeded' and finished_at > now() - interval '1 hour')
+                                                                                   as succeeded_last_hour,
+       count(*) filter (where status = 'failed' and finished_at > now() - interval '1 hour')
+                                                                                   as failed_last_hour
+  from boxcar.jobs
+ group by queue;
+
+-- A worker that has not heartbeaten for a minute is reported 'gone'.
+create or replace view boxcar.worker_status as
+select id, host, pid, queues, concurrency, version, started_at, heartbeat_at,
+       case when state <> 'stopped' and heartbeat_at < now() - interval '1 minute' then 'gone'
+            else state end as state,
+       running
+  from boxcar.workers;

@@ -1,0 +1,32 @@
+/* The `boxcar` subcommands.  Each takes its own argv (argv[0] is the
+ * subcommand's name) and returns the process exit status. */
+#ifndef BC_WORKER_CLI_H
+#define BC_WORKER_CLI_H
+
+struct cli_command {
+        const char *name;
+        const char *summary;
+        const char *usage;      /* full help text */
+        int (*run)(int argc, char **argv);
+};
+
+extern const struct cli_command cli_commands[];
+
+int cmd_migrate(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
+int cmd_enqueue(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_events(int argc, char **argv);
+
+/* Shared by the subcommands: --database-url URL (else $DATABASE_URL) and
+ * --help, removed from argv in place.  Returns 0 on success, 1 when --help
+ * was handled (usage printed), 2 on a usage error (message printed). */
+int cli_common_options(int *argc, char **argv, const char *usage, const char **ret_url);
+
+/* Prints "boxcar NAME: message" to stderr; returns the exit status for
+ * the error's kind (2 for usage, 1 otherwise). */
+struct bc_error;
+int cli_fail(const char *name, const struct bc_error *err);
+
+#endif

@@ -1,0 +1,245 @@
+/* Job subcommands for people and scripts: enqueue, status, cancel, events. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/dynbuf.h"
+#include "worker/cli.h"
+#include "worker/config.h"
+#include "worker/db.h"
+
+BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
+
+static int fail(const char *name, struct bc_error *err)
+{
+        int st = cli_fail(name, err);
+        bc_error_clear(err);
+        return st;
+}
+
+static int read_spec_file(const char *path, char **ret, struct bc_error *err)
+{
+        FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
+        if (!f)
+                return bc_error_set(err, BC_USAGE, errno, "--spec %s: %m", path);
+        struct dynbuf b;
+        dynbuf_init(&b, 4u << 20);
+        char chunk[65536];
+        size_t n;
+        int r = 0;
+        while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+                r = dynbuf_add(&b, chunk, n);
+        if (f != stdin)
+                fclose(f);
+        if (r < 0) {
+                dynbuf_done(&b);
+                return bc_error_set(err, BC_USAGE, E2BIG, "--spec %s: larger than 4 MiB", path);
+        }
+        *ret = dynbuf_steal(&b);
+        return 0;
+}
+
+static char *command_spec(int argc, char **argv)
+{
+        _cleanup_(cJSON_Deletep) cJSON *spec = cJSON_CreateObject();
+        cJSON *cmd = cJSON_AddArrayToObject(spec, "command");
+        for (int i = 0; i < argc; i++)
+                cJSON_AddItemToArray(cmd, cJSON_CreateString(argv[i]));
+        return cJSON_PrintUnformatted(spec);
+}
+
+struct enqueue_args {
+        const char *queue, *spec_file, *priority, *run_at, *max_attempts, *key, *webhook;
+};
+
+static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret_cmd_index,
+                         struct bc_error *err)
+{
+        static const struct option opts[] = {
+                { "queue", required_argument, NULL, 'q' },
+                { "spec", required_argument, NULL, 's' },
+                { "priority", required_argument, NULL, 'p' },
+                { "run-at", required_argument, NULL, 'r' },
+                { "max-attempts", required_argument, NULL, 'm' },
+                { "idempotency-key", required_argument, NULL, 'k' },
+                { "webhook-url", required_argument, NULL, 'w' },
+                { NULL, 0, NULL, 0 },
+        };
+        optind = 0;
+        opterr = 0;
+        for (;;) {
+                int o = getopt_long(argc, argv, "+", opts, NULL);
+                if (o == -1)
+                        break;
+                switch (o) {
+                case 'q': a->queue = optarg; break;
+                case 's': a->spec_file = optarg; break;
+                case 'p': a->priority = optarg; break;
+                case 'r': a->run_at = optarg; break;
+                case 'm': a->max_attempts = optarg; break;
+                case 'k': a->key = optarg; break;
+                case 'w': a->webhook = optarg; break;
+                default:
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "unknown or incomplete option '%s'", argv[optind - 1]);
+                }
+        }
+        if (!a->queue)
+                a->queue = "default";
+        bool has_cmd = optind < argc;
+        if (has_cmd == !!a->spec_file)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "give either --spec FILE or -- CMD ARGS... (see --help)");
+        *ret_cmd_index = optind;
+        return 0;
+}
+
+int cmd_enqueue(int argc, char **argv)
+{
+        const char *url = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[2].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        struct bc_error err = BC_ERROR_INIT;
+        struct enqueue_args a = { 0 };
+        int cmd_index = 0;
+        if (parse_enqueue(argc, argv, &a, &cmd_index, &err) < 0)
+                return fail("enqueue", &err);
+        _cleanup_free_ char *spec = NULL;
+        if (a.spec_file && read_spec_file(a.spec_file, &spec, &err) < 0)
+                return fail("enqueue", &err);
+        if (!a.spec_file && !(spec = command_spec(argc - cmd_index, argv + cmd_index)))
+                return 1;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("enqueue", &err);
+        const char *p[] = { a.queue, spec, a.priority, a.run_at, a.max_attempts, a.key, a.webhook };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn,
+                "select boxcar.enqueue(queue => $1, spec => $2::jsonb,"
+                " priority => coalesce($3::int, 0), run_at => $4::timestamptz,"
+                " max_attempts => coalesce($5::int, 3), idempotency_key => $6,"
+                " webhook_url => $7)",
+                7, p, &err);
+        if (!res)
+                return fail("enqueue", &err);
+        printf("%s\n", PQgetvalue(res, 0, 0));
+        return 0;
+}
+
+static int one_job_arg(const char *name, int argc, char **argv, const char **ret_id)
+{
+        if (argc != 2) {
+                fprintf(stderr, "boxcar %s: expected one job id (see boxcar help %s)\n", name,
+                        name);
+                return 2;
+        }
+        *ret_id = argv[1];
+        return 0;
+}
+
+static void sleep_ms(long msec)
+{
+        struct timespec ts = { msec / 1000, (msec % 1000) * 1000000 };
+        nanosleep(&ts, NULL);
+}
+
+static bool is_final(const char *job_json)
+{
+        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(job_json);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+        return cJSON_IsString(st) && (strcmp(st->valuestring, "succeeded") == 0 ||
+                                      strcmp(st->valuestring, "failed") == 0 ||
+                                      strcmp(st->valuestring, "cancelled") == 0);
+}
+
+int cmd_status(int argc, char **argv)
+{
+        const char *url = NULL, *id = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[3].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        bool wait = argc > 1 && strcmp(argv[1], "--wait") == 0;
+        if (wait) {
+                argv[1] = argv[0];
+                argv++;
+                argc--;
+        }
+        if ((r = one_job_arg("status", argc, argv, &id)))
+                return r;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("status", &err);
+        for (;;) {
+                const char *p[] = { id };
+                _cleanup_pgresult_ PGresult *res =
+                        db_exec(conn, "select boxcar.job_json($1::uuid)", 1, p, &err);
+                if (!res)
+                        return fail("status", &err);
+                if (PQgetisnull(res, 0, 0)) {
+                        fprintf(stderr, "boxcar status: job %s not found\n", id);
+                        return 1;
+                }
+                if (!wait || is_final(PQgetvalue(res, 0, 0))) {
+                        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, 0, 0));
+                        _cleanup_free_ char *pretty = cJSON_Print(j);
+                        printf("%s\n", pretty ? pretty : PQgetvalue(res, 0, 0));
+                        return 0;
+                }
+                sleep_ms(100);
+        }
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+        const char *url = NULL, *id = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[4].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        if ((r = one_job_arg("cancel", argc, argv, &id)))
+                return r;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("cancel", &err);
+        const char *p[] = { id };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.cancel($1::uuid)", 1, p, &err);
+        if (!res)
+                return fail("cancel", &err);
+        const char *st = PQgetvalue(res, 0, 0);
+        if (strcmp(st, "running") == 0)
+                printf("cancel requested: the worker running %s stops it now\n", id);
+        else if (strcmp(st, "cancelled") == 0)
+                printf("cancelled\n");
+        else
+                printf("not cancelled: the job already %s\n", st);
+        return 0;
+}
+
+int cmd_events(int argc, char **argv)
+{
+        const char *url = NULL, *id = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[5].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        if ((r = one_job_arg("events", argc, argv, &id)))
+                return r;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("events", &err);
+        const char *p[] = { id };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.job_events_json($1::uuid)", 1, p, &err);
+        if (!res)
+                return fail("events", &err);
+        for (int i = 0; i < PQntuples(res); i++)
+                printf("%s\n", PQgetvalue(res, i, 0));
+        return 0;
+}

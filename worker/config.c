@@ -1,0 +1,336 @@
+#include "worker/config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+const char config_worker_usage[] =
+        "usage: boxcar worker [OPTIONS]\n"
+        "\n"
+        "Runs jobs from the database until SIGTERM/SIGINT (drain) or a second signal (stop now).\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
+        "  --queues A,B           queues to take jobs from (default: $BOXCAR_QUEUES or 'default')\n"
+        "  --concurrency N        jobs run at once, 1-1024 (default: $BOXCAR_CONCURRENCY or 4)\n"
+        "  --lease DURATION       how long a claim holds without heartbeat (default: 30s)\n"
+        "  --poll-interval DUR    claim this often even without NOTIFY (default: 5s)\n"
+        "  --drain-timeout DUR    on SIGTERM, wait this long for running jobs before\n"
+        "                         handing them back to the queue (default: 60s)\n"
+        "  --sandbox BACKEND      'none': plain processes, no isolation (development only)\n"
+        "  --sandbox-helper PATH  the boxcar-sandbox executable (default: next to boxcar)\n"
+        "  --work-dir DIR         per-job directories (default: $BOXCAR_WORK_DIR or\n"
+        "                         /var/tmp/boxcar)\n"
+        "  --worker-id ID         name in the workers table (default: host-pid-random)\n"
+        "  --max-output-bytes N   cap on the kept stdout/stderr tail per stream\n"
+        "                         (default: 16777216; a job's limits.output_bytes is lower)\n"
+        "  --log-format text|json (default: text)\n"
+        "  --log-level debug|info|warn|error (default: info)\n"
+        "\n"
+        "Durations: 250ms, 30s, 5m, 2h or a number of seconds.\n";
+
+int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
+{
+        if (!s || !*s)
+                return -EINVAL;
+        char *end = NULL;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || end == s || !isfinite(v) || v < 0)
+                return -EINVAL;
+        double unit;
+        if (*end == '\0' || strcmp(end, "s") == 0)
+                unit = 1;
+        else if (strcmp(end, "ms") == 0)
+                unit = 0.001;
+        else if (strcmp(end, "m") == 0)
+                unit = 60;
+        else if (strcmp(end, "h") == 0)
+                unit = 3600;
+        else if (strcmp(end, "d") == 0)
+                unit = 86400;
+        else
+                return -EINVAL;
+        v *= unit;
+        if ((v == 0 && !allow_zero) || v > 365.0 * 86400)
+                return -EINVAL;
+        *ret_seconds = v;
+        return 0;
+}
+
+static bool valid_queue(const char *q)
+{
+        size_t n = strlen(q);
+        if (n == 0 || n > 128)
+                return false;
+        int slashes = 0;
+        for (const char *p = q; *p; p++) {
+                if (*p == '/') {
+                        if (++slashes > 1 || p == q || p[1] == '\0')
+                                return false;
+                } else if (!(('a' <= *p && *p <= 'z') || ('A' <= *p && *p <= 'Z') ||
+                             ('0' <= *p && *p <= '9') || *p == '_' || *p == '.' || *p == '-')) {
+                        return false;
+                }
+        }
+        return true;
+}
+
+void config_strv_free(char **v)
+{
+        if (!v)
+                return;
+        for (char **p = v; *p; p++)
+                free(*p);
+        free(v);
+}
+
+int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
+{
+        size_t n = 1;
+        for (const char *p = s; *p; p++)
+                n += *p == ',';
+        char **v = calloc(n + 1, sizeof(char *));
+        if (!v)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        size_t i = 0;
+        for (const char *p = s;; p++) {
+                size_t len = strcspn(p, ",");
+                v[i] = strndup(p, len);
+                if (!v[i] || !valid_queue(v[i])) {
+                        int r = v[i] ? bc_error_set(err, BC_USAGE, EINVAL,
+                                                    "--queues: '%s' is not a queue name "
+                                                    "(name or scope/name of letters, digits, "
+                                                    "'_', '.', '-')", v[i])
+                                     : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                        config_strv_free(v);
+                        return r;
+                }
+                i++;
+                p += len;
+                if (*p == '\0')
+                        break;
+        }
+        *ret_queues = v;
+        return 0;
+}
+
+static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
+{
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
+                return -EINVAL;
+        *ret = (unsigned)v;
+        return 0;
+}
+
+static char *default_worker_id(void)
+{
+        char host[256] = "host";
+        gethostname(host, sizeof(host) - 1);
+        host[sizeof(host) - 1] = '\0';
+        unsigned rnd = 0;
+        FILE *f = fopen("/dev/urandom", "re");
+        if (f) {
+                if (fread(&rnd, sizeof(rnd), 1, f) != 1)
+                        rnd = (unsigned)getpid();
+                fclose(f);
+        }
+        char *id = NULL;
+        if (asprintf(&id, "%s-%d-%06x", host, (int)getpid(), rnd & 0xffffff) < 0)
+                return NULL;
+        return id;
+}
+
+static char *default_helper_path(void)
+{
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+        if (n <= 0)
+                return strdup("boxcar-sandbox");
+        self[n] = '\0';
+        char *slash = strrchr(self, '/');
+        *slash = '\0';
+        char *path = NULL;
+        if (asprintf(&path, "%s/boxcar-sandbox", self) < 0)
+                return NULL;
+        return path;
+}
+
+static int set_string(char **dst, const char *v)
+{
+        free(*dst);
+        *dst = strdup(v);
+        return *dst ? 0 : -ENOMEM;
+}
+
+static int apply_defaults(struct worker_config *c, struct bc_error *err)
+{
+        const char *env = getenv("DATABASE_URL");
+        *c = (struct worker_config){
+                .concurrency = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
+                .sandbox = BACKEND_NONE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
+                .max_output_bytes = 16u << 20,
+        };
+        if (env && set_string(&c->database_url, env) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        env = getenv("BOXCAR_CONCURRENCY");
+        if (env && parse_uint(env, 1, 1024, &c->concurrency) < 0)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "BOXCAR_CONCURRENCY: '%s' is not a number from 1 to 1024", env);
+        env = getenv("BOXCAR_WORK_DIR");
+        if (set_string(&c->work_dir, env && *env ? env : "/var/tmp/boxcar") < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        env = getenv("BOXCAR_QUEUES");
+        return config_parse_queues(env && *env ? env : "default", &c->queues, err);
+}
+
+enum {
+        OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_LEASE, OPT_POLL, OPT_DRAIN,
+        OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
+        OPT_MAX_OUTPUT, OPT_HELP,
+};
+
+static const struct option worker_options[] = {
+        { "database-url", required_argument, NULL, OPT_DATABASE_URL },
+        { "queues", required_argument, NULL, OPT_QUEUES },
+        { "concurrency", required_argument, NULL, OPT_CONCURRENCY },
+        { "lease", required_argument, NULL, OPT_LEASE },
+        { "poll-interval", required_argument, NULL, OPT_POLL },
+        { "drain-timeout", required_argument, NULL, OPT_DRAIN },
+        { "sandbox", required_argument, NULL, OPT_SANDBOX },
+        { "sandbox-helper", required_argument, NULL, OPT_HELPER },
+        { "work-dir", required_argument, NULL, OPT_WORK_DIR },
+        { "worker-id", required_argument, NULL, OPT_WORKER_ID },
+        { "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+        { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
+        { "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
+        { "help", no_argument, NULL, OPT_HELP },
+        { NULL, 0, NULL, 0 },
+};
+
+static int parse_choice(const char *v, const char *const *choices, int *ret)
+{
+        for (int i = 0; choices[i]; i++)
+                if (strcmp(v, choices[i]) == 0) {
+                        *ret = i;
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+static int apply_option(struct worker_config *c, int opt, const char *v, struct bc_error *err)
+{
+        static const char *const formats[] = { "text", "json", NULL };
+        static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
+        int choice = 0;
+        const char *name = worker_options[opt - OPT_DATABASE_URL].name;
+        int r = 0;
+        switch (opt) {
+        case OPT_DATABASE_URL: r = set_string(&c->database_url, v); break;
+        case OPT_QUEUES:
+                config_strv_free(c->queues);
+                c->queues = NULL;
+                return config_parse_queues(v, &c->queues, err);
+        case OPT_CONCURRENCY: r = parse_uint(v, 1, 1024, &c->concurrency); break;
+        case OPT_LEASE: r = config_parse_duration(v, false, &c->lease_s); break;
+        case OPT_POLL: r = config_parse_duration(v, false, &c->poll_interval_s); break;
+        case OPT_DRAIN: r = config_parse_duration(v, true, &c->drain_timeout_s); break;
+        case OPT_SANDBOX:
+                if (strcmp(v, "none") != 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--sandbox: '%s' is not available in this build "
+                                            "(only 'none')", v);
+                c->sandbox = BACKEND_NONE;
+                break;
+        case OPT_HELPER: r = set_string(&c->sandbox_helper, v); break;
+        case OPT_WORK_DIR: r = set_string(&c->work_dir, v); break;
+        case OPT_WORKER_ID: r = set_string(&c->worker_id, v); break;
+        case OPT_LOG_FORMAT: r = parse_choice(v, formats, &choice); c->log_format = choice; break;
+        case OPT_LOG_LEVEL: r = parse_choice(v, levels, &choice); c->log_level = choice; break;
+        case OPT_MAX_OUTPUT: r = parse_uint(v, 0, 64u << 20, &c->max_output_bytes); break;
+        default: r = -EINVAL; break;
+        }
+        if (r == -ENOMEM)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        if (r < 0)
+                return bc_error_set(err, BC_USAGE, EINVAL, "--%s: invalid value '%s'", name, v);
+        return 0;
+}
+
+static int check_config(struct worker_config *c, struct bc_error *err)
+{
+        if (c->poll_interval_s > c->lease_s)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "--poll-interval (%gs) must not exceed --lease (%gs)",
+                                    c->poll_interval_s, c->lease_s);
+        if (c->lease_s < 1)
+                return bc_error_set(err, BC_USAGE, EINVAL, "--lease must be at least 1s");
+        if (!c->worker_id && !(c->worker_id = default_worker_id()))
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        if (strlen(c->worker_id) > 200)
+                return bc_error_set(err, BC_USAGE, EINVAL, "--worker-id: longer than 200");
+        if (!c->sandbox_helper && !(c->sandbox_helper = default_helper_path()))
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        if (c->work_dir[0] != '/')
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "--work-dir: '%s' must be an absolute path", c->work_dir);
+        return 0;
+}
+
+int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
+                        struct bc_error *err)
+{
+        struct worker_config c;
+        int r = apply_defaults(&c, err);
+        optind = 0;
+        opterr = 0;
+        while (r >= 0) {
+                int idx = 0;
+                int opt = getopt_long(argc, argv, "+", worker_options, &idx);
+                if (opt == -1)
+                        break;
+                if (opt == OPT_HELP) {
+                        fputs(config_worker_usage, stdout);
+                        config_done(&c);
+                        return 1;
+                }
+                if (opt == '?' || opt == ':') {
+                        r = bc_error_set(err, BC_USAGE, EINVAL, "unknown or incomplete option '%s'",
+                                         argv[optind - 1]);
+                        break;
+                }
+                r = apply_option(&c, opt, optarg, err);
+        }
+        if (r >= 0 && optind < argc)
+                r = bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'", argv[optind]);
+        if (r >= 0)
+                r = check_config(&c, err);
+        if (r < 0) {
+                config_done(&c);
+                return r;
+        }
+        *ret_config = c;
+        return 0;
+}
+
+void config_done(struct worker_config *c)
+{
+        if (!c)
+                return;
+        free(c->database_url);
+        config_strv_free(c->queues);
+        free(c->sandbox_helper);
+        free(c->work_dir);
+        free(c->worker_id);
+        memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,50 @@
+/* `boxcar worker` configuration: flags, with environment defaults, parsed
+ * and checked before anything connects. */
+#ifndef BC_WORKER_CONFIG_H
+#define BC_WORKER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/error.h"
+
+enum sandbox_backend { BACKEND_NONE, BACKEND_NAMESPACE };
+enum log_format { LOG_TEXT, LOG_JSON };
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+struct worker_config {
+        char *database_url;
+        char **queues;             /* NULL-terminated, never empty */
+        unsigned concurrency;
+        double lease_s;
+        double poll_interval_s;
+        double drain_timeout_s;
+        enum sandbox_backend sandbox;
+        char *sandbox_helper;      /* path of boxcar-sandbox */
+        char *work_dir;            /* per-job directories go under it */
+        char *worker_id;           /* generated when not given */
+        enum log_format log_format;
+        enum log_level log_level;
+        unsigned max_output_bytes; /* cap on a job's kept stdout/stderr tail */
+};
+
+/* Parses "250ms", "30s", "5m", "2h", "1d" or a plain number of seconds.
+ * Returns 0 and sets *ret_seconds (> 0 unless allow_zero), or -EINVAL. */
+int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds);
+
+/* Splits "a,b,c" into a NULL-terminated vector of queue names, each checked
+ * against the queue name rule.  Caller frees with config_strv_free. */
+int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err);
+void config_strv_free(char **v);
+
+/* Parses argv of `boxcar worker` (argv[0] is "worker").  Environment:
+ * DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR.
+ * Returns 0, 1 when --help was asked (help printed to stdout), or a negative
+ * errno with err naming the bad flag. */
+int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
+                        struct bc_error *err);
+void config_done(struct worker_config *c);
+
+extern const char config_worker_usage[];
+
+#endif

@@ -1,0 +1,125 @@
+#include "worker/db.h"
+
+#include "common/dynbuf.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Server NOTICEs ("schema already exists, skipping") are not for users. */
+static void ignore_notice(void *arg, const char *message)
+{
+        (void)arg;
+        (void)message;
+}
+
+PGconn *db_connect(const char *url, const char *application_name, struct bc_error *err)
+{
+        if (!url || !*url) {
+                bc_error_set(err, BC_CONFIG, EINVAL,
+                             "no database: set DATABASE_URL or pass --database-url");
+                return NULL;
+        }
+        /* Keywords before "dbname" are defaults: the expanded URL overrides them. */
+        const char *keys[] = { "application_name", "connect_timeout", "dbname", NULL };
+        const char *vals[] = { application_name, "5", url, NULL };
+        PGconn *conn = PQconnectdbParams(keys, vals, 1);
+        if (!conn) {
+                bc_error_set(err, BC_DATABASE, ENOMEM, "connect: out of memory");
+                return NULL;
+        }
+        if (PQstatus(conn) != CONNECTION_OK) {
+                /* libpq's message names host and port, never the password. */
+                bc_error_set(err, BC_DATABASE, ECONNREFUSED, "connect: %s",
+                             PQerrorMessage(conn));
+                size_t n = err && err->message ? strlen(err->message) : 0;
+                while (n > 0 && (err->message[n - 1] == '\n' || err->message[n - 1] == ' '))
+                        err->message[--n] = '\0';
+                PQfinish(conn);
+                return NULL;
+        }
+        PQsetNoticeProcessor(conn, ignore_notice, NULL);
+        /* Every call names the boxcar schema; an empty search_path keeps a
+         * hostile object in public from shadowing a built-in. */
+        PGresult *res = PQexec(conn, "select pg_catalog.set_config('search_path', '', false)");
+        PQclear(res);
+        return conn;
+}
+
+static void set_db_error(PGconn *conn, const PGresult *res, struct bc_error *err)
+{
+        const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(conn);
+        if (!msg || !*msg)
+                msg = PQerrorMessage(conn);
+        bc_error_set(err, BC_DATABASE, db_connection_lost(conn) ? ECONNRESET : EPROTO, "%s", msg);
+        if (err && err->message) {
+                size_t n = strlen(err->message);
+                while (n > 0 && (err->message[n - 1] == '\n' || err->message[n - 1] == ' '))
+                        err->message[--n] = '\0';
+                /* libpq prefixes "ERROR:  "; the code is context enough. */
+                if (strncmp(err->message, "ERROR:  ", 8) == 0)
+                        memmove(err->message, err->message + 8, strlen(err->message + 8) + 1);
+        }
+}
+
+PGresult *db_exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                  struct bc_error *err)
+{
+        PGresult *res = PQexecParams(conn, sql, nparams, NULL, params, NULL, NULL, 0);
+        ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+                return res;
+        set_db_error(conn, res, err);
+        PQclear(res);
+        return NULL;
+}
+
+int db_exec_script(PGconn *conn, const char *sql, struct bc_error *err)
+{
+        _cleanup_pgresult_ PGresult *res = PQexec(conn, sql);
+        ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+                return 0;
+        set_db_error(conn, res, err);
+        return -EPROTO;
+}
+
+bool db_connection_lost(PGconn *conn)
+{
+        return !conn || PQstatus(conn) != CONNECTION_OK;
+}
+
+const char *db_sqlstate(const PGresult *res)
+{
+        const char *s = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+        return s ? s : "";
+}
+
+char *db_url_redact(const char *url)
+{
+        struct dynbuf b;
+        dynbuf_init(&b, 65536);
+        const char *p = url ? url : "";
+        /* URI form: scheme://user:password@host */
+        const char *scheme = strstr(p, "://");
+        if (scheme) {
+                const char *auth = scheme + 3;
+                size_t auth_len = strcspn(auth, "/?");
+                const char *at = memchr(auth, '@', auth_len);
+                const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+                if (colon) {
+                        dynbuf_add(&b, p, (size_t)(colon + 1 - p));
+                        dynbuf_addstr(&b, "***");
+                        p = at;
+                }
+        }
+        /* key=value form, and ?password= in URIs. */
+        for (const char *kw = strstr(p, "password="); kw; kw = strstr(p, "password=")) {
+                const char *v = kw + strlen("password=");
+                dynbuf_add(&b, p, (size_t)(v - p));
+                dynbuf_addstr(&b, "***");
+                p = v + strcspn(v, " &");
+        }
+        dynbuf_addstr(&b, p);
+        return dynbuf_steal(&b);
+}

@@ -1,0 +1,42 @@
+/* libpq helpers: connecting with sane defaults, running the SQL API with
+ * parameters, and telling a lost connection from a failed statement. */
+#ifndef BC_WORKER_DB_H
+#define BC_WORKER_DB_H
+
+#include <stdbool.h>
+#include <libpq-fe.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+
+BC_DEFINE_CLEANUP(PGresult *, PQclear)
+BC_DEFINE_CLEANUP(PGconn *, PQfinish)
+#define _cleanup_pgresult_ _cleanup_(PQclearp)
+#define _cleanup_pgconn_ _cleanup_(PQfinishp)
+
+/* Opens a connection to url (a libpq URI or key=value string) with an
+ * application_name and a connect timeout unless the URL sets them.
+ * Returns the connection (caller PQfinish()es it) or NULL with err set. */
+PGconn *db_connect(const char *url, const char *application_name, struct bc_error *err);
+
+/* Runs sql with text parameters (NULL entries are SQL NULLs).  Returns the
+ * result when it is COMMAND_OK or TUPLES_OK (caller PQclear()s it), else
+ * NULL with err set to BC_DATABASE and the server's message. */
+PGresult *db_exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                  struct bc_error *err);
+
+/* Runs a script of several statements (migration files); no parameters. */
+int db_exec_script(PGconn *conn, const char *sql, struct bc_error *err);
+
+/* True when the connection is gone (server restart, network), as opposed
+ * to a statement error on a healthy connection. */
+bool db_connection_lost(PGconn *conn);
+
+/* SQLSTATE of a failed result's error, or "" when there is none. */
+const char *db_sqlstate(const PGresult *res);
+
+/* A copy of url fit for logs: the password replaced by "***" (both URI and
+ * key=value forms).  Caller frees. */
+char *db_url_redact(const char *url);
+
+#endif

@@ -1,0 +1,326 @@
+#include "worker/job.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/utf8.h"
+#include "worker/proc.h"
+#include "worker/spec.h"
+
+BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
+BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
+
+void claimed_job_free(struct claimed_job *job)
+{
+        if (!job)
+                return;
+        free(job->queue);
+        free(job->spec_json);
+        free(job);
+}
+
+void job_outcome_done(struct job_outcome *o)
+{
+        if (!o)
+                return;
+        free(o->result_json);
+        free(o->error_json);
+        free(o->error_code);
+        memset(o, 0, sizeof(*o));
+}
+
+static void set_error(struct job_outcome *o, enum bc_code code, const char *message)
+{
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "code", bc_code_name(code));
+        cJSON_AddStringToObject(e, "message", message);
+        free(o->error_json);
+        free(o->error_code);
+        o->error_json = cJSON_PrintUnformatted(e);
+        o->error_code = strdup(bc_code_name(code));
+        cJSON_Delete(e);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+        (void)st;
+        (void)ftw;
+        if (type == FTW_DP)
+                rmdir(path);
+        else
+                unlink(path);
+        return 0;
+}
+
+/* FTW_PHYS: a symlink the job planted is removed, never followed. */
+static void remove_tree(const char *path)
+{
+        nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+static int make_job_dir(const struct worker_config *cfg, const struct claimed_job *job,
+                        char **ret_dir, struct bc_error *err)
+{
+        _cleanup_free_ char *dir = NULL, *ws = NULL;
+        if (asprintf(&dir, "%s/jobs/%s.%d", cfg->work_dir, job->id, job->attempt) < 0 ||
+            asprintf(&ws, "%s/workspace", dir) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        remove_tree(dir);   /* a leftover from a crashed run of this attempt */
+        if (mkdir(dir, 0700) < 0 || mkdir(ws, 0755) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
+        *ret_dir = steal_pointer(&dir);
+        return 0;
+}
+
+static bool env_has(char *const *env, const char *name)
+{
+        size_t n = strlen(name);
+        for (; *env; env++)
+                if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+                        return true;
+        return false;
+}
+
+/* PATH, HOME and LANG, then exactly the spec's variables: nothing of the
+ * worker's own environment (database URL, S3 keys) reaches the job. */
+static char **build_env(const struct job_spec *spec, const char *home)
+{
+        size_t n = 0;
+        while (spec->env[n])
+                n++;
+        char **env = calloc(n + 4, sizeof(char *));
+        if (!env)
+                return NULL;
+        size_t i = 0;
+        if (!env_has(spec->env, "PATH"))
+                env[i++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
+        if (!env_has(spec->env, "HOME") && asprintf(&env[i], "HOME=%s", home) >= 0)
+                i++;
+        if (!env_has(spec->env, "LANG"))
+                env[i++] = strdup("LANG=C.UTF-8");
+        for (size_t k = 0; k < n; k++)
+                env[i++] = strdup(spec->env[k]);
+        return env;
+}
+
+static void strv_free(char **v)
+{
+        if (!v)
+                return;
+        for (char **p = v; *p; p++)
+                free(*p);
+        free(v);
+}
+
+static int write_file(const char *path, const char *text, struct bc_error *err)
+{
+        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", path);
+        size_t len = strlen(text);
+        for (size_t off = 0; off < len;) {
+                ssize_t w = write(fd, text + off, len - off);
+                if (w < 0 && errno == EINTR)
+                        continue;
+                if (w < 0)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "write %s: %m", path);
+                off += (size_t)w;
+        }
+        return 0;
+}
+
+/* The features the plain-process backend does not provide yet are refused
+ * rather than silently ignored. */
+static const char *unsupported_feature(const struct job_spec *spec)
+{
+        if (spec->mode == SPEC_CODE)
+                return "code: code mode is not supported by this worker yet";
+        if (spec->startup_script)
+                return "startup_script: not supported by this worker yet";
+        if (spec->n_volumes)
+                return "volumes: not supported by this worker yet";
+        if (spec->artifact_storage)
+                return "artifact: not supported by this worker yet";
+        if (spec->network_host)
+                return "network: \"host\" is not allowed on this worker";
+        return NULL;
+}
+
+static char *workdir_path(const struct job_spec *spec, const char *ws)
+{
+        char *p = NULL;
+        const char *rest = spec->workdir + strlen("/workspace");
+        if (strncmp(spec->workdir, "/workspace", 10) == 0 && (*rest == '\0' || *rest == '/')) {
+                if (asprintf(&p, "%s%s", ws, rest) < 0)
+                        return NULL;
+                return p;
+        }
+        return strdup(spec->workdir);
+}
+
+static void add_stream(cJSON *res, const char *name, const struct tailbuf *t)
+{
+        size_t len = 0;
+        _cleanup_free_ char *raw = tailbuf_copy(t, &len);
+        _cleanup_free_ char *text = raw ? utf8_sanitize(raw, len) : NULL;
+        char key[32];
+        cJSON_AddStringToObject(res, name, text ? text : "");
+        snprintf(key, sizeof(key), "%s_truncated", name);
+        cJSON_AddBoolToObject(res, key, tailbuf_truncated(t));
+        snprintf(key, sizeof(key), "%s_bytes", name);
+        cJSON_AddNumberToObject(res, key, (double)t->total);
+}
+
+static char *result_json(const struct proc_outcome *p)
+{
+        _cleanup_(cJSON_Deletep) cJSON *res = cJSON_CreateObject();
+        if (!res)
+                return NULL;
+        cJSON_AddNumberToObject(res, "exit_code", p->exit_code);
+        if (p->signal)
+                cJSON_AddNumberToObject(res, "signal", p->signal);
+        else
+                cJSON_AddNullToObject(res, "signal");
+        cJSON_AddBoolToObject(res, "timed_out", p->timed_out);
+        cJSON_AddBoolToObject(res, "oom_killed", false);
+        cJSON_AddNumberToObject(res, "wall_ms", (double)p->wall_ms);
+        cJSON_AddNumberToObject(res, "cpu_ms", (double)p->cpu_ms);
+        cJSON_AddNumberToObject(res, "max_rss_kb", (double)p->max_rss_kb);
+        char when[64];
+        struct tm tm;
+        gmtime_r(&p->started_at.tv_sec, &tm);
+        snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                 p->started_at.tv_nsec / 1000);
+        cJSON_AddStringToObject(res, "started_at", when);
+        cJSON_AddStringToObject(res, "sandbox", "none");
+        add_stream(res, "stdout", &p->out);
+        add_stream(res, "stderr", &p->err);
+        return cJSON_PrintUnformatted(res);
+}
+
+static void decide(const struct job_spec *spec, const struct proc_outcome *p, int stop,
+                   struct job_outcome *o)
+{
+        char msg[128];
+        o->action = JOB_COMPLETE;
+        if (stop == JOB_STOP_DRAIN || stop == JOB_STOP_LOST) {
+                o->action = stop == JOB_STOP_DRAIN ? JOB_RELEASE : JOB_DROP;
+        } else if (p->cancelled) {
+                o->status = "cancelled";
+                set_error(o, BC_CANCELLED, "cancelled while running");
+        } else if (p->timed_out) {
+                o->status = "failed";
+                snprintf(msg, sizeof(msg), "killed after the %gs timeout", spec->limits.timeout_s);
+                set_error(o, BC_TIMEOUT, msg);
+                if (spec->retry_on & SPEC_RETRY_TIMEOUT)
+                        o->action = JOB_RETRY;
+        } else if (p->exit_code != 0) {
+                o->status = "failed";
+                if (p->signal)
+                        snprintf(msg, sizeof(msg), "killed by signal %d (%s)", p->signal,
+                                 strsignal(p->signal));
+                else
+                        snprintf(msg, sizeof(msg), "exited with status %d", p->exit_code);
+                set_error(o, BC_NONZERO_EXIT, msg);
+                if (spec->retry_on & SPEC_RETRY_NONZERO_EXIT)
+                        o->action = JOB_RETRY;
+        } else {
+                o->status = "succeeded";
+        }
+}
+
+static int run_spec(const struct worker_config *cfg, const struct job_spec *spec,
+                    const char *dir, int cancel_fd, const _Atomic int *stop,
+                    struct job_outcome *o, struct bc_error *err)
+{
+        _cleanup_free_ char *ws = NULL, *script = NULL, *cwd = NULL;
+        if (asprintf(&ws, "%s/workspace", dir) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        char *script_argv[] = { "/bin/sh", NULL, NULL };
+        char *const *argv = spec->argv;
+        if (spec->mode == SPEC_SCRIPT) {
+                /* Written to a file and run by path: the text is never
+                 * spliced into a command line. */
+                if (asprintf(&script, "%s/script.sh", dir) < 0)
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                int r = write_file(script, spec->script, err);
+                if (r < 0)
+                        return r;
+                script_argv[1] = script;
+                argv = script_argv;
+        }
+        cwd = workdir_path(spec, ws);
+        char **env = build_env(spec, ws);
+        if (!env || !cwd) {
+                strv_free(env);
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        }
+        if (mkdir(cwd, 0755) < 0 && errno != EEXIST) {
+                int e = errno;
+                strv_free(env);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e, "workdir %s: %s", spec->workdir,
+                                    strerror(e));
+        }
+        uint64_t cap = spec->limits.output_bytes < cfg->max_output_bytes
+                               ? spec->limits.output_bytes : cfg->max_output_bytes;
+        struct proc_request req = {
+                .argv = argv, .envp = env, .cwd = cwd, .timeout_s = spec->limits.timeout_s,
+                .output_cap = (size_t)cap, .cancel_fd = cancel_fd, .kill_signal = SIGKILL,
+                .kill_grace_s = 1,
+        };
+        struct proc_outcome p;
+        int r = proc_run(&req, &p, err);
+        strv_free(env);
+        if (r >= 0) {
+                o->result_json = result_json(&p);
+                decide(spec, &p, *stop, o);
+        }
+        proc_outcome_done(&p);
+        return r;
+}
+
+void job_execute(const struct worker_config *cfg, const struct claimed_job *job, int cancel_fd,
+                 const _Atomic int *stop, struct job_outcome *ret)
+{
+        memset(ret, 0, sizeof(*ret));
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(spec_freep) struct job_spec *spec = NULL;
+        if (spec_parse(job->spec_json, strlen(job->spec_json), &spec, &err) < 0) {
+                /* A bad spec never reaches a process and is never retried. */
+                ret->action = JOB_COMPLETE;
+                ret->status = "failed";
+                set_error(ret, BC_BAD_SPEC, bc_error_message(&err));
+                bc_error_clear(&err);
+                return;
+        }
+        const char *unsupported = unsupported_feature(spec);
+        if (unsupported) {
+                ret->action = JOB_COMPLETE;
+                ret->status = "failed";
+                set_error(ret, BC_BAD_SPEC, unsupported);
+                return;
+        }
+        _cleanup_free_ char *dir = NULL;
+        int r = make_job_dir(cfg, job, &dir, &err);
+        if (r >= 0)
+                r = run_spec(cfg, spec, dir, cancel_fd, stop, ret, &err);
+        if (dir)
+                remove_tree(dir);
+        if (r < 0) {
+                /* The worker failed, not the job: retry with backoff. */
+                ret->action = *stop == JOB_STOP_LOST ? JOB_DROP : JOB_RETRY;
+                set_error(ret, err.code == BC_INTERNAL ? BC_SANDBOX_SETUP : err.code,
+                          bc_error_message(&err));
+        }
+        bc_error_clear(&err);
+}

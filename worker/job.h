@@ -1,0 +1,51 @@
+/* One claimed job, run from start to finish on a slot thread: parse the
+ * spec, prepare its directory, run it, and decide what to tell the
+ * database (complete, retry, release or nothing). */
+#ifndef BC_WORKER_JOB_H
+#define BC_WORKER_JOB_H
+
+#include <stdatomic.h>
+
+#include "worker/config.h"
+
+struct claimed_job {
+        char id[40];
+        char *queue;
+        int attempt;            /* attempts after this claim */
+        int max_attempts;
+        char *spec_json;
+};
+
+void claimed_job_free(struct claimed_job *job);
+
+/* Why a running job is being stopped from outside. */
+enum job_stop {
+        JOB_STOP_NONE = 0,
+        JOB_STOP_CANCEL,        /* boxcar.cancel(): finish as cancelled */
+        JOB_STOP_DRAIN,         /* worker shutting down: hand the job back */
+        JOB_STOP_LOST,          /* lease lost: someone else owns it now */
+};
+
+enum job_action {
+        JOB_COMPLETE,           /* complete(status, result, error) */
+        JOB_RETRY,              /* retry_or_fail(error, result) */
+        JOB_RELEASE,            /* release(): not the job's fault, not counted */
+        JOB_DROP,               /* nothing: the worker no longer holds it */
+};
+
+struct job_outcome {
+        enum job_action action;
+        const char *status;     /* for JOB_COMPLETE: "succeeded", "failed", "cancelled" */
+        char *result_json;      /* or NULL */
+        char *error_json;       /* {"code", "message"} or NULL */
+        char *error_code;       /* copy of the code, for logs; or NULL */
+};
+
+void job_outcome_done(struct job_outcome *o);
+
+/* Runs job under cfg.  cancel_fd becomes readable when *stop is set.
+ * Always fills *ret (infrastructure failures become JOB_RETRY). */
+void job_execute(const struct worker_config *cfg, const struct claimed_job *job, int cancel_fd,
+                 const _Atomic int *stop, struct job_outcome *ret);
+
+#endif

@@ -1,0 +1,142 @@
+/* boxcar: one binary, git-style subcommands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "worker/cli.h"
+#include "worker/config.h"
+#include "worker/log.h"
+#include "worker/loop.h"
+
+static const char migrate_usage[] =
+        "usage: boxcar migrate [--database-url URL]\n"
+        "\n"
+        "Applies migrations/ in order, once each, recorded with checksums in\n"
+        "boxcar.schema_migrations, then re-applies the SQL API (sql/), all in one\n"
+        "transaction under an advisory lock: concurrent runs are safe.  Refuses to\n"
+        "run when an applied migration was edited.\n";
+
+static const char enqueue_usage[] =
+        "usage: boxcar enqueue [--queue Q] [OPTIONS] (--spec FILE | -- CMD [ARGS...])\n"
+        "\n"
+        "Adds a job and prints its id.  With -- CMD ARGS the spec is {\"command\": [CMD, ARGS]};\n"
+        "--spec FILE reads a whole job spec (DESIGN.md §5), '-' for stdin.\n"
+        "\n"
+        "  --queue Q              queue name, 'name' or 'scope/name' (default: default)\n"
+        "  --priority N           higher runs first (default: 0)\n"
+        "  --run-at TIMESTAMP     not before this time (default: now)\n"
+        "  --max-attempts N       tries for infrastructure failures (default: 3)\n"
+        "  --idempotency-key K    an existing key returns the existing job's id\n"
+        "  --webhook-url URL      where the result is posted\n"
+        "  --database-url URL     (default: $DATABASE_URL)\n";
+
+static const char status_usage[] =
+        "usage: boxcar status [--wait] ID\n"
+        "\n"
+        "Prints the job as JSON.  --wait polls until it has finished.\n";
+
+static const char cancel_usage[] =
+        "usage: boxcar cancel ID\n"
+        "\n"
+        "Cancels a queued job at once; a running job is killed by its worker within\n"
+        "a second and ends 'cancelled' with error CANCELLED.\n";
+
+static const char events_usage[] =
+        "usage: boxcar events ID\n"
+        "\n"
+        "Prints the job's audit trail (claimed, started, retried, finished ...), one\n"
+        "JSON object per line.\n";
+
+static const char version_usage[] = "usage: boxcar version\n";
+
+static int cmd_version(int argc, char **argv)
+{
+        (void)argc;
+        (void)argv;
+        printf("boxcar %s\n", BOXCAR_VERSION);
+        return 0;
+}
+
+const struct cli_command cli_commands[] = {
+        { "migrate", "apply the schema and SQL API to the database", migrate_usage, cmd_migrate },
+        { "worker", "run jobs (the daemon)", config_worker_usage, cmd_worker },
+        { "enqueue", "add a job and print its id", enqueue_usage, cmd_enqueue },
+        { "status", "print a job as JSON", status_usage, cmd_status },
+        { "cancel", "cancel a job", cancel_usage, cmd_cancel },
+        { "events", "print a job's audit trail", events_usage, cmd_events },
+        { "version", "print the version", version_usage, cmd_version },
+        { NULL, NULL, NULL, NULL },
+};
+
+int cmd_worker(int argc, char **argv)
+{
+        struct worker_config cfg;
+        struct bc_error err = BC_ERROR_INIT;
+        int r = config_parse_worker(argc, argv, &cfg, &err);
+        if (r == 1)
+                return 0;
+        if (r < 0) {
+                int st = cli_fail("worker", &err);
+                bc_error_clear(&err);
+                return st;
+        }
+        log_setup(cfg.log_format, cfg.log_level);
+        r = worker_run(&cfg, &err);
+        if (r < 0) {
+                log_event(LOG_ERROR, "worker.failed", "error", bc_error_message(&err), NULL);
+                bc_error_clear(&err);
+        }
+        config_done(&cfg);
+        return r < 0 ? 1 : 0;
+}
+
+static void usage(FILE *f)
+{
+        fprintf(f, "usage: boxcar COMMAND [ARGS...]\n\n"
+                   "boxcar runs jobs from PostgreSQL in isolated sandboxes.\n\nCommands:\n");
+        for (const struct cli_command *c = cli_commands; c->name; c++)
+                fprintf(f, "  %-10s %s\n", c->name, c->summary);
+        fprintf(f, "  %-10s %s\n", "help", "show a command's options: boxcar help COMMAND");
+        fprintf(f, "\nEvery command reads the database from $DATABASE_URL or --database-url.\n");
+}
+
+static const struct cli_command *find_command(const char *name)
+{
+        for (const struct cli_command *c = cli_commands; c->name; c++)
+                if (strcmp(c->name, name) == 0)
+                        return c;
+        return NULL;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc < 2) {
+                usage(stderr);
+                return 2;
+        }
+        const char *name = argv[1];
+        if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+                usage(stdout);
+                return 0;
+        }
+        if (strcmp(name, "--version") == 0)
+                return cmd_version(0, NULL);
+        if (strcmp(name, "help") == 0) {
+                if (argc < 3) {
+                        usage(stdout);
+                        return 0;
+                }
+                const struct cli_command *c = find_command(argv[2]);
+                if (!c) {
+                        fprintf(stderr, "boxcar help: unknown command '%s'\n", argv[2]);
+                        return 2;
+                }
+                fputs(c->usage, stdout);
+                return 0;
+        }
+        const struct cli_command *c = find_command(name);
+        if (!c) {
+                fprintf(stderr, "boxcar: unknown command '%s' (see boxcar --help)\n", name);
+                return 2;
+        }
+        return c->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,187 @@
+#include "worker/queue.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/dynbuf.h"
+#include "worker/db.h"
+
+int queue_listen(PGconn *conn, struct bc_error *err)
+{
+        return db_exec_script(conn, "listen boxcar_jobs; listen boxcar_cancel", err);
+}
+
+/* {"a","b"}: queue names are checked against [A-Za-z0-9_.-/], which need
+ * no quoting inside an array literal. */
+static char *queues_literal(char *const *queues)
+{
+        struct dynbuf b;
+        dynbuf_init(&b, 1 << 20);
+        dynbuf_addstr(&b, "{");
+        for (char *const *q = queues; *q; q++)
+                dynbuf_printf(&b, "%s%s", q == queues ? "" : ",", *q);
+        dynbuf_addstr(&b, "}");
+        return dynbuf_steal(&b);
+}
+
+int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_error *err)
+{
+        char host[256] = "";
+        gethostname(host, sizeof(host) - 1);
+        char pid[16], conc[16];
+        snprintf(pid, sizeof(pid), "%d", (int)getpid());
+        snprintf(conc, sizeof(conc), "%u", cfg->concurrency);
+        _cleanup_free_ char *queues = queues_literal(cfg->queues);
+        const char *p[] = { cfg->worker_id, host, pid, queues, conc, BOXCAR_VERSION };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.register_worker($1, $2, $3::int, $4::text[], $5::int, $6)",
+                6, p, err);
+        return res ? 0 : -EPROTO;
+}
+
+int queue_set_state(PGconn *conn, const char *worker_id, const char *state, struct bc_error *err)
+{
+        const char *p[] = { worker_id, state };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.set_worker_state($1, $2)", 2, p, err);
+        return res ? 0 : -EPROTO;
+}
+
+static struct claimed_job *job_from_row(const PGresult *res, int row)
+{
+        struct claimed_job *job = calloc(1, sizeof(*job));
+        if (!job)
+                return NULL;
+        snprintf(job->id, sizeof(job->id), "%s", PQgetvalue(res, row, 0));
+        job->queue = strdup(PQgetvalue(res, row, 1));
+        job->attempt = atoi(PQgetvalue(res, row, 2));
+        job->max_attempts = atoi(PQgetvalue(res, row, 3));
+        job->spec_json = strdup(PQgetvalue(res, row, 4));
+        if (!job->queue || !job->spec_json) {
+                claimed_job_free(job);
+                return NULL;
+        }
+        return job;
+}
+
+int queue_claim(PGconn *conn, const struct worker_config *cfg, unsigned n,
+                struct claimed_job ***ret_jobs, size_t *ret_n, struct bc_error *err)
+{
+        char count[16], lease[32];
+        snprintf(count, sizeof(count), "%u", n);
+        snprintf(lease, sizeof(lease), "%.3f seconds", cfg->lease_s);
+        _cleanup_free_ char *queues = queues_literal(cfg->queues);
+        const char *p[] = { cfg->worker_id, queues, count, lease };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn,
+                "select id, queue, attempts, max_attempts, spec "
+                "from boxcar.claim($1, $2::text[], $3::int, $4::interval)",
+                4, p, err);
+        if (!res)
+                return -EPROTO;
+        int rows = PQntuples(res);
+        struct claimed_job **jobs = calloc((size_t)rows + 1, sizeof(*jobs));
+        if (!jobs)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "claim: out of memory");
+        for (int i = 0; i < rows; i++) {
+                jobs[i] = job_from_row(res, i);
+                if (!jobs[i]) {
+                        /* Out of memory with jobs claimed: they are rescued
+                         * when their lease expires. */
+                        for (int k = 0; k < i; k++)
+                                claimed_job_free(jobs[k]);
+                        free(jobs);
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "claim: out of memory");
+                }
+        }
+        *ret_jobs = jobs;
+        *ret_n = (size_t)rows;
+        return 0;
+}
+
+static char *ids_of(const PGresult *res)
+{
+        struct dynbuf b;
+        dynbuf_init(&b, 64u << 20);
+        for (int i = 0; i < PQntuples(res); i++)
+                dynbuf_printf(&b, "%s%s", i ? " " : "", PQgetvalue(res, i, 0));
+        return dynbuf_steal(&b);
+}
+
+int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, char **ret_ids,
+                    struct bc_error *err)
+{
+        char lease[32];
+        snprintf(lease, sizeof(lease), "%.3f seconds", cfg->lease_s);
+        const char *p[] = { cfg->worker_id, lease };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.heartbeat($1, $2::interval)", 2, p, err);
+        if (!res)
+                return -EPROTO;
+        *ret_ids = ids_of(res);
+        return 0;
+}
+
+int queue_rescue(PGconn *conn, struct bc_error *err)
+{
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.rescue_expired()", 0, NULL, err);
+        if (!res)
+                return -EPROTO;
+        return atoi(PQgetvalue(res, 0, 0));
+}
+
+int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct bc_error *err)
+{
+        const char *p[] = { ids };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.cancel_requested(string_to_array($1, ' ')::uuid[])", 1, p,
+                err);
+        if (!res)
+                return -EPROTO;
+        *ret_ids = ids_of(res);
+        return 0;
+}
+
+int queue_report(PGconn *conn, const char *worker_id, const struct claimed_job *job,
+                 const struct job_outcome *o, struct bc_error *err)
+{
+        char attempt[16];
+        snprintf(attempt, sizeof(attempt), "%d", job->attempt);
+        _cleanup_pgresult_ PGresult *res = NULL;
+        if (o->action == JOB_COMPLETE) {
+                const char *p[] = { job->id, worker_id, o->status, o->result_json,
+                                    o->error_json, attempt };
+                res = db_exec(conn,
+                              "select boxcar.complete($1, $2, $3, $4::jsonb, $5::jsonb, $6::int)",
+                              6, p, err);
+        } else if (o->action == JOB_RETRY) {
+                const char *p[] = { job->id, worker_id, o->error_json, attempt, o->result_json };
+                res = db_exec(conn,
+                              "select boxcar.retry_or_fail($1, $2, $3::jsonb, $4::int, $5::jsonb)"
+                              " is not null",
+                              5, p, err);
+        } else if (o->action == JOB_RELEASE) {
+                const char *p[] = { job->id, worker_id, attempt };
+                res = db_exec(conn, "select boxcar.release($1, $2, $3::int)", 3, p, err);
+        } else {
+                return 0;
+        }
+        if (!res)
+                return -EPROTO;
+        return strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? 1 : 0;
+}
+
+int queue_event(PGconn *conn, const char *worker_id, const struct claimed_job *job,
+                const char *kind, const char *details_json, struct bc_error *err)
+{
+        char attempt[16];
+        snprintf(attempt, sizeof(attempt), "%d", job->attempt);
+        const char *p[] = { job->id, kind, worker_id, attempt, details_json };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.add_event($1, $2, $3, $4::int, $5::jsonb)", 5, p, err);
+        return res ? 0 : -EPROTO;
+}

@@ -1,0 +1,44 @@
+/* The worker's calls into the SQL API (sql/30_claim.sql, 40_manage.sql):
+ * thin, parameterised wrappers, one per function. */
+#ifndef BC_WORKER_QUEUE_H
+#define BC_WORKER_QUEUE_H
+
+#include <libpq-fe.h>
+#include <stddef.h>
+
+#include "common/error.h"
+#include "worker/config.h"
+#include "worker/job.h"
+
+/* LISTEN on boxcar_jobs and boxcar_cancel (again after every reconnect). */
+int queue_listen(PGconn *conn, struct bc_error *err);
+
+int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_error *err);
+int queue_set_state(PGconn *conn, const char *worker_id, const char *state,
+                    struct bc_error *err);
+
+/* Claims up to n jobs; *ret_jobs gets a new array of *ret_n claimed jobs
+ * (free each with claimed_job_free, then the array). */
+int queue_claim(PGconn *conn, const struct worker_config *cfg, unsigned n,
+                struct claimed_job ***ret_jobs, size_t *ret_n, struct bc_error *err);
+
+/* Extends leases; *ret_ids gets the held job ids as one string of
+ * 36-char ids separated by spaces (caller frees). */
+int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, char **ret_ids,
+                    struct bc_error *err);
+
+/* Returns how many expired jobs were rescued, or a negative errno. */
+int queue_rescue(PGconn *conn, struct bc_error *err);
+
+/* Which of the given job ids (space-separated) have a pending cancel. */
+int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct bc_error *err);
+
+/* Reports a finished job from a slot's connection.  Returns 1 when the
+ * database took it, 0 when the worker no longer held the job. */
+int queue_report(PGconn *conn, const char *worker_id, const struct claimed_job *job,
+                 const struct job_outcome *o, struct bc_error *err);
+
+int queue_event(PGconn *conn, const char *worker_id, const struct claimed_job *job,
+                const char *kind, const char *details_json, struct bc_error *err);
+
+#endif
