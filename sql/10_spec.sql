@@ -50,6 +50,15 @@ returns text language sql immutable as $$
     end
 $$;
 
+create or replace function boxcar.string_error(field text, v jsonb)
+returns text language sql immutable as $$
+    select case
+        when jsonb_typeof(v) is distinct from 'string' then field || ': must be a string'
+        when length(v #>> '{}') = 0 then field || ': must be a non-empty string'
+        when octet_length(v #>> '{}') > 4194304 then field || ': longer than 4194304 bytes'
+    end
+$$;
+
 create or replace function boxcar.limits_error(limits jsonb)
 returns text language plpgsql immutable as $$
 declare
@@ -186,11 +195,12 @@ begin
             end if;
         end loop;
         if length(v ->> 0) = 0 then
-            return 'command[0]: must not be empty';
+            return 'command[0]: must be a non-empty string';
         end if;
     end if;
-    if spec ? 'script' and (jsonb_typeof(spec -> 'script') <> 'string' or length(spec ->> 'script') = 0) then
-        return 'script: must be a non-empty string';
+    if spec ? 'script' then
+        e := boxcar.string_error('script', spec -> 'script');
+        if e is not null then return e; end if;
     end if;
     if spec ? 'code' then
         v := spec -> 'code';
@@ -204,9 +214,8 @@ begin
            or jsonb_typeof(v -> 'language') <> 'string' then
             return 'code.language: must be "python", "node" or "bash"';
         end if;
-        if jsonb_typeof(v -> 'source') is distinct from 'string' or length(v ->> 'source') = 0 then
-            return 'code.source: must be a non-empty string';
-        end if;
+        e := boxcar.string_error('code.source', v -> 'source');
+        if e is not null then return e; end if;
         if v ? 'arguments' and jsonb_typeof(v -> 'arguments') <> 'object' then
             return 'code.arguments: must be an object';
         end if;
@@ -233,9 +242,9 @@ begin
         e := boxcar.path_error('workdir', spec -> 'workdir', false);
         if e is not null then return e; end if;
     end if;
-    if spec ? 'startup_script' and (jsonb_typeof(spec -> 'startup_script') <> 'string'
-                                    or length(spec ->> 'startup_script') = 0) then
-        return 'startup_script: must be a non-empty string';
+    if spec ? 'startup_script' then
+        e := boxcar.string_error('startup_script', spec -> 'startup_script');
+        if e is not null then return e; end if;
     end if;
     if spec ? 'startup_timeout_s' then
         e := boxcar.number_error('startup_timeout_s', spec -> 'startup_timeout_s', 1, 600, false);

@@ -54,7 +54,7 @@ int spec_number(const cJSON *v, const char *field, double lo, double hi, bool in
         if (integral && d != floor(d))
                 return bad(err, "%s: must be a whole number", field);
         if (!(d >= lo && d <= hi))
-                return bad(err, "%s: must be between %g and %g", field, lo, hi);
+                return bad(err, "%s: must be between %.15g and %.15g", field, lo, hi);
         *ret = d;
         return 0;
 }

@@ -1,0 +1,45 @@
+begin;
+select plan(17);
+
+select isa_ok(boxcar.enqueue(queue => 'default', spec => '{"command":["echo","hi"]}'), 'uuid',
+              'enqueue with named arguments and defaults returns a uuid');
+select is((select status from boxcar.jobs order by created_at desc limit 1), 'queued', 'a new job is queued');
+select is((select max_attempts from boxcar.jobs order by created_at desc limit 1), 3, 'max_attempts defaults to 3');
+
+select throws_ok($$select boxcar.enqueue('default', '[1,2]')$$, '22023',
+                 'BAD_SPEC: spec: must be a JSON object', 'a spec that is not an object is rejected');
+select throws_ok($$select boxcar.enqueue('default', '"echo hi"')$$, '22023',
+                 'BAD_SPEC: spec: must be a JSON object', 'a string spec is rejected');
+select throws_ok($$select boxcar.enqueue('default', '{"env":{}}')$$, '22023',
+                 'BAD_SPEC: command: one of command, script or code is required',
+                 'a spec without a command is rejected');
+select throws_ok($$select boxcar.enqueue('default', '{"command":"echo hi"}')$$, '22023',
+                 'BAD_SPEC: command: must be a non-empty array of strings', 'command must be an array');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["echo", 3]}')$$, '22023',
+                 'BAD_SPEC: command[1]: must be a string', 'the bad element is named');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["x"], "colour": 1}')$$, '22023',
+                 'BAD_SPEC: colour: unknown field', 'unknown fields are rejected');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["x"], "limits": {"pids": 0}}')$$, '22023',
+                 'BAD_SPEC: limits.pids: must be between 1 and 65536', 'limits are range-checked');
+select throws_ok($$select boxcar.enqueue('bad queue!', '{"command":["x"]}')$$, '22023', null,
+                 'a bad queue name is rejected');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["x"]}', max_attempts => 0)$$, '22023',
+                 'max_attempts: must be between 1 and 100', 'max_attempts is range-checked');
+
+-- Idempotency keys
+select is(boxcar.enqueue('default', '{"command":["a"]}', idempotency_key => 'order-42'),
+          boxcar.enqueue('default', '{"command":["b"]}', idempotency_key => 'order-42'),
+          'an existing idempotency key returns the existing job id');
+select is((select count(*)::int from boxcar.jobs where idempotency_key = 'order-42'), 1,
+          'only one job exists for the key');
+select is((select spec from boxcar.jobs where idempotency_key = 'order-42'), '{"command":["a"]}'::jsonb,
+          'the first spec is kept');
+
+select ok(boxcar.enqueue('scope/name', '{"command":["x"]}', priority => 5,
+                         run_at => now() + interval '1 hour') is not null,
+          'scoped queue names, priority and run_at are accepted');
+select is((select queued::int from boxcar.queue_stats where queue = 'default'), 2,
+          'queue_stats counts due queued jobs');
+
+select * from finish();
+rollback;

@@ -1,0 +1,157 @@
+/* `boxcar worker` flag parsing: durations, queue lists, every flag, and the
+ * errors that name the bad flag. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "worker/config.h"
+
+static void test_durations(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *in;
+                int ok;
+                double want;
+        } cases[] = {
+                { "30s", 1, 30 }, { "30", 1, 30 }, { "250ms", 1, 0.25 }, { "5m", 1, 300 },
+                { "2h", 1, 7200 }, { "1d", 1, 86400 }, { "1.5s", 1, 1.5 }, { "0", 0, 0 },
+                { "", 0, 0 }, { "-1s", 0, 0 }, { "10x", 0, 0 }, { "s", 0, 0 },
+                { "nan", 0, 0 }, { "400d", 0, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                double got = -1;
+                int r = config_parse_duration(cases[i].in, false, &got);
+                if (cases[i].ok) {
+                        assert_int_equal(r, 0);
+                        assert_true(got == cases[i].want);
+                } else if (r == 0) {
+                        fail_msg("duration '%s' accepted as %g", cases[i].in, got);
+                }
+        }
+        double zero = -1;
+        assert_int_equal(config_parse_duration("0s", true, &zero), 0);
+        assert_true(zero == 0);
+}
+
+static void test_queues(void **state)
+{
+        (void)state;
+        char **q = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(config_parse_queues("a,scope/b,c.d-e_f", &q, &err), 0);
+        assert_string_equal(q[0], "a");
+        assert_string_equal(q[1], "scope/b");
+        assert_string_equal(q[2], "c.d-e_f");
+        assert_null(q[3]);
+        config_strv_free(q);
+        static const char *const bad[] = { "", "a,,b", "a,", "x y", "a/b/c", "/a", "a/", "é" };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                q = NULL;
+                if (config_parse_queues(bad[i], &q, &err) == 0)
+                        fail_msg("queue list '%s' accepted", bad[i]);
+                assert_int_equal(err.code, BC_USAGE);
+                assert_non_null(strstr(bc_error_message(&err), "--queues"));
+                bc_error_clear(&err);
+        }
+}
+
+static int parse(struct worker_config *c, struct bc_error *err, ...)
+{
+        char *argv[32] = { "worker" };
+        int argc = 1;
+        va_list ap;
+        va_start(ap, err);
+        for (char *a = va_arg(ap, char *); a; a = va_arg(ap, char *))
+                argv[argc++] = a;
+        va_end(ap);
+        return config_parse_worker(argc, argv, c, err);
+}
+
+static void test_worker_flags(void **state)
+{
+        (void)state;
+        unsetenv("BOXCAR_QUEUES");
+        unsetenv("BOXCAR_CONCURRENCY");
+        setenv("DATABASE_URL", "postgresql://env/db", 1);
+        struct worker_config c;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(parse(&c, &err, NULL), 0);
+        assert_string_equal(c.database_url, "postgresql://env/db");
+        assert_string_equal(c.queues[0], "default");
+        assert_int_equal(c.concurrency, 4);
+        assert_true(c.lease_s == 30 && c.poll_interval_s == 5 && c.drain_timeout_s == 60);
+        assert_int_equal(c.sandbox, BACKEND_NONE);
+        assert_non_null(c.worker_id);
+        config_done(&c);
+
+        assert_int_equal(parse(&c, &err, "--queues", "a,b", "--concurrency", "8", "--lease", "1m",
+                               "--poll-interval", "500ms", "--drain-timeout", "0",
+                               "--sandbox", "none", "--database-url", "postgresql://flag/db",
+                               "--worker-id", "w-1", "--log-format", "json", "--log-level",
+                               "debug", "--work-dir", "/tmp/x", NULL),
+                         0);
+        assert_string_equal(c.database_url, "postgresql://flag/db");
+        assert_string_equal(c.queues[1], "b");
+        assert_int_equal(c.concurrency, 8);
+        assert_true(c.lease_s == 60 && c.poll_interval_s == 0.5 && c.drain_timeout_s == 0);
+        assert_string_equal(c.worker_id, "w-1");
+        assert_int_equal(c.log_format, LOG_JSON);
+        assert_int_equal(c.log_level, LOG_DEBUG);
+        assert_string_equal(c.work_dir, "/tmp/x");
+        config_done(&c);
+
+        setenv("BOXCAR_QUEUES", "envq", 1);
+        setenv("BOXCAR_CONCURRENCY", "3", 1);
+        assert_int_equal(parse(&c, &err, NULL), 0);
+        assert_string_equal(c.queues[0], "envq");
+        assert_int_equal(c.concurrency, 3);
+        config_done(&c);
+        unsetenv("BOXCAR_QUEUES");
+        unsetenv("BOXCAR_CONCURRENCY");
+}
+
+static void test_worker_flag_errors(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *flag, *value, *want;
+        } cases[] = {
+                { "--concurrency", "0", "--concurrency: invalid value '0'" },
+                { "--concurrency", "2000", "--concurrency: invalid value '2000'" },
+                { "--lease", "soon", "--lease: invalid value 'soon'" },
+                { "--poll-interval", "60s", "--poll-interval (60s) must not exceed --lease (30s)" },
+                { "--sandbox", "docker", "--sandbox: 'docker' is not available" },
+                { "--log-format", "xml", "--log-format: invalid value 'xml'" },
+                { "--work-dir", "relative", "--work-dir: 'relative' must be an absolute path" },
+                { "--frobnicate", "1", "unknown or incomplete option '--frobnicate'" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct worker_config c;
+                struct bc_error err = BC_ERROR_INIT;
+                int r = parse(&c, &err, cases[i].flag, cases[i].value, NULL);
+                if (r == 0)
+                        fail_msg("%s %s accepted", cases[i].flag, cases[i].value);
+                if (!strstr(bc_error_message(&err), cases[i].want))
+                        fail_msg("%s %s: got '%s', want '%s'", cases[i].flag, cases[i].value,
+                                 bc_error_message(&err), cases[i].want);
+                assert_int_equal(err.code, BC_USAGE);
+                bc_error_clear(&err);
+        }
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_durations),
+                cmocka_unit_test(test_queues),
+                cmocka_unit_test(test_worker_flags),
+                cmocka_unit_test(test_worker_flag_errors),
+        };
+        return cmocka_run_group_tests_name("config", tests, NULL, NULL);
+}
