@@ -48,3 +48,17 @@ _bg_pids=()
 bg() { "$@" & _bg_pids+=($!); }
 cleanup_bg() { for p in "${_bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup_bg EXIT
+
+# start_worker NAME [ARGS...]: a worker in the background on DATABASE_URL,
+# logging to $BOXCAR_DEV/test-logs/NAME.log; its pid in WORKER_PID.
+start_worker() {
+  local name=$1; shift
+  mkdir -p "$BOXCAR_DEV/test-logs" "$BOXCAR_DEV/work"
+  "$BOXCAR" worker --worker-id "$name" --work-dir "$BOXCAR_DEV/work/$name" "$@" \
+      >>"$BOXCAR_DEV/test-logs/$name.log" 2>&1 &
+  WORKER_PID=$!
+  _bg_pids+=("$WORKER_PID")
+}
+
+# job_field ID EXPR: a SQL expression over the job row j.
+job_field() { sql "select $2 from boxcar.jobs j where id = '$1'"; }

@@ -30,11 +30,10 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
         }
         if (PQstatus(conn) != CONNECTION_OK) {
                 /* libpq's message names host and port, never the password. */
-                bc_error_set(err, BC_DATABASE, ECONNREFUSED, "connect: %s",
-                             PQerrorMessage(conn));
-                size_t n = err && err->message ? strlen(err->message) : 0;
-                while (n > 0 && (err->message[n - 1] == '\n' || err->message[n - 1] == ' '))
-                        err->message[--n] = '\0';
+                db_conn_error(conn, err);
+                if (err)
+                        err->errnum = ECONNREFUSED;
+                bc_error_prefix(err, "connect");
                 PQfinish(conn);
                 return NULL;
         }
@@ -46,6 +45,26 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
         return conn;
 }
 
+/* libpq's messages span lines ("...\n\tThis probably means..."): one line
+ * fits a log event. */
+static void flatten(char *msg)
+{
+        size_t n = strlen(msg);
+        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+                msg[--n] = '\0';
+        for (char *p = msg; *p; p++)
+                if (*p == '\n' || *p == '\t')
+                        *p = ' ';
+}
+
+int db_conn_error(PGconn *conn, struct bc_error *err)
+{
+        int r = bc_error_set(err, BC_DATABASE, ECONNRESET, "%s", PQerrorMessage(conn));
+        if (err && err->message)
+                flatten(err->message);
+        return r;
+}
+
 static void set_db_error(PGconn *conn, const PGresult *res, struct bc_error *err)
 {
         const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(conn);
@@ -53,9 +72,7 @@ static void set_db_error(PGconn *conn, const PGresult *res, struct bc_error *err
                 msg = PQerrorMessage(conn);
         bc_error_set(err, BC_DATABASE, db_connection_lost(conn) ? ECONNRESET : EPROTO, "%s", msg);
         if (err && err->message) {
-                size_t n = strlen(err->message);
-                while (n > 0 && (err->message[n - 1] == '\n' || err->message[n - 1] == ' '))
-                        err->message[--n] = '\0';
+                flatten(err->message);
                 /* libpq prefixes "ERROR:  "; the code is context enough. */
                 if (strncmp(err->message, "ERROR:  ", 8) == 0)
                         memmove(err->message, err->message + 8, strlen(err->message + 8) + 1);

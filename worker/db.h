@@ -28,6 +28,9 @@ PGresult *db_exec(PGconn *conn, const char *sql, int nparams, const char *const 
 /* Runs a script of several statements (migration files); no parameters. */
 int db_exec_script(PGconn *conn, const char *sql, struct bc_error *err);
 
+/* Sets err from the connection's last error, on one line; returns -ECONNRESET. */
+int db_conn_error(PGconn *conn, struct bc_error *err);
+
 /* True when the connection is gone (server restart, network), as opposed
  * to a statement error on a healthy connection. */
 bool db_connection_lost(PGconn *conn);

@@ -111,7 +111,7 @@ static void handle_notifies(struct loop *l)
 {
         if (!PQconsumeInput(l->conn)) {
                 struct bc_error err = BC_ERROR_INIT;
-                bc_error_set(&err, BC_DATABASE, ECONNRESET, "%s", PQerrorMessage(l->conn));
+                db_conn_error(l->conn, &err);
                 lose_connection(l, &err);
                 bc_error_clear(&err);
                 return;
@@ -217,6 +217,8 @@ static int next_timeout(const struct loop *l)
         }
         if (l->draining && !l->stopping_all && l->drain_deadline < next)
                 next = l->drain_deadline;
+        if (l->stopping_all && !l->slots.hard && l->drain_deadline + 10000 < next)
+                next = l->drain_deadline + 10000;
         return next <= now ? 0 : (int)(next - now);
 }
 
@@ -231,6 +233,10 @@ static void do_timers(struct loop *l)
                           "detail", "handing running jobs back to the queue", NULL);
                 slots_stop(&l->slots, NULL, JOB_STOP_DRAIN);
         }
+        /* Reports still retrying 10 s after the deadline (the database is
+         * away): give up, the jobs are rescued once their leases expire. */
+        if (l->stopping_all && !l->slots.hard && now >= l->drain_deadline + 10000)
+                l->slots.hard = true;
         if (l->conn && now >= l->next_heartbeat && l->slots.busy)
                 heartbeat(l);
         else if (l->conn && now >= l->next_heartbeat)

@@ -1,0 +1,84 @@
+# One worker: results, exit codes, clean environment, output caps, timeout
+# of a whole process group, cancel, bad specs inserted around enqueue(), and
+# one NOTIFY per statement.
+source "$(dirname "$0")/../lib.sh"
+fresh_db e2e_basics
+export SECRET_OF_THE_WORKER=hunter2
+start_worker basics --concurrency 4 --lease 5s --poll-interval 1s --sandbox none
+
+ok_id=$("$BOXCAR" enqueue -- sh -c 'echo out; echo err >&2')
+fail_id=$("$BOXCAR" enqueue -- sh -c 'exit 3')
+sig_id=$("$BOXCAR" enqueue -- sh -c 'kill -SEGV $$')
+env_id=$(echo '{"command": ["env"], "env": {"MODE": "prod"}}' | "$BOXCAR" enqueue --spec -)
+big_id=$(echo '{"command": ["sh", "-c", "head -c 3000000 /dev/zero | tr \"\\\\0\" x; echo END"], "limits": {"output_bytes": 1000}}' | "$BOXCAR" enqueue --spec -)
+script_id=$(echo '{"script": "cd /; x=$(echo \"a b\"); echo \"[$x] $0\"; exit 4"}' | "$BOXCAR" enqueue --spec -)
+missing_id=$("$BOXCAR" enqueue -- no-such-command-anywhere)
+pidfile=$(mktemp -u)
+timeout_id=$(printf '{"command": ["sh", "-c", "(sleep 300 & echo $! > %s; wait) & sleep 300"], "limits": {"timeout_s": 1}}' "$pidfile" | "$BOXCAR" enqueue --spec -)
+
+for id in $ok_id $fail_id $sig_id $env_id $big_id $script_id $missing_id $timeout_id; do
+  "$BOXCAR" status --wait "$id" >/dev/null
+done
+
+is "a succeeding command succeeds" "$(job_field $ok_id "status || ' ' || (result->>'exit_code')")" "succeeded 0"
+is "stdout is captured" "$(job_field $ok_id "result->>'stdout'")" "out"
+is "stderr is captured" "$(job_field $ok_id "result->>'stderr'")" "err"
+is "a non-zero exit fails with NONZERO_EXIT" "$(job_field $fail_id "status || ' ' || (error->>'code') || ' ' || (result->>'exit_code')")" "failed NONZERO_EXIT 3"
+is "a job's own failure is not retried" "$(job_field $fail_id "attempts")" "1"
+is "a signal gives 128+signal" "$(job_field $sig_id "(result->>'exit_code') || ' ' || (result->>'signal')")" "139 11"
+env_out=$(job_field $env_id "result->>'stdout'")
+is "the environment is exactly PATH, HOME, LANG and the spec's" "$(echo "$env_out" | cut -d= -f1 | sort | tr '\n' ' ')" "HOME LANG MODE PATH "
+check "the worker's own environment does not leak" bash -c "! grep -q hunter2 <<<'$env_out'"
+is "output is capped to limits.output_bytes" "$(job_field $big_id "length(result->>'stdout')")" "1000"
+is "the kept part is the tail" "$(job_field $big_id "right(result->>'stdout', 4) || ' ' || (result->>'stdout_truncated') || ' ' || (result->>'stdout_bytes')")" "END
+ true 3000004"
+is "script mode runs the text with /bin/sh from a file" "$(job_field $script_id "(result->>'exit_code') || ' ' || (result->>'stdout' like '[a b] %script.sh%')")" "4 true"
+is "a missing command exits 127 with a message" "$(job_field $missing_id "(result->>'exit_code') || ' ' || (result->>'stderr')")" "127 boxcar: no-such-command-anywhere: command not found"
+is "a timeout fails with TIMEOUT" "$(job_field $timeout_id "status || ' ' || (error->>'code') || ' ' || (result->>'timed_out')")" "failed TIMEOUT true"
+grandchild=$(cat "$pidfile" 2>/dev/null)
+# Dead means gone or a zombie waiting for init to reap it.
+dead() { local st; [[ -n $1 ]] || return 1; st=$(ps -o stat= -p "$1" 2>/dev/null); [[ -z $st || $st == Z* ]]; }
+check "the timeout killed the whole process group" wait_for "grandchild dies" 2 dead "$grandchild"
+rm -f "$pidfile"
+
+# Cancel a running job: killed within a second, ends cancelled.
+cancel_id=$("$BOXCAR" enqueue -- sleep 60)
+wait_for "cancel target starts" 10 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$cancel_id' and kind = 'started'\") == 1 ]]"
+start=$(date +%s%N)
+"$BOXCAR" cancel "$cancel_id" >/dev/null
+"$BOXCAR" status --wait "$cancel_id" >/dev/null
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+is "a running job is cancelled" "$(job_field $cancel_id "status || ' ' || (error->>'code')")" "cancelled CANCELLED"
+check "cancel took effect within a second (${elapsed_ms} ms)" test "$elapsed_ms" -lt 1000
+is "cancelling a queued job" "$("$BOXCAR" cancel "$("$BOXCAR" enqueue --run-at '2100-01-01' -- true)")" "cancelled"
+
+# Specs inserted around enqueue() are caught at claim, as BAD_SPEC, not retried.
+n=0; bad_ids=()
+while IFS=$'\t' read -r msg spec; do
+  [[ -z $msg || $msg == \#* ]] && continue
+  id=$(sql "insert into boxcar.jobs (queue, spec) values ('default', \$spec\$$spec\$spec\$::jsonb) returning id")
+  bad_ids+=("$id|$msg"); n=$((n + 1))
+done < "$BOXCAR_ROOT/tests/data/bad_specs.tsv"
+wait_for "bad specs processed" 30 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.jobs where status = 'queued'\") == 1 ]]"
+mismatch=0
+for pair in "${bad_ids[@]}"; do
+  id=${pair%%|*}; want=${pair#*|}
+  got=$(job_field "$id" "status || '|' || (error->>'code') || '|' || (error->>'message') || '|' || attempts")
+  if [[ "$got" != "failed|BAD_SPEC|$want|1" ]]; then mismatch=$((mismatch + 1)); diag "$id: got '$got' want '$want'"; fi
+done
+is "all $n malformed specs inserted raw fail at claim with BAD_SPEC naming the field, once" "$mismatch" "0"
+
+# One NOTIFY per statement per queue, not per row.
+notes=$(mktemp)
+(psql -X "$DATABASE_URL" -c "listen boxcar_jobs" -c "select pg_sleep(2)" -c "select 1" > "$notes" 2>&1) &
+listener=$!
+sleep 0.5
+sql "select boxcar.enqueue(q, '{\"command\":[\"true\"]}') from (select case when g % 2 = 0 then 'nq-a' else 'nq-b' end q from generate_series(1, 500) g) s" >/dev/null
+wait $listener
+is "500 jobs in two queues in one statement send 2 notifications" "$(grep -c 'Asynchronous notification "boxcar_jobs"' "$notes")" "2"
+rm -f "$notes"
+
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID"
+is "the worker exits 0 after SIGTERM" "$?" "0"
+is "the worker is recorded as stopped" "$(sql "select state from boxcar.worker_status where id = 'basics'")" "stopped"
+tap_done
