@@ -93,8 +93,8 @@ deps:
 unit-tests: $(UNIT_BINS)
 
 test: deps
-	@$(MAKE) --no-print-directory all SAN=$(SAN)
-	@SAN=$(SAN) scripts/test.sh $(SUITES)
+	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
+	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) scripts/test.sh $(SUITES)
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -1,8 +1,8 @@
 # Shared helpers for the shell test suites: TAP output, fresh databases,
 # and the built binaries.  Source it from a suite's scripts.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
-BOXCAR="$BOXCAR_ROOT/build/boxcar"
-BOXCAR_SANDBOX="$BOXCAR_ROOT/build/boxcar-sandbox"
+BOXCAR="$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar"
+BOXCAR_SANDBOX="$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar-sandbox"
 export BOXCAR BOXCAR_SANDBOX
 
 _tap_n=0

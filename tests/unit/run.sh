@@ -3,7 +3,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 rc=0
-for t in build/tests/test_*; do
+for t in "${BOXCAR_BUILD:-build}"/tests/test_*; do
   [[ -x $t ]] || continue
   echo "# $t"
   CMOCKA_MESSAGE_OUTPUT=TAP "$t" || rc=1
