@@ -32,16 +32,20 @@ begin
     return j.status;
 end $$;
 
--- Deletes finished jobs (with their events and logs) that finished before
--- now() - older_than.  Returns how many jobs it deleted.
+-- Deletes finished jobs (with their events, logs and webhook deliveries)
+-- that finished before now() - older_than.  Returns how many jobs it deleted.
 create or replace function boxcar.prune(older_than interval)
 returns integer language plpgsql volatile as $$
 declare
     n integer;
 begin
-    delete from boxcar.jobs
-     where status in ('succeeded', 'failed', 'cancelled')
-       and finished_at < now() - older_than;
+    -- A job whose webhook is still pending stays until it is delivered or
+    -- fails, so pruning never loses an event.
+    delete from boxcar.jobs j
+     where j.status in ('succeeded', 'failed', 'cancelled')
+       and j.finished_at < now() - older_than
+       and not exists (select 1 from boxcar.webhook_deliveries d
+                        where d.job_id = j.id and d.status = 'pending');
     get diagnostics n = row_count;
     return n;
 end $$;
