@@ -1,0 +1,561 @@
+/* Per-worker volume cache, keyed by the SHA-256 of the tarball.
+ *
+ * Layout under the cache directory:
+ *   lock              flock(LOCK_EX) while the index changes (insert, evict,
+ *                     take a reference), so processes sharing the dir agree
+ *   v/<sha>/          the extracted tree, read-only on disk
+ *   v/<sha>.size      its size in bytes (decimal), written before it appears
+ *   v/<sha>.lock      held LOCK_SH by every process using the entry; its
+ *                     mtime is the entry's last use (the LRU clock)
+ *   tmp/              downloads in progress and entries being deleted
+ *
+ * Within a process a mutex guards the in-use list (flock locks belong to
+ * open file descriptions, so threads cannot rely on them among
+ * themselves).  An entry is evicted only after LOCK_EX|LOCK_NB on its lock
+ * file succeeds, i.e. no process holds it; since references are taken
+ * under the global lock, that check cannot race.  An entry appears by
+ * rename(2) of a fully extracted, verified directory: readers never see a
+ * partial volume.  Lock order: mutex, then the global flock. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "common/cleanup.h"
+#include "storage/fsutil.h"
+#include "storage/storage.h"
+
+#define STALE_TMP_S (24 * 3600)
+
+struct cache_ref {
+        char sha[STORAGE_SHA256_HEX_LEN + 1];
+        char *path;
+        int lock_fd;
+        unsigned refs;
+        struct cache_ref *next;
+};
+
+struct storage_cache_entry {
+        struct cache_ref *ref;
+        bool downloaded;
+};
+
+struct inflight {
+        char sha[STORAGE_SHA256_HEX_LEN + 1];
+        struct inflight *next;
+};
+
+struct storage_cache {
+        char *dir;
+        int dirfd;
+        int vfd;                /* v/ */
+        int tmpfd;              /* tmp/ */
+        int lock_fd;
+        uint64_t max_bytes;
+        const struct storage_config *cfg;
+        const struct storage_limits *limits;
+        pthread_mutex_t mu;
+        pthread_cond_t cv;
+        struct cache_ref *refs;
+        struct inflight *fetching;
+};
+
+static void global_lock(struct storage_cache *c)
+{
+        while (flock(c->lock_fd, LOCK_EX) < 0 && errno == EINTR) {
+        }
+}
+
+static void global_unlock(struct storage_cache *c)
+{
+        (void)flock(c->lock_fd, LOCK_UN);
+}
+
+static int open_subdir(int dirfd, const char *name)
+{
+        if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+/* Leftovers of crashed processes: old enough that no live download can
+ * still be writing them. */
+static void remove_stale_tmp(struct storage_cache *c)
+{
+        int d2 = fs_reopen_dir(c->tmpfd);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        if (!d) {
+                if (d2 >= 0)
+                        close(d2);
+                return;
+        }
+        time_t now = time(NULL);
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                struct stat st;
+                if (de->d_name[0] == '.' || fstatat(c->tmpfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (now - st.st_mtime > STALE_TMP_S || strncmp(de->d_name, "evict-", 6) == 0)
+                        (void)fs_rm_rf_at(c->tmpfd, de->d_name);
+        }
+        closedir(d);
+}
+
+void storage_cache_free(struct storage_cache *c)
+{
+        if (!c)
+                return;
+        while (c->refs) { /* entries the caller forgot: drop our locks */
+                struct cache_ref *r = c->refs;
+                c->refs = r->next;
+                close(r->lock_fd);
+                free(r->path);
+                free(r);
+        }
+        while (c->fetching) {
+                struct inflight *f = c->fetching;
+                c->fetching = f->next;
+                free(f);
+        }
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        int fds[] = { c->dirfd, c->vfd, c->tmpfd, c->lock_fd };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        free(c->dir);
+        free(c);
+}
+BC_DEFINE_CLEANUP(struct storage_cache *, storage_cache_free)
+
+int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_config *cfg,
+                      const struct storage_limits *limits, struct storage_cache **ret,
+                      struct bc_error *err)
+{
+        if (limits && storage_limits_validate(limits, err) < 0)
+                return -EINVAL;
+        _cleanup_(storage_cache_freep) struct storage_cache *c = calloc(1, sizeof(*c));
+        if (!c)
+                return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+        c->dirfd = c->vfd = c->tmpfd = c->lock_fd = -1;
+        pthread_mutex_init(&c->mu, NULL);
+        pthread_cond_init(&c->cv, NULL);
+        c->dir = strdup(dir);
+        c->max_bytes = max_bytes;
+        c->cfg = cfg;
+        c->limits = limits;
+        if (!c->dir)
+                return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return bc_error_set(err, BC_IO, errno, "cache: create %s: %m", dir);
+        c->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (c->dirfd < 0)
+                return bc_error_set(err, BC_IO, errno, "cache: open %s: %m", dir);
+        c->vfd = open_subdir(c->dirfd, "v");
+        c->tmpfd = open_subdir(c->dirfd, "tmp");
+        c->lock_fd = openat(c->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (c->vfd < 0 || c->tmpfd < 0 || c->lock_fd < 0)
+                return bc_error_set(err, BC_IO, c->vfd < 0 ? -c->vfd : c->tmpfd < 0 ? -c->tmpfd : errno,
+                                    "cache: set up %s: %s", dir, strerror(c->vfd < 0 ? -c->vfd : c->tmpfd < 0 ? -c->tmpfd : errno));
+        global_lock(c);
+        remove_stale_tmp(c);
+        global_unlock(c);
+        *ret = steal_pointer(&c);
+        return 0;
+}
+
+static struct cache_ref *find_ref(struct storage_cache *c, const char *sha)
+{
+        for (struct cache_ref *r = c->refs; r; r = r->next)
+                if (strcmp(r->sha, sha) == 0)
+                        return r;
+        return NULL;
+}
+
+static void touch(int fd)
+{
+        (void)futimens(fd, NULL);
+}
+
+/* With the mutex held: a reference to an entry on disk, or NULL on a miss. */
+static struct cache_ref *take_ref(struct storage_cache *c, const char *sha)
+{
+        struct cache_ref *r = find_ref(c, sha);
+        if (r) {
+                r->refs++;
+                touch(r->lock_fd);
+                return r;
+        }
+        global_lock(c);
+        struct stat st;
+        char name[80];
+        snprintf(name, sizeof(name), "%s.lock", sha);
+        int fd = -1;
+        if (fstatat(c->vfd, sha, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
+                fd = openat(c->vfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        /* The evictor holds LOCK_EX only under the global lock we hold. */
+        if (fd >= 0 && flock(fd, LOCK_SH | LOCK_NB) < 0) {
+                close(fd);
+                fd = -1;
+        }
+        global_unlock(c);
+        if (fd < 0)
+                return NULL;
+        r = calloc(1, sizeof(*r));
+        if (!r || asprintf(&r->path, "%s/v/%s", c->dir, sha) < 0) {
+                free(r);
+                close(fd);
+                return NULL;
+        }
+        memcpy(r->sha, sha, sizeof(r->sha));
+        r->lock_fd = fd;
+        r->refs = 1;
+        touch(fd);
+        r->next = c->refs;
+        c->refs = r;
+        return r;
+}
+
+struct victim {
+        char sha[STORAGE_SHA256_HEX_LEN + 1];
+        uint64_t size;
+        struct timespec used;
+};
+
+static int cmp_victim(const void *a, const void *b)
+{
+        const struct victim *x = a, *y = b;
+        if (x->used.tv_sec != y->used.tv_sec)
+                return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+        if (x->used.tv_nsec != y->used.tv_nsec)
+                return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
+        return strcmp(x->sha, y->sha);
+}
+
+/* Lists entries with their sizes (global lock held). */
+static int scan(struct storage_cache *c, struct victim **ret, size_t *ret_n, uint64_t *ret_total)
+{
+        int d2 = fs_reopen_dir(c->vfd);
+        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
+        if (!d) {
+                if (d2 >= 0)
+                        close(d2);
+                return -errno;
+        }
+        struct victim *v = NULL;
+        size_t n = 0, alloc = 0;
+        uint64_t total = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                if (len != STORAGE_SHA256_HEX_LEN + 5 || strcmp(de->d_name + STORAGE_SHA256_HEX_LEN, ".size") != 0)
+                        continue;
+                if (n == alloc) {
+                        alloc = alloc ? 2 * alloc : 64;
+                        struct victim *nv = realloc(v, alloc * sizeof(*v));
+                        if (!nv)
+                                break;
+                        v = nv;
+                }
+                struct victim *x = &v[n];
+                memcpy(x->sha, de->d_name, STORAGE_SHA256_HEX_LEN);
+                x->sha[STORAGE_SHA256_HEX_LEN] = '\0';
+                char buf[32] = "";
+                _cleanup_fd_ int fd = openat(c->vfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+                buf[k > 0 ? k : 0] = '\0';
+                x->size = strtoull(buf, NULL, 10);
+                char lock[80];
+                snprintf(lock, sizeof(lock), "%s.lock", x->sha);
+                struct stat st;
+                x->used = fstatat(c->vfd, lock, &st, 0) == 0 ? st.st_mtim : (struct timespec){ 0, 0 };
+                total += x->size;
+                n++;
+        }
+        closedir(d);
+        *ret = v;
+        *ret_n = n;
+        *ret_total = total;
+        return 0;
+}
+
+/* Evicts least recently used entries nobody holds until the total fits
+ * (global lock held).  Trees are renamed into tmp/ here and deleted by the
+ * caller after unlocking, so a large delete does not stall acquires. */
+static void evict(struct storage_cache *c, char ***ret_trash, size_t *ret_ntrash)
+{
+        struct victim *v = NULL;
+        size_t n = 0;
+        uint64_t total = 0;
+        *ret_trash = NULL;
+        *ret_ntrash = 0;
+        if (scan(c, &v, &n, &total) < 0 || total <= c->max_bytes) {
+                free(v);
+                return;
+        }
+        if (n)
+                qsort(v, n, sizeof(*v), cmp_victim);
+        char **trash = calloc(n, sizeof(char *));
+        size_t nt = 0;
+        for (size_t i = 0; trash && i < n && total > c->max_bytes; i++) {
+                if (find_ref(c, v[i].sha))
+                        continue;
+                char lock[80], size[80], dst[128];
+                snprintf(lock, sizeof(lock), "%s.lock", v[i].sha);
+                snprintf(size, sizeof(size), "%s.size", v[i].sha);
+                _cleanup_fd_ int fd = openat(c->vfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
+                        continue; /* another process uses it */
+                unsigned char rnd[8];
+                RAND_bytes(rnd, sizeof(rnd));
+                snprintf(dst, sizeof(dst), "evict-%.16s-%02x%02x%02x%02x", v[i].sha, rnd[0], rnd[1], rnd[2], rnd[3]);
+                if (renameat(c->vfd, v[i].sha, c->tmpfd, dst) < 0 && errno != ENOENT)
+                        continue;
+                unlinkat(c->vfd, size, 0);
+                unlinkat(c->vfd, lock, 0);
+                trash[nt++] = strdup(dst);
+                total -= v[i].size;
+        }
+        free(v);
+        *ret_trash = trash;
+        *ret_ntrash = nt;
+}
+
+static void empty_trash(struct storage_cache *c, char **trash, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                if (trash[i])
+                        (void)fs_rm_rf_at(c->tmpfd, trash[i]);
+                free(trash[i]);
+        }
+        free(trash);
+}
+
+/* Moves a verified, read-only tree from tmp/ into v/<sha> (mutex held). */
+static int insert(struct storage_cache *c, const char *tmpname, const char *sha, uint64_t size)
+{
+        char name[96], buf[32];
+        global_lock(c);
+        snprintf(name, sizeof(name), "%s.size", sha);
+        int fd = openat(c->vfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int len = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)size);
+        int r = fd < 0 ? -errno : fs_write_all(fd, buf, (size_t)len);
+        if (fd >= 0)
+                close(fd);
+        if (r == 0 && renameat(c->tmpfd, tmpname, c->vfd, sha) < 0)
+                r = -errno;
+        if (r == 0) {
+                snprintf(name, sizeof(name), "%s.lock", sha);
+                fd = openat(c->vfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+                if (fd >= 0) {
+                        touch(fd);
+                        close(fd);
+                }
+        }
+        global_unlock(c);
+        return r;
+}
+
+static bool is_fetching(struct storage_cache *c, const char *sha)
+{
+        for (struct inflight *f = c->fetching; f; f = f->next)
+                if (strcmp(f->sha, sha) == 0)
+                        return true;
+        return false;
+}
+
+static void fetch_done(struct storage_cache *c, const char *sha)
+{
+        for (struct inflight **p = &c->fetching; *p; p = &(*p)->next)
+                if (strcmp((*p)->sha, sha) == 0) {
+                        struct inflight *f = *p;
+                        *p = f->next;
+                        free(f);
+                        break;
+                }
+        pthread_cond_broadcast(&c->cv);
+}
+
+static int new_handle(struct cache_ref *r, bool downloaded, struct storage_cache_entry **ret,
+                      struct bc_error *err)
+{
+        struct storage_cache_entry *h = calloc(1, sizeof(*h));
+        if (!h)
+                return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+        h->ref = r;
+        h->downloaded = downloaded;
+        *ret = h;
+        return 0;
+}
+
+static void release_ref(struct storage_cache *c, struct cache_ref *r);
+
+/* Downloads url into tmp/, then publishes it (mutex not held on entry). */
+static int download(struct storage_cache *c, const char *url, const char *sha,
+                    struct storage_cache_entry **ret, struct bc_error *err)
+{
+        unsigned char rnd[8];
+        RAND_bytes(rnd, sizeof(rnd));
+        char tmpname[64], tmppath[4200];
+        snprintf(tmpname, sizeof(tmpname), "dl-%d-%02x%02x%02x%02x%02x%02x", (int)getpid(), rnd[0],
+                 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+        snprintf(tmppath, sizeof(tmppath), "%s/tmp/%s", c->dir, tmpname);
+        struct storage_fetch_result res;
+        int r = storage_fetch_extract(c->cfg, url, sha, tmppath, c->limits, &res, err);
+        if (r == 0) {
+                _cleanup_fd_ int fd = open(tmppath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r = fd < 0 ? -errno : fs_make_readonly(fd);
+                if (r < 0) {
+                        bc_error_set(err, BC_IO, -r, "cache: make %s read-only: %s", tmppath, strerror(-r));
+                        (void)fs_rm_rf(tmppath);
+                }
+        }
+        pthread_mutex_lock(&c->mu);
+        if (sha)
+                fetch_done(c, sha);
+        struct cache_ref *ref = NULL;
+        char **trash = NULL;
+        size_t ntrash = 0;
+        if (r == 0) {
+                ref = take_ref(c, res.sha256);
+                if (!ref) {
+                        r = insert(c, tmpname, res.sha256, res.bytes);
+                        ref = r == 0 ? take_ref(c, res.sha256) : NULL;
+                        if (r < 0)
+                                bc_error_set(err, BC_IO, -r, "cache: insert %s: %s", res.sha256, strerror(-r));
+                        else if (!ref)
+                                r = bc_error_set(err, BC_IO, EIO, "cache: entry %s vanished", res.sha256);
+                }
+                /* Evict only once our reference exists, so the fresh
+                 * entry is never the victim. */
+                if (ref) {
+                        global_lock(c);
+                        evict(c, &trash, &ntrash);
+                        global_unlock(c);
+                }
+        }
+        pthread_mutex_unlock(&c->mu);
+        (void)fs_rm_rf_at(c->tmpfd, tmpname); /* no-op once renamed */
+        empty_trash(c, trash, ntrash);
+        if (r < 0)
+                return r;
+        r = new_handle(ref, true, ret, err);
+        if (r < 0) {
+                pthread_mutex_lock(&c->mu);
+                release_ref(c, ref);
+                pthread_mutex_unlock(&c->mu);
+        }
+        return r;
+}
+
+int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
+                          struct storage_cache_entry **ret, struct bc_error *err)
+{
+        if (sha256 && !storage_sha256_valid(sha256))
+                return bc_error_set(err, BC_USAGE, EINVAL, "cache: malformed sha256");
+        if (!sha256 && !url)
+                return bc_error_set(err, BC_USAGE, EINVAL, "cache: need a URL or a sha256");
+        if (sha256) {
+                pthread_mutex_lock(&c->mu);
+                for (;;) {
+                        struct cache_ref *ref = take_ref(c, sha256);
+                        if (ref) {
+                                pthread_mutex_unlock(&c->mu);
+                                int r = new_handle(ref, false, ret, err);
+                                if (r < 0) {
+                                        pthread_mutex_lock(&c->mu);
+                                        release_ref(c, ref);
+                                        pthread_mutex_unlock(&c->mu);
+                                }
+                                return r;
+                        }
+                        /* Another thread is fetching it: wait, not download twice. */
+                        if (!is_fetching(c, sha256))
+                                break;
+                        pthread_cond_wait(&c->cv, &c->mu);
+                }
+                struct inflight *f = url ? calloc(1, sizeof(*f)) : NULL;
+                if (f) {
+                        memcpy(f->sha, sha256, sizeof(f->sha));
+                        f->next = c->fetching;
+                        c->fetching = f;
+                }
+                pthread_mutex_unlock(&c->mu);
+                if (!url)
+                        return bc_error_set(err, BC_NOT_FOUND, ENOENT, "cache: %s not cached", sha256);
+                if (!f)
+                        return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+        }
+        return download(c, url, sha256, ret, err);
+}
+
+/* Mutex held. */
+static void release_ref(struct storage_cache *c, struct cache_ref *r)
+{
+        if (--r->refs)
+                return;
+        for (struct cache_ref **p = &c->refs; *p; p = &(*p)->next)
+                if (*p == r) {
+                        *p = r->next;
+                        break;
+                }
+        touch(r->lock_fd);
+        close(r->lock_fd);
+        free(r->path);
+        free(r);
+}
+
+void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *e)
+{
+        if (!c || !e)
+                return;
+        pthread_mutex_lock(&c->mu);
+        release_ref(c, e->ref);
+        char **trash = NULL;
+        size_t ntrash = 0;
+        global_lock(c);
+        evict(c, &trash, &ntrash);
+        global_unlock(c);
+        pthread_mutex_unlock(&c->mu);
+        empty_trash(c, trash, ntrash);
+        free(e);
+}
+
+const char *storage_cache_entry_path(const struct storage_cache_entry *e)
+{
+        return e->ref->path;
+}
+
+const char *storage_cache_entry_sha256(const struct storage_cache_entry *e)
+{
+        return e->ref->sha;
+}
+
+bool storage_cache_entry_downloaded(const struct storage_cache_entry *e)
+{
+        return e->downloaded;
+}
+
+uint64_t storage_cache_size(struct storage_cache *c)
+{
+        struct victim *v = NULL;
+        size_t n = 0;
+        uint64_t total = 0;
+        pthread_mutex_lock(&c->mu);
+        global_lock(c);
+        (void)scan(c, &v, &n, &total);
+        global_unlock(c);
+        pthread_mutex_unlock(&c->mu);
+        free(v);
+        return total;
+}

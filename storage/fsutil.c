@@ -1,0 +1,314 @@
+#include "storage/fsutil.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+int fs_normalize(const char *path, char *out)
+{
+        if (path[0] == '/')
+                return -EINVAL;
+        size_t o = 0;
+        int depth = 0;
+        const char *p = path;
+        while (*p) {
+                size_t n = strcspn(p, "/");
+                if (n == 0 || (n == 1 && p[0] == '.')) {
+                        p += n + (p[n] == '/');
+                        continue;
+                }
+                if (n == 2 && p[0] == '.' && p[1] == '.')
+                        return -EINVAL;
+                if (n > FS_MAX_NAME)
+                        return -ENAMETOOLONG;
+                if (++depth > FS_MAX_DEPTH)
+                        return -E2BIG;
+                if (o + (o ? 1 : 0) + n > FS_MAX_PATH)
+                        return -ENAMETOOLONG;
+                if (o)
+                        out[o++] = '/';
+                memcpy(out + o, p, n);
+                o += n;
+                p += n + (p[n] == '/');
+        }
+        out[o] = '\0';
+        return depth;
+}
+
+void fs_walker_init(struct fs_walker *w, int rootfd, bool create, mode_t create_mode)
+{
+        w->rootfd = rootfd;
+        w->create = create;
+        w->create_mode = create_mode;
+        w->cached[0] = '\0';
+        w->cached_fd = -1;
+}
+
+void fs_walker_done(struct fs_walker *w)
+{
+        if (w->cached_fd >= 0)
+                close(w->cached_fd);
+        w->cached_fd = -1;
+}
+
+/* Why a component could not be opened as a directory: a symlink is the
+ * interesting case (an attempt to write through it). */
+static int classify_open_error(int dirfd, const char *name, int err)
+{
+        struct stat st;
+        if ((err == ELOOP || err == ENOTDIR) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                return S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
+        return -err;
+}
+
+static int open_dir_component(struct fs_walker *w, int cur, const char *name)
+{
+        const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+        int fd = openat(cur, name, flags);
+        if (fd >= 0 || errno != ENOENT || !w->create)
+                return fd >= 0 ? fd : classify_open_error(cur, name, errno);
+        if (mkdirat(cur, name, 0700) < 0 && errno != EEXIST)
+                return -errno;
+        fd = openat(cur, name, flags);
+        if (fd < 0)
+                return classify_open_error(cur, name, errno);
+        /* umask must not decide the mode of directories we invent. */
+        if (fchmod(fd, w->create_mode) < 0) {
+                int e = errno;
+                close(fd);
+                return -e;
+        }
+        return fd;
+}
+
+int fs_walker_parent(struct fs_walker *w, const char *path, int *ret_dirfd, const char **ret_leaf)
+{
+        const char *slash = strrchr(path, '/');
+        if (!slash) {
+                *ret_dirfd = w->rootfd;
+                *ret_leaf = path;
+                return 0;
+        }
+        size_t plen = (size_t)(slash - path);
+        if (plen > FS_MAX_PATH)
+                return -ENAMETOOLONG;
+        if (w->cached_fd >= 0 && strlen(w->cached) == plen && memcmp(w->cached, path, plen) == 0) {
+                *ret_dirfd = w->cached_fd;
+                *ret_leaf = slash + 1;
+                return 0;
+        }
+        int cur = w->rootfd;
+        bool owned = false;
+        for (const char *p = path; p < slash;) {
+                size_t n = strcspn(p, "/");
+                char name[FS_MAX_NAME + 1];
+                if (n == 0 || n > FS_MAX_NAME) {
+                        if (owned)
+                                close(cur);
+                        return -EINVAL;
+                }
+                memcpy(name, p, n);
+                name[n] = '\0';
+                int fd = open_dir_component(w, cur, name);
+                if (owned)
+                        close(cur);
+                if (fd < 0)
+                        return fd;
+                cur = fd;
+                owned = true;
+                p += n + 1;
+        }
+        fs_walker_done(w);
+        memcpy(w->cached, path, plen);
+        w->cached[plen] = '\0';
+        w->cached_fd = cur;
+        *ret_dirfd = cur;
+        *ret_leaf = slash + 1;
+        return 0;
+}
+
+static int empty_dir(int dirfd, int depth);
+
+static int rm_rf_at(int dirfd, const char *name, int depth)
+{
+        if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+                return 0;
+        if (errno != EISDIR && errno != EPERM)
+                return -errno;
+        if (depth > 2 * FS_MAX_DEPTH)
+                return -ELOOP;
+        _cleanup_fd_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        /* Cache entries are read-only on purpose; we own them. */
+        (void)fchmod(fd, 0700);
+        int r = empty_dir(fd, depth + 1);
+        if (r < 0)
+                return r;
+        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return -errno;
+        return 0;
+}
+
+static int empty_dir(int dirfd, int depth)
+{
+        for (;;) {
+                int dup_fd = fs_reopen_dir(dirfd);
+                if (dup_fd < 0)
+                        return -errno;
+                DIR *d = fdopendir(dup_fd);
+                if (!d) {
+                        close(dup_fd);
+                        return -errno;
+                }
+                rewinddir(d);
+                int removed = 0, r = 0;
+                struct dirent *de;
+                while (r == 0 && (errno = 0, de = readdir(d))) {
+                        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                                continue;
+                        r = rm_rf_at(dirfd, de->d_name, depth);
+                        removed++;
+                }
+                closedir(d);
+                if (r < 0)
+                        return r;
+                /* readdir may skip names when the directory changes under
+                 * it; go round again until a pass finds nothing. */
+                if (!removed)
+                        return 0;
+        }
+}
+
+int fs_rm_rf_at(int dirfd, const char *name)
+{
+        return rm_rf_at(dirfd, name, 0);
+}
+
+int fs_rm_rf(const char *path)
+{
+        return rm_rf_at(AT_FDCWD, path, 0);
+}
+
+int fs_empty_dir(int dirfd)
+{
+        return empty_dir(dirfd, 0);
+}
+
+static int readonly_at(int dirfd, int depth)
+{
+        if (depth > 2 * FS_MAX_DEPTH)
+                return -ELOOP;
+        int dup_fd = fs_reopen_dir(dirfd);
+        if (dup_fd < 0)
+                return -errno;
+        DIR *d = fdopendir(dup_fd);
+        if (!d) {
+                close(dup_fd);
+                return -errno;
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                struct stat st;
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = -errno;
+                } else if (S_ISDIR(st.st_mode)) {
+                        int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd < 0)
+                                r = -errno;
+                        else {
+                                r = readonly_at(fd, depth + 1);
+                                close(fd);
+                        }
+                } else if (S_ISREG(st.st_mode)) {
+                        /* fstatat said regular: the tree is private to us,
+                         * so fchmodat cannot be raced into a symlink. */
+                        if (fchmodat(dirfd, de->d_name, st.st_mode & 07555, 0) < 0)
+                                r = -errno;
+                }
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        struct stat st;
+        if (fstat(dirfd, &st) < 0 || fchmod(dirfd, st.st_mode & 07555) < 0)
+                return -errno;
+        return 0;
+}
+
+int fs_make_readonly(int dirfd)
+{
+        return readonly_at(dirfd, 0);
+}
+
+int fs_write_all(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+        while (len) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+const char *fs_quote(const char *name, char out[static FS_QUOTE_MAX])
+{
+        size_t o = 0;
+        if (!name)
+                name = "(null)";
+        for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+                if (o > 200) {
+                        memcpy(out + o, "...", 4);
+                        return out;
+                }
+                if (*p < 0x20 || *p >= 0x7f || *p == '\\' || *p == '"')
+                        o += (size_t)snprintf(out + o, FS_QUOTE_MAX - o, "\\x%02x", *p);
+                else
+                        out[o++] = (char)*p;
+        }
+        out[o] = '\0';
+        return out;
+}
+
+static pthread_once_t locale_once = PTHREAD_ONCE_INIT;
+static locale_t archive_locale;
+
+static void make_locale(void)
+{
+        archive_locale = newlocale(LC_ALL_MASK, "C.UTF-8", (locale_t)0);
+        if (!archive_locale)
+                archive_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+locale_t fs_archive_locale_enter(void)
+{
+        pthread_once(&locale_once, make_locale);
+        return archive_locale ? uselocale(archive_locale) : (locale_t)0;
+}
+
+void fs_archive_locale_leave(locale_t old)
+{
+        if (old)
+                uselocale(old);
+}
+
+int fs_reopen_dir(int dirfd)
+{
+        return openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}

@@ -1,0 +1,75 @@
+/* Careful file-system walking for trees we do not trust: every path is
+ * resolved one component at a time with O_NOFOLLOW relative to a held
+ * directory fd, so no symlink (planted by an archive or by a job) is ever
+ * followed and nothing outside the root can be reached.  Internal. */
+#ifndef BC_STORAGE_FSUTIL_H
+#define BC_STORAGE_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define FS_MAX_PATH 4096  /* bytes of a relative path inside a tree */
+#define FS_MAX_NAME 255   /* bytes of one component */
+#define FS_MAX_DEPTH 256  /* components; also bounds recursion and fds */
+
+/* Splits path into its components after dropping empty and "." ones,
+ * writing "a/b/c" into out (FS_MAX_PATH + 1 bytes).  Returns the number of
+ * components (0 for the root itself), or -EINVAL (absolute, "..",
+ * component too long), -ENAMETOOLONG, -E2BIG (too deep). */
+int fs_normalize(const char *path, char *out);
+
+/* Resolves the parent directory of a normalized relative path beneath
+ * root.  The directory fd is cached for the next call with the same
+ * parent (archives and sorted trees list siblings together). */
+struct fs_walker {
+        int rootfd;                     /* borrowed */
+        bool create;                    /* mkdir missing parents */
+        mode_t create_mode;
+        char cached[FS_MAX_PATH + 1];   /* parent path of cached_fd */
+        int cached_fd;                  /* -1 when none */
+};
+
+void fs_walker_init(struct fs_walker *w, int rootfd, bool create, mode_t create_mode);
+void fs_walker_done(struct fs_walker *w);
+
+/* *ret_dirfd is borrowed from the walker (valid until the next call or
+ * fs_walker_done); *ret_leaf points into path.  Returns 0, -ELOOP when a
+ * parent is a symlink, -ENOTDIR when it is something else, -ENOENT when it
+ * is missing and !create, or another -errno. */
+int fs_walker_parent(struct fs_walker *w, const char *path, int *ret_dirfd, const char **ret_leaf);
+
+/* Removes name under dirfd recursively without following symlinks, making
+ * read-only directories writable first.  -ENOENT is success. */
+int fs_rm_rf_at(int dirfd, const char *name);
+int fs_rm_rf(const char *path);
+/* Empties a directory, keeping it. */
+int fs_empty_dir(int dirfd);
+
+/* Clears every write bit in the tree under dirfd (symlinks untouched). */
+int fs_make_readonly(int dirfd);
+
+/* Writes all of buf, retrying short writes and EINTR. */
+int fs_write_all(int fd, const void *buf, size_t len);
+
+/* Quotes an untrusted name for an error message: non-printable bytes as
+ * \xNN, at most ~200 bytes, into out (FS_QUOTE_MAX bytes). */
+#define FS_QUOTE_MAX 256
+const char *fs_quote(const char *name, char out[static FS_QUOTE_MAX]);
+
+#endif
+
+/* libarchive converts path names through the calling thread's locale, so
+ * the same tree would pack to different bytes under LANG=C and
+ * LANG=en_US.UTF-8.  Packing and extraction switch the calling thread (only
+ * it: uselocale) to C.UTF-8 and back: UTF-8 names are stored as standard
+ * pax UTF-8, other bytes as hdrcharset=BINARY, identically everywhere.
+ * Falls back to the C locale where C.UTF-8 does not exist. */
+#include <locale.h>
+locale_t fs_archive_locale_enter(void);
+void fs_archive_locale_leave(locale_t old);
+
+/* A new open file description of the directory dirfd (for fdopendir): a
+ * dup() would share the read position, and a second readdir pass over
+ * the same directory would see nothing.  Returns an fd or -1 (errno). */
+int fs_reopen_dir(int dirfd);

@@ -1,0 +1,202 @@
+/* boxcar storage: S3 settings and SigV4 presigning, content-addressed
+ * upload of deterministic tarballs, hostile-input-safe extraction streamed
+ * straight from a download, and a per-worker volume cache (DESIGN §5–6).
+ *
+ * Every fallible function returns 0 (or a count) on success and a negative
+ * errno on failure, filling the caller's `struct bc_error *err` (may be
+ * NULL) with one of BC_CONFIG, BC_USAGE, BC_IO, BC_FETCH_FAILED,
+ * BC_UPLOAD_FAILED, BC_CHECKSUM_MISMATCH, BC_BAD_ARCHIVE, BC_NOT_FOUND.
+ * Outputs (`ret_…`) are written only on success.  Messages never contain a
+ * secret key, a session token or a presigned query string.  Nothing here
+ * logs.  All functions are safe to call from several threads at once on
+ * distinct objects; a struct storage_config and a struct storage_cache may
+ * be shared between threads. */
+#ifndef BC_STORAGE_STORAGE_H
+#define BC_STORAGE_STORAGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+#define STORAGE_SHA256_HEX_LEN 64
+
+/* ---- S3 settings ------------------------------------------------------ */
+
+struct storage_config {
+        char *access_key;       /* AWS_ACCESS_KEY_ID */
+        char *secret_key;       /* AWS_SECRET_ACCESS_KEY */
+        char *session_token;    /* AWS_SESSION_TOKEN, NULL when unset */
+        char *region;           /* AWS_REGION, default "us-east-1" */
+        char *endpoint;         /* AWS_ENDPOINT_URL_S3 without trailing '/',
+                                 * NULL for AWS itself */
+        char *bucket;           /* BOXCAR_S3_BUCKET */
+        char *prefix;           /* BOXCAR_S3_PREFIX without surrounding '/',
+                                 * "" when unset */
+        bool path_style;        /* true for custom endpoints (and buckets
+                                 * with dots), virtual-hosted on AWS */
+        /* Transfer policy; storage_config_from_env sets the defaults shown,
+         * callers (and tests) may change them before use. */
+        int retries;            /* extra attempts after the first: 4 */
+        int retry_base_ms;      /* first backoff, doubled each time: 250 */
+        int retry_max_ms;       /* backoff ceiling: 8000 */
+        int connect_timeout_s;  /* 10 */
+        int low_speed_time_s;   /* abort below 1 KiB/s for this long: 30 */
+};
+
+/* Reads the variables above from the environment.  A missing required one
+ * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, BOXCAR_S3_BUCKET) or a
+ * malformed endpoint is BC_CONFIG naming the variable.  *ret is the
+ * caller's, freed with storage_config_free(). */
+int storage_config_from_env(struct storage_config **ret, struct bc_error *err);
+void storage_config_free(struct storage_config *cfg);
+
+/* ---- Content addressing ----------------------------------------------- */
+
+/* True when s is exactly 64 lowercase hex digits. */
+bool storage_sha256_valid(const char *s);
+
+/* "<prefix>/sha256/<2 hex>/<sha256>.tar.gz" ("sha256/…" when the prefix is
+ * empty).  *ret is a new heap string the caller frees.  A malformed sha256
+ * is BC_USAGE. */
+int storage_object_key(const struct storage_config *cfg, const char *sha256,
+                       char **ret, struct bc_error *err);
+
+/* ---- Presigning ------------------------------------------------------- */
+
+enum storage_method { STORAGE_GET, STORAGE_PUT, STORAGE_HEAD };
+
+#define STORAGE_PRESIGN_MIN_S 1
+#define STORAGE_PRESIGN_MAX_S 604800 /* 7 days, S3's limit for SigV4 */
+
+/* A SigV4 query-presigned URL for `key` in the configured bucket, valid
+ * for expires_s seconds from now (1 s .. 7 days, else BC_USAGE).  *ret is
+ * a new heap string the caller frees; it is a bearer credential: never
+ * log it. */
+int storage_presign(const struct storage_config *cfg, enum storage_method method,
+                    const char *key, long expires_s, char **ret, struct bc_error *err);
+
+/* ---- Limits for untrusted archives ------------------------------------ */
+
+struct storage_limits {
+        uint64_t max_bytes;     /* uncompressed tar stream (bounds disk use) */
+        uint64_t max_entries;   /* headers of any kind */
+        uint64_t max_download;  /* compressed bytes accepted from the network */
+        uint32_t max_ratio;     /* uncompressed/compressed, 0 = no check */
+        uint64_t ratio_floor;   /* ratio checked only beyond this many
+                                 * uncompressed bytes, so tiny archives of
+                                 * zeros are not refused */
+};
+
+/* 16 GiB, 1,000,000 entries, 16 GiB download, ratio 250 beyond 64 MiB. */
+void storage_limits_default(struct storage_limits *ret);
+/* BC_USAGE when a cap is 0 or the ratio floor exceeds max_bytes. */
+int storage_limits_validate(const struct storage_limits *l, struct bc_error *err);
+
+/* ---- Packing ------------------------------------------------------------ */
+
+struct storage_pack_result {
+        char sha256[STORAGE_SHA256_HEX_LEN + 1]; /* of the .tar.gz bytes */
+        uint64_t size;          /* bytes of .tar.gz written */
+        uint64_t file_count;    /* regular files and symlinks */
+        uint64_t skipped;       /* sockets, fifos, devices: not packed */
+};
+
+/* Writes dir as a deterministic .tar.gz to out_fd (from its current
+ * position; the fd stays the caller's).  Entries are sorted bytewise by
+ * path; mtime, uid, gid and owner names are zeroed; permission bits are
+ * kept except setuid/setgid/sticky; symlinks are stored, never followed;
+ * anything but files, directories and symlinks is skipped and counted.
+ * The tree is read once and hashed as it is written. */
+int storage_pack_dir(const char *dir, int out_fd, struct storage_pack_result *ret,
+                     struct bc_error *err);
+
+/* ---- Transfers ---------------------------------------------------------- */
+
+/* Uploads the .tar.gz in fd (size bytes from offset 0, read with pread so
+ * the fd's position is untouched) under its content-addressed key: HEAD
+ * first, nothing sent when the object exists, else PUT with
+ * `If-None-Match: *` (412 means someone else stored it meanwhile).
+ * *ret_uploaded tells whether bytes were sent.  Retries 5xx and
+ * connection errors; gives up with BC_UPLOAD_FAILED. */
+int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
+                   uint64_t size, bool *ret_uploaded, struct bc_error *err);
+
+struct storage_push_result {
+        struct storage_pack_result pack;
+        char *key;              /* object key; freed by storage_push_result_done */
+        bool uploaded;
+};
+
+/* storage_pack_dir into an unnamed temporary file under tmp_dir, then
+ * storage_upload.  Call storage_push_result_done(ret) afterwards. */
+int storage_push_dir(const struct storage_config *cfg, const char *dir,
+                     const char *tmp_dir, struct storage_push_result *ret,
+                     struct bc_error *err);
+void storage_push_result_done(struct storage_push_result *r);
+
+struct storage_fetch_result {
+        char sha256[STORAGE_SHA256_HEX_LEN + 1]; /* of the downloaded bytes */
+        uint64_t size;          /* compressed bytes downloaded */
+        uint64_t bytes;         /* file bytes extracted */
+        uint64_t entries;       /* entries extracted */
+};
+
+/* Downloads url (any http(s) URL, typically presigned) and extracts it
+ * while it streams, without a temporary tarball, into dest_dir, which must
+ * not exist or be an empty directory.  The SHA-256 of the downloaded bytes
+ * is checked against expected_sha256 when it is not NULL
+ * (BC_CHECKSUM_MISMATCH).  On any failure dest_dir is removed (or emptied
+ * when it existed).  Errors: BC_FETCH_FAILED (after retries; the message
+ * names the URL without its query string), BC_BAD_ARCHIVE (hostile or
+ * corrupt archive; names the entry), BC_CHECKSUM_MISMATCH.  cfg only
+ * supplies the retry and timeout policy and may be NULL (defaults); limits
+ * may be NULL (storage_limits_default).  A corrupt or hostile archive is
+ * BC_BAD_ARCHIVE even when an expected hash was given: the hash is known
+ * only once the whole stream has been read. */
+int storage_fetch_extract(const struct storage_config *cfg, const char *url,
+                          const char *expected_sha256, const char *dest_dir,
+                          const struct storage_limits *limits,
+                          struct storage_fetch_result *ret, struct bc_error *err);
+
+/* Same as storage_fetch_extract, from a local .tar.gz (or .tar) file. */
+int storage_extract_file(const char *path, const char *expected_sha256,
+                         const char *dest_dir, const struct storage_limits *limits,
+                         struct storage_fetch_result *ret, struct bc_error *err);
+
+/* ---- Volume cache ------------------------------------------------------- */
+
+struct storage_cache;
+struct storage_cache_entry;
+
+/* Opens (creating it if needed) a cache under dir holding at most
+ * max_bytes of extracted volumes, evicting the least recently used entries
+ * that no one holds.  Several processes may share dir (file locks).  cfg
+ * (may be NULL when every URL is presigned) and limits (NULL = defaults)
+ * are copied by reference: they must outlive the cache.  Free with
+ * storage_cache_free(), after releasing every entry. */
+int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_config *cfg,
+                      const struct storage_limits *limits, struct storage_cache **ret,
+                      struct bc_error *err);
+void storage_cache_free(struct storage_cache *c);
+
+/* Returns a read-only extracted volume.  With sha256 given, a cached entry
+ * is returned without touching the network, and a miss downloads url,
+ * verifies it and moves it in atomically.  With sha256 NULL the URL is
+ * always downloaded (into a temporary directory) and its computed hash
+ * either finds an existing entry or becomes a new one.  The entry cannot
+ * be evicted until storage_cache_release(); its path is valid until then.
+ * url may be NULL only with sha256 given: a miss is then BC_NOT_FOUND. */
+int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
+                          struct storage_cache_entry **ret, struct bc_error *err);
+const char *storage_cache_entry_path(const struct storage_cache_entry *e);
+const char *storage_cache_entry_sha256(const struct storage_cache_entry *e);
+/* Whether this acquire had to download (false on a hit). */
+bool storage_cache_entry_downloaded(const struct storage_cache_entry *e);
+/* Drops one reference; e is invalid afterwards.  NULL-safe. */
+void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *e);
+
+/* Bytes of extracted volumes currently on disk in the cache. */
+uint64_t storage_cache_size(struct storage_cache *c);
+
+#endif

@@ -1,0 +1,292 @@
+/* Content-addressed upload: HEAD, then a conditional PUT streamed from the
+ * packed file.  Requests are header-signed by storage/sigv4.c (see there
+ * for why not CURLOPT_AWS_SIGV4), re-signed on every attempt so a retry
+ * never carries a stale x-amz-date. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "common/cleanup.h"
+#include "common/dynbuf.h"
+#include "storage/http.h"
+#include "storage/s3.h"
+#include "storage/sigv4.h"
+#include "storage/storage.h"
+
+#define ERROR_BODY_MAX 4096
+
+struct put_body {
+        int fd;
+        uint64_t size;
+        uint64_t off;
+};
+
+static size_t read_cb(char *buf, size_t size, size_t nmemb, void *ud)
+{
+        struct put_body *b = ud;
+        size_t want = size * nmemb;
+        if (want > b->size - b->off)
+                want = (size_t)(b->size - b->off);
+        if (!want)
+                return 0;
+        for (;;) {
+                ssize_t n = pread(b->fd, buf, want, (off_t)b->off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) /* a file that shrank is an error, not an early end */
+                        return CURL_READFUNC_ABORT;
+                b->off += (uint64_t)n;
+                return (size_t)n;
+        }
+}
+
+static int seek_cb(void *ud, curl_off_t offset, int origin)
+{
+        struct put_body *b = ud;
+        if (origin != SEEK_SET || offset < 0 || (uint64_t)offset > b->size)
+                return CURL_SEEKFUNC_CANTSEEK;
+        b->off = (uint64_t)offset;
+        return CURL_SEEKFUNC_OK;
+}
+
+static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+        struct dynbuf *b = ud;
+        size_t n = size * nmemb;
+        size_t room = ERROR_BODY_MAX - b->len;
+        (void)dynbuf_add(b, ptr, n < room ? n : room);
+        return n;
+}
+
+struct s3_call {
+        const struct storage_config *cfg;
+        const char *method;
+        const struct s3_target *target;
+        const char *payload_sha256;
+        const struct sigv4_pair *headers; /* extra signed headers */
+        size_t n_headers;
+        struct put_body *body;          /* PUT only */
+};
+
+static void slist_freep(struct curl_slist **l)
+{
+        curl_slist_free_all(*l);
+}
+
+static int add_header(struct curl_slist **l, const char *name, const char *value)
+{
+        char *line = NULL;
+        if (asprintf(&line, "%s: %s", name, value) < 0)
+                return -ENOMEM;
+        struct curl_slist *n = curl_slist_append(*l, line);
+        free(line);
+        if (!n)
+                return -ENOMEM;
+        *l = n;
+        return 0;
+}
+
+/* The signed header list: exactly what sigv4_authorization signed. */
+static int signed_headers(const struct s3_call *c, struct curl_slist **ret, struct bc_error *err)
+{
+        char date[17];
+        time_t now = time(NULL);
+        sigv4_amz_date(now, date);
+        struct sigv4_request req = {
+                .method = c->method, .host = c->target->host, .path = c->target->path,
+                .headers = c->headers, .n_headers = c->n_headers,
+                .payload_sha256 = c->payload_sha256, .access_key = c->cfg->access_key,
+                .secret_key = c->cfg->secret_key, .session_token = c->cfg->session_token,
+                .region = c->cfg->region, .now = now,
+        };
+        _cleanup_free_ char *auth = NULL;
+        int r = sigv4_authorization(&req, &auth, err);
+        if (r < 0)
+                return r;
+        _cleanup_(slist_freep) struct curl_slist *l = NULL;
+        for (size_t i = 0; r == 0 && i < c->n_headers; i++)
+                r = add_header(&l, c->headers[i].name, c->headers[i].value);
+        r = r ? r : add_header(&l, "x-amz-date", date);
+        r = r ? r : add_header(&l, "x-amz-content-sha256", c->payload_sha256);
+        if (c->cfg->session_token)
+                r = r ? r : add_header(&l, "x-amz-security-token", c->cfg->session_token);
+        r = r ? r : add_header(&l, "Authorization", auth);
+        if (r < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        *ret = steal_pointer(&l);
+        return 0;
+}
+
+/* One attempt; *ret_status is the HTTP status (0 on transport failure). */
+static CURLcode s3_attempt(const struct s3_call *c, const struct http_policy *p, long *ret_status,
+                           char what[static 256], struct bc_error *err)
+{
+        _cleanup_(slist_freep) struct curl_slist *h = NULL;
+        if (signed_headers(c, &h, err) < 0)
+                return CURLE_ABORTED_BY_CALLBACK;
+        CURL *curl = curl_easy_init();
+        if (!curl) {
+                bc_error_set(err, BC_INTERNAL, ENOMEM, "curl_easy_init failed");
+                return CURLE_OUT_OF_MEMORY;
+        }
+        char errbuf[CURL_ERROR_SIZE];
+        struct dynbuf body;
+        dynbuf_init(&body, ERROR_BODY_MAX);
+        http_setup(curl, p, errbuf);
+        /* Our own signed requests go to the configured endpoint only. */
+        curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+        curl_easy_setopt(curl, CURLOPT_URL, c->target->url);
+        curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, body_cb);
+        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+        if (strcmp(c->method, "HEAD") == 0) {
+                curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+        } else if (c->body) {
+                c->body->off = 0;
+                curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+                curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body->size);
+                curl_easy_setopt(curl, CURLOPT_READFUNCTION, read_cb);
+                curl_easy_setopt(curl, CURLOPT_READDATA, c->body);
+                curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, seek_cb);
+                curl_easy_setopt(curl, CURLOPT_SEEKDATA, c->body);
+        }
+        CURLcode cc = curl_easy_perform(curl);
+        long status = 0;
+        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        http_describe(cc, status, errbuf, body.data, what);
+        curl_easy_cleanup(curl);
+        dynbuf_done(&body);
+        *ret_status = cc == CURLE_OK ? status : 0;
+        return cc;
+}
+
+/* Runs a call with retries.  Returns the final HTTP status (>= 200), or a
+ * negative errno with BC_UPLOAD_FAILED when every attempt failed. */
+static long s3_call_run(const struct s3_call *c, struct bc_error *err)
+{
+        struct http_policy p;
+        http_policy_of(c->cfg, &p);
+        int r = http_global_init(err);
+        if (r < 0)
+                return r;
+        for (int attempt = 0;; attempt++) {
+                char what[256];
+                long status = 0;
+                struct bc_error e = BC_ERROR_INIT;
+                CURLcode cc = s3_attempt(c, &p, &status, what, &e);
+                if (e.code != BC_OK) {
+                        bc_error_move(err, &e);
+                        return -EIO;
+                }
+                if (!http_retryable(cc, status))
+                        return cc == CURLE_OK ? status
+                                              : bc_error_set(err, BC_UPLOAD_FAILED, EIO, "%s %s: %s",
+                                                             c->method, c->target->url, what);
+                if (attempt >= p.retries)
+                        return bc_error_set(err, BC_UPLOAD_FAILED, EIO,
+                                            "%s %s: %s (gave up after %d attempts)", c->method,
+                                            c->target->url, what, attempt + 1);
+                http_backoff(&p, attempt + 1);
+        }
+}
+
+static void target_donep(struct s3_target *t)
+{
+        s3_target_done(t);
+}
+
+int storage_upload(const struct storage_config *cfg, int fd, const char *sha256, uint64_t size,
+                   bool *ret_uploaded, struct bc_error *err)
+{
+        _cleanup_free_ char *key = NULL;
+        int r = storage_object_key(cfg, sha256, &key, err);
+        if (r < 0)
+                return r;
+        _cleanup_(target_donep) struct s3_target t = { 0 };
+        r = s3_target_init(cfg, key, &t, err);
+        if (r < 0)
+                return r;
+        /* The URL has no query string: it may appear in messages as is. */
+        struct s3_call head = { .cfg = cfg, .method = "HEAD", .target = &t,
+                                .payload_sha256 = SIGV4_EMPTY_SHA256 };
+        long status = s3_call_run(&head, err);
+        if (status < 0)
+                return (int)status;
+        if (status == 200) {
+                *ret_uploaded = false;
+                return 0;
+        }
+        if (status != 404)
+                return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "HEAD %s: HTTP %ld", t.url, status);
+
+        /* The payload hash is the content address itself: S3 rejects the
+         * PUT if the file changed since it was packed. */
+        static const struct sigv4_pair put_headers[] = {
+                { "Content-Type", "application/gzip" },
+                { "If-None-Match", "*" },
+        };
+        struct put_body body = { .fd = fd, .size = size };
+        struct s3_call put = { .cfg = cfg, .method = "PUT", .target = &t, .payload_sha256 = sha256,
+                               .headers = put_headers, .n_headers = ELEMENTSOF(put_headers),
+                               .body = &body };
+        status = s3_call_run(&put, err);
+        if (status < 0)
+                return (int)status;
+        if (status == 412) { /* someone stored the same bytes meanwhile */
+                *ret_uploaded = false;
+                return 0;
+        }
+        if (status < 200 || status >= 300)
+                return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "PUT %s: HTTP %ld", t.url, status);
+        *ret_uploaded = true;
+        return 0;
+}
+
+static int open_tmpfile(const char *tmp_dir, struct bc_error *err)
+{
+        int fd = open(tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR))
+                return fd >= 0 ? fd : bc_error_set(err, BC_IO, errno, "tmpfile in %s: %m", tmp_dir);
+        _cleanup_free_ char *tmpl = NULL;
+        if (asprintf(&tmpl, "%s/boxcar-pack-XXXXXX", tmp_dir) < 0)
+                return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+        fd = mkostemp(tmpl, O_CLOEXEC);
+        if (fd < 0)
+                return bc_error_set(err, BC_IO, errno, "tmpfile in %s: %m", tmp_dir);
+        unlink(tmpl);
+        return fd;
+}
+
+void storage_push_result_done(struct storage_push_result *r)
+{
+        if (!r)
+                return;
+        free(r->key);
+        r->key = NULL;
+}
+
+int storage_push_dir(const struct storage_config *cfg, const char *dir, const char *tmp_dir,
+                     struct storage_push_result *ret, struct bc_error *err)
+{
+        _cleanup_fd_ int fd = open_tmpfile(tmp_dir, err);
+        if (fd < 0)
+                return fd;
+        struct storage_push_result res = { 0 };
+        int r = storage_pack_dir(dir, fd, &res.pack, err);
+        if (r < 0)
+                return r;
+        r = storage_object_key(cfg, res.pack.sha256, &res.key, err);
+        r = r ? r : storage_upload(cfg, fd, res.pack.sha256, res.pack.size, &res.uploaded, err);
+        if (r < 0) {
+                free(res.key);
+                return r;
+        }
+        *ret = res;
+        return 0;
+}

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# Storage suite: libstorage against a real S3 HTTP server (s3rver, started
+# through scripts/s3.sh), driven by tests/storage/storage-tool.c.
+# SAN=1 runs the same checks on the sanitizer build (build-san/).
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+cd "$BOXCAR_ROOT"
+
+PY=/usr/bin/python3   # Debian's python3-botocore lives there
+BUILD=build
+[[ ${SAN:-0} == 1 ]] && BUILD=build-san
+
+# ---- build: only our libraries and the driver ----------------------------
+make --no-print-directory -s BUILD=$BUILD SAN="${SAN:-0}" $BUILD/libstorage.a $BUILD/libcommon.a >/dev/null || {
+  not_ok "build libstorage"; tap_done; exit 1; }
+TOOL="$BOXCAR_ROOT/$BUILD/storage-tests/storage-tool"
+mkdir -p "$(dirname "$TOOL")"
+SANFLAGS=()
+[[ ${SAN:-0} == 1 ]] && SANFLAGS=(-fsanitize=address,undefined -fno-sanitize-recover=all)
+cc -std=c17 -Wall -Wextra -Werror -g -O1 -I. -D_GNU_SOURCE "${SANFLAGS[@]}" -o "$TOOL" \
+  tests/storage/storage-tool.c $BUILD/libstorage.a $BUILD/libcommon.a \
+  -lcurl -larchive -lcrypto -lpthread || { not_ok "build storage-tool"; tap_done; exit 1; }
+ok "built libstorage and storage-tool ($BUILD)"
+
+W=$(mktemp -d "$BOXCAR_DEV/storage-test.XXXXXX")
+started_s3=0
+finish() {
+  [[ $started_s3 == 1 ]] && scripts/s3.sh stop
+  chmod -R u+w "$W" 2>/dev/null; rm -rf "$W"
+  cleanup_bg
+}
+trap finish EXIT
+
+scripts/s3.sh status || started_s3=1
+eval "$(scripts/s3.sh start)" || { not_ok "s3rver starts"; tap_done; exit 1; }
+ok "s3rver up at $AWS_ENDPOINT_URL_S3"
+# A fresh prefix per run, so dedup is measured against this run only.
+export BOXCAR_S3_PREFIX="t$$-$(date +%s)"
+export BOXCAR_TEST_RETRIES=2 BOXCAR_TEST_RETRY_MS=100
+S3LOG=$(scripts/s3.sh log)
+
+tool() { "$TOOL" "$@"; }
+has() { grep -qF -- "$2" <<<"$1"; }                       # has TEXT NEEDLE
+no_secrets() { ! grep -qE 'X-Amz-|S3RVER|Signature|[?]' <<<"$1"; }
+field() { sed -n "s/.*\b$1=\([^ ]*\).*/\1/p" <<<"$2" | head -1; }
+# tree_listing DIR: type, mode, size, link target of everything, sorted.
+tree_listing() { (cd "$1" && find . -mindepth 1 ! -type p -printf '%P %y %m %s %l\n' | LC_ALL=C sort); }
+
+# ---- botocore, live: fresh vectors at the current time ------------------
+live_ok=0 live_n=0
+while IFS=$'\t' read -r region ep bucket keyhex method exp tok now base sig; do
+  live_n=$((live_n + 1))
+  url=$(tool presign-raw "$region" "$ep" "$bucket" "$keyhex" "$method" "$exp" "$tok" "$now")
+  if [[ ${url%%\?*} == "$base" && ${url##*X-Amz-Signature=} == "$sig" ]]; then
+    live_ok=$((live_ok + 1))
+  else
+    diag "mismatch for key hex $keyhex: $url vs $base $sig"
+  fi
+done < <($PY tests/storage/gen_vectors.py --live 8)
+is "botocore live cross-check ($live_n fresh presigned URLs)" "$live_ok/$live_n" "8/8"
+
+# ---- a tree with everything packing must keep ----------------------------
+make_tree() {
+  local d=$1
+  mkdir -p "$d/src/lib/deep/er" "$d/empty dir" "$d/private"
+  printf 'print("hi")\n' > "$d/src/main.py"
+  printf '#!/bin/sh\necho run\n' > "$d/run.sh"; chmod 0755 "$d/run.sh"
+  printf 'secret\n' > "$d/private/key"; chmod 0600 "$d/private/key"; chmod 0700 "$d/private"
+  head -c 200000 /dev/urandom > "$d/src/lib/blob.bin"
+  seq 1 20000 > "$d/src/lib/deep/er/numbers.txt"
+  printf 'x' > "$d/a file with spaces+plus~tilde.txt"
+  printf 'é' > "$d/données-日本語.txt"
+  : > "$d/empty"
+  ln -s src/main.py "$d/link-rel"
+  ln -s /etc/hostname "$d/link-abs"
+  ln -s missing "$d/src/dangling"
+  chmod 0750 "$d/src/lib"
+}
+
+T="$W/tree"; mkdir -p "$T"; make_tree "$T"
+mkfifo "$T/a-fifo"   # not packable: skipped and counted
+
+out=$(tool push "$T" "$W"); rc=$?
+diag "$out"
+sha=$(field sha256 "$out"); key=$(field key "$out")
+check "push: packs and uploads a new tree" test $rc -eq 0 -a "$(field uploaded "$out")" = 1
+is "push: fifo skipped and counted" "$(tool pack "$T" "$W/t.tgz" | sed -n 's/.*skipped=\([0-9]*\).*/\1/p')" 1
+is "push: object key is content addressed" "$key" "$BOXCAR_S3_PREFIX/sha256/${sha:0:2}/$sha.tar.gz"
+
+url=$(tool presign GET "$key" 300)
+out=$(tool fetch "$url" "$W/pulled" "$sha"); rc=$?
+check "pull: presigned GET streams into extraction with the sha256 checked" test $rc -eq 0
+check "pull: trees identical (diff -r)" diff -r --no-dereference -x a-fifo "$T" "$W/pulled"
+is "pull: modes, types, sizes, link targets identical" "$(tree_listing "$W/pulled")" "$(tree_listing "$T")"
+
+# ---- dedup ------------------------------------------------------------------
+stored_before=$(grep -c 'Stored object' "$S3LOG")
+out=$(tool push "$T" "$W")
+is "dedup: second push of the same tree uploads nothing (API flag)" "$(field uploaded "$out")" 0
+is "dedup: s3rver stored no object the second time (its log)" "$(grep -c 'Stored object' "$S3LOG")" "$stored_before"
+listing=$(curl -s "$AWS_ENDPOINT_URL_S3/$BOXCAR_S3_BUCKET?prefix=$BOXCAR_S3_PREFIX/")
+is "dedup: exactly one object under the prefix" "$(grep -o '<Key>' <<<"$listing" | wc -l)" 1
+
+# ---- reproducibility -------------------------------------------------------
+mkdir -p "$W/r1" "$W/r2"
+make_tree "$W/r1"
+# The second copy: created in another order, other mtimes, other umask.
+(umask 077; cp -a "$W/r1/." "$W/r2/")
+find "$W/r1" -exec touch -h -d '2001-02-03 04:05:06' {} +
+find "$W/r2" -exec touch -h -d '2024-12-31 23:59:59' {} +
+# random data differs between make_tree calls: copy the blob over
+cp "$W/r1/src/lib/blob.bin" "$W/r2/src/lib/blob.bin"; touch -d @0 "$W/r2/src/lib/blob.bin"
+s1=$(field sha256 "$(tool pack "$W/r1" "$W/r1.tgz")")
+s2=$(field sha256 "$(LC_ALL=C.UTF-8 tool pack "$W/r2" "$W/r2.tgz")")
+s3=$(field sha256 "$(LC_ALL=C tool pack "$W/r1" "$W/r1b.tgz")")
+is "reproducible: two copies with different mtimes/order/locale pack to the same sha256" "$s2" "$s1"
+is "reproducible: a second run gives the same sha256" "$s3" "$s1"
+check "reproducible: bytes identical" cmp -s "$W/r1.tgz" "$W/r2.tgz"
+check "reproducible: gzip header has no mtime and no name" \
+  test "$(head -c 10 "$W/r1.tgz" | od -An -tx1 | tr -d ' \n')" = "1f8b0800000000000003"
+check "reproducible: entries sorted bytewise, owners zeroed (GNU tar reads it)" \
+  bash -c "tar tvzf '$W/r1.tgz' 2>/dev/null | awk '{print \$2}' | sort -u | grep -qx 0/0 && \
+           tar tzf '$W/r1.tgz' 2>/dev/null | sed 's,/\$,,' | LC_ALL=C sort -c"
+
+# ---- wrong checksum, expired URL ------------------------------------------
+bad=0000000000000000000000000000000000000000000000000000000000000000
+out=$(tool fetch "$url" "$W/wrongsum" "$bad")
+is "checksum: wrong sha256 is CHECKSUM_MISMATCH" "$(cut -d: -f1 <<<"$out")" "ERROR CHECKSUM_MISMATCH"
+check "checksum: the partially extracted directory is removed" test ! -e "$W/wrongsum"
+mkdir "$W/wrongsum-existing"
+tool fetch "$url" "$W/wrongsum-existing" "$bad" >/dev/null
+check "checksum: an existing (empty) dest is left empty" test -z "$(ls -A "$W/wrongsum-existing")"
+
+expired=$(tool presign GET "$key" 1 $(( $(date +%s) - 120 )))
+t0=$(date +%s%N)
+out=$(tool fetch "$expired" "$W/expired" "$sha")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+is "expired URL: FETCH_FAILED" "$(cut -d: -f1 <<<"$out")" "ERROR FETCH_FAILED"
+check "expired URL: 403 AccessDenied reported, not retried ($ms ms)" \
+  eval 'has "$out" "HTTP 403 (AccessDenied)" && ! has "$out" "gave up"'
+check "expired URL: message has no signature or credential" no_secrets "$out"
+
+# ---- volume cache ------------------------------------------------------------
+C="$W/cache"
+declare -A VSHA VURL
+for v in A B C; do
+  mkdir -p "$W/vol$v"; head -c 300000 /dev/urandom > "$W/vol$v/data"; echo "$v" > "$W/vol$v/name"
+  o=$(tool push "$W/vol$v" "$W"); VSHA[$v]=$(field sha256 "$o")
+  VURL[$v]=$(tool presign GET "$(field key "$o")" 3600)
+done
+o=$(tool cache "$C" 100000000 get "${VURL[A]}" "${VSHA[A]}")
+is "cache: miss downloads" "$(field downloaded "$o")" 1
+p=$(field path "$o")
+check "cache: entry is the extracted volume" cmp -s "$p/data" "$W/volA/data"
+check "cache: entry is read-only on disk" bash -c "[[ -z \$(find '$p' -perm /222 ! -type l) ]]"
+o=$(tool cache "$C" 100000000 get "${VURL[A]}" "${VSHA[A]}")
+is "cache: hit does not download" "$(field downloaded "$o")" 0
+o=$(tool cache "$C" 100000000 get - "${VSHA[A]}")
+is "cache: hit needs no URL at all" "$(field downloaded "$o")" 0
+o=$(tool cache "$C" 100000000 get "${VURL[A]}" -)
+check "cache: by URL without sha256 finds the same entry" \
+  test "$(field sha256 "$o")" = "${VSHA[A]}" -a "$(ls "$C/v" | grep -c '\.size$')" = 1
+
+# LRU: room for two volumes of ~300 KB
+C2="$W/cache-lru"
+tool cache "$C2" 700000 get "${VURL[A]}" "${VSHA[A]}" get "${VURL[B]}" "${VSHA[B]}" \
+  get "${VURL[C]}" "${VSHA[C]}" >/dev/null
+is "cache LRU: oldest evicted, size bounded" \
+  "$(ls "$C2/v" | grep -v '\.' | sort | tr '\n' ' ')" "$(printf '%s\n' "${VSHA[B]}" "${VSHA[C]}" | sort | tr '\n' ' ')"
+o=$(tool cache "$C2" 700000 size); check "cache LRU: total within bound ($(field cache_size "$o") bytes)" test "$(field cache_size "$o")" -le 700000
+
+# Refcount: A is held while B and C arrive; B (unheld, older) goes instead.
+C3="$W/cache-ref"
+tool cache "$C3" 700000 hold "${VURL[A]}" "${VSHA[A]}" get "${VURL[B]}" "${VSHA[B]}" \
+  get "${VURL[C]}" "${VSHA[C]}" >/dev/null
+is "cache refcount: held entry survives eviction" \
+  "$(ls "$C3/v" | grep -v '\.' | sort | tr '\n' ' ')" "$(printf '%s\n' "${VSHA[A]}" "${VSHA[C]}" | sort | tr '\n' ' ')"
+
+# Two processes fetching the same volume into one cache at once.
+C4="$W/cache-mp"
+tool cache "$C4" 100000000 get "${VURL[B]}" "${VSHA[B]}" > "$W/mp1" &
+tool cache "$C4" 100000000 get "${VURL[B]}" "${VSHA[B]}" > "$W/mp2" &
+wait
+check "cache: two processes acquire one volume concurrently, one entry results" \
+  bash -c "grep -q acquired '$W/mp1' && grep -q acquired '$W/mp2' && [[ \$(ls '$C4/v' | grep -vc '\.') == 1 && -z \$(ls -A '$C4/tmp') ]]"
+
+# ---- S3 down ------------------------------------------------------------------
+scripts/s3.sh stop
+t0=$(date +%s%N)
+out=$(tool fetch "$url" "$W/down" "$sha")
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+is "S3 down: fetch is FETCH_FAILED" "$(cut -d: -f1 <<<"$out")" "ERROR FETCH_FAILED"
+check "S3 down: fetch retried a bounded number of times ($ms ms)" \
+  eval 'has "$out" "gave up after 3 attempts" && (( ms < 10000 ))'
+check "S3 down: fetch message names the URL without query or secrets" \
+  eval 'has "$out" "/$BOXCAR_S3_BUCKET/$key:" && no_secrets "$out"'
+diag "$out"
+check "S3 down: nothing left at dest" test ! -e "$W/down"
+mkdir -p "$W/newtree"; echo new > "$W/newtree/f"
+out=$(tool push "$W/newtree" "$W")
+is "S3 down: push is UPLOAD_FAILED" "$(cut -d: -f1 <<<"$out")" "ERROR UPLOAD_FAILED"
+check "S3 down: push message bounded retries, no secrets" \
+  eval 'has "$out" "gave up after 3 attempts" && no_secrets "$out"'
+diag "$out"
+o=$(tool cache "$C" 100000000 get "${VURL[A]}" "${VSHA[A]}")
+check "S3 down: cache hit still works without a download" test "$(field downloaded "$o")" = 0
+eval "$(scripts/s3.sh start)"
+out=$(tool push "$W/newtree" "$W")
+is "S3 back: the same push now succeeds" "$(field uploaded "$out")" 1
+
+# ---- hostile archives ------------------------------------------------------------
+H="$W/hostile"; mkdir -p "$H/sentinel"; echo orig > "$H/sentinel/file"
+$PY tests/storage/gen_hostile.py "$W/corpus" "$H/sentinel" > "$W/corpus.list"
+# Everything next to the target (the target's parent's own mtime changes
+# when the target comes and goes: that is the one allowed change).
+snapshot() {
+  find "$H" "$W/corpus" -mindepth 1 -path "$H/target" -prune -o -printf '%p %y %m %s %T@ %l\n' | LC_ALL=C sort
+  stat -c '%n %a %u %g' "$H"; sha256sum /etc/passwd "$H/sentinel/file"
+}
+before=$(snapshot)
+n_cases=0
+while IFS=$'\t' read -r name needle; do
+  n_cases=$((n_cases + 1))
+  out=$(BOXCAR_TEST_MAX_BYTES=4194304 BOXCAR_TEST_MAX_ENTRIES=1000 BOXCAR_TEST_MAX_RATIO=50 \
+        BOXCAR_TEST_RATIO_FLOOR=1048576 tool extract "$W/corpus/$name.tar.gz" "$H/target")
+  if [[ $needle == CONTAINED ]]; then
+    ok "hostile $name: handled ($out)"
+  elif [[ $out == "ERROR BAD_ARCHIVE: "*"$needle"* ]]; then
+    ok "hostile $name: BAD_ARCHIVE ($needle)"
+  else
+    not_ok "hostile $name: want BAD_ARCHIVE containing '$needle'"; diag "got: $out"
+  fi
+  after=$(snapshot)
+  if [[ $after == "$before" ]]; then ok "hostile $name: nothing outside the target changed"
+  else not_ok "hostile $name: something outside the target changed"; diff <(echo "$before") <(echo "$after") | sed 's/^/# /'; fi
+  if [[ $needle != CONTAINED ]]; then
+    check "hostile $name: target not left behind" test ! -e "$H/target"
+  fi
+  chmod -R u+w "$H/target" 2>/dev/null; rm -rf "$H/target"
+done < "$W/corpus.list"
+check "hostile corpus has at least 12 archives ($n_cases)" test "$n_cases" -ge 12
+
+# Hard links inside the tree are fine: materialized as independent copies.
+$PY - "$W/hl.tar.gz" <<'EOF'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w:gz") as tf:
+    ti = tarfile.TarInfo("orig"); data = b"shared\n"; ti.size = len(data); tf.addfile(ti, io.BytesIO(data))
+    ti = tarfile.TarInfo("dir/copy"); ti.type = tarfile.LNKTYPE; ti.linkname = "orig"; tf.addfile(ti)
+EOF
+tool extract "$W/hl.tar.gz" "$W/hl" >/dev/null
+check "in-tree hard link extracted as a separate copy" \
+  bash -c "cmp -s '$W/hl/orig' '$W/hl/dir/copy' && [[ \$(stat -c %h '$W/hl/orig') == 1 ]]"
+
+tap_done

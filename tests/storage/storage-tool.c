@@ -1,0 +1,293 @@
+/* Test and benchmark driver for libstorage: one subcommand per library
+ * call, results on stdout as "key=value" words, failures as
+ * "ERROR <CODE>: <message>" with exit status 1.  Built by
+ * tests/storage/run.sh and scripts/bench-storage.sh.
+ *
+ *   pack DIR OUT                   -> sha256= size= files= skipped=
+ *   extract FILE DEST [SHA|-]      -> sha256= size= bytes= entries=
+ *   fetch URL DEST [SHA|-]         -> same
+ *   push DIR TMPDIR                -> sha256= size= files= uploaded= key=
+ *   presign GET|PUT|HEAD KEY EXPIRES [NOW]      -> the URL
+ *   presign-raw REGION ENDPOINT|- BUCKET KEYHEX METHOD EXPIRES TOKEN|- NOW
+ *   cache DIR MAXBYTES OP...       OP: get URL|- SHA|-  (acquire+release)
+ *                                      hold URL|- SHA|- (acquire, keep)
+ *                                      size | time-hit SHA N
+ *
+ * Limits come from BOXCAR_TEST_MAX_BYTES, _MAX_ENTRIES, _MAX_RATIO,
+ * _RATIO_FLOOR, _MAX_DOWNLOAD; retries from BOXCAR_TEST_RETRIES and
+ * BOXCAR_TEST_RETRY_MS. */
+#include <errno.h>
+#include <fcntl.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/error.h"
+#include "storage/s3.h"
+#include "storage/storage.h"
+
+static int fail(struct bc_error *err)
+{
+        printf("ERROR %s: %s\n", bc_code_name(err->code), bc_error_message(err));
+        bc_error_clear(err);
+        return 1;
+}
+
+static uint64_t env_u64(const char *name, uint64_t dflt)
+{
+        const char *v = getenv(name);
+        return v && *v ? strtoull(v, NULL, 10) : dflt;
+}
+
+static const struct storage_limits *limits(void)
+{
+        static struct storage_limits l;
+        storage_limits_default(&l);
+        l.max_bytes = env_u64("BOXCAR_TEST_MAX_BYTES", l.max_bytes);
+        l.max_entries = env_u64("BOXCAR_TEST_MAX_ENTRIES", l.max_entries);
+        l.max_ratio = (uint32_t)env_u64("BOXCAR_TEST_MAX_RATIO", l.max_ratio);
+        l.ratio_floor = env_u64("BOXCAR_TEST_RATIO_FLOOR", l.ratio_floor);
+        l.max_download = env_u64("BOXCAR_TEST_MAX_DOWNLOAD", l.max_download);
+        return &l;
+}
+
+/* The S3 config when the environment has one (needed for push/presign,
+ * optional for fetch, where it only carries the retry policy). */
+static struct storage_config *config(bool required, struct bc_error *err)
+{
+        struct storage_config *cfg = NULL;
+        if (storage_config_from_env(&cfg, err) < 0) {
+                if (required)
+                        return NULL;
+                bc_error_clear(err);
+                cfg = calloc(1, sizeof(*cfg));
+                cfg->retries = 4;
+                cfg->retry_base_ms = 250;
+                cfg->retry_max_ms = 8000;
+        }
+        cfg->retries = (int)env_u64("BOXCAR_TEST_RETRIES", (uint64_t)cfg->retries);
+        cfg->retry_base_ms = (int)env_u64("BOXCAR_TEST_RETRY_MS", (uint64_t)cfg->retry_base_ms);
+        cfg->connect_timeout_s = (int)env_u64("BOXCAR_TEST_CONNECT_TIMEOUT", 5);
+        return cfg;
+}
+
+static const char *opt_sha(const char *s)
+{
+        return !s || strcmp(s, "-") == 0 ? NULL : s;
+}
+
+static void print_fetch(const struct storage_fetch_result *r)
+{
+        printf("sha256=%s size=%llu bytes=%llu entries=%llu\n", r->sha256, (unsigned long long)r->size,
+               (unsigned long long)r->bytes, (unsigned long long)r->entries);
+}
+
+static int cmd_pack(int argc, char **argv, struct bc_error *err)
+{
+        if (argc < 2)
+                return 2;
+        int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return bc_error_set(err, BC_IO, errno, "open %s: %m", argv[1]), fail(err);
+        struct storage_pack_result r;
+        int rc = storage_pack_dir(argv[0], fd, &r, err);
+        close(fd);
+        if (rc < 0)
+                return fail(err);
+        printf("sha256=%s size=%llu files=%llu skipped=%llu\n", r.sha256, (unsigned long long)r.size,
+               (unsigned long long)r.file_count, (unsigned long long)r.skipped);
+        return 0;
+}
+
+static int cmd_extract(int argc, char **argv, bool fetch, struct bc_error *err)
+{
+        if (argc < 2)
+                return 2;
+        struct storage_fetch_result r;
+        int rc;
+        if (fetch) {
+                struct storage_config *cfg = config(false, err);
+                rc = storage_fetch_extract(cfg, argv[0], opt_sha(argc > 2 ? argv[2] : NULL), argv[1],
+                                           limits(), &r, err);
+                storage_config_free(cfg);
+        } else {
+                rc = storage_extract_file(argv[0], opt_sha(argc > 2 ? argv[2] : NULL), argv[1], limits(), &r, err);
+        }
+        if (rc < 0)
+                return fail(err);
+        print_fetch(&r);
+        return 0;
+}
+
+static int cmd_push(int argc, char **argv, struct bc_error *err)
+{
+        if (argc < 2)
+                return 2;
+        struct storage_config *cfg = config(true, err);
+        if (!cfg)
+                return fail(err);
+        struct storage_push_result r;
+        int rc = storage_push_dir(cfg, argv[0], argv[1], &r, err);
+        storage_config_free(cfg);
+        if (rc < 0)
+                return fail(err);
+        printf("sha256=%s size=%llu files=%llu uploaded=%d key=%s\n", r.pack.sha256,
+               (unsigned long long)r.pack.size, (unsigned long long)r.pack.file_count, r.uploaded, r.key);
+        storage_push_result_done(&r);
+        return 0;
+}
+
+static enum storage_method method_of(const char *m)
+{
+        return strcmp(m, "PUT") == 0 ? STORAGE_PUT : strcmp(m, "HEAD") == 0 ? STORAGE_HEAD : STORAGE_GET;
+}
+
+static int cmd_presign(int argc, char **argv, struct bc_error *err)
+{
+        if (argc < 3)
+                return 2;
+        struct storage_config *cfg = config(true, err);
+        if (!cfg)
+                return fail(err);
+        char *url = NULL;
+        time_t now = argc > 3 ? (time_t)strtoll(argv[3], NULL, 10) : time(NULL);
+        int rc = s3_presign_at(cfg, method_of(argv[0]), argv[1], NULL, 0, now, strtol(argv[2], NULL, 10), &url, err);
+        storage_config_free(cfg);
+        if (rc < 0)
+                return fail(err);
+        printf("%s\n", url);
+        free(url);
+        return 0;
+}
+
+static char *unhex(const char *h)
+{
+        size_t n = strlen(h) / 2;
+        char *s = calloc(1, n + 1);
+        for (size_t i = 0; i < n; i++) {
+                unsigned v;
+                sscanf(h + 2 * i, "%2x", &v);
+                s[i] = (char)v;
+        }
+        return s;
+}
+
+/* A presign from explicit settings, to replay botocore's live vectors. */
+static int cmd_presign_raw(int argc, char **argv, struct bc_error *err)
+{
+        if (argc < 8)
+                return 2;
+        char *key = unhex(argv[3]);
+        struct storage_config cfg = {
+                .access_key = (char *)"AKIAIOSFODNN7EXAMPLE",
+                .secret_key = (char *)"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                .region = argv[0], .endpoint = strcmp(argv[1], "-") ? argv[1] : NULL,
+                .bucket = argv[2], .prefix = (char *)"",
+                .session_token = strcmp(argv[6], "-") ? argv[6] : NULL,
+        };
+        cfg.path_style = cfg.endpoint != NULL;
+        char *url = NULL;
+        int rc = s3_presign_at(&cfg, method_of(argv[4]), key, NULL, 0, (time_t)strtoll(argv[7], NULL, 10),
+                               strtol(argv[5], NULL, 10), &url, err);
+        free(key);
+        if (rc < 0)
+                return fail(err);
+        printf("%s\n", url);
+        free(url);
+        return 0;
+}
+
+static double now_s(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmd_cache(int argc, char **argv, struct bc_error *err)
+{
+        if (argc < 2)
+                return 2;
+        struct storage_config *cfg = config(false, err);
+        struct storage_cache *c = NULL;
+        if (storage_cache_new(argv[0], strtoull(argv[1], NULL, 10), cfg, limits(), &c, err) < 0)
+                return fail(err);
+        struct storage_cache_entry *held[64];
+        size_t nheld = 0;
+        int rc = 0;
+        for (int i = 2; i < argc && rc == 0; i++) {
+                if (strcmp(argv[i], "size") == 0) {
+                        printf("cache_size=%llu\n", (unsigned long long)storage_cache_size(c));
+                } else if (strcmp(argv[i], "time-hit") == 0 && i + 2 < argc) {
+                        /* Average acquire+release of a cached entry. */
+                        int n = atoi(argv[i + 2]);
+                        double t0 = now_s();
+                        for (int k = 0; k < n && rc == 0; k++) {
+                                struct storage_cache_entry *e;
+                                if (storage_cache_acquire(c, NULL, argv[i + 1], &e, err) < 0)
+                                        rc = fail(err);
+                                else
+                                        storage_cache_release(c, e);
+                        }
+                        printf("hit_us=%.1f\n", (now_s() - t0) / n * 1e6);
+                        i += 2;
+                } else if ((strcmp(argv[i], "get") == 0 || strcmp(argv[i], "hold") == 0) && i + 2 < argc) {
+                        struct storage_cache_entry *e;
+                        const char *url = strcmp(argv[i + 1], "-") ? argv[i + 1] : NULL;
+                        double t0 = now_s();
+                        if (storage_cache_acquire(c, url, opt_sha(argv[i + 2]), &e, err) < 0) {
+                                rc = fail(err);
+                                break;
+                        }
+                        printf("acquired sha256=%s downloaded=%d us=%.0f path=%s\n", storage_cache_entry_sha256(e),
+                               storage_cache_entry_downloaded(e), (now_s() - t0) * 1e6, storage_cache_entry_path(e));
+                        if (argv[i][0] == 'h' && nheld < 64)
+                                held[nheld++] = e;
+                        else
+                                storage_cache_release(c, e);
+                        i += 2;
+                } else {
+                        fprintf(stderr, "cache: bad op %s\n", argv[i]);
+                        rc = 2;
+                }
+        }
+        for (size_t k = 0; k < nheld; k++)
+                storage_cache_release(c, held[k]);
+        storage_cache_free(c);
+        storage_config_free(cfg);
+        return rc;
+}
+
+int main(int argc, char **argv)
+{
+        /* The library must not depend on the locale: let tests vary it. */
+        setlocale(LC_ALL, "");
+        setvbuf(stdout, NULL, _IOLBF, 0);
+        struct bc_error err = BC_ERROR_INIT;
+        int rc = 2;
+        if (argc >= 2) {
+                const char *cmd = argv[1];
+                int n = argc - 2;
+                char **a = argv + 2;
+                if (strcmp(cmd, "pack") == 0)
+                        rc = cmd_pack(n, a, &err);
+                else if (strcmp(cmd, "extract") == 0)
+                        rc = cmd_extract(n, a, false, &err);
+                else if (strcmp(cmd, "fetch") == 0)
+                        rc = cmd_extract(n, a, true, &err);
+                else if (strcmp(cmd, "push") == 0)
+                        rc = cmd_push(n, a, &err);
+                else if (strcmp(cmd, "presign") == 0)
+                        rc = cmd_presign(n, a, &err);
+                else if (strcmp(cmd, "presign-raw") == 0)
+                        rc = cmd_presign_raw(n, a, &err);
+                else if (strcmp(cmd, "cache") == 0)
+                        rc = cmd_cache(n, a, &err);
+        }
+        if (rc == 2)
+                fprintf(stderr, "usage: see the head of tests/storage/storage-tool.c\n");
+        return rc;
+}

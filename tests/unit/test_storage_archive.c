@@ -1,0 +1,308 @@
+/* Unit tests for storage/ archives and transfers plumbing: path
+ * normalization, URL redaction, retry decisions, and pack/extract round
+ * trips and refusals on archives built in memory with libarchive. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "common/cleanup.h"
+#include "common/error.h"
+#include "storage/fsutil.h"
+#include "storage/http.h"
+#include "storage/storage.h"
+
+static void test_normalize(void **state)
+{
+        (void)state;
+        static const struct { const char *in; int depth; const char *out; } cases[] = {
+                { "a/b/c", 3, "a/b/c" },
+                { "./a//b/./", 2, "a/b" },
+                { ".", 0, "" },
+                { "./", 0, "" },
+                { "/etc/passwd", -EINVAL, NULL },
+                { "..", -EINVAL, NULL },
+                { "a/../b", -EINVAL, NULL },
+                { "a/..", -EINVAL, NULL },
+                { "...", 1, "..." },
+                { "a/..b", 2, "a/..b" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char out[FS_MAX_PATH + 1];
+                int r = fs_normalize(cases[i].in, out);
+                if (r != cases[i].depth)
+                        fail_msg("%s: got %d want %d", cases[i].in, r, cases[i].depth);
+                if (r >= 0)
+                        assert_string_equal(out, cases[i].out);
+        }
+        char long_name[300];
+        memset(long_name, 'x', sizeof(long_name) - 1);
+        long_name[sizeof(long_name) - 1] = '\0';
+        char out[FS_MAX_PATH + 1];
+        assert_int_equal(fs_normalize(long_name, out), -ENAMETOOLONG);
+        char deep[2 * (FS_MAX_DEPTH + 1) + 1] = "";
+        for (int i = 0; i <= FS_MAX_DEPTH; i++)
+                strcat(deep, "d/");
+        assert_int_equal(fs_normalize(deep, out), -E2BIG);
+}
+
+static void test_redact(void **state)
+{
+        (void)state;
+        static const struct { const char *in, *want; } cases[] = {
+                { "https://b.s3.amazonaws.com/k?X-Amz-Signature=abc&X-Amz-Credential=AK", "https://b.s3.amazonaws.com/k" },
+                { "http://user:pw@host:9000/b/k#frag", "http://host:9000/b/k" },
+                { "http://h/p", "http://h/p" },
+                { "http://h?x=1", "http://h" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                char *r = http_redact(cases[i].in);
+                assert_string_equal(r, cases[i].want);
+                free(r);
+        }
+}
+
+static void test_retryable(void **state)
+{
+        (void)state;
+        assert_true(http_retryable(CURLE_COULDNT_CONNECT, 0));
+        assert_true(http_retryable(CURLE_OPERATION_TIMEDOUT, 0));
+        assert_true(http_retryable(CURLE_OK, 500));
+        assert_true(http_retryable(CURLE_OK, 503));
+        assert_true(http_retryable(CURLE_OK, 429));
+        assert_false(http_retryable(CURLE_OK, 403));
+        assert_false(http_retryable(CURLE_OK, 404));
+        assert_false(http_retryable(CURLE_OK, 200));
+        assert_false(http_retryable(CURLE_URL_MALFORMAT, 0));
+        char code[64];
+        http_s3_error_code("<Error><Code>SlowDown</Code><Message>x</Message></Error>", code);
+        assert_string_equal(code, "SlowDown");
+        http_s3_error_code("<Code>a\"<script></Code>", code);
+        assert_string_equal(code, "a");
+}
+
+/* A scratch directory per test. */
+static char *scratch(void)
+{
+        char tmpl[] = "/tmp/test_storage_archive.XXXXXX";
+        char *d = mkdtemp(tmpl);
+        assert_non_null(d);
+        return strdup(d);
+}
+
+static void write_file(const char *path, const char *data, mode_t mode)
+{
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+        fchmod(fd, mode);
+        close(fd);
+}
+
+static char *path_join(const char *a, const char *b)
+{
+        char *p = NULL;
+        assert_true(asprintf(&p, "%s/%s", a, b) > 0);
+        return p;
+}
+
+static void test_pack_roundtrip(void **state)
+{
+        (void)state;
+        _cleanup_free_ char *d = scratch();
+        _cleanup_free_ char *src = path_join(d, "src");
+        _cleanup_free_ char *sub = path_join(d, "src/sub");
+        _cleanup_free_ char *f1 = path_join(d, "src/sub/f");
+        _cleanup_free_ char *f2 = path_join(d, "src/a");
+        _cleanup_free_ char *ln = path_join(d, "src/link");
+        _cleanup_free_ char *out = path_join(d, "out.tgz");
+        _cleanup_free_ char *dst = path_join(d, "dst");
+        assert_int_equal(mkdir(src, 0755), 0);
+        assert_int_equal(mkdir(sub, 0700), 0);
+        write_file(f1, "inner\n", 0640);
+        write_file(f2, "outer\n", 04755); /* setuid is not packed */
+        assert_int_equal(symlink("/nonexistent/target", ln), 0);
+
+        int fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        struct storage_pack_result p1, p2;
+        assert_int_equal(storage_pack_dir(src, fd, &p1, NULL), 0);
+        assert_int_equal(p1.file_count, 3);
+        assert_int_equal(p1.skipped, 0);
+        assert_true(storage_sha256_valid(p1.sha256));
+        assert_int_equal((uint64_t)lseek(fd, 0, SEEK_CUR), p1.size);
+        close(fd);
+        fd = open("/dev/null", O_WRONLY);
+        assert_int_equal(storage_pack_dir(src, fd, &p2, NULL), 0);
+        close(fd);
+        assert_string_equal(p1.sha256, p2.sha256);
+
+        struct storage_fetch_result r;
+        struct bc_error err = BC_ERROR_INIT;
+        if (storage_extract_file(out, p1.sha256, dst, NULL, &r, &err) < 0)
+                fail_msg("%s", bc_error_message(&err));
+        assert_string_equal(r.sha256, p1.sha256);
+        assert_int_equal(r.size, p1.size);
+        struct stat st;
+        _cleanup_free_ char *xf = path_join(dst, "sub/f");
+        _cleanup_free_ char *xa = path_join(dst, "a");
+        _cleanup_free_ char *xs = path_join(dst, "sub");
+        _cleanup_free_ char *xl = path_join(dst, "link");
+        assert_int_equal(stat(xf, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0640);
+        assert_int_equal(stat(xa, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0755);
+        assert_int_equal(stat(xs, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0700);
+        char target[64] = "";
+        assert_int_equal(readlink(xl, target, sizeof(target) - 1), 19);
+        assert_string_equal(target, "/nonexistent/target");
+
+        /* A non-empty destination is refused before anything is read. */
+        assert_true(storage_extract_file(out, NULL, dst, NULL, &r, &err) < 0);
+        assert_int_equal(err.code, BC_IO);
+        bc_error_clear(&err);
+        fs_rm_rf(d);
+}
+
+struct fake_entry {
+        const char *path;
+        mode_t type;
+        mode_t perm;
+        const char *data;       /* file data, or symlink/hardlink target */
+        bool hardlink;
+};
+
+/* Writes entries (no sanitizing: that is the point) as a .tar.gz. */
+static void write_archive(const char *path, const struct fake_entry *e, size_t n)
+{
+        struct archive *a = archive_write_new();
+        archive_write_set_format_pax_restricted(a);
+        archive_write_add_filter_gzip(a);
+        assert_int_equal(archive_write_open_filename(a, path), ARCHIVE_OK);
+        struct archive_entry *ae = archive_entry_new();
+        for (size_t i = 0; i < n; i++) {
+                archive_entry_clear(ae);
+                archive_entry_copy_pathname(ae, e[i].path);
+                archive_entry_set_filetype(ae, e[i].type);
+                archive_entry_set_perm(ae, e[i].perm);
+                if (e[i].hardlink)
+                        archive_entry_copy_hardlink(ae, e[i].data);
+                else if (e[i].type == AE_IFLNK)
+                        archive_entry_copy_symlink(ae, e[i].data);
+                size_t len = e[i].type == AE_IFREG && !e[i].hardlink && e[i].data ? strlen(e[i].data) : 0;
+                archive_entry_set_size(ae, (la_int64_t)len);
+                assert_true(archive_write_header(a, ae) >= ARCHIVE_WARN);
+                if (len)
+                        archive_write_data(a, e[i].data, len);
+        }
+        archive_entry_free(ae);
+        archive_write_close(a);
+        archive_write_free(a);
+}
+
+static void test_refusals(void **state)
+{
+        (void)state;
+        static const struct fake_entry through_symlink[] = {
+                { "l", AE_IFLNK, 0777, "/tmp", false },
+                { "l/x", AE_IFREG, 0644, "pwned", false },
+        };
+        static const struct fake_entry dup[] = {
+                { "f", AE_IFREG, 0644, "one", false },
+                { "f", AE_IFREG, 0644, "two", false },
+        };
+        static const struct fake_entry dotdot[] = { { "a/../../x", AE_IFREG, 0644, "x", false } };
+        static const struct fake_entry fifo[] = { { "p", AE_IFIFO, 0644, NULL, false } };
+        static const struct fake_entry suid[] = { { "s", AE_IFREG, 04755, "x", false } };
+        static const struct fake_entry hl_out[] = { { "h", AE_IFREG, 0644, "/etc/passwd", true } };
+        static const struct fake_entry hl_missing[] = { { "h", AE_IFREG, 0644, "nothere", true } };
+        static const struct {
+                const char *name;
+                const struct fake_entry *e;
+                size_t n;
+                const char *needle;
+        } cases[] = {
+                { "through symlink", through_symlink, 2, "symlink" },
+                { "duplicate", dup, 2, "duplicate" },
+                { "dotdot", dotdot, 1, "unsafe path" },
+                { "fifo", fifo, 1, "fifo" },
+                { "setuid", suid, 1, "setuid" },
+                { "hardlink out", hl_out, 1, "hard link" },
+                { "hardlink missing", hl_missing, 1, "hard link" },
+        };
+        _cleanup_free_ char *d = scratch();
+        _cleanup_free_ char *tgz = path_join(d, "a.tgz");
+        _cleanup_free_ char *dst = path_join(d, "dst");
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                write_archive(tgz, cases[i].e, cases[i].n);
+                struct storage_fetch_result r;
+                struct bc_error err = BC_ERROR_INIT;
+                int rc = storage_extract_file(tgz, NULL, dst, NULL, &r, &err);
+                if (rc >= 0 || err.code != BC_BAD_ARCHIVE || !strstr(bc_error_message(&err), cases[i].needle))
+                        fail_msg("%s: rc=%d %s: %s", cases[i].name, rc, bc_code_name(err.code), bc_error_message(&err));
+                assert_int_equal(access(dst, F_OK), -1); /* removed */
+                bc_error_clear(&err);
+        }
+        fs_rm_rf(d);
+}
+
+static void test_limits_enforced(void **state)
+{
+        (void)state;
+        char *big = malloc(3 << 20);
+        memset(big, 'a', 3 << 20);
+        big[(3 << 20) - 1] = '\0';
+        const struct fake_entry bomb[] = { { "zeros", AE_IFREG, 0644, big, false } };
+        _cleanup_free_ char *d = scratch();
+        _cleanup_free_ char *tgz = path_join(d, "a.tgz");
+        _cleanup_free_ char *dst = path_join(d, "dst");
+        write_archive(tgz, bomb, 1);
+        free(big);
+        struct storage_limits l;
+        storage_limits_default(&l);
+        l.max_ratio = 50;
+        l.ratio_floor = 1 << 20;
+        struct storage_fetch_result r;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_true(storage_extract_file(tgz, NULL, dst, &l, &r, &err) < 0);
+        assert_int_equal(err.code, BC_BAD_ARCHIVE);
+        assert_non_null(strstr(bc_error_message(&err), "ratio"));
+        bc_error_clear(&err);
+        l.max_ratio = 0;
+        l.max_bytes = 1 << 20;
+        assert_true(storage_extract_file(tgz, NULL, dst, &l, &r, &err) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "size limit"));
+        bc_error_clear(&err);
+        l.max_bytes = 0; /* invalid limits are a usage error, not a silent default */
+        assert_true(storage_extract_file(tgz, NULL, dst, &l, &r, &err) < 0);
+        assert_int_equal(err.code, BC_USAGE);
+        bc_error_clear(&err);
+        storage_limits_default(&l);
+        assert_int_equal(storage_extract_file(tgz, NULL, dst, &l, &r, NULL), 0);
+        assert_int_equal(r.bytes, (3 << 20) - 1);
+        fs_rm_rf(d);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_normalize),
+                cmocka_unit_test(test_redact),
+                cmocka_unit_test(test_retryable),
+                cmocka_unit_test(test_pack_roundtrip),
+                cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_limits_enforced),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
