@@ -62,3 +62,7 @@ start_worker() {
 
 # job_field ID EXPR: a SQL expression over the job row j.
 job_field() { sql "select $2 from boxcar.jobs j where id = '$1'"; }
+
+# The e2e suite runs on the isolating backend unless told otherwise.
+: "${E2E_SANDBOX:=namespace}"
+export E2E_SANDBOX

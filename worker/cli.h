@@ -3,6 +3,8 @@
 #ifndef BC_WORKER_CLI_H
 #define BC_WORKER_CLI_H
 
+struct bc_error;
+
 struct cli_command {
         const char *name;
         const char *summary;
@@ -18,6 +20,13 @@ int cmd_enqueue(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_events(int argc, char **argv);
+int cmd_sandbox(int argc, char **argv);
+extern const char sandbox_usage[];
+
+/* Fails (err set) when --sandbox namespace is chosen but the helper is
+ * missing or the host cannot isolate jobs. */
+struct worker_config;
+int sandbox_check_usable(const struct worker_config *cfg, struct bc_error *err);
 
 /* Shared by the subcommands: --database-url URL (else $DATABASE_URL) and
  * --help, removed from argv in place.  Returns 0 on success, 1 when --help
@@ -26,7 +35,6 @@ int cli_common_options(int *argc, char **argv, const char *usage, const char **r
 
 /* Prints "boxcar NAME: message" to stderr; returns the exit status for
  * the error's kind (2 for usage, 1 otherwise). */
-struct bc_error;
 int cli_fail(const char *name, const struct bc_error *err);
 
 #endif

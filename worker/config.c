@@ -24,8 +24,13 @@ const char config_worker_usage[] =
         "  --poll-interval DUR    claim this often even without NOTIFY (default: 5s)\n"
         "  --drain-timeout DUR    on SIGTERM, wait this long for running jobs before\n"
         "                         handing them back to the queue (default: 60s)\n"
-        "  --sandbox BACKEND      'none': plain processes, no isolation (development only)\n"
+        "  --sandbox BACKEND      'namespace' (default): each job in boxcar-sandbox\n"
+        "                         (namespaces, seccomp, cgroup limits); 'none': plain\n"
+        "                         processes, no isolation and no limits but the timeout\n"
+        "                         (development only)\n"
         "  --sandbox-helper PATH  the boxcar-sandbox executable (default: next to boxcar)\n"
+        "  --allow-host-network Q1,Q2  queues whose jobs may ask for \"network\": \"host\"\n"
+        "                         (default: none)\n"
         "  --work-dir DIR         per-job directories (default: $BOXCAR_WORK_DIR or\n"
         "                         /var/tmp/boxcar)\n"
         "  --worker-id ID         name in the workers table (default: host-pid-random)\n"
@@ -178,7 +183,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
         const char *env = getenv("DATABASE_URL");
         *c = (struct worker_config){
                 .concurrency = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
-                .sandbox = BACKEND_NONE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
+                .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
                 .max_output_bytes = 16u << 20,
         };
         if (env && set_string(&c->database_url, env) < 0)
@@ -197,7 +202,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
 enum {
         OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_LEASE, OPT_POLL, OPT_DRAIN,
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
-        OPT_MAX_OUTPUT, OPT_HELP,
+        OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -214,6 +219,7 @@ static const struct option worker_options[] = {
         { "log-format", required_argument, NULL, OPT_LOG_FORMAT },
         { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
         { "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
+        { "allow-host-network", required_argument, NULL, OPT_HOST_NETWORK },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -246,12 +252,20 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_POLL: r = config_parse_duration(v, false, &c->poll_interval_s); break;
         case OPT_DRAIN: r = config_parse_duration(v, true, &c->drain_timeout_s); break;
         case OPT_SANDBOX:
-                if (strcmp(v, "none") != 0)
+                if (strcmp(v, "none") == 0)
+                        c->sandbox = BACKEND_NONE;
+                else if (strcmp(v, "namespace") == 0)
+                        c->sandbox = BACKEND_NAMESPACE;
+                else
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "--sandbox: '%s' is not available in this build "
-                                            "(only 'none')", v);
-                c->sandbox = BACKEND_NONE;
+                                            "--sandbox: '%s' is not a backend (namespace, none)", v);
                 break;
+        case OPT_HOST_NETWORK:
+                config_strv_free(c->host_network_queues);
+                c->host_network_queues = NULL;
+                return config_parse_queues(v, &c->host_network_queues, err) < 0
+                               ? bc_error_prefix(err, "--allow-host-network")
+                               : 0;
         case OPT_HELPER: r = set_string(&c->sandbox_helper, v); break;
         case OPT_WORK_DIR: r = set_string(&c->work_dir, v); break;
         case OPT_WORKER_ID: r = set_string(&c->worker_id, v); break;
@@ -329,8 +343,17 @@ void config_done(struct worker_config *c)
                 return;
         free(c->database_url);
         config_strv_free(c->queues);
+        config_strv_free(c->host_network_queues);
         free(c->sandbox_helper);
         free(c->work_dir);
         free(c->worker_id);
         memset(c, 0, sizeof(*c));
+}
+
+bool config_queue_allows_host_network(const struct worker_config *c, const char *queue)
+{
+        for (char **q = c->host_network_queues; q && *q; q++)
+                if (strcmp(*q, queue) == 0)
+                        return true;
+        return false;
 }

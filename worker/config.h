@@ -26,6 +26,7 @@ struct worker_config {
         enum log_format log_format;
         enum log_level log_level;
         unsigned max_output_bytes; /* cap on a job's kept stdout/stderr tail */
+        char **host_network_queues; /* queues whose jobs may ask for network "host" */
 };
 
 /* Parses "250ms", "30s", "5m", "2h", "1d" or a plain number of seconds.
@@ -44,6 +45,8 @@ void config_strv_free(char **v);
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         struct bc_error *err);
 void config_done(struct worker_config *c);
+
+bool config_queue_allows_host_network(const struct worker_config *c, const char *queue);
 
 extern const char config_worker_usage[];
 

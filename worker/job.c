@@ -13,7 +13,7 @@
 
 #include "common/cleanup.h"
 #include "common/utf8.h"
-#include "worker/proc.h"
+#include "worker/backend.h"
 #include "worker/spec.h"
 
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
@@ -81,46 +81,8 @@ static int make_job_dir(const struct worker_config *cfg, const struct claimed_jo
         return 0;
 }
 
-static bool env_has(char *const *env, const char *name)
-{
-        size_t n = strlen(name);
-        for (; *env; env++)
-                if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
-                        return true;
-        return false;
-}
-
 /* PATH, HOME and LANG, then exactly the spec's variables: nothing of the
  * worker's own environment (database URL, S3 keys) reaches the job. */
-static char **build_env(const struct job_spec *spec, const char *home)
-{
-        size_t n = 0;
-        while (spec->env[n])
-                n++;
-        char **env = calloc(n + 4, sizeof(char *));
-        if (!env)
-                return NULL;
-        size_t i = 0;
-        if (!env_has(spec->env, "PATH"))
-                env[i++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin");
-        if (!env_has(spec->env, "HOME") && asprintf(&env[i], "HOME=%s", home) >= 0)
-                i++;
-        if (!env_has(spec->env, "LANG"))
-                env[i++] = strdup("LANG=C.UTF-8");
-        for (size_t k = 0; k < n; k++)
-                env[i++] = strdup(spec->env[k]);
-        return env;
-}
-
-static void strv_free(char **v)
-{
-        if (!v)
-                return;
-        for (char **p = v; *p; p++)
-                free(*p);
-        free(v);
-}
-
 static int write_file(const char *path, const char *text, struct bc_error *err)
 {
         _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -150,21 +112,7 @@ static const char *unsupported_feature(const struct job_spec *spec)
                 return "volumes: not supported by this worker yet";
         if (spec->artifact_storage)
                 return "artifact: not supported by this worker yet";
-        if (spec->network_host)
-                return "network: \"host\" is not allowed on this worker";
         return NULL;
-}
-
-static char *workdir_path(const struct job_spec *spec, const char *ws)
-{
-        char *p = NULL;
-        const char *rest = spec->workdir + strlen("/workspace");
-        if (strncmp(spec->workdir, "/workspace", 10) == 0 && (*rest == '\0' || *rest == '/')) {
-                if (asprintf(&p, "%s%s", ws, rest) < 0)
-                        return NULL;
-                return p;
-        }
-        return strdup(spec->workdir);
 }
 
 static void add_stream(cJSON *res, const char *name, const struct tailbuf *t)
@@ -180,8 +128,9 @@ static void add_stream(cJSON *res, const char *name, const struct tailbuf *t)
         cJSON_AddNumberToObject(res, key, (double)t->total);
 }
 
-static char *result_json(const struct proc_outcome *p)
+static char *result_json(const struct backend_result *r)
 {
+        const struct proc_outcome *p = &r->proc;
         _cleanup_(cJSON_Deletep) cJSON *res = cJSON_CreateObject();
         if (!res)
                 return NULL;
@@ -191,7 +140,7 @@ static char *result_json(const struct proc_outcome *p)
         else
                 cJSON_AddNullToObject(res, "signal");
         cJSON_AddBoolToObject(res, "timed_out", p->timed_out);
-        cJSON_AddBoolToObject(res, "oom_killed", false);
+        cJSON_AddBoolToObject(res, "oom_killed", r->oom_killed);
         cJSON_AddNumberToObject(res, "wall_ms", (double)p->wall_ms);
         cJSON_AddNumberToObject(res, "cpu_ms", (double)p->cpu_ms);
         cJSON_AddNumberToObject(res, "max_rss_kb", (double)p->max_rss_kb);
@@ -202,15 +151,16 @@ static char *result_json(const struct proc_outcome *p)
                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                  p->started_at.tv_nsec / 1000);
         cJSON_AddStringToObject(res, "started_at", when);
-        cJSON_AddStringToObject(res, "sandbox", "none");
+        cJSON_AddStringToObject(res, "sandbox", r->backend);
         add_stream(res, "stdout", &p->out);
         add_stream(res, "stderr", &p->err);
         return cJSON_PrintUnformatted(res);
 }
 
-static void decide(const struct job_spec *spec, const struct proc_outcome *p, int stop,
+static void decide(const struct job_spec *spec, const struct backend_result *r, int stop,
                    struct job_outcome *o)
 {
+        const struct proc_outcome *p = &r->proc;
         char msg[128];
         o->action = JOB_COMPLETE;
         if (stop == JOB_STOP_DRAIN || stop == JOB_STOP_LOST) {
@@ -218,6 +168,13 @@ static void decide(const struct job_spec *spec, const struct proc_outcome *p, in
         } else if (p->cancelled) {
                 o->status = "cancelled";
                 set_error(o, BC_CANCELLED, "cancelled while running");
+        } else if (r->oom_killed) {
+                o->status = "failed";
+                snprintf(msg, sizeof(msg), "killed for exceeding its %llu MiB memory limit",
+                         (unsigned long long)spec->limits.memory_mb);
+                set_error(o, BC_OOM, msg);
+                if (spec->retry_on & SPEC_RETRY_OOM)
+                        o->action = JOB_RETRY;
         } else if (p->timed_out) {
                 o->status = "failed";
                 snprintf(msg, sizeof(msg), "killed after the %gs timeout", spec->limits.timeout_s);
@@ -239,53 +196,39 @@ static void decide(const struct job_spec *spec, const struct proc_outcome *p, in
         }
 }
 
+static int prepare_meta(const struct job_spec *spec, const char *meta, struct bc_error *err)
+{
+        if (mkdir(meta, 0755) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);
+        if (spec->mode != SPEC_SCRIPT)
+                return 0;
+        /* Written to a file and run by path: the text is never spliced
+         * into a command line. */
+        _cleanup_free_ char *script = NULL;
+        if (asprintf(&script, "%s/script.sh", meta) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        return write_file(script, spec->script, err);
+}
+
 static int run_spec(const struct worker_config *cfg, const struct job_spec *spec,
                     const char *dir, int cancel_fd, const _Atomic int *stop,
                     struct job_outcome *o, struct bc_error *err)
 {
-        _cleanup_free_ char *ws = NULL, *script = NULL, *cwd = NULL;
-        if (asprintf(&ws, "%s/workspace", dir) < 0)
+        _cleanup_free_ char *ws = NULL, *meta = NULL;
+        if (asprintf(&ws, "%s/workspace", dir) < 0 || asprintf(&meta, "%s/meta", dir) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        char *script_argv[] = { "/bin/sh", NULL, NULL };
-        char *const *argv = spec->argv;
-        if (spec->mode == SPEC_SCRIPT) {
-                /* Written to a file and run by path: the text is never
-                 * spliced into a command line. */
-                if (asprintf(&script, "%s/script.sh", dir) < 0)
-                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-                int r = write_file(script, spec->script, err);
-                if (r < 0)
-                        return r;
-                script_argv[1] = script;
-                argv = script_argv;
-        }
-        cwd = workdir_path(spec, ws);
-        char **env = build_env(spec, ws);
-        if (!env || !cwd) {
-                strv_free(env);
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        }
-        if (mkdir(cwd, 0755) < 0 && errno != EEXIST) {
-                int e = errno;
-                strv_free(env);
-                return bc_error_set(err, BC_SANDBOX_SETUP, e, "workdir %s: %s", spec->workdir,
-                                    strerror(e));
-        }
-        uint64_t cap = spec->limits.output_bytes < cfg->max_output_bytes
-                               ? spec->limits.output_bytes : cfg->max_output_bytes;
-        struct proc_request req = {
-                .argv = argv, .envp = env, .cwd = cwd, .timeout_s = spec->limits.timeout_s,
-                .output_cap = (size_t)cap, .cancel_fd = cancel_fd, .kill_signal = SIGKILL,
-                .kill_grace_s = 1,
-        };
-        struct proc_outcome p;
-        int r = proc_run(&req, &p, err);
-        strv_free(env);
+        int r = prepare_meta(spec, meta, err);
+        if (r < 0)
+                return r;
+        struct backend_job bj = { .cfg = cfg, .spec = spec, .workspace = ws, .meta_dir = meta,
+                                  .cancel_fd = cancel_fd };
+        struct backend_result res;
+        r = backend_run(&bj, &res, err);
         if (r >= 0) {
-                o->result_json = result_json(&p);
-                decide(spec, &p, *stop, o);
+                o->result_json = result_json(&res);
+                decide(spec, &res, *stop, o);
         }
-        proc_outcome_done(&p);
+        backend_result_done(&res);
         return r;
 }
 
@@ -304,6 +247,10 @@ void job_execute(const struct worker_config *cfg, const struct claimed_job *job,
                 return;
         }
         const char *unsupported = unsupported_feature(spec);
+        if (!unsupported && spec->network_host && cfg->sandbox == BACKEND_NAMESPACE &&
+            !config_queue_allows_host_network(cfg, job->queue))
+                unsupported = "network: \"host\" is not allowed for this queue on this worker "
+                              "(see boxcar worker --allow-host-network)";
         if (unsupported) {
                 ret->action = JOB_COMPLETE;
                 ret->status = "failed";

@@ -312,7 +312,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         char conc[16];
         snprintf(conc, sizeof(conc), "%u", cfg->concurrency);
         log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id, "concurrency", conc,
-                  "sandbox", "none", "version", BOXCAR_VERSION, NULL);
+                  "sandbox", cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none",
+                  "version", BOXCAR_VERSION, NULL);
         try_connect(&l);
         run_loop(&l);
         if (l.conn) {

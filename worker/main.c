@@ -63,6 +63,7 @@ const struct cli_command cli_commands[] = {
         { "status", "print a job as JSON", status_usage, cmd_status },
         { "cancel", "cancel a job", cancel_usage, cmd_cancel },
         { "events", "print a job's audit trail", events_usage, cmd_events },
+        { "sandbox", "show the isolation this host supports", sandbox_usage, cmd_sandbox },
         { "version", "print the version", version_usage, cmd_version },
         { NULL, NULL, NULL, NULL },
 };
@@ -80,7 +81,9 @@ int cmd_worker(int argc, char **argv)
                 return st;
         }
         log_setup(cfg.log_format, cfg.log_level);
-        r = worker_run(&cfg, &err);
+        r = sandbox_check_usable(&cfg, &err);
+        if (r >= 0)
+                r = worker_run(&cfg, &err);
         if (r < 0) {
                 log_event(LOG_ERROR, "worker.failed", "error", bc_error_message(&err), NULL);
                 bc_error_clear(&err);

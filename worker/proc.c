@@ -57,6 +57,8 @@ static int spawn_child(const struct proc_request *req, const char *path, int out
         posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, out_w, STDOUT_FILENO);
         posix_spawn_file_actions_adddup2(&fa, err_w, STDERR_FILENO);
+        if (req->pass_fd >= 0)
+                posix_spawn_file_actions_adddup2(&fa, req->pass_fd, 3);
         if (req->cwd)
                 posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
         /* Its own process group, so timeout and cancel reach every process

@@ -23,6 +23,7 @@ struct proc_request {
         int kill_signal;          /* sent on timeout/cancel (SIGKILL, or SIGTERM for a
                                    * helper that reports before dying) */
         double kill_grace_s;      /* then SIGKILL after this long */
+        int pass_fd;              /* given to the child as fd 3 (a status pipe); -1: none */
         /* Called with each chunk of output as it arrives (stream 1 or 2). */
         void (*on_output)(void *ctx, int stream, const char *data, size_t len);
         void *ctx;

@@ -94,7 +94,10 @@ static void note_started(struct slot *sl, const struct claimed_job *job)
         /* Best effort: the audit trail must not hold the job back. */
         if (conn)
                 queue_event(conn, sl->owner->cfg->worker_id, job, "started",
-                            "{\"sandbox\": \"none\"}", &err);
+                            sl->owner->cfg->sandbox == BACKEND_NAMESPACE
+                                    ? "{\"sandbox\": \"namespace\"}"
+                                    : "{\"sandbox\": \"none\"}",
+                            &err);
         bc_error_clear(&err);
 }
 

@@ -5,13 +5,13 @@ fresh_db e2e_crash
 started() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$1' and kind = 'started'") -ge 1 ]]; }
 finished() { [[ $(sql "select status from boxcar.jobs where id = '$1'") =~ ^(succeeded|failed|cancelled)$ ]]; }
 
-start_worker crash-a --concurrency 2 --lease 2s --poll-interval 500ms --sandbox none
+start_worker crash-a --concurrency 2 --lease 2s --poll-interval 500ms --sandbox "$E2E_SANDBOX"
 victim=$WORKER_PID
 long=$("$BOXCAR" enqueue -- sh -c 'sleep 3; echo finished')
 once=$("$BOXCAR" enqueue --max-attempts 1 -- sh -c 'sleep 3; echo finished')
 check "both jobs start on worker a" wait_for "started" 10 bash -c "$(declare -f started sql); started $long && started $once"
 kill -9 "$victim"
-start_worker crash-b --concurrency 2 --lease 2s --poll-interval 500ms --sandbox none
+start_worker crash-b --concurrency 2 --lease 2s --poll-interval 500ms --sandbox "$E2E_SANDBOX"
 check "the rescued job finishes" wait_for "finished" 30 finished "$long"
 is "it succeeded on worker b" "$(job_field $long "status || ' ' || worker_id || ' ' || attempts")" "succeeded crash-b 2"
 is "its output is the second run's" "$(job_field $long "result->>'stdout'")" "finished"

@@ -4,7 +4,7 @@ source "$(dirname "$0")/../lib.sh"
 fresh_db e2e_drain
 started() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$1' and kind = 'started'") -ge 1 ]]; }
 
-start_worker drain-a --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 10s --sandbox none
+start_worker drain-a --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 10s --sandbox "$E2E_SANDBOX"
 short=$("$BOXCAR" enqueue -- sh -c 'sleep 1.5; echo done')
 check "the job starts" wait_for "started" 10 started "$short"
 kill -TERM "$WORKER_PID"
@@ -15,7 +15,7 @@ is "the worker exits 0 after draining" "$?" "0"
 is "the running job finished during the drain" "$(job_field $short "status || ' ' || (result->>'stdout')")" "succeeded done"
 is "a draining worker claims nothing new" "$(job_field $later "status")" "queued"
 
-start_worker drain-b --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 1s --sandbox none
+start_worker drain-b --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 1s --sandbox "$E2E_SANDBOX"
 sql "select boxcar.cancel('$later')" >/dev/null
 long=$("$BOXCAR" enqueue -- sleep 60)
 check "the long job starts" wait_for "started" 10 started "$long"
@@ -30,7 +30,7 @@ is "the job is handed back, its attempt not counted" "$(job_field $long "status 
 is "the release is in the audit trail" "$(sql "select count(*) from boxcar.job_events where job_id = '$long' and kind = 'released'")" "1"
 
 # A second signal stops at once, still handing the job back.
-start_worker drain-c --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 60s --sandbox none
+start_worker drain-c --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 60s --sandbox "$E2E_SANDBOX"
 check "the handed-back job starts again" wait_for "started" 10 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$long' and kind = 'started'\") -ge 2 ]]"
 kill -TERM "$WORKER_PID"; sleep 0.3; kill -INT "$WORKER_PID"
 t0=$(date +%s%N)

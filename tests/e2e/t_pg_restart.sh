@@ -3,7 +3,7 @@
 source "$(dirname "$0")/../lib.sh"
 fresh_db e2e_pgrestart
 for w in a b; do
-  start_worker "pgr-$w" --concurrency 4 --lease 15s --poll-interval 1s --sandbox none
+  start_worker "pgr-$w" --concurrency 4 --lease 15s --poll-interval 1s --sandbox "$E2E_SANDBOX"
 done
 sql "select count(boxcar.enqueue('default', '{\"command\":[\"sh\",\"-c\",\"sleep 0.2; echo ok\"]}')) from generate_series(1, 150)" >/dev/null
 sleep 1.5

@@ -3,7 +3,7 @@ source "$(dirname "$0")/../lib.sh"
 fresh_db e2e_scale
 pids=()
 for w in a b c; do
-  start_worker "scale-$w" --concurrency 4 --lease 10s --poll-interval 1s --sandbox none
+  start_worker "scale-$w" --concurrency 4 --lease 10s --poll-interval 1s --sandbox "$E2E_SANDBOX"
   pids+=("$WORKER_PID")
 done
 start=$(date +%s%N)

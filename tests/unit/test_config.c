@@ -86,7 +86,7 @@ static void test_worker_flags(void **state)
         assert_string_equal(c.queues[0], "default");
         assert_int_equal(c.concurrency, 4);
         assert_true(c.lease_s == 30 && c.poll_interval_s == 5 && c.drain_timeout_s == 60);
-        assert_int_equal(c.sandbox, BACKEND_NONE);
+        assert_int_equal(c.sandbox, BACKEND_NAMESPACE);
         assert_non_null(c.worker_id);
         config_done(&c);
 
@@ -126,7 +126,7 @@ static void test_worker_flag_errors(void **state)
                 { "--concurrency", "2000", "--concurrency: invalid value '2000'" },
                 { "--lease", "soon", "--lease: invalid value 'soon'" },
                 { "--poll-interval", "60s", "--poll-interval (60s) must not exceed --lease (30s)" },
-                { "--sandbox", "docker", "--sandbox: 'docker' is not available" },
+                { "--sandbox", "docker", "--sandbox: 'docker' is not a backend" },
                 { "--log-format", "xml", "--log-format: invalid value 'xml'" },
                 { "--work-dir", "relative", "--work-dir: 'relative' must be an absolute path" },
                 { "--frobnicate", "1", "unknown or incomplete option '--frobnicate'" },

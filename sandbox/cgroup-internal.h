@@ -1,0 +1,80 @@
+/* Per-sandbox cgroups behind a small table of backends (crun's layout):
+ * cgroup v2 where it is the controllers' hierarchy, v1 where only v1
+ * controllers are mounted.  The sandbox cgroup is a child of the helper's
+ * own cgroup (so limits set on the worker's cgroup still bound every job)
+ * named boxcar-sandbox-<helper pid>, and is removed afterwards. */
+#ifndef BC_SANDBOX_CGROUP_INTERNAL_H
+#define BC_SANDBOX_CGROUP_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "sandbox/sandbox.h"
+
+struct cg_limits {
+        uint64_t memory_mb;  /* 0: unlimited */
+        uint32_t pids;       /* 0: unlimited; counts the sandbox's init too */
+        double cpus;         /* 0: unlimited */
+};
+
+struct cg_stats {
+        uint64_t oom_kills;
+        uint64_t cpu_us;
+        bool have_cpu;
+};
+
+/* Controller directories of one sandbox (v1: one per hierarchy). */
+#define CG_MAX_DIRS 4
+
+struct sbx_cgroup {
+        const struct cg_backend *ops;  /* NULL: no cgroup */
+        char *dirs[CG_MAX_DIRS];
+        size_t n_dirs;
+        int memory_dir, pids_dir, cpu_dir, cpuacct_dir;  /* index into dirs or -1 */
+};
+
+struct cg_backend {
+        const char *name;
+        enum sandbox_cgroup_version version;
+        /* Creates the sandbox cgroup and applies the limits. */
+        int (*create)(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
+        int (*attach)(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
+        /* Best-effort SIGKILL of everything left in the cgroup. */
+        void (*kill_all)(struct sbx_cgroup *cg);
+        void (*stats)(struct sbx_cgroup *cg, struct cg_stats *ret);
+};
+
+extern const struct cg_backend cg_backend_v1;
+extern const struct cg_backend cg_backend_v2;
+
+/* Picks the backend for this host: the v2 mount when controllers live
+ * there, else v1.  NULL when neither is usable. *ret_root gets the v2 root
+ * (static string) for v2. */
+const struct cg_backend *cg_detect(const char **ret_v2_root);
+
+/* Creates the sandbox cgroup.  When cgroups cannot be used and l asks for
+ * no limit, succeeds with cg->ops == NULL (the job still runs, bounded by
+ * rlimits and the pid namespace); when l asks for a limit it fails. */
+int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
+int sbx_cgroup_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
+void sbx_cgroup_kill_all(struct sbx_cgroup *cg);
+void sbx_cgroup_stats(struct sbx_cgroup *cg, struct cg_stats *ret);
+/* Removes the cgroup directories (retrying while the last tasks exit) and
+ * frees cg.  NULL-safe, idempotent. */
+void sbx_cgroup_destroy(struct sbx_cgroup *cg);
+
+/* Helpers shared by the backends. */
+int cg_write(const char *dir, const char *file, const char *value, struct bc_error *err);
+/* Reads "key N" from a flat-keyed file; 0 when absent. */
+int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *ret);
+int cg_read_u64(const char *dir, const char *file, uint64_t *ret);
+/* The helper's own cgroup path in the hierarchy holding `controller`
+ * (NULL: the v2 "0::" line).  Caller frees. */
+char *cg_own_path(const char *controller);
+/* Creates dir/boxcar-sandbox-<pid>; returns the new path (caller frees). */
+int cg_make_dir(const char *parent, char **ret_path, struct bc_error *err);
+void cg_kill_procs(const char *dir);
+
+#endif

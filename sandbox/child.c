@@ -1,0 +1,249 @@
+/* The sandboxed side: the child cloned into the new namespaces.  It is
+ * pid 1 of its pid namespace; it builds the root, waits to be put in the
+ * cgroup, then forks the job (pid 2) and stays as a minimal init that
+ * reaps orphans and reports the job's status.  When the job exits, init
+ * exits, and the kernel kills whatever the job left behind (double-forked,
+ * setsid'd, stopped: a pid namespace dies with its init). */
+#include "sandbox/child-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox/privs-internal.h"
+#include "sandbox/rootfs-internal.h"
+#include "sandbox/seccomp-internal.h"
+
+static void report_and_exit(int sock, struct setup_ctx *x) __attribute__((noreturn));
+static void report_and_exit(int sock, struct setup_ctx *x)
+{
+        struct sbx_msg m;
+        sbx_msg_error(&m, SBX_MSG_SETUP_ERROR, x->step, x->err.errnum, x->path, "%s",
+                      bc_error_message(&x->err));
+        (void)sbx_msg_send(sock, &m, -1);
+        _exit(sbx_step_exit_code(x->step));
+}
+
+static void reset_signals(void)
+{
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* SIG_IGN survives execve: whatever the worker ignored (SIGPIPE,
+         * typically) must not be ignored by the job. */
+        struct sigaction sa = { .sa_handler = SIG_DFL };
+        for (int s = 1; s < NSIG; s++)
+                if (s != SIGKILL && s != SIGSTOP)
+                        (void)sigaction(s, &sa, NULL);
+}
+
+/* GO carries SBX_GO_CGROUP in wstatus when the job is in a cgroup. */
+static int wait_go(int sock, bool *ret_cgroup)
+{
+        struct sbx_msg m;
+        int r = sbx_msg_recv(sock, &m, NULL);
+        if (r != 1 || m.type != SBX_MSG_GO)
+                return -EPIPE;
+        if (ret_cgroup)
+                *ret_cgroup = m.wstatus & SBX_GO_CGROUP;
+        return 0;
+}
+
+static int loopback_up(struct setup_ctx *x)
+{
+        x->step = SBX_STEP_NETWORK;
+        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return setup_fail(x, errno, "lo", "socket");
+        struct ifreq ifr;
+        memset(&ifr, 0, sizeof(ifr));
+        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+        int r = 0;
+        if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+                r = setup_fail(x, errno, "lo", "SIOCGIFFLAGS");
+        ifr.ifr_flags |= IFF_UP;
+        if (r >= 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+                r = setup_fail(x, errno, "lo", "SIOCSIFFLAGS");
+        close(fd);
+        return r;
+}
+
+static int setup_namespaces(struct setup_ctx *x, int host_ws_fd, int *ret_ws_fd)
+{
+        int r = rootfs_build(x, host_ws_fd, ret_ws_fd);
+        if (r < 0)
+                return r;
+        x->step = SBX_STEP_NETWORK;
+        if (sethostname(x->c->hostname, strlen(x->c->hostname)) < 0)
+                return setup_fail(x, errno, "hostname", "sethostname");
+        if (x->c->network == SANDBOX_NET_NONE) {
+                r = loopback_up(x);
+                if (r < 0)
+                        return r;
+        }
+        return rootfs_enter(x);
+}
+
+static const char *env_path(char *const *env)
+{
+        for (size_t i = 0; env && env[i]; i++)
+                if (strncmp(env[i], "PATH=", 5) == 0)
+                        return env[i] + 5;
+        return "/usr/local/bin:/usr/bin:/bin";
+}
+
+/* execvpe() searches the PATH of the current environment, not of the one
+ * it is given: search the job's PATH ourselves.  Returns errno. */
+static int exec_command(char *const *argv, char *const *env)
+{
+        const char *cmd = argv[0];
+        if (strchr(cmd, '/')) {
+                execve(cmd, argv, env);
+                return errno;
+        }
+        int best = ENOENT;
+        const char *p = env_path(env);
+        while (*p) {
+                size_t len = strcspn(p, ":");
+                char full[4096];
+                if (len == 0)
+                        snprintf(full, sizeof(full), "%s", cmd);
+                else
+                        snprintf(full, sizeof(full), "%.*s/%s", (int)len, p, cmd);
+                execve(full, argv, env);
+                if (errno != ENOENT && errno != ENOTDIR)
+                        best = errno;
+                p += len;
+                if (*p == ':')
+                        p++;
+        }
+        return best;
+}
+
+static void job_main(const struct helper_config *c, int sock, bool in_cgroup) __attribute__((noreturn));
+static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
+{
+        struct setup_ctx x = { .c = c, .step = SBX_STEP_PRIVILEGES, .err = BC_ERROR_INIT };
+        if (setsid() < 0) {
+                setup_fail(&x, errno, NULL, "setsid");
+                report_and_exit(sock, &x);
+        }
+        x.step = SBX_STEP_RLIMIT;
+        if (sbx_set_rlimits(c, in_cgroup, &x.err) < 0)
+                report_and_exit(sock, &x);
+        x.step = SBX_STEP_PRIVILEGES;
+        if (sbx_drop_privileges(c->uid, c->gid, &x.err) < 0 || sbx_cloexec_from(3, &x.err) < 0)
+                report_and_exit(sock, &x);
+        umask(022);
+        x.step = SBX_STEP_SECCOMP;
+        if (sbx_seccomp_install(&x.err) < 0)
+                report_and_exit(sock, &x);
+        int e = exec_command(c->argv, c->env);
+        struct sbx_msg m;
+        sbx_msg_error(&m, SBX_MSG_EXEC_ERROR, SBX_STEP_EXEC, e, c->argv[0], "exec %s: %s",
+                      c->argv[0], strerror(e));
+        (void)sbx_msg_send(sock, &m, -1);
+        _exit(e == ENOENT ? SBX_EXIT_NOT_FOUND : SBX_EXIT_CANNOT_EXEC);
+}
+
+/* pid 1: reap everything, report the job, exit (killing the rest). */
+static void init_main(const struct helper_config *c, int sock, pid_t job) __attribute__((noreturn));
+static void init_main(const struct helper_config *c, int sock, pid_t job)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        /* Same uid as the job but not dumpable: the job can neither ptrace
+         * init nor open its /proc files (its socket to the supervisor). */
+        if (sbx_drop_privileges(c->uid, c->gid, &err) < 0 ||
+            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || sbx_seccomp_install(&err) < 0)
+                _exit(SBX_EXIT_PRIVS);
+        for (;;) {
+                int st;
+                pid_t p = wait4(-1, &st, 0, NULL);
+                if (p < 0 && errno == EINTR)
+                        continue;
+                if (p < 0)
+                        _exit(SBX_EXIT_INTERNAL);
+                if (p != job)
+                        continue;
+                struct rusage ru;
+                getrusage(RUSAGE_CHILDREN, &ru);
+                struct sbx_msg m = { .type = SBX_MSG_JOB_STATUS, .wstatus = st };
+                m.cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+                           (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+                m.max_rss_kb = (uint64_t)ru.ru_maxrss;
+                (void)sbx_msg_send(sock, &m, -1);
+                _exit(0);
+        }
+}
+
+/* Only the socket and the workspace survive into the sandbox: the status
+ * fd and anything else the worker passed stay outside. */
+static void close_other_fds(int a, int b)
+{
+        int lo = a < b ? a : b, hi = a < b ? b : a;
+        if (lo < 0) {
+                lo = hi;
+                hi = -1;
+        }
+        unsigned from = 3;
+        int keep[2] = { lo, hi };
+        for (int i = 0; i < 2; i++) {
+                if (keep[i] < 0)
+                        continue;
+                if ((unsigned)keep[i] > from)
+                        syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
+                from = (unsigned)keep[i] + 1;
+        }
+        syscall(SYS_close_range, from, ~0u, 0);
+}
+
+void sbx_child_main(const struct helper_config *c, int sock, int host_ws_fd)
+{
+        reset_signals();
+        close_other_fds(sock, host_ws_fd);
+        /* Dies with the supervisor; the check after it closes the race of
+         * a supervisor that died before the prctl (the GO never comes). */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
+                _exit(SBX_EXIT_INTERNAL);
+        struct setup_ctx x = { .c = c, .step = SBX_STEP_MOUNT, .err = BC_ERROR_INIT };
+        int ws_fd = -1;
+        if (setup_namespaces(&x, host_ws_fd, &ws_fd) < 0)
+                report_and_exit(sock, &x);
+        if (host_ws_fd >= 0)
+                close(host_ws_fd);
+        struct sbx_msg m = { .type = SBX_MSG_READY };
+        if (sbx_msg_send(sock, &m, ws_fd) < 0)
+                _exit(SBX_EXIT_INTERNAL);
+        close(ws_fd);
+        /* The supervisor moves us into the cgroup, then says go.  The
+         * cgroup namespace is made after, so it is rooted at our cgroup. */
+        bool in_cgroup = false;
+        if (wait_go(sock, &in_cgroup) < 0)
+                _exit(SBX_EXIT_INTERNAL);
+        x.step = SBX_STEP_CGROUP;
+        if (unshare(CLONE_NEWCGROUP) < 0) {
+                setup_fail(&x, errno, NULL, "unshare(CLONE_NEWCGROUP)");
+                report_and_exit(sock, &x);
+        }
+        pid_t job = fork();
+        if (job < 0) {
+                x.step = SBX_STEP_CLONE;
+                setup_fail(&x, errno, NULL, "fork");
+                report_and_exit(sock, &x);
+        }
+        if (job == 0)
+                job_main(c, sock, in_cgroup);
+        init_main(c, sock, job);
+}

@@ -1,0 +1,130 @@
+/* The sandbox's /etc: selected host entries, read-only, plus generated
+ * passwd/group/hostname/hosts.  Not the whole host /etc: on a worker host
+ * it holds what a job has no business reading (the worker's own config
+ * and credentials, package-manager tokens in npmrc/pip.conf, ssh keys,
+ * shadow when the job's uid maps to a privileged one).  python3, node and
+ * sh need only the loader cache, alternatives, TLS roots, time zone and
+ * name-service configuration, listed here so the list can be audited. */
+#include "sandbox/rootfs-internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+BC_DEFINE_CLEANUP(DIR *, closedir)
+
+static const char *const etc_entries[] = {
+        "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+        "ca-certificates.conf", "pki", "localtime", "timezone", "zoneinfo", "nsswitch.conf",
+        "protocols", "services", "mime.types", "magic", "magic.mime", "os-release",
+        "lsb-release", "debian_version", "gai.conf", "host.conf", "inputrc", "bash.bashrc",
+        "profile", "locale.alias", "locale.conf", "default/locale",
+};
+
+static int copy_symlink(struct setup_ctx *x, const char *host, const char *rel)
+{
+        char target[PATH_MAX], p[PATH_MAX];
+        ssize_t n = readlink(host, target, sizeof(target) - 1);
+        if (n < 0)
+                return setup_fail(x, errno, host, "readlink");
+        target[n] = '\0';
+        if (snprintf(p, sizeof(p), "%s/%s", SBX_NEWROOT, rel) >= (int)sizeof(p))
+                return setup_fail(x, ENAMETOOLONG, host, "symlink");
+        if (symlink(target, p) < 0)
+                return setup_fail(x, errno, host, "symlink");
+        return 0;
+}
+
+/* Binds /etc/NAME if it exists; a symlink is recreated (binding would
+ * follow it, possibly out of what we meant to show). */
+static int etc_entry(struct setup_ctx *x, const char *name)
+{
+        char host[300], rel[300];
+        if (strlen(name) > 255)
+                return 0;
+        snprintf(host, sizeof(host), "/etc/%s", name);
+        snprintf(rel, sizeof(rel), "etc/%s", name);
+        struct stat st;
+        if (lstat(host, &st) < 0)
+                return 0;
+        if (strchr(name, '/')) {
+                char parent[300];
+                snprintf(parent, sizeof(parent), "%s", rel);
+                *strrchr(parent, '/') = '\0';
+                int r = rootfs_mkdirs(x, parent);
+                if (r < 0)
+                        return r;
+        }
+        if (S_ISLNK(st.st_mode))
+                return copy_symlink(x, host, rel);
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+                return 0;
+        return rootfs_bind(x, host, rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
+/* python3.X keeps its sysconfig under /etc/python3.X on Debian. */
+static int etc_python(struct setup_ctx *x)
+{
+        _cleanup_(closedirp) DIR *d = opendir("/etc");
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+                if (strncmp(de->d_name, "python", 6) == 0) {
+                        int r = etc_entry(x, de->d_name);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+static const char *user_name(uid_t uid)
+{
+        return uid == 65534 ? "nobody" : "sandbox";
+}
+
+static int etc_generated(struct setup_ctx *x)
+{
+        const struct helper_config *c = x->c;
+        char buf[1024];
+        snprintf(buf, sizeof(buf),
+                 "root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                 "%s:x:%u:%u:sandbox:/workspace:/bin/sh\n",
+                 user_name(c->uid), (unsigned)c->uid, (unsigned)c->gid);
+        int r = rootfs_write(x, "etc/passwd", buf, 0644);
+        if (r < 0)
+                return r;
+        snprintf(buf, sizeof(buf), "root:x:0:\n%s:x:%u:\n",
+                 c->gid == 65534 ? "nogroup" : "sandbox", (unsigned)c->gid);
+        r = rootfs_write(x, "etc/group", buf, 0644);
+        if (r < 0)
+                return r;
+        snprintf(buf, sizeof(buf), "%s\n", c->hostname);
+        r = rootfs_write(x, "etc/hostname", buf, 0644);
+        if (r < 0)
+                return r;
+        snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
+                 c->hostname);
+        return rootfs_write(x, "etc/hosts", buf, 0644);
+}
+
+int rootfs_etc(struct setup_ctx *x)
+{
+        x->step = SBX_STEP_MOUNT;
+        int r = rootfs_mkdirs(x, "etc");
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(etc_entries); i++)
+                r = etc_entry(x, etc_entries[i]);
+        if (r >= 0)
+                r = etc_python(x);
+        /* DNS only makes sense with the host's network. */
+        if (r >= 0 && x->c->network == SANDBOX_NET_HOST)
+                r = etc_entry(x, "resolv.conf");
+        if (r >= 0)
+                r = etc_generated(x);
+        return r;
+}

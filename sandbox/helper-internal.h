@@ -1,0 +1,124 @@
+/* Internals shared by the boxcar-sandbox helper's steps: its parsed
+ * options, the setup steps and their exit codes, and the messages the
+ * sandboxed side sends back to the supervising side. */
+#ifndef BC_SANDBOX_HELPER_INTERNAL_H
+#define BC_SANDBOX_HELPER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "sandbox/sandbox.h"
+
+/* Exit codes of the helper itself.  0..255 otherwise are the command's
+ * (128+N when signal N killed it, so 137 after a timeout, OOM kill or
+ * cancel); these collide with what a command may return on purpose, so
+ * the status object ("setup_error", "exec_error") is the authority. */
+enum {
+        SBX_EXIT_USAGE = 120,     /* bad options */
+        SBX_EXIT_CGROUP = 121,    /* cgroup / limits setup failed */
+        SBX_EXIT_NAMESPACE = 122, /* namespaces, mounts, pivot_root failed */
+        SBX_EXIT_PRIVS = 123,     /* dropping privileges, rlimits, seccomp failed */
+        SBX_EXIT_WORKSPACE = 124, /* copying the workspace in or out failed */
+        SBX_EXIT_INTERNAL = 125,  /* anything else in the helper */
+        SBX_EXIT_CANNOT_EXEC = 126,
+        SBX_EXIT_NOT_FOUND = 127,
+};
+
+enum sbx_step {
+        SBX_STEP_OPTIONS,
+        SBX_STEP_CGROUP,
+        SBX_STEP_CLONE,
+        SBX_STEP_USERNS,
+        SBX_STEP_MOUNT,
+        SBX_STEP_PROC,
+        SBX_STEP_DEV,
+        SBX_STEP_WORKSPACE_IN,
+        SBX_STEP_NETWORK,
+        SBX_STEP_PIVOT_ROOT,
+        SBX_STEP_PRIVILEGES,
+        SBX_STEP_RLIMIT,
+        SBX_STEP_SECCOMP,
+        SBX_STEP_EXEC,
+        SBX_STEP_WORKSPACE_OUT,
+        SBX_STEP_INTERNAL,
+        _SBX_STEP_MAX,
+};
+
+const char *sbx_step_name(enum sbx_step s);
+int sbx_step_exit_code(enum sbx_step s);
+
+/* Default identity of the job inside the sandbox: nobody/nogroup. */
+#define SBX_DEFAULT_UID 65534
+#define SBX_DEFAULT_GID 65534
+
+struct helper_config {
+        const char *workspace;         /* NULL: an empty, discarded /workspace */
+        struct sandbox_bind *ro_binds; /* strings point into argv */
+        size_t n_ro_binds;
+        char **env;                    /* NULL-terminated, strings into argv */
+        size_t n_env;
+        char **argv;                   /* into the helper's argv */
+        double timeout_s;              /* 0: none */
+        uint64_t memory_mb, disk_mb;   /* 0: none */
+        uint32_t pids;                 /* 0: none */
+        double cpus;                   /* 0: none */
+        enum sandbox_network network;
+        int status_fd;                 /* -1: none */
+        const char *hostname;
+        uid_t uid;
+        gid_t gid;
+        bool help;
+};
+
+/* Parses the helper's command line.  Strings in *ret point into argv; the
+ * arrays are owned by *ret (helper_config_done).  BC_USAGE errors. */
+int helper_config_parse(int argc, char **argv, struct helper_config *ret,
+                        struct bc_error *err);
+void helper_config_done(struct helper_config *c);
+/* The --help text (static). */
+const char *helper_usage(void);
+
+/* Strict number parsing shared by options and argv building. */
+int sbx_parse_u64(const char *s, uint64_t max, uint64_t *ret);
+int sbx_parse_double(const char *s, double min, double max, double *ret);
+/* Checks a bind destination: absolute, normalised, no "..", not "/",
+ * not inside /proc, /dev, /sys or /workspace. 0 or -EINVAL. */
+int sbx_check_dest(const char *dest);
+bool sbx_env_entry_valid(const char *kv);
+
+/* Status JSON, produced by the helper (sandbox_status_parse reads it). */
+char *sbx_status_to_json(const struct sandbox_status *s);
+
+/* Messages over the SOCK_SEQPACKET pair between the supervisor (outside)
+ * and the sandbox's init/job (inside).  Fixed size: one datagram each. */
+enum sbx_msg_type {
+        SBX_MSG_GO = 1,         /* supervisor -> child: continue */
+        SBX_MSG_READY,          /* child -> supervisor: mounts done (+ fd) */
+        SBX_MSG_SETUP_ERROR,    /* child -> supervisor, then _exit */
+        SBX_MSG_EXEC_ERROR,     /* job -> supervisor, then _exit(126/127) */
+        SBX_MSG_JOB_STATUS,     /* init -> supervisor: the job's wait status */
+};
+
+struct sbx_msg {
+        uint32_t type;
+        int32_t step;
+        int32_t errnum;
+        int32_t wstatus;
+        uint64_t cpu_us, max_rss_kb;
+        char path[512];
+        char message[256];
+};
+
+/* Sends one message (with fd attached when fd >= 0). */
+int sbx_msg_send(int sock, const struct sbx_msg *m, int fd);
+/* Receives one message; *ret_fd gets an attached fd or -1.  Returns 1 on
+ * a message, 0 on EOF, negative errno on error. */
+int sbx_msg_recv(int sock, struct sbx_msg *ret, int *ret_fd);
+/* Fills a SETUP_ERROR / EXEC_ERROR message. */
+void sbx_msg_error(struct sbx_msg *m, enum sbx_msg_type type, enum sbx_step step,
+                   int errnum, const char *path, const char *fmt, ...)
+        __attribute__((format(printf, 6, 7)));
+
+#endif

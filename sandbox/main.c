@@ -1,0 +1,96 @@
+/* boxcar-sandbox: runs one command in a fresh sandbox, like bwrap, and
+ * reports how it ended as one JSON object on --status-fd.  See --help for
+ * the options and exit codes, helper-internal.h for the codes' names. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "sandbox/helper-internal.h"
+#include "sandbox/supervise-internal.h"
+
+static void write_status(int fd, const struct sandbox_status *st)
+{
+        if (fd < 0)
+                return;
+        _cleanup_free_ char *json = sbx_status_to_json(st);
+        if (!json)
+                return;
+        size_t len = strlen(json);
+        json[len] = '\n';  /* replaces the NUL: one line per object */
+        for (size_t off = 0; off < len + 1;) {
+                ssize_t n = write(fd, json + off, len + 1 - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return;
+                off += (size_t)n;
+        }
+        json[len] = '\0';
+}
+
+static int usage_error(int argc, char **argv, const char *msg)
+{
+        fprintf(stderr, "boxcar-sandbox: %s\n(see boxcar-sandbox --help)\n", msg);
+        /* The status fd is wanted even when the rest of the line is bad. */
+        for (int i = 1; i + 1 < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--status-fd") == 0) {
+                        struct sandbox_status st = { .exit_code = SBX_EXIT_USAGE,
+                                                     .setup_failed = true,
+                                                     .setup_errno = EINVAL,
+                                                     .setup_step = (char *)"options",
+                                                     .message = (char *)msg };
+                        write_status(atoi(argv[i + 1]), &st);
+                }
+        return SBX_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+        /* First: nothing this process or its children exec may gain
+         * privileges (setuid binaries, file capabilities). */
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+                perror("boxcar-sandbox: PR_SET_NO_NEW_PRIVS");
+                return SBX_EXIT_PRIVS;
+        }
+        /* The worker's spawning thread going away is a cancel: SIGTERM
+         * (not SIGKILL) so the sandbox is torn down and the cgroup removed. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0) {
+                perror("boxcar-sandbox: PR_SET_PDEATHSIG");
+                return SBX_EXIT_INTERNAL;
+        }
+        signal(SIGPIPE, SIG_IGN);
+        struct helper_config cfg;
+        struct bc_error err = BC_ERROR_INIT;
+        if (helper_config_parse(argc, argv, &cfg, &err) < 0) {
+                int r = usage_error(argc, argv, bc_error_message(&err));
+                bc_error_clear(&err);
+                return r;
+        }
+        if (cfg.help) {
+                fputs(helper_usage(), stdout);
+                helper_config_done(&cfg);
+                return 0;
+        }
+        if (cfg.status_fd >= 0 && fcntl(cfg.status_fd, F_SETFD, FD_CLOEXEC) < 0) {
+                helper_config_done(&cfg);
+                return usage_error(argc, argv, "--status-fd: not an open file descriptor");
+        }
+        struct sandbox_status st = { 0 };
+        int code = sbx_supervise(&cfg, &st);
+        if (st.setup_failed)
+                fprintf(stderr, "boxcar-sandbox: %s%s%s: %s\n", st.setup_step,
+                        st.setup_path ? " " : "", st.setup_path ? st.setup_path : "",
+                        st.message ? st.message : "failed");
+        else if (st.exec_failed)
+                fprintf(stderr, "boxcar-sandbox: %s\n", st.message ? st.message : "exec failed");
+        write_status(cfg.status_fd, &st);
+        sandbox_status_done(&st);
+        helper_config_done(&cfg);
+        return code;
+}

@@ -1,0 +1,290 @@
+/* The helper's command line: parsing, validation and --help.  Both the
+ * helper and sandbox_argv_build() validate with the same functions, so the
+ * worker learns of a bad spec before it spawns anything. */
+#include "sandbox/helper-internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const step_names[_SBX_STEP_MAX] = {
+        [SBX_STEP_OPTIONS] = "options",
+        [SBX_STEP_CGROUP] = "cgroup",
+        [SBX_STEP_CLONE] = "clone",
+        [SBX_STEP_USERNS] = "userns",
+        [SBX_STEP_MOUNT] = "mount",
+        [SBX_STEP_PROC] = "proc",
+        [SBX_STEP_DEV] = "dev",
+        [SBX_STEP_WORKSPACE_IN] = "workspace-in",
+        [SBX_STEP_NETWORK] = "network",
+        [SBX_STEP_PIVOT_ROOT] = "pivot-root",
+        [SBX_STEP_PRIVILEGES] = "privileges",
+        [SBX_STEP_RLIMIT] = "rlimit",
+        [SBX_STEP_SECCOMP] = "seccomp",
+        [SBX_STEP_EXEC] = "exec",
+        [SBX_STEP_WORKSPACE_OUT] = "workspace-out",
+        [SBX_STEP_INTERNAL] = "internal",
+};
+
+const char *sbx_step_name(enum sbx_step s)
+{
+        if ((int)s < 0 || s >= _SBX_STEP_MAX)
+                return "internal";
+        return step_names[s];
+}
+
+int sbx_step_exit_code(enum sbx_step s)
+{
+        switch (s) {
+        case SBX_STEP_OPTIONS:
+                return SBX_EXIT_USAGE;
+        case SBX_STEP_CGROUP:
+                return SBX_EXIT_CGROUP;
+        case SBX_STEP_CLONE:
+        case SBX_STEP_USERNS:
+        case SBX_STEP_MOUNT:
+        case SBX_STEP_PROC:
+        case SBX_STEP_DEV:
+        case SBX_STEP_NETWORK:
+        case SBX_STEP_PIVOT_ROOT:
+                return SBX_EXIT_NAMESPACE;
+        case SBX_STEP_PRIVILEGES:
+        case SBX_STEP_RLIMIT:
+        case SBX_STEP_SECCOMP:
+                return SBX_EXIT_PRIVS;
+        case SBX_STEP_WORKSPACE_IN:
+        case SBX_STEP_WORKSPACE_OUT:
+                return SBX_EXIT_WORKSPACE;
+        case SBX_STEP_EXEC:
+                return SBX_EXIT_NOT_FOUND;
+        default:
+                return SBX_EXIT_INTERNAL;
+        }
+}
+
+const char *helper_usage(void)
+{
+        return "usage: boxcar-sandbox [OPTIONS] -- COMMAND [ARGS...]\n"
+               "\n"
+               "Runs COMMAND isolated: new user (when not root), mount, pid, net, ipc,\n"
+               "uts and cgroup namespaces; a fresh read-only root with the system's\n"
+               "runtimes; seccomp; no capabilities; cgroup limits.\n"
+               "\n"
+               "  --workspace DIR     copy DIR to /workspace (read-write, the working\n"
+               "                      directory) and back when COMMAND ends\n"
+               "  --ro-bind SRC DEST  bind SRC read-only at DEST (repeatable)\n"
+               "  --env K=V           set a variable; the environment is exactly these\n"
+               "  --timeout SECONDS   kill everything after this wall-clock time\n"
+               "  --memory-mb N       memory limit (swap 0)\n"
+               "  --pids N            most processes COMMAND may have at once\n"
+               "  --cpus X            CPU bandwidth, in CPUs (0.5 = half of one)\n"
+               "  --disk-mb N         size of /workspace + /tmp + /dev/shm together\n"
+               "  --network none|host loopback only (default), or the host's network\n"
+               "  --status-fd FD      write one JSON status object to FD at the end\n"
+               "  --hostname NAME     hostname inside (default boxcar)\n"
+               "  --uid N, --gid N    identity of COMMAND inside (default 65534)\n"
+               "  --help              this text\n"
+               "\n"
+               "Exit status: COMMAND's, or 128+N when signal N killed it (137 after a\n"
+               "timeout, an OOM kill or a cancel).  The helper's own failures:\n"
+               "  120 bad options            121 cgroup/limits setup failed\n"
+               "  122 namespace/mount setup  123 privileges/rlimits/seccomp setup\n"
+               "  124 workspace copy failed  125 other internal failure\n"
+               "  126 COMMAND not executable 127 COMMAND not found\n"
+               "The status object (--status-fd) tells these apart from COMMAND's codes.\n"
+               "SIGTERM/SIGINT/SIGHUP kill the sandbox; the status says \"cancelled\".\n";
+}
+
+int sbx_parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        char *end = NULL;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || *end || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int sbx_parse_double(const char *s, double min, double max, double *ret)
+{
+        if (!s || !*s)
+                return -EINVAL;
+        errno = 0;
+        char *end = NULL;
+        double v = strtod(s, &end);
+        if (errno || *end || !isfinite(v) || v < min || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static bool path_under(const char *path, const char *dir)
+{
+        size_t n = strlen(dir);
+        return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+int sbx_check_dest(const char *dest)
+{
+        if (!dest || dest[0] != '/' || dest[1] == '\0' || strlen(dest) >= 256)
+                return -EINVAL;
+        /* Normalised only: no "//", no "." or ".." components, no trailing
+         * slash, so two spellings cannot name overlapping mounts. */
+        for (const char *p = dest; *p; p++) {
+                if (*p != '/')
+                        continue;
+                const char *c = p + 1;
+                size_t len = strcspn(c, "/");
+                if (len == 0 || (len == 1 && c[0] == '.') ||
+                    (len == 2 && c[0] == '.' && c[1] == '.'))
+                        return -EINVAL;
+        }
+        static const char *const reserved[] = { "/proc", "/dev", "/sys", "/workspace",
+                                                "/tmp", "/etc" };
+        for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
+                if (path_under(dest, reserved[i]))
+                        return -EINVAL;
+        return 0;
+}
+
+bool sbx_env_entry_valid(const char *kv)
+{
+        const char *eq = kv ? strchr(kv, '=') : NULL;
+        return eq && eq != kv && strlen(kv) < 128 * 1024;
+}
+
+void helper_config_done(struct helper_config *c)
+{
+        if (!c)
+                return;
+        free(c->ro_binds);
+        free(c->env);
+        c->ro_binds = NULL;
+        c->env = NULL;
+}
+
+/* One option with its value(s); returns 0 or a BC_USAGE error. */
+static int parse_one(struct helper_config *c, const char *opt, char **val, struct bc_error *err)
+{
+        uint64_t u = 0;
+        if (strcmp(opt, "--workspace") == 0) {
+                c->workspace = val[0];
+        } else if (strcmp(opt, "--ro-bind") == 0) {
+                if (sbx_check_dest(val[1]) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--ro-bind: bad destination '%s'", val[1]);
+                if (c->n_ro_binds >= 64)
+                        return bc_error_set(err, BC_USAGE, E2BIG, "--ro-bind: at most 64");
+                c->ro_binds[c->n_ro_binds++] = (struct sandbox_bind){ val[0], val[1] };
+        } else if (strcmp(opt, "--env") == 0) {
+                if (!sbx_env_entry_valid(val[0]))
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--env: want K=V, got '%s'",
+                                            val[0]);
+                c->env[c->n_env++] = val[0];
+        } else if (strcmp(opt, "--timeout") == 0) {
+                if (sbx_parse_double(val[0], 0.001, 1e7, &c->timeout_s) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--timeout: bad '%s'", val[0]);
+        } else if (strcmp(opt, "--memory-mb") == 0 || strcmp(opt, "--disk-mb") == 0) {
+                if (sbx_parse_u64(val[0], UINT64_C(1) << 30, &u) < 0 || u == 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "%s: bad '%s'", opt, val[0]);
+                *(opt[2] == 'm' ? &c->memory_mb : &c->disk_mb) = u;
+        } else if (strcmp(opt, "--pids") == 0) {
+                if (sbx_parse_u64(val[0], 1 << 22, &u) < 0 || u == 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--pids: bad '%s'", val[0]);
+                c->pids = (uint32_t)u;
+        } else if (strcmp(opt, "--cpus") == 0) {
+                if (sbx_parse_double(val[0], 0.01, 4096, &c->cpus) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--cpus: bad '%s'", val[0]);
+        } else if (strcmp(opt, "--network") == 0) {
+                if (strcmp(val[0], "none") == 0)
+                        c->network = SANDBOX_NET_NONE;
+                else if (strcmp(val[0], "host") == 0)
+                        c->network = SANDBOX_NET_HOST;
+                else
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--network: none or host");
+        } else if (strcmp(opt, "--status-fd") == 0) {
+                if (sbx_parse_u64(val[0], INT_MAX, &u) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--status-fd: bad '%s'", val[0]);
+                c->status_fd = (int)u;
+        } else if (strcmp(opt, "--hostname") == 0) {
+                size_t n = strlen(val[0]);
+                if (n == 0 || n > 64 || strspn(val[0], "abcdefghijklmnopqrstuvwxyz"
+                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--hostname: bad '%s'", val[0]);
+                c->hostname = val[0];
+        } else if (strcmp(opt, "--uid") == 0 || strcmp(opt, "--gid") == 0) {
+                /* 0 is refused: the job must never be root, even in a userns. */
+                if (sbx_parse_u64(val[0], 65534, &u) < 0 || u == 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "%s: 1..65534", opt);
+                if (opt[2] == 'u')
+                        c->uid = (uid_t)u;
+                else
+                        c->gid = (gid_t)u;
+        } else {
+                return bc_error_set(err, BC_USAGE, EINVAL, "unknown option '%s'", opt);
+        }
+        return 0;
+}
+
+static int option_arity(const char *opt)
+{
+        if (strcmp(opt, "--help") == 0)
+                return 0;
+        if (strcmp(opt, "--ro-bind") == 0)
+                return 2;
+        return 1;
+}
+
+int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct bc_error *err)
+{
+        struct helper_config c = {
+                .status_fd = -1,
+                .hostname = "boxcar",
+                .uid = SBX_DEFAULT_UID,
+                .gid = SBX_DEFAULT_GID,
+        };
+        int r = 0;
+        /* Every option takes at least one argv slot, so argc bounds both arrays. */
+        c.ro_binds = calloc((size_t)argc + 1, sizeof(*c.ro_binds));
+        c.env = calloc((size_t)argc + 1, sizeof(*c.env));
+        if (!c.ro_binds || !c.env) {
+                r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                goto out;
+        }
+        int i = 1;
+        while (i < argc && strcmp(argv[i], "--") != 0) {
+                const char *opt = argv[i];
+                int n = option_arity(opt);
+                if (n == 0) {
+                        c.help = true;
+                        i++;
+                        continue;
+                }
+                if (i + n >= argc) {
+                        r = bc_error_set(err, BC_USAGE, EINVAL, "%s needs %d argument%s", opt, n,
+                                         n > 1 ? "s" : "");
+                        goto out;
+                }
+                r = parse_one(&c, opt, &argv[i + 1], err);
+                if (r < 0)
+                        goto out;
+                i += n + 1;
+        }
+        if (!c.help) {
+                if (i >= argc - 1) {
+                        r = bc_error_set(err, BC_USAGE, EINVAL, "no command: want -- COMMAND [ARGS...]");
+                        goto out;
+                }
+                c.argv = &argv[i + 1];
+        }
+        *ret = c;
+        return 0;
+out:
+        helper_config_done(&c);
+        return r;
+}

@@ -1,0 +1,113 @@
+/* The sandbox module: everything the worker needs to run a job isolated.
+ *
+ * The worker never isolates anything in its own (multi-threaded) process.
+ * It builds an argv with sandbox_argv_build(), starts the single-threaded
+ * `boxcar-sandbox` helper with it, drains the job's stdout/stderr, reads
+ * the helper's one JSON status object from the status pipe and decodes it
+ * with sandbox_status_parse().  Cancelling a job is sending SIGTERM to the
+ * helper: it kills the whole sandbox and still writes its status.
+ *
+ * Nothing here logs; every fallible function returns 0 or a negative errno
+ * and fills *err. */
+#ifndef BC_SANDBOX_SANDBOX_H
+#define BC_SANDBOX_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/error.h"
+
+struct sandbox_bind {
+        const char *src;   /* host path */
+        const char *dest;  /* absolute path inside the sandbox */
+};
+
+enum sandbox_network {
+        SANDBOX_NET_NONE,  /* a fresh network namespace with loopback only */
+        SANDBOX_NET_HOST,  /* the host's network (only if the queue allows it) */
+};
+
+/* Zero for a numeric limit means "not set" (the helper's default applies). */
+struct sandbox_opts {
+        const char *workspace;            /* host dir, bound rw at /workspace */
+        const struct sandbox_bind *ro_binds;
+        size_t n_ro_binds;
+        char *const *env;                 /* "K=V", NULL-terminated; may be NULL */
+        char *const *argv;                /* command, NULL-terminated, non-empty */
+        double timeout_s;
+        uint64_t memory_mb;
+        uint32_t pids;
+        double cpus;
+        uint64_t disk_mb;
+        enum sandbox_network network;
+};
+
+/* Builds the argv that execs `helper_path` (argv[0]) for these options, the
+ * status object going to status_fd (omitted when status_fd < 0).  Every
+ * string is copied: *ret_argv owns them and outlives o.  Validates the
+ * options (absolute bind destinations, "K=V" env entries, non-empty
+ * command, sane numbers) with BC_BAD_SPEC errors naming the field.
+ * Free with sandbox_argv_free(). */
+int sandbox_argv_build(const struct sandbox_opts *o, const char *helper_path,
+                       int status_fd, char ***ret_argv, struct bc_error *err);
+/* NULL-safe. */
+void sandbox_argv_free(char **argv);
+
+/* The helper's status, decoded.  exit_code is what the helper exits with
+ * for the command: its exit status, or 128+signal when it was killed
+ * (signal is then non-zero).  setup_failed means the command never ran;
+ * setup_step/setup_path/setup_errno/message say why.  exec_failed means
+ * the sandbox was fine but the command could not be executed (exit_code
+ * 126 or 127, message says why): the job's fault, not the host's. */
+struct sandbox_status {
+        int exit_code;
+        int signal;
+        bool timed_out, oom_killed, cancelled;
+        uint64_t wall_ms, cpu_ms, max_rss_kb;
+        bool setup_failed;
+        bool exec_failed;
+        int setup_errno;
+        char *setup_step;  /* owned; NULL unless setup_failed */
+        char *setup_path;  /* owned; NULL when no path applies */
+        char *message;     /* owned; NULL when nothing failed */
+};
+
+/* Decodes one status object (len bytes, need not be NUL-terminated, at most
+ * 64 KiB).  Unknown keys are ignored; missing counters read as 0.  On
+ * success *ret is overwritten (its old contents are not freed) and must
+ * be released with sandbox_status_done(). */
+int sandbox_status_parse(const char *json, size_t len, struct sandbox_status *ret,
+                         struct bc_error *err);
+/* Frees the strings and zeroes s.  NULL-safe. */
+void sandbox_status_done(struct sandbox_status *s);
+
+enum sandbox_cgroup_version {
+        SANDBOX_CGROUP_NONE = 0,
+        SANDBOX_CGROUP_V1,
+        SANDBOX_CGROUP_V2,
+};
+
+/* What isolation this host offers, for `boxcar sandbox detect`. */
+struct sandbox_caps {
+        bool running_as_root;
+        bool user_namespaces;       /* an unprivileged user namespace can be made */
+        bool seccomp;               /* seccomp filters can be installed */
+        bool mount_api;             /* open_tree/move_mount/mount_setattr (>= 5.12) */
+        bool kvm;                   /* /dev/kvm is usable */
+        enum sandbox_cgroup_version cgroup;
+        bool cg_memory, cg_pids, cg_cpu;  /* controllers the backend can use */
+        bool cg_writable;           /* we may create a per-sandbox cgroup */
+        char kernel[64];            /* uname release */
+        const char *backend;        /* static string: "namespace" or "none" */
+        const char *backend_reason; /* static string: why, when not "namespace" */
+};
+
+/* Probes the host; never changes it (the userns probe is a short-lived
+ * child).  Returns 0 even when some probes fail: their fields read false. */
+int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err);
+
+/* Human-readable, multi-line report of c; caller frees.  NULL on ENOMEM. */
+char *sandbox_caps_format(const struct sandbox_caps *c);
+
+#endif

@@ -1,0 +1,183 @@
+/* The helper's status object, written by boxcar-sandbox and read by the
+ * worker:
+ *
+ *   {"exit_code": 0, "signal": 0, "timed_out": false, "oom_killed": false,
+ *    "cancelled": false, "wall_ms": 12, "cpu_ms": 3, "max_rss_kb": 1234,
+ *    "setup_error": {"step": "mount", "path": "/usr", "errno": 2,
+ *                    "message": "..."},          only when setup failed
+ *    "exec_error": {"path": "python4", "errno": 2, "message": "..."}}
+ *                                                only when exec failed */
+#include "sandbox/sandbox.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "sandbox/helper-internal.h"
+
+BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
+
+#define STATUS_MAX (64 * 1024)
+
+static bool add_error_object(cJSON *root, const char *key, const struct sandbox_status *s)
+{
+        cJSON *e = cJSON_AddObjectToObject(root, key);
+        if (!e)
+                return false;
+        if (s->setup_failed && !cJSON_AddStringToObject(e, "step", s->setup_step ? s->setup_step : "internal"))
+                return false;
+        if (s->setup_path && !cJSON_AddStringToObject(e, "path", s->setup_path))
+                return false;
+        return cJSON_AddNumberToObject(e, "errno", s->setup_errno) &&
+               cJSON_AddStringToObject(e, "message", s->message ? s->message : "");
+}
+
+char *sbx_status_to_json(const struct sandbox_status *s)
+{
+        _cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
+        if (!root)
+                return NULL;
+        bool ok = cJSON_AddNumberToObject(root, "exit_code", s->exit_code) &&
+                  cJSON_AddNumberToObject(root, "signal", s->signal) &&
+                  cJSON_AddBoolToObject(root, "timed_out", s->timed_out) &&
+                  cJSON_AddBoolToObject(root, "oom_killed", s->oom_killed) &&
+                  cJSON_AddBoolToObject(root, "cancelled", s->cancelled) &&
+                  cJSON_AddNumberToObject(root, "wall_ms", (double)s->wall_ms) &&
+                  cJSON_AddNumberToObject(root, "cpu_ms", (double)s->cpu_ms) &&
+                  cJSON_AddNumberToObject(root, "max_rss_kb", (double)s->max_rss_kb);
+        if (ok && s->setup_failed)
+                ok = add_error_object(root, "setup_error", s);
+        else if (ok && s->exec_failed)
+                ok = add_error_object(root, "exec_error", s);
+        return ok ? cJSON_PrintUnformatted(root) : NULL;
+}
+
+static int get_int(const cJSON *o, const char *key, int lo, int hi, int *ret)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        if (!v)
+                return 0;
+        if (!cJSON_IsNumber(v) || v->valuedouble < lo || v->valuedouble > hi)
+                return -EINVAL;
+        *ret = (int)v->valuedouble;
+        return 0;
+}
+
+static int get_u64(const cJSON *o, const char *key, uint64_t *ret)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        if (!v)
+                return 0;
+        /* 2^53: beyond it a JSON number is no longer an exact integer. */
+        if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0)
+                return -EINVAL;
+        *ret = (uint64_t)v->valuedouble;
+        return 0;
+}
+
+static int get_bool(const cJSON *o, const char *key, bool *ret)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        if (!v)
+                return 0;
+        if (!cJSON_IsBool(v))
+                return -EINVAL;
+        *ret = cJSON_IsTrue(v);
+        return 0;
+}
+
+static int get_str(const cJSON *o, const char *key, char **ret)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        if (!v || cJSON_IsNull(v))
+                return 0;
+        if (!cJSON_IsString(v))
+                return -EINVAL;
+        char *s = strdup(v->valuestring);
+        if (!s)
+                return -ENOMEM;
+        free(*ret);
+        *ret = s;
+        return 0;
+}
+
+static int parse_error_object(const cJSON *e, struct sandbox_status *s)
+{
+        if (!cJSON_IsObject(e))
+                return -EINVAL;
+        int r = get_str(e, "step", &s->setup_step);
+        if (r >= 0)
+                r = get_str(e, "path", &s->setup_path);
+        if (r >= 0)
+                r = get_str(e, "message", &s->message);
+        if (r >= 0)
+                r = get_int(e, "errno", 0, 4095, &s->setup_errno);
+        return r;
+}
+
+static int parse_root(const cJSON *root, struct sandbox_status *s)
+{
+        int r = get_int(root, "exit_code", 0, 255, &s->exit_code);
+        if (r >= 0)
+                r = get_int(root, "signal", 0, 64, &s->signal);
+        if (r >= 0)
+                r = get_bool(root, "timed_out", &s->timed_out);
+        if (r >= 0)
+                r = get_bool(root, "oom_killed", &s->oom_killed);
+        if (r >= 0)
+                r = get_bool(root, "cancelled", &s->cancelled);
+        if (r >= 0)
+                r = get_u64(root, "wall_ms", &s->wall_ms);
+        if (r >= 0)
+                r = get_u64(root, "cpu_ms", &s->cpu_ms);
+        if (r >= 0)
+                r = get_u64(root, "max_rss_kb", &s->max_rss_kb);
+        if (r < 0)
+                return r;
+        const cJSON *setup = cJSON_GetObjectItemCaseSensitive(root, "setup_error");
+        const cJSON *exec = cJSON_GetObjectItemCaseSensitive(root, "exec_error");
+        if (setup && !cJSON_IsNull(setup)) {
+                s->setup_failed = true;
+                r = parse_error_object(setup, s);
+                if (r >= 0 && !s->setup_step)
+                        r = -EINVAL;
+        } else if (exec && !cJSON_IsNull(exec)) {
+                s->exec_failed = true;
+                r = parse_error_object(exec, s);
+        }
+        return r;
+}
+
+int sandbox_status_parse(const char *json, size_t len, struct sandbox_status *ret,
+                         struct bc_error *err)
+{
+        if (!json || len == 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "sandbox status: empty");
+        if (len > STATUS_MAX)
+                return bc_error_set(err, BC_SANDBOX_SETUP, E2BIG, "sandbox status: over %d bytes",
+                                    STATUS_MAX);
+        _cleanup_(cJSON_Deletep) cJSON *root = cJSON_ParseWithLength(json, len);
+        if (!cJSON_IsObject(root))
+                return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "sandbox status: not a JSON object");
+        struct sandbox_status s = { 0 };
+        int r = parse_root(root, &s);
+        if (r < 0) {
+                sandbox_status_done(&s);
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "sandbox status: %s",
+                                    r == -ENOMEM ? "out of memory" : "bad field");
+        }
+        *ret = s;
+        return 0;
+}
+
+void sandbox_status_done(struct sandbox_status *s)
+{
+        if (!s)
+                return;
+        free(s->setup_step);
+        free(s->setup_path);
+        free(s->message);
+        memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,381 @@
+/* The supervising side of boxcar-sandbox: creates the cgroup, clones the
+ * child into new namespaces, maps its ids, places it in the cgroup, then
+ * waits on one poll loop for the child's messages, signals (SIGCHLD, and
+ * SIGTERM/SIGINT/SIGHUP meaning "cancel") and the wall-clock timer.  The
+ * timeout and cancel paths kill the sandbox's init with SIGKILL: the pid
+ * namespace then takes every process of the job with it, stopped or not.
+ * Afterwards it copies /workspace back and fills the status. */
+#include "sandbox/supervise-internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "sandbox/cgroup-internal.h"
+#include "sandbox/child-internal.h"
+#include "sandbox/wsync-internal.h"
+
+struct supervisor {
+        const struct helper_config *c;
+        struct sbx_cgroup cg;
+        int sock, sigfd, timerfd, host_ws, sandbox_ws;
+        uid_t ws_uid;
+        gid_t ws_gid;
+        pid_t child;
+        bool ready, reaped, sock_eof, job_reported, exec_failed;
+        bool timed_out, cancelled;
+        struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
+        bool failed;
+        int job_wstatus;
+        uint64_t job_cpu_us, job_rss_kb;
+        struct timespec start;
+};
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void fail(struct supervisor *s, enum sbx_step step, int e, const char *path,
+                 const char *msg)
+{
+        if (s->failed)
+                return;  /* the first failure is the cause */
+        sbx_msg_error(&s->failure, SBX_MSG_SETUP_ERROR, step, e, path, "%s", msg);
+        s->failed = true;
+}
+
+static int arm_timer(struct supervisor *s)
+{
+        if (s->c->timeout_s <= 0)
+                return 0;
+        double whole;
+        double frac = modf(s->c->timeout_s, &whole);
+        struct itimerspec it = { .it_value = { (time_t)whole, (long)(frac * 1e9) } };
+        if (it.it_value.tv_sec == 0 && it.it_value.tv_nsec == 0)
+                it.it_value.tv_nsec = 1;
+        return timerfd_settime(s->timerfd, 0, &it, NULL);
+}
+
+static void kill_sandbox(struct supervisor *s)
+{
+        if (s->child > 0 && !s->reaped)
+                kill(s->child, SIGKILL);
+}
+
+static int write_map(pid_t pid, const char *file, const char *data)
+{
+        char path[64];
+        snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = write(fd, data, strlen(data));
+        return n == (ssize_t)strlen(data) ? 0 : (n < 0 ? -errno : -EIO);
+}
+
+/* Unprivileged: the job's uid/gid inside map to ours outside, one id each
+ * (all an unprivileged process may map); setgroups must be denied first. */
+static int map_ids(struct supervisor *s)
+{
+        char buf[64];
+        int r = write_map(s->child, "setgroups", "deny");
+        snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned)s->c->uid, (unsigned)geteuid());
+        if (r >= 0)
+                r = write_map(s->child, "uid_map", buf);
+        snprintf(buf, sizeof(buf), "%u %u 1\n", (unsigned)s->c->gid, (unsigned)getegid());
+        if (r >= 0)
+                r = write_map(s->child, "gid_map", buf);
+        return r;
+}
+
+static void on_ready(struct supervisor *s, int fd)
+{
+        s->sandbox_ws = fd;
+        struct bc_error err = BC_ERROR_INIT;
+        if (sbx_cgroup_attach(&s->cg, s->child, &err) < 0) {
+                fail(s, SBX_STEP_CGROUP, err.errnum, s->cg.dirs[0], bc_error_message(&err));
+                bc_error_clear(&err);
+                kill_sandbox(s);
+                return;
+        }
+        struct sbx_msg go = { .type = SBX_MSG_GO, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
+        /* The job's time starts now: setup is not the job's to pay for. */
+        clock_gettime(CLOCK_MONOTONIC, &s->start);
+        s->ready = true;
+        if (arm_timer(s) < 0 || sbx_msg_send(s->sock, &go, -1) < 0) {
+                fail(s, SBX_STEP_INTERNAL, errno, NULL, "cannot start the job");
+                kill_sandbox(s);
+        }
+}
+
+static void on_message(struct supervisor *s)
+{
+        struct sbx_msg m;
+        int fd = -1;
+        int r = sbx_msg_recv(s->sock, &m, &fd);
+        if (r <= 0) {
+                s->sock_eof = true;  /* EOF, or EAGAIN once drained */
+                return;
+        }
+        switch (m.type) {
+        case SBX_MSG_READY:
+                if (!s->ready && fd >= 0) {
+                        on_ready(s, fd);
+                        fd = -1;
+                }
+                break;
+        case SBX_MSG_SETUP_ERROR:
+                fail(s, (enum sbx_step)m.step, m.errnum, m.path, m.message);
+                break;
+        case SBX_MSG_EXEC_ERROR:
+                s->exec_failed = true;
+                s->failure = m;
+                break;
+        case SBX_MSG_JOB_STATUS:
+                s->job_reported = true;
+                s->job_wstatus = m.wstatus;
+                s->job_cpu_us = m.cpu_us;
+                s->job_rss_kb = m.max_rss_kb;
+                break;
+        default:
+                break;
+        }
+        if (fd >= 0)
+                close(fd);
+}
+
+static void on_signal(struct supervisor *s)
+{
+        struct signalfd_siginfo si;
+        while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+                if (si.ssi_signo == SIGCHLD) {
+                        int st;
+                        if (waitpid(s->child, &st, WNOHANG) == s->child)
+                                s->reaped = true;
+                } else {
+                        s->cancelled = true;
+                        kill_sandbox(s);
+                }
+        }
+}
+
+static void on_timer(struct supervisor *s)
+{
+        uint64_t n;
+        if (read(s->timerfd, &n, sizeof(n)) == (ssize_t)sizeof(n)) {
+                s->timed_out = true;
+                kill_sandbox(s);
+        }
+}
+
+static void loop(struct supervisor *s)
+{
+        while (!s->reaped) {
+                struct pollfd p[3] = {
+                        { .fd = s->sock_eof ? -1 : s->sock, .events = POLLIN },
+                        { .fd = s->sigfd, .events = POLLIN },
+                        { .fd = s->timerfd, .events = POLLIN },
+                };
+                if (poll(p, 3, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
+                        kill_sandbox(s);
+                        /* Block on the child instead; it is dead or dying. */
+                        int st;
+                        while (waitpid(s->child, &st, 0) < 0 && errno == EINTR)
+                                ;
+                        s->reaped = true;
+                        break;
+                }
+                if (p[0].revents)
+                        on_message(s);
+                if (p[1].revents)
+                        on_signal(s);
+                if (p[2].revents)
+                        on_timer(s);
+        }
+        /* Messages sent just before init exited are still queued. */
+        fcntl(s->sock, F_SETFL, O_NONBLOCK);
+        while (!s->sock_eof)
+                on_message(s);
+}
+
+static int start_child(struct supervisor *s, int *sock_child)
+{
+        unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
+        if (s->c->network == SANDBOX_NET_NONE)
+                flags |= CLONE_NEWNET;
+        bool userns = geteuid() != 0;
+        if (userns)
+                flags |= CLONE_NEWUSER;
+        /* Raw clone: fork semantics (same stack, copy-on-write) plus new
+         * namespaces in one step; the helper is single-threaded. */
+        pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+        if (pid < 0) {
+                fail(s, SBX_STEP_CLONE, errno, NULL, strerror(errno));
+                return -1;
+        }
+        if (pid == 0) {
+                close(s->sock);
+                close(s->sigfd);
+                close(s->timerfd);
+                sbx_child_main(s->c, *sock_child, s->host_ws);
+        }
+        s->child = pid;
+        close(*sock_child);
+        *sock_child = -1;
+        if (userns && map_ids(s) < 0) {
+                fail(s, SBX_STEP_USERNS, errno, "/proc/self/uid_map", "cannot map ids");
+                kill_sandbox(s);
+                return 0;
+        }
+        struct sbx_msg go = { .type = SBX_MSG_GO };
+        if (sbx_msg_send(s->sock, &go, -1) < 0) {
+                fail(s, SBX_STEP_INTERNAL, errno, NULL, "child vanished");
+                kill_sandbox(s);
+        }
+        /* Setup gets the job's timeout too: a hung bind source must not
+         * hang the worker's slot forever. */
+        if (arm_timer(s) < 0)
+                fail(s, SBX_STEP_INTERNAL, errno, NULL, "timerfd_settime");
+        return 0;
+}
+
+static int prepare(struct supervisor *s)
+{
+        const struct helper_config *c = s->c;
+        if (c->workspace) {
+                s->host_ws = open(c->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                struct stat st;
+                if (s->host_ws < 0 || fstat(s->host_ws, &st) < 0) {
+                        fail(s, SBX_STEP_WORKSPACE_IN, errno, c->workspace, strerror(errno));
+                        return -1;
+                }
+                s->ws_uid = st.st_uid;
+                s->ws_gid = st.st_gid;
+        }
+        struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
+                               .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
+        struct bc_error err = BC_ERROR_INIT;
+        if (sbx_cgroup_create(&s->cg, &l, &err) < 0) {
+                fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
+                bc_error_clear(&err);
+                return -1;
+        }
+        sigset_t set;
+        sigemptyset(&set);
+        int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+                sigaddset(&set, sigs[i]);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+        s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (s->sigfd < 0 || s->timerfd < 0) {
+                fail(s, SBX_STEP_INTERNAL, errno, NULL, "signalfd/timerfd");
+                return -1;
+        }
+        return 0;
+}
+
+/* The job's tree goes back into the host directory: emptied first (it is
+ * exactly what the job left), then copied, owned by the directory's owner
+ * when we are root, and always readable/writable by that owner. */
+static void copy_out(struct supervisor *s)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        struct ws_copy_opts o = { .chown = geteuid() == 0, .uid = s->ws_uid, .gid = s->ws_gid,
+                                  .owner_rw = true };
+        if (ws_clear(s->host_ws, &err) < 0 || ws_copy_tree(s->sandbox_ws, s->host_ws, &o, &err) < 0)
+                fail(s, SBX_STEP_WORKSPACE_OUT, err.errnum, s->c->workspace, bc_error_message(&err));
+        bc_error_clear(&err);
+}
+
+static int finish(struct supervisor *s, struct sandbox_status *st)
+{
+        struct cg_stats cs;
+        sbx_cgroup_kill_all(&s->cg);
+        sbx_cgroup_stats(&s->cg, &cs);
+        struct rusage ru;
+        getrusage(RUSAGE_CHILDREN, &ru);
+        st->oom_killed = cs.oom_kills > 0;
+        st->timed_out = s->timed_out;
+        st->cancelled = s->cancelled;
+        st->cpu_ms = cs.have_cpu ? cs.cpu_us / 1000 : s->job_cpu_us / 1000;
+        st->max_rss_kb = (uint64_t)ru.ru_maxrss > s->job_rss_kb ? (uint64_t)ru.ru_maxrss : s->job_rss_kb;
+        if (s->failed) {
+                st->setup_failed = true;
+                st->setup_errno = s->failure.errnum;
+                st->setup_step = strdup(sbx_step_name((enum sbx_step)s->failure.step));
+                st->setup_path = s->failure.path[0] ? strdup(s->failure.path) : NULL;
+                st->message = strdup(s->failure.message);
+                st->exit_code = sbx_step_exit_code((enum sbx_step)s->failure.step);
+                return st->exit_code;
+        }
+        if (s->job_reported && !s->timed_out && !s->cancelled) {
+                int w = s->job_wstatus;
+                st->signal = WIFSIGNALED(w) ? WTERMSIG(w) : 0;
+                st->exit_code = WIFSIGNALED(w) ? 128 + st->signal : WEXITSTATUS(w);
+        } else {
+                /* Killed by us (timeout, cancel) or init died (OOM): the
+                 * job ended by SIGKILL either way. */
+                st->signal = SIGKILL;
+                st->exit_code = 128 + SIGKILL;
+        }
+        if (s->exec_failed) {
+                st->exec_failed = true;
+                st->setup_errno = s->failure.errnum;
+                st->setup_path = strdup(s->failure.path);
+                st->message = strdup(s->failure.message);
+        }
+        return st->exit_code;
+}
+
+int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
+{
+        struct supervisor s = {
+                .c = c, .sock = -1, .sigfd = -1, .timerfd = -1, .host_ws = -1, .sandbox_ws = -1,
+                .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 },
+        };
+        int sp[2] = { -1, -1 };
+        if (prepare(&s) >= 0) {
+                if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                        fail(&s, SBX_STEP_INTERNAL, errno, NULL, "socketpair");
+                } else {
+                        s.sock = sp[0];
+                        if (start_child(&s, &sp[1]) >= 0)
+                                loop(&s);
+                }
+        }
+        uint64_t end = now_ms();
+        if (s.ready)
+                ret->wall_ms = end - ((uint64_t)s.start.tv_sec * 1000u +
+                                      (uint64_t)s.start.tv_nsec / 1000000u);
+        if (s.ready && s.host_ws >= 0 && s.sandbox_ws >= 0)
+                copy_out(&s);
+        int code = finish(&s, ret);
+        sbx_cgroup_destroy(&s.cg);
+        int fds[] = { s.sock, sp[1], s.sigfd, s.timerfd, s.host_ws, s.sandbox_ws };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        return code;
+}

@@ -1,0 +1,51 @@
+/* How a prepared job is run: as a plain process (--sandbox none, for
+ * development) or inside boxcar-sandbox (--sandbox namespace).  Both give
+ * the same result shape, so job.c decides the outcome once. */
+#ifndef BC_WORKER_BACKEND_H
+#define BC_WORKER_BACKEND_H
+
+#include <stdbool.h>
+
+#include "common/error.h"
+#include "worker/config.h"
+#include "worker/proc.h"
+#include "worker/spec.h"
+
+/* Where boxcar's own files for a job (the script of a script job) appear
+ * inside the sandbox, read-only. */
+#define BACKEND_META_DIR "/run/boxcar"
+
+struct backend_job {
+        const struct worker_config *cfg;
+        const struct job_spec *spec;
+        const char *workspace;     /* host directory that is the job's /workspace */
+        const char *meta_dir;      /* host directory shown at BACKEND_META_DIR */
+        int cancel_fd;
+};
+
+struct backend_result {
+        struct proc_outcome proc;  /* exit status, timings, output tails */
+        bool oom_killed;
+        const char *backend;       /* "none" or "namespace" */
+};
+
+/* Runs the job to completion.  Returns 0 when it ran (whatever its exit
+ * status), or a negative errno with err set (BC_SANDBOX_SETUP) when the
+ * worker or the sandbox failed, not the job: such jobs are retried. */
+int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err);
+void backend_result_done(struct backend_result *r);
+
+/* The job's argv as seen from inside (script jobs run their file with
+ * /bin/sh; a workdir other than /workspace is entered first), and its
+ * environment: PATH, HOME, LANG, then exactly the spec's variables.
+ * NULL-terminated vectors; free with backend_strv_free. */
+char **backend_command(const struct job_spec *spec, const char *script_path, bool chdir_first);
+char **backend_env(const struct job_spec *spec, const char *home);
+void backend_strv_free(char **v);
+
+int backend_none_run(const struct backend_job *j, struct backend_result *ret,
+                     struct bc_error *err);
+int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
+                        struct bc_error *err);
+
+#endif

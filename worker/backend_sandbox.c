@@ -1,0 +1,133 @@
+/* --sandbox namespace: the job runs inside boxcar-sandbox, a single-
+ * threaded helper that sets up namespaces, seccomp and cgroups (this
+ * multi-threaded worker never does), and reports a JSON status on fd 3. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "sandbox/sandbox.h"
+#include "worker/backend.h"
+
+#define STATUS_MAX (64 * 1024)
+/* The helper enforces the job's timeout itself; the worker only steps in
+ * when the helper is stuck, this long after it. */
+#define HELPER_EXTRA_TIMEOUT_S 15.0
+
+static int read_status(int fd, char *buf, size_t size, size_t *ret_len)
+{
+        size_t len = 0;
+        while (len < size) {
+                ssize_t n = read(fd, buf + len, size - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+        }
+        *ret_len = len;
+        return 0;
+}
+
+/* Folds the helper's status into the result, or turns a setup failure
+ * into the SANDBOX_SETUP error that gets the job retried. */
+static int apply_status(const struct sandbox_status *st, struct backend_result *ret,
+                        struct bc_error *err)
+{
+        if (st->setup_failed)
+                return bc_error_set(err, BC_SANDBOX_SETUP, st->setup_errno ? st->setup_errno : EIO,
+                                    "sandbox setup failed at %s%s%s: %s",
+                                    st->setup_step ? st->setup_step : "?",
+                                    st->setup_path ? " " : "", st->setup_path ? st->setup_path : "",
+                                    st->message ? st->message : "unknown error");
+        struct proc_outcome *p = &ret->proc;
+        p->exit_code = st->exit_code;
+        p->signal = st->signal;
+        p->timed_out = st->timed_out;
+        p->cancelled = p->cancelled || st->cancelled;
+        p->wall_ms = st->wall_ms;
+        p->cpu_ms = st->cpu_ms;
+        p->max_rss_kb = st->max_rss_kb;
+        ret->oom_killed = st->oom_killed;
+        /* exec failures (126/127) are already on the job's stderr, written
+         * by the helper itself. */
+        return 0;
+}
+
+static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_error *err)
+{
+        const struct job_spec *spec = j->spec;
+        bool chdir_first = strcmp(spec->workdir, "/workspace") != 0;
+        char **cmd = backend_command(spec, BACKEND_META_DIR "/script.sh", chdir_first);
+        char **env = backend_env(spec, "/workspace");
+        struct sandbox_bind meta = { .src = j->meta_dir, .dest = BACKEND_META_DIR };
+        struct sandbox_opts o = {
+                .workspace = j->workspace, .ro_binds = &meta, .n_ro_binds = 1, .env = env,
+                .argv = cmd, .timeout_s = spec->limits.timeout_s,
+                .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
+                .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,
+                .network = spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE,
+        };
+        int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, 3, ret_argv, err)
+                           : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        backend_strv_free(cmd);
+        backend_strv_free(env);
+        return r;
+}
+
+int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
+                        struct bc_error *err)
+{
+        ret->backend = "namespace";
+        char **argv = NULL;
+        int r = build_argv(j, &argv, err);
+        if (r < 0)
+                return r;
+        int status_pipe[2];
+        if (pipe2(status_pipe, O_CLOEXEC) < 0) {
+                sandbox_argv_free(argv);
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "status pipe: %m");
+        }
+        uint64_t cap = j->spec->limits.output_bytes < j->cfg->max_output_bytes
+                               ? j->spec->limits.output_bytes : j->cfg->max_output_bytes;
+        /* The helper gets an empty environment: it sets the job's from argv. */
+        char *empty_env[] = { NULL };
+        struct proc_request req = {
+                .argv = argv, .envp = empty_env, .cwd = NULL,
+                .timeout_s = j->spec->limits.timeout_s + HELPER_EXTRA_TIMEOUT_S,
+                .output_cap = (size_t)cap, .cancel_fd = j->cancel_fd,
+                /* SIGTERM: the helper kills the sandbox and still reports. */
+                .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = status_pipe[1],
+        };
+        r = proc_run(&req, &ret->proc, err);
+        close(status_pipe[1]);
+        sandbox_argv_free(argv);
+        if (r < 0) {
+                close(status_pipe[0]);
+                return r;
+        }
+        _cleanup_free_ char *buf = malloc(STATUS_MAX);
+        size_t len = 0;
+        if (buf)
+                read_status(status_pipe[0], buf, STATUS_MAX, &len);
+        close(status_pipe[0]);
+        if (!ret->proc.spawned)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT,
+                                    "cannot start the sandbox helper %s", j->cfg->sandbox_helper);
+        if (len == 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, EIO,
+                                    "the sandbox helper ended without a status (exit %d%s)",
+                                    ret->proc.exit_code,
+                                    ret->proc.signal ? ", killed by a signal" : "");
+        struct sandbox_status st;
+        r = sandbox_status_parse(buf, len, &st, err);
+        if (r < 0)
+                return bc_error_prefix(err, "sandbox status");
+        r = apply_status(&st, ret, err);
+        sandbox_status_done(&st);
+        return r;
+}
