@@ -20,6 +20,7 @@ struct backend_job {
         const struct job_spec *spec;
         const char *workspace;     /* host directory that is the job's /workspace */
         const char *meta_dir;      /* host directory shown at BACKEND_META_DIR */
+        const char *const *volume_paths; /* host directories of spec->volumes, in order */
         int cancel_fd;
 };
 

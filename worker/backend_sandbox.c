@@ -64,9 +64,14 @@ static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_e
         bool chdir_first = strcmp(spec->workdir, "/workspace") != 0;
         char **cmd = backend_command(spec, BACKEND_META_DIR "/script.sh", chdir_first);
         char **env = backend_env(spec, "/workspace");
-        struct sandbox_bind meta = { .src = j->meta_dir, .dest = BACKEND_META_DIR };
+        struct sandbox_bind binds[1 + 32];
+        size_t n = 0;
+        binds[n++] = (struct sandbox_bind){ .src = j->meta_dir, .dest = BACKEND_META_DIR };
+        for (size_t i = 0; i < spec->n_volumes && i < 32; i++)
+                binds[n++] = (struct sandbox_bind){ .src = j->volume_paths[i],
+                                                    .dest = spec->volumes[i].mount };
         struct sandbox_opts o = {
-                .workspace = j->workspace, .ro_binds = &meta, .n_ro_binds = 1, .env = env,
+                .workspace = j->workspace, .ro_binds = binds, .n_ro_binds = n, .env = env,
                 .argv = cmd, .timeout_s = spec->limits.timeout_s,
                 .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
                 .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,

@@ -21,6 +21,8 @@ int cmd_status(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_events(int argc, char **argv);
 int cmd_sandbox(int argc, char **argv);
+int cmd_storage(int argc, char **argv);
+extern const char storage_usage[];
 extern const char sandbox_usage[];
 
 /* Fails (err set) when --sandbox namespace is chosen but the helper is

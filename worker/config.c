@@ -34,6 +34,10 @@ const char config_worker_usage[] =
         "  --work-dir DIR         per-job directories (default: $BOXCAR_WORK_DIR or\n"
         "                         /var/tmp/boxcar)\n"
         "  --worker-id ID         name in the workers table (default: host-pid-random)\n"
+        "  --volume-cache-mb N    bound on extracted volumes kept under --work-dir/volumes,\n"
+        "                         least recently used evicted first (default: 10240)\n"
+        "  --artifact-url-ttl DUR lifetime of the presigned result.artifact.url\n"
+        "                         (default: 24h, at most 7d)\n"
         "  --max-output-bytes N   cap on the kept stdout/stderr tail per stream\n"
         "                         (default: 16777216; a job's limits.output_bytes is lower)\n"
         "  --log-format text|json (default: text)\n"
@@ -184,7 +188,8 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
         *c = (struct worker_config){
                 .concurrency = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
                 .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
-                .max_output_bytes = 16u << 20,
+                .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
+                .artifact_url_ttl_s = 86400,
         };
         if (env && set_string(&c->database_url, env) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -202,7 +207,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
 enum {
         OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_LEASE, OPT_POLL, OPT_DRAIN,
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
-        OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_HELP,
+        OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -220,6 +225,8 @@ static const struct option worker_options[] = {
         { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
         { "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
         { "allow-host-network", required_argument, NULL, OPT_HOST_NETWORK },
+        { "volume-cache-mb", required_argument, NULL, OPT_VOLUME_CACHE },
+        { "artifact-url-ttl", required_argument, NULL, OPT_URL_TTL },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -272,6 +279,17 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_LOG_FORMAT: r = parse_choice(v, formats, &choice); c->log_format = choice; break;
         case OPT_LOG_LEVEL: r = parse_choice(v, levels, &choice); c->log_level = choice; break;
         case OPT_MAX_OUTPUT: r = parse_uint(v, 0, 64u << 20, &c->max_output_bytes); break;
+        case OPT_VOLUME_CACHE: {
+                unsigned mb = 0;
+                r = parse_uint(v, 1, 1u << 30, &mb);
+                c->volume_cache_bytes = (uint64_t)mb << 20;
+                break;
+        }
+        case OPT_URL_TTL:
+                r = config_parse_duration(v, false, &c->artifact_url_ttl_s);
+                if (r >= 0 && (c->artifact_url_ttl_s < 1 || c->artifact_url_ttl_s > 7 * 86400))
+                        r = -EINVAL;
+                break;
         default: r = -EINVAL; break;
         }
         if (r == -ENOMEM)

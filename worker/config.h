@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -27,6 +28,8 @@ struct worker_config {
         enum log_level log_level;
         unsigned max_output_bytes; /* cap on a job's kept stdout/stderr tail */
         char **host_network_queues; /* queues whose jobs may ask for network "host" */
+        uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
+        double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
 };
 
 /* Parses "250ms", "30s", "5m", "2h", "1d" or a plain number of seconds.

@@ -69,7 +69,7 @@ int http_parse_addr(const char *addr, struct sockaddr_storage *ret_storage, bool
                 snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
                 port = colon + 1;
         }
-        uint16_t p;
+        uint16_t p = 0;
         int r = parse_port(port, addr, &p, err);
         if (r < 0)
                 return r;
@@ -216,8 +216,8 @@ static int probe_bind(const struct sockaddr_storage *ss)
 int http_server_start(const char *addr, struct metrics *m, http_ready_fn ready, void *ctx,
                       struct http_server **ret, struct bc_error *err)
 {
-        struct sockaddr_storage ss;
-        bool any;
+        struct sockaddr_storage ss = { 0 };
+        bool any = false;
         int r = http_parse_addr(addr, &ss, &any, err);
         if (r < 0)
                 return bc_error_prefix(err, "--metrics-addr");

@@ -15,6 +15,7 @@
 #include "common/utf8.h"
 #include "worker/backend.h"
 #include "worker/spec.h"
+#include "worker/store.h"
 
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
@@ -102,16 +103,19 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
 
 /* The features the plain-process backend does not provide yet are refused
  * rather than silently ignored. */
-static const char *unsupported_feature(const struct job_spec *spec)
+static const char *unsupported_feature(const struct worker_config *cfg,
+                                       const struct job_spec *spec, const char *queue)
 {
         if (spec->mode == SPEC_CODE)
                 return "code: code mode is not supported by this worker yet";
         if (spec->startup_script)
                 return "startup_script: not supported by this worker yet";
-        if (spec->n_volumes)
-                return "volumes: not supported by this worker yet";
-        if (spec->artifact_storage)
-                return "artifact: not supported by this worker yet";
+        if (spec->n_volumes && cfg->sandbox == BACKEND_NONE)
+                return "volumes: need the isolating backend (this worker runs --sandbox none)";
+        if (spec->network_host && cfg->sandbox == BACKEND_NAMESPACE &&
+            !config_queue_allows_host_network(cfg, queue))
+                return "network: \"host\" is not allowed for this queue on this worker "
+                       "(see boxcar worker --allow-host-network)";
         return NULL;
 }
 
@@ -128,10 +132,10 @@ static void add_stream(cJSON *res, const char *name, const struct tailbuf *t)
         cJSON_AddNumberToObject(res, key, (double)t->total);
 }
 
-static char *result_json(const struct backend_result *r)
+static cJSON *result_json(const struct backend_result *r)
 {
         const struct proc_outcome *p = &r->proc;
-        _cleanup_(cJSON_Deletep) cJSON *res = cJSON_CreateObject();
+        cJSON *res = cJSON_CreateObject();
         if (!res)
                 return NULL;
         cJSON_AddNumberToObject(res, "exit_code", p->exit_code);
@@ -154,7 +158,7 @@ static char *result_json(const struct backend_result *r)
         cJSON_AddStringToObject(res, "sandbox", r->backend);
         add_stream(res, "stdout", &p->out);
         add_stream(res, "stderr", &p->err);
-        return cJSON_PrintUnformatted(res);
+        return res;
 }
 
 static void decide(const struct job_spec *spec, const struct backend_result *r, int stop,
@@ -210,29 +214,136 @@ static int prepare_meta(const struct job_spec *spec, const char *meta, struct bc
         return write_file(script, spec->script, err);
 }
 
-static int run_spec(const struct worker_config *cfg, const struct job_spec *spec,
-                    const char *dir, int cancel_fd, const _Atomic int *stop,
-                    struct job_outcome *o, struct bc_error *err)
+/* Failures before or after the command: the infrastructure's are retried,
+ * the job's own (bad archive, checksum, spec) are final. */
+static void fail_with(struct job_outcome *o, const struct bc_error *err, enum bc_code infra)
 {
-        _cleanup_free_ char *ws = NULL, *meta = NULL;
-        if (asprintf(&ws, "%s/workspace", dir) < 0 || asprintf(&meta, "%s/meta", dir) < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        int r = prepare_meta(spec, meta, err);
-        if (r < 0)
-                return r;
-        struct backend_job bj = { .cfg = cfg, .spec = spec, .workspace = ws, .meta_dir = meta,
+        enum bc_code code = err->code;
+        if (code == BC_DATABASE || code == BC_INTERNAL || code == BC_IO || code == BC_CONFIG ||
+            code == BC_OK || code == BC_NOT_FOUND || code == BC_USAGE)
+                code = infra;
+        bool final = code == BC_BAD_SPEC || code == BC_CHECKSUM_MISMATCH || code == BC_BAD_ARCHIVE;
+        o->action = final ? JOB_COMPLETE : JOB_RETRY;
+        o->status = "failed";
+        set_error(o, code, bc_error_message(err));
+}
+
+struct job_run {
+        const struct job_services *svc;
+        const struct claimed_job *job;
+        const struct job_spec *spec;
+        const char *dir;
+        char *ws, *meta;
+        struct store_mounts mounts;
+        char base_sha[65];
+        cJSON *result;
+};
+
+static PGconn *run_conn(struct job_run *run, struct bc_error *err)
+{
+        return run->svc->conn(run->svc->conn_ctx, err);
+}
+
+/* Volumes in (cache), artifact base into the workspace. */
+static int stage_inputs(struct job_run *run, struct bc_error *err)
+{
+        const struct job_spec *spec = run->spec;
+        bool needs_db = spec->artifact_storage;
+        for (size_t i = 0; i < spec->n_volumes; i++)
+                needs_db |= spec->volumes[i].storage != NULL;
+        PGconn *conn = needs_db ? run_conn(run, err) : NULL;
+        if (needs_db && !conn)
+                return bc_error_prefix(err, "resolve storages");
+        int r = store_acquire_volumes(run->svc->store, conn, spec, &run->mounts, err);
+        if (r >= 0)
+                r = store_restore_artifact(run->svc->store, conn, spec, run->ws, run->base_sha, err);
+        return r;
+}
+
+static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *stop,
+                       struct job_outcome *o, struct bc_error *err)
+{
+        const char *paths[33] = { NULL };
+        for (size_t i = 0; i < run->mounts.n && i < 32; i++)
+                paths[i] = store_mount_path(&run->mounts, i);
+        struct backend_job bj = { .cfg = run->svc->cfg, .spec = run->spec, .workspace = run->ws,
+                                  .meta_dir = run->meta, .volume_paths = paths,
                                   .cancel_fd = cancel_fd };
         struct backend_result res;
-        r = backend_run(&bj, &res, err);
+        int r = backend_run(&bj, &res, err);
         if (r >= 0) {
-                o->result_json = result_json(&res);
-                decide(spec, &res, *stop, o);
+                run->result = result_json(&res);
+                decide(run->spec, &res, *stop, o);
         }
         backend_result_done(&res);
         return r;
 }
 
-void job_execute(const struct worker_config *cfg, const struct claimed_job *job, int cancel_fd,
+/* The workspace becomes the artifact's new version, whatever the exit
+ * status (a failed run's state is often what one wants to look at). */
+static void save_outputs(struct job_run *run, struct job_outcome *o)
+{
+        if (!run->spec->artifact_storage || o->action == JOB_DROP || o->action == JOB_RELEASE)
+                return;
+        struct bc_error err = BC_ERROR_INIT;
+        struct store_artifact a;
+        PGconn *conn = run_conn(run, &err);
+        int r = conn ? store_save_artifact(run->svc->store, conn, run->spec, run->ws, run->dir,
+                                           run->base_sha, run->job->id, &a, &err)
+                     : -EIO;
+        if (r < 0) {
+                fail_with(o, &err, BC_UPLOAD_FAILED);
+                o->action = JOB_RETRY;
+                bc_error_clear(&err);
+                return;
+        }
+        cJSON *art = cJSON_AddObjectToObject(run->result, "artifact");
+        cJSON_AddStringToObject(art, "storage", run->spec->artifact_storage);
+        cJSON_AddStringToObject(art, "sha256", a.sha256);
+        cJSON_AddNumberToObject(art, "size", (double)a.size);
+        cJSON_AddNumberToObject(art, "file_count", (double)a.file_count);
+        if (run->base_sha[0])
+                cJSON_AddStringToObject(art, "parent_sha256", run->base_sha);
+        else
+                cJSON_AddNullToObject(art, "parent_sha256");
+        cJSON_AddBoolToObject(art, "uploaded", a.uploaded);
+        cJSON_AddStringToObject(art, "url", a.url);
+        char details[256];
+        snprintf(details, sizeof(details),
+                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s}",
+                 run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
+                 a.uploaded ? "true" : "false");
+        run->svc->event(run->svc->conn_ctx, run->job, "artifact_uploaded", details);
+        store_artifact_done(&a);
+}
+
+static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
+                    struct job_outcome *o)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        if (asprintf(&run->ws, "%s/workspace", run->dir) < 0 ||
+            asprintf(&run->meta, "%s/meta", run->dir) < 0) {
+                bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
+                fail_with(o, &err, BC_SANDBOX_SETUP);
+        } else if (prepare_meta(run->spec, run->meta, &err) < 0) {
+                fail_with(o, &err, BC_SANDBOX_SETUP);
+        } else if (stage_inputs(run, &err) < 0) {
+                fail_with(o, &err, BC_FETCH_FAILED);
+        } else if (run_command(run, cancel_fd, stop, o, &err) < 0) {
+                fail_with(o, &err, BC_SANDBOX_SETUP);
+        } else {
+                save_outputs(run, o);
+        }
+        if (*stop == JOB_STOP_LOST)
+                o->action = JOB_DROP;
+        if (run->result) {
+                free(o->result_json);
+                o->result_json = cJSON_PrintUnformatted(run->result);
+        }
+        bc_error_clear(&err);
+}
+
+void job_execute(const struct job_services *svc, const struct claimed_job *job, int cancel_fd,
                  const _Atomic int *stop, struct job_outcome *ret)
 {
         memset(ret, 0, sizeof(*ret));
@@ -240,34 +351,28 @@ void job_execute(const struct worker_config *cfg, const struct claimed_job *job,
         _cleanup_(spec_freep) struct job_spec *spec = NULL;
         if (spec_parse(job->spec_json, strlen(job->spec_json), &spec, &err) < 0) {
                 /* A bad spec never reaches a process and is never retried. */
-                ret->action = JOB_COMPLETE;
-                ret->status = "failed";
-                set_error(ret, BC_BAD_SPEC, bc_error_message(&err));
+                fail_with(ret, &err, BC_BAD_SPEC);
                 bc_error_clear(&err);
                 return;
         }
-        const char *unsupported = unsupported_feature(spec);
-        if (!unsupported && spec->network_host && cfg->sandbox == BACKEND_NAMESPACE &&
-            !config_queue_allows_host_network(cfg, job->queue))
-                unsupported = "network: \"host\" is not allowed for this queue on this worker "
-                              "(see boxcar worker --allow-host-network)";
+        const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue);
         if (unsupported) {
-                ret->action = JOB_COMPLETE;
-                ret->status = "failed";
-                set_error(ret, BC_BAD_SPEC, unsupported);
+                bc_error_set(&err, BC_BAD_SPEC, EINVAL, "%s", unsupported);
+                fail_with(ret, &err, BC_BAD_SPEC);
+                bc_error_clear(&err);
                 return;
         }
         _cleanup_free_ char *dir = NULL;
-        int r = make_job_dir(cfg, job, &dir, &err);
-        if (r >= 0)
-                r = run_spec(cfg, spec, dir, cancel_fd, stop, ret, &err);
-        if (dir)
-                remove_tree(dir);
-        if (r < 0) {
-                /* The worker failed, not the job: retry with backoff. */
-                ret->action = *stop == JOB_STOP_LOST ? JOB_DROP : JOB_RETRY;
-                set_error(ret, err.code == BC_INTERNAL ? BC_SANDBOX_SETUP : err.code,
-                          bc_error_message(&err));
+        if (make_job_dir(svc->cfg, job, &dir, &err) < 0) {
+                fail_with(ret, &err, BC_SANDBOX_SETUP);
+                bc_error_clear(&err);
+                return;
         }
-        bc_error_clear(&err);
+        struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir };
+        run_job(&run, cancel_fd, stop, ret);
+        store_release_volumes(svc->store, &run.mounts);
+        cJSON_Delete(run.result);
+        free(run.ws);
+        free(run.meta);
+        remove_tree(dir);
 }

@@ -6,7 +6,11 @@
 
 #include <stdatomic.h>
 
+#include <libpq-fe.h>
+
 #include "worker/config.h"
+
+struct store;
 
 struct claimed_job {
         char id[40];
@@ -43,9 +47,22 @@ struct job_outcome {
 
 void job_outcome_done(struct job_outcome *o);
 
-/* Runs job under cfg.  cancel_fd becomes readable when *stop is set.
- * Always fills *ret (infrastructure failures become JOB_RETRY). */
-void job_execute(const struct worker_config *cfg, const struct claimed_job *job, int cancel_fd,
+/* What a job needs from the worker besides its spec. */
+struct job_services {
+        const struct worker_config *cfg;
+        struct store *store;                    /* volumes and artifacts */
+        /* The slot's database connection, (re)connected on demand; NULL with
+         * err set when the database is away. */
+        PGconn *(*conn)(void *ctx, struct bc_error *err);
+        void *conn_ctx;
+        /* Appends to the job's audit trail (best effort). */
+        void (*event)(void *ctx, const struct claimed_job *job, const char *kind,
+                      const char *details_json);
+};
+
+/* Runs job.  cancel_fd becomes readable when *stop is set.  Always fills
+ * *ret (infrastructure failures become JOB_RETRY). */
+void job_execute(const struct job_services *svc, const struct claimed_job *job, int cancel_fd,
                  const _Atomic int *stop, struct job_outcome *ret);
 
 #endif

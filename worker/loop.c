@@ -15,10 +15,12 @@
 #include "worker/log.h"
 #include "worker/queue.h"
 #include "worker/slots.h"
+#include "worker/store.h"
 
 struct loop {
         const struct worker_config *cfg;
         struct slots slots;
+        struct store store;
         PGconn *conn;              /* control connection: LISTEN, claim, heartbeat */
         int signal_fd;
         bool want_claim;
@@ -302,9 +304,20 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         int r = setup_work_dir(cfg, err);
         if (r >= 0)
                 r = setup_signals(&l, err);
+        _cleanup_free_ char *cache_dir = NULL;
+        if (r >= 0 && asprintf(&cache_dir, "%s/volumes", cfg->work_dir) < 0)
+                r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        bool store_open_ok = false;
+        if (r >= 0) {
+                r = store_open(&l.store, cache_dir, cfg->volume_cache_bytes,
+                               (long)cfg->artifact_url_ttl_s, err);
+                store_open_ok = r >= 0;
+        }
         if (r >= 0)
-                r = slots_start(&l.slots, cfg, err);
+                r = slots_start(&l.slots, cfg, &l.store, err);
         if (r < 0) {
+                if (store_open_ok)
+                        store_close(&l.store);
                 if (l.signal_fd >= 0)
                         close(l.signal_fd);
                 return r;
@@ -313,6 +326,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         snprintf(conc, sizeof(conc), "%u", cfg->concurrency);
         log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id, "concurrency", conc,
                   "sandbox", cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none",
+                  "s3", l.store.s3 ? "configured" : "not configured",
                   "version", BOXCAR_VERSION, NULL);
         try_connect(&l);
         run_loop(&l);
@@ -322,6 +336,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 bc_error_clear(&ignored);
         }
         slots_join(&l.slots);
+        store_close(&l.store);
         PQfinish(l.conn);
         close(l.signal_fd);
         log_event(LOG_INFO, "worker.stopped", "worker_id", cfg->worker_id, NULL);

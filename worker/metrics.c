@@ -71,7 +71,7 @@ char *metrics_format_double(double v, char *buf, size_t n)
                 snprintf(buf, n, "NaN");
         } else if (isinf(v)) {
                 snprintf(buf, n, "%s", v > 0 ? "+Inf" : "-Inf");
-        } else if (v == floor(v) && fabs(v) < 1e15) {
+        } else if (fabs(v) < 1e15 && v == (double)(int64_t)v) {
                 snprintf(buf, n, "%.0f", v == 0 ? 0.0 : v);  /* no "-0" */
         } else {
                 for (int prec = 15; prec <= 17; prec++) {
@@ -131,7 +131,7 @@ static void family_free(struct family *f)
                 free(s->labels);
                 free(s);
         }
-        for (size_t i = 0; i < f->n_labels; i++)
+        for (size_t i = 0; i < METRICS_MAX_LABELS; i++)
                 free(f->label_names[i]);
         pthread_mutex_destroy(&f->lock);
         free(f->name);
@@ -199,16 +199,20 @@ static int family_new(const struct metrics_desc *d, size_t n_labels, struct fami
         f->name = strdup(d->name);
         struct dynbuf help;
         dynbuf_init(&help, 64 * 1024);
-        if (add_escaped(&help, d->help ? d->help : "", false) < 0) {
+        int r = add_escaped(&help, d->help ? d->help : "", false);
+        if (r < 0) {
                 dynbuf_done(&help);
-                return -ENOMEM;
+                return r;
         }
         f->help = dynbuf_steal(&help);
         if (!f->name || !f->help)
                 return -ENOMEM;
-        for (; f->n_labels < n_labels; f->n_labels++)
-                if (!(f->label_names[f->n_labels] = strdup(d->labels[f->n_labels])))
+        f->n_labels = n_labels;
+        for (size_t i = 0; i < n_labels; i++) {
+                f->label_names[i] = strdup(d->labels[i]);
+                if (!f->label_names[i])
                         return -ENOMEM;
+        }
         f->n_buckets = d->type == METRICS_HISTOGRAM ? d->n_buckets : 0;
         for (size_t i = 0; i < f->n_buckets; i++) {
                 f->bounds[i] = d->buckets[i];
@@ -246,7 +250,8 @@ int metrics_register(struct metrics *m, const struct metrics_desc *d, struct bc_
                 if (r >= 0 && n_labels == 0)
                         r = get_series(f, NULL, &unused);
                 if (r < 0)
-                        bc_error_set(err, BC_INTERNAL, -r, "metric %s: out of memory", d->name);
+                        bc_error_set(err, BC_INTERNAL, -r, "metric %s: %s", d->name,
+                                     r == -E2BIG ? "help text too long" : "out of memory");
         }
         if (r >= 0) {
                 m->families[n] = steal_pointer(&f);

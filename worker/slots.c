@@ -40,6 +40,25 @@ static void sleep_ms(unsigned ms)
         nanosleep(&ts, NULL);
 }
 
+static PGconn *slot_conn(struct slot *sl, struct bc_error *err);
+
+static PGconn *svc_conn(void *ctx, struct bc_error *err)
+{
+        return slot_conn(ctx, err);
+}
+
+static void svc_event(void *ctx, const struct claimed_job *job, const char *kind,
+                      const char *details_json)
+{
+        struct slot *sl = ctx;
+        struct bc_error err = BC_ERROR_INIT;
+        PGconn *conn = slot_conn(sl, &err);
+        /* Best effort: the audit trail must not hold the job back. */
+        if (conn)
+                queue_event(conn, sl->owner->cfg->worker_id, job, kind, details_json, &err);
+        bc_error_clear(&err);
+}
+
 static PGconn *slot_conn(struct slot *sl, struct bc_error *err)
 {
         if (sl->conn && !db_connection_lost(sl->conn))
@@ -87,19 +106,6 @@ static void report(struct slot *sl, const struct claimed_job *job, const struct 
         }
 }
 
-static void note_started(struct slot *sl, const struct claimed_job *job)
-{
-        struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = slot_conn(sl, &err);
-        /* Best effort: the audit trail must not hold the job back. */
-        if (conn)
-                queue_event(conn, sl->owner->cfg->worker_id, job, "started",
-                            sl->owner->cfg->sandbox == BACKEND_NAMESPACE
-                                    ? "{\"sandbox\": \"namespace\"}"
-                                    : "{\"sandbox\": \"none\"}",
-                            &err);
-        bc_error_clear(&err);
-}
 
 static void run_one(struct slot *sl, struct claimed_job *job)
 {
@@ -108,9 +114,13 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         snprintf(attempt, sizeof(attempt), "%d", job->attempt);
         log_event(LOG_DEBUG, "job.started", "job_id", job->id, "queue", job->queue, "attempt",
                   attempt, "worker_id", cfg->worker_id, NULL);
-        note_started(sl, job);
+        svc_event(sl, job, "started",
+                  cfg->sandbox == BACKEND_NAMESPACE ? "{\"sandbox\": \"namespace\"}"
+                                                    : "{\"sandbox\": \"none\"}");
+        struct job_services svc = { .cfg = cfg, .store = sl->owner->store, .conn = svc_conn,
+                                    .conn_ctx = sl, .event = svc_event };
         struct job_outcome o;
-        job_execute(cfg, job, sl->cancel_fd, &sl->stop, &o);
+        job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
         report(sl, job, &o);
         static const char *const actions[] = { "complete", "retry", "release", "drop" };
         log_event(o.action == JOB_COMPLETE && strcmp(o.status, "succeeded") == 0 ? LOG_DEBUG
@@ -148,10 +158,12 @@ static void *slot_main(void *arg)
         return NULL;
 }
 
-int slots_start(struct slots *s, const struct worker_config *cfg, struct bc_error *err)
+int slots_start(struct slots *s, const struct worker_config *cfg, struct store *store,
+                struct bc_error *err)
 {
         memset(s, 0, sizeof(*s));
         s->cfg = cfg;
+        s->store = store;
         pthread_mutex_init(&s->lock, NULL);
         s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         s->slot = calloc(cfg->concurrency, sizeof(*s->slot));

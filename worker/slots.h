@@ -14,8 +14,11 @@
 
 struct slot;
 
+struct store;
+
 struct slots {
         const struct worker_config *cfg;
+        struct store *store;
         struct slot *slot;
         unsigned n;
         unsigned busy;          /* main thread's count of assigned slots */
@@ -27,7 +30,8 @@ struct slots {
 
 /* Starts cfg->concurrency slot threads.  Signals must already be blocked
  * in the caller, so the threads inherit the mask. */
-int slots_start(struct slots *s, const struct worker_config *cfg, struct bc_error *err);
+int slots_start(struct slots *s, const struct worker_config *cfg, struct store *store,
+                struct bc_error *err);
 
 /* Hands job to an idle slot (takes ownership).  Returns 0, or -EBUSY when
  * every slot is busy (the job is not taken then). */

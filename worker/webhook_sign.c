@@ -304,13 +304,18 @@ int webhook_verify(const struct webhook_secrets *s, const char *msg_id, const ch
 {
         if (webhook_secrets_count(s) == 0)
                 return bc_error_set(err, BC_CONFIG, EINVAL, "no webhook secret to verify with");
+        if (!msg_id || !*msg_id)
+                return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL, "webhook-id missing");
         if (!msg_id_ok(msg_id))
                 return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL,
-                                    "webhook-id missing, too long or not printable");
+                                    "webhook-id too long or not printable");
         long long ts;
+        if (!timestamp || !*timestamp)
+                return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL,
+                                    "webhook-timestamp missing");
         if (parse_timestamp(timestamp, &ts) < 0)
                 return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL,
-                                    "webhook-timestamp missing or not decimal seconds");
+                                    "webhook-timestamp is not decimal seconds");
         if (!signature_header || !*signature_header)
                 return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL,
                                     "webhook-signature missing");

@@ -1,0 +1,82 @@
+-- Storages for web apps and workers.  Nothing here presigns: the worker and
+-- the CLI do that with the S3 credentials SQL never sees.
+
+-- Creates a storage (idempotent for the same kind).  Returns its name.
+create or replace function boxcar.create_storage(name text, kind text default 'artifact')
+returns text language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    existing text;
+begin
+    if create_storage.name is null or create_storage.name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$' then
+        raise exception 'storage name: must be 1-128 letters, digits, "_", "." or "-"'
+            using errcode = '22023';
+    end if;
+    if create_storage.kind not in ('volume', 'artifact') then
+        raise exception 'storage kind: must be volume or artifact' using errcode = '22023';
+    end if;
+    insert into boxcar.storages (name, kind) values (create_storage.name, create_storage.kind)
+    on conflict (name) do nothing;
+    select s.kind into existing from boxcar.storages s where s.name = create_storage.name;
+    if existing <> create_storage.kind then
+        raise exception 'storage % exists as a %', create_storage.name, existing using errcode = '23505';
+    end if;
+    return create_storage.name;
+end $$;
+
+-- Records a version (a no-op when it exists) and makes it the head unless
+-- move_head is false.  Returns the version's sha256.
+create or replace function boxcar.add_storage_version(storage text, sha256 text, s3_key text, size bigint,
+                                                      file_count bigint, parent_sha256 text default null,
+                                                      job_id uuid default null, move_head boolean default true)
+returns text language plpgsql volatile as $$
+#variable_conflict use_column
+begin
+    perform boxcar.create_storage(add_storage_version.storage,
+                                  coalesce((select kind from boxcar.storages s
+                                             where s.name = add_storage_version.storage), 'artifact'));
+    insert into boxcar.storage_versions (storage, sha256, s3_key, size, file_count, parent_sha256, job_id)
+    values (add_storage_version.storage, add_storage_version.sha256, add_storage_version.s3_key,
+            add_storage_version.size, add_storage_version.file_count, add_storage_version.parent_sha256,
+            add_storage_version.job_id)
+    on conflict (storage, sha256) do nothing;
+    if move_head then
+        update boxcar.storages s set head_version = add_storage_version.sha256, updated_at = now()
+         where s.name = add_storage_version.storage;
+    end if;
+    return add_storage_version.sha256;
+end $$;
+
+-- The version 'latest' (the head) or a given sha256 resolves to, with its
+-- S3 key; no row when the storage or version does not exist (or 'latest'
+-- of a storage without versions).
+create or replace function boxcar.resolve_storage_version(storage text, version text default 'latest')
+returns table (sha256 text, s3_key text, size bigint, file_count bigint)
+language sql stable as $$
+    select v.sha256, v.s3_key, v.size, v.file_count
+      from boxcar.storages s
+      join boxcar.storage_versions v on v.storage = s.name
+     where s.name = resolve_storage_version.storage
+       and v.sha256 = case when resolve_storage_version.version = 'latest' then s.head_version
+                           else resolve_storage_version.version end
+$$;
+
+-- The versions of a storage, newest first, as JSON (what `boxcar storage ls
+-- NAME` prints); is_head marks the head.
+create or replace function boxcar.storage_versions_json(storage text)
+returns setof jsonb language sql stable as $$
+    select jsonb_build_object('sha256', v.sha256, 'size', v.size, 'file_count', v.file_count,
+                              'parent_sha256', v.parent_sha256, 'job_id', v.job_id,
+                              'created_at', v.created_at, 'is_head', v.sha256 = s.head_version)
+      from boxcar.storage_versions v join boxcar.storages s on s.name = v.storage
+     where v.storage = storage_versions_json.storage
+     order by v.id desc
+$$;
+
+create or replace function boxcar.storages_json()
+returns setof jsonb language sql stable as $$
+    select jsonb_build_object('name', s.name, 'kind', s.kind, 'head_version', s.head_version,
+                              'versions', (select count(*) from boxcar.storage_versions v where v.storage = s.name),
+                              'updated_at', s.updated_at)
+      from boxcar.storages s order by s.name
+$$;

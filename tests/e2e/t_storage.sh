@@ -1,0 +1,81 @@
+# Storage end to end against a real S3 server (s3rver): the CLI, volumes
+# by storage and by presigned URL, artifacts persisting across jobs, and
+# S3 failures.
+source "$(dirname "$0")/../lib.sh"
+eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+export BOXCAR_S3_PREFIX="e2e-$$"
+fresh_db e2e_storage
+tmp=$(mktemp -d)
+trap 'cleanup_bg; rm -rf "$tmp"' EXIT
+finished() { [[ $(sql "select status from boxcar.jobs where id = '$1'") =~ ^(succeeded|failed|cancelled)$ ]]; }
+
+# CLI round trip and dedup.
+mkdir -p "$tmp/src/sub"; echo "hello" > "$tmp/src/a.txt"; printf 'x,y\n1,2\n' > "$tmp/src/sub/data.csv"
+ln -s a.txt "$tmp/src/link"
+sha=$("$BOXCAR" storage push repo "$tmp/src" 2>"$tmp/push1.err")
+check "storage push prints a sha256" grep -qE '^[0-9a-f]{64}$' <<<"$sha"
+sha2=$("$BOXCAR" storage push repo "$tmp/src" 2>"$tmp/push2.err")
+is "pushing the same tree again gives the same sha256" "$sha2" "$sha"
+check "and uploads nothing" grep -q "already stored" "$tmp/push2.err"
+is "storage ls NAME lists one version, the head" "$("$BOXCAR" storage ls repo | grep -c '"is_head": true')" "1"
+"$BOXCAR" storage pull repo@latest "$tmp/pulled" 2>/dev/null
+check "storage pull restores the tree" diff -r "$tmp/src" "$tmp/pulled"
+url=$("$BOXCAR" storage url repo)
+curl -sf "$url" -o "$tmp/obj.tar.gz"
+is "storage url downloads the object, whose sha256 is the version" "$(sha256sum < "$tmp/obj.tar.gz" | cut -d' ' -f1)" "$sha"
+check "the printed URL is presigned" grep -q 'X-Amz-Signature=' <<<"$url"
+
+start_worker storage-w --concurrency 2 --lease 10s --poll-interval 500ms --sandbox "$E2E_SANDBOX"
+
+# Artifact persistence across two jobs, with lineage.
+j1=$(echo '{"script": "echo first > notes.txt; mkdir -p out; echo 1 > out/n", "artifact": {"storage": "session-1"}}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$j1" >/dev/null
+is "the first job succeeds" "$(job_field $j1 status)" "succeeded"
+a1=$(job_field $j1 "result->'artifact'->>'sha256'")
+j2=$(echo '{"script": "cat notes.txt; cat out/n; echo second >> notes.txt", "artifact": {"storage": "session-1", "base": "latest"}}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$j2" >/dev/null
+is "the second job sees the first job's files" "$(job_field $j2 "result->>'stdout'")" "first
+1"
+is "its artifact's parent is the first version" "$(job_field $j2 "result->'artifact'->>'parent_sha256'")" "$a1"
+is "the head moved to the second version" "$(sql "select head_version from boxcar.storages where name = 'session-1'")" "$(job_field $j2 "result->'artifact'->>'sha256'")"
+curl -sf "$(job_field $j2 "result->'artifact'->>'url'")" -o "$tmp/a2.tar.gz"
+mkdir "$tmp/a2"; tar xzf "$tmp/a2.tar.gz" -C "$tmp/a2"
+is "result.artifact.url serves the new version" "$(cat "$tmp/a2/notes.txt")" "first
+second"
+is "the upload is in the audit trail" "$(sql "select count(*) from boxcar.job_events where job_id = '$j2' and kind = 'artifact_uploaded'")" "1"
+j3=$(echo '{"command": ["sh", "-c", "echo failed-state > f.txt; exit 7"], "artifact": {"storage": "session-1", "base": "empty"}}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$j3" >/dev/null
+is "a failed run still saves its workspace, from an empty base" "$(job_field $j3 "status || ' ' || (result->'artifact'->>'file_count') || ' ' || coalesce(result->'artifact'->>'parent_sha256', 'none')")" "failed 1 none"
+
+# Volumes: by storage (resolved and presigned by the worker) and by URL.
+mkdir -p "$tmp/vol"; printf 'city,temp\nOslo,4\n' > "$tmp/vol/data.csv"
+vsha=$("$BOXCAR" storage push --kind volume datasets "$tmp/vol" 2>/dev/null)
+v1=$(echo '{"script": "cat /mnt/data/data.csv; cat /mnt/repo/a.txt; echo x > /mnt/data/new 2>/dev/null && echo WROTE || echo read-only", "volumes": [{"name": "data", "mount": "/mnt/data", "storage": "datasets"}, {"name": "repo", "mount": "/mnt/repo", "url": "'"$url"'", "sha256": "'"$sha"'"}]}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$v1" >/dev/null
+is "volumes by storage and by presigned URL are mounted" "$(job_field $v1 "status || ' ' || (result->>'stdout')")" "succeeded city,temp
+Oslo,4
+hello
+read-only"
+wrong=$(echo '{"command": ["true"], "volumes": [{"name": "repo", "mount": "/mnt/repo", "url": "'"$url"'", "sha256": "'"$(printf '0%.0s' {1..64})"'"}]}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$wrong" >/dev/null
+is "a wrong sha256 fails with CHECKSUM_MISMATCH, not retried" "$(job_field $wrong "status || ' ' || (error->>'code') || ' ' || attempts")" "failed CHECKSUM_MISMATCH 1"
+missing=$(echo '{"command": ["true"], "volumes": [{"name": "d", "mount": "/mnt/d", "storage": "no-such-storage"}]}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$missing" >/dev/null
+is "a storage without versions fails with BAD_SPEC naming the volume" "$(job_field $missing "status || ' ' || (error->>'code') || ' ' || (error->>'message' like 'volumes[0] (d): storage no-such-storage has no version latest%')")" "failed BAD_SPEC true"
+short=$("$BOXCAR" storage url --expires 1s repo)
+sleep 2
+expired=$(echo '{"command": ["true"], "volumes": [{"name": "repo", "mount": "/mnt/r", "url": "'"$short"'"}]}' | "$BOXCAR" enqueue --max-attempts 1 --spec -)
+"$BOXCAR" status --wait "$expired" >/dev/null
+is "an expired presigned URL fails with FETCH_FAILED" "$(job_field $expired "status || ' ' || (error->>'code')")" "failed FETCH_FAILED"
+check "the error names the URL without its signature" bash -c "m=\$(psql -XqtA '$DATABASE_URL' -c \"select error->>'message' from boxcar.jobs where id = '$expired'\"); [[ \$m == *127.0.0.1* && \$m != *X-Amz-Signature* && \$m != *S3RVER* ]]"
+
+# S3 down: the job is retried with backoff and succeeds when S3 is back.
+"$BOXCAR_ROOT/scripts/s3.sh" stop
+a2=$(job_field $j2 "result->'artifact'->>'sha256'")
+down=$(echo '{"script": "cat notes.txt", "artifact": {"storage": "session-1", "base": "'"$a2"'"}}' | "$BOXCAR" enqueue --max-attempts 6 --spec -)
+check "with S3 down the job is retried" wait_for "retried" 30 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$down' and kind = 'retried' and details->'error'->>'code' = 'FETCH_FAILED'\") -ge 1 ]]"
+eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+check "and succeeds once S3 is back" wait_for "finished" 60 finished "$down"
+is "with the artifact's contents" "$(job_field $down "status || ' ' || (result->>'stdout')")" "succeeded first
+second"
+tap_done

@@ -1,0 +1,196 @@
+/* `boxcar storage push|pull|ls|url`: named storages from the command line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "storage/storage.h"
+#include "worker/cli.h"
+#include "worker/config.h"
+#include "worker/db.h"
+#include "worker/store.h"
+
+const char storage_usage[] =
+        "usage: boxcar storage push NAME DIR          upload DIR as a new version (prints sha256)\n"
+        "       boxcar storage pull NAME[@VERSION] DIR  unpack a version (default @latest) into\n"
+        "                                              DIR, which must not exist or be empty\n"
+        "       boxcar storage ls [NAME]               storages, or the versions of NAME\n"
+        "       boxcar storage url [--expires DUR] NAME[@VERSION]\n"
+        "                                              a presigned GET URL (default 1h, max 7d)\n"
+        "\n"
+        "S3 comes from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
+        "AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET and BOXCAR_S3_PREFIX; the\n"
+        "database from DATABASE_URL or --database-url.  push creates an artifact storage\n"
+        "when NAME is new (--kind volume for a volume) and moves its head.\n";
+
+static int fail(const char *what, struct bc_error *err)
+{
+        int st = cli_fail(what, err);
+        bc_error_clear(err);
+        return st;
+}
+
+/* "name@version" → name and version ("latest" when absent). */
+static void split_ref(char *ref, const char **ret_version)
+{
+        char *at = strchr(ref, '@');
+        *ret_version = "latest";
+        if (at) {
+                *at = '\0';
+                *ret_version = at + 1;
+        }
+}
+
+static int open_s3(struct storage_config **ret, struct bc_error *err)
+{
+        const char *bucket = getenv("BOXCAR_S3_BUCKET");
+        if (!bucket || !*bucket)
+                return bc_error_set(err, BC_CONFIG, EINVAL,
+                                    "BOXCAR_S3_BUCKET is not set (and the AWS_* variables)");
+        return storage_config_from_env(ret, err);
+}
+
+static int push(PGconn *conn, const char *name, const char *dir, const char *kind,
+                struct bc_error *err)
+{
+        _cleanup_(storage_config_freep) struct storage_config *s3 = NULL;
+        int r = open_s3(&s3, err);
+        if (r < 0)
+                return r;
+        const char *cp[] = { name, kind };
+        _cleanup_pgresult_ PGresult *created =
+                db_exec(conn, "select boxcar.create_storage($1, $2)", 2, cp, err);
+        if (!created)
+                return -EPROTO;
+        struct store_version head = { 0 };
+        int found = store_resolve(conn, name, "latest", &head, err);
+        if (found < 0)
+                return found;
+        char tmp[] = "/tmp/boxcar-push-XXXXXX";
+        if (!mkdtemp(tmp))
+                return bc_error_set(err, BC_IO, errno, "temporary directory: %m");
+        struct storage_push_result res;
+        r = storage_push_dir(s3, dir, tmp, &res, err);
+        rmdir(tmp);
+        if (r < 0) {
+                store_version_done(&head);
+                return r;
+        }
+        char size[32], count[32];
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)res.pack.size);
+        snprintf(count, sizeof(count), "%llu", (unsigned long long)res.pack.file_count);
+        const char *p[] = { name, res.pack.sha256, res.key, size, count,
+                            found ? head.sha256 : NULL };
+        _cleanup_pgresult_ PGresult *added = db_exec(
+                conn, "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6)",
+                6, p, err);
+        if (added) {
+                printf("%s\n", res.pack.sha256);
+                fprintf(stderr, "%s: %s files, %s bytes, %s\n", name, count, size,
+                        res.uploaded ? "uploaded" : "already stored (nothing uploaded)");
+        }
+        storage_push_result_done(&res);
+        store_version_done(&head);
+        return added ? 0 : -EPROTO;
+}
+
+static int resolve_url(PGconn *conn, char *ref, long ttl, char **ret_url, char ret_sha[65],
+                       struct bc_error *err)
+{
+        const char *version;
+        split_ref(ref, &version);
+        struct store st = { .url_ttl_s = ttl };
+        int r = open_s3(&st.s3, err);
+        if (r < 0)
+                return r;
+        struct store_version v = { 0 };
+        int found = store_resolve(conn, ref, version, &v, err);
+        if (found == 0)
+                r = bc_error_set(err, BC_NOT_FOUND, ENOENT, "storage %s has no version %s", ref,
+                                 version);
+        else if (found > 0)
+                r = store_presign_get(&st, &v, ttl, ret_url, err);
+        else
+                r = found;
+        memcpy(ret_sha, v.sha256, 65);
+        store_version_done(&v);
+        storage_config_free(st.s3);
+        return r;
+}
+
+static int pull(PGconn *conn, char *ref, const char *dir, struct bc_error *err)
+{
+        _cleanup_free_ char *url = NULL;
+        char sha[65] = "";
+        int r = resolve_url(conn, ref, 900, &url, sha, err);
+        if (r < 0)
+                return r;
+        _cleanup_(storage_config_freep) struct storage_config *s3 = NULL;
+        r = open_s3(&s3, err);
+        struct storage_fetch_result fr;
+        if (r >= 0)
+                r = storage_fetch_extract(s3, url, sha, dir, NULL, &fr, err);
+        if (r >= 0)
+                fprintf(stderr, "%s: %s into %s\n", ref, sha, dir);
+        return r;
+}
+
+static int list(PGconn *conn, const char *name, struct bc_error *err)
+{
+        const char *p[] = { name };
+        _cleanup_pgresult_ PGresult *res =
+                name ? db_exec(conn, "select boxcar.storage_versions_json($1)", 1, p, err)
+                     : db_exec(conn, "select boxcar.storages_json()", 0, NULL, err);
+        if (!res)
+                return -EPROTO;
+        for (int i = 0; i < PQntuples(res); i++)
+                printf("%s\n", PQgetvalue(res, i, 0));
+        return 0;
+}
+
+static int dispatch(PGconn *conn, int argc, char **argv, struct bc_error *err)
+{
+        const char *verb = argv[1];
+        if (strcmp(verb, "push") == 0 && (argc == 4 || (argc == 6 && !strcmp(argv[2], "--kind"))))
+                return argc == 4 ? push(conn, argv[2], argv[3], "artifact", err)
+                                 : push(conn, argv[4], argv[5], argv[3], err);
+        if (strcmp(verb, "pull") == 0 && argc == 4)
+                return pull(conn, argv[2], argv[3], err);
+        if (strcmp(verb, "ls") == 0 && argc <= 3)
+                return list(conn, argc == 3 ? argv[2] : NULL, err);
+        if (strcmp(verb, "url") == 0 && (argc == 3 || (argc == 5 && !strcmp(argv[2], "--expires")))) {
+                double ttl = 3600;
+                if (argc == 5 && (config_parse_duration(argv[3], false, &ttl) < 0 || ttl > 604800))
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--expires: '%s' is not a duration up to 7d", argv[3]);
+                _cleanup_free_ char *url = NULL;
+                char sha[65];
+                int r = resolve_url(conn, argv[argc - 1], (long)ttl, &url, sha, err);
+                if (r >= 0)
+                        printf("%s\n", url);
+                return r;
+        }
+        return bc_error_set(err, BC_USAGE, EINVAL, "bad arguments (see boxcar help storage)");
+}
+
+int cmd_storage(int argc, char **argv)
+{
+        const char *url = NULL;
+        int r = cli_common_options(&argc, argv, storage_usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        if (argc < 2) {
+                fputs(storage_usage, stderr);
+                return 2;
+        }
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn || dispatch(conn, argc, argv, &err) < 0) {
+                char what[32];
+                snprintf(what, sizeof(what), "storage %s", argv[1]);
+                return fail(what, &err);
+        }
+        return 0;
+}

@@ -1,0 +1,223 @@
+#include "worker/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "worker/db.h"
+
+int store_open(struct store *st, const char *cache_dir, uint64_t cache_bytes, long url_ttl_s,
+               struct bc_error *err)
+{
+        memset(st, 0, sizeof(*st));
+        st->url_ttl_s = url_ttl_s;
+        const char *bucket = getenv("BOXCAR_S3_BUCKET");
+        if (bucket && *bucket) {
+                int r = storage_config_from_env(&st->s3, err);
+                if (r < 0)
+                        return bc_error_prefix(err, "S3 settings");
+        }
+        int r = storage_cache_new(cache_dir, cache_bytes, st->s3, NULL, &st->cache, err);
+        if (r < 0) {
+                storage_config_free(st->s3);
+                st->s3 = NULL;
+                return bc_error_prefix(err, "volume cache %s", cache_dir);
+        }
+        return 0;
+}
+
+void store_close(struct store *st)
+{
+        storage_cache_free(st->cache);
+        storage_config_free(st->s3);
+        memset(st, 0, sizeof(*st));
+}
+
+void store_version_done(struct store_version *v)
+{
+        if (!v)
+                return;
+        free(v->s3_key);
+        v->s3_key = NULL;
+}
+
+int store_resolve(PGconn *conn, const char *storage, const char *version,
+                  struct store_version *ret, struct bc_error *err)
+{
+        const char *p[] = { storage, version };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select sha256, s3_key, size, file_count "
+                      "from boxcar.resolve_storage_version($1, $2)", 2, p, err);
+        if (!res)
+                return -EPROTO;
+        if (PQntuples(res) == 0)
+                return 0;
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->sha256, sizeof(ret->sha256), "%s", PQgetvalue(res, 0, 0));
+        ret->s3_key = strdup(PQgetvalue(res, 0, 1));
+        ret->size = strtoull(PQgetvalue(res, 0, 2), NULL, 10);
+        ret->file_count = strtoull(PQgetvalue(res, 0, 3), NULL, 10);
+        if (!ret->s3_key)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        return 1;
+}
+
+static int need_s3(const struct store *st, const char *what, struct bc_error *err)
+{
+        if (st->s3)
+                return 0;
+        /* A worker without S3 settings cannot serve this job; another may. */
+        return bc_error_set(err, BC_FETCH_FAILED, ENOTSUP,
+                            "%s: S3 is not configured on this worker (set BOXCAR_S3_BUCKET and "
+                            "the AWS_* variables)", what);
+}
+
+int store_presign_get(const struct store *st, const struct store_version *v, long ttl_s,
+                      char **ret_url, struct bc_error *err)
+{
+        int r = need_s3(st, "presign", err);
+        if (r < 0)
+                return r;
+        return storage_presign(st->s3, STORAGE_GET, v->s3_key, ttl_s, ret_url, err);
+}
+
+/* Presigned URL and digest for a volume given by storage + version. */
+static int resolve_volume(struct store *st, PGconn *conn, const struct spec_volume *vol,
+                          const char *field, char **ret_url, char ret_sha[65],
+                          struct bc_error *err)
+{
+        struct store_version v = { 0 };
+        int found = store_resolve(conn, vol->storage, vol->version, &v, err);
+        if (found < 0)
+                return bc_error_prefix(err, "%s: resolve storage %s", field, vol->storage);
+        if (found == 0)
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT,
+                                    "%s: storage %s has no version %s", field, vol->storage,
+                                    vol->version);
+        int r = need_s3(st, field, err);
+        if (r >= 0)
+                r = store_presign_get(st, &v, 900, ret_url, err);
+        memcpy(ret_sha, v.sha256, 65);
+        store_version_done(&v);
+        return r;
+}
+
+int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec *spec,
+                          struct store_mounts *ret, struct bc_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (!spec->n_volumes)
+                return 0;
+        ret->entries = calloc(spec->n_volumes, sizeof(*ret->entries));
+        if (!ret->entries)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        for (size_t i = 0; i < spec->n_volumes; i++) {
+                const struct spec_volume *vol = &spec->volumes[i];
+                char field[64], sha[65] = "";
+                snprintf(field, sizeof(field), "volumes[%zu] (%s)", i, vol->name);
+                _cleanup_free_ char *url = NULL;
+                int r = 0;
+                if (vol->storage)
+                        r = resolve_volume(st, conn, vol, field, &url, sha, err);
+                if (r >= 0)
+                        r = storage_cache_acquire(st->cache, vol->storage ? url : vol->url,
+                                                  vol->storage ? sha : vol->sha256,
+                                                  &ret->entries[i], err);
+                if (r < 0) {
+                        store_release_volumes(st, ret);
+                        return err->message && strncmp(err->message, "volumes[", 8) == 0
+                                       ? r : bc_error_prefix(err, "%s", field);
+                }
+                ret->n = i + 1;
+        }
+        return 0;
+}
+
+const char *store_mount_path(const struct store_mounts *m, size_t i)
+{
+        return storage_cache_entry_path(m->entries[i]);
+}
+
+void store_release_volumes(struct store *st, struct store_mounts *m)
+{
+        for (size_t i = 0; i < m->n; i++)
+                storage_cache_release(st->cache, m->entries[i]);
+        free(m->entries);
+        memset(m, 0, sizeof(*m));
+}
+
+int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
+                           const char *workspace, char ret_base_sha[65], struct bc_error *err)
+{
+        ret_base_sha[0] = '\0';
+        if (!spec->artifact_storage || strcmp(spec->artifact_base, "empty") == 0)
+                return 0;
+        struct store_version v = { 0 };
+        int found = store_resolve(conn, spec->artifact_storage, spec->artifact_base, &v, err);
+        if (found < 0)
+                return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
+        if (found == 0) {
+                if (strcmp(spec->artifact_base, "latest") == 0)
+                        return 0;   /* a new artifact starts empty */
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT, "artifact.base: storage %s has no "
+                                    "version %s", spec->artifact_storage, spec->artifact_base);
+        }
+        _cleanup_free_ char *url = NULL;
+        int r = store_presign_get(st, &v, 900, &url, err);
+        struct storage_fetch_result fr;
+        if (r >= 0)
+                r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, &fr, err);
+        if (r >= 0)
+                memcpy(ret_base_sha, v.sha256, 65);
+        store_version_done(&v);
+        return r < 0 ? bc_error_prefix(err, "artifact %s base", spec->artifact_storage) : 0;
+}
+
+void store_artifact_done(struct store_artifact *a)
+{
+        if (!a)
+                return;
+        free(a->url);
+        a->url = NULL;
+}
+
+int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
+                        const char *workspace, const char *tmp_dir, const char *base_sha,
+                        const char *job_id, struct store_artifact *ret, struct bc_error *err)
+{
+        int r = need_s3(st, "artifact", err);
+        if (r < 0) {
+                err->code = BC_UPLOAD_FAILED;
+                return r;
+        }
+        struct storage_push_result push;
+        r = storage_push_dir(st->s3, workspace, tmp_dir, &push, err);
+        if (r < 0)
+                return bc_error_prefix(err, "artifact %s", spec->artifact_storage);
+        char size[32], count[32];
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)push.pack.size);
+        snprintf(count, sizeof(count), "%llu", (unsigned long long)push.pack.file_count);
+        const char *p[] = { spec->artifact_storage, push.pack.sha256, push.key, size, count,
+                            base_sha && *base_sha ? base_sha : NULL, job_id };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6, "
+                      "$7::uuid)", 7, p, err);
+        struct store_version v = { .s3_key = push.key };
+        memset(ret, 0, sizeof(*ret));
+        if (res)
+                r = store_presign_get(st, &v, st->url_ttl_s, &ret->url, err);
+        else
+                r = bc_error_prefix(err, "artifact %s: record version", spec->artifact_storage);
+        if (r >= 0) {
+                memcpy(ret->sha256, push.pack.sha256, 65);
+                ret->size = push.pack.size;
+                ret->file_count = push.pack.file_count;
+                ret->uploaded = push.uploaded;
+        } else if (err->code == BC_DATABASE) {
+                err->code = BC_UPLOAD_FAILED;
+        }
+        storage_push_result_done(&push);
+        return r;
+}
