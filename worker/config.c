@@ -38,12 +38,22 @@ const char config_worker_usage[] =
         "                         least recently used evicted first (default: 10240)\n"
         "  --artifact-url-ttl DUR lifetime of the presigned result.artifact.url\n"
         "                         (default: 24h, at most 7d)\n"
+        "  --webhook-timeout DUR  one delivery attempt's limit (default: 15s)\n"
+        "  --webhook-retry-schedule D1,D2,...  waits before each retry (default:\n"
+        "                         5s,5m,30m,2h,5h,10h,10h, each +-20%, at least Retry-After)\n"
+        "  --webhook-concurrency N  deliveries in flight at once (default: 4)\n"
         "  --max-output-bytes N   cap on the kept stdout/stderr tail per stream\n"
         "                         (default: 16777216; a job's limits.output_bytes is lower)\n"
         "  --log-format text|json (default: text)\n"
         "  --log-level debug|info|warn|error (default: info)\n"
         "\n"
-        "Durations: 250ms, 30s, 5m, 2h or a number of seconds.\n";
+        "Durations: 250ms, 30s, 5m, 2h or a number of seconds.\n"
+        "\n"
+        "Environment: DATABASE_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
+        "AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET,\n"
+        "BOXCAR_S3_PREFIX (storage); BOXCAR_WEBHOOK_SECRET (whsec_..., several separated\n"
+        "by spaces to rotate; without it this worker delivers no webhooks);\n"
+        "BOXCAR_WEBHOOK_URL (the database-wide default for jobs without their own URL).\n";
 
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
 {
@@ -71,6 +81,43 @@ int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
         if ((v == 0 && !allow_zero) || v > 365.0 * 86400)
                 return -EINVAL;
         *ret_seconds = v;
+        return 0;
+}
+
+int config_parse_schedule(const char *s, char **ret_literal)
+{
+        char *out = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&out, &size);
+        if (!f)
+                return -ENOMEM;
+        fputc('{', f);
+        int n = 0, r = 0;
+        for (const char *p = s; r == 0;) {
+                size_t len = strcspn(p, ",");
+                char item[64];
+                double secs;
+                if (len == 0 || len >= sizeof(item) || ++n > 32) {
+                        r = -EINVAL;
+                        break;
+                }
+                memcpy(item, p, len);
+                item[len] = '\0';
+                r = config_parse_duration(item, false, &secs);
+                if (r == 0)
+                        fprintf(f, "%s%.3f seconds", n > 1 ? "," : "", secs);
+                p += len;
+                if (*p == '\0')
+                        break;
+                p++;
+        }
+        fputc('}', f);
+        fclose(f);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        *ret_literal = out;
         return 0;
 }
 
@@ -189,7 +236,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .concurrency = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
                 .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
-                .artifact_url_ttl_s = 86400,
+                .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
         };
         if (env && set_string(&c->database_url, env) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -200,6 +247,11 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
         env = getenv("BOXCAR_WORK_DIR");
         if (set_string(&c->work_dir, env && *env ? env : "/var/tmp/boxcar") < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        env = getenv("BOXCAR_WEBHOOK_URL");
+        if (env && *env && set_string(&c->webhook_default_url, env) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        if (config_parse_schedule("5s,5m,30m,2h,5h,10h,10h", &c->webhook_schedule) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         env = getenv("BOXCAR_QUEUES");
         return config_parse_queues(env && *env ? env : "default", &c->queues, err);
 }
@@ -207,7 +259,8 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
 enum {
         OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_LEASE, OPT_POLL, OPT_DRAIN,
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
-        OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_HELP,
+        OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
+        OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -227,6 +280,9 @@ static const struct option worker_options[] = {
         { "allow-host-network", required_argument, NULL, OPT_HOST_NETWORK },
         { "volume-cache-mb", required_argument, NULL, OPT_VOLUME_CACHE },
         { "artifact-url-ttl", required_argument, NULL, OPT_URL_TTL },
+        { "webhook-timeout", required_argument, NULL, OPT_WH_TIMEOUT },
+        { "webhook-retry-schedule", required_argument, NULL, OPT_WH_SCHEDULE },
+        { "webhook-concurrency", required_argument, NULL, OPT_WH_CONCURRENCY },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -285,6 +341,17 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
                 c->volume_cache_bytes = (uint64_t)mb << 20;
                 break;
         }
+        case OPT_WH_TIMEOUT:
+                r = config_parse_duration(v, false, &c->webhook_timeout_s);
+                if (r >= 0 && c->webhook_timeout_s > 600)
+                        r = -EINVAL;
+                break;
+        case OPT_WH_SCHEDULE:
+                free(c->webhook_schedule);
+                c->webhook_schedule = NULL;
+                r = config_parse_schedule(v, &c->webhook_schedule);
+                break;
+        case OPT_WH_CONCURRENCY: r = parse_uint(v, 1, 64, &c->webhook_concurrency); break;
         case OPT_URL_TTL:
                 r = config_parse_duration(v, false, &c->artifact_url_ttl_s);
                 if (r >= 0 && (c->artifact_url_ttl_s < 1 || c->artifact_url_ttl_s > 7 * 86400))
@@ -365,6 +432,8 @@ void config_done(struct worker_config *c)
         free(c->sandbox_helper);
         free(c->work_dir);
         free(c->worker_id);
+        free(c->webhook_schedule);
+        free(c->webhook_default_url);
         memset(c, 0, sizeof(*c));
 }
 

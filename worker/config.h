@@ -30,11 +30,19 @@ struct worker_config {
         char **host_network_queues; /* queues whose jobs may ask for network "host" */
         uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
         double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
+        double webhook_timeout_s;
+        unsigned webhook_concurrency;
+        char *webhook_schedule;       /* SQL interval[] literal: "{5 seconds,300 seconds}" */
+        char *webhook_default_url;    /* BOXCAR_WEBHOOK_URL, or NULL */
 };
 
 /* Parses "250ms", "30s", "5m", "2h", "1d" or a plain number of seconds.
  * Returns 0 and sets *ret_seconds (> 0 unless allow_zero), or -EINVAL. */
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds);
+
+/* Turns "5s,5m,30m" into the SQL interval[] literal "{5 seconds,...}".
+ * Returns 0 or -EINVAL (an entry is not a duration, or more than 32). */
+int config_parse_schedule(const char *s, char **ret_literal);
 
 /* Splits "a,b,c" into a NULL-terminated vector of queue names, each checked
  * against the queue name rule.  Caller frees with config_strv_free. */

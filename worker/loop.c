@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "worker/db.h"
+#include "worker/deliver.h"
 #include "worker/log.h"
 #include "worker/queue.h"
 #include "worker/slots.h"
@@ -21,6 +22,7 @@ struct loop {
         const struct worker_config *cfg;
         struct slots slots;
         struct store store;
+        struct deliverer deliverer;
         PGconn *conn;              /* control connection: LISTEN, claim, heartbeat */
         int signal_fd;
         bool want_claim;
@@ -83,6 +85,8 @@ static void try_connect(struct loop *l)
         struct bc_error err = BC_ERROR_INIT;
         PGconn *conn = db_connect(l->cfg->database_url, "boxcar-worker", &err);
         if (conn && queue_listen(conn, &err) >= 0 && queue_register(conn, l->cfg, &err) >= 0 &&
+            (!l->cfg->webhook_default_url ||
+             queue_set_default_webhook(conn, l->cfg->webhook_default_url, &err) >= 0) &&
             (!l->draining || queue_set_state(conn, l->cfg->worker_id, "draining", &err) >= 0)) {
                 l->conn = conn;
                 l->want_claim = true;
@@ -123,6 +127,8 @@ static void handle_notifies(struct loop *l)
                         l->want_claim = true;
                 else if (strcmp(n->relname, "boxcar_cancel") == 0)
                         slots_stop(&l->slots, n->extra, JOB_STOP_CANCEL);
+                else if (strcmp(n->relname, "boxcar_webhooks") == 0)
+                        deliverer_kick(&l->deliverer);
                 PQfreemem(n);
         }
 }
@@ -315,7 +321,17 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         }
         if (r >= 0)
                 r = slots_start(&l.slots, cfg, &l.store, err);
+        const char *no_webhooks = NULL;
+        bool deliverer_ok = false;
+        if (r >= 0) {
+                r = deliverer_start(&l.deliverer, cfg, &no_webhooks, err);
+                deliverer_ok = true;
+        }
         if (r < 0) {
+                if (deliverer_ok)
+                        deliverer_stop(&l.deliverer);
+                if (l.slots.slot)
+                        slots_join(&l.slots);
                 if (store_open_ok)
                         store_close(&l.store);
                 if (l.signal_fd >= 0)
@@ -328,6 +344,10 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                   "sandbox", cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none",
                   "s3", l.store.s3 ? "configured" : "not configured",
                   "version", BOXCAR_VERSION, NULL);
+        if (no_webhooks)
+                log_event(LOG_WARN, "webhooks.disabled", "worker_id", cfg->worker_id, "reason",
+                          no_webhooks, "detail", "this worker delivers no webhooks; workers "
+                          "with a secret deliver them", NULL);
         try_connect(&l);
         run_loop(&l);
         if (l.conn) {
@@ -336,6 +356,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 bc_error_clear(&ignored);
         }
         slots_join(&l.slots);
+        deliverer_stop(&l.deliverer);
         store_close(&l.store);
         PQfinish(l.conn);
         close(l.signal_fd);

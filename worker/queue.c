@@ -11,7 +11,8 @@
 
 int queue_listen(PGconn *conn, struct bc_error *err)
 {
-        return db_exec_script(conn, "listen boxcar_jobs; listen boxcar_cancel", err);
+        return db_exec_script(conn, "listen boxcar_jobs; listen boxcar_cancel; "
+                                    "listen boxcar_webhooks", err);
 }
 
 /* {"a","b"}: queue names are checked against [A-Za-z0-9_.-/], which need
@@ -39,6 +40,14 @@ int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_erro
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn, "select boxcar.register_worker($1, $2, $3::int, $4::text[], $5::int, $6)",
                 6, p, err);
+        return res ? 0 : -EPROTO;
+}
+
+int queue_set_default_webhook(PGconn *conn, const char *url, struct bc_error *err)
+{
+        const char *p[] = { url };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.set_default_webhook_url($1)", 1, p, err);
         return res ? 0 : -EPROTO;
 }
 

@@ -10,8 +10,12 @@
 #include "worker/config.h"
 #include "worker/job.h"
 
-/* LISTEN on boxcar_jobs and boxcar_cancel (again after every reconnect). */
+/* LISTEN on boxcar_jobs, boxcar_cancel and boxcar_webhooks (again after
+ * every reconnect). */
 int queue_listen(PGconn *conn, struct bc_error *err);
+
+/* BOXCAR_WEBHOOK_URL becomes the database-wide default webhook URL. */
+int queue_set_default_webhook(PGconn *conn, const char *url, struct bc_error *err);
 
 int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_error *err);
 int queue_set_state(PGconn *conn, const char *worker_id, const char *state,

@@ -18,4 +18,12 @@ double webhook_parse_retry_after(const char *value, long long now);
  * Caller frees; NULL when out of memory. */
 char *webhook_body_quote(const char *body, size_t len, size_t max);
 
+/* A copy of text[len] with every occurrence of the URL's user name,
+ * password, query string and query values (as written and
+ * percent-decoded, 3 bytes or longer) replaced by "***": receivers echo
+ * the request line in error pages, and those credentials must not reach
+ * our logs through the error message.  *ret_len is the new length.
+ * Caller frees; NULL when out of memory. */
+char *webhook_redact_url_secrets(const char *text, size_t len, const char *url, size_t *ret_len);
+
 #endif

@@ -157,7 +157,127 @@ static char *transport_error(CURL *c, CURLcode cc, double timeout_s)
         return r < 0 ? NULL : msg;
 }
 
-static char *status_error(long status, const char *body, size_t len)
+/* ---- secrets of the URL echoed back -------------------------------------- */
+
+/* Shorter strings are too common to be secrets and would shred the text. */
+#define REDACT_MIN_LEN 3
+#define REDACT_MAX_SECRETS 32
+
+struct secret_list {
+        char *v[REDACT_MAX_SECRETS];
+        size_t n;
+};
+
+static void secret_list_done(struct secret_list *l)
+{
+        for (size_t i = 0; i < l->n; i++)
+                free(l->v[i]);
+        l->n = 0;
+}
+
+static void secret_add(struct secret_list *l, const char *v, size_t len)
+{
+        if (len < REDACT_MIN_LEN || l->n >= REDACT_MAX_SECRETS)
+                return;
+        char *copy = strndup(v, len);
+        if (copy)
+                l->v[l->n++] = copy;
+}
+
+static int hex_value(char c)
+{
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        c = (char)(c | 0x20);
+        return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* v as given and percent-decoded ('+' as space too): a server may echo
+ * either form. */
+static void secret_add_both(struct secret_list *l, const char *v, size_t len)
+{
+        secret_add(l, v, len);
+        _cleanup_free_ char *d = malloc(len + 1);
+        if (!d)
+                return;
+        size_t o = 0;
+        for (size_t i = 0; i < len; i++) {
+                if (v[i] == '%' && i + 2 < len && hex_value(v[i + 1]) >= 0 &&
+                    hex_value(v[i + 2]) >= 0) {
+                        d[o++] = (char)(hex_value(v[i + 1]) * 16 + hex_value(v[i + 2]));
+                        i += 2;
+                } else {
+                        d[o++] = v[i] == '+' ? ' ' : v[i];
+                }
+        }
+        if (o != len || memcmp(d, v, len) != 0)
+                secret_add(l, d, o);
+}
+
+/* The URL's user, password, whole query and each query value. */
+static void collect_secrets(const char *url, struct secret_list *l)
+{
+        _cleanup_(curl_url_cleanupp) CURLU *u = curl_url();
+        if (!u || !url || curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+                return;
+        static const CURLUPart parts[] = { CURLUPART_USER, CURLUPART_PASSWORD, CURLUPART_QUERY };
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                _cleanup_(curl_freep) char *v = NULL;
+                if (curl_url_get(u, parts[i], &v, 0) != CURLUE_OK || !v)
+                        continue;
+                secret_add_both(l, v, strlen(v));
+                if (parts[i] != CURLUPART_QUERY)
+                        continue;
+                for (const char *p = v; *p;) {
+                        size_t n = strcspn(p, "&");
+                        const char *eq = memchr(p, '=', n);
+                        if (eq)
+                                secret_add_both(l, eq + 1, n - (size_t)(eq + 1 - p));
+                        p += n + (p[n] == '&');
+                }
+        }
+}
+
+static int by_length_desc(const void *a, const void *b)
+{
+        size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+        return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+char *webhook_redact_url_secrets(const char *text, size_t len, const char *url, size_t *ret_len)
+{
+        struct secret_list l = { .n = 0 };
+        collect_secrets(url, &l);
+        /* Longest first, so a secret containing a shorter one goes whole. */
+        qsort(l.v, l.n, sizeof(l.v[0]), by_length_desc);
+        char *out = malloc(len * 3 + 1); /* "***" for a 3-byte secret at worst */
+        if (!out) {
+                secret_list_done(&l);
+                return NULL;
+        }
+        size_t o = 0;
+        for (size_t i = 0; i < len;) {
+                size_t hit = 0;
+                for (size_t k = 0; k < l.n && !hit; k++) {
+                        size_t n = strlen(l.v[k]);
+                        if (n <= len - i && memcmp(text + i, l.v[k], n) == 0)
+                                hit = n;
+                }
+                if (hit) {
+                        memcpy(out + o, "***", 3);
+                        o += 3;
+                        i += hit;
+                } else {
+                        out[o++] = text[i++];
+                }
+        }
+        out[o] = '\0';
+        secret_list_done(&l);
+        *ret_len = o;
+        return out;
+}
+
+static char *status_error(long status, const char *body, size_t len, const char *url)
 {
         char *msg = NULL;
         int r;
@@ -165,7 +285,11 @@ static char *status_error(long status, const char *body, size_t len)
                 r = asprintf(&msg, "HTTP %ld: redirect not followed", status);
                 return r < 0 ? NULL : msg;
         }
-        _cleanup_free_ char *quote = webhook_body_quote(body, len, WEBHOOK_ERROR_BODY_QUOTE);
+        size_t clean_len = 0;
+        _cleanup_free_ char *clean = webhook_redact_url_secrets(body, len, url, &clean_len);
+        if (!clean)
+                return NULL;
+        _cleanup_free_ char *quote = webhook_body_quote(clean, clean_len, WEBHOOK_ERROR_BODY_QUOTE);
         if (quote && *quote)
                 r = asprintf(&msg, "HTTP %ld: %s", status, quote);
         else
@@ -289,8 +413,8 @@ static double retry_after_of(CURL *c)
 }
 
 /* Turns the finished transfer into a response. */
-static int outcome(CURL *c, CURLcode cc, const struct body_sink *sink, double timeout_s,
-                   struct webhook_response *resp)
+static int outcome(CURL *c, CURLcode cc, const struct body_sink *sink, const char *url,
+                   double timeout_s, struct webhook_response *resp)
 {
         /* Stopping at the body cap is our choice, not a failure. */
         if (cc == CURLE_WRITE_ERROR && sink->full)
@@ -304,7 +428,7 @@ static int outcome(CURL *c, CURLcode cc, const struct body_sink *sink, double ti
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
         if (resp->status >= 200 && resp->status < 300)
                 return 0;
-        resp->error = status_error(resp->status, sink->data, sink->len);
+        resp->error = status_error(resp->status, sink->data, sink->len, url);
         return resp->error ? 0 : -ENOMEM;
 }
 
@@ -336,7 +460,7 @@ int webhook_post(const struct webhook_request *req, struct webhook_response *ret
 
         CURLcode cc = curl_easy_perform(c);
         struct webhook_response resp = { .status = 0, .retry_after_s = -1 };
-        r = outcome(c, cc, sink, timeout_s, &resp);
+        r = outcome(c, cc, sink, req->url, timeout_s, &resp);
         if (r < 0) {
                 webhook_response_done(&resp);
                 return bc_error_set(err, BC_INTERNAL, -r, "webhook: out of memory");
