@@ -447,12 +447,14 @@ int webhook_post(const struct webhook_request *req, struct webhook_response *ret
         int r = build_headers(req, &headers, err);
         if (r < 0)
                 return r;
-        _cleanup_(curl_easy_cleanupp) CURL *c = curl_easy_init();
-        if (!c)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook: curl_easy_init failed");
+        /* Declared before the handle so both outlive it (cleanups run in
+         * reverse order). */
         _cleanup_free_ struct body_sink *sink = calloc(1, sizeof(*sink));
         if (!sink)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook: out of memory");
+        _cleanup_(curl_easy_cleanupp) CURL *c = curl_easy_init();
+        if (!c)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook: curl_easy_init failed");
         if (setup_handle(c, req, timeout_s, headers, sink) < 0)
                 return bc_error_set(err, BC_INTERNAL, EINVAL,
                                     "webhook: libcurl refused an option (built without "

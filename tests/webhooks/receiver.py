@@ -197,11 +197,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def read_body(self):
+        """The body, or None after answering 411/413 (boxcar always sends
+        Content-Length; chunked uploads are not needed here)."""
         length = self.headers.get("Content-Length")
         if length is None or not length.isdigit():
+            self.reply(411, b"Content-Length required\n")
             return None
         n = int(length)
         if n > MAX_BODY:
+            self.close_connection = True
+            self.reply(413, b"body too large\n")
             return None
         return self.rfile.read(n)
 
@@ -228,7 +233,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         received_at = time.time()
         body = self.read_body()
         if body is None:
-            self.reply(413, b"missing or too large Content-Length\n")
             return
         if self.path.startswith(ADMIN_PREFIX):
             self.admin(body)
