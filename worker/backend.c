@@ -52,39 +52,39 @@ char **backend_env(const struct job_spec *spec, const char *home)
         return env;
 }
 
-char **backend_command(const struct job_spec *spec, const char *script_path, bool chdir_first)
+char **backend_command(char *const *argv, const char *chdir_to)
 {
-        /* sh -c 'cd -- "$0" && exec "$@"' DIR CMD...: the directory and the
-         * command travel as arguments, never spliced into shell text. */
+        /* The directory and the command travel as arguments, never spliced
+         * into shell text. */
         static const char *const enter[] = { "/bin/sh", "-c", "cd -- \"$0\" && exec \"$@\"" };
         size_t argc = 0;
-        if (spec->mode == SPEC_SCRIPT)
-                argc = 2;
-        else
-                while (spec->argv[argc])
-                        argc++;
-        char **argv = calloc(argc + 5, sizeof(char *));
-        if (!argv)
+        while (argv[argc])
+                argc++;
+        char **out = calloc(argc + 5, sizeof(char *));
+        if (!out)
                 return NULL;
         size_t i = 0;
         bool ok = true;
-        if (chdir_first) {
+        if (chdir_to) {
                 for (size_t k = 0; k < 3; k++)
-                        ok &= (argv[i++] = strdup(enter[k])) != NULL;
-                ok &= (argv[i++] = strdup(spec->workdir)) != NULL;
+                        ok &= (out[i++] = strdup(enter[k])) != NULL;
+                ok &= (out[i++] = strdup(chdir_to)) != NULL;
         }
-        if (spec->mode == SPEC_SCRIPT) {
-                ok &= (argv[i++] = strdup("/bin/sh")) != NULL;
-                ok &= (argv[i++] = strdup(script_path)) != NULL;
-        } else {
-                for (size_t k = 0; k < argc; k++)
-                        ok &= (argv[i++] = strdup(spec->argv[k])) != NULL;
-        }
+        for (size_t k = 0; k < argc; k++)
+                ok &= (out[i++] = strdup(argv[k])) != NULL;
         if (!ok) {
-                backend_strv_free(argv);
+                backend_strv_free(out);
                 return NULL;
         }
-        return argv;
+        return out;
+}
+
+void backend_inner_paths(const struct backend_job *j, const char **ret_workspace,
+                         const char **ret_meta)
+{
+        bool ns = j->cfg->sandbox == BACKEND_NAMESPACE;
+        *ret_workspace = ns ? "/workspace" : j->workspace;
+        *ret_meta = ns ? BACKEND_META_DIR : j->meta_dir;
 }
 
 int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err)

@@ -17,7 +17,9 @@
 
 struct backend_job {
         const struct worker_config *cfg;
-        const struct job_spec *spec;
+        const struct job_spec *spec;      /* env, workdir, limits, volumes, network */
+        char *const *argv;                /* what to run, with paths as seen inside */
+        double timeout_s;
         const char *workspace;     /* host directory that is the job's /workspace */
         const char *meta_dir;      /* host directory shown at BACKEND_META_DIR */
         const char *const *volume_paths; /* host directories of spec->volumes, in order */
@@ -36,11 +38,15 @@ struct backend_result {
 int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err);
 void backend_result_done(struct backend_result *r);
 
-/* The job's argv as seen from inside (script jobs run their file with
- * /bin/sh; a workdir other than /workspace is entered first), and its
- * environment: PATH, HOME, LANG, then exactly the spec's variables.
- * NULL-terminated vectors; free with backend_strv_free. */
-char **backend_command(const struct job_spec *spec, const char *script_path, bool chdir_first);
+/* Where the job sees its workspace and boxcar's files under this backend
+ * (the host paths under --sandbox none). */
+void backend_inner_paths(const struct backend_job *j, const char **ret_workspace,
+                         const char **ret_meta);
+
+/* argv, preceded by `sh -c 'cd -- "$0" && exec "$@"' DIR` when chdir_to is
+ * not NULL; and the job's environment: PATH, HOME, LANG, then exactly the
+ * spec's variables.  NULL-terminated; free with backend_strv_free. */
+char **backend_command(char *const *argv, const char *chdir_to);
 char **backend_env(const struct job_spec *spec, const char *home);
 void backend_strv_free(char **v);
 

@@ -29,13 +29,12 @@ int backend_none_run(const struct backend_job *j, struct backend_result *ret,
                      struct bc_error *err)
 {
         const struct job_spec *spec = j->spec;
-        _cleanup_free_ char *script = NULL;
         _cleanup_free_ char *cwd = host_workdir(spec, j->workspace);
-        if (asprintf(&script, "%s/script.sh", j->meta_dir) < 0 || !cwd)
+        if (!cwd)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
         if (mkdir(cwd, 0755) < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m", spec->workdir);
-        char **argv = backend_command(spec, script, false);
+        char **argv = backend_command(j->argv, NULL);
         char **env = backend_env(spec, j->workspace);
         int r = 0;
         if (!argv || !env) {
@@ -45,7 +44,7 @@ int backend_none_run(const struct backend_job *j, struct backend_result *ret,
                                        ? spec->limits.output_bytes : j->cfg->max_output_bytes;
                 struct proc_request req = {
                         .argv = argv, .envp = env, .cwd = cwd,
-                        .timeout_s = spec->limits.timeout_s, .output_cap = (size_t)cap,
+                        .timeout_s = j->timeout_s, .output_cap = (size_t)cap,
                         .cancel_fd = j->cancel_fd, .kill_signal = SIGKILL, .kill_grace_s = 1,
                         .pass_fd = -1,
                 };

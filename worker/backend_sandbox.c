@@ -62,7 +62,7 @@ static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_e
 {
         const struct job_spec *spec = j->spec;
         bool chdir_first = strcmp(spec->workdir, "/workspace") != 0;
-        char **cmd = backend_command(spec, BACKEND_META_DIR "/script.sh", chdir_first);
+        char **cmd = backend_command(j->argv, chdir_first ? spec->workdir : NULL);
         char **env = backend_env(spec, "/workspace");
         struct sandbox_bind binds[1 + 32];
         size_t n = 0;
@@ -72,7 +72,7 @@ static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_e
                                                     .dest = spec->volumes[i].mount };
         struct sandbox_opts o = {
                 .workspace = j->workspace, .ro_binds = binds, .n_ro_binds = n, .env = env,
-                .argv = cmd, .timeout_s = spec->limits.timeout_s,
+                .argv = cmd, .timeout_s = j->timeout_s,
                 .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
                 .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,
                 .network = spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE,
@@ -103,7 +103,7 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
         char *empty_env[] = { NULL };
         struct proc_request req = {
                 .argv = argv, .envp = empty_env, .cwd = NULL,
-                .timeout_s = j->spec->limits.timeout_s + HELPER_EXTRA_TIMEOUT_S,
+                .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
                 .output_cap = (size_t)cap, .cancel_fd = j->cancel_fd,
                 /* SIGTERM: the helper kills the sandbox and still reports. */
                 .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = status_pipe[1],

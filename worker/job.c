@@ -1,6 +1,7 @@
 #include "worker/job.h"
 
 #include <cjson/cJSON.h>
+#include <openssl/evp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -14,6 +15,8 @@
 #include "common/cleanup.h"
 #include "common/utf8.h"
 #include "worker/backend.h"
+#include "worker/code.h"
+#include "worker/wsfile.h"
 #include "worker/spec.h"
 #include "worker/store.h"
 
@@ -106,10 +109,6 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
 static const char *unsupported_feature(const struct worker_config *cfg,
                                        const struct job_spec *spec, const char *queue)
 {
-        if (spec->mode == SPEC_CODE)
-                return "code: code mode is not supported by this worker yet";
-        if (spec->startup_script)
-                return "startup_script: not supported by this worker yet";
         if (spec->n_volumes && cfg->sandbox == BACKEND_NONE)
                 return "volumes: need the isolating backend (this worker runs --sandbox none)";
         if (spec->network_host && cfg->sandbox == BACKEND_NAMESPACE &&
@@ -200,18 +199,44 @@ static void decide(const struct job_spec *spec, const struct backend_result *r, 
         }
 }
 
+/* Scripts are written to files and run by path: their text is never
+ * spliced into a command line. */
 static int prepare_meta(const struct job_spec *spec, const char *meta, struct bc_error *err)
 {
         if (mkdir(meta, 0755) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);
-        if (spec->mode != SPEC_SCRIPT)
-                return 0;
-        /* Written to a file and run by path: the text is never spliced
-         * into a command line. */
-        _cleanup_free_ char *script = NULL;
-        if (asprintf(&script, "%s/script.sh", meta) < 0)
+        _cleanup_free_ char *script = NULL, *startup = NULL;
+        if (asprintf(&script, "%s/script.sh", meta) < 0 ||
+            asprintf(&startup, "%s/startup.sh", meta) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
-        return write_file(script, spec->script, err);
+        int r = spec->mode == SPEC_SCRIPT ? write_file(script, spec->script, err) : 0;
+        if (r >= 0 && spec->startup_script)
+                r = write_file(startup, spec->startup_script, err);
+        return r;
+}
+
+/* The workdir must exist before the job enters it. */
+static int make_workdir(const struct job_spec *spec, const char *ws, struct bc_error *err)
+{
+        const char *rest = spec->workdir + strlen("/workspace");
+        if (strncmp(spec->workdir, "/workspace", 10) != 0 || *rest != '/')
+                return 0;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s%s", ws, rest) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        for (char *p = path + strlen(ws) + 1; *p; p++) {
+                if (*p != '/')
+                        continue;
+                *p = '\0';
+                int r = mkdir(path, 0755);
+                *p = '/';
+                if (r < 0 && errno != EEXIST)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m",
+                                            spec->workdir);
+        }
+        if (mkdir(path, 0755) < 0 && errno != EEXIST)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m", spec->workdir);
+        return 0;
 }
 
 /* Failures before or after the command: the infrastructure's are retried,
@@ -260,20 +285,180 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         return r;
 }
 
-static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *stop,
-                       struct job_outcome *o, struct bc_error *err)
+static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
+                     struct backend_result *res, struct bc_error *err)
 {
         const char *paths[33] = { NULL };
         for (size_t i = 0; i < run->mounts.n && i < 32; i++)
                 paths[i] = store_mount_path(&run->mounts, i);
-        struct backend_job bj = { .cfg = run->svc->cfg, .spec = run->spec, .workspace = run->ws,
+        struct backend_job bj = { .cfg = run->svc->cfg, .spec = run->spec, .argv = argv,
+                                  .timeout_s = timeout_s, .workspace = run->ws,
                                   .meta_dir = run->meta, .volume_paths = paths,
                                   .cancel_fd = cancel_fd };
+        return backend_run(&bj, res, err);
+}
+
+static void inner_paths(const struct job_run *run, const char **ret_ws, const char **ret_meta)
+{
+        struct backend_job bj = { .cfg = run->svc->cfg, .workspace = run->ws,
+                                  .meta_dir = run->meta };
+        backend_inner_paths(&bj, ret_ws, ret_meta);
+}
+
+static void sha256_hex(const char *text, char ret_hex[65])
+{
+        unsigned char md[32];
+        unsigned int len = 0;
+        EVP_Digest(text, strlen(text), md, &len, EVP_sha256(), NULL);
+        for (unsigned i = 0; i < 32; i++)
+                snprintf(ret_hex + 2 * i, 3, "%02x", md[i]);
+}
+
+#define STATE_FILE ".boxcar/state.json"
+
+/* The startup script already ran successfully on this workspace, in this
+ * exact version (FastGPT's rule: skip it while unchanged). */
+static bool startup_done_before(const char *ws, const char *sha)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        struct bc_error err = BC_ERROR_INIT;
+        int r = wsfile_read(ws, STATE_FILE, 65536, &text, &len, &err);
+        bc_error_clear(&err);
+        if (r <= 0)
+                return false;
+        _cleanup_(cJSON_Deletep) cJSON *state = cJSON_ParseWithLength(text, len);
+        const cJSON *done = cJSON_GetObjectItemCaseSensitive(state, "startup_sha256");
+        return cJSON_IsString(done) && strcmp(done->valuestring, sha) == 0;
+}
+
+static void record_startup(const char *ws, const char *sha)
+{
+        char text[128];
+        snprintf(text, sizeof(text), "{\"startup_sha256\": \"%s\"}\n", sha);
+        struct bc_error err = BC_ERROR_INIT;
+        wsfile_write(ws, STATE_FILE, text, &err);
+        bc_error_clear(&err);
+}
+
+/* Runs spec.startup_script (own timeout; its failure does not stop the
+ * job).  Returns 1 when the job must not go on (cancelled, worker stopping),
+ * 0 to go on, negative when the sandbox failed. */
+static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *stop,
+                       struct job_outcome *o, struct bc_error *err)
+{
+        const struct job_spec *spec = run->spec;
+        if (!spec->startup_script)
+                return 0;
+        char sha[65];
+        sha256_hex(spec->startup_script, sha);
+        cJSON *startup = cJSON_AddObjectToObject(run->result, "startup");
+        cJSON_AddStringToObject(startup, "sha256", sha);
+        if (startup_done_before(run->ws, sha)) {
+                cJSON_AddBoolToObject(startup, "skipped", true);
+                run->svc->event(run->svc->conn_ctx, run->job, "startup_done", "{\"skipped\": true}");
+                return 0;
+        }
+        const char *ws, *meta;
+        inner_paths(run, &ws, &meta);
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/startup.sh", meta) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        char *argv[] = { "/bin/sh", path, NULL };
         struct backend_result res;
-        int r = backend_run(&bj, &res, err);
+        int r = run_inner(run, argv, spec->startup_timeout_s, cancel_fd, &res, err);
         if (r >= 0) {
-                run->result = result_json(&res);
-                decide(run->spec, &res, *stop, o);
+                cJSON *out = result_json(&res);
+                cJSON_AddBoolToObject(out, "skipped", false);
+                cJSON_AddStringToObject(out, "sha256", sha);
+                cJSON_ReplaceItemInObjectCaseSensitive(run->result, "startup", out);
+                bool ok = res.proc.exit_code == 0 && !res.proc.timed_out;
+                if (ok)
+                        record_startup(run->ws, sha);
+                char details[96];
+                snprintf(details, sizeof(details),
+                         "{\"skipped\": false, \"exit_code\": %d, \"timed_out\": %s}",
+                         res.proc.exit_code, res.proc.timed_out ? "true" : "false");
+                run->svc->event(run->svc->conn_ctx, run->job, "startup_done", details);
+                if (res.proc.cancelled || *stop != JOB_STOP_NONE) {
+                        decide(spec, &res, *stop, o);
+                        r = 1;
+                }
+        }
+        backend_result_done(&res);
+        return r;
+}
+
+/* Code mode: main's JSON return value becomes result.return_value; a file
+ * that is not JSON fails the job as the wrappers do for Python and Node. */
+static void collect_return_value(struct job_run *run, cJSON *res, struct job_outcome *o)
+{
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        struct bc_error err = BC_ERROR_INIT;
+        int r = wsfile_read(run->ws, CODE_RETURN_FILE, CODE_RETURN_MAX, &text, &len, &err);
+        wsfile_remove(run->ws, CODE_RETURN_FILE, &err);
+        bc_error_clear(&err);
+        if (r <= 0 || o->action != JOB_COMPLETE || strcmp(o->status, "succeeded") != 0) {
+                cJSON_AddNullToObject(res, "return_value");
+                return;
+        }
+        size_t start = strspn(text, " \t\r\n");
+        cJSON *value = start == len ? cJSON_CreateNull() : cJSON_ParseWithLength(text, len);
+        if (!value) {
+                cJSON_AddNullToObject(res, "return_value");
+                o->status = "failed";
+                set_error(o, BC_NONZERO_EXIT, "main() returned a value that is not JSON");
+                return;
+        }
+        cJSON_AddItemToObject(res, "return_value", value);
+}
+
+static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *stop,
+                       struct job_outcome *o, struct bc_error *err)
+{
+        const struct job_spec *spec = run->spec;
+        run->result = cJSON_CreateObject();
+        if (!run->result)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        int r = run_startup(run, cancel_fd, stop, o, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        const char *ws, *meta;
+        inner_paths(run, &ws, &meta);
+        char **argv = NULL;
+        _cleanup_free_ char *script = NULL;
+        char *script_argv[] = { "/bin/sh", NULL, NULL };
+        if (spec->mode == SPEC_CODE) {
+                r = code_prepare(spec, run->meta, meta, ws, &argv, err);
+                if (r < 0)
+                        return r;
+        } else if (spec->mode == SPEC_SCRIPT) {
+                if (asprintf(&script, "%s/script.sh", meta) < 0)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+                script_argv[1] = script;
+        }
+        struct backend_result res;
+        r = run_inner(run, argv ? argv : spec->mode == SPEC_SCRIPT ? script_argv : spec->argv,
+                      spec->limits.timeout_s, cancel_fd, &res, err);
+        backend_strv_free(argv);
+        if (r >= 0) {
+                cJSON *main_res = result_json(&res);
+                decide(spec, &res, *stop, o);
+                if (spec->mode == SPEC_CODE)
+                        collect_return_value(run, main_res, o);
+                /* The main run's fields at the top level, the startup's beside them. */
+                cJSON *startup = cJSON_DetachItemFromObjectCaseSensitive(run->result, "startup");
+                cJSON_Delete(run->result);
+                run->result = main_res;
+                if (startup)
+                        cJSON_AddItemToObject(run->result, "startup", startup);
+                char details[128];
+                snprintf(details, sizeof(details), "{\"exit_code\": %d, \"signal\": %d, "
+                         "\"timed_out\": %s, \"oom_killed\": %s}", res.proc.exit_code,
+                         res.proc.signal, res.proc.timed_out ? "true" : "false",
+                         res.oom_killed ? "true" : "false");
+                run->svc->event(run->svc->conn_ctx, run->job, "exited", details);
         }
         backend_result_done(&res);
         return r;
@@ -325,7 +510,8 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
             asprintf(&run->meta, "%s/meta", run->dir) < 0) {
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
                 fail_with(o, &err, BC_SANDBOX_SETUP);
-        } else if (prepare_meta(run->spec, run->meta, &err) < 0) {
+        } else if (prepare_meta(run->spec, run->meta, &err) < 0 ||
+                   make_workdir(run->spec, run->ws, &err) < 0) {
                 fail_with(o, &err, BC_SANDBOX_SETUP);
         } else if (stage_inputs(run, &err) < 0) {
                 fail_with(o, &err, BC_FETCH_FAILED);

@@ -121,16 +121,25 @@ static bool valid_utf8(const char *s)
 
 /* ---- registration ---- */
 
-static void family_free(struct family *f)
+static void free_all_series(struct family *f)
 {
-        if (!f)
-                return;
         for (struct series *s = f->first, *next; s; s = next) {
                 next = s->next;
                 free(s->key);
                 free(s->labels);
                 free(s);
         }
+        memset(f->table, 0, sizeof(f->table));
+        f->first = NULL;
+        f->last = &f->first;
+        f->n_series = 0;
+}
+
+static void family_free(struct family *f)
+{
+        if (!f)
+                return;
+        free_all_series(f);
         for (size_t i = 0; i < METRICS_MAX_LABELS; i++)
                 free(f->label_names[i]);
         pthread_mutex_destroy(&f->lock);
@@ -473,16 +482,7 @@ int metrics_family_clear(struct metrics *m, const char *family)
         if (f->n_labels == 0)
                 return -EINVAL;
         pthread_mutex_lock(&f->lock);
-        for (struct series *s = f->first, *next; s; s = next) {
-                next = s->next;
-                free(s->key);
-                free(s->labels);
-                free(s);
-        }
-        memset(f->table, 0, sizeof(f->table));
-        f->first = NULL;
-        f->last = &f->first;
-        f->n_series = 0;
+        free_all_series(f);
         pthread_mutex_unlock(&f->lock);
         return 0;
 }

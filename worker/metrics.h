@@ -83,7 +83,8 @@ int metrics_register_all(struct metrics *m, const struct metrics_desc *d, size_t
  * series is first created.
  *
  * Returns 0; -ENOENT for an unknown family; -EINVAL for a family of
- * another type, a too long label value, a NaN, or a negative counter
+ * another type, missing label_values, a label value longer than
+ * METRICS_MAX_VALUE_LEN or not valid UTF-8, a NaN, or a negative counter
  * increment; -E2BIG when the family is at its series cap (counted in
  * boxcar_metrics_series_dropped_total); -ENOMEM.  Callers on a hot path
  * usually ignore the result: a metric is never worth failing a job. */
