@@ -24,6 +24,8 @@ struct backend_job {
         const char *meta_dir;      /* host directory shown at BACKEND_META_DIR */
         const char *const *volume_paths; /* host directories of spec->volumes, in order */
         int cancel_fd;
+        void (*on_output)(void *ctx, int stream, const char *data, size_t len);
+        void *output_ctx;
 };
 
 struct backend_result {

@@ -104,7 +104,7 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
         struct proc_request req = {
                 .argv = argv, .envp = empty_env, .cwd = NULL,
                 .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
-                .output_cap = (size_t)cap, .cancel_fd = j->cancel_fd,
+                .output_cap = (size_t)cap, .cancel_fd = j->cancel_fd, .on_output = j->on_output, .ctx = j->output_ctx,
                 /* SIGTERM: the helper kills the sandbox and still reports. */
                 .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = status_pipe[1],
         };

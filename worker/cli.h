@@ -23,6 +23,8 @@ int cmd_events(int argc, char **argv);
 int cmd_sandbox(int argc, char **argv);
 int cmd_storage(int argc, char **argv);
 int cmd_webhooks(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+extern const char logs_usage[];
 extern const char webhooks_usage[];
 extern const char storage_usage[];
 extern const char sandbox_usage[];

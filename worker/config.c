@@ -42,6 +42,8 @@ const char config_worker_usage[] =
         "  --webhook-retry-schedule D1,D2,...  waits before each retry (default:\n"
         "                         5s,5m,30m,2h,5h,10h,10h, each +-20%, at least Retry-After)\n"
         "  --webhook-concurrency N  deliveries in flight at once (default: 4)\n"
+        "  --max-log-bytes N      live output stored in boxcar.job_logs per job\n"
+        "                         (default: 10485760; 0 turns live logs off)\n"
         "  --max-output-bytes N   cap on the kept stdout/stderr tail per stream\n"
         "                         (default: 16777216; a job's limits.output_bytes is lower)\n"
         "  --log-format text|json (default: text)\n"
@@ -237,6 +239,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
                 .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
+                .max_log_bytes = 10u << 20,
         };
         if (env && set_string(&c->database_url, env) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -260,7 +263,7 @@ enum {
         OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_LEASE, OPT_POLL, OPT_DRAIN,
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
-        OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_HELP,
+        OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -283,6 +286,7 @@ static const struct option worker_options[] = {
         { "webhook-timeout", required_argument, NULL, OPT_WH_TIMEOUT },
         { "webhook-retry-schedule", required_argument, NULL, OPT_WH_SCHEDULE },
         { "webhook-concurrency", required_argument, NULL, OPT_WH_CONCURRENCY },
+        { "max-log-bytes", required_argument, NULL, OPT_MAX_LOG },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -352,6 +356,12 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
                 r = config_parse_schedule(v, &c->webhook_schedule);
                 break;
         case OPT_WH_CONCURRENCY: r = parse_uint(v, 1, 64, &c->webhook_concurrency); break;
+        case OPT_MAX_LOG: {
+                unsigned n = 0;
+                r = parse_uint(v, 0, 1u << 30, &n);
+                c->max_log_bytes = n;
+                break;
+        }
         case OPT_URL_TTL:
                 r = config_parse_duration(v, false, &c->artifact_url_ttl_s);
                 if (r >= 0 && (c->artifact_url_ttl_s < 1 || c->artifact_url_ttl_s > 7 * 86400))

@@ -30,6 +30,7 @@ struct worker_config {
         char **host_network_queues; /* queues whose jobs may ask for network "host" */
         uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
         double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
+        uint64_t max_log_bytes;       /* live log (job_logs) stored per job */
         double webhook_timeout_s;
         unsigned webhook_concurrency;
         char *webhook_schedule;       /* SQL interval[] literal: "{5 seconds,300 seconds}" */

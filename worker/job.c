@@ -16,6 +16,7 @@
 #include "common/utf8.h"
 #include "worker/backend.h"
 #include "worker/code.h"
+#include "worker/livelog.h"
 #include "worker/wsfile.h"
 #include "worker/spec.h"
 #include "worker/store.h"
@@ -260,6 +261,7 @@ struct job_run {
         const char *dir;
         char *ws, *meta;
         struct store_mounts mounts;
+        struct livelog log;
         char base_sha[65];
         cJSON *result;
 };
@@ -285,6 +287,11 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         return r;
 }
 
+static void on_output(void *ctx, int stream, const char *data, size_t len)
+{
+        livelog_write(ctx, stream, data, len);
+}
+
 static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
                      struct backend_result *res, struct bc_error *err)
 {
@@ -294,8 +301,11 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
         struct backend_job bj = { .cfg = run->svc->cfg, .spec = run->spec, .argv = argv,
                                   .timeout_s = timeout_s, .workspace = run->ws,
                                   .meta_dir = run->meta, .volume_paths = paths,
-                                  .cancel_fd = cancel_fd };
-        return backend_run(&bj, res, err);
+                                  .cancel_fd = cancel_fd, .on_output = on_output,
+                                  .output_ctx = &run->log };
+        int r = backend_run(&bj, res, err);
+        livelog_flush(&run->log);
+        return r;
 }
 
 static void inner_paths(const struct job_run *run, const char **ret_ws, const char **ret_meta)
@@ -555,7 +565,10 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 return;
         }
         struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir };
+        livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->conn,
+                     svc->conn_ctx);
         run_job(&run, cancel_fd, stop, ret);
+        livelog_done(&run.log);
         store_release_volumes(svc->store, &run.mounts);
         cJSON_Delete(run.result);
         free(run.ws);

@@ -63,6 +63,7 @@ const struct cli_command cli_commands[] = {
         { "status", "print a job as JSON", status_usage, cmd_status },
         { "cancel", "cancel a job", cancel_usage, cmd_cancel },
         { "events", "print a job's audit trail", events_usage, cmd_events },
+        { "logs", "print a job's output, or follow it while it runs", logs_usage, cmd_logs },
         { "webhooks", "list, redrive and verify webhook deliveries", webhooks_usage, cmd_webhooks },
         { "storage", "push, pull, list and link storage versions", storage_usage, cmd_storage },
         { "sandbox", "show the isolation this host supports", sandbox_usage, cmd_sandbox },

@@ -136,6 +136,8 @@ static int poll_timeout(const struct running *run, uint64_t now)
                     (int64_t)now;
         if (run->exited)
                 t = 100;    /* stragglers holding the pipes get a moment, then the kill */
+        if (req->on_output && (t < 0 || t > 200))
+                t = 200;    /* the output callback's timer tick */
         return t < 0 ? (t == -1 ? -1 : 0) : (int)(t > INT_MAX ? INT_MAX : t);
 }
 
@@ -178,6 +180,8 @@ static void supervise(struct running *run)
                         run->o->cancelled = true;
                         send_kill(run, req->kill_signal);
                 }
+                if (req->on_output)
+                        req->on_output(req->ctx, 0, NULL, 0);
                 uint64_t now = mono_ms();
                 check_deadlines(run, now);
                 if (run->exited && now >= exited_ms + 100 && (run->out_r >= 0 || run->err_r >= 0)) {

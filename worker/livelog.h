@@ -1,0 +1,46 @@
+/* Streams a running job's output into boxcar.job_logs: chunks are batched
+ * (at most every 200 ms or 64 KiB), each batch one INSERT plus one NOTIFY,
+ * and a job's total is capped (--max-log-bytes); past the cap one marker
+ * says so and the rest is dropped (the result's tails still hold the end).
+ * A database that is away costs the job nothing: the batch is dropped and
+ * counted. */
+#ifndef BC_WORKER_LIVELOG_H
+#define BC_WORKER_LIVELOG_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/dynbuf.h"
+#include "common/error.h"
+
+#define LIVELOG_MAX_CHUNKS 256
+
+struct livelog {
+        const char *job_id;
+        int attempt;
+        uint64_t cap;               /* bytes of output stored per job */
+        uint64_t stored;            /* bytes stored so far (this attempt) */
+        uint64_t dropped;           /* bytes not stored: cap or database */
+        bool capped;
+        int next_seq;
+        uint64_t first_pending_ms;  /* 0 when nothing is pending */
+        struct dynbuf pending;      /* concatenated chunk bytes */
+        size_t n_chunks;
+        size_t chunk_len[LIVELOG_MAX_CHUNKS];
+        short chunk_stream[LIVELOG_MAX_CHUNKS];
+        /* The slot's connection, fetched at flush time. */
+        PGconn *(*conn)(void *ctx, struct bc_error *err);
+        void *conn_ctx;
+};
+
+void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t cap,
+                  PGconn *(*conn)(void *ctx, struct bc_error *err), void *conn_ctx);
+/* Adds output (stream 1 or 2); flushes when the batch is due.  Stream 0 with
+ * no data is a timer tick. */
+void livelog_write(struct livelog *l, int stream, const char *data, size_t len);
+/* Stores whatever is pending. */
+void livelog_flush(struct livelog *l);
+void livelog_done(struct livelog *l);
+
+#endif
