@@ -79,7 +79,12 @@ returns void language sql volatile as $$
     on conflict (id) do update
        set host = excluded.host, pid = excluded.pid, queues = excluded.queues,
            concurrency = excluded.concurrency, version = excluded.version,
-           started_at = now(), heartbeat_at = now(), state = 'running', running = 0
+           started_at = case when w.state = 'stopped' or w.pid is distinct from excluded.pid
+                             then now() else w.started_at end,
+           heartbeat_at = now(), state = case when w.state = 'draining' then 'draining'
+                                              else 'running' end, running = 0,
+           drain_requested_at = case when w.state = 'stopped' or w.pid is distinct from excluded.pid
+                                     then null else w.drain_requested_at end
 $$;
 
 create or replace function boxcar.set_worker_state(id text, state text)

@@ -21,5 +21,7 @@ create or replace view boxcar.worker_status as
 select id, host, pid, queues, concurrency, version, started_at, heartbeat_at,
        case when state <> 'stopped' and heartbeat_at < now() - interval '1 minute' then 'gone'
             else state end as state,
-       running
-  from boxcar.workers;
+       running, drain_requested_at,
+       exists (select 1 from boxcar.leaders l where l.worker_id = w.id and l.expires_at > now())
+           as is_leader
+  from boxcar.workers w;

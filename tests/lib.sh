@@ -55,7 +55,7 @@ start_worker() {
   local name=$1; shift
   mkdir -p "$BOXCAR_DEV/test-logs" "$BOXCAR_DEV/work"
   "$BOXCAR" worker --worker-id "$name" --work-dir "$BOXCAR_DEV/work/$name" "$@" \
-      >>"$BOXCAR_DEV/test-logs/$name.log" 2>&1 &
+      >"$BOXCAR_DEV/test-logs/$name.log" 2>&1 &
   WORKER_PID=$!
   _bg_pids+=("$WORKER_PID")
 }

@@ -32,6 +32,7 @@ struct backend_result {
         struct proc_outcome proc;  /* exit status, timings, output tails */
         bool oom_killed;
         const char *backend;       /* "none" or "namespace" */
+        uint64_t overhead_ms;      /* the sandbox's own setup + teardown time */
 };
 
 /* Runs the job to completion.  Returns 0 when it ran (whatever its exit

@@ -129,10 +129,12 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
                                     ret->proc.exit_code,
                                     ret->proc.signal ? ", killed by a signal" : "");
         struct sandbox_status st;
+        uint64_t helper_wall_ms = ret->proc.wall_ms;
         r = sandbox_status_parse(buf, len, &st, err);
         if (r < 0)
                 return bc_error_prefix(err, "sandbox status");
         r = apply_status(&st, ret, err);
+        ret->overhead_ms = helper_wall_ms > ret->proc.wall_ms ? helper_wall_ms - ret->proc.wall_ms : 0;
         sandbox_status_done(&st);
         return r;
 }

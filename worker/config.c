@@ -14,12 +14,17 @@
 
 const char config_worker_usage[] =
         "usage: boxcar worker [OPTIONS]\n"
+        "       boxcar worker drain WORKER_ID   ask a running worker, on any host, to drain\n"
         "\n"
         "Runs jobs from the database until SIGTERM/SIGINT (drain) or a second signal (stop now).\n"
         "\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "  --queues A,B           queues to take jobs from (default: $BOXCAR_QUEUES or 'default')\n"
         "  --concurrency N        jobs run at once, 1-1024 (default: $BOXCAR_CONCURRENCY or 4)\n"
+        "  --listen-database-url URL  a direct connection for LISTEN/NOTIFY when\n"
+        "                         --database-url goes through PgBouncer in transaction mode\n"
+        "  --poll-only            no LISTEN: claim every --poll-interval (PgBouncer without\n"
+        "                         a direct URL)\n"
         "  --lease DURATION       how long a claim holds without heartbeat (default: 30s)\n"
         "  --poll-interval DUR    claim this often even without NOTIFY (default: 5s)\n"
         "  --drain-timeout DUR    on SIGTERM, wait this long for running jobs before\n"
@@ -34,6 +39,9 @@ const char config_worker_usage[] =
         "  --work-dir DIR         per-job directories (default: $BOXCAR_WORK_DIR or\n"
         "                         /var/tmp/boxcar)\n"
         "  --worker-id ID         name in the workers table (default: host-pid-random)\n"
+        "  --retention DUR        the housekeeping leader deletes jobs finished longer ago\n"
+        "                         (with their events, logs and delivered webhooks;\n"
+        "                         default: 7d; 0: keep everything)\n"
         "  --volume-cache-mb N    bound on extracted volumes kept under --work-dir/volumes,\n"
         "                         least recently used evicted first (default: 10240)\n"
         "  --artifact-url-ttl DUR lifetime of the presigned result.artifact.url\n"
@@ -46,6 +54,8 @@ const char config_worker_usage[] =
         "                         (default: 10485760; 0 turns live logs off)\n"
         "  --max-output-bytes N   cap on the kept stdout/stderr tail per stream\n"
         "                         (default: 16777216; a job's limits.output_bytes is lower)\n"
+        "  --metrics-addr HOST:PORT  serve /healthz, /readyz and Prometheus /metrics\n"
+        "                         (e.g. :9464 or 127.0.0.1:9464; default: off)\n"
         "  --log-format text|json (default: text)\n"
         "  --log-level debug|info|warn|error (default: info)\n"
         "\n"
@@ -239,7 +249,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
                 .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
-                .max_log_bytes = 10u << 20,
+                .max_log_bytes = 10u << 20, .retention_s = 7 * 86400,
         };
         if (env && set_string(&c->database_url, env) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -263,7 +273,8 @@ enum {
         OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_LEASE, OPT_POLL, OPT_DRAIN,
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
-        OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_HELP,
+        OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
+        OPT_POLL_ONLY, OPT_RETENTION, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -287,6 +298,10 @@ static const struct option worker_options[] = {
         { "webhook-retry-schedule", required_argument, NULL, OPT_WH_SCHEDULE },
         { "webhook-concurrency", required_argument, NULL, OPT_WH_CONCURRENCY },
         { "max-log-bytes", required_argument, NULL, OPT_MAX_LOG },
+        { "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
+        { "listen-database-url", required_argument, NULL, OPT_LISTEN_URL },
+        { "poll-only", no_argument, NULL, OPT_POLL_ONLY },
+        { "retention", required_argument, NULL, OPT_RETENTION },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -356,6 +371,10 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
                 r = config_parse_schedule(v, &c->webhook_schedule);
                 break;
         case OPT_WH_CONCURRENCY: r = parse_uint(v, 1, 64, &c->webhook_concurrency); break;
+        case OPT_METRICS_ADDR: r = set_string(&c->metrics_addr, v); break;
+        case OPT_LISTEN_URL: r = set_string(&c->listen_database_url, v); break;
+        case OPT_POLL_ONLY: c->poll_only = true; break;
+        case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
         case OPT_MAX_LOG: {
                 unsigned n = 0;
                 r = parse_uint(v, 0, 1u << 30, &n);
@@ -382,6 +401,9 @@ static int check_config(struct worker_config *c, struct bc_error *err)
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "--poll-interval (%gs) must not exceed --lease (%gs)",
                                     c->poll_interval_s, c->lease_s);
+        if (c->poll_only && c->listen_database_url)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "--poll-only and --listen-database-url exclude each other");
         if (c->lease_s < 1)
                 return bc_error_set(err, BC_USAGE, EINVAL, "--lease must be at least 1s");
         if (!c->worker_id && !(c->worker_id = default_worker_id()))
@@ -444,6 +466,8 @@ void config_done(struct worker_config *c)
         free(c->worker_id);
         free(c->webhook_schedule);
         free(c->webhook_default_url);
+        free(c->metrics_addr);
+        free(c->listen_database_url);
         memset(c, 0, sizeof(*c));
 }
 

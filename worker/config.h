@@ -4,6 +4,7 @@
 #define BC_WORKER_CONFIG_H
 
 #include <stdbool.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,10 @@ struct worker_config {
         char **host_network_queues; /* queues whose jobs may ask for network "host" */
         uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
         double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
+        char *metrics_addr;           /* --metrics-addr HOST:PORT, or NULL */
+        char *listen_database_url;    /* a direct connection for LISTEN, or NULL */
+        bool poll_only;               /* no LISTEN at all (PgBouncer without a direct URL) */
+        double retention_s;           /* prune finished jobs older than this; 0: never */
         uint64_t max_log_bytes;       /* live log (job_logs) stored per job */
         double webhook_timeout_s;
         unsigned webhook_concurrency;

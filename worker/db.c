@@ -38,10 +38,10 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
                 return NULL;
         }
         PQsetNoticeProcessor(conn, ignore_notice, NULL);
-        /* Every call names the boxcar schema; an empty search_path keeps a
-         * hostile object in public from shadowing a built-in. */
-        PGresult *res = PQexec(conn, "select pg_catalog.set_config('search_path', '', false)");
-        PQclear(res);
+        /* No session settings (search_path…): through PgBouncer in transaction
+         * mode they would leak to other clients' sessions.  Every call names
+         * the boxcar schema, and pg_catalog, searched first, cannot be
+         * shadowed by objects in public. */
         return conn;
 }
 

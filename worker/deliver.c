@@ -9,6 +9,7 @@
 #include "common/cleanup.h"
 #include "worker/db.h"
 #include "worker/log.h"
+#include "worker/wmetrics.h"
 #include "worker/webhook_post.h"
 #include "worker/webhook_sign.h"
 
@@ -40,8 +41,8 @@ static void wait_for_work(struct deliverer *d, unsigned ms)
         pthread_mutex_unlock(&d->lock);
 }
 
-static void log_outcome(const struct delivery *dl, const struct webhook_response *resp,
-                        const char *new_status)
+static void log_outcome(struct deliverer *d, const struct delivery *dl,
+                        const struct webhook_response *resp, const char *new_status)
 {
         _cleanup_free_ char *url = webhook_url_for_log(dl->url);
         char status[16], attempt[16];
@@ -51,6 +52,7 @@ static void log_outcome(const struct delivery *dl, const struct webhook_response
                             : strcmp(new_status, "delivered") == 0 ? "webhook.delivered"
                             : strcmp(new_status, "failed") == 0 ? "webhook.failed"
                                                                  : "webhook.retry";
+        wmetrics_webhook(d->metrics, event + strlen("webhook."));
         log_event(strcmp(event, "webhook.delivered") == 0 ? LOG_DEBUG : LOG_WARN, event,
                   "webhook_id", dl->id, "job_id", dl->job_id, "url", url ? url : "",
                   "http_status", status, "attempt", attempt, "error",
@@ -85,7 +87,7 @@ static int deliver_one(struct deliverer *d, PGconn *conn, const struct delivery 
                 conn, "select boxcar.delivery_result($1, $2, $3::int, $4, $5::float8, $6::interval[])",
                 6, p, err);
         if (res)
-                log_outcome(dl, &resp, PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0));
+                log_outcome(d, dl, &resp, PQgetisnull(res, 0, 0) ? NULL : PQgetvalue(res, 0, 0));
         webhook_response_done(&resp);
         return res ? 0 : -EPROTO;
 }
@@ -146,7 +148,9 @@ static void *deliver_main(void *arg)
 int deliverer_start(struct deliverer *d, const struct worker_config *cfg,
                     const char **ret_disabled_reason, struct bc_error *err)
 {
+        struct metrics *m = d->metrics;
         memset(d, 0, sizeof(*d));
+        d->metrics = m;
         d->cfg = cfg;
         pthread_mutex_init(&d->lock, NULL);
         pthread_cond_init(&d->wake, NULL);

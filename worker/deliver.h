@@ -16,6 +16,7 @@ struct webhook_secrets;
 struct deliverer {
         const struct worker_config *cfg;
         struct webhook_secrets *secrets;  /* NULL: delivery disabled on this worker */
+        struct metrics *metrics;          /* or NULL; set before deliverer_start */
         pthread_t *threads;
         unsigned n;
         pthread_mutex_t lock;

@@ -18,6 +18,7 @@
 #include "worker/code.h"
 #include "worker/livelog.h"
 #include "worker/wsfile.h"
+#include "worker/wmetrics.h"
 #include "worker/spec.h"
 #include "worker/store.h"
 
@@ -282,8 +283,15 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         if (needs_db && !conn)
                 return bc_error_prefix(err, "resolve storages");
         int r = store_acquire_volumes(run->svc->store, conn, spec, &run->mounts, err);
+        for (size_t i = 0; r >= 0 && i < run->mounts.n; i++)
+                wmetrics_cache(run->svc->metrics,
+                               !storage_cache_entry_downloaded(run->mounts.entries[i]));
+        uint64_t downloaded = 0;
         if (r >= 0)
-                r = store_restore_artifact(run->svc->store, conn, spec, run->ws, run->base_sha, err);
+                r = store_restore_artifact(run->svc->store, conn, spec, run->ws, run->base_sha,
+                                           &downloaded, err);
+        if (downloaded)
+                wmetrics_transfer(run->svc->metrics, "download", "artifact", downloaded);
         return r;
 }
 
@@ -305,6 +313,8 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                                   .output_ctx = &run->log };
         int r = backend_run(&bj, res, err);
         livelog_flush(&run->log);
+        if (r >= 0 && strcmp(res->backend, "namespace") == 0)
+                wmetrics_sandbox_overhead(run->svc->metrics, (double)res->overhead_ms / 1000);
         return r;
 }
 
@@ -455,6 +465,7 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
         if (r >= 0) {
                 cJSON *main_res = result_json(&res);
                 decide(spec, &res, *stop, o);
+                o->duration_s = (double)res.proc.wall_ms / 1000;
                 if (spec->mode == SPEC_CODE)
                         collect_return_value(run, main_res, o);
                 /* The main run's fields at the top level, the startup's beside them. */
@@ -502,6 +513,8 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         else
                 cJSON_AddNullToObject(art, "parent_sha256");
         cJSON_AddBoolToObject(art, "uploaded", a.uploaded);
+        if (a.uploaded)
+                wmetrics_transfer(run->svc->metrics, "upload", "artifact", a.size);
         cJSON_AddStringToObject(art, "url", a.url);
         char details[256];
         snprintf(details, sizeof(details),
@@ -543,6 +556,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                  const _Atomic int *stop, struct job_outcome *ret)
 {
         memset(ret, 0, sizeof(*ret));
+        ret->duration_s = -1;
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_(spec_freep) struct job_spec *spec = NULL;
         if (spec_parse(job->spec_json, strlen(job->spec_json), &spec, &err) < 0) {

@@ -11,12 +11,14 @@
 #include "worker/config.h"
 
 struct store;
+struct metrics;
 
 struct claimed_job {
         char id[40];
         char *queue;
         int attempt;            /* attempts after this claim */
         int max_attempts;
+        double pickup_s;        /* from due (run_at) to claim */
         char *spec_json;
 };
 
@@ -43,6 +45,7 @@ struct job_outcome {
         char *result_json;      /* or NULL */
         char *error_json;       /* {"code", "message"} or NULL */
         char *error_code;       /* copy of the code, for logs; or NULL */
+        double duration_s;      /* the command's wall time; -1 when it did not run */
 };
 
 void job_outcome_done(struct job_outcome *o);
@@ -51,6 +54,7 @@ void job_outcome_done(struct job_outcome *o);
 struct job_services {
         const struct worker_config *cfg;
         struct store *store;                    /* volumes and artifacts */
+        struct metrics *metrics;                /* or NULL */
         /* The slot's database connection, (re)connected on demand; NULL with
          * err set when the database is away. */
         PGconn *(*conn)(void *ctx, struct bc_error *err);

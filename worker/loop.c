@@ -13,6 +13,8 @@
 #include "common/cleanup.h"
 #include "worker/db.h"
 #include "worker/deliver.h"
+#include "worker/http_server.h"
+#include "worker/wmetrics.h"
 #include "worker/log.h"
 #include "worker/queue.h"
 #include "worker/slots.h"
@@ -23,7 +25,15 @@ struct loop {
         struct slots slots;
         struct store store;
         struct deliverer deliverer;
-        PGconn *conn;              /* control connection: LISTEN, claim, heartbeat */
+        struct metrics *metrics;       /* NULL without --metrics-addr */
+        struct http_server *http;
+        _Atomic bool ready_db;         /* read by the HTTP thread */
+        _Atomic bool ready_draining;
+        uint64_t next_stats;
+        PGconn *conn;              /* control connection: claim, heartbeat, housekeeping */
+        PGconn *listen;            /* LISTEN: conn itself, a direct connection, or NULL */
+        bool leader;               /* holds the housekeeping lease */
+        uint64_t next_lead, next_prune;
         int signal_fd;
         bool want_claim;
         bool draining;
@@ -41,8 +51,13 @@ static void lose_connection(struct loop *l, const struct bc_error *err)
 {
         log_event(LOG_WARN, "db.lost", "worker_id", l->cfg->worker_id, "error",
                   bc_error_message(err), "retry_ms", "100", NULL);
+        if (l->listen && l->listen != l->conn)
+                PQfinish(l->listen);
         PQfinish(l->conn);
         l->conn = NULL;
+        l->listen = NULL;
+        l->ready_db = false;
+        wmetrics_db_up(l->metrics, false);
         l->reconnect_ms = 100;
         l->next_reconnect = slots_now_ms() + l->reconnect_ms;
 }
@@ -80,21 +95,44 @@ static void catch_up_cancels(struct loop *l)
         }
 }
 
+/* LISTEN on the control connection, or on a direct one when the control
+ * connection goes through PgBouncer; nothing with --poll-only. */
+static PGconn *open_listen(struct loop *l, PGconn *conn, struct bc_error *err)
+{
+        if (l->cfg->poll_only)
+                return conn;    /* placeholder: conn, never polled for notifications */
+        PGconn *listen = l->cfg->listen_database_url
+                                 ? db_connect(l->cfg->listen_database_url, "boxcar-listen", err)
+                                 : conn;
+        if (listen && queue_listen(listen, err) >= 0)
+                return listen;
+        if (listen != conn)
+                PQfinish(listen);
+        return NULL;
+}
+
 static void try_connect(struct loop *l)
 {
         struct bc_error err = BC_ERROR_INIT;
         PGconn *conn = db_connect(l->cfg->database_url, "boxcar-worker", &err);
-        if (conn && queue_listen(conn, &err) >= 0 && queue_register(conn, l->cfg, &err) >= 0 &&
+        PGconn *listen = conn ? open_listen(l, conn, &err) : NULL;
+        if (listen && queue_register(conn, l->cfg, &err) >= 0 &&
             (!l->cfg->webhook_default_url ||
              queue_set_default_webhook(conn, l->cfg->webhook_default_url, &err) >= 0) &&
             (!l->draining || queue_set_state(conn, l->cfg->worker_id, "draining", &err) >= 0)) {
                 l->conn = conn;
+                l->listen = l->cfg->poll_only ? NULL : listen;
+                l->next_lead = 0;
+                l->ready_db = true;
+                wmetrics_db_up(l->metrics, true);
                 l->want_claim = true;
                 l->next_heartbeat = 0;
                 log_event(LOG_INFO, "db.connected", "worker_id", l->cfg->worker_id, NULL);
                 catch_up_cancels(l);
                 return;
         }
+        if (listen && listen != conn)
+                PQfinish(listen);
         PQfinish(conn);
         char retry[16];
         snprintf(retry, sizeof(retry), "%u", l->reconnect_ms);
@@ -113,22 +151,27 @@ static bool wanted_queue(const struct loop *l, const char *queue)
         return false;
 }
 
+static void start_drain(struct loop *l, const char *why);
+
 static void handle_notifies(struct loop *l)
 {
-        if (!PQconsumeInput(l->conn)) {
+        if (!PQconsumeInput(l->listen)) {
                 struct bc_error err = BC_ERROR_INIT;
-                db_conn_error(l->conn, &err);
+                db_conn_error(l->listen, &err);
                 lose_connection(l, &err);
                 bc_error_clear(&err);
                 return;
         }
-        for (PGnotify *n = PQnotifies(l->conn); n; n = PQnotifies(l->conn)) {
+        for (PGnotify *n = PQnotifies(l->listen); n; n = PQnotifies(l->listen)) {
                 if (strcmp(n->relname, "boxcar_jobs") == 0 && wanted_queue(l, n->extra))
                         l->want_claim = true;
                 else if (strcmp(n->relname, "boxcar_cancel") == 0)
                         slots_stop(&l->slots, n->extra, JOB_STOP_CANCEL);
                 else if (strcmp(n->relname, "boxcar_webhooks") == 0)
                         deliverer_kick(&l->deliverer);
+                else if (strcmp(n->relname, "boxcar_drain") == 0 &&
+                         strcmp(n->extra, l->cfg->worker_id) == 0 && !l->draining)
+                        start_drain(l, "boxcar worker drain");
                 PQfreemem(n);
         }
 }
@@ -145,8 +188,11 @@ static void claim(struct loop *l)
                 control_failed(l, "claim", &err);
                 return;
         }
-        for (size_t i = 0; i < got; i++)
+        for (size_t i = 0; i < got; i++) {
+                wmetrics_claimed(l->metrics, jobs[i]->queue, jobs[i]->pickup_s);
                 slots_assign(&l->slots, jobs[i]);
+        }
+        wmetrics_slots(l->metrics, l->slots.busy, l->slots.n);
         free(jobs);
         /* A full batch means more may be waiting: claim again as soon as a
          * slot frees up, without waiting for a notification. */
@@ -166,6 +212,45 @@ static void heartbeat(struct loop *l)
         slots_stop_unheld(&l->slots, held, sent);
 }
 
+/* Every lease/3: renew leadership (housekeeping runs on the leader only)
+ * and notice a drain requested from another host, in case its NOTIFY was
+ * missed. */
+static void lead(struct loop *l)
+{
+        l->next_lead = slots_now_ms() + ms(l->cfg->lease_s / 3);
+        struct bc_error err = BC_ERROR_INIT;
+        int r = queue_try_lead(l->conn, l->cfg, &err);
+        if (r < 0) {
+                control_failed(l, "try_lead", &err);
+                return;
+        }
+        if (r != l->leader)
+                log_event(LOG_INFO, r ? "leader.elected" : "leader.lost", "worker_id",
+                          l->cfg->worker_id, NULL);
+        l->leader = r;
+        wmetrics_leader(l->metrics, l->leader);
+        r = l->draining ? 0 : queue_drain_requested(l->conn, l->cfg->worker_id, &err);
+        if (r < 0)
+                control_failed(l, "drain_requested", &err);
+        else if (r > 0)
+                start_drain(l, "boxcar worker drain");
+}
+
+static void prune(struct loop *l)
+{
+        l->next_prune = slots_now_ms() + 10 * 60 * 1000;
+        struct bc_error err = BC_ERROR_INIT;
+        int n = queue_prune(l->conn, l->cfg->retention_s, &err);
+        if (n < 0) {
+                control_failed(l, "prune", &err);
+                return;
+        }
+        char count[16];
+        snprintf(count, sizeof(count), "%d", n);
+        log_event(n ? LOG_INFO : LOG_DEBUG, "jobs.pruned", "worker_id", l->cfg->worker_id,
+                  "count", count, NULL);
+}
+
 static void rescue(struct loop *l)
 {
         l->next_rescue = slots_now_ms() + ms(l->cfg->lease_s / 2);
@@ -183,6 +268,48 @@ static void rescue(struct loop *l)
         }
 }
 
+/* The queue depth gauges, refreshed every poll interval. */
+static void refresh_queue_stats(struct loop *l)
+{
+        l->next_stats = slots_now_ms() + ms(l->cfg->poll_interval_s);
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgresult_ PGresult *res = queue_stats(l->conn, &err);
+        if (!res) {
+                control_failed(l, "queue_stats", &err);
+                return;
+        }
+        wmetrics_queue_depth_begin(l->metrics);
+        for (int i = 0; i < PQntuples(res); i++)
+                wmetrics_queue_depth(l->metrics, PQgetvalue(res, i, 0), atof(PQgetvalue(res, i, 1)),
+                                     atof(PQgetvalue(res, i, 2)), atof(PQgetvalue(res, i, 3)),
+                                     atof(PQgetvalue(res, i, 4)));
+}
+
+/* /readyz: the database is reachable and the worker takes jobs. */
+static bool is_ready(void *ctx, const char **ret_reason)
+{
+        struct loop *l = ctx;
+        if (l->ready_draining) {
+                *ret_reason = "draining";
+                return false;
+        }
+        if (!l->ready_db) {
+                *ret_reason = "database unreachable";
+                return false;
+        }
+        return true;
+}
+
+static int start_metrics(struct loop *l, struct bc_error *err)
+{
+        if (!l->cfg->metrics_addr)
+                return 0;
+        int r = wmetrics_new(&l->metrics, l->cfg->concurrency, err);
+        if (r >= 0)
+                r = http_server_start(l->cfg->metrics_addr, l->metrics, is_ready, l, &l->http, err);
+        return r < 0 ? bc_error_prefix(err, "--metrics-addr") : 0;
+}
+
 static void start_drain(struct loop *l, const char *why)
 {
         if (l->draining) {
@@ -194,6 +321,8 @@ static void start_drain(struct loop *l, const char *why)
                 return;
         }
         l->draining = true;
+        l->ready_draining = true;
+        wmetrics_draining(l->metrics, true);
         l->drain_deadline = slots_now_ms() + ms(l->cfg->drain_timeout_s);
         log_event(LOG_INFO, "worker.draining", "worker_id", l->cfg->worker_id, "reason", why,
                   NULL);
@@ -220,8 +349,10 @@ static int next_timeout(const struct loop *l)
                         next = l->next_poll;
                 if (l->next_heartbeat < next)
                         next = l->next_heartbeat;
-                if (l->next_rescue < next)
+                if (l->leader && l->next_rescue < next)
                         next = l->next_rescue;
+                if (l->next_lead < next)
+                        next = l->next_lead;
         }
         if (l->draining && !l->stopping_all && l->drain_deadline < next)
                 next = l->drain_deadline;
@@ -245,12 +376,17 @@ static void do_timers(struct loop *l)
          * away): give up, the jobs are rescued once their leases expire. */
         if (l->stopping_all && !l->slots.hard && now >= l->drain_deadline + 10000)
                 l->slots.hard = true;
-        if (l->conn && now >= l->next_heartbeat && l->slots.busy)
+        /* Also when idle: it keeps this worker's row alive in worker_status. */
+        if (l->conn && now >= l->next_heartbeat)
                 heartbeat(l);
-        else if (l->conn && now >= l->next_heartbeat)
-                l->next_heartbeat = now + ms(l->cfg->lease_s / 3);
-        if (l->conn && now >= l->next_rescue)
+        if (l->conn && now >= l->next_lead)
+                lead(l);
+        if (l->conn && l->leader && now >= l->next_rescue)
                 rescue(l);
+        if (l->conn && l->leader && l->cfg->retention_s > 0 && now >= l->next_prune)
+                prune(l);
+        if (l->conn && l->metrics && now >= l->next_stats)
+                refresh_queue_stats(l);
         if (l->conn && !l->draining && slots_free(&l->slots) &&
             (l->want_claim || now >= l->next_poll))
                 claim(l);
@@ -289,16 +425,18 @@ static void run_loop(struct loop *l)
                 struct pollfd p[3] = {
                         { .fd = l->signal_fd, .events = POLLIN },
                         { .fd = l->slots.done_fd, .events = POLLIN },
-                        { .fd = l->conn ? PQsocket(l->conn) : -1, .events = POLLIN },
+                        { .fd = l->listen ? PQsocket(l->listen) : -1, .events = POLLIN },
                 };
                 int n = poll(p, 3, next_timeout(l));
                 if (n < 0 && errno != EINTR)
                         break;
                 if (p[0].revents)
                         handle_signals(l);
-                if (p[1].revents)
+                if (p[1].revents) {
                         slots_collect(&l->slots);
-                if (l->conn && p[2].revents)
+                        wmetrics_slots(l->metrics, l->slots.busy, l->slots.n);
+                }
+                if (l->listen && p[2].revents)
                         handle_notifies(l);
                 do_timers(l);
         }
@@ -310,6 +448,10 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         int r = setup_work_dir(cfg, err);
         if (r >= 0)
                 r = setup_signals(&l, err);
+        if (r >= 0)
+                r = start_metrics(&l, err);
+        l.slots.metrics = l.metrics;
+        l.deliverer.metrics = l.metrics;
         _cleanup_free_ char *cache_dir = NULL;
         if (r >= 0 && asprintf(&cache_dir, "%s/volumes", cfg->work_dir) < 0)
                 r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -328,6 +470,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 deliverer_ok = true;
         }
         if (r < 0) {
+                http_server_stop(l.http);
+                metrics_free(l.metrics);
                 if (deliverer_ok)
                         deliverer_stop(&l.deliverer);
                 if (l.slots.slot)
@@ -352,12 +496,18 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         run_loop(&l);
         if (l.conn) {
                 struct bc_error ignored = BC_ERROR_INIT;
+                if (l.leader)
+                        queue_resign(l.conn, cfg->worker_id, &ignored);
                 queue_set_state(l.conn, cfg->worker_id, "stopped", &ignored);
                 bc_error_clear(&ignored);
         }
         slots_join(&l.slots);
         deliverer_stop(&l.deliverer);
         store_close(&l.store);
+        http_server_stop(l.http);
+        metrics_free(l.metrics);
+        if (l.listen && l.listen != l.conn)
+                PQfinish(l.listen);
         PQfinish(l.conn);
         close(l.signal_fd);
         log_event(LOG_INFO, "worker.stopped", "worker_id", cfg->worker_id, NULL);

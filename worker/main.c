@@ -4,6 +4,7 @@
 
 #include "worker/cli.h"
 #include "worker/config.h"
+#include "worker/db.h"
 #include "worker/log.h"
 #include "worker/loop.h"
 
@@ -71,8 +72,40 @@ const struct cli_command cli_commands[] = {
         { NULL, NULL, NULL, NULL },
 };
 
+/* `boxcar worker drain ID`: asks a replica, on any host, to drain. */
+static int worker_drain(int argc, char **argv)
+{
+        const char *url = NULL;
+        int r = cli_common_options(&argc, argv, config_worker_usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        if (argc != 3) {
+                fprintf(stderr, "usage: boxcar worker drain WORKER_ID\n");
+                return 2;
+        }
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        const char *p[] = { argv[2] };
+        _cleanup_pgresult_ PGresult *res =
+                conn ? db_exec(conn, "select boxcar.request_drain($1)", 1, p, &err) : NULL;
+        if (!res) {
+                int st = cli_fail("worker drain", &err);
+                bc_error_clear(&err);
+                return st;
+        }
+        if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+                fprintf(stderr, "boxcar worker drain: no running worker %s (see boxcar.worker_status)\n",
+                        argv[2]);
+                return 1;
+        }
+        printf("drain requested: %s stops claiming and exits once its jobs are done\n", argv[2]);
+        return 0;
+}
+
 int cmd_worker(int argc, char **argv)
 {
+        if (argc >= 2 && strcmp(argv[1], "drain") == 0)
+                return worker_drain(argc, argv);
         struct worker_config cfg;
         struct bc_error err = BC_ERROR_INIT;
         int r = config_parse_worker(argc, argv, &cfg, &err);

@@ -12,7 +12,7 @@
 int queue_listen(PGconn *conn, struct bc_error *err)
 {
         return db_exec_script(conn, "listen boxcar_jobs; listen boxcar_cancel; "
-                                    "listen boxcar_webhooks", err);
+                                    "listen boxcar_webhooks; listen boxcar_drain", err);
 }
 
 /* {"a","b"}: queue names are checked against [A-Za-z0-9_.-/], which need
@@ -69,6 +69,7 @@ static struct claimed_job *job_from_row(const PGresult *res, int row)
         job->attempt = atoi(PQgetvalue(res, row, 2));
         job->max_attempts = atoi(PQgetvalue(res, row, 3));
         job->spec_json = strdup(PQgetvalue(res, row, 4));
+        job->pickup_s = atof(PQgetvalue(res, row, 5));
         if (!job->queue || !job->spec_json) {
                 claimed_job_free(job);
                 return NULL;
@@ -86,7 +87,8 @@ int queue_claim(PGconn *conn, const struct worker_config *cfg, unsigned n,
         const char *p[] = { cfg->worker_id, queues, count, lease };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn,
-                "select id, queue, attempts, max_attempts, spec "
+                "select id, queue, attempts, max_attempts, spec, "
+                "extract(epoch from started_at - run_at) "
                 "from boxcar.claim($1, $2::text[], $3::int, $4::interval)",
                 4, p, err);
         if (!res)
@@ -141,6 +143,52 @@ int queue_rescue(PGconn *conn, struct bc_error *err)
         if (!res)
                 return -EPROTO;
         return atoi(PQgetvalue(res, 0, 0));
+}
+
+static int bool_call(PGconn *conn, const char *sql, int n, const char *const *p,
+                     struct bc_error *err)
+{
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, sql, n, p, err);
+        if (!res)
+                return -EPROTO;
+        return strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+}
+
+int queue_try_lead(PGconn *conn, const struct worker_config *cfg, struct bc_error *err)
+{
+        char ttl[32];
+        snprintf(ttl, sizeof(ttl), "%.3f seconds", cfg->lease_s);
+        const char *p[] = { cfg->worker_id, ttl };
+        return bool_call(conn, "select boxcar.try_lead($1, $2::interval)", 2, p, err);
+}
+
+int queue_resign(PGconn *conn, const char *worker_id, struct bc_error *err)
+{
+        const char *p[] = { worker_id };
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, "select boxcar.resign($1)", 1, p, err);
+        return res ? 0 : -EPROTO;
+}
+
+int queue_drain_requested(PGconn *conn, const char *worker_id, struct bc_error *err)
+{
+        const char *p[] = { worker_id };
+        return bool_call(conn, "select boxcar.drain_requested($1)", 1, p, err);
+}
+
+int queue_prune(PGconn *conn, double retention_s, struct bc_error *err)
+{
+        char older[32];
+        snprintf(older, sizeof(older), "%.0f seconds", retention_s);
+        const char *p[] = { older };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.prune($1::interval)", 1, p, err);
+        return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
+}
+
+PGresult *queue_stats(PGconn *conn, struct bc_error *err)
+{
+        return db_exec(conn, "select queue, queued, scheduled, running, oldest_queued_age_s "
+                             "from boxcar.queue_stats", 0, NULL, err);
 }
 
 int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct bc_error *err)

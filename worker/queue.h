@@ -34,6 +34,18 @@ int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, char **ret_id
 /* Returns how many expired jobs were rescued, or a negative errno. */
 int queue_rescue(PGconn *conn, struct bc_error *err);
 
+/* Takes or renews the housekeeping lease; 1 while this worker leads. */
+int queue_try_lead(PGconn *conn, const struct worker_config *cfg, struct bc_error *err);
+int queue_resign(PGconn *conn, const char *worker_id, struct bc_error *err);
+/* 1 when `boxcar worker drain` asked this worker to drain. */
+int queue_drain_requested(PGconn *conn, const char *worker_id, struct bc_error *err);
+/* Deletes finished jobs older than retention_s; returns how many. */
+int queue_prune(PGconn *conn, double retention_s, struct bc_error *err);
+
+/* boxcar.queue_stats rows: queue, queued, scheduled, running,
+ * oldest_queued_age_s (caller PQclear()s). */
+PGresult *queue_stats(PGconn *conn, struct bc_error *err);
+
 /* Which of the given job ids (space-separated) have a pending cancel. */
 int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct bc_error *err);
 

@@ -12,6 +12,7 @@
 #include "worker/db.h"
 #include "worker/log.h"
 #include "worker/queue.h"
+#include "worker/wmetrics.h"
 
 struct slot {
         struct slots *owner;
@@ -84,7 +85,7 @@ static void report(struct slot *sl, const struct claimed_job *job, const struct 
                         if (r == 0 && o->action != JOB_DROP)
                                 log_event(retried ? LOG_INFO : LOG_WARN, "job.not_held",
                                           "job_id", job->id, "queue", job->queue,
-                                          "detail", retried ? "already recorded or rescued "
+                                          "worker_id", cfg->worker_id, "detail", retried ? "already recorded or rescued "
                                                               "while the database was away"
                                                             : "lease lost: another worker "
                                                               "owns the job",
@@ -94,7 +95,7 @@ static void report(struct slot *sl, const struct claimed_job *job, const struct 
                 }
                 bool lost = !conn || db_connection_lost(conn);
                 log_event(LOG_WARN, "job.report_failed", "job_id", job->id, "queue", job->queue,
-                          "error", bc_error_message(&err), "will_retry",
+                          "worker_id", cfg->worker_id, "error", bc_error_message(&err), "will_retry",
                           lost && !sl->owner->hard ? "true" : "false", NULL);
                 bc_error_clear(&err);
                 if (!lost || sl->owner->hard)
@@ -117,17 +118,21 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         svc_event(sl, job, "started",
                   cfg->sandbox == BACKEND_NAMESPACE ? "{\"sandbox\": \"namespace\"}"
                                                     : "{\"sandbox\": \"none\"}");
-        struct job_services svc = { .cfg = cfg, .store = sl->owner->store, .conn = svc_conn,
+        struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
+                                    .metrics = sl->owner->metrics, .conn = svc_conn,
                                     .conn_ctx = sl, .event = svc_event };
         struct job_outcome o;
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
         report(sl, job, &o);
         static const char *const actions[] = { "complete", "retry", "release", "drop" };
-        log_event(o.action == JOB_COMPLETE && strcmp(o.status, "succeeded") == 0 ? LOG_DEBUG
-                                                                                   : LOG_INFO,
-                  "job.finished", "job_id", job->id, "queue", job->queue, "attempt", attempt,
-                  "action", actions[o.action], "status", o.status ? o.status : "",
-                  "error_code", o.error_code ? o.error_code : "", NULL);
+        static const char *const outcomes[] = { NULL, "retried", "released", "lost" };
+        wmetrics_finished(sl->owner->metrics, job->queue,
+                          o.action == JOB_COMPLETE ? o.status : outcomes[o.action],
+                          o.error_code, o.duration_s);
+        log_event(LOG_INFO, "job.finished", "job_id", job->id, "queue", job->queue,
+                  "worker_id", cfg->worker_id, "attempt", attempt, "action", actions[o.action],
+                  "status", o.status ? o.status : "", "error_code",
+                  o.error_code ? o.error_code : "", NULL);
         job_outcome_done(&o);
 }
 
@@ -161,7 +166,9 @@ static void *slot_main(void *arg)
 int slots_start(struct slots *s, const struct worker_config *cfg, struct store *store,
                 struct bc_error *err)
 {
+        struct metrics *m = s->metrics;
         memset(s, 0, sizeof(*s));
+        s->metrics = m;
         s->cfg = cfg;
         s->store = store;
         pthread_mutex_init(&s->lock, NULL);
@@ -275,7 +282,7 @@ void slots_stop_unheld(struct slots *s, const char *held, uint64_t since_ms)
                 struct slot *sl = &s->slot[i];
                 if (sl->job && sl->assigned_ms < since_ms && !strstr(held, sl->job->id)) {
                         log_event(LOG_WARN, "job.lease_lost", "job_id", sl->job->id, "queue",
-                                  sl->job->queue, "detail", "stopping it: the job is no longer "
+                                  sl->job->queue, "worker_id", s->cfg->worker_id, "detail", "stopping it: the job is no longer "
                                   "this worker's", NULL);
                         stop_slot(sl, JOB_STOP_LOST);
                 }

@@ -19,6 +19,7 @@ struct store;
 struct slots {
         const struct worker_config *cfg;
         struct store *store;
+        struct metrics *metrics;    /* or NULL */
         struct slot *slot;
         unsigned n;
         unsigned busy;          /* main thread's count of assigned slots */

@@ -149,9 +149,11 @@ void store_release_volumes(struct store *st, struct store_mounts *m)
 }
 
 int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                           const char *workspace, char ret_base_sha[65], struct bc_error *err)
+                           const char *workspace, char ret_base_sha[65], uint64_t *ret_downloaded,
+                           struct bc_error *err)
 {
         ret_base_sha[0] = '\0';
+        *ret_downloaded = 0;
         if (!spec->artifact_storage || strcmp(spec->artifact_base, "empty") == 0)
                 return 0;
         struct store_version v = { 0 };
@@ -169,8 +171,10 @@ int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec
         struct storage_fetch_result fr;
         if (r >= 0)
                 r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, &fr, err);
-        if (r >= 0)
+        if (r >= 0) {
                 memcpy(ret_base_sha, v.sha256, 65);
+                *ret_downloaded = fr.size;
+        }
         store_version_done(&v);
         return r < 0 ? bc_error_prefix(err, "artifact %s base", spec->artifact_storage) : 0;
 }

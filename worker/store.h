@@ -60,7 +60,8 @@ void store_release_volumes(struct store *st, struct store_mounts *m);
 /* Unpacks the artifact's base version into workspace (which is empty).
  * *ret_base_sha gets the base's sha256, or "" for an empty start. */
 int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                           const char *workspace, char ret_base_sha[65], struct bc_error *err);
+                           const char *workspace, char ret_base_sha[65], uint64_t *ret_downloaded,
+                           struct bc_error *err);
 
 struct store_artifact {
         char sha256[65];
