@@ -109,6 +109,7 @@ dev-up: deps
 
 dev-down:
 	@scripts/pg.sh stop
+	@scripts/s3.sh stop
 
 lint:
 	clang-tidy --quiet $(foreach m,$(MODULES),$(wildcard $(m)/*.c)) -- $(CPPFLAGS) -std=c17
