@@ -41,6 +41,9 @@ struct cg_backend {
         /* Creates the sandbox cgroup and applies the limits. */
         int (*create)(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
         int (*attach)(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
+        /* Opens the files through which a process moves itself in (v1:
+         * each hierarchy's "tasks"); returns how many, 0 if unsupported. */
+        int (*self_attach_fds)(struct sbx_cgroup *cg, int *fds, size_t max);
         /* Best-effort SIGKILL of everything left in the cgroup. */
         void (*kill_all)(struct sbx_cgroup *cg);
         void (*stats)(struct sbx_cgroup *cg, struct cg_stats *ret);
@@ -54,11 +57,18 @@ extern const struct cg_backend cg_backend_v2;
  * (static string) for v2. */
 const struct cg_backend *cg_detect(const char **ret_v2_root);
 
-/* Creates the sandbox cgroup.  When cgroups cannot be used and l asks for
- * no limit, succeeds with cg->ops == NULL (the job still runs, bounded by
- * rlimits and the pid namespace); when l asks for a limit it fails. */
+/* Creates the sandbox cgroup when l asks for a limit (else succeeds with
+ * cg->ops == NULL: the pid namespace still bounds the job's lifetime);
+ * fails when a limit is asked for and cannot be applied. */
 int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
 int sbx_cgroup_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
+/* Fills fds (O_WRONLY, close-on-exec) for the child to move itself in by
+ * writing "0" to each: a single thread moving itself skips the global
+ * threadgroup lock whose RCU sync makes a v1 migration by pid cost
+ * milliseconds.  Returns the count; 0 means "use sbx_cgroup_attach". */
+int sbx_cgroup_self_attach_fds(struct sbx_cgroup *cg, int *fds, size_t max);
+/* The child's side: writes "0" to each fd and closes it. */
+int sbx_cgroup_self_attach(const int *fds, size_t n);
 void sbx_cgroup_kill_all(struct sbx_cgroup *cg);
 void sbx_cgroup_stats(struct sbx_cgroup *cg, struct cg_stats *ret);
 /* Removes the cgroup directories (retrying while the last tasks exit) and

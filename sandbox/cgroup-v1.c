@@ -4,6 +4,7 @@
 #include "sandbox/cgroup-internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,25 @@ static int v1_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err)
         return 0;
 }
 
+static int v1_self_attach_fds(struct sbx_cgroup *cg, int *fds, size_t max)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < cg->n_dirs && n < max; i++) {
+                char p[4096];
+                if (snprintf(p, sizeof(p), "%s/tasks", cg->dirs[i]) >= (int)sizeof(p))
+                        goto fail;
+                int fd = open(p, O_WRONLY | O_CLOEXEC);
+                if (fd < 0)
+                        goto fail;
+                fds[n++] = fd;
+        }
+        return (int)n;
+fail:
+        while (n > 0)
+                close(fds[--n]);
+        return 0;  /* the supervisor attaches by pid instead */
+}
+
 static void v1_kill_all(struct sbx_cgroup *cg)
 {
         /* Any hierarchy lists every task; pids is the one made for this. */
@@ -150,6 +170,7 @@ const struct cg_backend cg_backend_v1 = {
         .version = SANDBOX_CGROUP_V1,
         .create = v1_create,
         .attach = v1_attach,
+        .self_attach_fds = v1_self_attach_fds,
         .kill_all = v1_kill_all,
         .stats = v1_stats,
 };

@@ -175,11 +175,13 @@ int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct b
 {
         *cg = (struct sbx_cgroup){ .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 };
         bool want = l->memory_mb || l->pids || l->cpus > 0;
+        /* Nothing to limit: the pid namespace bounds the job's lifetime and
+         * rusage gives its CPU time; skip the cost of a cgroup. */
+        if (!want)
+                return 0;
         const char *root = NULL;
         const struct cg_backend *b = cg_detect(&root);
         if (!b) {
-                if (!want)
-                        return 0;
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
                                     "limits asked for but no cgroup v1/v2 controllers are mounted");
         }
@@ -188,12 +190,6 @@ int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct b
         int r = b->create(cg, l, &local);
         if (r < 0) {
                 sbx_cgroup_destroy(cg);
-                /* Unprivileged without delegation: fine when nothing is limited,
-                 * the pid namespace still bounds the job's lifetime. */
-                if (!want && (r == -EACCES || r == -EPERM || r == -EROFS || r == -ENOENT)) {
-                        bc_error_clear(&local);
-                        return 0;
-                }
                 bc_error_move(err, &local);
                 return r;
         }
@@ -203,6 +199,27 @@ int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct b
 int sbx_cgroup_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err)
 {
         return cg->ops ? cg->ops->attach(cg, pid, err) : 0;
+}
+
+int sbx_cgroup_self_attach_fds(struct sbx_cgroup *cg, int *fds, size_t max)
+{
+        if (!cg->ops || !cg->ops->self_attach_fds)
+                return 0;
+        return cg->ops->self_attach_fds(cg, fds, max);
+}
+
+int sbx_cgroup_self_attach(const int *fds, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                ssize_t w;
+                do
+                        w = write(fds[i], "0", 1);
+                while (w < 0 && errno == EINTR);
+                if (w != 1)
+                        return w < 0 ? -errno : -EIO;
+                close(fds[i]);
+        }
+        return 0;
 }
 
 void sbx_cgroup_kill_all(struct sbx_cgroup *cg)

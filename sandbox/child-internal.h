@@ -3,15 +3,25 @@
 #define BC_SANDBOX_CHILD_INTERNAL_H
 
 #include "sandbox/helper-internal.h"
+#include "sandbox/seccomp-internal.h"
 
 /* Set in a GO message's wstatus when the sandbox is in a cgroup. */
 #define SBX_GO_CGROUP 1
 
-/* Runs in the child cloned with the new namespaces: waits for GO, builds
- * the root (copying host_ws_fd in when >= 0), reports READY with the
- * /workspace fd, waits for GO again, then becomes init and forks the
- * job.  Never returns; setup failures are sent over sock, then _exit. */
-void sbx_child_main(const struct helper_config *c, int sock, int host_ws_fd)
-        __attribute__((noreturn));
+struct child_args {
+        const struct helper_config *c;
+        const struct sbx_seccomp_prog *prog;
+        int sock;          /* our end of the supervisor's socket */
+        int host_ws_fd;    /* -1: no workspace to copy in */
+        int cg_fds[4];     /* "tasks" files to move ourselves into */
+        size_t n_cg_fds;
+};
+
+/* Runs in the child cloned with the new namespaces: moves itself into the
+ * cgroup, waits for GO, builds the root (copying the workspace in),
+ * reports READY with the /workspace fd, waits for GO again, then becomes
+ * init and forks the job.  Never returns; setup failures are sent over
+ * the socket, then _exit. */
+void sbx_child_main(const struct child_args *a) __attribute__((noreturn));
 
 #endif

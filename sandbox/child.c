@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox/cgroup-internal.h"
 #include "sandbox/privs-internal.h"
 #include "sandbox/rootfs-internal.h"
 #include "sandbox/seccomp-internal.h"
@@ -132,8 +134,10 @@ static int exec_command(char *const *argv, char *const *env)
         return best;
 }
 
-static void job_main(const struct helper_config *c, int sock, bool in_cgroup) __attribute__((noreturn));
-static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
+static void job_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
+                     bool in_cgroup) __attribute__((noreturn));
+static void job_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
+                     bool in_cgroup)
 {
         struct setup_ctx x = { .c = c, .step = SBX_STEP_PRIVILEGES, .err = BC_ERROR_INIT };
         if (setsid() < 0) {
@@ -148,7 +152,7 @@ static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
                 report_and_exit(sock, &x);
         umask(022);
         x.step = SBX_STEP_SECCOMP;
-        if (sbx_seccomp_install(&x.err) < 0)
+        if (sbx_seccomp_apply(prog, &x.err) < 0)
                 report_and_exit(sock, &x);
         int e = exec_command(c->argv, c->env);
         struct sbx_msg m;
@@ -159,23 +163,33 @@ static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
 }
 
 /* pid 1: reap everything, report the job, exit (killing the rest). */
-static void init_main(const struct helper_config *c, int sock, pid_t job) __attribute__((noreturn));
-static void init_main(const struct helper_config *c, int sock, pid_t job)
+static void init_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
+                      pid_t job) __attribute__((noreturn));
+static void init_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
+                      pid_t job)
 {
         struct bc_error err = BC_ERROR_INIT;
         /* Same uid as the job but not dumpable: the job can neither ptrace
          * init nor open its /proc files (its socket to the supervisor). */
         if (sbx_drop_privileges(c->uid, c->gid, &err) < 0 ||
-            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || sbx_seccomp_install(&err) < 0)
+            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                _exit(SBX_EXIT_PRIVS);
+        /* A uid change clears the parent-death signal: set it again, then
+         * make sure the supervisor did not die in between (its end of the
+         * socket would have hung up). */
+        struct pollfd p = { .fd = sock, .events = POLLIN };
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll(&p, 1, 0) != 0)
+                _exit(SBX_EXIT_INTERNAL);
+        if (sbx_seccomp_apply(prog, &err) < 0)
                 _exit(SBX_EXIT_PRIVS);
         for (;;) {
                 int st;
-                pid_t p = wait4(-1, &st, 0, NULL);
-                if (p < 0 && errno == EINTR)
+                pid_t w = wait4(-1, &st, 0, NULL);
+                if (w < 0 && errno == EINTR)
                         continue;
-                if (p < 0)
+                if (w < 0)
                         _exit(SBX_EXIT_INTERNAL);
-                if (p != job)
+                if (w != job)
                         continue;
                 struct rusage ru;
                 getrusage(RUSAGE_CHILDREN, &ru);
@@ -209,15 +223,23 @@ static void close_other_fds(int a, int b)
         syscall(SYS_close_range, from, ~0u, 0);
 }
 
-void sbx_child_main(const struct helper_config *c, int sock, int host_ws_fd)
+void sbx_child_main(const struct child_args *a)
 {
+        const struct helper_config *c = a->c;
+        const struct sbx_seccomp_prog *prog = a->prog;
+        int sock = a->sock, host_ws_fd = a->host_ws_fd;
         reset_signals();
+        struct setup_ctx x = { .c = c, .step = SBX_STEP_CGROUP, .err = BC_ERROR_INIT };
+        if (sbx_cgroup_self_attach(a->cg_fds, a->n_cg_fds) < 0) {
+                setup_fail(&x, errno, "tasks", "move into cgroup");
+                report_and_exit(sock, &x);
+        }
         close_other_fds(sock, host_ws_fd);
         /* Dies with the supervisor; the check after it closes the race of
          * a supervisor that died before the prctl (the GO never comes). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
                 _exit(SBX_EXIT_INTERNAL);
-        struct setup_ctx x = { .c = c, .step = SBX_STEP_MOUNT, .err = BC_ERROR_INIT };
+        x.step = SBX_STEP_MOUNT;
         int ws_fd = -1;
         if (setup_namespaces(&x, host_ws_fd, &ws_fd) < 0)
                 report_and_exit(sock, &x);
@@ -244,6 +266,6 @@ void sbx_child_main(const struct helper_config *c, int sock, int host_ws_fd)
                 report_and_exit(sock, &x);
         }
         if (job == 0)
-                job_main(c, sock, in_cgroup);
-        init_main(c, sock, job);
+                job_main(c, prog, sock, in_cgroup);
+        init_main(c, prog, sock, job);
 }

@@ -77,7 +77,9 @@ int main(int argc, char **argv)
                 helper_config_done(&cfg);
                 return 0;
         }
-        if (cfg.status_fd >= 0 && fcntl(cfg.status_fd, F_SETFD, FD_CLOEXEC) < 0) {
+        /* Only checked: the sandbox's child closes every fd but its own
+         * before anything runs, so the status fd never reaches the job. */
+        if (cfg.status_fd >= 0 && fcntl(cfg.status_fd, F_GETFD) < 0) {
                 helper_config_done(&cfg);
                 return usage_error(argc, argv, "--status-fd: not an open file descriptor");
         }

@@ -11,11 +11,16 @@
 #include "sandbox/seccomp-internal.h"
 
 #include <errno.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 
@@ -149,7 +154,33 @@ static int build_ioctl_filter(scmp_filter_ctx ctx)
         return r;
 }
 
-int sbx_seccomp_install(struct bc_error *err)
+/* libseccomp 2.5 exports BPF only to an fd: a memfd, read back. */
+static int export_bpf(scmp_filter_ctx ctx, struct sock_fprog *ret)
+{
+        _cleanup_fd_ int fd = memfd_create("boxcar-seccomp", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        int r = seccomp_export_bpf(ctx, fd);
+        if (r < 0)
+                return r;
+        off_t size = lseek(fd, 0, SEEK_END);
+        /* The kernel takes at most BPF_MAXINSNS instructions. */
+        if (size <= 0 || size % (off_t)sizeof(struct sock_filter) ||
+            size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+                return -E2BIG;
+        struct sock_filter *f = malloc((size_t)size);
+        if (!f)
+                return -ENOMEM;
+        if (pread(fd, f, (size_t)size, 0) != (ssize_t)size) {
+                free(f);
+                return -EIO;
+        }
+        ret->filter = f;
+        ret->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+        return 0;
+}
+
+int sbx_seccomp_compile(struct sbx_seccomp_prog *ret, struct bc_error *err)
 {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ioctls = seccomp_init(SCMP_ACT_ALLOW);
         _cleanup_(seccomp_releasep) scmp_filter_ctx allow = seccomp_init(SCMP_ACT_ERRNO(EPERM));
@@ -161,10 +192,47 @@ int sbx_seccomp_install(struct bc_error *err)
         r = build_allow_list(allow);
         if (r < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, -r, "seccomp allow-list: %s", strerror(-r));
-        r = seccomp_load(ioctls);
+        struct sbx_seccomp_prog p = { 0 };
+        r = export_bpf(ioctls, &p.filters[0]);
         if (r >= 0)
-                r = seccomp_load(allow);
-        if (r < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "seccomp_load: %s", strerror(-r));
+                r = export_bpf(allow, &p.filters[1]);
+        if (r < 0) {
+                sbx_seccomp_prog_done(&p);
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "seccomp export: %s", strerror(-r));
+        }
+        *ret = p;
         return 0;
+}
+
+void sbx_seccomp_prog_done(struct sbx_seccomp_prog *p)
+{
+        if (!p)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(p->filters); i++) {
+                free(p->filters[i].filter);
+                p->filters[i].filter = NULL;
+                p->filters[i].len = 0;
+        }
+}
+
+int sbx_seccomp_apply(const struct sbx_seccomp_prog *p, struct bc_error *err)
+{
+        for (size_t i = 0; i < ELEMENTSOF(p->filters); i++) {
+                if (!p->filters[i].filter)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "seccomp: no filter");
+                if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->filters[i]) < 0)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "seccomp: %s", strerror(errno));
+        }
+        return 0;
+}
+
+int sbx_seccomp_install(struct bc_error *err)
+{
+        struct sbx_seccomp_prog p;
+        int r = sbx_seccomp_compile(&p, err);
+        if (r < 0)
+                return r;
+        r = sbx_seccomp_apply(&p, err);
+        sbx_seccomp_prog_done(&p);
+        return r;
 }

@@ -33,6 +33,9 @@
 struct supervisor {
         const struct helper_config *c;
         struct sbx_cgroup cg;
+        struct sbx_seccomp_prog seccomp;
+        int cg_fds[4];
+        size_t n_cg_fds;
         int sock, sigfd, timerfd, host_ws, sandbox_ws;
         uid_t ws_uid;
         gid_t ws_gid;
@@ -109,13 +112,8 @@ static int map_ids(struct supervisor *s)
 static void on_ready(struct supervisor *s, int fd)
 {
         s->sandbox_ws = fd;
-        struct bc_error err = BC_ERROR_INIT;
-        if (sbx_cgroup_attach(&s->cg, s->child, &err) < 0) {
-                fail(s, SBX_STEP_CGROUP, err.errnum, s->cg.dirs[0], bc_error_message(&err));
-                bc_error_clear(&err);
-                kill_sandbox(s);
-                return;
-        }
+        if (s->failed)
+                return;  /* the cgroup step failed: the child is being killed */
         struct sbx_msg go = { .type = SBX_MSG_GO, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
         /* The job's time starts now: setup is not the job's to pay for. */
         clock_gettime(CLOCK_MONOTONIC, &s->start);
@@ -219,6 +217,19 @@ static void loop(struct supervisor *s)
                 on_message(s);
 }
 
+/* v2 (or a v1 whose tasks files could not be opened): move the child by
+ * pid, while it builds its root.  The job is only forked after the next
+ * GO, so it always starts inside the cgroup. */
+static void attach_by_pid(struct supervisor *s)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        if (sbx_cgroup_attach(&s->cg, s->child, &err) < 0) {
+                fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
+                bc_error_clear(&err);
+                kill_sandbox(s);
+        }
+}
+
 static int start_child(struct supervisor *s, int *sock_child)
 {
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
@@ -238,9 +249,16 @@ static int start_child(struct supervisor *s, int *sock_child)
                 close(s->sock);
                 close(s->sigfd);
                 close(s->timerfd);
-                sbx_child_main(s->c, *sock_child, s->host_ws);
+                struct child_args a = { .c = s->c, .prog = &s->seccomp, .sock = *sock_child,
+                                        .host_ws_fd = s->host_ws, .n_cg_fds = s->n_cg_fds };
+                memcpy(a.cg_fds, s->cg_fds, sizeof(a.cg_fds));
+                sbx_child_main(&a);
         }
         s->child = pid;
+        bool self_attaching = s->n_cg_fds > 0;
+        for (size_t i = 0; i < s->n_cg_fds; i++)
+                close(s->cg_fds[i]);
+        s->n_cg_fds = 0;
         close(*sock_child);
         *sock_child = -1;
         if (userns && map_ids(s) < 0) {
@@ -252,7 +270,10 @@ static int start_child(struct supervisor *s, int *sock_child)
         if (sbx_msg_send(s->sock, &go, -1) < 0) {
                 fail(s, SBX_STEP_INTERNAL, errno, NULL, "child vanished");
                 kill_sandbox(s);
+                return 0;
         }
+        if (s->cg.ops && !self_attaching)
+                attach_by_pid(s);
         /* Setup gets the job's timeout too: a hung bind source must not
          * hang the worker's slot forever. */
         if (arm_timer(s) < 0)
@@ -273,14 +294,25 @@ static int prepare(struct supervisor *s)
                 s->ws_uid = st.st_uid;
                 s->ws_gid = st.st_gid;
         }
+        struct bc_error err = BC_ERROR_INIT;
+        if (sbx_seccomp_compile(&s->seccomp, &err) < 0) {
+                fail(s, SBX_STEP_SECCOMP, err.errnum, NULL, bc_error_message(&err));
+                bc_error_clear(&err);
+                return -1;
+        }
+        /* The cgroup is made before the clone: the child moves itself in
+         * first thing (cheaper than being moved, see cgroup-internal.h),
+         * so the workspace copied into its tmpfs is charged to it too, as
+         * everything the job writes there (tmpfs is memory). */
         struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
                                .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
-        struct bc_error err = BC_ERROR_INIT;
         if (sbx_cgroup_create(&s->cg, &l, &err) < 0) {
                 fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
                 bc_error_clear(&err);
                 return -1;
         }
+        int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
+        s->n_cg_fds = n > 0 ? (size_t)n : 0;
         sigset_t set;
         sigemptyset(&set);
         int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT };
@@ -373,6 +405,7 @@ int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
                 copy_out(&s);
         int code = finish(&s, ret);
         sbx_cgroup_destroy(&s.cg);
+        sbx_seccomp_prog_done(&s.seccomp);
         int fds[] = { s.sock, sp[1], s.sigfd, s.timerfd, s.host_ws, s.sandbox_ws };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# Security suite: real programs run inside build/boxcar-sandbox try to get
+# out; every attempt must fail.  Each check looks for a positive sign that
+# the attempt ran ("RAN ...", "BLOCKED ...") so a probe that never ran, or
+# a sandbox that is not there, fails the test instead of passing it.
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+cd "$BOXCAR_ROOT"
+
+# SANDBOX_BIN=build-san/boxcar-sandbox runs the suite against another build.
+SB=${SANDBOX_BIN:-$BOXCAR_SANDBOX}
+[[ $SB == /* ]] || SB=$BOXCAR_ROOT/$SB
+if [[ ! -x $SB ]]; then
+  echo "not ok 1 - build/boxcar-sandbox missing (make build/boxcar-sandbox)"
+  echo "1..1"; exit 1
+fi
+T=$(mktemp -d /tmp/boxcar-sec.XXXXXX)
+chmod 755 "$T"
+cleanup_all() { cleanup_bg; mountpoint -q "$T/vol/sub" && umount "$T/vol/sub"; rm -rf "$T"; }
+trap cleanup_all EXIT
+
+mkdir -p "$T/bin"
+cc -O1 -w -o "$T/bin/probe" tests/security/probe.c || { not_ok "probe compiles"; tap_done; exit 1; }
+PROBE=/opt/t/probe
+IS_ROOT=0; [[ $(id -u) -eq 0 ]] && IS_ROOT=1
+
+# sb [helper options...] -- cmd...: runs the sandbox with the probes bound
+# at /opt/t; stdout+stderr in $OUT, status object in $ST, exit code in $RC.
+sb() {
+  "$SB" --status-fd 3 --ro-bind "$T/bin" /opt/t "$@" >"$T/out" 2>&1 3>"$T/status"
+  RC=$?
+  OUT=$(cat "$T/out")
+  ST=$(cat "$T/status")
+}
+jget() { printf '%s' "$ST" | jq -r "$1"; }
+has() { grep -qF -- "$2" <<<"$1"; }
+# blocked OUT WHAT: the attempt ran and failed
+blocked() { has "$1" "BLOCKED $2" && ! has "$1" "ESCAPED $2"; }
+blocked_eperm() { has "$1" "BLOCKED $2 EPERM"; }
+marker() { echo "boxcar-sec-$RANDOM$RANDOM"; }
+# no_survivor MARKER: no process on the host has MARKER in its command line
+no_survivor() { ! pgrep -f "$1" >/dev/null; }
+
+# --- file system -----------------------------------------------------------
+sb -- $PROBE write /etc/x /usr/x /x /opt/t/x /dev/x /usr/lib/x /workspace/ok /tmp/ok
+check "write to /etc, /usr, /, /dev fails (read-only)" \
+  bash -c '[[ $(grep -c "BLOCKED .* EROFS" <<<"$1") -ge 6 ]]' _ "$OUT"
+check "read-only volume cannot be written" blocked "$OUT" "/opt/t/x"
+check "control: /workspace and /tmp are writable" bash -c 'has() { grep -qF -- "$2" <<<"$1"; }; has "$1" "ESCAPED /workspace/ok" && has "$1" "ESCAPED /tmp/ok"' _ "$OUT"
+
+if [[ $IS_ROOT -eq 1 ]]; then
+  # A volume with a submount of its own: read-only must reach it too.
+  mkdir -p "$T/vol/sub" && mount -t tmpfs tmpfs "$T/vol/sub"
+  sb --ro-bind "$T/vol" /mnt/vol -- $PROBE write /mnt/vol/x /mnt/vol/sub/x
+  check "nested submount of a volume is read-only too" \
+    bash -c 'grep -q "BLOCKED /mnt/vol/sub/x EROFS" <<<"$1" && grep -q "BLOCKED /mnt/vol/x EROFS" <<<"$1"' _ "$OUT"
+  umount "$T/vol/sub"
+else
+  skip "nested submount (needs root to make the host submount)"
+fi
+
+sb -- $PROBE remount /usr /opt/t /
+check "remount rw, bind over, umount of read-only mounts fail" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 9 ]]' _ "$OUT"
+
+sb -- sh -c 'echo b > /proc/sysrq-trigger; echo "rc=$?"; echo 1 > /proc/sys/kernel/sysrq; echo "rc=$?"; echo x > /proc/sys/kernel/hostname; echo "rc=$?"; echo 1 > /sys/kernel/profiling; echo "rc=$?"; ls /proc/sys/kernel/hostname >/dev/null && echo SEEN'
+check "writes to /proc/sysrq-trigger, /proc/sys, /sys fail" \
+  bash -c '[[ $(grep -c "^rc=[1-9]" <<<"$1") -eq 4 ]] && grep -q SEEN <<<"$1"' _ "$OUT"
+
+# --- privileges ------------------------------------------------------------
+sb -- $PROBE mknod
+check "mknod of devices in /workspace and /tmp fails" \
+  bash -c 'grep -q "BLOCKED mknod-char" <<<"$1" && grep -q "BLOCKED mknod-block" <<<"$1"' _ "$OUT"
+
+if [[ $IS_ROOT -eq 1 ]]; then
+  mkdir -p "$T/suid"
+  cp "$T/bin/probe" "$T/suid/probe" && chown root:root "$T/suid/probe" && chmod 4755 "$T/suid/probe"
+  ctl=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$T/suid/probe" euid)
+  sb --ro-bind "$T/suid" /opt/suid -- /opt/suid/probe euid
+  if [[ $ctl == *"EUID 0"* ]] && has "$OUT" "EUID 65534"; then ok "setuid-root binary does not raise privileges"
+  else not_ok "setuid-root binary does not raise privileges"; diag "control: $ctl"; diag "$OUT"; fi
+  # A setuid binary planted in the workspace: not setuid inside, and what
+  # the job chmods u+s does not come back out setuid (it would be root's).
+  mkdir -p "$T/ws-suid" && cp "$T/suid/probe" "$T/ws-suid/planted" && chmod 4755 "$T/ws-suid/planted"
+  sb --workspace "$T/ws-suid" -- sh -c 'stat -c "%a %U" planted; ./planted euid; cp planted mine; chmod 4755 mine; stat -c "%a" mine'
+  mode=$(stat -c %a "$T/ws-suid/mine" 2>/dev/null)
+  if has "$OUT" "EUID 65534" && has "$OUT" "4755" && [[ $mode == 755 ]]; then
+    ok "setuid binary in the workspace: no privileges inside, set-id bits stripped on the way out"
+  else not_ok "setuid binary in the workspace"; diag "$OUT"; diag "host mode: $mode"; fi
+else
+  skip "setuid binaries (need root to create them)"; skip "setuid in workspace (needs root)"
+fi
+
+sb -- sh -c 'grep -E "^(NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb|Seccomp):" /proc/self/status'
+check "NoNewPrivs 1, no capabilities in any set, seccomp filtering" \
+  bash -c 'grep -q "NoNewPrivs:	1" <<<"$1" && [[ $(grep -c "Cap...:	0000000000000000" <<<"$1") -eq 5 ]] && grep -q "Seccomp:	2" <<<"$1"' _ "$OUT"
+
+sb -- $PROBE tiocsti
+ctl=$("$T/bin/probe" tiocsti 2>&1)
+if [[ $ctl == *"ESCAPED TIOCSTI"* ]] && blocked_eperm "$OUT" "TIOCSTI" && blocked_eperm "$OUT" "TIOCSTI-highbit" && has "$OUT" "ESCAPED control TIOCGWINSZ"; then
+  ok "TIOCSTI and its high-bit variant are denied (control: works outside)"
+else not_ok "TIOCSTI denied"; diag "$OUT"; diag "control: $ctl"; fi
+
+exec 5<"$T/bin/probe" 7>"$T/leak"
+sb -- $PROBE fds
+exec 5<&- 7>&-
+check "no inherited fds: only 0-2 open" bash -c 'grep -q FDS-DONE <<<"$1" && ! grep -q OPENFD <<<"$1"' _ "$OUT"
+
+SECRET_TOKEN=hunter2 sb --env A=1 --env "B=two words" -- /usr/bin/env
+is "environment is exactly the given variables" "$OUT" $'A=1\nB=two words'
+
+# --- processes ---------------------------------------------------------------
+m=$(marker)
+setpriv --reuid=65534 --regid=65534 --clear-groups bash -c "exec -a $m sleep 300" &
+hostpid=$!; _bg_pids+=($hostpid)
+sleep 0.2
+sb -- $PROBE kill "$hostpid"
+alive=0; kill -0 "$hostpid" 2>/dev/null && pgrep -f "$m" >/dev/null && alive=1
+if has "$OUT" "DID kill -1" && blocked "$OUT" "kill $hostpid" && [[ $alive -eq 1 ]]; then ok "kill -1 and kill of a host pid (same uid) do not reach the host"
+else not_ok "kill -1 / kill host pid"; diag "$OUT"; fi
+sb -- ps -eo pid,args
+if has "$OUT" "ps -eo" && ! has "$OUT" "$m" && [[ $(grep -c . <<<"$OUT") -le 4 ]]; then ok "ps sees only the sandbox's processes"
+else not_ok "ps sees only the sandbox"; diag "$OUT"; fi
+sb -- $PROBE ptrace
+check "ptrace (init, own child) and process_vm_* denied" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]]' _ "$OUT"
+
+# --- limits ------------------------------------------------------------------
+sb --pids 30 --timeout 20 -- $PROBE forkbomb
+n=$(sed -n 's/^FORKS //p' <<<"$OUT")
+if blocked "$OUT" fork-bomb && [[ -n $n && $n -lt 30 ]] && [[ $(jget .timed_out) == false ]]; then ok "fork bomb stopped by the pids limit ($n forks)"
+else not_ok "fork bomb stopped"; diag "$OUT"; diag "$ST"; fi
+
+sb --memory-mb 64 --timeout 30 -- python3 -c 'a=[]
+while True: a.append(bytearray(1 << 20))'
+if [[ $(jget .oom_killed) == true && $(jget .signal) == 9 && $RC -eq 137 ]]; then ok "memory bomb is OOM-killed and reported (oom_killed true, 137)"
+else not_ok "memory bomb reported as OOM"; diag "rc=$RC $ST"; fi
+
+mkdir -p "$T/ws-disk"
+sb --workspace "$T/ws-disk" --disk-mb 16 -- sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1; echo "dd=$?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>&1; echo "dd2=$?"'
+size=$(stat -c %s "$T/ws-disk/big" 2>/dev/null || echo 0)
+if has "$OUT" "No space left on device" && has "$OUT" "dd=1" && has "$OUT" "dd2=1" && (( size <= 16 * 1048576 && size > 0 )); then
+  ok "disk fill stopped with ENOSPC at --disk-mb (workspace + /tmp share it)"
+else not_ok "disk fill stopped"; diag "$OUT"; diag "size=$size"; fi
+
+sb --cpus 0.2 --timeout 20 -- $PROBE spin 2
+cpu=$(jget .cpu_ms); wall=$(jget .wall_ms)
+# A spinning process gets ~20% of one CPU: well under half, well over 5%.
+if [[ $RC -eq 0 ]] && (( wall >= 1000 && cpu * 100 / wall >= 5 && cpu * 100 / wall <= 40 )); then
+  ok "cpu limit: 0.2 CPUs gives ${cpu} ms of CPU in ${wall} ms"
+else not_ok "cpu limit"; diag "rc=$RC $ST"; fi
+
+m=$(marker)
+start=$(date +%s%N)
+sb --timeout 1 -- bash -c "(exec -a $m-a sleep 300 &) ; setsid bash -c 'exec -a $m-b sleep 300' & bash -c 'kill -STOP \$\$; exec -a $m-c sleep 300' & sleep 0.3; ps -eo stat,args; exec -a $m-d sleep 300"
+el=$(( ($(date +%s%N) - start) / 1000000 ))
+sleep 0.1
+# The job lists its tree first: the double-forked, setsid'd and stopped
+# (state T) processes must have existed for the check to mean anything.
+if has "$OUT" "$m-a" && has "$OUT" "$m-b" && grep -q "^T.*$m-c" <<<"$OUT" \
+   && [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el >= 1000 && el < 4000 )) && no_survivor "$m"; then
+  ok "timeout kills double-forked, setsid'd and stopped children (${el} ms, none left on the host)"
+else not_ok "timeout kills the whole tree"; diag "rc=$RC el=$el $ST"; pgrep -af "$m" | sed 's/^/# /'; fi
+
+# Killing the helper (SIGKILL: no cleanup at all) takes the sandbox down.
+m=$(marker)
+"$SB" -- bash -c "exec -a $m sleep 300" &
+hp=$!
+started=0; wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
+kill -9 "$hp"; wait "$hp" 2>/dev/null
+if [[ $started -eq 1 ]] && wait_for "sandbox gone" 3 no_survivor "$m"; then ok "SIGKILL of boxcar-sandbox kills the sandbox"
+else not_ok "SIGKILL of boxcar-sandbox kills the sandbox"; fi
+
+# Killing the worker (the helper's parent) does too: PDEATHSIG -> cancel.
+m=$(marker)
+sh -c "\"$SB\" -- bash -c 'exec -a $m sleep 300'; echo never" &
+wp=$!
+started=0; wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
+kill -9 "$wp"; wait "$wp" 2>/dev/null
+if [[ $started -eq 1 ]] && wait_for "sandbox gone" 3 no_survivor "$m"; then ok "SIGKILL of the spawning parent kills the sandbox"
+else not_ok "SIGKILL of the spawning parent kills the sandbox"; fi
+
+# Cancel: SIGTERM to the helper kills the sandbox and still reports.
+m=$(marker)
+"$SB" --status-fd 3 -- bash -c "exec -a $m sleep 300" 3>"$T/cancel" &
+hp=$!
+wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null || diag "cancel: sandbox did not start"
+kill -TERM "$hp"; wait "$hp"; rc=$?
+ST=$(cat "$T/cancel")
+if [[ $rc -eq 137 && $(jget .cancelled) == true && $(jget .signal) == 9 ]] && no_survivor "$m"; then ok "SIGTERM cancels: sandbox killed, status cancelled"
+else not_ok "SIGTERM cancels"; diag "rc=$rc $ST"; fi
+
+# --- network -----------------------------------------------------------------
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c "
+import socket,time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(50)
+u=socket.socket(socket.AF_UNIX); u.bind('\0boxcar-sec-$port'); u.listen(50)
+time.sleep(120)" &
+_bg_pids+=($!)
+sleep 0.3
+ctl=$("$T/bin/probe" tcp "$port"; "$T/bin/probe" abstract "boxcar-sec-$port")
+sb -- sh -c "$PROBE tcp $port; $PROBE abstract boxcar-sec-$port"
+if [[ $ctl == *"ESCAPED tcp-loopback"*"ESCAPED abstract-unix"* ]] && blocked "$OUT" tcp-loopback && blocked "$OUT" abstract-unix; then
+  ok "network none: host loopback TCP and abstract unix sockets unreachable (control: reachable outside)"
+else not_ok "network none isolates loopback and abstract sockets"; diag "$OUT"; diag "control: $ctl"; fi
+sb --network host -- $PROBE tcp "$port"
+check "control: --network host reaches the host's loopback" has "$OUT" "ESCAPED tcp-loopback"
+
+sb -- $PROBE sockets
+check "netlink, vsock, packet sockets and io_uring denied (EPERM)" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]] && grep -q "ESCAPED control unix-socket" <<<"$1"' _ "$OUT"
+
+# --- syscalls ----------------------------------------------------------------
+sb -- $PROBE namespaces
+check "unshare (user/mount/net), clone(CLONE_NEWUSER), mount, setns, chroot fail" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 7 ]]' _ "$OUT"
+sb -- unshare -r true
+check "unshare -r (nested user namespace) fails" bash -c '[[ $1 -ne 0 ]]' _ "$RC"
+
+sb -- $PROBE syscalls
+check "keyctl, add_key, bpf, perf_event_open, userfaultfd, open_by_handle_at, setns, kexec, modules, process_vm_readv, ptrace, new mount API: EPERM" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 14 ]]' _ "$OUT"
+
+sb -- $PROBE x32
+check "x32 syscall kills the process (SIGSYS)" \
+  bash -c '[[ $1 -eq 159 ]] && grep -q RAN-X32 <<<"$2" && ! grep -q SURVIVED <<<"$2"' _ "$RC" "$OUT"
+sb -- $PROBE int80
+check "int 0x80 (i386) syscall kills the process (SIGSYS)" \
+  bash -c '[[ $1 -eq 159 ]] && grep -q RAN-INT80 <<<"$2" && ! grep -q SURVIVED <<<"$2"' _ "$RC" "$OUT"
+
+# --- exit codes and status -----------------------------------------------------
+for code in 0 1 255; do
+  sb -- sh -c "exit $code"
+  is "exit code $code passes through" "$RC/$(jget .exit_code)/$(jget .signal)" "$code/$code/0"
+done
+sb -- $PROBE segv
+is "SIGSEGV gives 139 and signal 11" "$RC/$(jget .exit_code)/$(jget .signal)" "139/139/11"
+sb -- no-such-command-xyz
+is "missing command: 127 with exec_error" "$RC/$(jget .exec_error.errno)" "127/2"
+sb --ro-bind /nonexistent-src /mnt/x -- true
+is "setup failure: own exit code and setup_error naming step and path" \
+  "$RC/$(jget .setup_error.step)/$(jget .setup_error.path)" "122/mount//nonexistent-src"
+"$SB" --bogus -- true >/dev/null 2>&1
+is "bad option: exit 120" "$?" "120"
+
+# --- workspace sync ------------------------------------------------------------
+mkdir -p "$T/ws-link" && echo original > "$T/hostfile" && ln -s "$T/hostfile" "$T/ws-link/victim"
+sb --workspace "$T/ws-link" -- sh -c 'echo PWNED > victim 2>/dev/null; ln -s /etc/shadow shadow; ln -s /etc etcdir; mkdir d; ln -s / d/root; echo done'
+if [[ -L $T/ws-link/shadow && $(readlink "$T/ws-link/shadow") == /etc/shadow && -L $T/ws-link/etcdir && -L $T/ws-link/d/root \
+      && $(cat "$T/hostfile") == original ]] && has "$OUT" done; then
+  ok "symlinks planted in the workspace (to /etc/shadow, /etc, /) come back as symlinks, never followed"
+else not_ok "workspace symlinks not followed"; diag "$OUT"; ls -laR "$T/ws-link" | sed 's/^/# /'; fi
+
+mkdir -p "$T/ws-rt" && echo keep > "$T/ws-rt/in.txt" && echo gone > "$T/ws-rt/delete-me"
+sb --workspace "$T/ws-rt" -- sh -c 'rm delete-me; echo sh > sh.txt; python3 -c "open(\"/workspace/py.txt\",\"w\").write(\"py\")"; node -e "require(\"fs\").writeFileSync(\"/workspace/node.txt\",\"node\")"; mkdir -p sub/deeper; echo x > sub/deeper/f; chmod 000 sub/deeper/f'
+if [[ $RC -eq 0 && $(cat "$T/ws-rt/sh.txt") == sh && $(cat "$T/ws-rt/py.txt") == py && $(cat "$T/ws-rt/node.txt") == node \
+      && $(cat "$T/ws-rt/in.txt") == keep && ! -e $T/ws-rt/delete-me && -r $T/ws-rt/sub/deeper/f && $(stat -c %u "$T/ws-rt/sh.txt") == $(id -u) ]]; then
+  ok "sh, python3 and node run and write /workspace; it comes back exactly, owned and readable by the invoking user"
+else not_ok "runtimes write /workspace"; diag "rc=$RC $OUT"; ls -laR "$T/ws-rt" | sed 's/^/# /'; fi
+
+# --- unprivileged ----------------------------------------------------------------
+if [[ $IS_ROOT -eq 1 ]]; then
+  mkdir -p "$T/ws-nobody" && chown 65534:65534 "$T/ws-nobody"
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --help 2>&1); rc=$?
+  is "unprivileged: --help works" "$rc/$(grep -c 'usage: boxcar-sandbox' <<<"$out")" "0/1"
+  out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --workspace "$T/ws-nobody" -- sh -c 'echo hi > /workspace/x; id -u; grep NoNewPrivs /proc/self/status' 2>&1); rc=$?
+  if [[ $rc -eq 0 && $(cat "$T/ws-nobody/x" 2>/dev/null) == hi ]] && grep -q "NoNewPrivs:	1" <<<"$out"; then
+    ok "unprivileged (user namespace): a basic run works and writes its workspace"
+  else not_ok "unprivileged basic run"; diag "rc=$rc $out"; fi
+else
+  skip "unprivileged checks (run as root to switch to nobody)"; skip "unprivileged basic run"
+fi
+
+tap_done
