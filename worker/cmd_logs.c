@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "worker/cli.h"
 #include "worker/db.h"
 
@@ -21,20 +22,6 @@ const char logs_usage[] =
 struct cursor {
         int attempt, seq;
 };
-
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-        while (n > 0) {
-                ssize_t w = write(fd, p, n);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return -errno;
-                p += w;
-                n -= (size_t)w;
-        }
-        return 0;
-}
 
 /* Prints every chunk after the cursor; returns how many, or negative. */
 static int print_new(PGconn *conn, const char *id, struct cursor *c, struct bc_error *err)
@@ -59,7 +46,7 @@ static int print_new(PGconn *conn, const char *id, struct cursor *c, struct bc_e
                         if (data) {
                                 int fd = atoi(PQgetvalue(res, i, 2)) == 2 ? STDERR_FILENO
                                                                           : STDOUT_FILENO;
-                                write_all(fd, data, len);
+                                bc_write_all(fd, data, len);
                                 PQfreemem(data);
                         }
                         c->attempt = atoi(PQgetvalue(res, i, 0));

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 
 /* argv: META RETURN_FILE.  A missing main, an exception, or a value json
  * cannot encode exits 1 with the traceback on stderr. */
@@ -89,16 +90,10 @@ static int write_text(const char *dir, const char *name, const char *a, const ch
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", path);
         const char *parts[] = { a, b };
         for (int i = 0; i < 2; i++) {
-                size_t len = parts[i] ? strlen(parts[i]) : 0;
-                for (size_t off = 0; off < len;) {
-                        ssize_t w = write(fd, parts[i] + off, len - off);
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w < 0)
-                                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "write %s: %m",
-                                                    path);
-                        off += (size_t)w;
-                }
+                int r = parts[i] ? bc_write_all(fd, parts[i], strlen(parts[i])) : 0;
+                if (r < 0)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, -r, "write %s: %s", path,
+                                            strerror(-r));
         }
         return 0;
 }

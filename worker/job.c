@@ -1,7 +1,6 @@
 #include "worker/job.h"
 
 #include <cjson/cJSON.h>
-#include <openssl/evp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "common/utf8.h"
 #include "worker/backend.h"
 #include "worker/code.h"
@@ -94,15 +94,9 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
         _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", path);
-        size_t len = strlen(text);
-        for (size_t off = 0; off < len;) {
-                ssize_t w = write(fd, text + off, len - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "write %s: %m", path);
-                off += (size_t)w;
-        }
+        int r = bc_write_all(fd, text, strlen(text));
+        if (r < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "write %s: %s", path, strerror(-r));
         return 0;
 }
 
@@ -325,15 +319,6 @@ static void inner_paths(const struct job_run *run, const char **ret_ws, const ch
         backend_inner_paths(&bj, ret_ws, ret_meta);
 }
 
-static void sha256_hex(const char *text, char ret_hex[65])
-{
-        unsigned char md[32];
-        unsigned int len = 0;
-        EVP_Digest(text, strlen(text), md, &len, EVP_sha256(), NULL);
-        for (unsigned i = 0; i < 32; i++)
-                snprintf(ret_hex + 2 * i, 3, "%02x", md[i]);
-}
-
 #define STATE_FILE ".boxcar/state.json"
 
 /* The startup script already ran successfully on this workspace, in this
@@ -371,7 +356,7 @@ static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *st
         if (!spec->startup_script)
                 return 0;
         char sha[65];
-        sha256_hex(spec->startup_script, sha);
+        bc_sha256_hex(spec->startup_script, strlen(spec->startup_script), sha);
         cJSON *startup = cJSON_AddObjectToObject(run->result, "startup");
         cJSON_AddStringToObject(startup, "sha256", sha);
         if (startup_done_before(run->ws, sha)) {

@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "common/io.h"
 #include "worker/db.h"
 
 /* An arbitrary constant: the advisory lock key all boxcar migrations take. */
@@ -17,15 +16,6 @@ static const char *const bootstrap_sql =
         "  version text primary key,"
         "  checksum text not null,"
         "  applied_at timestamptz not null default now())";
-
-static void sha256_hex(const char *text, char ret_hex[65])
-{
-        unsigned char md[32];
-        unsigned int len = 0;
-        EVP_Digest(text, strlen(text), md, &len, EVP_sha256(), NULL);
-        for (unsigned i = 0; i < 32; i++)
-                snprintf(ret_hex + 2 * i, 3, "%02x", md[i]);
-}
 
 static bool is_migration(const struct sql_file *f)
 {
@@ -72,7 +62,7 @@ static int apply_migration(PGconn *conn, const struct sql_file *f,
 {
         char version[256], sum[65];
         migration_version(f, version, sizeof(version));
-        sha256_hex(f->text, sum);
+        bc_sha256_hex(f->text, strlen(f->text), sum);
         const char *params[] = { version };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn, "select checksum from boxcar.schema_migrations where version = $1", 1,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 
 /* Opens the directory part of rel under workspace without following any
  * symlink; *ret_name points at the file name inside rel. */
@@ -89,15 +90,9 @@ int wsfile_write(const char *workspace, const char *rel, const char *text, struc
                                      0644);
         if (fd < 0)
                 return bc_error_set(err, BC_IO, errno, "create /workspace/%s: %m", rel);
-        size_t len = strlen(text);
-        for (size_t off = 0; off < len;) {
-                ssize_t w = write(fd, text + off, len - off);
-                if (w < 0 && errno == EINTR)
-                        continue;
-                if (w < 0)
-                        return bc_error_set(err, BC_IO, errno, "write /workspace/%s: %m", rel);
-                off += (size_t)w;
-        }
+        int r = bc_write_all(fd, text, strlen(text));
+        if (r < 0)
+                return bc_error_set(err, BC_IO, -r, "write /workspace/%s: %s", rel, strerror(-r));
         return 0;
 }
 
