@@ -138,6 +138,8 @@ static int poll_timeout(const struct running *run, uint64_t now)
                 t = 100;    /* stragglers holding the pipes get a moment, then the kill */
         if (req->on_output && (t < 0 || t > 200))
                 t = 200;    /* the output callback's timer tick */
+        if (run->pidfd < 0 && !run->exited && (t < 0 || t > 20))
+                t = 20;     /* no pidfd: look for the exit by polling */
         return t < 0 ? (t == -1 ? -1 : 0) : (int)(t > INT_MAX ? INT_MAX : t);
 }
 
@@ -172,7 +174,8 @@ static void supervise(struct running *run)
                         drain(run, &run->out_r, 1);
                 if (p[1].revents)
                         drain(run, &run->err_r, 2);
-                if (p[2].revents && wait4(run->pid, &run->status, WNOHANG, &run->usage) == run->pid) {
+                bool check_exit = p[2].revents || (run->pidfd < 0 && !run->exited);
+                if (check_exit && wait4(run->pid, &run->status, WNOHANG, &run->usage) == run->pid) {
                         run->exited = true;
                         exited_ms = mono_ms();
                 }
@@ -248,18 +251,12 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
                 return 0;
         }
         ret->spawned = true;
+        /* Without pidfd_open (Linux < 5.3, valgrind) the loop polls waitpid. */
         run.pidfd = (int)syscall(SYS_pidfd_open, run.pid, 0);
-        if (run.pidfd < 0) {
-                int e = errno;
-                send_kill(&run, SIGKILL);
-                waitpid(run.pid, NULL, 0);
-                close(out[0]);
-                close(errp[0]);
-                return bc_error_set(err, BC_SANDBOX_SETUP, e, "pidfd_open: %s", strerror(e));
-        }
         supervise(&run);
         record_exit(&run);
-        close(run.pidfd);
+        if (run.pidfd >= 0)
+                close(run.pidfd);
         if (run.out_r >= 0)
                 close(run.out_r);
         if (run.err_r >= 0)
