@@ -46,7 +46,13 @@ wait_for() {
 # Background processes started by a test are killed when it exits.
 _bg_pids=()
 bg() { "$@" & _bg_pids+=($!); }
-cleanup_bg() { for p in "${_bg_pids[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; }
+cleanup_bg() {
+  local p
+  for p in "${_bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  sleep 0.2
+  for p in "${_bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  { wait; } 2>/dev/null
+}
 trap cleanup_bg EXIT
 
 # start_worker NAME [ARGS...]: a worker in the background on DATABASE_URL,

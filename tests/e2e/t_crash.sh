@@ -10,7 +10,7 @@ victim=$WORKER_PID
 long=$("$BOXCAR" enqueue -- sh -c 'sleep 3; echo finished')
 once=$("$BOXCAR" enqueue --max-attempts 1 -- sh -c 'sleep 3; echo finished')
 check "both jobs start on worker a" wait_for "started" 10 bash -c "$(declare -f started sql); started $long && started $once"
-kill -9 "$victim"
+kill -9 "$victim"; { wait "$victim"; } 2>/dev/null
 start_worker crash-b --concurrency 2 --lease 2s --poll-interval 500ms --sandbox "$E2E_SANDBOX"
 check "the rescued job finishes" wait_for "finished" 30 finished "$long"
 is "it succeeded on worker b" "$(job_field $long "status || ' ' || worker_id || ' ' || attempts")" "succeeded crash-b 2"

@@ -68,7 +68,7 @@ start_worker ops-c --concurrency 1 --lease 3s --poll-interval 500ms --sandbox "$
 sleep 2
 is "exactly one replica leads" "$(sql "select count(*) from boxcar.worker_status where is_leader")" "1"
 is "the first one keeps it" "$(sql "select worker_id from boxcar.leaders")" "ops-a"
-kill -9 "$opsa"
+kill -9 "$opsa"; { wait "$opsa"; } 2>/dev/null
 check "another replica takes over after the lease" wait_for "failover" 15 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select worker_id from boxcar.leaders where expires_at > now()\") =~ ^ops-(b|c)$ ]]"
 is "still exactly one" "$(sql "select count(*) from boxcar.worker_status where is_leader")" "1"
 check "the dead replica is reported gone or stale" bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select state from boxcar.worker_status where id = 'ops-a'\") =~ ^(running|gone)$ ]]"

@@ -83,7 +83,7 @@ kill -TERM "$wb"; wait "$wb"
 set_mode "sleep:30"
 j=$("$BOXCAR" enqueue --webhook-url "$hook" -- true)
 check "worker a holds the delivery" wait_for "held" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select worker_id from boxcar.webhook_deliveries where job_id = '$j' and lease_expires_at > now()\") == wh-a ]]"
-kill -9 "$wa"
+kill -9 "$wa"; { wait "$wa"; } 2>/dev/null
 set_mode 200
 start_worker wh-c "${W[@]}"
 check "another worker delivers it after the lease" wait_for "delivered" 30 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select status || ' ' || worker_id from boxcar.webhook_deliveries where job_id = '$j'\") == 'delivered wh-c' ]]"

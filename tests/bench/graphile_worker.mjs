@@ -1,0 +1,94 @@
+// The graphile-worker peer of the queue benchmark (scripts/bench-queue.sh).
+//
+// One graphile-worker pool with one task, `bench_true`, that does what a
+// boxcar `--sandbox none` job does for `{"command": ["true"]}`: spawn `true`
+// with a clean environment, drain its stdout/stderr, wait for it to exit.
+// The instant just before the spawn is recorded (boxcar takes its
+// result.started_at at the same point), kept in memory and written out on
+// shutdown so that recording costs no I/O while the benchmark runs.
+//
+// Environment: DATABASE_URL, BENCH_CONCURRENCY (8), BENCH_POLL_MS (5000),
+// BENCH_STARTS (file written on exit: job id, start µs, end µs, tab
+// separated), BENCH_READY (file created once the pool is listening).
+// BENCH_GW_LOG=warn drops graphile-worker's info lines (one per job by
+// default; boxcar logs a successful job at debug level only).
+// SIGTERM/SIGINT: graceful stop, write BENCH_STARTS, exit 0.
+import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { performance } from "node:perf_hooks";
+import { Logger, run } from "graphile-worker";
+
+const concurrency = Number(process.env.BENCH_CONCURRENCY || 8);
+const pollInterval = Number(process.env.BENCH_POLL_MS || 5000);
+const startsFile = process.env.BENCH_STARTS;
+const readyFile = process.env.BENCH_READY;
+
+// Wall clock in microseconds (same clock as CLOCK_REALTIME / PostgreSQL's
+// clock_timestamp(); timeOrigin is kept with sub-millisecond precision).
+const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
+
+// What boxcar gives a job: exactly the spec's env plus PATH/HOME/LANG.
+const childEnv = { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: "/tmp", LANG: "C.UTF-8" };
+
+function runCommand(argv) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(argv[0], argv.slice(1), {
+      env: childEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true, // its own process group, as boxcar does
+    });
+    let outBytes = 0;
+    let errBytes = 0;
+    child.stdout.on("data", (c) => { outBytes += c.length; });
+    child.stderr.on("data", (c) => { errBytes += c.length; });
+    child.on("error", reject);
+    child.on("close", (code, signal) => resolve({ code, signal, outBytes, errBytes }));
+  });
+}
+
+const records = [];
+
+const taskList = {
+  bench_true: async (_payload, helpers) => {
+    const started = nowUs();
+    const r = await runCommand(["true"]);
+    const finished = nowUs();
+    records.push(`${helpers.job.id}\t${started}\t${finished}\n`);
+    if (r.code !== 0) throw new Error(`true exited with ${r.code} (signal ${r.signal})`);
+  },
+};
+
+const quiet = process.env.BENCH_GW_LOG === "warn";
+const logger = quiet
+  ? new Logger(() => (level, message) => {
+      if (level === "error" || level === "warning") console.error(`[${level}] ${message}`);
+    })
+  : undefined;
+
+const runner = await run({
+  ...(logger ? { logger } : {}),
+  connectionString: process.env.DATABASE_URL,
+  concurrency,
+  pollInterval,
+  noHandleSignals: true,
+  crontab: "",
+  taskList,
+});
+
+if (readyFile) writeFileSync(readyFile, `${process.pid}\n`);
+
+let stopping = false;
+async function shutdown() {
+  if (stopping) process.exit(1);
+  stopping = true;
+  try {
+    await runner.stop();
+  } catch (e) {
+    console.error("stop:", e);
+  }
+  if (startsFile) writeFileSync(startsFile, records.join(""));
+  process.exit(0);
+}
+process.on("SIGTERM", shutdown);
+process.on("SIGINT", shutdown);
+await runner.promise;
