@@ -83,6 +83,9 @@ static int validate(const struct sandbox_opts *o, struct bc_error *err)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits: memory_mb/disk_mb too large");
         if (o->pids > (1u << 22))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits.pids: too large");
+        if (o->cgroup_parent && sbx_check_cgroup_parent(o->cgroup_parent) < 0)
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                    "cgroup parent: want an absolute, normalised path");
         if (o->network != SANDBOX_NET_NONE && o->network != SANDBOX_NET_HOST)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "network: none or host");
         return 0;
@@ -118,6 +121,8 @@ static int build(struct argv_builder *b, const struct sandbox_opts *o, const cha
                 r = add_fmt(b, "--disk-mb", "%llu", (unsigned long long)o->disk_mb);
         if (r >= 0)
                 r = add_fmt(b, "--network", "%s", o->network == SANDBOX_NET_HOST ? "host" : "none");
+        if (r >= 0 && o->cgroup_parent)
+                r = add_fmt(b, "--cgroup-parent", "%s", o->cgroup_parent);
         if (r >= 0)
                 r = add(b, "--");
         for (size_t i = 0; r >= 0 && o->argv[i]; i++)

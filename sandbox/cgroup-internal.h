@@ -1,8 +1,11 @@
 /* Per-sandbox cgroups behind a small table of backends (crun's layout):
  * cgroup v2 where it is the controllers' hierarchy, v1 where only v1
- * controllers are mounted.  The sandbox cgroup is a child of the helper's
- * own cgroup (so limits set on the worker's cgroup still bound every job)
- * named boxcar-sandbox-<helper pid>, and is removed afterwards. */
+ * controllers are mounted.  The sandbox cgroup is named
+ * boxcar-sandbox-<helper pid> and removed afterwards.  It is a child of
+ * the helper's own cgroup (so limits set on the worker's cgroup still
+ * bound every job), except on v2 with --cgroup-parent: then it is a child
+ * of that directory, the worker's delegated cgroup whose only process-
+ * holding child is the worker's leaf (see sandbox_cgroup_prepare_worker). */
 #ifndef BC_SANDBOX_CGROUP_INTERNAL_H
 #define BC_SANDBOX_CGROUP_INTERNAL_H
 
@@ -38,8 +41,10 @@ struct sbx_cgroup {
 struct cg_backend {
         const char *name;
         enum sandbox_cgroup_version version;
-        /* Creates the sandbox cgroup and applies the limits. */
-        int (*create)(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
+        /* Creates the sandbox cgroup (under parent when not NULL, v2 only)
+         * and applies the limits. */
+        int (*create)(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
+                      struct bc_error *err);
         int (*attach)(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
         /* Opens the files through which a process moves itself in (v1:
          * each hierarchy's "tasks"); returns how many, 0 if unsupported. */
@@ -59,8 +64,10 @@ const struct cg_backend *cg_detect(const char **ret_v2_root);
 
 /* Creates the sandbox cgroup when l asks for a limit (else succeeds with
  * cg->ops == NULL: the pid namespace still bounds the job's lifetime);
- * fails when a limit is asked for and cannot be applied. */
-int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
+ * fails when a limit is asked for and cannot be applied.  parent (NULL:
+ * the helper's own cgroup) is the --cgroup-parent directory; v1 ignores it. */
+int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
+                      struct bc_error *err);
 int sbx_cgroup_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
 /* Fills fds (O_WRONLY, close-on-exec) for the child to move itself in by
  * writing "0" to each: a single thread moving itself skips the global
@@ -83,8 +90,49 @@ int cg_read_u64(const char *dir, const char *file, uint64_t *ret);
 /* The helper's own cgroup path in the hierarchy holding `controller`
  * (NULL: the v2 "0::" line).  Caller frees. */
 char *cg_own_path(const char *controller);
+/* The same, from /proc/self/cgroup's content (read it once for many). */
+char *cg_own_path_in(const char *proc_cgroup, const char *controller);
 /* Creates dir/boxcar-sandbox-<pid>; returns the new path (caller frees). */
 int cg_make_dir(const char *parent, char **ret_path, struct bc_error *err);
 void cg_kill_procs(const char *dir);
+/* Reads dir/file (at most size-1 bytes) into buf, NUL-terminated. */
+int cg_read_file(const char *dir, const char *file, char *buf, size_t size);
+
+/* cgroup v2 delegation: the pure parts, unit-tested on their own. */
+enum {
+        CG_CTRL_MEMORY = 1u << 0,
+        CG_CTRL_PIDS = 1u << 1,
+        CG_CTRL_CPU = 1u << 2,
+        CG_CTRL_ALL = CG_CTRL_MEMORY | CG_CTRL_PIDS | CG_CTRL_CPU,
+};
+/* The CG_CTRL_* bits named in a space-separated controller list (the
+ * format of cgroup.controllers and cgroup.subtree_control). */
+unsigned cg_v2_parse_controllers(const char *list);
+/* "+memory +pids +cpu" for bits, in that order; -ENOBUFS if it won't fit. */
+int cg_v2_format_enable(unsigned bits, char *buf, size_t size);
+/* The v2 path ("0::/a/b") in /proc/self/cgroup's content, validated:
+ * absolute, no "." or ".." component (a process outside its cgroup
+ * namespace's root sees "/../x": nothing we may manage).  -ENOENT when
+ * there is no v2 line (a pure v1 host), -EINVAL when malformed.  Caller
+ * frees *ret. */
+int cg_v2_parse_own(const char *proc_cgroup, char **ret);
+/* Name of the worker's leaf, a child of its original cgroup. */
+#define CG_WORKER_LEAF "boxcar-worker"
+/* The cgroup (relative to the v2 root, "/" for the root) that job cgroups
+ * go under, for a worker whose cgroup is own: own itself, or own's parent
+ * when own already is the worker's leaf (a restarted or re-prepared
+ * worker must not nest leaf in leaf).  Caller frees *ret. */
+int cg_v2_worker_parent(const char *own, char **ret);
+
+/* Where sandbox_cgroup_prepare_worker looks, so tests can point it at a
+ * tree of plain files. */
+struct cg_worker_paths {
+        const char *root;         /* the cgroup2 mount, e.g. /sys/fs/cgroup */
+        const char *proc_cgroup;  /* e.g. /proc/self/cgroup */
+};
+/* sandbox_cgroup_prepare_worker's procedure once the host is known to be
+ * v2: no statfs, only reads, a mkdir and writes under paths->root. */
+int cg_prepare_worker_at(const struct cg_worker_paths *paths, char **ret_parent,
+                         struct bc_error *err);
 
 #endif

@@ -29,6 +29,9 @@ static int *index_of(struct sbx_cgroup *cg, size_t i)
 static int make_dirs(struct sbx_cgroup *cg, struct bc_error *err)
 {
         dev_t devs[CG_MAX_DIRS];
+        char self[8192];
+        if (cg_read_file("/proc/self", "cgroup", self, sizeof(self)) < 0)
+                self[0] = '\0';
         for (size_t i = 0; i < ELEMENTSOF(controllers); i++) {
                 char mnt[128];
                 snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/%s", controllers[i]);
@@ -44,7 +47,7 @@ static int make_dirs(struct sbx_cgroup *cg, struct bc_error *err)
                         }
                 if (dup)
                         continue;
-                _cleanup_free_ char *own = cg_own_path(controllers[i]);
+                _cleanup_free_ char *own = cg_own_path_in(self, controllers[i]);
                 _cleanup_free_ char *parent = NULL;
                 if (asprintf(&parent, "%s%s", mnt, own && strcmp(own, "/") ? own : "") < 0) {
                         parent = NULL;
@@ -65,8 +68,12 @@ static int missing(const char *what, struct bc_error *err)
                             "cgroup v1: the %s controller is not mounted", what);
 }
 
-static int v1_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err)
+/* parent: --cgroup-parent, a v2 notion; v1 hierarchies need no
+ * delegation dance, so each sandbox goes under the helper's own cgroup. */
+static int v1_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
+                     struct bc_error *err)
 {
+        (void)parent;
         int r = make_dirs(cg, err);
         if (r < 0)
                 return r;
@@ -80,10 +87,13 @@ static int v1_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc
                 /* memsw = memory: no swap.  Absent when swap accounting is
                  * off, and then there is nothing to swap to. */
                 if (r >= 0) {
-                        char p[4096];
-                        snprintf(p, sizeof(p), "%s/memory.memsw.limit_in_bytes", d);
-                        if (access(p, F_OK) == 0)
-                                r = cg_write(d, "memory.memsw.limit_in_bytes", v, err);
+                        struct bc_error local = BC_ERROR_INIT;
+                        r = cg_write(d, "memory.memsw.limit_in_bytes", v, &local);
+                        if (r < 0 && local.errnum == ENOENT)
+                                r = 0;
+                        if (r < 0)
+                                bc_error_move(err, &local);
+                        bc_error_clear(&local);
                 }
                 if (r >= 0)
                         (void)cg_write(d, "memory.swappiness", "0", NULL);

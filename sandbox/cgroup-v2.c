@@ -1,8 +1,10 @@
 /* cgroup v2 backend: one directory, controllers enabled in the parent's
  * subtree_control.  The "no internal processes" rule means the parent
- * (the helper's own cgroup) must hold no processes of its own once
- * controllers are delegated: run the worker in a leaf of a delegated
- * subtree (systemd Delegate=yes) and the sandboxes next to it. */
+ * must hold no processes of its own once controllers are enabled for its
+ * children.  The helper's own cgroup is the worker's, which holds the
+ * worker: so the worker moves itself into a leaf at startup and passes
+ * its original cgroup as --cgroup-parent (sandbox_cgroup_prepare_worker);
+ * the sandboxes are then the leaf's siblings. */
 #include "sandbox/cgroup-internal.h"
 
 #include <errno.h>
@@ -13,23 +15,74 @@
 
 #include "common/cleanup.h"
 
-static int v2_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err)
+/* The directory the sandbox cgroup goes in: --cgroup-parent, which must
+ * lie in the v2 mount (the helper only ever writes under it), or the
+ * helper's own cgroup. */
+static int v2_parent(const char *root, const char *given, char **ret, struct bc_error *err)
+{
+        if (given) {
+                size_t n = strlen(root);
+                if (strncmp(given, root, n) != 0 || (given[n] != '\0' && given[n] != '/'))
+                        return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL,
+                                            "--cgroup-parent %s is not under the cgroup v2 mount %s",
+                                            given, root);
+                *ret = strdup(given);
+        } else {
+                _cleanup_free_ char *own = cg_own_path(NULL);
+                if (asprintf(ret, "%s%s", root, own && strcmp(own, "/") ? own : "") < 0)
+                        *ret = NULL;
+        }
+        return *ret ? 0 : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+}
+
+/* Makes sure the controllers the limits need are enabled for parent's
+ * children: one read when they are (the delegated case), one write
+ * otherwise.  A failure here is the usual v2 pitfall, so it says why. */
+static int v2_enable(const char *parent, const struct cg_limits *l, struct bc_error *err)
+{
+        unsigned need = (l->memory_mb ? CG_CTRL_MEMORY : 0) | (l->pids ? CG_CTRL_PIDS : 0) |
+                        (l->cpus > 0 ? CG_CTRL_CPU : 0);
+        char buf[512];
+        int r = cg_read_file(parent, "cgroup.subtree_control", buf, sizeof(buf));
+        if (r < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "read %s/cgroup.subtree_control: %s",
+                                    parent, strerror(-r));
+        unsigned missing = need & ~cg_v2_parse_controllers(buf);
+        if (!missing)
+                return 0;
+        if (cg_v2_format_enable(missing, buf, sizeof(buf)) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOBUFS, "controller list too long");
+        struct bc_error local = BC_ERROR_INIT;
+        r = cg_write(parent, "cgroup.subtree_control", buf, &local);
+        if (r < 0) {
+                int e = local.errnum;
+                bc_error_clear(&local);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e,
+                                    "cgroup v2: cannot enable '%s' for the children of %s: %s%s",
+                                    buf, parent, strerror(e),
+                                    e == EBUSY ? " (it holds processes, and cgroup v2 forbids "
+                                                 "controllers below a cgroup with processes: "
+                                                 "give the helper --cgroup-parent, as the "
+                                                 "worker does on a delegated cgroup)"
+                                               : e == ENOENT || e == EINVAL
+                                                         ? " (controller not delegated to it)"
+                                                         : "");
+        }
+        return 0;
+}
+
+static int v2_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *given,
+                     struct bc_error *err)
 {
         const char *root = NULL;
         if (cg_detect(&root) != &cg_backend_v2 || !root)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT, "cgroup v2 not mounted");
-        _cleanup_free_ char *own = cg_own_path(NULL);
         _cleanup_free_ char *parent = NULL;
-        if (asprintf(&parent, "%s%s", root, own && strcmp(own, "/") ? own : "") < 0) {
-                parent = NULL;
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        }
-        /* Each separately: a controller the parent lacks must not stop the
-         * others; a missing one is an error below only if a limit needs it. */
-        (void)cg_write(parent, "cgroup.subtree_control", "+memory", NULL);
-        (void)cg_write(parent, "cgroup.subtree_control", "+pids", NULL);
-        (void)cg_write(parent, "cgroup.subtree_control", "+cpu", NULL);
-        int r = cg_make_dir(parent, &cg->dirs[0], err);
+        int r = v2_parent(root, given, &parent, err);
+        if (r >= 0)
+                r = v2_enable(parent, l, err);
+        if (r >= 0)
+                r = cg_make_dir(parent, &cg->dirs[0], err);
         if (r < 0)
                 return r;
         cg->n_dirs = 1;

@@ -77,6 +77,29 @@ static FILE *cg_fopen(const char *dir, const char *file)
         return fopen(path, "re");
 }
 
+int cg_read_file(const char *dir, const char *file, char *buf, size_t size)
+{
+        char path[4096];
+        if (size == 0 || snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
+                return -ENAMETOOLONG;
+        _cleanup_fd_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        size_t len = 0;
+        while (len < size - 1) {
+                ssize_t n = read(fd, buf + len, size - 1 - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        buf[len] = '\0';
+        return 0;
+}
+
 int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *ret)
 {
         _cleanup_fclose_ FILE *f = cg_fopen(dir, file);
@@ -117,24 +140,33 @@ static bool has_controller(const char *list, const char *want)
         return false;
 }
 
-char *cg_own_path(const char *controller)
+char *cg_own_path_in(const char *proc_cgroup, const char *controller)
 {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-        char line[4096];
-        while (f && fgets(line, sizeof(line), f)) {
-                line[strcspn(line, "\n")] = '\0';
-                char *c1 = strchr(line, ':');
-                char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-                if (!c2)
-                        continue;
-                *c2 = '\0';
-                const char *ctrls = c1 + 1;
-                bool match = controller ? has_controller(ctrls, controller)
-                                        : (strncmp(line, "0:", 2) == 0 && *ctrls == '\0');
-                if (match)
-                        return strdup(c2 + 1);
+        for (const char *line = proc_cgroup; line && *line;) {
+                size_t len = strcspn(line, "\n");
+                const char *end = line + len;
+                const char *c1 = memchr(line, ':', len);
+                const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+                if (c2) {
+                        _cleanup_free_ char *ctrls = strndup(c1 + 1, (size_t)(c2 - c1 - 1));
+                        if (!ctrls)
+                                return NULL;
+                        bool match = controller ? has_controller(ctrls, controller)
+                                                : (strncmp(line, "0:", 2) == 0 && *ctrls == '\0');
+                        if (match)
+                                return strndup(c2 + 1, (size_t)(end - c2 - 1));
+                }
+                line = *end ? end + 1 : end;
         }
         return NULL;
+}
+
+char *cg_own_path(const char *controller)
+{
+        char buf[8192];
+        if (cg_read_file("/proc/self", "cgroup", buf, sizeof(buf)) < 0)
+                return NULL;
+        return cg_own_path_in(buf, controller);
 }
 
 int cg_make_dir(const char *parent, char **ret_path, struct bc_error *err)
@@ -142,10 +174,12 @@ int cg_make_dir(const char *parent, char **ret_path, struct bc_error *err)
         char *path = NULL;
         if (asprintf(&path, "%s/boxcar-sandbox-%d", parent, (int)getpid()) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        /* A leftover of an earlier helper with our pid (killed by SIGKILL):
-         * empty by now since its pid namespace died with it. */
-        (void)rmdir(path);
-        if (mkdir(path, 0755) < 0) {
+        /* EEXIST: a leftover of an earlier helper with our pid (killed by
+         * SIGKILL), empty by now since its pid namespace died with it. */
+        int r = mkdir(path, 0755);
+        if (r < 0 && errno == EEXIST && rmdir(path) == 0)
+                r = mkdir(path, 0755);
+        if (r < 0) {
                 int e = errno;
                 bc_error_set(err, BC_SANDBOX_SETUP, e, "mkdir %s: %s", path, strerror(e));
                 free(path);
@@ -171,7 +205,8 @@ void cg_kill_procs(const char *dir)
         }
 }
 
-int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err)
+int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
+                      struct bc_error *err)
 {
         *cg = (struct sbx_cgroup){ .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 };
         bool want = l->memory_mb || l->pids || l->cpus > 0;
@@ -187,7 +222,7 @@ int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, struct b
         }
         cg->ops = b;
         struct bc_error local = BC_ERROR_INIT;
-        int r = b->create(cg, l, &local);
+        int r = b->create(cg, l, parent, &local);
         if (r < 0) {
                 sbx_cgroup_destroy(cg);
                 bc_error_move(err, &local);

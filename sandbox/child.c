@@ -1,6 +1,7 @@
 /* The sandboxed side: the child cloned into the new namespaces.  It is
  * pid 1 of its pid namespace; it builds the root, waits to be put in the
- * cgroup, then forks the job (pid 2) and stays as a minimal init that
+ * cgroup, drops its privileges and loads the seccomp filters, then forks
+ * the job (pid 2, inheriting both) and stays as a minimal init that
  * reaps orphans and reports the job's status.  When the job exits, init
  * exits, and the kernel kills whatever the job left behind (double-forked,
  * setsid'd, stopped: a pid namespace dies with its init). */
@@ -134,10 +135,38 @@ static int exec_command(char *const *argv, char *const *env)
         return best;
 }
 
-static void job_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
-                     bool in_cgroup) __attribute__((noreturn));
-static void job_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
-                     bool in_cgroup)
+/* Init's last setup step, before it forks the job, which inherits all of
+ * it: the job's identity, no capabilities, no parent-death escape, and
+ * the seccomp filters (loaded once for both: each load is a BPF
+ * translation and JIT).  Init runs no untrusted code, but it is as
+ * locked down as the job, and not dumpable: the job can neither ptrace
+ * it nor open its /proc files (its socket to the supervisor). */
+static void lock_down(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock)
+{
+        struct setup_ctx x = { .c = c, .step = SBX_STEP_PRIVILEGES, .err = BC_ERROR_INIT };
+        if (sbx_drop_privileges(c->uid, c->gid, &x.err) < 0)
+                report_and_exit(sock, &x);
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
+                setup_fail(&x, errno, NULL, "PR_SET_DUMPABLE");
+                report_and_exit(sock, &x);
+        }
+        /* A uid change clears the parent-death signal: set it again, then
+         * make sure the supervisor did not die in between (its end of the
+         * socket would have hung up). */
+        struct pollfd p = { .fd = sock, .events = POLLIN };
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll(&p, 1, 0) != 0)
+                _exit(SBX_EXIT_INTERNAL);
+        x.step = SBX_STEP_SECCOMP;
+        if (sbx_seccomp_apply(prog, &x.err) < 0)
+                report_and_exit(sock, &x);
+}
+
+/* The job: init's privileges and filters are already its own (every call
+ * below is on the allow-list); it only gets its own session, its limits
+ * and no fds but 0-2, then execs. */
+static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
+        __attribute__((noreturn));
+static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
 {
         struct setup_ctx x = { .c = c, .step = SBX_STEP_PRIVILEGES, .err = BC_ERROR_INIT };
         if (setsid() < 0) {
@@ -148,12 +177,9 @@ static void job_main(const struct helper_config *c, const struct sbx_seccomp_pro
         if (sbx_set_rlimits(c, in_cgroup, &x.err) < 0)
                 report_and_exit(sock, &x);
         x.step = SBX_STEP_PRIVILEGES;
-        if (sbx_drop_privileges(c->uid, c->gid, &x.err) < 0 || sbx_cloexec_from(3, &x.err) < 0)
+        if (sbx_cloexec_from(3, &x.err) < 0)
                 report_and_exit(sock, &x);
         umask(022);
-        x.step = SBX_STEP_SECCOMP;
-        if (sbx_seccomp_apply(prog, &x.err) < 0)
-                report_and_exit(sock, &x);
         int e = exec_command(c->argv, c->env);
         struct sbx_msg m;
         sbx_msg_error(&m, SBX_MSG_EXEC_ERROR, SBX_STEP_EXEC, e, c->argv[0], "exec %s: %s",
@@ -163,25 +189,9 @@ static void job_main(const struct helper_config *c, const struct sbx_seccomp_pro
 }
 
 /* pid 1: reap everything, report the job, exit (killing the rest). */
-static void init_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
-                      pid_t job) __attribute__((noreturn));
-static void init_main(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
-                      pid_t job)
+static void init_main(int sock, pid_t job) __attribute__((noreturn));
+static void init_main(int sock, pid_t job)
 {
-        struct bc_error err = BC_ERROR_INIT;
-        /* Same uid as the job but not dumpable: the job can neither ptrace
-         * init nor open its /proc files (its socket to the supervisor). */
-        if (sbx_drop_privileges(c->uid, c->gid, &err) < 0 ||
-            prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-                _exit(SBX_EXIT_PRIVS);
-        /* A uid change clears the parent-death signal: set it again, then
-         * make sure the supervisor did not die in between (its end of the
-         * socket would have hung up). */
-        struct pollfd p = { .fd = sock, .events = POLLIN };
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll(&p, 1, 0) != 0)
-                _exit(SBX_EXIT_INTERNAL);
-        if (sbx_seccomp_apply(prog, &err) < 0)
-                _exit(SBX_EXIT_PRIVS);
         for (;;) {
                 int st;
                 pid_t w = wait4(-1, &st, 0, NULL);
@@ -259,6 +269,7 @@ void sbx_child_main(const struct child_args *a)
                 setup_fail(&x, errno, NULL, "unshare(CLONE_NEWCGROUP)");
                 report_and_exit(sock, &x);
         }
+        lock_down(c, prog, sock);
         pid_t job = fork();
         if (job < 0) {
                 x.step = SBX_STEP_CLONE;
@@ -266,6 +277,6 @@ void sbx_child_main(const struct child_args *a)
                 report_and_exit(sock, &x);
         }
         if (job == 0)
-                job_main(c, prog, sock, in_cgroup);
-        init_main(c, prog, sock, job);
+                job_main(c, sock, in_cgroup);
+        init_main(sock, job);
 }

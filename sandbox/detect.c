@@ -102,6 +102,13 @@ static void probe_cgroups(struct sandbox_caps *c)
                         return;
         }
         c->cg_writable = access(dir, W_OK) == 0;
+        size_t n = strlen(dir);
+        if (n < sizeof(c->cg_dir))
+                memcpy(c->cg_dir, dir, n + 1);
+        /* v2: the worker cannot stay in the cgroup it gives controllers to
+         * (no internal processes), so it moves into a leaf of it. */
+        c->cg_delegate = b->version == SANDBOX_CGROUP_V2 && c->cg_writable &&
+                         (c->cg_memory || c->cg_pids || c->cg_cpu);
 }
 
 int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err)
@@ -161,6 +168,22 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               yn(c->kvm), c->backend ? c->backend : "none",
                               c->backend_reason && *c->backend_reason ? ": " : "",
                               c->backend_reason ? c->backend_reason : "");
+        if (r >= 0 && c->cg_delegate)
+                r = dynbuf_printf(&b,
+                                  "cgroup v2 use:    delegated leaf: the worker moves itself into "
+                                  "<its cgroup>/boxcar-worker\n"
+                                  "                  (here %s/boxcar-worker) and makes each job's "
+                                  "cgroup next to it,\n"
+                                  "                  since v2 gives no controllers below a cgroup "
+                                  "that holds processes\n",
+                                  c->cg_dir);
+        else if (r >= 0 && c->cgroup == SANDBOX_CGROUP_V2)
+                r = dynbuf_printf(&b,
+                                  "cgroup v2 use:    none: %s is not writable or has no "
+                                  "controllers; jobs asking\n"
+                                  "                  for limits will fail (delegate the worker's "
+                                  "cgroup, e.g. systemd Delegate=yes)\n",
+                                  c->cg_dir[0] ? c->cg_dir : "our cgroup");
         if (r < 0) {
                 dynbuf_done(&b);
                 return NULL;

@@ -65,6 +65,7 @@ struct helper_config {
         uint32_t pids;                 /* 0: none */
         double cpus;                   /* 0: none */
         enum sandbox_network network;
+        const char *cgroup_parent;     /* v2: --cgroup-parent; NULL: own cgroup */
         int status_fd;                 /* -1: none */
         const char *hostname;
         uid_t uid;
@@ -86,6 +87,9 @@ int sbx_parse_double(const char *s, double min, double max, double *ret);
 /* Checks a bind destination: absolute, normalised, no "..", not "/",
  * not inside /proc, /dev, /sys or /workspace. 0 or -EINVAL. */
 int sbx_check_dest(const char *dest);
+/* Checks a --cgroup-parent: absolute, normalised, shorter than 1 KiB.
+ * Whether it lies in the cgroup v2 mount is checked when it is used. */
+int sbx_check_cgroup_parent(const char *dir);
 bool sbx_env_entry_valid(const char *kv);
 
 /* Status JSON, produced by the helper (sandbox_status_parse reads it). */

@@ -82,6 +82,10 @@ const char *helper_usage(void)
                "  --cpus X            CPU bandwidth, in CPUs (0.5 = half of one)\n"
                "  --disk-mb N         size of /workspace + /tmp + /dev/shm together\n"
                "  --network none|host loopback only (default), or the host's network\n"
+               "  --cgroup-parent DIR cgroup v2: make the sandbox's cgroup in DIR (absolute,\n"
+               "                      under the cgroup2 mount) instead of in our own cgroup,\n"
+               "                      which v2 forbids while it holds processes (the worker\n"
+               "                      passes its delegated cgroup); ignored on cgroup v1\n"
                "  --status-fd FD      write one JSON status object to FD at the end\n"
                "  --hostname NAME     hostname inside (default boxcar)\n"
                "  --uid N, --gid N    identity of COMMAND inside (default 65534)\n"
@@ -129,21 +133,34 @@ static bool path_under(const char *path, const char *dir)
         return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-int sbx_check_dest(const char *dest)
+/* Absolute and normalised: no "//", no "." or ".." components, no
+ * trailing slash, so two spellings cannot name overlapping paths and
+ * nothing climbs out of where a prefix check put it. */
+static bool normalised(const char *path)
 {
-        if (!dest || dest[0] != '/' || dest[1] == '\0' || strlen(dest) >= 256)
-                return -EINVAL;
-        /* Normalised only: no "//", no "." or ".." components, no trailing
-         * slash, so two spellings cannot name overlapping mounts. */
-        for (const char *p = dest; *p; p++) {
+        if (path[0] != '/' || path[1] == '\0')
+                return false;
+        for (const char *p = path; *p; p++) {
                 if (*p != '/')
                         continue;
                 const char *c = p + 1;
                 size_t len = strcspn(c, "/");
                 if (len == 0 || (len == 1 && c[0] == '.') ||
                     (len == 2 && c[0] == '.' && c[1] == '.'))
-                        return -EINVAL;
+                        return false;
         }
+        return true;
+}
+
+int sbx_check_cgroup_parent(const char *dir)
+{
+        return dir && strlen(dir) < 1024 && normalised(dir) ? 0 : -EINVAL;
+}
+
+int sbx_check_dest(const char *dest)
+{
+        if (!dest || strlen(dest) >= 256 || !normalised(dest))
+                return -EINVAL;
         static const char *const reserved[] = { "/proc", "/dev", "/sys", "/workspace",
                                                 "/tmp", "/etc" };
         for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
@@ -207,6 +224,12 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                         c->network = SANDBOX_NET_HOST;
                 else
                         return bc_error_set(err, BC_USAGE, EINVAL, "--network: none or host");
+        } else if (strcmp(opt, "--cgroup-parent") == 0) {
+                if (sbx_check_cgroup_parent(val[0]) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--cgroup-parent: want an absolute, normalised path, "
+                                            "got '%s'", val[0]);
+                c->cgroup_parent = val[0];
         } else if (strcmp(opt, "--status-fd") == 0) {
                 if (sbx_parse_u64(val[0], INT_MAX, &u) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--status-fd: bad '%s'", val[0]);

@@ -11,6 +11,7 @@
 #include <linux/close_range.h>
 #include <linux/securebits.h>
 #include <math.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -86,6 +87,17 @@ int sbx_drop_privileges(uid_t uid, gid_t gid, struct bc_error *err)
         return 0;
 }
 
+/* The CPUs we may run on: one syscall, where sysconf() would parse /sys
+ * or, without /sys (inside the sandbox), all of /proc/stat. */
+static int cpus_usable(void)
+{
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof(set), &set) < 0)
+                return 1;
+        int n = CPU_COUNT(&set);
+        return n > 0 ? n : 1;
+}
+
 static int set_limit(int res, rlim_t v)
 {
         struct rlimit cur;
@@ -110,8 +122,7 @@ int sbx_set_rlimits(const struct helper_config *c, bool have_cgroup, struct bc_e
                 /* CPU seconds per process: a backstop if the supervisor were
                  * ever stopped; generous so it never fires before the wall
                  * clock on a multi-threaded job. */
-                long n = sysconf(_SC_NPROCESSORS_ONLN);
-                double cpus = c->cpus > 0 ? c->cpus : (double)(n > 0 ? n : 1);
+                double cpus = c->cpus > 0 ? c->cpus : (double)cpus_usable();
                 if (set_limit(RLIMIT_CPU, (rlim_t)ceil(c->timeout_s * cpus) + 2) < 0)
                         return fail(err, "RLIMIT_CPU");
         }

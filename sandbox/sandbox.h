@@ -41,6 +41,10 @@ struct sandbox_opts {
         double cpus;
         uint64_t disk_mb;
         enum sandbox_network network;
+        /* cgroup v2: the directory (absolute, under the cgroup mount) the
+         * per-sandbox cgroup is made in, from sandbox_cgroup_prepare_worker;
+         * NULL: the helper's own cgroup.  Ignored on v1. */
+        const char *cgroup_parent;
 };
 
 /* Builds the argv that execs `helper_path` (argv[0]) for these options, the
@@ -53,6 +57,34 @@ int sandbox_argv_build(const struct sandbox_opts *o, const char *helper_path,
                        int status_fd, char ***ret_argv, struct bc_error *err);
 /* NULL-safe. */
 void sandbox_argv_free(char **argv);
+
+/* cgroup v2 delegation, for the worker; call it ONCE at startup, before
+ * the process has a second thread (the move below takes the whole thread
+ * group, and nothing may race it).
+ *
+ * Why: cgroup v2's "no internal processes" rule lets a cgroup enable
+ * controllers for its children (cgroup.subtree_control) only while it
+ * holds no processes itself.  A worker living in its cgroup C could never
+ * give its jobs' cgroups memory/pids/cpu limits (EBUSY).  So, when
+ * cgroup_root (NULL: where the helper looks, /sys/fs/cgroup or the hybrid
+ * unified mount) is a cgroup2 mount with controllers for C, this reads C
+ * from /proc/self/cgroup ("0::/path"; the root of a cgroup namespace, as
+ * in a container, is treated the same), creates the leaf C/boxcar-worker,
+ * moves the whole process into it, enables whichever of memory, pids and
+ * cpu C offers in C/cgroup.subtree_control, and returns C: the directory
+ * to pass as sandbox_opts.cgroup_parent, so job cgroups are siblings of
+ * the worker's leaf.  Idempotent: a worker already in C/boxcar-worker
+ * returns C again.
+ *
+ * *ret_parent is NULL (and 0 returned) when there is nothing to delegate:
+ * not v2, no controllers for C, or C not writable by us; jobs then get
+ * their cgroups under the helper's own cgroup, and a job that asks for a
+ * limit fails with a message saying why.  Negative errno with err set
+ * (BC_SANDBOX_SETUP) when v2 is ours but the procedure failed, e.g. other
+ * processes still live in C (EBUSY).  On success the caller owns and
+ * frees *ret_parent. */
+int sandbox_cgroup_prepare_worker(const char *cgroup_root, char **ret_parent,
+                                  struct bc_error *err);
 
 /* The helper's status, decoded.  exit_code is what the helper exits with
  * for the command: its exit status, or 128+signal when it was killed
@@ -98,6 +130,9 @@ struct sandbox_caps {
         enum sandbox_cgroup_version cgroup;
         bool cg_memory, cg_pids, cg_cpu;  /* controllers the backend can use */
         bool cg_writable;           /* we may create a per-sandbox cgroup */
+        bool cg_delegate;           /* v2: the worker moves into a leaf of its
+                                     * cgroup and puts jobs next to it */
+        char cg_dir[256];           /* our cgroup directory, when known */
         char kernel[64];            /* uname release */
         const char *backend;        /* static string: "namespace" or "none" */
         const char *backend_reason; /* static string: why, when not "namespace" */

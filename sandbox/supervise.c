@@ -295,18 +295,14 @@ static int prepare(struct supervisor *s)
                 s->ws_gid = st.st_gid;
         }
         struct bc_error err = BC_ERROR_INIT;
-        if (sbx_seccomp_compile(&s->seccomp, &err) < 0) {
-                fail(s, SBX_STEP_SECCOMP, err.errnum, NULL, bc_error_message(&err));
-                bc_error_clear(&err);
-                return -1;
-        }
+        sbx_seccomp_builtin(&s->seccomp);
         /* The cgroup is made before the clone: the child moves itself in
          * first thing (cheaper than being moved, see cgroup-internal.h),
          * so the workspace copied into its tmpfs is charged to it too, as
          * everything the job writes there (tmpfs is memory). */
         struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
                                .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
-        if (sbx_cgroup_create(&s->cg, &l, &err) < 0) {
+        if (sbx_cgroup_create(&s->cg, &l, c->cgroup_parent, &err) < 0) {
                 fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
                 bc_error_clear(&err);
                 return -1;

@@ -31,8 +31,11 @@ sb_cmd="$SB --workspace $tmp/ws --timeout 30 --memory-mb 256 --pids 64 --cpus 1 
 hyperfine -N --warmup 20 --runs "$runs" --export-json "$tmp/r.json" \
   -n boxcar-sandbox "$sb_cmd" -n bwrap "$bwrap_cmd" >&2
 
-sb_ms=$(jq '.results[] | select(.command=="boxcar-sandbox") | .mean * 1000' "$tmp/r.json")
-bw_ms=$(jq '.results[] | select(.command=="bwrap") | .mean * 1000' "$tmp/r.json")
-ratio=$(jq -n "$sb_ms / $bw_ms")
-printf 'boxcar-sandbox mean: %.2f ms\nbwrap mean:          %.2f ms\nratio (boxcar-sandbox / bwrap): %.2f\n' \
-  "$sb_ms" "$bw_ms" "$ratio"
+# The median too: on a busy machine the mean follows the outliers.
+stat() { jq ".results[] | select(.command==\"$1\") | .$2 * 1000" "$tmp/r.json"; }
+sb_ms=$(stat boxcar-sandbox mean) bw_ms=$(stat bwrap mean)
+sb_med=$(stat boxcar-sandbox median) bw_med=$(stat bwrap median)
+printf 'boxcar-sandbox mean: %.2f ms  median: %.2f ms\n' "$sb_ms" "$sb_med"
+printf 'bwrap mean:          %.2f ms  median: %.2f ms\n' "$bw_ms" "$bw_med"
+printf 'ratio (boxcar-sandbox / bwrap): mean %.2f, median %.2f\n' \
+  "$(jq -n "$sb_ms / $bw_ms")" "$(jq -n "$sb_med / $bw_med")"

@@ -57,5 +57,11 @@ int backend_none_run(const struct backend_job *j, struct backend_result *ret,
                      struct bc_error *err);
 int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
                         struct bc_error *err);
+/* The cgroup v2 directory job cgroups go in (sandbox_cgroup_prepare_worker),
+ * passed to every helper as --cgroup-parent; NULL: none.  Set once by the
+ * worker loop before any slot thread starts (thread creation orders it
+ * before their reads), reset after they are joined.  Not copied: the
+ * string must outlive the slots. */
+void backend_sandbox_set_cgroup_parent(const char *parent);
 
 #endif

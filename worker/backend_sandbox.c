@@ -18,6 +18,14 @@
  * when the helper is stuck, this long after it. */
 #define HELPER_EXTRA_TIMEOUT_S 15.0
 
+/* Written before the slot threads exist, only read by them. */
+static const char *cgroup_parent;
+
+void backend_sandbox_set_cgroup_parent(const char *parent)
+{
+        cgroup_parent = parent;
+}
+
 static int read_status(int fd, char *buf, size_t size, size_t *ret_len)
 {
         size_t len = 0;
@@ -76,6 +84,7 @@ static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_e
                 .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
                 .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,
                 .network = spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE,
+                .cgroup_parent = cgroup_parent,
         };
         int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, 3, ret_argv, err)
                            : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");

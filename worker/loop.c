@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "sandbox/sandbox.h"
+#include "worker/backend.h"
 #include "worker/db.h"
 #include "worker/deliver.h"
 #include "worker/http_server.h"
@@ -419,6 +421,29 @@ static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
         return 0;
 }
 
+/* cgroup v2: moves the worker into a leaf of its cgroup so that cgroup
+ * can give job cgroups their controllers (see sandbox.h).  Must run while
+ * the process is single-threaded.  A failure is not fatal: jobs without
+ * limits still run, and jobs with limits fail with the helper's reason. */
+static char *setup_cgroup(const struct worker_config *cfg)
+{
+        if (cfg->sandbox != BACKEND_NAMESPACE)
+                return NULL;
+        char *parent = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        if (sandbox_cgroup_prepare_worker(NULL, &parent, &err) < 0) {
+                log_event(LOG_WARN, "sandbox.cgroup", "parent", "none", "error",
+                          bc_error_message(&err), NULL);
+                bc_error_clear(&err);
+                return NULL;
+        }
+        log_event(LOG_INFO, "sandbox.cgroup", "parent", parent ? parent : "none", "mode",
+                  parent ? "v2 delegated: worker in a leaf, jobs beside it"
+                         : "jobs under the helper's own cgroup", NULL);
+        backend_sandbox_set_cgroup_parent(parent);
+        return parent;
+}
+
 static void run_loop(struct loop *l)
 {
         while (!(l->draining && l->slots.busy == 0)) {
@@ -448,6 +473,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         int r = setup_work_dir(cfg, err);
         if (r >= 0)
                 r = setup_signals(&l, err);
+        /* Before start_metrics: the first thread of the process. */
+        _cleanup_free_ char *cgroup_parent = r >= 0 ? setup_cgroup(cfg) : NULL;
         if (r >= 0)
                 r = start_metrics(&l, err);
         l.slots.metrics = l.metrics;
@@ -480,6 +507,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                         store_close(&l.store);
                 if (l.signal_fd >= 0)
                         close(l.signal_fd);
+                backend_sandbox_set_cgroup_parent(NULL);
                 return r;
         }
         char conc[16];
@@ -502,6 +530,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 bc_error_clear(&ignored);
         }
         slots_join(&l.slots);
+        backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);
         store_close(&l.store);
         http_server_stop(l.http);

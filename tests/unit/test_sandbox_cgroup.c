@@ -2,7 +2,6 @@
  * parsers, table-driven, and the worker's procedure run against a fake
  * cgroupfs, a temporary tree of plain files, with a fake /proc/self/cgroup.
  * Plus the --cgroup-parent plumbing (argv building, helper options). */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -147,7 +146,7 @@ static int fake_teardown(void **state)
 
 static void put(const char *dir, const char *name, const char *content)
 {
-        char p[512];
+        char p[1024];
         snprintf(p, sizeof(p), "%s/%s", dir, name);
         FILE *fp = fopen(p, "we");
         assert_non_null(fp);
@@ -158,7 +157,7 @@ static void put(const char *dir, const char *name, const char *content)
 /* The file's content, or NULL when it does not exist; caller frees. */
 static char *get(const char *dir, const char *name)
 {
-        char p[512], buf[1024];
+        char p[1024], buf[1024];
         snprintf(p, sizeof(p), "%s/%s", dir, name);
         FILE *fp = fopen(p, "re");
         if (!fp)
@@ -171,7 +170,7 @@ static char *get(const char *dir, const char *name)
 
 static bool exists(const char *dir, const char *name)
 {
-        char p[512];
+        char p[1024];
         struct stat st;
         snprintf(p, sizeof(p), "%s/%s", dir, name);
         return stat(p, &st) == 0;
@@ -186,7 +185,8 @@ static void mkdirs(const char *root, const char *rel, char *ret, size_t size)
                 if (!len)
                         break;
                 size_t cur = strlen(ret);
-                snprintf(ret + cur, size - cur, "/%.*s", (int)len, p);
+                int n = snprintf(ret + cur, size - cur, "/%.*s", (int)len, p);
+                assert_true(n > 0 && (size_t)n < size - cur);
                 if (mkdir(ret, 0755) < 0)
                         assert_int_equal(errno, EEXIST);
                 p += len;
@@ -329,6 +329,7 @@ static void test_prepare_worker_not_writable(void **state)
                                             false, 0, NULL, NULL, "", NULL };
         char cdir[512];
         build_tree(f, &c, cdir, sizeof(cdir));
+        assert_int_equal(chmod(cdir, 0555), 0);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
@@ -342,6 +343,7 @@ static void test_prepare_worker_not_writable(void **state)
         }
         int st;
         assert_int_equal(waitpid(pid, &st, 0), pid);
+        assert_int_equal(chmod(cdir, 0755), 0);
         assert_true(WIFEXITED(st));
         assert_int_equal(WEXITSTATUS(st), 0);
         assert_false(exists(cdir, "boxcar-worker"));
