@@ -47,6 +47,15 @@ stime=$(run '{"command": ["true"], "startup_script": "sleep 30", "startup_timeou
 is "the startup script has its own timeout" "$(job_field $stime "status || ' ' || (result->'startup'->>'timed_out')")" "succeeded true"
 is "its outcome is in the audit trail" "$(sql "select count(*) from boxcar.job_events where job_id = '$stime' and kind = 'startup_done'")" "1"
 
+# Retry policy: the job's own failures are final unless retry.on names them.
+rid=$(echo '{"command": ["sh", "-c", "exit 5"], "retry": {"on": ["NONZERO_EXIT"]}}' | "$BOXCAR" enqueue --max-attempts 2 --spec -)
+"$BOXCAR" status --wait "$rid" >/dev/null
+is "retry.on NONZERO_EXIT retries a failing command up to max_attempts" "$(job_field $rid "status || ' ' || attempts || ' ' || (error->>'code')")" "failed 2 NONZERO_EXIT"
+is "each retry is in the audit trail" "$(sql "select count(*) from boxcar.job_events where job_id = '$rid' and kind = 'retried'")" "1"
+tid=$(echo '{"command": ["sleep", "10"], "limits": {"timeout_s": 1}, "retry": {"on": ["NONZERO_EXIT"]}}' | "$BOXCAR" enqueue --max-attempts 3 --spec -)
+"$BOXCAR" status --wait "$tid" >/dev/null
+is "a TIMEOUT not named in retry.on is final" "$(job_field $tid "status || ' ' || attempts || ' ' || (error->>'code')")" "failed 1 TIMEOUT"
+
 wd=$(run '{"script": "pwd", "workdir": "/workspace/src/app"}')
 is "workdir is created and entered" "$(job_field $wd "result->>'stdout'")" "/workspace/src/app"
 tap_done
