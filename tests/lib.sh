@@ -48,10 +48,11 @@ _bg_pids=()
 bg() { "$@" & _bg_pids+=($!); }
 cleanup_bg() {
   local p
-  for p in "${_bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
+  # `|| true`: some are gone already, and callers may run under set -e.
+  for p in "${_bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 0.2
-  for p in "${_bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  { wait; } 2>/dev/null
+  for p in "${_bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  { wait; } 2>/dev/null || true
 }
 trap cleanup_bg EXIT
 

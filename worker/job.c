@@ -257,6 +257,7 @@ struct job_run {
         char *ws, *meta;
         struct store_mounts mounts;
         struct livelog log;
+        bool started_noted;        /* the "started" event is written */
         char base_sha[65];
         cJSON *result;
 };
@@ -291,7 +292,15 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
 
 static void on_output(void *ctx, int stream, const char *data, size_t len)
 {
-        livelog_write(ctx, stream, data, len);
+        struct job_run *run = ctx;
+        if (!run->started_noted) {
+                run->started_noted = true;
+                run->svc->event(run->svc->conn_ctx, run->job, "started",
+                                run->svc->cfg->sandbox == BACKEND_NAMESPACE
+                                        ? "{\"sandbox\": \"namespace\"}"
+                                        : "{\"sandbox\": \"none\"}");
+        }
+        livelog_write(&run->log, stream, data, len);
 }
 
 static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
@@ -304,7 +313,7 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                                   .timeout_s = timeout_s, .workspace = run->ws,
                                   .meta_dir = run->meta, .volume_paths = paths,
                                   .cancel_fd = cancel_fd, .on_output = on_output,
-                                  .output_ctx = &run->log };
+                                  .output_ctx = run };
         int r = backend_run(&bj, res, err);
         livelog_flush(&run->log);
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)

@@ -251,6 +251,10 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
                 return 0;
         }
         ret->spawned = true;
+        /* A first tick right away: the caller notes the start after the
+         * spawn, not before it, so its bookkeeping costs no pickup time. */
+        if (req->on_output)
+                req->on_output(req->ctx, 0, NULL, 0);
         /* Without pidfd_open (Linux < 5.3, valgrind) the loop polls waitpid. */
         run.pidfd = (int)syscall(SYS_pidfd_open, run.pid, 0);
         supervise(&run);

@@ -25,7 +25,8 @@ struct proc_request {
         double kill_grace_s;      /* then SIGKILL after this long */
         int pass_fd;              /* given to the child as fd 3 (a status pipe); -1: none */
         /* Called with each chunk of output as it arrives (stream 1 or 2), and
-         * at least every 200 ms with stream 0 and no data (a timer tick). */
+         * with stream 0 and no data right after the spawn and then at least
+         * every 200 ms (a timer tick). */
         void (*on_output)(void *ctx, int stream, const char *data, size_t len);
         void *ctx;
 };

@@ -115,9 +115,6 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         snprintf(attempt, sizeof(attempt), "%d", job->attempt);
         log_event(LOG_DEBUG, "job.started", "job_id", job->id, "queue", job->queue, "attempt",
                   attempt, "worker_id", cfg->worker_id, NULL);
-        svc_event(sl, job, "started",
-                  cfg->sandbox == BACKEND_NAMESPACE ? "{\"sandbox\": \"namespace\"}"
-                                                    : "{\"sandbox\": \"none\"}");
         struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
                                     .metrics = sl->owner->metrics, .conn = svc_conn,
                                     .conn_ctx = sl, .event = svc_event };

@@ -11,7 +11,7 @@
 // BENCH_STARTS (file written on exit: job id, start µs, end µs, tab
 // separated), BENCH_READY (file created once the pool is listening).
 // BENCH_GW_LOG=warn drops graphile-worker's info lines (one per job by
-// default; boxcar logs a successful job at debug level only).
+// default, as boxcar's job.finished lines are).
 // SIGTERM/SIGINT: graceful stop, write BENCH_STARTS, exit 0.
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";

@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# Queue benchmark: boxcar against graphile-worker (npm), no-op jobs
+# (`true`), same PostgreSQL server (one database each), same job count and
+# concurrency, one worker process each, both running for the whole run.
+#
+#   scripts/bench-queue.sh            (or `make bench BENCHES=queue`)
+#
+#   idle        both workers started and idle for a second: RSS idle
+#   warm-up     BENCH_WARMUP jobs each in one statement, not measured
+#   throughput  BENCH_ROUNDS rounds, boxcar and graphile alternating, of
+#               BENCH_JOBS jobs enqueued in one statement and transaction;
+#               jobs/s = N / (last job finished - start of the enqueue
+#               transaction), both timestamps taken by the server; median
+#   latency     BENCH_RATE jobs/s for BENCH_LAT_SECONDS, one job per
+#               transaction, the worker otherwise idle (boxcar, then
+#               graphile); pickup = command start (taken by the worker just
+#               before it spawns `true`) - jobs.created_at, and - the moment
+#               the enqueuer got its COMMIT back; p50/p99
+#   RSS         /proc/PID/status VmRSS of each worker process every 100 ms;
+#               peak over warm-up + throughput + latency
+#
+# boxcar: `build/boxcar worker --sandbox none`, enqueue with boxcar.enqueue(),
+# start instant = jobs.result.started_at, finish = jobs.finished_at.
+# graphile-worker: tests/bench/graphile_worker.mjs (task `bench_true` spawns
+# `true`), enqueue with graphile_worker.add_job(), start instant recorded by
+# the task, finish = a statement-level trigger on the delete graphile-worker
+# does when it completes a job (it keeps no finished jobs).
+#
+# Settings (environment): BENCH_JOBS (2000), BENCH_CONCURRENCY (8),
+# BENCH_ROUNDS (3), BENCH_RATE (50), BENCH_LAT_SECONDS (10), BENCH_WARMUP
+# (100), BENCH_POLL_INTERVAL_S (5, both workers' poll fallback),
+# BENCH_GW_LOG=warn (drop graphile-worker's per-job info lines), BENCH_KEEP=1
+# keeps the two databases and the files for inspection.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+N=${BENCH_JOBS:-2000}
+C=${BENCH_CONCURRENCY:-8}
+RATE=${BENCH_RATE:-50}
+LAT_SECS=${BENCH_LAT_SECONDS:-10}
+WARMUP=${BENCH_WARMUP:-100}
+ROUNDS=${BENCH_ROUNDS:-3}
+POLL_S=${BENCH_POLL_INTERVAL_S:-5}
+DB_BX=bench_queue_boxcar
+DB_GW=bench_queue_graphile
+BOXCAR=$BOXCAR_ROOT/build/boxcar
+
+die() { echo "bench-queue: $*" >&2; exit 1; }
+log() { printf '# %s\n' "$*" >&2; }
+now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
+
+# --- processes started here die with the script -----------------------------
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-queue.XXXXXX")
+declare -A PIDS=()      # name -> pid
+cleanup() {
+  local rc=$?
+  set +e
+  for name in "${!PIDS[@]}"; do kill -TERM "${PIDS[$name]}" 2>/dev/null; done
+  sleep 0.3
+  for name in "${!PIDS[@]}"; do kill -KILL "${PIDS[$name]}" 2>/dev/null; done
+  [[ -n ${SQLC_PID:-} ]] && kill "$SQLC_PID" 2>/dev/null
+  wait 2>/dev/null
+  if [[ ${BENCH_KEEP:-0} != 1 ]]; then
+    scripts/pg.sh dropdb "$DB_BX" >/dev/null 2>&1
+    scripts/pg.sh dropdb "$DB_GW" >/dev/null 2>&1
+    rm -rf "$TMP"
+  else
+    echo "# kept: databases $DB_BX, $DB_GW; files in $TMP" >&2
+  fi
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- prerequisites ------------------------------------------------------------
+command -v node >/dev/null || die "node is not installed (scripts/deps.sh installs it)"
+[[ -f node_modules/graphile-worker/package.json ]] ||
+  die "graphile-worker is not installed: run npm ci (scripts/deps.sh does)"
+GW_VERSION=$(node -p 'require("./node_modules/graphile-worker/package.json").version')
+if [[ ! -x $BOXCAR ]]; then
+  for try in 1 2 3 4 5; do
+    make --no-print-directory build/boxcar >&2 && break
+    [[ $try -eq 5 ]] && die "make build/boxcar failed"
+    log "make build/boxcar failed; retrying in 60 s"; sleep 60
+  done
+fi
+scripts/pg.sh start
+
+# --- SQL helpers --------------------------------------------------------------
+# sql DB QUERY...: a one-off psql (each -c its own transaction).
+sql() {
+  local db=$1; shift
+  local args=()
+  for q in "$@"; do args+=(-c "$q"); done
+  psql -X -qtA -v ON_ERROR_STOP=1 "$(db_url "$db")" "${args[@]}"
+}
+# sqlc_open DB / sqlc QUERY: one persistent session for the polls, so that
+# waiting costs neither a psql start nor a SCRAM login every 50 ms.
+sqlc_open() {
+  sqlc_close
+  coproc SQLC { exec psql -X -qtA "$(db_url "$1")" 2>&1; }
+  SQLC_IN=${SQLC[1]} SQLC_OUT=${SQLC[0]}
+}
+sqlc_close() {
+  if [[ -n ${SQLC_PID:-} ]]; then
+    exec {SQLC_IN}>&-
+    wait "$SQLC_PID" 2>/dev/null || true
+    SQLC_PID=
+  fi
+}
+# sqlc QUERY: its one-line answer in SQLC_ANSWER (no subshell, so that die
+# ends the script).
+sqlc() {
+  printf '%s;\n' "$1" >&"$SQLC_IN"
+  IFS= read -r -t 30 SQLC_ANSWER <&"$SQLC_OUT" || die "no answer from psql to: $1"
+  [[ $SQLC_ANSWER != ERROR:* ]] || die "$SQLC_ANSWER ($1)"
+}
+# wait_sql SECS QUERY: polls QUERY every 50 ms until it returns t.
+wait_sql() {
+  local deadline=$(( $(now_us) + $1 * 1000000 ))
+  while sqlc "$2"; [[ $SQLC_ANSWER != t ]]; do
+    (( $(now_us) < deadline )) || return 1
+    sleep 0.05
+  done
+}
+
+fresh_db() {
+  scripts/pg.sh dropdb "$1" 2>/dev/null
+  scripts/pg.sh createdb "$1"
+  sql "$1" "create schema bench" \
+    "create table bench.marks (k text primary key, t timestamptz not null)" \
+    "create table bench.lat (id text primary key, created_us bigint, sent_us bigint, ack_us bigint)" \
+    "create table bench.starts (id text primary key, start_us bigint, end_us bigint)" \
+    "create table bench.done (t timestamptz not null default clock_timestamp())"
+}
+
+# --- process probes -----------------------------------------------------------
+# rss_sampler PID OUT: "µs kB" every 100 ms until PID exits (builtins only).
+rss_sampler() {
+  local pid=$1 out=$2 k v _ fd
+  exec {fd}<> <(:)
+  while [[ -r /proc/$pid/status ]]; do
+    while read -r k v _; do
+      [[ $k == VmRSS: ]] && { printf '%s %s\n' "${EPOCHREALTIME/./}" "$v"; break; }
+    done 2>/dev/null < "/proc/$pid/status"
+    read -r -t 0.1 -u "$fd" _ || true
+  done > "$out"
+}
+# cpu_ticks PID: user + system clock ticks of the process itself.
+cpu_ticks() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( ${12} + ${13} )); }
+status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
+# rss_stats FILE T_IDLE T0 T1: "idle_kB peak_kB": the last sample at or
+# before T_IDLE, the largest in [T0, T1].
+rss_stats() {
+  awk -v ti="$2" -v t0="$3" -v t1="$4" '
+    $1 <= ti { idle = $2 }
+    $1 >= t0 && $1 <= t1 && $2 > peak { peak = $2 }
+    END { print idle + 0, peak + 0 }' "$1"
+}
+
+# --- the two systems -----------------------------------------------------------
+# Per system: its database, how one job is enqueued (an SQL expression), a
+# query that is t once every job has run, and the finish time of the last
+# job of throughput round $r (marks s, c, e of that round in scope as m).
+declare -A DB=([boxcar]=$DB_BX [graphile]=$DB_GW)
+declare -A ENQ=(
+  [boxcar]="boxcar.enqueue(queue => 'default', spec => '{\"command\":[\"true\"]}')"
+  [graphile]="graphile_worker.add_job('bench_true', '{}'::json)")
+declare -A DONE=(
+  [boxcar]="select not exists (select from boxcar.jobs where status in ('queued', 'running'))"
+  [graphile]="select not exists (select from graphile_worker._private_jobs where last_error is null)")
+declare -A LAST=(
+  [boxcar]="select max(j.finished_at) t from boxcar.jobs j, m where j.created_at between m.s and m.c"
+  [graphile]="select max(d.t) t from bench.done d, m where d.t between m.s and m.e")
+declare -A R=()   # results: R[system.key]
+
+# use SYSTEM: points the polling session at SYSTEM's database.
+use() { printf '\\c %s\n' "${DB[$1]}" >&"$SQLC_IN"; }
+
+# alive SYSTEM: dies, with the end of its log, if SYSTEM's worker has exited.
+alive() {
+  [[ -r /proc/${PIDS[$1]}/stat ]] ||
+    die "the $1 worker exited; the end of its log:"$'\n'"$(tail -15 "$TMP/$1.log")"
+}
+
+# tp_round SYSTEM R: N jobs in one statement and transaction, wait for all.
+tp_round() {
+  local s=$1 r=$2 pid=${PIDS[$1]} cpu0
+  alive "$s"
+  cpu0=$(cpu_ticks "$pid")
+  sql "${DB[$s]}" "insert into bench.marks values ('s$r', now()); select count(${ENQ[$s]}) from generate_series(1, $N)" \
+                  "insert into bench.marks values ('c$r', clock_timestamp())" >/dev/null
+  use "$s"
+  wait_sql 120 "${DONE[$s]}" || { alive "$s"; die "$s: $N jobs did not finish in 120 s"; }
+  sql "${DB[$s]}" "insert into bench.marks values ('e$r', clock_timestamp())" >/dev/null
+  alive "$s"
+  R[$s.cpu_ticks]=$(( ${R[$s.cpu_ticks]:-0} + $(cpu_ticks "$pid") - cpu0 ))
+  local out
+  out=$(sql "${DB[$s]}" "with m as (select max(t) filter (where k = 's$r') s, max(t) filter (where k = 'c$r') c,
+                                          max(t) filter (where k = 'e$r') e from bench.marks),
+                             d as (${LAST[$s]})
+                        select round(($N / extract(epoch from d.t - m.s))::numeric, 1),
+                               round((extract(epoch from m.c - m.s) * 1000)::numeric, 1),
+                               round(($N / extract(epoch from d.t - m.c))::numeric, 1)
+                          from m, d")
+  R[$s.tp]+="${out//|/ } "$'\n'
+}
+
+# lat_phase SYSTEM: RATE jobs/s for LAT_SECS, one per transaction.
+lat_phase() {
+  local s=$1
+  use "$s"
+  # In the background so that a signal to the script is handled at once.
+  DATABASE_URL=$(db_url "${DB[$s]}") node tests/bench/enqueue_steady.mjs "$s" "$RATE" "$LAT_SECS" \
+    "$TMP/$s.lat" & PIDS[enqueuer]=$!
+  # Meanwhile: is autovacuum working on this database (it follows the
+  # throughput rounds and competes for the two CPUs)?
+  R[$s.autovac]=0
+  while kill -0 "${PIDS[enqueuer]}" 2>/dev/null; do
+    sqlc "select count(*) from pg_stat_activity where backend_type = 'autovacuum worker' and datname = current_database()"
+    (( SQLC_ANSWER > 0 )) && R[$s.autovac]=$(( ${R[$s.autovac]} + 1 ))
+    sleep 0.25
+  done
+  wait "${PIDS[enqueuer]}" || die "$s: the steady enqueuer failed"
+  unset 'PIDS[enqueuer]'
+  wait_sql 30 "${DONE[$s]}" || { alive "$s"; die "$s: latency jobs did not finish in 30 s"; }
+  alive "$s"
+  sql "${DB[$s]}" "\\copy bench.lat from '$TMP/$s.lat'" >/dev/null
+}
+
+# median of the numbers on stdin; range "min-max".
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "-" hi }'; }
+# pct_cols EXPR: p50|p99|max|count of EXPR (ms).
+pct_cols() {
+  echo "round(percentile_cont(0.5) within group (order by $1)::numeric, 2),
+        round(percentile_cont(0.99) within group (order by $1)::numeric, 2),
+        round(max($1)::numeric, 2), count(*)"
+}
+
+# --- environment ------------------------------------------------------------------
+pg_start_time() { psql -X -qtA "$BOXCAR_ADMIN_URL" -c "select pg_postmaster_start_time()"; }
+PG_STARTED=$(pg_start_time)
+# Other people's sessions on the same server (a test suite running meanwhile
+# shares the CPUs and the WAL with the benchmark).
+other_sessions() {
+  psql -X -qtA "$BOXCAR_ADMIN_URL" -c \
+    "select count(*) || ' (' || count(*) filter (where state <> 'idle') || ' active)'
+       from pg_stat_activity where backend_type = 'client backend'
+        and datname not in ('$DB_BX', '$DB_GW') and pid <> pg_backend_pid()"
+}
+OTHER_SESSIONS=$(other_sessions)
+BOXCAR_BUILT=$(date -u -r "$BOXCAR" '+%F %T UTC')
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+log "N=$N x $ROUNDS rounds, concurrency=$C, latency ${RATE}/s x ${LAT_SECS}s, warm-up $WARMUP;" \
+    "$(nproc) CPUs; load $LOAD_BEFORE; other PG sessions: $OTHER_SESSIONS"
+
+# --- both workers, idle -------------------------------------------------------------
+log "starting boxcar worker and graphile-worker $GW_VERSION (each on its own database)"
+fresh_db "$DB_BX"
+fresh_db "$DB_GW"
+DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" migrate >/dev/null
+mkdir -p "$TMP/work"
+DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" worker --worker-id bench-queue --queues default \
+  --concurrency "$C" --sandbox none --poll-interval "${POLL_S}s" --work-dir "$TMP/work" \
+  2> "$TMP/boxcar.log" &
+PIDS[boxcar]=$!
+DATABASE_URL=$(db_url "$DB_GW") BENCH_CONCURRENCY=$C BENCH_POLL_MS=$((POLL_S * 1000)) \
+  BENCH_STARTS="$TMP/graphile.starts" BENCH_READY="$TMP/graphile.ready" \
+  node tests/bench/graphile_worker.mjs > "$TMP/graphile.log" 2>&1 &
+PIDS[graphile]=$!
+for s in boxcar graphile; do rss_sampler "${PIDS[$s]}" "$TMP/$s.rss" & PIDS[$s-rss]=$!; done
+
+sqlc_open "$DB_BX"
+wait_sql 20 "select exists (select from boxcar.workers where id = 'bench-queue')" ||
+  die "boxcar worker did not start: $(tail -5 "$TMP/boxcar.log")"
+for _ in $(seq 200); do [[ -f $TMP/graphile.ready ]] && break; sleep 0.1; done
+[[ -f $TMP/graphile.ready ]] || die "graphile-worker did not start: $(tail -5 "$TMP/graphile.log")"
+# graphile-worker deletes a job when it completes it: note when.
+sql "$DB_GW" "create function bench.note_done() returns trigger language plpgsql as
+                \$\$ begin insert into bench.done default values; return null; end \$\$" \
+             "create trigger bench_done after delete on graphile_worker._private_jobs
+                for each statement execute function bench.note_done()" >/dev/null
+sleep 1
+T_IDLE=$(now_us)
+
+# --- load: warm-up, throughput rounds alternating, then latency --------------------
+T0=$(now_us)
+log "warm-up, $ROUNDS throughput rounds each (alternating), latency phases"
+for s in boxcar graphile; do
+  sql "${DB[$s]}" "select count(${ENQ[$s]}) from generate_series(1, $WARMUP)" >/dev/null
+  use "$s"
+  wait_sql 60 "${DONE[$s]}" || { alive "$s"; die "$s: warm-up jobs did not finish in 60 s"; }
+done
+for r in $(seq "$ROUNDS"); do
+  tp_round boxcar "$r"
+  sleep 0.3
+  tp_round graphile "$r"
+  sleep 0.3
+done
+sleep 0.5
+lat_phase boxcar
+sleep 0.5
+lat_phase graphile
+sleep 0.3
+T1=$(now_us)
+
+for s in boxcar graphile; do
+  R[$s.hwm_kb]=$(status_kb "${PIDS[$s]}" VmHWM)
+  read -r R[$s.rss_idle_kb] R[$s.rss_peak_kb] < <(rss_stats "$TMP/$s.rss" "$T_IDLE" "$T0" "$T1")
+  R[$s.jobs_s]=$(awk 'NF { print $1 }' <<< "${R[$s.tp]}" | median)
+  R[$s.jobs_s_range]=$(awk 'NF { print $1 }' <<< "${R[$s.tp]}" | range)
+  R[$s.enqueue_ms]=$(awk 'NF { print $2 }' <<< "${R[$s.tp]}" | median)
+  R[$s.drain_jobs_s]=$(awk 'NF { print $3 }' <<< "${R[$s.tp]}" | median)
+done
+R[boxcar.failed]=$(sql "$DB_BX" "select count(*) from boxcar.jobs where status <> 'succeeded'")
+R[graphile.failed]=$(sql "$DB_GW" "select count(*) from graphile_worker._private_jobs")
+sqlc_close
+for s in boxcar graphile; do
+  kill -TERM "${PIDS[$s]}"; wait "${PIDS[$s]}" || true; unset "PIDS[$s]"
+  wait "${PIDS[$s-rss]}" 2>/dev/null || true; unset "PIDS[$s-rss]"
+done
+
+# --- pickup latency -------------------------------------------------------------------
+lat=$(sql "$DB_BX" "select $(pct_cols "x"), $(pct_cols "y") from (
+         select extract(epoch from (j.result->>'started_at')::timestamptz - j.created_at) * 1000 x,
+                (extract(epoch from (j.result->>'started_at')::timestamptz) * 1e6 - l.ack_us) / 1000 y
+           from bench.lat l join boxcar.jobs j on j.id::text = l.id) s")
+IFS='|' read -r R[boxcar.p50] R[boxcar.p99] R[boxcar.max] R[boxcar.lat_n] \
+             R[boxcar.ack_p50] R[boxcar.ack_p99] R[boxcar.ack_max] _ <<< "$lat"
+# Where boxcar's pickup goes: commit ack -> claim (jobs.started_at, set in
+# claim()) -> command start (result.started_at), p50 of each.
+R[boxcar.split]=$(sql "$DB_BX" "select 'commit->claim ' || round(percentile_cont(0.5) within group (order by a)::numeric, 2)
+                                    || ' ms, claim->spawn ' || round(percentile_cont(0.5) within group (order by b)::numeric, 2) || ' ms'
+                               from (select (extract(epoch from j.started_at) * 1e6 - l.ack_us) / 1000 a,
+                                            extract(epoch from (j.result->>'started_at')::timestamptz - j.started_at) * 1000 b
+                                       from bench.lat l join boxcar.jobs j on j.id::text = l.id) s")
+[[ -s $TMP/graphile.starts ]] || die "graphile-worker wrote no start times: $(tail -5 "$TMP/graphile.log")"
+sql "$DB_GW" "\\copy bench.starts from '$TMP/graphile.starts'" >/dev/null
+lat=$(sql "$DB_GW" "select $(pct_cols "x"), $(pct_cols "y") from (
+         select (s.start_us - l.created_us) / 1000.0 x, (s.start_us - l.ack_us) / 1000.0 y
+           from bench.lat l join bench.starts s using (id)) q")
+IFS='|' read -r R[graphile.p50] R[graphile.p99] R[graphile.max] R[graphile.lat_n] \
+             R[graphile.ack_p50] R[graphile.ack_p99] R[graphile.ack_max] _ <<< "$lat"
+
+[[ $(pg_start_time) == "$PG_STARTED" ]] ||
+  die "PostgreSQL was restarted during the run (someone else's test?): figures are void"
+
+# --- report -------------------------------------------------------------------------
+mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+row() { printf '%-28s %12s %12s %16s\n' "$1" "$2" "$3" "$(ratio "$2" "$3")"; }
+for s in boxcar graphile; do
+  R[$s.idle_mib]=$(mib "${R[$s.rss_idle_kb]}"); R[$s.peak_mib]=$(mib "${R[$s.rss_peak_kb]}")
+  R[$s.hwm_mib]=$(mib "${R[$s.hwm_kb]}")
+  R[$s.cpu_us_job]=$(( ${R[$s.cpu_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
+done
+
+echo
+echo "queue benchmark: $N no-op jobs (command true) x $ROUNDS rounds, concurrency $C, one worker each;"
+echo "PostgreSQL 15 (127.0.0.1:$BOXCAR_PG_PORT, synchronous_commit on), $(nproc) CPUs, node $(node --version),"
+echo "build/boxcar $("$BOXCAR" version 2>/dev/null | head -1), the binary of $BOXCAR_BUILT"
+printf '%-28s %12s %12s %16s\n' "" "boxcar" "graphile" "boxcar/graphile"
+printf '%-28s %12s %12s %16s\n' "" "" "$GW_VERSION" ""
+row "throughput (jobs/s)"       "${R[boxcar.jobs_s]}"   "${R[graphile.jobs_s]}"
+printf '%-28s %12s %12s\n' "  rounds min-max" "${R[boxcar.jobs_s_range]}" "${R[graphile.jobs_s_range]}"
+row "pickup latency p50 (ms)"   "${R[boxcar.p50]}"      "${R[graphile.p50]}"
+row "pickup latency p99 (ms)"   "${R[boxcar.p99]}"      "${R[graphile.p99]}"
+row "pickup from commit p50 (ms)" "${R[boxcar.ack_p50]}" "${R[graphile.ack_p50]}"
+row "pickup from commit p99 (ms)" "${R[boxcar.ack_p99]}" "${R[graphile.ack_p99]}"
+row "worker RSS idle (MiB)"     "${R[boxcar.idle_mib]}" "${R[graphile.idle_mib]}"
+row "worker RSS peak (MiB)"     "${R[boxcar.peak_mib]}" "${R[graphile.peak_mib]}"
+echo
+echo "details"
+row "bulk enqueue of N (ms)"       "${R[boxcar.enqueue_ms]}"   "${R[graphile.enqueue_ms]}"
+row "drain after commit (jobs/s)"  "${R[boxcar.drain_jobs_s]}" "${R[graphile.drain_jobs_s]}"
+row "worker CPU per job (us)"      "${R[boxcar.cpu_us_job]}"   "${R[graphile.cpu_us_job]}"
+row "pickup latency max (ms)"      "${R[boxcar.max]}"          "${R[graphile.max]}"
+row "pickup from commit max (ms)"  "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
+row "VmHWM at the end (MiB)"       "${R[boxcar.hwm_mib]}"      "${R[graphile.hwm_mib]}"
+echo "boxcar pickup p50 split: ${R[boxcar.split]}"
+printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
+printf '%-28s %12s %12s\n' "latency samples" "${R[boxcar.lat_n]}" "${R[graphile.lat_n]}"
+printf '%-28s %12s %12s\n' "jobs not succeeded" "${R[boxcar.failed]}" "${R[graphile.failed]}"
+echo "jobs/s: N / (last job finished - start of the enqueue transaction), server clock, median"
+echo "of the rounds (boxcar and graphile rounds alternate); drain: N / (last job finished -"
+echo "commit of the enqueue transaction); worker CPU: the worker process's own user+system time."
+echo "pickup latency: command start (worker clock, just before spawning true) - jobs.created_at"
+echo "(boxcar: clock_timestamp() at the insert; graphile: now(), the start of add_job's statement);"
+echo "pickup from commit: the same start - when the enqueuer got its COMMIT acknowledged."
+OTHER_END=$(other_sessions)
+echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg);" \
+     "other PG client sessions at start: $OTHER_SESSIONS, at the end: $OTHER_END"
+[[ $OTHER_SESSIONS == "$OTHER_END" && $OTHER_SESSIONS == *"(0 active)" ]] ||
+  echo "WARNING: other clients were using the server: these figures are noisy, run again"
+[[ ${R[boxcar.failed]} == 0 && ${R[graphile.failed]} == 0 ]] || die "some jobs did not succeed"
