@@ -71,13 +71,15 @@ returns setof uuid language sql stable as $$
      where id = any (ids) and status = 'running' and cancel_requested_at is not null
 $$;
 
+drop function if exists boxcar.register_worker(text, text, integer, text[], integer, text);
 create or replace function boxcar.register_worker(id text, host text, pid integer, queues text[],
-                                                  concurrency integer, version text)
+                                                  concurrency integer, version text,
+                                                  lease_s double precision default 30)
 returns void language sql volatile as $$
-    insert into boxcar.workers as w (id, host, pid, queues, concurrency, version)
-    values (id, host, pid, queues, concurrency, version)
+    insert into boxcar.workers as w (id, host, pid, queues, concurrency, version, lease_s)
+    values (id, host, pid, queues, concurrency, version, lease_s)
     on conflict (id) do update
-       set host = excluded.host, pid = excluded.pid, queues = excluded.queues,
+       set host = excluded.host, pid = excluded.pid, queues = excluded.queues, lease_s = excluded.lease_s,
            concurrency = excluded.concurrency, version = excluded.version,
            started_at = case when w.state = 'stopped' or w.pid is distinct from excluded.pid
                              then now() else w.started_at end,

@@ -16,10 +16,11 @@ select queue,
   from boxcar.jobs
  group by queue;
 
--- A worker that has not heartbeaten for a minute is reported 'gone'.
+-- A worker that missed three heartbeats (each lease/3) is reported 'gone'.
 create or replace view boxcar.worker_status as
 select id, host, pid, queues, concurrency, version, started_at, heartbeat_at,
-       case when state <> 'stopped' and heartbeat_at < now() - interval '1 minute' then 'gone'
+       case when state <> 'stopped'
+                 and heartbeat_at < now() - make_interval(secs => greatest(lease_s, 1)) then 'gone'
             else state end as state,
        running, drain_requested_at,
        exists (select 1 from boxcar.leaders l where l.worker_id = w.id and l.expires_at > now())

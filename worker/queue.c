@@ -36,10 +36,12 @@ int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_erro
         snprintf(pid, sizeof(pid), "%d", (int)getpid());
         snprintf(conc, sizeof(conc), "%u", cfg->concurrency);
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
-        const char *p[] = { cfg->worker_id, host, pid, queues, conc, BOXCAR_VERSION };
+        char lease[32];
+        snprintf(lease, sizeof(lease), "%.3f", cfg->lease_s);
+        const char *p[] = { cfg->worker_id, host, pid, queues, conc, BOXCAR_VERSION, lease };
         _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select boxcar.register_worker($1, $2, $3::int, $4::text[], $5::int, $6)",
-                6, p, err);
+                conn, "select boxcar.register_worker($1, $2, $3::int, $4::text[], $5::int, $6, "
+                      "$7::float8)", 7, p, err);
         return res ? 0 : -EPROTO;
 }
 

@@ -4,7 +4,9 @@
 //
 //   node enqueue_steady.mjs boxcar|graphile RATE SECONDS OUT
 //
-// DATABASE_URL selects the database.  OUT gets one line per job:
+// DATABASE_URL selects the database; BENCH_BOXCAR_SPEC (default
+// {"command":["true"]}) is the boxcar job's spec, BENCH_GW_TASK (default
+// bench_true) the graphile-worker task.  OUT gets one line per job:
 // id, created_at (µs since the epoch, as the server stored it; \N for
 // boxcar, whose rows stay in boxcar.jobs), the instant the statement was
 // sent, and the instant its commit was acknowledged (µs), tab separated.
@@ -23,13 +25,17 @@ if (!["boxcar", "graphile"].includes(system) || !(rate > 0) || !(seconds > 0) ||
 const nowUs = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// As SQL string literals (the same statement text as before for the defaults).
+const lit = (v) => `'${v.replace(/'/g, "''")}'`;
+const spec = process.env.BENCH_BOXCAR_SPEC || '{"command":["true"]}';
+const task = process.env.BENCH_GW_TASK || "bench_true";
 const text =
   system === "boxcar"
-    ? `select boxcar.enqueue(queue => 'default', spec => '{"command":["true"]}')::text as id,
+    ? `select boxcar.enqueue(queue => 'default', spec => ${lit(spec)})::text as id,
               null::bigint as created_us`
     : `select j.id::text as id,
               (extract(epoch from j.created_at) * 1000000)::bigint as created_us
-         from graphile_worker.add_job('bench_true', '{}'::json) j`;
+         from graphile_worker.add_job(${lit(task)}, '{}'::json) j`;
 
 const client = new pg.Client({ connectionString: process.env.DATABASE_URL });
 await client.connect();

@@ -1,15 +1,22 @@
 // The graphile-worker peer of the queue benchmark (scripts/bench-queue.sh).
 //
-// One graphile-worker pool with one task, `bench_true`, that does what a
-// boxcar `--sandbox none` job does for `{"command": ["true"]}`: spawn `true`
-// with a clean environment, drain its stdout/stderr, wait for it to exit.
+// One graphile-worker pool with two tasks:
+//  - `bench_true` does what a boxcar `--sandbox none` job does for
+//    `{"command": ["true"]}`: spawn `true` with a clean environment, drain
+//    its stdout/stderr, wait for it to exit;
+//  - `bench_sandbox` (BENCH_SANDBOX=1 scripts/bench-queue.sh) spawns the
+//    bwrap command BENCH_BWRAP (argv words separated by spaces) followed by
+//    the inner command BENCH_INNER (a JSON argv that prints the instant it
+//    starts inside the sandbox, `date +%s%N`), and keeps that instant from
+//    its stdout.
 // The instant just before the spawn is recorded (boxcar takes its
 // result.started_at at the same point), kept in memory and written out on
 // shutdown so that recording costs no I/O while the benchmark runs.
 //
 // Environment: DATABASE_URL, BENCH_CONCURRENCY (8), BENCH_POLL_MS (5000),
-// BENCH_STARTS (file written on exit: job id, start µs, end µs, tab
-// separated), BENCH_READY (file created once the pool is listening).
+// BENCH_STARTS (file written on exit: job id, start µs, end µs, inner
+// start µs or \N, tab separated), BENCH_READY (file created once the pool
+// is listening), BENCH_BWRAP and BENCH_INNER (bench_sandbox only).
 // BENCH_GW_LOG=warn drops graphile-worker's info lines (one per job by
 // default, as boxcar's job.finished lines are).
 // SIGTERM/SIGINT: graceful stop, write BENCH_STARTS, exit 0.
@@ -39,22 +46,48 @@ function runCommand(argv) {
     });
     let outBytes = 0;
     let errBytes = 0;
-    child.stdout.on("data", (c) => { outBytes += c.length; });
-    child.stderr.on("data", (c) => { errBytes += c.length; });
+    // The first bytes of each stream are kept (bench_sandbox reads its
+    // start instant from stdout; stderr explains a failure).
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c) => {
+      outBytes += c.length;
+      if (out.length < 256) out += c.toString();
+    });
+    child.stderr.on("data", (c) => {
+      errBytes += c.length;
+      if (err.length < 1024) err += c.toString();
+    });
     child.on("error", reject);
-    child.on("close", (code, signal) => resolve({ code, signal, outBytes, errBytes }));
+    child.on("close", (code, signal) => resolve({ code, signal, outBytes, errBytes, out, err }));
   });
 }
 
 const records = [];
+
+const bwrap = (process.env.BENCH_BWRAP || "").split(" ").filter((w) => w);
+const inner = process.env.BENCH_INNER ? JSON.parse(process.env.BENCH_INNER) : [];
 
 const taskList = {
   bench_true: async (_payload, helpers) => {
     const started = nowUs();
     const r = await runCommand(["true"]);
     const finished = nowUs();
-    records.push(`${helpers.job.id}\t${started}\t${finished}\n`);
+    records.push(`${helpers.job.id}\t${started}\t${finished}\t\\N\n`);
     if (r.code !== 0) throw new Error(`true exited with ${r.code} (signal ${r.signal})`);
+  },
+  bench_sandbox: async (_payload, helpers) => {
+    if (!bwrap.length || !inner.length) throw new Error("BENCH_BWRAP and BENCH_INNER are required");
+    const started = nowUs();
+    const r = await runCommand([...bwrap, ...inner]);
+    const finished = nowUs();
+    if (r.code !== 0)
+      throw new Error(`bwrap exited with ${r.code} (signal ${r.signal}): ${r.err.trim()}`);
+    // Nanoseconds since the epoch (19 digits, more than a double holds
+    // exactly): cut to microseconds as text.
+    const ns = r.out.trim();
+    if (!/^[0-9]{16,}$/.test(ns)) throw new Error(`unexpected output: ${JSON.stringify(r.out)}`);
+    records.push(`${helpers.job.id}\t${started}\t${finished}\t${ns.slice(0, -3)}\n`);
   },
 };
 

@@ -38,6 +38,19 @@ is "a timeout fails with TIMEOUT" "$(job_field $timeout_id "status || ' ' || (er
 none_left() { ! ps -eo stat=,args= | grep -v '^Z' | grep -q '[s]leep 313'; }
 check "the timeout killed every process the job started" wait_for "children die" 2 none_left
 
+# A job writing a gigabyte neither blocks nor bloats the worker.
+gb=$(echo '{"command": ["sh", "-c", "head -c 1000000000 /dev/zero; echo done"], "limits": {"output_bytes": 4096}}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$gb" >/dev/null
+is "a 1 GB output is drained, its tail kept" "$(job_field $gb "status || ' ' || (result->>'stdout_bytes') || ' ' || length(result->>'stdout')")" "succeeded 1000000005 4096"
+rss_kb=$(awk '/VmHWM/ {print $2}' /proc/$WORKER_PID/status)
+check "the worker's peak RSS stayed small (${rss_kb} kB)" test "$rss_kb" -lt 65536
+
+if [[ $E2E_SANDBOX == namespace ]]; then
+  oom=$(echo '{"command": ["python3", "-c", "x = bytearray(400 * 1024 * 1024); print(len(x))"], "limits": {"memory_mb": 64}}' | "$BOXCAR" enqueue --spec -)
+  "$BOXCAR" status --wait "$oom" >/dev/null
+  is "a job over its memory limit fails with OOM" "$(job_field $oom "status || ' ' || (error->>'code') || ' ' || (result->>'oom_killed')")" "failed OOM true"
+fi
+
 # Cancel a running job: killed within a second, ends cancelled.
 cancel_id=$("$BOXCAR" enqueue -- sleep 60)
 wait_for "cancel target starts" 10 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$cancel_id' and kind = 'started'\") == 1 ]]"

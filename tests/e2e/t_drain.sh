@@ -8,7 +8,7 @@ start_worker drain-a --concurrency 1 --lease 5s --poll-interval 500ms --drain-ti
 short=$("$BOXCAR" enqueue -- sh -c 'sleep 1.5; echo done')
 check "the job starts" wait_for "started" 10 started "$short"
 kill -TERM "$WORKER_PID"
-sleep 0.2
+wait_for "draining" 10 grep -q "event=worker.draining" "$BOXCAR_DEV/test-logs/drain-a.log"
 later=$("$BOXCAR" enqueue -- echo later)
 wait "$WORKER_PID"
 is "the worker exits 0 after draining" "$?" "0"

@@ -47,6 +47,15 @@ j3=$(echo '{"command": ["sh", "-c", "echo failed-state > f.txt; exit 7"], "artif
 "$BOXCAR" status --wait "$j3" >/dev/null
 is "a failed run still saves its workspace, from an empty base" "$(job_field $j3 "status || ' ' || (result->'artifact'->>'file_count') || ' ' || coalesce(result->'artifact'->>'parent_sha256', 'none')")" "failed 1 none"
 
+# A cancelled job still saves its workspace and sends its webhook.
+cj=$(echo '{"script": "echo partial > progress.txt; sleep 60", "artifact": {"storage": "cancel-art"}, "webhook": {"url": "http://127.0.0.1:9/h"}}' | "$BOXCAR" enqueue --spec -)
+wait_for "started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$cj' and kind = 'started'\") == 1 ]]"
+sleep 0.5
+"$BOXCAR" cancel "$cj" >/dev/null
+"$BOXCAR" status --wait "$cj" >/dev/null
+is "a cancelled job ends cancelled with its artifact saved" "$(job_field $cj "status || ' ' || (error->>'code') || ' ' || (result->'artifact'->>'file_count')")" "cancelled CANCELLED 1"
+is "and its webhook is in the outbox" "$(sql "select event_type from boxcar.webhook_deliveries where job_id = '$cj'")" "job.cancelled"
+
 # Volumes: by storage (resolved and presigned by the worker) and by URL.
 mkdir -p "$tmp/vol"; printf 'city,temp\nOslo,4\n' > "$tmp/vol/data.csv"
 vsha=$("$BOXCAR" storage push --kind volume datasets "$tmp/vol" 2>/dev/null)

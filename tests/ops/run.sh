@@ -137,7 +137,7 @@ done
 is "build stage installs every BUILD_PKGS entry" "${missing[*]}" ""
 if [[ -x $BUILD/boxcar && -x $BUILD/boxcar-sandbox ]] && command -v objdump >/dev/null; then
   missing=()
-  for so in $(objdump -p "$BUILD/boxcar" "$BUILD/boxcar-sandbox" | awk '/NEEDED/{print $2}' | sort -u); do
+  for so in $(objdump -p "$BUILD/boxcar" "$BUILD/boxcar-sandbox" | awk '/NEEDED/{print $2}' | grep -Ev '^lib(asan|ubsan|lsan)\.' | sort -u); do
     pkg=$(dpkg -S "*/$so" 2>/dev/null | grep -v -- '-dev\|i386' | head -1 | cut -d: -f1)
     [[ -z $pkg || $pkg == libc6 ]] && continue
     stage_of runtime | grep -qw -- "$pkg" || missing+=("$so($pkg)")

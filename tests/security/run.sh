@@ -194,11 +194,12 @@ else not_ok "SIGTERM cancels"; diag "rc=$rc $ST"; fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 python3 -c "
 import socket,time
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(50)
 u=socket.socket(socket.AF_UNIX); u.bind('\0boxcar-sec-$port'); u.listen(50)
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(50)
 time.sleep(120)" &
 _bg_pids+=($!)
-sleep 0.3
+# Ready when TCP accepts (the abstract socket is bound before it).
+wait_for "listener" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.5).close()"
 ctl=$("$T/bin/probe" tcp "$port"; "$T/bin/probe" abstract "boxcar-sec-$port")
 sb -- sh -c "$PROBE tcp $port; $PROBE abstract boxcar-sec-$port"
 if [[ $ctl == *"ESCAPED tcp-loopback"*"ESCAPED abstract-unix"* ]] && blocked "$OUT" tcp-loopback && blocked "$OUT" abstract-unix; then
