@@ -4,6 +4,8 @@
 # concurrency, one worker process each, both running for the whole run.
 #
 #   scripts/bench-queue.sh            (or `make bench BENCHES=queue`)
+#   BENCH_SANDBOX=1 scripts/bench-queue.sh   sandboxed jobs, see below (or
+#                   scripts/bench-queue-sandbox.sh, `make bench BENCHES=queue-sandbox`)
 #
 #   idle        both workers started and idle for a second: RSS idle
 #   warm-up     BENCH_WARMUP jobs each in one statement, not measured
@@ -26,6 +28,19 @@
 # the task, finish = a statement-level trigger on the delete graphile-worker
 # does when it completes a job (it keeps no finished jobs).
 #
+# Sandboxed mode (BENCH_SANDBOX=1, issue 3): every job runs
+#   /bin/sh -c 'date +%s%N'
+# isolated, and prints the instant it starts inside the sandbox.  boxcar:
+# `build/boxcar worker --sandbox namespace` (its default backend), the job
+# spec carries no limits, so the defaults apply (cgroup memory/pids/cpu,
+# size-limited workspace, timeout, seccomp); the instant is read back from
+# jobs.result->>'stdout'.  graphile-worker: task `bench_sandbox` spawns
+#   bwrap --unshare-all --proc /proc --dev /dev --tmpfs /tmp --new-session
+#         --die-with-parent (+ read-only /usr and the /bin, /lib... links)
+# with the same inner command and keeps the instant from its stdout.
+# Pickup latency there ends at that inner start instead of the spawn;
+# BENCH_JOBS defaults to 1000; databases bench_queue_sb_*.
+#
 # Settings (environment): BENCH_JOBS (2000), BENCH_CONCURRENCY (8),
 # BENCH_ROUNDS (3), BENCH_RATE (50), BENCH_LAT_SECONDS (10), BENCH_WARMUP
 # (100), BENCH_POLL_INTERVAL_S (5, both workers' poll fallback),
@@ -35,23 +50,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-N=${BENCH_JOBS:-2000}
+SANDBOX=${BENCH_SANDBOX:-0}
+[[ $SANDBOX == 1 ]] && N=${BENCH_JOBS:-1000} || N=${BENCH_JOBS:-2000}
 C=${BENCH_CONCURRENCY:-8}
 RATE=${BENCH_RATE:-50}
 LAT_SECS=${BENCH_LAT_SECONDS:-10}
 WARMUP=${BENCH_WARMUP:-100}
 ROUNDS=${BENCH_ROUNDS:-3}
 POLL_S=${BENCH_POLL_INTERVAL_S:-5}
-DB_BX=bench_queue_boxcar
-DB_GW=bench_queue_graphile
 BOXCAR=$BOXCAR_ROOT/build/boxcar
+if [[ $SANDBOX == 1 ]]; then
+  DB_BX=bench_queue_sb_boxcar DB_GW=bench_queue_sb_graphile
+  BACKEND=namespace GW_TASK=bench_sandbox ME=bench-queue-sandbox
+  # The job, the same for both: print the instant it starts, in ns.
+  INNER_JSON='["/bin/sh","-c","date +%s%N"]'
+  BX_SPEC="{\"command\":$INNER_JSON}"
+else
+  DB_BX=bench_queue_boxcar DB_GW=bench_queue_graphile
+  BACKEND=none GW_TASK=bench_true ME=bench-queue
+  BX_SPEC='{"command":["true"]}'
+fi
 
-die() { echo "bench-queue: $*" >&2; exit 1; }
+die() { echo "$ME: $*" >&2; exit 1; }
 log() { printf '# %s\n' "$*" >&2; }
 now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 
 # --- processes started here die with the script -----------------------------
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/bench-queue.XXXXXX")
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/$ME.XXXXXX")
 declare -A PIDS=()      # name -> pid
 cleanup() {
   local rc=$?
@@ -62,8 +87,13 @@ cleanup() {
   [[ -n ${SQLC_PID:-} ]] && kill "$SQLC_PID" 2>/dev/null
   wait 2>/dev/null
   if [[ ${BENCH_KEEP:-0} != 1 ]]; then
-    scripts/pg.sh dropdb "$DB_BX" >/dev/null 2>&1
-    scripts/pg.sh dropdb "$DB_GW" >/dev/null 2>&1
+    # A few tries: the server may be restarting (someone else's test).
+    for db in "$DB_BX" "$DB_GW"; do
+      for try in 1 2 3 4 5; do
+        scripts/pg.sh dropdb "$db" >/dev/null 2>&1 && break
+        [[ $try == 5 ]] && echo "# $ME: could not drop database $db" >&2 || sleep 1
+      done
+    done
     rm -rf "$TMP"
   else
     echo "# kept: databases $DB_BX, $DB_GW; files in $TMP" >&2
@@ -84,6 +114,26 @@ if [[ ! -x $BOXCAR ]]; then
     [[ $try -eq 5 ]] && die "make build/boxcar failed"
     log "make build/boxcar failed; retrying in 60 s"; sleep 60
   done
+fi
+if [[ $SANDBOX == 1 ]]; then
+  command -v bwrap >/dev/null || die "bwrap is not installed (apt-get install bubblewrap)"
+  [[ -x $BOXCAR_ROOT/build/boxcar-sandbox ]] || make --no-print-directory build/boxcar-sandbox >&2 ||
+    die "make build/boxcar-sandbox failed"
+  # graphile-worker's sandbox: what issue 3 names, plus the read-only system
+  # directories a command needs (as in scripts/bench-sandbox.sh).
+  BWRAP="bwrap --unshare-all --proc /proc --dev /dev --tmpfs /tmp --ro-bind /usr /usr"
+  for d in bin lib lib64 sbin; do
+    if [[ -L /$d ]]; then BWRAP+=" --symlink $(readlink "/$d") /$d"
+    elif [[ -d /$d ]]; then BWRAP+=" --ro-bind /$d /$d"; fi
+  done
+  BWRAP+=" --new-session --die-with-parent"
+  # Both sandboxes must run the job before anything is measured.
+  out=$(cd / && env -i PATH=/usr/bin:/bin $BWRAP /bin/sh -c 'date +%s%N' 2>&1) &&
+    [[ $out =~ ^[0-9]{16,}$ ]] || die "bwrap cannot run the job here: $out"
+  SB_DETECT=$("$BOXCAR" sandbox detect 2>&1) || die "boxcar sandbox detect failed: $SB_DETECT"
+  grep -q '^backend: *namespace' <<< "$SB_DETECT" ||
+    die "boxcar's namespace backend is not available here:"$'\n'"$SB_DETECT"
+  SB_CGROUP=$(awk -F': *' '$1 == "cgroup" { sub(/;.*/, ")", $2); print $2 }' <<< "$SB_DETECT")
 fi
 scripts/pg.sh start
 
@@ -112,9 +162,18 @@ sqlc_close() {
 # sqlc QUERY: its one-line answer in SQLC_ANSWER (no subshell, so that die
 # ends the script).
 sqlc() {
-  printf '%s;\n' "$1" >&"$SQLC_IN"
-  IFS= read -r -t 30 SQLC_ANSWER <&"$SQLC_OUT" || die "no answer from psql to: $1"
+  { printf '%s;\n' "$1" >&"$SQLC_IN" && IFS= read -r -t 30 SQLC_ANSWER <&"$SQLC_OUT"; } 2>/dev/null ||
+    sqlc_lost "$1"
   [[ $SQLC_ANSWER != ERROR:* ]] || die "$SQLC_ANSWER ($1)"
+}
+# sqlc_lost QUERY: the polling session is gone or silent; a server restart
+# (someone else's test suite) is the usual cause.
+sqlc_lost() {
+  local started
+  started=$(pg_start_time 2>/dev/null) || started="(unreachable)"
+  [[ $started == "$PG_STARTED" ]] ||
+    die "PostgreSQL was restarted during the run (someone else's test?): figures are void (started $PG_STARTED, now $started)"
+  die "no answer from psql to: $1"
 }
 # wait_sql SECS QUERY: polls QUERY every 50 ms until it returns t.
 wait_sql() {
@@ -131,7 +190,7 @@ fresh_db() {
   sql "$1" "create schema bench" \
     "create table bench.marks (k text primary key, t timestamptz not null)" \
     "create table bench.lat (id text primary key, created_us bigint, sent_us bigint, ack_us bigint)" \
-    "create table bench.starts (id text primary key, start_us bigint, end_us bigint)" \
+    "create table bench.starts (id text primary key, start_us bigint, end_us bigint, inner_us bigint)" \
     "create table bench.done (t timestamptz not null default clock_timestamp())"
 }
 
@@ -149,6 +208,9 @@ rss_sampler() {
 }
 # cpu_ticks PID: user + system clock ticks of the process itself.
 cpu_ticks() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( ${12} + ${13} )); }
+# cpu_ticks_all PID: the same plus those of its children it has waited for
+# (the sandboxes, and what ran inside them).
+cpu_ticks_all() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( ${12} + ${13} + ${14} + ${15} )); }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # rss_stats FILE T_IDLE T0 T1: "idle_kB peak_kB": the last sample at or
 # before T_IDLE, the largest in [T0, T1].
@@ -165,8 +227,8 @@ rss_stats() {
 # job of throughput round $r (marks s, c, e of that round in scope as m).
 declare -A DB=([boxcar]=$DB_BX [graphile]=$DB_GW)
 declare -A ENQ=(
-  [boxcar]="boxcar.enqueue(queue => 'default', spec => '{\"command\":[\"true\"]}')"
-  [graphile]="graphile_worker.add_job('bench_true', '{}'::json)")
+  [boxcar]="boxcar.enqueue(queue => 'default', spec => '$BX_SPEC')"
+  [graphile]="graphile_worker.add_job('$GW_TASK', '{}'::json)")
 declare -A DONE=(
   [boxcar]="select not exists (select from boxcar.jobs where status in ('queued', 'running'))"
   [graphile]="select not exists (select from graphile_worker._private_jobs where last_error is null)")
@@ -186,9 +248,9 @@ alive() {
 
 # tp_round SYSTEM R: N jobs in one statement and transaction, wait for all.
 tp_round() {
-  local s=$1 r=$2 pid=${PIDS[$1]} cpu0
+  local s=$1 r=$2 pid=${PIDS[$1]} cpu0 cpua0
   alive "$s"
-  cpu0=$(cpu_ticks "$pid")
+  cpu0=$(cpu_ticks "$pid") cpua0=$(cpu_ticks_all "$pid")
   sql "${DB[$s]}" "insert into bench.marks values ('s$r', now()); select count(${ENQ[$s]}) from generate_series(1, $N)" \
                   "insert into bench.marks values ('c$r', clock_timestamp())" >/dev/null
   use "$s"
@@ -196,6 +258,7 @@ tp_round() {
   sql "${DB[$s]}" "insert into bench.marks values ('e$r', clock_timestamp())" >/dev/null
   alive "$s"
   R[$s.cpu_ticks]=$(( ${R[$s.cpu_ticks]:-0} + $(cpu_ticks "$pid") - cpu0 ))
+  R[$s.cpu_ticks_all]=$(( ${R[$s.cpu_ticks_all]:-0} + $(cpu_ticks_all "$pid") - cpua0 ))
   local out
   out=$(sql "${DB[$s]}" "with m as (select max(t) filter (where k = 's$r') s, max(t) filter (where k = 'c$r') c,
                                           max(t) filter (where k = 'e$r') e from bench.marks),
@@ -212,7 +275,8 @@ lat_phase() {
   local s=$1
   use "$s"
   # In the background so that a signal to the script is handled at once.
-  DATABASE_URL=$(db_url "${DB[$s]}") node tests/bench/enqueue_steady.mjs "$s" "$RATE" "$LAT_SECS" \
+  DATABASE_URL=$(db_url "${DB[$s]}") BENCH_BOXCAR_SPEC=$BX_SPEC BENCH_GW_TASK=$GW_TASK \
+    node tests/bench/enqueue_steady.mjs "$s" "$RATE" "$LAT_SECS" \
     "$TMP/$s.lat" & PIDS[enqueuer]=$!
   # Meanwhile: is autovacuum working on this database (it follows the
   # throughput rounds and competes for the two CPUs)?
@@ -236,8 +300,23 @@ range() { sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print lo "-" hi }
 pct_cols() {
   echo "round(percentile_cont(0.5) within group (order by $1)::numeric, 2),
         round(percentile_cont(0.99) within group (order by $1)::numeric, 2),
-        round(max($1)::numeric, 2), count(*)"
+        round(max($1)::numeric, 2), count($1)"
 }
+# The instant a latency job's command started (µs since the epoch): just
+# before the spawn (worker clock), or, sandboxed, the job's own `date`
+# inside the sandbox.  boxcar: over the job row j; graphile: over
+# bench.starts s.
+if [[ $SANDBOX == 1 ]]; then
+  BX_START_US="(case when j.result->>'stdout' ~ '^\s*[0-9]{16,}\s*$'
+                     then btrim(j.result->>'stdout', E' \n')::numeric / 1000 end)"
+  GW_START_US="s.inner_us"
+else
+  BX_START_US="extract(epoch from (j.result->>'started_at')::timestamptz) * 1e6"
+  GW_START_US="s.start_us"
+fi
+BX_SPAWN_US="extract(epoch from (j.result->>'started_at')::timestamptz) * 1e6"
+# p50 of EXPR, ms.
+p50() { echo "round(percentile_cont(0.5) within group (order by $1)::numeric, 2)"; }
 
 # --- environment ------------------------------------------------------------------
 pg_start_time() { psql -X -qtA "$BOXCAR_ADMIN_URL" -c "select pg_postmaster_start_time()"; }
@@ -253,7 +332,7 @@ other_sessions() {
 OTHER_SESSIONS=$(other_sessions)
 BOXCAR_BUILT=$(date -u -r "$BOXCAR" '+%F %T UTC')
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
-log "N=$N x $ROUNDS rounds, concurrency=$C, latency ${RATE}/s x ${LAT_SECS}s, warm-up $WARMUP;" \
+log "$([[ $SANDBOX == 1 ]] && echo 'sandboxed jobs; ')N=$N x $ROUNDS rounds, concurrency=$C, latency ${RATE}/s x ${LAT_SECS}s, warm-up $WARMUP;" \
     "$(nproc) CPUs; load $LOAD_BEFORE; other PG sessions: $OTHER_SESSIONS"
 
 # --- both workers, idle -------------------------------------------------------------
@@ -263,11 +342,12 @@ fresh_db "$DB_GW"
 DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" migrate >/dev/null
 mkdir -p "$TMP/work"
 DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" worker --worker-id bench-queue --queues default \
-  --concurrency "$C" --sandbox none --poll-interval "${POLL_S}s" --work-dir "$TMP/work" \
+  --concurrency "$C" --sandbox "$BACKEND" --poll-interval "${POLL_S}s" --work-dir "$TMP/work" \
   2> "$TMP/boxcar.log" &
 PIDS[boxcar]=$!
 DATABASE_URL=$(db_url "$DB_GW") BENCH_CONCURRENCY=$C BENCH_POLL_MS=$((POLL_S * 1000)) \
   BENCH_STARTS="$TMP/graphile.starts" BENCH_READY="$TMP/graphile.ready" \
+  BENCH_BWRAP=${BWRAP:-} BENCH_INNER=${INNER_JSON:-} \
   node tests/bench/graphile_worker.mjs > "$TMP/graphile.log" 2>&1 &
 PIDS[graphile]=$!
 for s in boxcar graphile; do rss_sampler "${PIDS[$s]}" "$TMP/$s.rss" & PIDS[$s-rss]=$!; done
@@ -324,25 +404,43 @@ done
 
 # --- pickup latency -------------------------------------------------------------------
 lat=$(sql "$DB_BX" "select $(pct_cols "x"), $(pct_cols "y") from (
-         select extract(epoch from (j.result->>'started_at')::timestamptz - j.created_at) * 1000 x,
-                (extract(epoch from (j.result->>'started_at')::timestamptz) * 1e6 - l.ack_us) / 1000 y
+         select ($BX_START_US - extract(epoch from j.created_at) * 1e6) / 1000 x,
+                ($BX_START_US - l.ack_us) / 1000 y
            from bench.lat l join boxcar.jobs j on j.id::text = l.id) s")
 IFS='|' read -r R[boxcar.p50] R[boxcar.p99] R[boxcar.max] R[boxcar.lat_n] \
              R[boxcar.ack_p50] R[boxcar.ack_p99] R[boxcar.ack_max] _ <<< "$lat"
 # Where boxcar's pickup goes: commit ack -> claim (jobs.started_at, set in
-# claim()) -> command start (result.started_at), p50 of each.
-R[boxcar.split]=$(sql "$DB_BX" "select 'commit->claim ' || round(percentile_cont(0.5) within group (order by a)::numeric, 2)
-                                    || ' ms, claim->spawn ' || round(percentile_cont(0.5) within group (order by b)::numeric, 2) || ' ms'
+# claim()) -> command start (result.started_at) [-> start inside the
+# sandbox], p50 of each.
+R[boxcar.split]=$(sql "$DB_BX" "select 'commit->claim ' || $(p50 a) || ' ms, claim->spawn ' || $(p50 b) || ' ms'
+                                    $([[ $SANDBOX == 1 ]] && echo "|| ', spawn->inside ' || $(p50 c) || ' ms'")
                                from (select (extract(epoch from j.started_at) * 1e6 - l.ack_us) / 1000 a,
-                                            extract(epoch from (j.result->>'started_at')::timestamptz - j.started_at) * 1000 b
+                                            extract(epoch from (j.result->>'started_at')::timestamptz - j.started_at) * 1000 b,
+                                            ($BX_START_US - $BX_SPAWN_US) / 1000 c
                                        from bench.lat l join boxcar.jobs j on j.id::text = l.id) s")
 [[ -s $TMP/graphile.starts ]] || die "graphile-worker wrote no start times: $(tail -5 "$TMP/graphile.log")"
 sql "$DB_GW" "\\copy bench.starts from '$TMP/graphile.starts'" >/dev/null
 lat=$(sql "$DB_GW" "select $(pct_cols "x"), $(pct_cols "y") from (
-         select (s.start_us - l.created_us) / 1000.0 x, (s.start_us - l.ack_us) / 1000.0 y
+         select ($GW_START_US - l.created_us) / 1000.0 x, ($GW_START_US - l.ack_us) / 1000.0 y
            from bench.lat l join bench.starts s using (id)) q")
 IFS='|' read -r R[graphile.p50] R[graphile.p99] R[graphile.max] R[graphile.lat_n] \
              R[graphile.ack_p50] R[graphile.ack_p99] R[graphile.ack_max] _ <<< "$lat"
+if [[ $SANDBOX == 1 ]]; then
+  R[graphile.split]=$(sql "$DB_GW" "select 'commit->spawn ' || $(p50 a) || ' ms, spawn->inside ' || $(p50 b) || ' ms'
+                                 from (select (s.start_us - l.ack_us) / 1000.0 a, (s.inner_us - s.start_us) / 1000.0 b
+                                         from bench.lat l join bench.starts s using (id)) q")
+  # Sandbox start-up under the throughput load: spawn -> inside, every job
+  # of the rounds (p50|p99 ms).
+  R[boxcar.sb_start]=$(sql "$DB_BX" "select $(p50 c) || '|' || round(percentile_cont(0.99) within group (order by c)::numeric, 2)
+                                     from (select ($BX_START_US - $BX_SPAWN_US) / 1000 c from boxcar.jobs j) q")
+  R[graphile.sb_start]=$(sql "$DB_GW" "select $(p50 c) || '|' || round(percentile_cont(0.99) within group (order by c)::numeric, 2)
+                                       from (select (s.inner_us - s.start_us) / 1000.0 c from bench.starts s) q")
+  # Every latency job must have reported its inner start.
+  for s in boxcar graphile; do
+    [[ ${R[$s.lat_n]} == $(wc -l < "$TMP/$s.lat") ]] ||
+      die "$s: ${R[$s.lat_n]} of $(wc -l < "$TMP/$s.lat") latency jobs reported a start inside the sandbox"
+  done
+fi
 
 [[ $(pg_start_time) == "$PG_STARTED" ]] ||
   die "PostgreSQL was restarted during the run (someone else's test?): figures are void"
@@ -355,20 +453,42 @@ for s in boxcar graphile; do
   R[$s.idle_mib]=$(mib "${R[$s.rss_idle_kb]}"); R[$s.peak_mib]=$(mib "${R[$s.rss_peak_kb]}")
   R[$s.hwm_mib]=$(mib "${R[$s.hwm_kb]}")
   R[$s.cpu_us_job]=$(( ${R[$s.cpu_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
+  R[$s.cpu_all_us_job]=$(( ${R[$s.cpu_ticks_all]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
 done
+# The labels of the latency rows: where pickup ends.
+if [[ $SANDBOX == 1 ]]; then
+  L_LAT="created->inside" L_ACK="commit->inside"
+else
+  L_LAT="pickup latency" L_ACK="pickup from commit"
+fi
 
 echo
-echo "queue benchmark: $N no-op jobs (command true) x $ROUNDS rounds, concurrency $C, one worker each;"
+if [[ $SANDBOX == 1 ]]; then
+  echo "queue benchmark, sandboxed: $N jobs (/bin/sh -c 'date +%s%N', each in its own sandbox) x $ROUNDS rounds,"
+  echo "concurrency $C, one worker each; boxcar --sandbox namespace with the default limits"
+  echo "(memory 1024 MiB, pids 256, 1 CPU, disk 2048 MiB, timeout 600 s) and seccomp;"
+  echo "cgroup $SB_CGROUP;"
+  echo "graphile-worker spawns bwrap $(bwrap --version | awk '{ print $2 }') (namespaces only: no limits, no seccomp);"
+else
+  echo "queue benchmark: $N no-op jobs (command true) x $ROUNDS rounds, concurrency $C, one worker each;"
+fi
 echo "PostgreSQL 15 (127.0.0.1:$BOXCAR_PG_PORT, synchronous_commit on), $(nproc) CPUs, node $(node --version),"
 echo "build/boxcar $("$BOXCAR" version 2>/dev/null | head -1), the binary of $BOXCAR_BUILT"
 printf '%-28s %12s %12s %16s\n' "" "boxcar" "graphile" "boxcar/graphile"
 printf '%-28s %12s %12s %16s\n' "" "" "$GW_VERSION" ""
 row "throughput (jobs/s)"       "${R[boxcar.jobs_s]}"   "${R[graphile.jobs_s]}"
 printf '%-28s %12s %12s\n' "  rounds min-max" "${R[boxcar.jobs_s_range]}" "${R[graphile.jobs_s_range]}"
+if [[ $SANDBOX == 1 ]]; then   # the figure issue 3 asks for first
+  row "$L_ACK p50 (ms)"   "${R[boxcar.ack_p50]}" "${R[graphile.ack_p50]}"
+  row "$L_ACK p99 (ms)"   "${R[boxcar.ack_p99]}" "${R[graphile.ack_p99]}"
+  row "$L_LAT p50 (ms)"   "${R[boxcar.p50]}"     "${R[graphile.p50]}"
+  row "$L_LAT p99 (ms)"   "${R[boxcar.p99]}"     "${R[graphile.p99]}"
+else
 row "pickup latency p50 (ms)"   "${R[boxcar.p50]}"      "${R[graphile.p50]}"
 row "pickup latency p99 (ms)"   "${R[boxcar.p99]}"      "${R[graphile.p99]}"
 row "pickup from commit p50 (ms)" "${R[boxcar.ack_p50]}" "${R[graphile.ack_p50]}"
 row "pickup from commit p99 (ms)" "${R[boxcar.ack_p99]}" "${R[graphile.ack_p99]}"
+fi
 row "worker RSS idle (MiB)"     "${R[boxcar.idle_mib]}" "${R[graphile.idle_mib]}"
 row "worker RSS peak (MiB)"     "${R[boxcar.peak_mib]}" "${R[graphile.peak_mib]}"
 echo
@@ -376,19 +496,35 @@ echo "details"
 row "bulk enqueue of N (ms)"       "${R[boxcar.enqueue_ms]}"   "${R[graphile.enqueue_ms]}"
 row "drain after commit (jobs/s)"  "${R[boxcar.drain_jobs_s]}" "${R[graphile.drain_jobs_s]}"
 row "worker CPU per job (us)"      "${R[boxcar.cpu_us_job]}"   "${R[graphile.cpu_us_job]}"
-row "pickup latency max (ms)"      "${R[boxcar.max]}"          "${R[graphile.max]}"
-row "pickup from commit max (ms)"  "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
+if [[ $SANDBOX == 1 ]]; then
+  row "  + sandboxes' CPU (us)"      "${R[boxcar.cpu_all_us_job]}" "${R[graphile.cpu_all_us_job]}"
+  row "sandbox start p50 (ms)"       "${R[boxcar.sb_start]%|*}"   "${R[graphile.sb_start]%|*}"
+  row "sandbox start p99 (ms)"       "${R[boxcar.sb_start]#*|}"   "${R[graphile.sb_start]#*|}"
+fi
+row "$L_LAT max (ms)"              "${R[boxcar.max]}"          "${R[graphile.max]}"
+row "$L_ACK max (ms)"              "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
 row "VmHWM at the end (MiB)"       "${R[boxcar.hwm_mib]}"      "${R[graphile.hwm_mib]}"
 echo "boxcar pickup p50 split: ${R[boxcar.split]}"
+[[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
 printf '%-28s %12s %12s\n' "latency samples" "${R[boxcar.lat_n]}" "${R[graphile.lat_n]}"
 printf '%-28s %12s %12s\n' "jobs not succeeded" "${R[boxcar.failed]}" "${R[graphile.failed]}"
 echo "jobs/s: N / (last job finished - start of the enqueue transaction), server clock, median"
 echo "of the rounds (boxcar and graphile rounds alternate); drain: N / (last job finished -"
 echo "commit of the enqueue transaction); worker CPU: the worker process's own user+system time."
+if [[ $SANDBOX == 1 ]]; then
+  echo "+ sandboxes' CPU: with that of the children it reaped (sandbox helpers/bwrap and the jobs)."
+  echo "commit->inside: the job's own date +%s%N inside the sandbox - when the enqueuer got its"
+  echo "COMMIT acknowledged (same host clock); created->inside: the same start - jobs.created_at"
+  echo "(boxcar: clock_timestamp() at the insert; graphile: now(), the start of add_job's statement)."
+  echo "sandbox start: spawn of boxcar-sandbox / bwrap (worker clock) -> date inside, every job."
+  echo "boxcar does more per job: seccomp, a cgroup with memory/pids/cpu limits, a size-limited"
+  echo "workspace copied in and out, a status report; bwrap sets up namespaces and mounts only."
+else
 echo "pickup latency: command start (worker clock, just before spawning true) - jobs.created_at"
 echo "(boxcar: clock_timestamp() at the insert; graphile: now(), the start of add_job's statement);"
 echo "pickup from commit: the same start - when the enqueuer got its COMMIT acknowledged."
+fi
 OTHER_END=$(other_sessions)
 echo "load average before: $LOAD_BEFORE, after: $(cut -d' ' -f1-3 /proc/loadavg);" \
      "other PG client sessions at start: $OTHER_SESSIONS, at the end: $OTHER_END"
