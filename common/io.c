@@ -1,10 +1,16 @@
 #include "common/io.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
+
+#include "common/cleanup.h"
+#include "common/dynbuf.h"
+#include "common/error.h"
 
 int bc_write_all(int fd, const void *data, size_t len)
 {
@@ -18,6 +24,38 @@ int bc_write_all(int fd, const void *data, size_t len)
                 p += w;
                 len -= (size_t)w;
         }
+        return 0;
+}
+
+int bc_read_all(const char *path, size_t cap, char **ret, size_t *ret_len, struct bc_error *err)
+{
+        bool std = !path || strcmp(path, "-") == 0;
+        const char *shown = std ? "stdin" : path;
+        _cleanup_fclose_ FILE *f = std ? NULL : fopen(path, "re");
+        if (!std && !f)
+                return bc_error_set(err, BC_IO, errno, "%s: %m", shown);
+        FILE *in = std ? stdin : f;
+        struct dynbuf b;
+        dynbuf_init(&b, cap);
+        char chunk[65536];
+        int r = 0;
+        for (size_t n = fread(chunk, 1, sizeof(chunk), in); r == 0 && n > 0;
+             n = fread(chunk, 1, sizeof(chunk), in))
+                r = dynbuf_add(&b, chunk, n);
+        if (r == 0 && ferror(in))
+                r = bc_error_set(err, BC_IO, EIO, "%s: read error", shown);
+        else if (r < 0)
+                r = bc_error_set(err, BC_IO, -r, "%s: larger than %zu bytes", shown, cap);
+        if (r < 0) {
+                dynbuf_done(&b);
+                return r;
+        }
+        size_t len = b.len;
+        char *data = dynbuf_steal(&b);
+        if (!data)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        *ret = data;
+        *ret_len = len;
         return 0;
 }
 

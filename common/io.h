@@ -8,6 +8,13 @@
  * or a negative errno. */
 int bc_write_all(int fd, const void *data, size_t len);
 
+struct bc_error;
+
+/* Reads all of path ("-" or NULL: stdin), at most cap bytes, into a new
+ * NUL-terminated buffer (*ret, caller frees; *ret_len excludes the NUL).
+ * Errors: BC_IO naming the file, with E2BIG when it exceeds cap. */
+int bc_read_all(const char *path, size_t cap, char **ret, size_t *ret_len, struct bc_error *err);
+
 /* SHA-256 of len bytes as 64 lowercase hex digits and a NUL. */
 void bc_sha256_hex(const void *data, size_t len, char ret_hex[65]);
 

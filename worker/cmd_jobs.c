@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "common/dynbuf.h"
+#include "common/io.h"
 #include "worker/cli.h"
 #include "worker/config.h"
 #include "worker/db.h"
@@ -23,23 +24,12 @@ static int fail(const char *name, struct bc_error *err)
 
 static int read_spec_file(const char *path, char **ret, struct bc_error *err)
 {
-        FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
-        if (!f)
-                return bc_error_set(err, BC_USAGE, errno, "--spec %s: %m", path);
-        struct dynbuf b;
-        dynbuf_init(&b, 4u << 20);
-        char chunk[65536];
-        size_t n;
-        int r = 0;
-        while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-                r = dynbuf_add(&b, chunk, n);
-        if (f != stdin)
-                fclose(f);
+        size_t len = 0;
+        int r = bc_read_all(path, 4u << 20, ret, &len, err);
         if (r < 0) {
-                dynbuf_done(&b);
-                return bc_error_set(err, BC_USAGE, E2BIG, "--spec %s: larger than 4 MiB", path);
+                err->code = BC_USAGE;
+                return bc_error_prefix(err, "--spec");
         }
-        *ret = dynbuf_steal(&b);
         return 0;
 }
 
@@ -112,8 +102,11 @@ int cmd_enqueue(int argc, char **argv)
         _cleanup_free_ char *spec = NULL;
         if (a.spec_file && read_spec_file(a.spec_file, &spec, &err) < 0)
                 return fail("enqueue", &err);
-        if (!a.spec_file && !(spec = command_spec(argc - cmd_index, argv + cmd_index)))
-                return 1;
+        if (!a.spec_file) {
+                spec = command_spec(argc - cmd_index, argv + cmd_index);
+                if (!spec)
+                        return 1;
+        }
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return fail("enqueue", &err);
@@ -169,7 +162,8 @@ int cmd_status(int argc, char **argv)
                 argv++;
                 argc--;
         }
-        if ((r = one_job_arg("status", argc, argv, &id)))
+        r = one_job_arg("status", argc, argv, &id);
+        if (r)
                 return r;
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
@@ -201,7 +195,8 @@ int cmd_cancel(int argc, char **argv)
         int r = cli_common_options(&argc, argv, cli_commands[4].usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
-        if ((r = one_job_arg("cancel", argc, argv, &id)))
+        r = one_job_arg("cancel", argc, argv, &id);
+        if (r)
                 return r;
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
@@ -228,7 +223,8 @@ int cmd_events(int argc, char **argv)
         int r = cli_common_options(&argc, argv, cli_commands[5].usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
-        if ((r = one_job_arg("events", argc, argv, &id)))
+        r = one_job_arg("events", argc, argv, &id);
+        if (r)
                 return r;
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);

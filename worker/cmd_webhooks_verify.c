@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "common/dynbuf.h"
 #include "common/error.h"
 #include "worker/config.h"
@@ -142,34 +143,10 @@ static int parse_args(int argc, char **argv, struct verify_args *a)
 static int read_all(const char *path, size_t cap, char **ret, size_t *ret_len,
                     struct bc_error *err)
 {
-        bool std = !path || strcmp(path, "-") == 0;
-        const char *shown = std ? "stdin" : path;
-        _cleanup_fclose_ FILE *f = std ? NULL : fopen(path, "re");
-        if (!std && !f)
-                return bc_error_set(err, BC_USAGE, errno, "%s: %m", shown);
-        FILE *in = std ? stdin : f;
-        struct dynbuf b;
-        dynbuf_init(&b, cap);
-        char chunk[65536];
-        size_t n;
-        int r = 0;
-        while (r == 0 && (n = fread(chunk, 1, sizeof(chunk), in)) > 0)
-                r = dynbuf_add(&b, chunk, n);
-        if (r == 0 && ferror(in))
-                r = bc_error_set(err, BC_USAGE, EIO, "%s: read error", shown);
-        else if (r < 0)
-                r = bc_error_set(err, BC_USAGE, -r, "%s: larger than %zu bytes", shown, cap);
-        if (r < 0) {
-                dynbuf_done(&b);
-                return r;
-        }
-        size_t len = b.len;
-        char *data = dynbuf_steal(&b);
-        if (!data)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        *ret = data;
-        *ret_len = len;
-        return 0;
+        int r = bc_read_all(path, cap, ret, ret_len, err);
+        if (r < 0 && err->code == BC_IO)
+                err->code = BC_USAGE;
+        return r;
 }
 
 static char *trim(char *s)

@@ -406,11 +406,15 @@ static int check_config(struct worker_config *c, struct bc_error *err)
                                     "--poll-only and --listen-database-url exclude each other");
         if (c->lease_s < 1)
                 return bc_error_set(err, BC_USAGE, EINVAL, "--lease must be at least 1s");
-        if (!c->worker_id && !(c->worker_id = default_worker_id()))
+        if (!c->worker_id)
+                c->worker_id = default_worker_id();
+        if (!c->worker_id)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (strlen(c->worker_id) > 200)
                 return bc_error_set(err, BC_USAGE, EINVAL, "--worker-id: longer than 200");
-        if (!c->sandbox_helper && !(c->sandbox_helper = default_helper_path()))
+        if (!c->sandbox_helper)
+                c->sandbox_helper = default_helper_path();
+        if (!c->sandbox_helper)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (c->work_dir[0] != '/')
                 return bc_error_set(err, BC_USAGE, EINVAL,

@@ -110,8 +110,11 @@ static int parse_volume_source(const cJSON *v, const char *f, struct spec_volume
         snprintf(field, sizeof(field), "%s.version", f);
         if (version)
                 return spec_string(version, field, 64, true, &vol->version, err);
-        if (storage && !(vol->version = strdup("latest")))
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "%s: out of memory", f);
+        if (storage) {
+                vol->version = strdup("latest");
+                if (!vol->version)
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "%s: out of memory", f);
+        }
         return 0;
 }
 
