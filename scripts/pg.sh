@@ -40,7 +40,11 @@ start() {
   init
   mkdir -p "$BOXCAR_PG_SOCKDIR"; [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$BOXCAR_PG_SOCKDIR"
   if ! as_pg pg_ctl -D "$BOXCAR_PG_DATA" status >/dev/null 2>&1; then
-    as_pg pg_ctl -D "$BOXCAR_PG_DATA" -l "$BOXCAR_DEV/pg/server.log" -w -t 60 start >/dev/null
+    if ! as_pg pg_ctl -D "$BOXCAR_PG_DATA" -l "$BOXCAR_DEV/pg/server.log" -w -t 60 start >/dev/null; then
+      echo "pg.sh: PostgreSQL did not start on port $BOXCAR_PG_PORT; its log says:" >&2
+      tail -n 5 "$BOXCAR_DEV/pg/server.log" >&2
+      exit 1
+    fi
   fi
   psql_admin -qc "do \$\$ begin
       if not exists (select from pg_roles where rolname = 'boxcar') then
