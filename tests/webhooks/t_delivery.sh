@@ -93,7 +93,7 @@ check "with the same webhook-id the dead worker used" bash -c "[[ \$(grep -c '$i
 # 6. PostgreSQL restarts during delivery.
 stop_receiver
 sql "select count(boxcar.enqueue('default', '{\"command\":[\"true\"]}', webhook_url => '$hook')) from generate_series(1, 50)" >/dev/null
-check "50 more jobs finish" wait_for "jobs" 60 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.jobs where status = 'succeeded'\") == 204 ]]"
+check "50 more jobs finish" wait_for "jobs" 60 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.jobs where status = 'succeeded'\") == 254 ]]"
 start_receiver 200
 sleep 0.5
 "$BOXCAR_ROOT/scripts/pg.sh" stop; sleep 1; "$BOXCAR_ROOT/scripts/pg.sh" start
