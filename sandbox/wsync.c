@@ -139,17 +139,30 @@ static int copy_subdir(int src, int dst, const char *name, const struct stat *st
         return r < 0 ? fail(err, -r, "set attributes of", name) : 0;
 }
 
-static int copy_dir(int src, int dst, const struct ws_copy_opts *o, int depth, struct bc_error *err)
+/* A stream over dir's entries from the start.  The offset is shared with
+ * every dup of dir (a copy may have read it to the end in another
+ * process): hence the rewind. */
+static int open_dir_stream(int dir, DIR **ret, struct bc_error *err)
 {
-        int dfd = dup(src);
+        int dfd = dup(dir);
         if (dfd < 0)
                 return fail(err, errno, "dup", ".");
-        _cleanup_(closedirp) DIR *d = fdopendir(dfd);
+        DIR *d = fdopendir(dfd);
         if (!d) {
                 close(dfd);
                 return fail(err, errno, "opendir", ".");
         }
         rewinddir(d);
+        *ret = d;
+        return 0;
+}
+
+static int copy_dir(int src, int dst, const struct ws_copy_opts *o, int depth, struct bc_error *err)
+{
+        _cleanup_(closedirp) DIR *d = NULL;
+        int r0 = open_dir_stream(src, &d, err);
+        if (r0 < 0)
+                return r0;
         struct dirent *de;
         while ((errno = 0, de = readdir(d))) {
                 const char *name = de->d_name;
@@ -181,17 +194,10 @@ int ws_copy_tree(int src_dir, int dst_dir, const struct ws_copy_opts *o, struct 
 
 static int clear_dir(int dir, int depth, struct bc_error *err)
 {
-        int dfd = dup(dir);
-        if (dfd < 0)
-                return fail(err, errno, "dup", ".");
-        _cleanup_(closedirp) DIR *d = fdopendir(dfd);
-        if (!d) {
-                close(dfd);
-                return fail(err, errno, "opendir", ".");
-        }
-        /* The offset is shared with every dup of dir (the copy-in read it
-         * to the end in another process): start over. */
-        rewinddir(d);
+        _cleanup_(closedirp) DIR *d = NULL;
+        int r0 = open_dir_stream(dir, &d, err);
+        if (r0 < 0)
+                return r0;
         struct dirent *de;
         while ((errno = 0, de = readdir(d))) {
                 const char *name = de->d_name;
