@@ -31,6 +31,7 @@
 #include <openssl/rand.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "storage/fsutil.h"
 #include "storage/storage.h"
 
@@ -349,7 +350,7 @@ static int insert(struct storage_cache *c, const char *tmpname, const char *sha,
         snprintf(name, sizeof(name), "%s.size", sha);
         int fd = openat(c->vfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         int len = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)size);
-        int r = fd < 0 ? -errno : fs_write_all(fd, buf, (size_t)len);
+        int r = fd < 0 ? -errno : bc_write_all(fd, buf, (size_t)len);
         if (fd >= 0)
                 close(fd);
         if (r == 0 && renameat(c->tmpfd, tmpname, c->vfd, sha) < 0)

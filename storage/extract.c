@@ -12,6 +12,7 @@
 #include <archive_entry.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "storage/fsutil.h"
 
 /* Directories whose final mode denies us write or search get it at the
@@ -265,7 +266,7 @@ static int extract_hardlink(struct extractor *x, const char *link, mode_t perm,
                         return create_failed(x, -errno, err);
                 if (n == 0)
                         break;
-                r = fs_write_all(out, buf, (size_t)n);
+                r = bc_write_all(out, buf, (size_t)n);
                 if (r < 0)
                         return create_failed(x, r, err);
         }

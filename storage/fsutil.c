@@ -251,22 +251,6 @@ int fs_make_readonly(int dirfd)
         return readonly_at(dirfd, 0);
 }
 
-int fs_write_all(int fd, const void *buf, size_t len)
-{
-        const char *p = buf;
-        while (len) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
 const char *fs_quote(const char *name, char out[static FS_QUOTE_MAX])
 {
         size_t o = 0;

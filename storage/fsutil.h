@@ -49,9 +49,6 @@ int fs_empty_dir(int dirfd);
 /* Clears every write bit in the tree under dirfd (symlinks untouched). */
 int fs_make_readonly(int dirfd);
 
-/* Writes all of buf, retrying short writes and EINTR. */
-int fs_write_all(int fd, const void *buf, size_t len);
-
 /* Quotes an untrusted name for an error message: non-printable bytes as
  * \xNN, at most ~200 bytes, into out (FS_QUOTE_MAX bytes). */
 #define FS_QUOTE_MAX 256

@@ -32,6 +32,7 @@
 
 #include "common/cleanup.h"
 #include "storage/extract.h"
+#include "common/io.h"
 #include "storage/fsutil.h"
 #include "storage/storage.h"
 
@@ -150,7 +151,7 @@ struct pack_out {
 static la_ssize_t out_write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
 {
         struct pack_out *o = ctx;
-        int r = fs_write_all(o->fd, buf, len);
+        int r = bc_write_all(o->fd, buf, len);
         if (r < 0) {
                 o->errnum = -r;
                 archive_set_error(a, -r, "write failed");

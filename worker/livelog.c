@@ -39,12 +39,18 @@ static int build_arrays(const struct livelog *l, char **ret_streams, char **ret_
         dynbuf_init(&s, 4096);
         dynbuf_init(&c, (size_t)FLUSH_BYTES * 5 + 4096);
         int r = dynbuf_addstr(&s, "{") | dynbuf_addstr(&c, "{");
+        static const char hex[] = "0123456789abcdef";
+        char pair[2];
         size_t off = 0;
         for (size_t i = 0; i < l->n_chunks && r == 0; i++) {
                 r |= dynbuf_printf(&s, "%s%d", i ? "," : "", l->chunk_stream[i]);
                 r |= dynbuf_addstr(&c, i ? ",\"\\\\x" : "\"\\\\x");
-                for (size_t k = 0; k < l->chunk_len[i] && r == 0; k++)
-                        r |= dynbuf_printf(&c, "%02x", (unsigned char)l->pending.data[off + k]);
+                for (size_t k = 0; k < l->chunk_len[i] && r == 0; k++) {
+                        unsigned char byte = (unsigned char)l->pending.data[off + k];
+                        pair[0] = hex[byte >> 4];
+                        pair[1] = hex[byte & 15];
+                        r |= dynbuf_add(&c, pair, 2);
+                }
                 r |= dynbuf_addstr(&c, "\"");
                 off += l->chunk_len[i];
         }
