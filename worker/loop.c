@@ -99,31 +99,35 @@ static void catch_up_cancels(struct loop *l)
 
 /* LISTEN on the control connection, or on a direct one when the control
  * connection goes through PgBouncer; nothing with --poll-only. */
-static PGconn *open_listen(struct loop *l, PGconn *conn, struct bc_error *err)
+static int open_listen(struct loop *l, PGconn *conn, PGconn **ret_listen, struct bc_error *err)
 {
+        *ret_listen = NULL;
         if (l->cfg->poll_only)
-                return conn;    /* placeholder: conn, never polled for notifications */
+                return 0;
         PGconn *listen = l->cfg->listen_database_url
                                  ? db_connect(l->cfg->listen_database_url, "boxcar-listen", err)
                                  : conn;
-        if (listen && queue_listen(listen, err) >= 0)
-                return listen;
+        if (listen && queue_listen(listen, err) >= 0) {
+                *ret_listen = listen;
+                return 0;
+        }
         if (listen != conn)
                 PQfinish(listen);
-        return NULL;
+        return -EPROTO;
 }
 
 static void try_connect(struct loop *l)
 {
         struct bc_error err = BC_ERROR_INIT;
         PGconn *conn = db_connect(l->cfg->database_url, "boxcar-worker", &err);
-        PGconn *listen = conn ? open_listen(l, conn, &err) : NULL;
-        if (listen && queue_register(conn, l->cfg, &err) >= 0 &&
+        PGconn *listen = NULL;
+        if (conn && open_listen(l, conn, &listen, &err) >= 0 &&
+            queue_register(conn, l->cfg, &err) >= 0 &&
             (!l->cfg->webhook_default_url ||
              queue_set_default_webhook(conn, l->cfg->webhook_default_url, &err) >= 0) &&
             (!l->draining || queue_set_state(conn, l->cfg->worker_id, "draining", &err) >= 0)) {
                 l->conn = conn;
-                l->listen = l->cfg->poll_only ? NULL : listen;
+                l->listen = listen;
                 l->next_lead = 0;
                 l->ready_db = true;
                 wmetrics_db_up(l->metrics, true);

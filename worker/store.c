@@ -85,18 +85,16 @@ int store_presign_get(const struct store *st, const struct store_version *v, lon
 
 /* Presigned URL and digest for a volume given by storage + version. */
 static int resolve_volume(struct store *st, PGconn *conn, const struct spec_volume *vol,
-                          const char *field, char **ret_url, char ret_sha[65],
-                          struct bc_error *err)
+                          char **ret_url, char ret_sha[65], struct bc_error *err)
 {
         struct store_version v = { 0 };
         int found = store_resolve(conn, vol->storage, vol->version, &v, err);
         if (found < 0)
-                return bc_error_prefix(err, "%s: resolve storage %s", field, vol->storage);
+                return bc_error_prefix(err, "resolve storage %s", vol->storage);
         if (found == 0)
-                return bc_error_set(err, BC_BAD_SPEC, ENOENT,
-                                    "%s: storage %s has no version %s", field, vol->storage,
-                                    vol->version);
-        int r = need_s3(st, field, err);
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT, "storage %s has no version %s",
+                                    vol->storage, vol->version);
+        int r = need_s3(st, "storage volume", err);
         if (r >= 0)
                 r = store_presign_get(st, &v, 900, ret_url, err);
         memcpy(ret_sha, v.sha256, 65);
@@ -120,15 +118,14 @@ int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec 
                 _cleanup_free_ char *url = NULL;
                 int r = 0;
                 if (vol->storage)
-                        r = resolve_volume(st, conn, vol, field, &url, sha, err);
+                        r = resolve_volume(st, conn, vol, &url, sha, err);
                 if (r >= 0)
                         r = storage_cache_acquire(st->cache, vol->storage ? url : vol->url,
                                                   vol->storage ? sha : vol->sha256,
                                                   &ret->entries[i], err);
                 if (r < 0) {
                         store_release_volumes(st, ret);
-                        return err->message && strncmp(err->message, "volumes[", 8) == 0
-                                       ? r : bc_error_prefix(err, "%s", field);
+                        return bc_error_prefix(err, "%s", field);
                 }
                 ret->n = i + 1;
         }
