@@ -17,8 +17,17 @@ returns void language sql volatile as $$
     values (job_id, kind, worker_id, attempt, details)
 $$;
 
+-- A queued row whose attempts already reached max_attempts (written by
+-- hand, or left by an older version) is failed, not run.  A job on an
+-- artifact storage waits while an earlier queued or a running job on the
+-- same storage exists: session semantics, so two runs never start from the
+-- same head and lose each other's writes.  That check reads the statement's
+-- snapshot, in which a job another worker is claiming at the same moment is
+-- still 'queued' (and so blocks the later ones): it holds across workers.
+drop function if exists boxcar.claim(text, text[], integer, interval);
 create or replace function boxcar.claim(worker_id text, queues text[], n integer default 1,
-                                        lease interval default '30 seconds')
+                                        lease interval default '30 seconds',
+                                        instance text default null)
 returns setof boxcar.jobs language plpgsql volatile as $$
 #variable_conflict use_column
 begin
@@ -27,19 +36,39 @@ begin
     end if;
     return query
     with picked as (
-        select j.id
+        select j.id, j.attempts >= j.max_attempts as exhausted
           from boxcar.jobs j
          where j.status = 'queued' and j.queue = any (claim.queues) and j.run_at <= now()
+           and (j.artifact_storage is null or not exists (
+                   select 1 from boxcar.jobs o
+                    where o.artifact_storage = j.artifact_storage
+                      and o.status in ('queued', 'running') and o.id <> j.id
+                      and (o.status = 'running' or (o.created_at, o.id) < (j.created_at, j.id))))
          order by j.priority desc, j.run_at, j.id
          limit claim.n
            for update skip locked
+    ), exhausted as (
+        update boxcar.jobs j
+           set status = 'failed', finished_at = clock_timestamp(), lease_expires_at = null,
+               error = jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
+                           format('not run: attempts (%s) already at max_attempts (%s)',
+                                  j.attempts, j.max_attempts))
+          from picked
+         where j.id = picked.id and picked.exhausted
+        returning j.id, j.attempts, j.error
+    ), exhausted_events as (
+        insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
+        select x.id, 'finished', claim.worker_id, x.attempts,
+               jsonb_build_object('status', 'failed', 'error', x.error)
+          from exhausted x
     ), claimed as (
         update boxcar.jobs j
            set status = 'running', attempts = j.attempts + 1, worker_id = claim.worker_id,
+               worker_instance = claim.instance,
                lease_expires_at = now() + claim.lease, started_at = clock_timestamp(),
                finished_at = null
           from picked
-         where j.id = picked.id
+         where j.id = picked.id and not picked.exhausted
         returning j.*
     ), events as (
         insert into boxcar.job_events (job_id, kind, worker_id, attempt)
@@ -48,21 +77,50 @@ begin
     select * from claimed c order by c.priority desc, c.run_at, c.id;
 end $$;
 
--- Extends the lease of every job the worker holds and returns their ids;
--- a job missing from the answer is no longer this worker's to run.
-create or replace function boxcar.heartbeat(worker_id text, lease interval default '30 seconds')
+-- When a job on an artifact storage leaves the queue for good (or for a
+-- later retry), the next one on that storage may be claimed: wake the
+-- workers of its queue instead of leaving it to their poll.
+create or replace function boxcar.notify_artifact_next() returns trigger
+language plpgsql as $$
+begin
+    perform pg_notify('boxcar_jobs', nx.queue)
+       from (select distinct r.artifact_storage from new_rows r
+              where r.artifact_storage is not null and r.status <> 'running') s
+       cross join lateral (select j.queue from boxcar.jobs j
+                            where j.artifact_storage = s.artifact_storage and j.status = 'queued'
+                              and j.run_at <= now()
+                            order by j.created_at, j.id limit 1) nx;
+    return null;
+end $$;
+
+create or replace trigger jobs_artifact_next
+    after update on boxcar.jobs
+    referencing new table as new_rows
+    for each statement execute function boxcar.notify_artifact_next();
+
+-- Extends the lease of every job the worker instance holds and returns
+-- their ids; a job missing from the answer is no longer this worker's to
+-- run.  Leases are renewed by instance, never by name alone: a process
+-- restarted under a dead one's name must not keep the dead one's jobs
+-- alive.  (Without an instance, as from older callers, by name.)
+drop function if exists boxcar.heartbeat(text, interval);
+create or replace function boxcar.heartbeat(worker_id text, lease interval default '30 seconds',
+                                            instance text default null)
 returns setof uuid language plpgsql volatile as $$
 #variable_conflict use_column
 begin
     update boxcar.workers w
        set heartbeat_at = now(),
            running = (select count(*) from boxcar.jobs j
-                       where j.worker_id = heartbeat.worker_id and j.status = 'running')
-     where w.id = heartbeat.worker_id;
+                       where j.worker_id = heartbeat.worker_id and j.status = 'running'
+                         and (heartbeat.instance is null or j.worker_instance = heartbeat.instance))
+     where w.id = heartbeat.worker_id
+       and (heartbeat.instance is null or w.instance is not distinct from heartbeat.instance);
     return query
     update boxcar.jobs j
        set lease_expires_at = now() + heartbeat.lease
      where j.worker_id = heartbeat.worker_id and j.status = 'running'
+       and (heartbeat.instance is null or j.worker_instance = heartbeat.instance)
     returning j.id;
 end $$;
 
@@ -115,8 +173,8 @@ begin
     if j.attempts < j.max_attempts then
         delay := boxcar.backoff(j.attempts);
         update boxcar.jobs x
-           set status = 'queued', run_at = now() + delay, worker_id = null, lease_expires_at = null,
-               error = retry_or_fail.error, result = retry_or_fail.result
+           set status = 'queued', run_at = now() + delay, worker_id = null, worker_instance = null,
+               lease_expires_at = null, error = retry_or_fail.error, result = retry_or_fail.result
          where x.id = j.id;
         perform boxcar.add_event(j.id, 'retried', retry_or_fail.worker_id, j.attempts,
                                  jsonb_build_object('error', retry_or_fail.error,
@@ -141,8 +199,8 @@ declare
     n integer;
 begin
     update boxcar.jobs j
-       set status = 'queued', run_at = now(), worker_id = null, lease_expires_at = null,
-           attempts = greatest(j.attempts - 1, 0)
+       set status = 'queued', run_at = now(), worker_id = null, worker_instance = null,
+           lease_expires_at = null, attempts = greatest(j.attempts - 1, 0)
      where j.id = release.id and j.worker_id = release.worker_id and j.status = 'running'
        and (release.attempt is null or j.attempts = release.attempt);
     get diagnostics n = row_count;
@@ -152,36 +210,72 @@ begin
     return n > 0;
 end $$;
 
--- Jobs whose lease ran out (their worker died or lost the database) are
--- retried or failed with WORKER_LOST.  SKIP LOCKED makes it safe to run
--- from every worker at once.  Returns how many jobs it rescued.
+-- Puts one running job back (retried after a backoff) or fails it with
+-- WORKER_LOST once its attempts are used up.  The caller holds its row lock.
+create or replace function boxcar.rescue_job(j boxcar.jobs, message text)
+returns void language plpgsql volatile as $$
+declare
+    err jsonb := jsonb_build_object('code', 'WORKER_LOST', 'message', message);
+    delay interval;
+begin
+    if j.attempts < j.max_attempts then
+        delay := boxcar.backoff(j.attempts);
+        update boxcar.jobs set status = 'queued', run_at = now() + delay, worker_id = null,
+                               worker_instance = null, lease_expires_at = null, error = err
+         where id = j.id;
+        perform boxcar.add_event(j.id, 'rescued', j.worker_id, j.attempts,
+                                 jsonb_build_object('error', err, 'delay_s', extract(epoch from delay)));
+    else
+        update boxcar.jobs set status = 'failed', lease_expires_at = null,
+                               error = err, finished_at = clock_timestamp()
+         where id = j.id;
+        perform boxcar.add_event(j.id, 'finished', j.worker_id, j.attempts,
+                                 jsonb_build_object('status', 'failed', 'error', err));
+    end if;
+end $$;
+
+-- Running jobs that no live worker holds: their lease ran out (the worker
+-- died or lost the database), or they have no lease at all (a row written
+-- by hand or by a tool).  SKIP LOCKED makes it safe to run from every
+-- worker at once.  Returns how many jobs it rescued.
 create or replace function boxcar.rescue_expired()
 returns integer language plpgsql volatile as $$
 declare
     j boxcar.jobs;
     n integer := 0;
-    err jsonb;
-    delay interval;
 begin
     for j in select * from boxcar.jobs
-              where status = 'running' and lease_expires_at < now()
+              where status = 'running' and (lease_expires_at is null or lease_expires_at < now())
                 for update skip locked loop
-        err := jsonb_build_object('code', 'WORKER_LOST',
-                                  'message', format('worker %s stopped renewing its lease', j.worker_id));
-        if j.attempts < j.max_attempts then
-            delay := boxcar.backoff(j.attempts);
-            update boxcar.jobs set status = 'queued', run_at = now() + delay, worker_id = null,
-                                   lease_expires_at = null, error = err
-             where id = j.id;
-            perform boxcar.add_event(j.id, 'rescued', j.worker_id, j.attempts,
-                                     jsonb_build_object('error', err, 'delay_s', extract(epoch from delay)));
-        else
-            update boxcar.jobs set status = 'failed', worker_id = j.worker_id, lease_expires_at = null,
-                                   error = err, finished_at = clock_timestamp()
-             where id = j.id;
-            perform boxcar.add_event(j.id, 'finished', j.worker_id, j.attempts,
-                                     jsonb_build_object('status', 'failed', 'error', err));
-        end if;
+        perform boxcar.rescue_job(j, case
+            when j.lease_expires_at is null
+                then format('running without a lease (worker %s)', coalesce(j.worker_id, 'unknown'))
+            else format('worker %s stopped renewing its lease', j.worker_id) end);
+        n := n + 1;
+    end loop;
+    return n;
+end $$;
+
+-- Called by a worker process at start, before it claims: the jobs its name
+-- still holds belong to an earlier process of that name (it was killed, or
+-- its host restarted), which is gone; they are rescued now rather than
+-- after their leases.  Names are unique among live workers: a second live
+-- process under the same name takes over the first one's jobs (they are
+-- retried; the first one stops them at its next heartbeat).  Returns how
+-- many jobs it rescued.
+create or replace function boxcar.rescue_orphans(worker_id text, instance text)
+returns integer language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    j boxcar.jobs;
+    n integer := 0;
+begin
+    for j in select * from boxcar.jobs x
+              where x.status = 'running' and x.worker_id = rescue_orphans.worker_id
+                and x.worker_instance is distinct from rescue_orphans.instance
+                for update skip locked loop
+        perform boxcar.rescue_job(j, format('worker %s restarted: the process that ran the job is gone',
+                                            j.worker_id));
         n := n + 1;
     end loop;
     return n;

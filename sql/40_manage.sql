@@ -72,20 +72,27 @@ returns setof uuid language sql stable as $$
 $$;
 
 drop function if exists boxcar.register_worker(text, text, integer, text[], integer, text);
+drop function if exists boxcar.register_worker(text, text, integer, text[], integer, text,
+                                               double precision);
+-- A new instance under a known name is a new process: its start time is
+-- now, and a drain asked of the old process does not carry over.
 create or replace function boxcar.register_worker(id text, host text, pid integer, queues text[],
                                                   concurrency integer, version text,
-                                                  lease_s double precision default 30)
+                                                  lease_s double precision default 30,
+                                                  instance text default null)
 returns void language sql volatile as $$
-    insert into boxcar.workers as w (id, host, pid, queues, concurrency, version, lease_s)
-    values (id, host, pid, queues, concurrency, version, lease_s)
+    insert into boxcar.workers as w (id, host, pid, queues, concurrency, version, lease_s, instance)
+    values (id, host, pid, queues, concurrency, version, lease_s, instance)
     on conflict (id) do update
        set host = excluded.host, pid = excluded.pid, queues = excluded.queues, lease_s = excluded.lease_s,
-           concurrency = excluded.concurrency, version = excluded.version,
-           started_at = case when w.state = 'stopped' or w.pid is distinct from excluded.pid
+           concurrency = excluded.concurrency, version = excluded.version, instance = excluded.instance,
+           started_at = case when w.state = 'stopped' or w.instance is distinct from excluded.instance
                              then now() else w.started_at end,
-           heartbeat_at = now(), state = case when w.state = 'draining' then 'draining'
-                                              else 'running' end, running = 0,
-           drain_requested_at = case when w.state = 'stopped' or w.pid is distinct from excluded.pid
+           heartbeat_at = now(),
+           state = case when w.state = 'draining' and w.instance is not distinct from excluded.instance
+                        then 'draining' else 'running' end,
+           running = 0,
+           drain_requested_at = case when w.state = 'stopped' or w.instance is distinct from excluded.instance
                                      then null else w.drain_requested_at end
 $$;
 

@@ -80,3 +80,39 @@ returns setof jsonb language sql stable as $$
                               'updated_at', s.updated_at)
       from boxcar.storages s order by s.name
 $$;
+
+-- The storage's head version, or null (no such storage, or no version yet).
+create or replace function boxcar.storage_head(storage text)
+returns text language sql stable as $$
+    select s.head_version from boxcar.storages s where s.name = storage_head.storage
+$$;
+
+-- Records a job's new artifact version and moves the head to it only if
+-- the head is still expected_head, the one the job started from (null for
+-- a storage without versions): a compare-and-swap, so a version someone
+-- else made the head meanwhile is never silently replaced.  Otherwise the
+-- new version is kept as a branch (its parent_sha256 says where it came
+-- from) and the head stays.  Concurrent calls serialise on the storage's
+-- row, and the loser re-reads the head before deciding.  Returns true when
+-- the head is this version afterwards.
+create or replace function boxcar.add_artifact_version(storage text, sha256 text, s3_key text,
+                                                       size bigint, file_count bigint,
+                                                       parent_sha256 text, job_id uuid,
+                                                       expected_head text)
+returns boolean language plpgsql volatile as $$
+#variable_conflict use_column
+begin
+    perform boxcar.add_storage_version(add_artifact_version.storage, add_artifact_version.sha256,
+                                       add_artifact_version.s3_key, add_artifact_version.size,
+                                       add_artifact_version.file_count,
+                                       add_artifact_version.parent_sha256,
+                                       add_artifact_version.job_id, false);
+    update boxcar.storages s set head_version = add_artifact_version.sha256, updated_at = now()
+     where s.name = add_artifact_version.storage
+       and s.head_version is not distinct from add_artifact_version.expected_head;
+    if found then
+        return true;
+    end if;
+    return coalesce((select s.head_version = add_artifact_version.sha256 from boxcar.storages s
+                      where s.name = add_artifact_version.storage), false);
+end $$;

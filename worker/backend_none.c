@@ -46,7 +46,7 @@ int backend_none_run(const struct backend_job *j, struct backend_result *ret,
                         .argv = argv, .envp = env, .cwd = cwd,
                         .timeout_s = j->timeout_s, .output_cap = (size_t)cap,
                         .cancel_fd = j->cancel_fd, .on_output = j->on_output, .ctx = j->output_ctx, .kill_signal = SIGKILL, .kill_grace_s = 1,
-                        .pass_fd = -1,
+                        .pass_fd = -1, .guard = true,
                 };
                 r = proc_run(&req, &ret->proc, err);
         }

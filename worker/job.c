@@ -258,7 +258,7 @@ struct job_run {
         struct store_mounts mounts;
         struct livelog log;
         bool started_noted;        /* the "started" event is written */
-        char base_sha[65];
+        struct store_artifact_start artifact_start;
         cJSON *result;
 };
 
@@ -283,8 +283,8 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
                                !storage_cache_entry_downloaded(run->mounts.entries[i]));
         uint64_t downloaded = 0;
         if (r >= 0)
-                r = store_restore_artifact(run->svc->store, conn, spec, run->ws, run->base_sha,
-                                           &downloaded, err);
+                r = store_restore_artifact(run->svc->store, conn, spec, run->ws,
+                                           &run->artifact_start, &downloaded, err);
         if (downloaded)
                 wmetrics_transfer(run->svc->metrics, "download", "artifact", downloaded);
         return r;
@@ -489,7 +489,7 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         struct store_artifact a;
         PGconn *conn = run_conn(run, &err);
         int r = conn ? store_save_artifact(run->svc->store, conn, run->spec, run->ws, run->dir,
-                                           run->base_sha, run->job->id, &a, &err)
+                                           &run->artifact_start, run->job->id, &a, &err)
                      : -EIO;
         if (r < 0) {
                 fail_with(o, &err, BC_UPLOAD_FAILED);
@@ -502,19 +502,23 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         cJSON_AddStringToObject(art, "sha256", a.sha256);
         cJSON_AddNumberToObject(art, "size", (double)a.size);
         cJSON_AddNumberToObject(art, "file_count", (double)a.file_count);
-        if (run->base_sha[0])
-                cJSON_AddStringToObject(art, "parent_sha256", run->base_sha);
+        if (run->artifact_start.base_sha[0])
+                cJSON_AddStringToObject(art, "parent_sha256", run->artifact_start.base_sha);
         else
                 cJSON_AddNullToObject(art, "parent_sha256");
         cJSON_AddBoolToObject(art, "uploaded", a.uploaded);
+        /* The head moved under the job (a push, or a writer outside the
+         * queue's one-at-a-time order): its version is kept, as a branch. */
+        cJSON_AddBoolToObject(art, "conflict", !a.is_head);
         if (a.uploaded)
                 wmetrics_transfer(run->svc->metrics, "upload", "artifact", a.size);
         cJSON_AddStringToObject(art, "url", a.url);
         char details[256];
         snprintf(details, sizeof(details),
-                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s}",
+                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s, "
+                 "\"conflict\": %s}",
                  run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
-                 a.uploaded ? "true" : "false");
+                 a.uploaded ? "true" : "false", a.is_head ? "false" : "true");
         run->svc->event(run->svc->conn_ctx, run->job, "artifact_uploaded", details);
         store_artifact_done(&a);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 
 struct loop {
         const struct worker_config *cfg;
+        char instance[33];         /* new at every start; leases are held by it */
         struct slots slots;
         struct store store;
         struct deliverer deliverer;
@@ -116,13 +118,28 @@ static int open_listen(struct loop *l, PGconn *conn, PGconn **ret_listen, struct
         return -EPROTO;
 }
 
+/* Before the first claim: jobs this name still holds belong to a process
+ * of the same name that is gone (kill -9, a restarted host or pod). */
+static int rescue_orphans(struct loop *l, PGconn *conn, struct bc_error *err)
+{
+        int n = queue_rescue_orphans(conn, l->cfg->worker_id, l->instance, err);
+        if (n > 0) {
+                char count[16];
+                snprintf(count, sizeof(count), "%d", n);
+                log_event(LOG_WARN, "jobs.rescued", "worker_id", l->cfg->worker_id, "count", count,
+                          "reason", "left behind by an earlier process of this worker id", NULL);
+        }
+        return n < 0 ? n : 0;
+}
+
 static void try_connect(struct loop *l)
 {
         struct bc_error err = BC_ERROR_INIT;
         PGconn *conn = db_connect(l->cfg->database_url, "boxcar-worker", &err);
         PGconn *listen = NULL;
         if (conn && open_listen(l, conn, &listen, &err) >= 0 &&
-            queue_register(conn, l->cfg, &err) >= 0 &&
+            queue_register(conn, l->cfg, l->instance, &err) >= 0 &&
+            rescue_orphans(l, conn, &err) >= 0 &&
             (!l->cfg->webhook_default_url ||
              queue_set_default_webhook(conn, l->cfg->webhook_default_url, &err) >= 0) &&
             (!l->draining || queue_set_state(conn, l->cfg->worker_id, "draining", &err) >= 0)) {
@@ -190,7 +207,7 @@ static void claim(struct loop *l)
         struct bc_error err = BC_ERROR_INIT;
         l->want_claim = false;
         l->next_poll = slots_now_ms() + ms(l->cfg->poll_interval_s);
-        if (queue_claim(l->conn, l->cfg, n, &jobs, &got, &err) < 0) {
+        if (queue_claim(l->conn, l->cfg, l->instance, n, &jobs, &got, &err) < 0) {
                 control_failed(l, "claim", &err);
                 return;
         }
@@ -211,7 +228,7 @@ static void heartbeat(struct loop *l)
         l->next_heartbeat = sent + ms(l->cfg->lease_s / 3);
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_free_ char *held = NULL;
-        if (queue_heartbeat(l->conn, l->cfg, &held, &err) < 0) {
+        if (queue_heartbeat(l->conn, l->cfg, l->instance, &held, &err) < 0) {
                 control_failed(l, "heartbeat", &err);
                 return;
         }
@@ -414,6 +431,16 @@ static int setup_signals(struct loop *l, struct bc_error *err)
         return 0;
 }
 
+static int new_instance_id(char ret_id[33], struct bc_error *err)
+{
+        unsigned char raw[16];
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+                return bc_error_set(err, BC_INTERNAL, errno, "getrandom: %m");
+        for (size_t i = 0; i < sizeof(raw); i++)
+                snprintf(ret_id + 2 * i, 3, "%02x", raw[i]);
+        return 0;
+}
+
 static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
 {
         _cleanup_free_ char *jobs = NULL;
@@ -474,7 +501,9 @@ static void run_loop(struct loop *l)
 int worker_run(const struct worker_config *cfg, struct bc_error *err)
 {
         struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100 };
-        int r = setup_work_dir(cfg, err);
+        int r = new_instance_id(l.instance, err);
+        if (r >= 0)
+                r = setup_work_dir(cfg, err);
         if (r >= 0)
                 r = setup_signals(&l, err);
         /* Before start_metrics: the first thread of the process. */
@@ -519,7 +548,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id, "concurrency", conc,
                   "sandbox", cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none",
                   "s3", l.store.s3 ? "configured" : "not configured",
-                  "version", BOXCAR_VERSION, NULL);
+                  "version", BOXCAR_VERSION, "instance", l.instance, NULL);
         if (no_webhooks)
                 log_event(LOG_WARN, "webhooks.disabled", "worker_id", cfg->worker_id, "reason",
                           no_webhooks, "detail", "this worker delivers no webhooks; workers "

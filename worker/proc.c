@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "worker/proc-internal.h"
 
 static uint64_t mono_ms(void)
 {
@@ -97,6 +98,7 @@ struct running {
         bool exited;
         int status;
         struct rusage usage;
+        int usage_r;             /* the guard's report of the command's own usage, or -1 */
 };
 
 static void drain(struct running *run, int *fd, int stream)
@@ -201,6 +203,19 @@ static void supervise(struct running *run)
         kill(-run->pid, SIGKILL);
 }
 
+/* Under a guard, wait4 measured the guard, whose resident set counts the
+ * worker's pages it shares; the command's own usage comes from the guard. */
+static void take_guard_usage(struct running *run)
+{
+        if (run->usage_r < 0)
+                return;
+        struct rusage u;
+        if (read(run->usage_r, &u, sizeof(u)) == (ssize_t)sizeof(u))
+                run->usage = u;
+        close(run->usage_r);
+        run->usage_r = -1;
+}
+
 static void record_exit(struct running *run)
 {
         struct proc_outcome *o = run->o;
@@ -239,8 +254,9 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
                 return bc_error_set(err, BC_SANDBOX_SETUP, e, "pipe: %s", strerror(e));
         }
         struct running run = { .req = req, .o = ret, .out_r = out[0], .err_r = errp[0],
-                               .pidfd = -1, .start_ms = mono_ms() };
-        int r = spawn_child(req, path, out[1], errp[1], &run.pid);
+                               .pidfd = -1, .usage_r = -1, .start_ms = mono_ms() };
+        int r = req->guard ? proc_guard_spawn(req, path, out[1], errp[1], &run.pid, &run.usage_r)
+                           : spawn_child(req, path, out[1], errp[1], &run.pid);
         close(out[1]);
         close(errp[1]);
         if (r < 0) {
@@ -258,6 +274,7 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
         /* Without pidfd_open (Linux < 5.3, valgrind) the loop polls waitpid. */
         run.pidfd = (int)syscall(SYS_pidfd_open, run.pid, 0);
         supervise(&run);
+        take_guard_usage(&run);
         record_exit(&run);
         if (run.pidfd >= 0)
                 close(run.pidfd);

@@ -24,6 +24,8 @@ struct proc_request {
                                    * helper that reports before dying) */
         double kill_grace_s;      /* then SIGKILL after this long */
         int pass_fd;              /* given to the child as fd 3 (a status pipe); -1: none */
+        bool guard;               /* run under a guard that kills the process group when
+                                   * the worker dies (a child that does not do it itself) */
         /* Called with each chunk of output as it arrives (stream 1 or 2), and
          * with stream 0 and no data right after the spawn and then at least
          * every 200 ms (a timer tick). */

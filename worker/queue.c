@@ -28,7 +28,8 @@ static char *queues_literal(char *const *queues)
         return dynbuf_steal(&b);
 }
 
-int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_error *err)
+int queue_register(PGconn *conn, const struct worker_config *cfg, const char *instance,
+                   struct bc_error *err)
 {
         char host[256] = "";
         gethostname(host, sizeof(host) - 1);
@@ -38,11 +39,20 @@ int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_erro
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
         char lease[32];
         snprintf(lease, sizeof(lease), "%.3f", cfg->lease_s);
-        const char *p[] = { cfg->worker_id, host, pid, queues, conc, BOXCAR_VERSION, lease };
+        const char *p[] = { cfg->worker_id, host, pid, queues, conc, BOXCAR_VERSION, lease, instance };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn, "select boxcar.register_worker($1, $2, $3::int, $4::text[], $5::int, $6, "
-                      "$7::float8)", 7, p, err);
+                      "$7::float8, $8)", 8, p, err);
         return res ? 0 : -EPROTO;
+}
+
+int queue_rescue_orphans(PGconn *conn, const char *worker_id, const char *instance,
+                         struct bc_error *err)
+{
+        const char *p[] = { worker_id, instance };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.rescue_orphans($1, $2)", 2, p, err);
+        return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
 }
 
 int queue_set_default_webhook(PGconn *conn, const char *url, struct bc_error *err)
@@ -79,20 +89,20 @@ static struct claimed_job *job_from_row(const PGresult *res, int row)
         return job;
 }
 
-int queue_claim(PGconn *conn, const struct worker_config *cfg, unsigned n,
+int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *instance, unsigned n,
                 struct claimed_job ***ret_jobs, size_t *ret_n, struct bc_error *err)
 {
         char count[16], lease[32];
         snprintf(count, sizeof(count), "%u", n);
         snprintf(lease, sizeof(lease), "%.3f seconds", cfg->lease_s);
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
-        const char *p[] = { cfg->worker_id, queues, count, lease };
+        const char *p[] = { cfg->worker_id, queues, count, lease, instance };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn,
                 "select id, queue, attempts, max_attempts, spec, "
                 "extract(epoch from started_at - run_at) "
-                "from boxcar.claim($1, $2::text[], $3::int, $4::interval)",
-                4, p, err);
+                "from boxcar.claim($1, $2::text[], $3::int, $4::interval, $5)",
+                5, p, err);
         if (!res)
                 return -EPROTO;
         int rows = PQntuples(res);
@@ -124,14 +134,14 @@ static char *ids_of(const PGresult *res)
         return dynbuf_steal(&b);
 }
 
-int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, char **ret_ids,
-                    struct bc_error *err)
+int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, const char *instance,
+                    char **ret_ids, struct bc_error *err)
 {
         char lease[32];
         snprintf(lease, sizeof(lease), "%.3f seconds", cfg->lease_s);
-        const char *p[] = { cfg->worker_id, lease };
+        const char *p[] = { cfg->worker_id, lease, instance };
         _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.heartbeat($1, $2::interval)", 2, p, err);
+                db_exec(conn, "select boxcar.heartbeat($1, $2::interval, $3)", 3, p, err);
         if (!res)
                 return -EPROTO;
         *ret_ids = ids_of(res);

@@ -17,19 +17,27 @@ int queue_listen(PGconn *conn, struct bc_error *err);
 /* BOXCAR_WEBHOOK_URL becomes the database-wide default webhook URL. */
 int queue_set_default_webhook(PGconn *conn, const char *url, struct bc_error *err);
 
-int queue_register(PGconn *conn, const struct worker_config *cfg, struct bc_error *err);
+/* Registers (or re-registers, after a reconnect) this worker process:
+ * instance is new at every process start, cfg->worker_id only a name. */
+int queue_register(PGconn *conn, const struct worker_config *cfg, const char *instance,
+                   struct bc_error *err);
+
+/* Rescues the running jobs that worker_id holds under another instance: an
+ * earlier process of this name that is gone.  Returns how many. */
+int queue_rescue_orphans(PGconn *conn, const char *worker_id, const char *instance,
+                         struct bc_error *err);
 int queue_set_state(PGconn *conn, const char *worker_id, const char *state,
                     struct bc_error *err);
 
 /* Claims up to n jobs; *ret_jobs gets a new array of *ret_n claimed jobs
  * (free each with claimed_job_free, then the array). */
-int queue_claim(PGconn *conn, const struct worker_config *cfg, unsigned n,
+int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *instance, unsigned n,
                 struct claimed_job ***ret_jobs, size_t *ret_n, struct bc_error *err);
 
-/* Extends leases; *ret_ids gets the held job ids as one string of
- * 36-char ids separated by spaces (caller frees). */
-int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, char **ret_ids,
-                    struct bc_error *err);
+/* Extends the leases of the jobs this instance holds; *ret_ids gets their
+ * ids as one string of 36-char ids separated by spaces (caller frees). */
+int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, const char *instance,
+                    char **ret_ids, struct bc_error *err);
 
 /* Returns how many expired jobs were rescued, or a negative errno. */
 int queue_rescue(PGconn *conn, struct bc_error *err);

@@ -24,6 +24,7 @@ struct slot {
         bool finished;               /* the thread is done with the job */
         uint64_t assigned_ms;
         _Atomic int stop;            /* enum job_stop */
+        _Atomic bool reporting;      /* the job ended; its outcome is being recorded */
         int cancel_fd;               /* eventfd the job's supervisor polls */
         PGconn *conn;
 };
@@ -120,6 +121,7 @@ static void run_one(struct slot *sl, struct claimed_job *job)
                                     .conn_ctx = sl, .event = svc_event };
         struct job_outcome o;
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
+        sl->reporting = true;
         report(sl, job, &o);
         static const char *const actions[] = { "complete", "retry", "release", "drop" };
         static const char *const outcomes[] = { NULL, "retried", "released", "lost" };
@@ -199,6 +201,7 @@ int slots_assign(struct slots *s, struct claimed_job *job)
                 while (read(sl->cancel_fd, &drained, sizeof(drained)) > 0)
                         ;
                 sl->stop = JOB_STOP_NONE;
+                sl->reporting = false;
                 sl->busy = true;
                 sl->assigned_ms = slots_now_ms();
                 pthread_mutex_lock(&s->lock);
@@ -277,7 +280,11 @@ void slots_stop_unheld(struct slots *s, const char *held, uint64_t since_ms)
         pthread_mutex_lock(&s->lock);
         for (unsigned i = 0; i < s->n; i++) {
                 struct slot *sl = &s->slot[i];
-                if (sl->job && sl->assigned_ms < since_ms && !strstr(held, sl->job->id)) {
+                /* A job whose outcome is being recorded is missing from a
+                 * heartbeat that crossed its completion: nothing to stop,
+                 * and the report says itself if the job was not held. */
+                if (sl->job && !sl->reporting && sl->assigned_ms < since_ms &&
+                    !strstr(held, sl->job->id)) {
                         log_event(LOG_WARN, "job.lease_lost", "job_id", sl->job->id, "queue",
                                   sl->job->queue, "worker_id", s->cfg->worker_id, "detail", "stopping it: the job is no longer "
                                   "this worker's", NULL);

@@ -145,31 +145,46 @@ void store_release_volumes(struct store *st, struct store_mounts *m)
         memset(m, 0, sizeof(*m));
 }
 
-int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                           const char *workspace, char ret_base_sha[65], uint64_t *ret_downloaded,
-                           struct bc_error *err)
+static int read_head(PGconn *conn, const char *storage, char ret_sha[65], struct bc_error *err)
 {
-        ret_base_sha[0] = '\0';
+        const char *p[] = { storage };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.storage_head($1)", 1, p, err);
+        if (!res)
+                return -EPROTO;
+        snprintf(ret_sha, 65, "%s", PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
+        return 0;
+}
+
+int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
+                           const char *workspace, struct store_artifact_start *ret,
+                           uint64_t *ret_downloaded, struct bc_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
         *ret_downloaded = 0;
-        if (!spec->artifact_storage || strcmp(spec->artifact_base, "empty") == 0)
+        if (!spec->artifact_storage)
                 return 0;
+        if (read_head(conn, spec->artifact_storage, ret->head_sha, err) < 0)
+                return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
+        bool latest = strcmp(spec->artifact_base, "latest") == 0;
+        if (strcmp(spec->artifact_base, "empty") == 0 || (latest && !ret->head_sha[0]))
+                return 0;   /* a new artifact starts empty */
+        /* "latest" is the head just read, not whatever it is a moment later. */
+        const char *version = latest ? ret->head_sha : spec->artifact_base;
         struct store_version v = { 0 };
-        int found = store_resolve(conn, spec->artifact_storage, spec->artifact_base, &v, err);
+        int found = store_resolve(conn, spec->artifact_storage, version, &v, err);
         if (found < 0)
                 return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
-        if (found == 0) {
-                if (strcmp(spec->artifact_base, "latest") == 0)
-                        return 0;   /* a new artifact starts empty */
+        if (found == 0)
                 return bc_error_set(err, BC_BAD_SPEC, ENOENT, "artifact.base: storage %s has no "
                                     "version %s", spec->artifact_storage, spec->artifact_base);
-        }
         _cleanup_free_ char *url = NULL;
         int r = store_presign_get(st, &v, 900, &url, err);
         struct storage_fetch_result fr;
         if (r >= 0)
                 r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, &fr, err);
         if (r >= 0) {
-                memcpy(ret_base_sha, v.sha256, 65);
+                memcpy(ret->base_sha, v.sha256, 65);
                 *ret_downloaded = fr.size;
         }
         store_version_done(&v);
@@ -185,8 +200,9 @@ void store_artifact_done(struct store_artifact *a)
 }
 
 int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                        const char *workspace, const char *tmp_dir, const char *base_sha,
-                        const char *job_id, struct store_artifact *ret, struct bc_error *err)
+                        const char *workspace, const char *tmp_dir,
+                        const struct store_artifact_start *start, const char *job_id,
+                        struct store_artifact *ret, struct bc_error *err)
 {
         int r = need_s3(st, "artifact", err);
         if (r < 0) {
@@ -201,10 +217,11 @@ int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *s
         snprintf(size, sizeof(size), "%llu", (unsigned long long)push.pack.size);
         snprintf(count, sizeof(count), "%llu", (unsigned long long)push.pack.file_count);
         const char *p[] = { spec->artifact_storage, push.pack.sha256, push.key, size, count,
-                            base_sha && *base_sha ? base_sha : NULL, job_id };
+                            start->base_sha[0] ? start->base_sha : NULL, job_id,
+                            start->head_sha[0] ? start->head_sha : NULL };
         _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6, "
-                      "$7::uuid)", 7, p, err);
+                conn, "select boxcar.add_artifact_version($1, $2, $3, $4::bigint, $5::bigint, $6, "
+                      "$7::uuid, $8)", 8, p, err);
         struct store_version v = { .s3_key = push.key };
         memset(ret, 0, sizeof(*ret));
         if (res)
@@ -216,6 +233,7 @@ int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *s
                 ret->size = push.pack.size;
                 ret->file_count = push.pack.file_count;
                 ret->uploaded = push.uploaded;
+                ret->is_head = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
         } else if (err->code == BC_DATABASE) {
                 err->code = BC_UPLOAD_FAILED;
         }

@@ -57,24 +57,36 @@ int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec 
 const char *store_mount_path(const struct store_mounts *m, size_t i);
 void store_release_volumes(struct store *st, struct store_mounts *m);
 
-/* Unpacks the artifact's base version into workspace (which is empty).
- * *ret_base_sha gets the base's sha256, or "" for an empty start. */
+/* Where a job's artifact starts: the version unpacked into its workspace,
+ * and the storage's head at that moment, which the job's new version may
+ * replace (and no other).  "" stands for none. */
+struct store_artifact_start {
+        char base_sha[65];
+        char head_sha[65];
+};
+
+/* Reads the storage's head and unpacks the artifact's base version
+ * ("latest" is that head) into workspace, which is empty. */
 int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                           const char *workspace, char ret_base_sha[65], uint64_t *ret_downloaded,
-                           struct bc_error *err);
+                           const char *workspace, struct store_artifact_start *ret,
+                           uint64_t *ret_downloaded, struct bc_error *err);
 
 struct store_artifact {
         char sha256[65];
         uint64_t size, file_count;
         bool uploaded;             /* false when the same content was already stored */
+        bool is_head;              /* false: the head moved since the job started, and
+                                    * this version is kept beside it as a branch */
         char *url;                 /* presigned GET */
 };
 void store_artifact_done(struct store_artifact *a);
 
 /* Packs workspace, uploads it (unless stored already), records the version
- * with its parent and job, and moves the storage's head to it. */
+ * with its parent and job, and moves the storage's head to it if the head
+ * is still start->head_sha (see boxcar.add_artifact_version). */
 int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                        const char *workspace, const char *tmp_dir, const char *base_sha,
-                        const char *job_id, struct store_artifact *ret, struct bc_error *err);
+                        const char *workspace, const char *tmp_dir,
+                        const struct store_artifact_start *start, const char *job_id,
+                        struct store_artifact *ret, struct bc_error *err);
 
 #endif

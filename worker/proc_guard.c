@@ -1,0 +1,160 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "worker/proc-internal.h"
+
+/* Everything between fork() and _exit() below runs in a child of a
+ * multi-threaded process: only async-signal-safe calls (no malloc, no
+ * stdio, no locks another thread may have held at the fork). */
+
+static void say(const char *msg)
+{
+        ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
+        (void)w;
+}
+
+/* The fork copied every descriptor of the worker (its database sockets,
+ * other jobs' output pipes): keep none of them, or another job would never
+ * see the end of its output while this one runs. */
+static void close_from(int first)
+{
+        if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
+                return;
+        struct rlimit rl;
+        int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur
+                                                                              : 65536;
+        for (int fd = first; fd < max; fd++)
+                close(fd);
+}
+
+static int setup_fds(const struct proc_request *req, int out_w, int err_w, int usage_w)
+{
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(out_w, STDOUT_FILENO) < 0 ||
+            dup2(err_w, STDERR_FILENO) < 0)
+                return -1;
+        /* fd 3 is the job's (a status pipe) when asked for, 4 the guard's. */
+        if (dup2(req->pass_fd >= 0 ? req->pass_fd : null, 3) < 0 || dup2(usage_w, 4) < 0)
+                return -1;
+        close_from(5);
+        return 0;
+}
+
+static _Noreturn void exec_job(const struct proc_request *req, const char *path)
+{
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        for (int sig = 1; sig < NSIG; sig++)
+                sigaction(sig, &dfl, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (req->pass_fd < 0)
+                close(3);
+        close(4);
+        execve(path, req->argv, req->envp);
+        int e = errno;
+        say("boxcar: ");
+        say(req->argv[0]);
+        say(e == ENOENT ? ": not found\n" : e == EACCES ? ": permission denied\n"
+                                                        : ": cannot be executed\n");
+        _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Ends the guard the way the job ended, so the worker reads the job's own
+ * exit code or signal. */
+static _Noreturn void exit_like(int status)
+{
+        if (WIFEXITED(status))
+                _exit(WEXITSTATUS(status));
+        int sig = WTERMSIG(status);
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        sigaction(sig, &dfl, NULL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        kill(getpid(), sig);
+        _exit(128 + sig);
+}
+
+static _Noreturn void guard_main(const struct proc_request *req, const char *path, int out_w,
+                                 int err_w, int usage_w, pid_t worker)
+{
+        setpgid(0, 0);
+        /* No core file of the guard when it re-raises a job's crash. */
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        sigset_t guard_sigs;
+        sigemptyset(&guard_sigs);
+        sigaddset(&guard_sigs, SIGTERM);
+        sigaddset(&guard_sigs, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &guard_sigs, NULL);
+        /* Set before the parent check: a worker dying in between is seen
+         * by one or the other. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != worker)
+                _exit(125);
+        if (setup_fds(req, out_w, err_w, usage_w) < 0)
+                _exit(125);
+        if (req->cwd && chdir(req->cwd) < 0) {
+                say("boxcar: cannot enter the working directory\n");
+                _exit(126);
+        }
+        pid_t job = fork();
+        if (job < 0) {
+                say("boxcar: fork failed\n");
+                _exit(126);
+        }
+        if (job == 0)
+                exec_job(req, path);
+        close(STDIN_FILENO);
+        close(STDOUT_FILENO);
+        close(STDERR_FILENO);
+        close(3);
+        for (;;) {
+                siginfo_t si;
+                if (sigwaitinfo(&guard_sigs, &si) < 0)
+                        continue;
+                if (si.si_signo == SIGTERM) {
+                        /* The worker is gone: the whole group goes with it. */
+                        kill(0, SIGKILL);
+                        _exit(128 + SIGKILL);
+                }
+                int status;
+                struct rusage usage;
+                if (wait4(job, &status, WNOHANG, &usage) == job) {
+                        ssize_t w = write(4, &usage, sizeof(usage));
+                        (void)w;
+                        exit_like(status);
+                }
+        }
+}
+
+int proc_guard_spawn(const struct proc_request *req, const char *path, int out_w, int err_w,
+                     pid_t *ret_pid, int *ret_usage_fd)
+{
+        int usage[2];
+        if (pipe2(usage, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t worker = getpid();
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(usage[0]);
+                close(usage[1]);
+                return -e;
+        }
+        if (pid == 0)
+                guard_main(req, path, out_w, err_w, usage[1], worker);
+        close(usage[1]);
+        /* Also here, so a kill of the group right after the fork finds it. */
+        setpgid(pid, pid);
+        *ret_pid = pid;
+        *ret_usage_fd = usage[0];
+        return 0;
+}
