@@ -17,6 +17,13 @@ ifeq ($(SAN),1)
   CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=all \
             -fno-omit-frame-pointer
   LDFLAGS += -fsanitize=address,undefined
+else ifeq ($(SAN),fuzz)
+  # libFuzzer harnesses (tests/fuzz): clang, coverage instrumentation on
+  # every module, ASan + UBSan.
+  CC := clang
+  CFLAGS += -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all \
+            -fno-omit-frame-pointer
+  LDFLAGS += -fsanitize=address,undefined
 else
   CFLAGS += -O2
   CPPFLAGS += -D_FORTIFY_SOURCE=2
@@ -91,10 +98,25 @@ $(BUILD)/tests/%: tests/unit/%.c $$(call test_libs,$$*) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call test_libs,$*) $(LDLIBS) -lcmocka
 
+# Fuzz harnesses: tests/fuzz/fuzz_<name>.c, each a libFuzzer executable
+# linked against the module libraries (build with SAN=fuzz; `make fuzz`).
+FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/obj/gen/sql_files.o $(LIBS) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $< \
+	  $(BUILD)/obj/gen/sql_files.o $(LIBS) $(LDLIBS)
+# The C validator's verdict on spec files, for the SQL/C differential test.
+$(BUILD)/fuzz/spec-check: tests/fuzz/spec-check.c $(BUILD)/obj/gen/sql_files.o $(LIBS) $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/gen/sql_files.o $(LIBS) $(LDLIBS)
+fuzz-bins: $(FUZZ_BINS) $(BUILD)/fuzz/spec-check
+
 BINS := $(BUILD)/boxcar $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
 
 .DEFAULT_GOAL := all
-.PHONY: all deps test unit-tests run bench lint format clean distclean dev-up dev-down
+.PHONY: all deps test unit-tests run bench lint format clean distclean dev-up dev-down \
+        fuzz fuzz-bins
 
 all: deps-build $(BINS) $(UNIT_BINS)
 
@@ -118,6 +140,12 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/bench.sh $(BENCHES)
 
+# Every libFuzzer harness for FUZZ_SECONDS each (default 60), in their own
+# build directory; corpora and crash reproducers under .dev/fuzz.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
 dev-up: deps
 	@scripts/pg.sh start
 
@@ -134,7 +162,7 @@ format:
 	clang-format -i $(foreach m,$(MODULES),$(wildcard $(m)/*.[ch])) tests/unit/*.c
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-fuzz
 
 distclean: clean
 	-scripts/pg.sh stop

@@ -105,6 +105,13 @@ static int resolve(const char *name)
 #define NS_FLAGS (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | \
                   CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
 
+/* libseccomp's SCMP_A0_64(SCMP_CMP_EQ, x) leaves datum_b unset, which
+ * clang's -Wmissing-field-initializers refuses. */
+static struct scmp_arg_cmp arg0_eq(scmp_datum_t value)
+{
+        return (struct scmp_arg_cmp){ .arg = 0, .op = SCMP_CMP_EQ, .datum_a = value, .datum_b = 0 };
+}
+
 static int add_conditional(scmp_filter_ctx ctx)
 {
         int r = 0;
@@ -118,16 +125,16 @@ static int add_conditional(scmp_filter_ctx ctx)
         static const int families[] = { AF_UNIX, AF_INET, AF_INET6 };
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(families); i++)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-                                     SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)families[i]));
+                                     arg0_eq((scmp_datum_t)families[i]));
         if (r >= 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1,
-                                     SCMP_A0_64(SCMP_CMP_EQ, (scmp_datum_t)AF_UNIX));
+                                     arg0_eq((scmp_datum_t)AF_UNIX));
         /* personality: the harmless values Docker allows (query, PER_LINUX,
          * UNAME26, ADDR_NO_RANDOMIZE); never READ_IMPLIES_EXEC and the like. */
         static const scmp_datum_t personas[] = { 0, 8, 0x20000, 0x20008, 0xffffffff };
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(personas); i++)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(personality), 1,
-                                     SCMP_A0_64(SCMP_CMP_EQ, personas[i]));
+                                     arg0_eq(personas[i]));
         return r;
 }
 

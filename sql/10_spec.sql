@@ -160,6 +160,11 @@ declare
     modes int;
     i int;
 begin
+    -- The worker's parser (cJSON) stops at 1000 levels; both validators
+    -- stop at 64 (worker/spec.h SPEC_MAX_DEPTH): level 65 is too deep.
+    if jsonb_path_exists(spec, 'strict $.**{65}') then
+        return 'spec: nested deeper than 64 levels';
+    end if;
     if spec is null or jsonb_typeof(spec) <> 'object' then
         return 'spec: must be a JSON object';
     end if;

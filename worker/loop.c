@@ -508,6 +508,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 r = setup_signals(&l, err);
         /* Before start_metrics: the first thread of the process. */
         _cleanup_free_ char *cgroup_parent = r >= 0 ? setup_cgroup(cfg) : NULL;
+        (void)cgroup_parent;   /* held (and freed) for the worker's lifetime */
         if (r >= 0)
                 r = start_metrics(&l, err);
         l.slots.metrics = l.metrics;

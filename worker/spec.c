@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/json_strict.h"
 #include "spec-internal.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
@@ -336,6 +337,14 @@ int spec_parse(const char *json, size_t len, struct job_spec **ret_spec, struct 
 {
         if (len > SPEC_MAX_BYTES)
                 return bad(err, "spec: larger than %u bytes", SPEC_MAX_BYTES);
+        /* What jsonb refuses is refused here too, so enqueue (SQL) and
+         * claim (C) agree on every spec. */
+        const char *problem = NULL;
+        int strict = json_strict_check(json, len, SPEC_MAX_DEPTH, &problem);
+        if (strict == -E2BIG)
+                return bad(err, "spec: nested deeper than %u levels", SPEC_MAX_DEPTH);
+        if (strict < 0)
+                return bad(err, "spec: not valid JSON (%s)", problem);
         _cleanup_(cJSON_Deletep) cJSON *root = cJSON_ParseWithLength(json, len);
         if (!root)
                 return bad(err, "spec: not valid JSON");

@@ -59,6 +59,9 @@ struct job_spec {
 };
 
 #define SPEC_MAX_BYTES (4u * 1024 * 1024)
+/* No value may be enclosed by more arrays/objects (code.arguments is the
+ * only free-form part); sql/10_spec.sql has the same rule. */
+#define SPEC_MAX_DEPTH 64u
 
 /* Parses and validates json (len bytes).  On success *ret_spec is a new
  * spec (free with spec_free).  On failure err is BC_BAD_SPEC with a message

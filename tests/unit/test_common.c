@@ -11,6 +11,7 @@
 
 #include "common/dynbuf.h"
 #include "common/error.h"
+#include "common/json_strict.h"
 #include "common/tailbuf.h"
 #include "common/utf8.h"
 
@@ -107,6 +108,41 @@ static void test_error_context(void **state)
         assert_int_equal(err.code, BC_OK);
 }
 
+/* What jsonb accepts and refuses (checked with PostgreSQL 15's jsonb_in). */
+static void test_json_strict(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *text;
+                int want;
+        } cases[] = {
+                { "{}", 0 }, { " [1, -0.5e+3, \"a\\u00e9\\ud83d\\ude00\", true, null] \n", 0 },
+                { "\"caf\xc3\xa9\"", 0 }, { "0", 0 }, { "1E5", 0 },
+                { "{} x", -EINVAL },            /* cJSON stops after the first value */
+                { "{}\x16", -EINVAL },         /* cJSON skips any byte below 0x20 */
+                { "\x0b{}", -EINVAL },
+                { "205.", -EINVAL }, { "01", -EINVAL }, { ".5", -EINVAL }, { "1e", -EINVAL },
+                { "+1", -EINVAL }, { "-", -EINVAL },
+                { "\"a\tb\"", -EINVAL },     /* raw control character in a string */
+                { "\"\\u0000\"", -EINVAL }, { "\"\\ud800\"", -EINVAL },
+                { "\"\\udc00\"", -EINVAL }, { "\"\\ud800\\u0041\"", -EINVAL },
+                { "\"\\x41\"", -EINVAL }, { "\"\xc3\"", -EINVAL },
+                { "\"\xc0\xaf\"", -EINVAL },  /* overlong */
+                { "\"\xed\xa0\x80\"", -EINVAL }, /* encoded surrogate */
+                { "\"abc", -EINVAL }, { "[1,]", -EINVAL }, { "{\"a\" 1}", -EINVAL },
+                { "{1: 2}", -EINVAL }, { "tru", -EINVAL }, { "", -EINVAL }, { "[", -EINVAL },
+                { "[[[[1]]]]", 0 }, { "[[[[[1]]]]]", -E2BIG },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                const char *problem = NULL;
+                int r = json_strict_check(cases[i].text, strlen(cases[i].text), 4, &problem);
+                if (r != cases[i].want)
+                        fail_msg("case %zu (%s): got %d, want %d", i, cases[i].text, r, cases[i].want);
+                if (r < 0)
+                        assert_non_null(problem);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -114,6 +150,7 @@ int main(void)
                 cmocka_unit_test(test_tailbuf_table),
                 cmocka_unit_test(test_utf8_sanitize),
                 cmocka_unit_test(test_error_context),
+                cmocka_unit_test(test_json_strict),
         };
         return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

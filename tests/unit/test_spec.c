@@ -92,7 +92,7 @@ static void test_not_json(void **state)
         struct bc_error err = BC_ERROR_INIT;
         assert_true(spec_parse("{\"command\": [", 13, &s, &err) < 0);
         assert_int_equal(err.code, BC_BAD_SPEC);
-        assert_string_equal(bc_error_message(&err), "spec: not valid JSON");
+        assert_string_equal(bc_error_message(&err), "spec: not valid JSON (a value is missing)");
         assert_null(s);
         bc_error_clear(&err);
 }

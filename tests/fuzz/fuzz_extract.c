@@ -1,0 +1,61 @@
+/* libFuzzer: extraction of untrusted tarballs (storage/extract.c), the
+ * input being the archive (gzip or plain tar).  Every run extracts into a
+ * fresh directory inside a sandbox directory and checks that nothing was
+ * written beside it. */
+#include <stdint.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/storage.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char root[] = "/tmp/boxcar-fuzz-extract-XXXXXX";
+static char archive[sizeof(root) + 16], dest[sizeof(root) + 16];
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+        (void)st;
+        (void)ftw;
+        return type == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static int count_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+        (void)path;
+        (void)st;
+        (void)type;
+        return ftw->level == 1 ? 1 : 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+        if (!archive[0]) {
+                if (!mkdtemp(root))
+                        abort();
+                snprintf(archive, sizeof(archive), "%s/in.tgz", root);
+                snprintf(dest, sizeof(dest), "%s/out", root);
+        }
+        FILE *f = fopen(archive, "we");
+        if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
+                abort();
+        struct storage_limits limits;
+        storage_limits_default(&limits);
+        limits.max_bytes = 8 << 20;
+        limits.max_entries = 2000;
+        struct storage_fetch_result res;
+        struct bc_error err = BC_ERROR_INIT;
+        storage_extract_file(archive, NULL, dest, &limits, &res, &err);
+        bc_error_clear(&err);
+        nftw(dest, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        unlink(archive);
+        /* Only "in.tgz" and "out" ever live in root: anything else was
+         * written outside the destination. */
+        if (nftw(root, count_entry, 16, FTW_PHYS) != 0)
+                abort();
+        return 0;
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Differential test of the two spec validators over a corpus directory:
+the C one (spec-check, one verdict per file) and the SQL one
+(boxcar.spec_error, through psql).  Prints TAP: one line for acceptance
+(any spec one accepts and the other refuses is listed), one for messages.
+
+  spec_diff.py SPEC_CHECK DATABASE_URL DIR...
+
+Inputs PostgreSQL cannot take as text (NUL bytes, invalid UTF-8) cannot
+reach the SQL validator: the C one must refuse them.  Where both refuse a
+spec with several faults they may name different ones (each checks in its
+own order): those are counted, not failed."""
+import os, subprocess, sys
+
+check, url, dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
+files = sorted(os.path.join(d, f) for d in dirs if os.path.isdir(d) for f in os.listdir(d))
+texts, unholdable = [], []
+for path in files:
+    raw = open(path, "rb").read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        unholdable.append(path)
+        continue
+    if "\0" in text:
+        unholdable.append(path)
+        continue
+    texts.append((path, text))
+
+def c_verdicts(paths):
+    return subprocess.run([check] + paths, capture_output=True, text=True, errors="replace",
+                          check=True).stdout.splitlines() if paths else []
+
+c_out = c_verdicts([p for p, _ in texts])
+c_unholdable = [p for p, v in zip(unholdable, c_verdicts(unholdable)) if v == "OK"]
+
+# One statement: a temporary function that turns a cast error into a verdict.
+sql = ["create function pg_temp.verdict(t text) returns text language plpgsql as $f$",
+       "begin return coalesce(boxcar.spec_error(t::jsonb), 'OK');",
+       "exception when others then return 'not valid JSON: ' || sqlerrm; end $f$;"]
+for i, (_, text) in enumerate(texts):
+    tag = "q"
+    while f"${tag}$" in text:
+        tag += "q"
+    sql.append(f"select {i} || chr(9) || replace(pg_temp.verdict(${tag}${text}${tag}$), chr(10), ' ');")
+res = subprocess.run(["psql", "-X", "-qtA", "-v", "ON_ERROR_STOP=1", url], input="\n".join(sql),
+                     capture_output=True, text=True, check=True)
+sql_out = {}
+for line in res.stdout.splitlines():
+    if "\t" in line:
+        i, verdict = line.split("\t", 1)
+        sql_out[int(i)] = verdict
+
+mismatch, msgdiff = [], 0
+for i, (path, text) in enumerate(texts):
+    c, s = c_out[i], sql_out.get(i, "?")
+    if (c == "OK") != (s == "OK"):
+        mismatch.append((path, c, s))
+    elif c != s and not c.startswith("spec: not valid JSON") and not s.startswith("not valid JSON"):
+        msgdiff += 1
+        if msgdiff <= 10:
+            print(f"#   {os.path.basename(path)}: C says {c[:100]!r}, SQL says {s[:100]!r}")
+n = len(texts)
+mismatch += [(p, "OK", "(PostgreSQL cannot hold it)") for p in c_unholdable]
+if mismatch:
+    print(f"not ok 1 - SQL and C validators disagree on {len(mismatch)} of {n + len(unholdable)} specs")
+    for path, c, s in mismatch[:10]:
+        print(f"#   {os.path.basename(path)}: C says {c[:100]!r}, SQL says {s[:100]!r}")
+else:
+    print(f"ok 1 - SQL and C validators accept and refuse the same {n + len(unholdable)} specs "
+          f"({sum(1 for x in c_out if x == 'OK')} accepted; {len(unholdable)} that PostgreSQL "
+          f"cannot hold as text refused by C)")
+if msgdiff:
+    print(f"# {msgdiff} specs with several faults are refused naming different faults")
+print("1..1")
+sys.exit(1 if mismatch else 0)
