@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -25,6 +26,40 @@ int bc_write_all(int fd, const void *data, size_t len)
                 len -= (size_t)w;
         }
         return 0;
+}
+
+/* One component: made, or already a directory (stat after mkdir, since
+ * mkdir on an existing directory may fail with EACCES or EROFS first). */
+static int mkdir_one(const char *dir, mode_t mode, struct bc_error *err)
+{
+        if (mkdir(dir, mode) == 0)
+                return 0;
+        int e = errno;
+        struct stat st;
+        if (stat(dir, &st) == 0)
+                return S_ISDIR(st.st_mode) ? 0 : bc_error_set(err, BC_IO, ENOTDIR,
+                                                              "%s: exists and is not a directory", dir);
+        return bc_error_set(err, BC_IO, e, "mkdir %s: %s", dir, strerror(e));
+}
+
+int bc_mkdir_p(const char *path, mode_t mode, struct bc_error *err)
+{
+        if (!path || !*path)
+                return bc_error_set(err, BC_IO, EINVAL, "mkdir: empty path");
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        /* Each '/' after a name ends a parent: cut there, make it, restore. */
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/' || s[-1] == '/')
+                        continue;
+                *s = '\0';
+                int r = mkdir_one(p, mode, err);
+                *s = '/';
+                if (r < 0)
+                        return r;
+        }
+        return mkdir_one(p, mode, err);
 }
 
 int bc_read_all(const char *path, size_t cap, char **ret, size_t *ret_len, struct bc_error *err)

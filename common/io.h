@@ -3,6 +3,7 @@
 #define BC_COMMON_IO_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Writes all len bytes to fd, retrying short writes and EINTR.  Returns 0
  * or a negative errno. */
@@ -14,6 +15,13 @@ struct bc_error;
  * NUL-terminated buffer (*ret, caller frees; *ret_len excludes the NUL).
  * Errors: BC_IO naming the file, with E2BIG when it exceeds cap. */
 int bc_read_all(const char *path, size_t cap, char **ret, size_t *ret_len, struct bc_error *err);
+
+/* Creates directory path and its missing parents, each with mode (unlike
+ * mkdir -p, parents get mode too: they exist only for path).  Existing
+ * directories are left as they are.  Errors: BC_IO with the errno and a
+ * message naming the component that could not be made ("mkdir /a/b:
+ * Permission denied", "/a/b: exists and is not a directory"). */
+int bc_mkdir_p(const char *path, mode_t mode, struct bc_error *err);
 
 /* SHA-256 of len bytes as 64 lowercase hex digits and a NUL. */
 void bc_sha256_hex(const void *data, size_t len, char ret_hex[65]);

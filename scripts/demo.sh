@@ -2,16 +2,42 @@
 # `make run`: local PostgreSQL and S3, a worker, a webhook receiver, and an
 # agent-style job end to end: a Python script in a read-only volume reads a
 # CSV and writes a report and a PNG chart into its artifact.
+#
+# It never hangs: when the worker dies it stops with the worker's last log
+# lines, and it gives up when the job has not finished BOXCAR_DEMO_TIMEOUT
+# seconds (default 180) after the demo started.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$BOXCAR_ROOT"
-B=build/boxcar
+# BOXCAR_BUILD: the build a test suite runs (build-san ...), as tests/lib.sh.
+B=${BOXCAR_BUILD:-build}/boxcar
 demo="$BOXCAR_DEV/demo"
+deadline=$(( $(date +%s) + ${BOXCAR_DEMO_TIMEOUT:-180} ))
 rm -rf "$demo"; mkdir -p "$demo/inputs"
 pids=()
-trap 'for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done; wait 2>/dev/null' EXIT
+# The worker and the receiver: TERM, then KILL what is left after 10 s (a
+# worker waits for a running job on TERM).
+any_alive() { local p; for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done; return 1; }
+stop_children() {
+  local p
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 100); do any_alive || break; sleep 0.1; done
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop_children EXIT
+trap 'exit 130' INT TERM
 
 say() { printf '\n==> %s\n' "$*"; }
+# give_up WHY: says why, shows the worker's last log lines, exits 1.
+give_up() {
+  printf '\ndemo failed: %s\n' "$1" >&2
+  if [[ -s $demo/worker.log ]]; then
+    echo "the worker's last log lines ($demo/worker.log):" >&2
+    tail -n 20 "$demo/worker.log" | sed 's/^/    /' >&2
+  fi
+  exit 1
+}
 say "local PostgreSQL and S3 (s3rver)"
 scripts/pg.sh start
 eval "$(scripts/s3.sh start)"
@@ -30,6 +56,7 @@ python3 tests/webhooks/receiver.py --port 0 --port-file "$demo/hook.port" --log 
     --secret "$BOXCAR_WEBHOOK_SECRET" >/dev/null 2>"$demo/receiver.err" &
 pids+=($!)
 for _ in $(seq 50); do [[ -s $demo/hook.port ]] && break; sleep 0.1; done
+[[ -s $demo/hook.port ]] || give_up "the webhook receiver did not start: $(tail -n 5 "$demo/receiver.err")"
 hook="http://127.0.0.1:$(cat "$demo/hook.port")/hooks/boxcar"
 
 say "the job's inputs as a versioned volume: boxcar storage push --kind volume demo-inputs"
@@ -39,7 +66,8 @@ $B storage push --kind volume demo-inputs "$demo/inputs"
 say "a worker (--sandbox $sandbox)"
 $B worker --queues demo --concurrency 2 --sandbox "$sandbox" --work-dir "$BOXCAR_DEV/work/demo" \
     --worker-id demo-worker > "$demo/worker.log" 2>&1 &
-pids+=($!)
+worker=$!
+pids+=("$worker")
 
 spec=$(cat <<JSON
 {
@@ -56,7 +84,19 @@ say "enqueue (one SQL call: select boxcar.enqueue(...)):"
 echo "$spec" | sed 's/^/    /'
 id=$(echo "$spec" | $B enqueue --queue demo --spec -)
 echo "    job id: $id"
-$B status --wait "$id" > "$demo/result.json"
+# Short waits, so that a worker that died is noticed at once.
+while :; do
+  rc=0
+  $B status --wait --timeout 2s "$id" > "$demo/result.json" 2>"$demo/status.err" || rc=$?
+  [[ $rc -eq 0 ]] && break
+  [[ $rc -eq 124 ]] || give_up "boxcar status: $(cat "$demo/status.err")"
+  if ! kill -0 "$worker" 2>/dev/null; then
+    wait "$worker" && rc=0 || rc=$?
+    give_up "the worker exited (status $rc) before the job finished"
+  fi
+  (( $(date +%s) < deadline )) ||
+    give_up "the job had not finished ${BOXCAR_DEMO_TIMEOUT:-180} s after the demo started ($(cat "$demo/status.err"))"
+done
 
 say "result"
 python3 - "$demo/result.json" <<'PY'
@@ -71,6 +111,9 @@ if job.get("error"):
 print(f"    artifact {a.get('storage')} version {a.get('sha256')}: {a.get('file_count')} files, {a.get('size')} bytes")
 print(f"    presigned URL: {a.get('url')}")
 PY
+
+status=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$demo/result.json")
+[[ $status == succeeded ]] || give_up "the job ended $status"
 
 say "the artifact's contents: boxcar storage pull demo-session $demo/out"
 $B storage pull demo-session "$demo/out"
@@ -91,5 +134,4 @@ for line in open(sys.argv[1]):
 PY
 say "audit trail: boxcar events $id"
 $B events "$id" | python3 -c 'import json,sys; [print("    %-19s %s" % (e["kind"], e["at"])) for e in map(json.loads, sys.stdin)]'
-[[ $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$demo/result.json") == succeeded ]]
 say "done. The local PostgreSQL and S3 keep running (make dev-down stops them)."

@@ -1,6 +1,7 @@
 # Sourced by the scripts: where the local development services live.
-# Everything goes under .dev/ in the project unless the postgres user cannot
-# reach it (a checkout under /root), then under /var/tmp, keyed by the path.
+# Everything goes under $BOXCAR_DEV when the caller sets it, else under .dev/
+# in the project unless the postgres user cannot reach it (a checkout under
+# /root), then under /var/tmp, keyed by the path.
 BOXCAR_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export BOXCAR_ROOT
 : "${BOXCAR_PG_PORT:=55432}"
@@ -16,7 +17,13 @@ dev_dir() {
   printf '%s\n' "$d"
 }
 
-BOXCAR_DEV=$(dev_dir)
+# A caller's BOXCAR_DEV wins (a test running the demo from an empty
+# directory); it must be reachable by the postgres user when run as root.
+if [[ -n ${BOXCAR_DEV:-} ]]; then
+  [[ $BOXCAR_DEV == /* ]] || BOXCAR_DEV=$PWD/$BOXCAR_DEV
+else
+  BOXCAR_DEV=$(dev_dir)
+fi
 export BOXCAR_DEV
 export BOXCAR_PG_DATA="$BOXCAR_DEV/pg/data"
 export BOXCAR_PG_SOCKDIR="$BOXCAR_DEV/pg/run"

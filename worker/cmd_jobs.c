@@ -135,57 +135,124 @@ static int one_job_arg(const char *name, int argc, char **argv, const char **ret
         return 0;
 }
 
+/* boxcar status --wait --timeout: the job had not finished in time. */
+#define STATUS_TIMED_OUT 124
+
 static void sleep_ms(long msec)
 {
         struct timespec ts = { msec / 1000, (msec % 1000) * 1000000 };
         nanosleep(&ts, NULL);
 }
 
-static bool is_final(const char *job_json)
+/* Copies the job's status into ret_status; true when it is final. */
+static bool is_final(const char *job_json, char ret_status[16])
 {
         _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(job_json);
         const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
-        return cJSON_IsString(st) && (strcmp(st->valuestring, "succeeded") == 0 ||
-                                      strcmp(st->valuestring, "failed") == 0 ||
-                                      strcmp(st->valuestring, "cancelled") == 0);
+        snprintf(ret_status, 16, "%s", cJSON_IsString(st) ? st->valuestring : "?");
+        return strcmp(ret_status, "succeeded") == 0 || strcmp(ret_status, "failed") == 0 ||
+               strcmp(ret_status, "cancelled") == 0;
+}
+
+static long now_ms(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+struct status_args {
+        bool wait;
+        const char *timeout;    /* as given, for the message */
+        long timeout_ms;        /* 0: none */
+        const char *id;
+};
+
+/* Prints the usage error itself; returns 0 or the exit status 2. */
+static int parse_status(int argc, char **argv, struct status_args *a)
+{
+        static const struct option opts[] = {
+                { "wait", no_argument, NULL, 'w' },
+                { "timeout", required_argument, NULL, 't' },
+                { NULL, 0, NULL, 0 },
+        };
+        optind = 0;
+        opterr = 0;
+        for (;;) {
+                int o = getopt_long(argc, argv, "", opts, NULL);
+                if (o == -1)
+                        break;
+                double secs = 0;
+                switch (o) {
+                case 'w': a->wait = true; break;
+                case 't':
+                        if (config_parse_duration(optarg, false, &secs) < 0) {
+                                fprintf(stderr, "boxcar status: --timeout: '%s' is not a duration "
+                                        "(250ms, 30s, 5m, 2h)\n", optarg);
+                                return 2;
+                        }
+                        a->timeout = optarg;
+                        a->timeout_ms = secs * 1000 < 1 ? 1 : (long)(secs * 1000);
+                        break;
+                default:
+                        fprintf(stderr, "boxcar status: unknown or incomplete option '%s' "
+                                "(see boxcar help status)\n", argv[optind - 1]);
+                        return 2;
+                }
+        }
+        if (a->timeout && !a->wait) {
+                fprintf(stderr, "boxcar status: --timeout goes with --wait\n");
+                return 2;
+        }
+        if (argc - optind != 1) {
+                fprintf(stderr, "boxcar status: expected one job id (see boxcar help status)\n");
+                return 2;
+        }
+        a->id = argv[optind];
+        return 0;
 }
 
 int cmd_status(int argc, char **argv)
 {
-        const char *url = NULL, *id = NULL;
+        const char *url = NULL;
         int r = cli_common_options(&argc, argv, cli_commands[3].usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
-        bool wait = argc > 1 && strcmp(argv[1], "--wait") == 0;
-        if (wait) {
-                argv[1] = argv[0];
-                argv++;
-                argc--;
-        }
-        r = one_job_arg("status", argc, argv, &id);
+        struct status_args a = { 0 };
+        r = parse_status(argc, argv, &a);
         if (r)
                 return r;
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return fail("status", &err);
+        long deadline = now_ms() + a.timeout_ms;
         for (;;) {
-                const char *p[] = { id };
+                const char *p[] = { a.id };
                 _cleanup_pgresult_ PGresult *res =
                         db_exec(conn, "select boxcar.job_json($1::uuid)", 1, p, &err);
                 if (!res)
                         return fail("status", &err);
                 if (PQgetisnull(res, 0, 0)) {
-                        fprintf(stderr, "boxcar status: job %s not found\n", id);
+                        fprintf(stderr, "boxcar status: job %s not found\n", a.id);
                         return 1;
                 }
-                if (!wait || is_final(PQgetvalue(res, 0, 0))) {
+                char status[16];
+                if (!a.wait || is_final(PQgetvalue(res, 0, 0), status)) {
                         _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, 0, 0));
                         _cleanup_free_ char *pretty = cJSON_Print(j);
                         printf("%s\n", pretty ? pretty : PQgetvalue(res, 0, 0));
                         return 0;
                 }
-                sleep_ms(100);
+                long left = deadline - now_ms();
+                if (a.timeout_ms && left <= 0) {
+                        /* Its own exit status, as timeout(1) has: a script
+                         * can tell "still running" from "failed". */
+                        fprintf(stderr, "boxcar status: job %s is still %s after --timeout %s\n",
+                                a.id, status, a.timeout);
+                        return STATUS_TIMED_OUT;
+                }
+                sleep_ms(a.timeout_ms && left < 100 ? left : 100);
         }
 }
 

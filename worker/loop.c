@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "sandbox/sandbox.h"
 #include "worker/backend.h"
 #include "worker/db.h"
@@ -441,14 +442,17 @@ static int new_instance_id(char ret_id[33], struct bc_error *err)
         return 0;
 }
 
+/* The work dir and its parents, 0700: a fresh checkout or host has none
+ * of them, and only the worker needs to look inside. */
 static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
 {
         _cleanup_free_ char *jobs = NULL;
         if (asprintf(&jobs, "%s/jobs", cfg->work_dir) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        if ((mkdir(cfg->work_dir, 0700) < 0 && errno != EEXIST) ||
-            (mkdir(jobs, 0700) < 0 && errno != EEXIST))
-                return bc_error_set(err, BC_CONFIG, errno, "--work-dir %s: %m", cfg->work_dir);
+        if (bc_mkdir_p(jobs, 0700, err) < 0) {
+                err->code = BC_CONFIG;
+                return bc_error_prefix(err, "--work-dir %s", cfg->work_dir);
+        }
         return 0;
 }
 

@@ -31,9 +31,14 @@ static const char enqueue_usage[] =
         "  --database-url URL     (default: $DATABASE_URL)\n";
 
 static const char status_usage[] =
-        "usage: boxcar status [--wait] ID\n"
+        "usage: boxcar status [--wait [--timeout DURATION]] ID\n"
         "\n"
-        "Prints the job as JSON.  --wait polls until it has finished.\n";
+        "Prints the job as JSON.  --wait polls until it has finished (succeeded,\n"
+        "failed or cancelled); --timeout gives up after DURATION (250ms, 30s, 5m, 2h).\n"
+        "\n"
+        "Exit status: 0 the job was printed (with --wait: it has finished, whatever\n"
+        "its outcome); 1 no such job, or a database error; 2 a usage error;\n"
+        "124 --timeout passed before the job finished (nothing on stdout).\n";
 
 static const char cancel_usage[] =
         "usage: boxcar cancel ID\n"

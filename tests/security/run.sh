@@ -3,6 +3,10 @@
 # out; every attempt must fail.  Each check looks for a positive sign that
 # the attempt ran ("RAN ...", "BLOCKED ...") so a probe that never ran, or
 # a sandbox that is not there, fails the test instead of passing it.
+# Where the outcome depends on the host (IA32 emulation, user namespaces,
+# cgroup controllers, legacy TIOCSTI), a control runs outside the sandbox
+# first and the check asserts what the sandbox adds on this host, saying
+# which case it is in its description.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 cd "$BOXCAR_ROOT"
@@ -40,6 +44,42 @@ blocked_eperm() { has "$1" "BLOCKED $2 EPERM"; }
 marker() { echo "boxcar-sec-$RANDOM$RANDOM"; }
 # no_survivor MARKER: no process on the host has MARKER in its command line
 no_survivor() { ! pgrep -f "$1" >/dev/null; }
+# control NAME ARGS...: runs the probe outside the sandbox (no core file,
+# no "Segmentation fault" from the shell); output in $CTL, status in $CTL_RC.
+control() {
+  { (ulimit -c 0; exec "$T/bin/probe" "$@") >"$T/ctl" 2>&1; } 2>/dev/null
+  CTL_RC=$?
+  CTL=$(cat "$T/ctl")
+}
+
+# Host-dependent checks first run a control outside the sandbox, then
+# assert what the sandbox adds on this host.  The limits depend on the
+# cgroup controllers the host has, read here from /sys/fs/cgroup (not
+# through the helper's own detection, which is under test).
+CG_VERSION=none CG_ROOT=
+case $(stat -fc %T /sys/fs/cgroup 2>/dev/null) in
+  cgroup2fs) CG_VERSION=v2 CG_ROOT=/sys/fs/cgroup ;;
+  tmpfs)
+    CG_VERSION=v1
+    if [[ $(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null) == cgroup2fs && -s /sys/fs/cgroup/unified/cgroup.controllers ]]; then
+      CG_VERSION=v2 CG_ROOT=/sys/fs/cgroup/unified
+    fi ;;
+esac
+host_has_controller() {
+  case $CG_VERSION in
+    v2) grep -qw -- "$1" "$CG_ROOT/cgroup.controllers" ;;
+    v1) [[ $(stat -fc %T "/sys/fs/cgroup/$1" 2>/dev/null) == cgroupfs ]] ;;
+    *) return 1 ;;
+  esac
+}
+# limit_refused CONTROLLER WHAT: on a host without CONTROLLER, the helper
+# must refuse the limit (121, setup step cgroup), never run without it.
+limit_refused() {
+  if [[ $RC -eq 121 && $(jget .setup_error.step) == cgroup ]]; then
+    ok "$2: this host has no $1 controller (cgroup $CG_VERSION): the limit is refused (121, step cgroup), the job does not run without it"
+  else not_ok "$2: without a $1 controller the limit must be refused"; diag "rc=$RC $ST"; diag "$OUT"; fi
+}
+diag "host: cgroup $CG_VERSION; controllers: $(for c in memory pids cpu; do host_has_controller $c && printf '%s ' $c; done)"
 
 # --- file system -----------------------------------------------------------
 sb -- $PROBE write /etc/x /usr/x /x /opt/t/x /dev/x /usr/lib/x /workspace/ok /tmp/ok
@@ -97,8 +137,13 @@ check "NoNewPrivs 1, no capabilities in any set, seccomp filtering" \
 
 sb -- $PROBE tiocsti
 ctl=$("$T/bin/probe" tiocsti 2>&1)
-if [[ $ctl == *"ESCAPED TIOCSTI"* ]] && blocked_eperm "$OUT" "TIOCSTI" && blocked_eperm "$OUT" "TIOCSTI-highbit" && has "$OUT" "ESCAPED control TIOCGWINSZ"; then
+# A kernel with dev.tty.legacy_tiocsti=0 refuses TIOCSTI to a user without
+# CAP_SYS_ADMIN with EIO: EPERM inside still can only be the filter's.
+tiocsti_denied() { blocked_eperm "$OUT" "TIOCSTI" && blocked_eperm "$OUT" "TIOCSTI-highbit" && has "$OUT" "ESCAPED control TIOCGWINSZ"; }
+if [[ $ctl == *"ESCAPED TIOCSTI"* ]] && tiocsti_denied; then
   ok "TIOCSTI and its high-bit variant are denied (control: works outside)"
+elif [[ $ctl == *"BLOCKED TIOCSTI EIO"* ]] && tiocsti_denied; then
+  ok "TIOCSTI and its high-bit variant are denied with EPERM (control: this kernel refuses it outside with EIO, legacy_tiocsti=0)"
 else not_ok "TIOCSTI denied"; diag "$OUT"; diag "control: $ctl"; fi
 
 exec 5<"$T/bin/probe" 7>"$T/leak"
@@ -128,12 +173,14 @@ check "ptrace (init, own child) and process_vm_* denied" \
 # --- limits ------------------------------------------------------------------
 sb --pids 30 --timeout 20 -- $PROBE forkbomb
 n=$(sed -n 's/^FORKS //p' <<<"$OUT")
-if blocked "$OUT" fork-bomb && [[ -n $n && $n -lt 30 ]] && [[ $(jget .timed_out) == false ]]; then ok "fork bomb stopped by the pids limit ($n forks)"
+if ! host_has_controller pids; then limit_refused pids "fork bomb"
+elif blocked "$OUT" fork-bomb && [[ -n $n && $n -lt 30 ]] && [[ $(jget .timed_out) == false ]]; then ok "fork bomb stopped by the pids limit ($n forks, cgroup $CG_VERSION)"
 else not_ok "fork bomb stopped"; diag "$OUT"; diag "$ST"; fi
 
 sb --memory-mb 64 --timeout 30 -- python3 -c 'a=[]
 while True: a.append(bytearray(1 << 20))'
-if [[ $(jget .oom_killed) == true && $(jget .signal) == 9 && $RC -eq 137 ]]; then ok "memory bomb is OOM-killed and reported (oom_killed true, 137)"
+if ! host_has_controller memory; then limit_refused memory "memory bomb"
+elif [[ $(jget .oom_killed) == true && $(jget .signal) == 9 && $RC -eq 137 ]]; then ok "memory bomb is OOM-killed and reported (oom_killed true, 137, cgroup $CG_VERSION)"
 else not_ok "memory bomb reported as OOM"; diag "rc=$RC $ST"; fi
 
 mkdir -p "$T/ws-disk"
@@ -146,8 +193,9 @@ else not_ok "disk fill stopped"; diag "$OUT"; diag "size=$size"; fi
 sb --cpus 0.2 --timeout 20 -- $PROBE spin 2
 cpu=$(jget .cpu_ms); wall=$(jget .wall_ms)
 # A spinning process gets ~20% of one CPU: well under half, well over 5%.
-if [[ $RC -eq 0 ]] && (( wall >= 1000 && cpu * 100 / wall >= 5 && cpu * 100 / wall <= 40 )); then
-  ok "cpu limit: 0.2 CPUs gives ${cpu} ms of CPU in ${wall} ms"
+if ! host_has_controller cpu; then limit_refused cpu "cpu limit"
+elif [[ $RC -eq 0 ]] && (( wall >= 1000 && cpu * 100 / wall >= 5 && cpu * 100 / wall <= 40 )); then
+  ok "cpu limit: 0.2 CPUs gives ${cpu} ms of CPU in ${wall} ms (cgroup $CG_VERSION)"
 else not_ok "cpu limit"; diag "rc=$RC $ST"; fi
 
 m=$(marker)
@@ -216,19 +264,44 @@ check "netlink, vsock, packet sockets and io_uring denied (EPERM)" \
 sb -- $PROBE namespaces
 check "unshare (user/mount/net), clone(CLONE_NEWUSER), mount, setns, chroot fail" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 7 ]]' _ "$OUT"
-sb -- unshare -r true
-check "unshare -r (nested user namespace) fails" bash -c '[[ $1 -ne 0 ]]' _ "$RC"
+# Control: can this user make a user namespace outside the sandbox?
+unshare -r true >/dev/null 2>&1; ctl_rc=$?
+sb -- sh -c 'unshare -r true; echo "rc=$?"'
+denied() { has "$OUT" "Operation not permitted" && has "$OUT" "rc=1"; }
+if [[ $ctl_rc -eq 0 ]] && denied; then
+  ok "unshare -r (nested user namespace) fails with EPERM (control: works outside)"
+elif [[ $ctl_rc -ne 0 ]] && denied; then
+  ok "unshare -r (nested user namespace) fails with EPERM; this host refuses it outside too (control)"
+else not_ok "unshare -r (nested user namespace) fails"; diag "control rc=$ctl_rc"; diag "$OUT"; fi
 
 sb -- $PROBE syscalls
 check "keyctl, add_key, bpf, perf_event_open, userfaultfd, open_by_handle_at, setns, kexec, modules, process_vm_readv, ptrace, new mount API: EPERM" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 14 ]]' _ "$OUT"
 
+# x32 numbers reach seccomp on every x86-64 kernel (one without the x32 ABI
+# answers ENOSYS after the filter): the control survives outside.
+control x32
 sb -- $PROBE x32
-check "x32 syscall kills the process (SIGSYS)" \
-  bash -c '[[ $1 -eq 159 ]] && grep -q RAN-X32 <<<"$2" && ! grep -q SURVIVED <<<"$2"' _ "$RC" "$OUT"
+if [[ $CTL_RC -eq 0 ]] && has "$CTL" "SURVIVED x32" && [[ $RC -eq 159 ]] && has "$OUT" RAN-X32 && ! has "$OUT" SURVIVED; then
+  ok "x32 syscall kills the process (SIGSYS; control: survives outside)"
+else not_ok "x32 syscall kills the process (SIGSYS)"; diag "control rc=$CTL_RC $CTL"; diag "rc=$RC $OUT"; fi
+
+# int 0x80 is the i386 entry.  With IA32 emulation the call is made
+# outside (the control survives) and the filter must kill it (SIGSYS).
+# Without it (ia32_emulation=0, or a kernel built without), the CPU
+# faults on the instruction (SIGSEGV) before any syscall or filter: the
+# call cannot be made outside, and inside it must not be made either.
+control int80
 sb -- $PROBE int80
-check "int 0x80 (i386) syscall kills the process (SIGSYS)" \
-  bash -c '[[ $1 -eq 159 ]] && grep -q RAN-INT80 <<<"$2" && ! grep -q SURVIVED <<<"$2"' _ "$RC" "$OUT"
+if [[ $CTL_RC -eq 0 ]] && has "$CTL" "SURVIVED int80"; then
+  if [[ $RC -eq 159 ]] && has "$OUT" RAN-INT80 && ! has "$OUT" SURVIVED; then
+    ok "int 0x80 (i386) syscall kills the process (SIGSYS; control: the call works outside)"
+  else not_ok "int 0x80 (i386) syscall kills the process (SIGSYS)"; diag "rc=$RC $OUT"; fi
+elif [[ $CTL_RC -eq 139 ]] && has "$CTL" RAN-INT80 && ! has "$CTL" SURVIVED; then
+  if [[ $RC -eq 139 || $RC -eq 159 ]] && has "$OUT" RAN-INT80 && ! has "$OUT" SURVIVED; then
+    ok "int 0x80 (i386) syscall cannot be made: this host has no IA32 emulation (control: SIGSEGV outside), and inside the process dies too (signal $((RC - 128)))"
+  else not_ok "int 0x80 (i386) syscall cannot be made inside the sandbox"; diag "rc=$RC $OUT"; fi
+else not_ok "int 0x80 control: neither made nor faulted outside the sandbox"; diag "control rc=$CTL_RC $CTL"; fi
 
 # --- exit codes and status -----------------------------------------------------
 for code in 0 1 255; do
@@ -265,10 +338,19 @@ if [[ $IS_ROOT -eq 1 ]]; then
   mkdir -p "$T/ws-nobody" && chown 65534:65534 "$T/ws-nobody"
   out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --help 2>&1); rc=$?
   is "unprivileged: --help works" "$rc/$(grep -c 'usage: boxcar-sandbox' <<<"$out")" "0/1"
-  out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --workspace "$T/ws-nobody" -- sh -c 'echo hi > /workspace/x; id -u; grep NoNewPrivs /proc/self/status' 2>&1); rc=$?
-  if [[ $rc -eq 0 && $(cat "$T/ws-nobody/x" 2>/dev/null) == hi ]] && grep -q "NoNewPrivs:	1" <<<"$out"; then
-    ok "unprivileged (user namespace): a basic run works and writes its workspace"
-  else not_ok "unprivileged basic run"; diag "rc=$rc $out"; fi
+  # Control: may nobody make a user namespace on this host at all?  Where
+  # it may, the helper must run; where it may not, the helper must refuse
+  # (a namespace step fails) rather than run the job without isolation.
+  setpriv --reuid=65534 --regid=65534 --clear-groups unshare -r true >/dev/null 2>&1; ctl_rc=$?
+  out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --status-fd 3 --workspace "$T/ws-nobody" -- sh -c 'echo hi > /workspace/x; id -u; grep NoNewPrivs /proc/self/status' 2>&1 3>"$T/nobody-status"); rc=$?
+  step=$(jq -r '.setup_error.step // empty' "$T/nobody-status" 2>/dev/null)
+  if [[ $ctl_rc -eq 0 ]]; then
+    if [[ $rc -eq 0 && $(cat "$T/ws-nobody/x" 2>/dev/null) == hi ]] && grep -q "NoNewPrivs:	1" <<<"$out"; then
+      ok "unprivileged (user namespace): a basic run works and writes its workspace (control: nobody may unshare -r)"
+    else not_ok "unprivileged basic run"; diag "rc=$rc $out"; fi
+  elif [[ $rc -eq 122 && ($step == clone || $step == userns) && ! -e $T/ws-nobody/x ]]; then
+    ok "unprivileged: this host refuses user namespaces to nobody (control: unshare -r fails outside), and the helper refuses too (122, step $step): the job never runs unisolated"
+  else not_ok "unprivileged run without user namespaces must be refused"; diag "control rc=$ctl_rc; rc=$rc step=$step $out"; fi
 else
   skip "unprivileged checks (run as root to switch to nobody)"; skip "unprivileged basic run"
 fi

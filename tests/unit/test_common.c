@@ -1,16 +1,20 @@
-/* Unit tests for common/: capped buffers, output tails, UTF-8 cleaning and
- * error context. */
+/* Unit tests for common/: capped buffers, output tails, UTF-8 cleaning,
+ * error context and directory creation. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/dynbuf.h"
 #include "common/error.h"
+#include "common/io.h"
 #include "common/json_strict.h"
 #include "common/tailbuf.h"
 #include "common/utf8.h"
@@ -141,6 +145,59 @@ static void test_json_strict(void **state)
                 if (r < 0)
                         assert_non_null(problem);
         }
+static mode_t mode_of(const char *path)
+{
+        struct stat st;
+        assert_int_equal(stat(path, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        return st.st_mode & 07777;
+}
+
+/* A work dir on a fresh host: every missing parent is made, 0700 each,
+ * and what cannot be made is named with the reason. */
+static void test_mkdir_p(void **state)
+{
+        (void)state;
+        char top[] = "/tmp/boxcar-test-mkdir.XXXXXX";
+        assert_non_null(mkdtemp(top));
+        char path[128], sub[128], file[128], under_file[256];
+        snprintf(path, sizeof(path), "%s/a//b/c/", top);
+        snprintf(sub, sizeof(sub), "%s/a/b", top);
+        struct bc_error err = BC_ERROR_INIT;
+        mode_t old = umask(022);
+        assert_int_equal(bc_mkdir_p(path, 0700, &err), 0);
+        assert_int_equal(mode_of(path), 0700);
+        assert_int_equal(mode_of(sub), 0700);
+        /* Existing directories are fine, and keep their mode. */
+        assert_int_equal(chmod(sub, 0755), 0);
+        assert_int_equal(bc_mkdir_p(path, 0700, &err), 0);
+        assert_int_equal(mode_of(sub), 0755);
+        assert_null(err.message);
+
+        snprintf(file, sizeof(file), "%s/a/file", top);
+        FILE *f = fopen(file, "w");
+        assert_non_null(f);
+        fclose(f);
+        snprintf(under_file, sizeof(under_file), "%s/x/y", file);
+        char want[512];
+        assert_int_equal(bc_mkdir_p(file, 0700, &err), -ENOTDIR);
+        snprintf(want, sizeof(want), "%s: exists and is not a directory", file);
+        assert_string_equal(bc_error_message(&err), want);
+        /* A parent in the way is named, not the path asked for. */
+        assert_int_equal(bc_mkdir_p(under_file, 0700, &err), -ENOTDIR);
+        snprintf(want, sizeof(want), "%s: exists and is not a directory", file);
+        assert_string_equal(bc_error_message(&err), want);
+        assert_int_equal(bc_mkdir_p("/proc/boxcar-test/x", 0700, &err), -ENOENT);
+        assert_string_equal(bc_error_message(&err),
+                            "mkdir /proc/boxcar-test: No such file or directory");
+        assert_int_equal(err.code, BC_IO);
+        assert_int_equal(bc_mkdir_p("", 0700, &err), -EINVAL);
+        bc_error_clear(&err);
+        umask(old);
+
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+        assert_int_equal(system(cmd), 0);
 }
 
 int main(void)
@@ -151,6 +208,7 @@ int main(void)
                 cmocka_unit_test(test_utf8_sanitize),
                 cmocka_unit_test(test_error_context),
                 cmocka_unit_test(test_json_strict),
+                cmocka_unit_test(test_mkdir_p),
         };
         return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
