@@ -145,6 +145,8 @@ static void test_json_strict(void **state)
                 if (r < 0)
                         assert_non_null(problem);
         }
+}
+
 static mode_t mode_of(const char *path)
 {
         struct stat st;
