@@ -18,12 +18,9 @@ returns void language sql volatile as $$
 $$;
 
 -- A queued row whose attempts already reached max_attempts (written by
--- hand, or left by an older version) is failed, not run.  A job on an
--- artifact storage waits while an earlier queued or a running job on the
--- same storage exists: session semantics, so two runs never start from the
--- same head and lose each other's writes.  That check reads the statement's
--- snapshot, in which a job another worker is claiming at the same moment is
--- still 'queued' (and so blocks the later ones): it holds across workers.
+-- hand, or left by an older version) is failed, not run.  Blocked jobs
+-- wait behind an earlier one on their artifact storage
+-- (sql/35_artifact_order.sql).
 drop function if exists boxcar.claim(text, text[], integer, interval);
 create or replace function boxcar.claim(worker_id text, queues text[], n integer default 1,
                                         lease interval default '30 seconds',
@@ -38,12 +35,8 @@ begin
     with picked as (
         select j.id, j.attempts >= j.max_attempts as exhausted
           from boxcar.jobs j
-         where j.status = 'queued' and j.queue = any (claim.queues) and j.run_at <= now()
-           and (j.artifact_storage is null or not exists (
-                   select 1 from boxcar.jobs o
-                    where o.artifact_storage = j.artifact_storage
-                      and o.status in ('queued', 'running') and o.id <> j.id
-                      and (o.status = 'running' or (o.created_at, o.id) < (j.created_at, j.id))))
+         where j.status = 'queued' and not j.blocked and j.queue = any (claim.queues)
+           and j.run_at <= now()
          order by j.priority desc, j.run_at, j.id
          limit claim.n
            for update skip locked
@@ -76,27 +69,6 @@ begin
     )
     select * from claimed c order by c.priority desc, c.run_at, c.id;
 end $$;
-
--- When a job on an artifact storage leaves the queue for good (or for a
--- later retry), the next one on that storage may be claimed: wake the
--- workers of its queue instead of leaving it to their poll.
-create or replace function boxcar.notify_artifact_next() returns trigger
-language plpgsql as $$
-begin
-    perform pg_notify('boxcar_jobs', nx.queue)
-       from (select distinct r.artifact_storage from new_rows r
-              where r.artifact_storage is not null and r.status <> 'running') s
-       cross join lateral (select j.queue from boxcar.jobs j
-                            where j.artifact_storage = s.artifact_storage and j.status = 'queued'
-                              and j.run_at <= now()
-                            order by j.created_at, j.id limit 1) nx;
-    return null;
-end $$;
-
-create or replace trigger jobs_artifact_next
-    after update on boxcar.jobs
-    referencing new table as new_rows
-    for each statement execute function boxcar.notify_artifact_next();
 
 -- Extends the lease of every job the worker instance holds and returns
 -- their ids; a job missing from the answer is no longer this worker's to
@@ -253,6 +225,7 @@ begin
             else format('worker %s stopped renewing its lease', j.worker_id) end);
         n := n + 1;
     end loop;
+    perform boxcar.unblock_artifact_stalled();
     return n;
 end $$;
 

@@ -1,5 +1,5 @@
 begin;
-select plan(26);
+select plan(29);
 
 -- Liveness by instance: a restarted process under the same name renews
 -- only its own jobs' leases, and rescues the ones its name left behind.
@@ -64,6 +64,17 @@ select is((select count(*)::int from boxcar.claim('w', array['art'], 10)), 0,
 select boxcar.cancel((select id from d1));
 select is((select id from boxcar.claim('w', array['art'], 10)), (select id from d2),
           'a cancelled job no longer holds its storage');
+
+create temp table e1 as select boxcar.enqueue('art', '{"command":["x"],"artifact":{"storage":"s4"}}') as id;
+create temp table e2 as select boxcar.enqueue('art', '{"command":["x"],"artifact":{"storage":"s4"}}') as id;
+select ok((select blocked from boxcar.jobs where id = (select id from e2)),
+          'a job enqueued behind an active one on its storage is blocked');
+delete from boxcar.jobs where id = (select id from e1);
+select is((select count(*)::int from boxcar.claim('w', array['art'], 10)), 0,
+          'it stays blocked when the job before it is deleted by hand');
+select boxcar.rescue_expired();
+select is((select id from boxcar.claim('w', array['art'], 10)), (select id from e2),
+          'the housekeeping rescue unblocks a stalled storage');
 
 -- The head moves by compare-and-swap: a version whose parent is no longer
 -- the head is kept as a branch.
