@@ -5,16 +5,15 @@
 #include <string.h>
 
 #include "worker/config.h"
+#include "tests/fuzz/fuzz-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        char *text = malloc(size + 1);
+        char *text = fuzz_cstring(data, size);
         if (!text)
                 return 0;
-        memcpy(text, data, size);
-        text[size] = '\0';
         double seconds;
         if (config_parse_duration(text, true, &seconds) == 0 && !(seconds >= 0))
                 abort();   /* a parsed duration is never negative or NaN */

@@ -7,6 +7,7 @@
 
 #include "common/dynbuf.h"
 #include "storage/sigv4.h"
+#include "tests/fuzz/fuzz-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -14,11 +15,9 @@ enum { MAX_PARTS = 9 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-        char *text = malloc(size + 1);
+        char *text = fuzz_cstring(data, size);
         if (!text)
                 return 0;
-        memcpy(text, data, size);
-        text[size] = '\0';
         const char *part[MAX_PARTS] = { "" };
         size_t n = 0;
         for (char *p = text; n < MAX_PARTS && p <= text + size; p += strlen(p) + 1)

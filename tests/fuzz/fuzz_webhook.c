@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "worker/webhook_sign.h"
+#include "tests/fuzz/fuzz-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,11 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (!secrets && webhook_secrets_parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                                               &secrets, &err) < 0)
                 abort();
-        char *text = malloc(size + 1);
+        char *text = fuzz_cstring(data, size);
         if (!text)
                 return 0;
-        memcpy(text, data, size);
-        text[size] = '\0';
         const char *part[4] = { "", "", "", "" };
         size_t n = 0;
         for (char *p = text; n < 4 && p <= text + size; p += strlen(p) + 1)
