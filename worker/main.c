@@ -26,7 +26,8 @@ static const char enqueue_usage[] =
         "  --priority N           higher runs first (default: 0)\n"
         "  --run-at TIMESTAMP     not before this time (default: now)\n"
         "  --max-attempts N       tries for infrastructure failures (default: 3)\n"
-        "  --idempotency-key K    an existing key returns the existing job's id\n"
+        "  --idempotency-key K    the same request again returns the existing job's id;\n"
+        "                         a different one under the key is an error\n"
         "  --webhook-url URL      where the result is posted\n"
         "  --database-url URL     (default: $DATABASE_URL)\n";
 
