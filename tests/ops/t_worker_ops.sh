@@ -38,6 +38,13 @@ sql "select boxcar.enqueue('ops-depth', '{\"command\":[\"true\"]}') from generat
 check "queue depth comes from queue_stats" wait_for "depth" 5 bash -c "curl -sf '$M/metrics' | grep -q '^boxcar_queue_depth{queue=\"ops-depth\",state=\"queued\"} 3'"
 is "this lone worker leads housekeeping" "$(metric boxcar_is_leader)" "1"
 
+# A volume this worker has not cached: its download is counted under kind="volume".
+voldir=$(mktemp -d); echo hello > "$voldir/greeting.txt"
+"$BOXCAR" storage push --kind volume ops-vol "$voldir" >/dev/null; rm -rf "$voldir"
+vid=$(echo '{"command": ["cat", "/mnt/v/greeting.txt"], "volumes": [{"name": "v", "mount": "/mnt/v", "storage": "ops-vol"}]}' | "$BOXCAR" enqueue --spec -)
+is "a job with a volume succeeds" "$("$BOXCAR" status --wait "$vid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "succeeded"
+check "volume downloads are counted" bash -c "[[ \$(curl -sf '$M/metrics' | awk '\$1 == \"boxcar_transfer_bytes_total{direction=\\\"download\\\",kind=\\\"volume\\\"}\" { print \$2 }') -gt 0 ]]"
+
 # Readiness follows the database.
 "$BOXCAR_ROOT/scripts/pg.sh" stop
 check "/readyz is 503 while the database is down" wait_for "not ready" 10 bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' '$M/readyz') == 503 ]]"
