@@ -12,6 +12,7 @@
 #include "worker/wmetrics.h"
 #include "worker/webhook_post.h"
 #include "worker/webhook_sign.h"
+#include "version.h"
 
 #define CLAIM_BATCH "5"
 /* A due retry is found within this long even without a NOTIFY. */

@@ -1,4 +1,5 @@
 /* boxcar: one binary, git-style subcommands. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "worker/db.h"
 #include "worker/log.h"
 #include "worker/loop.h"
+#include "version.h"
 
 static const char migrate_usage[] =
         "usage: boxcar migrate [--database-url URL]\n"
@@ -80,8 +82,8 @@ static int worker_drain(int argc, char **argv)
         int r = cli_common_options(&argc, argv, config_worker_usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
-        if (argc != 3) {
-                fprintf(stderr, "usage: boxcar worker drain WORKER_ID\n");
+        if (argc != 3 || strcmp(argv[1], "drain") != 0) {
+                fprintf(stderr, "usage: boxcar worker [--database-url URL] drain WORKER_ID\n");
                 return 2;
         }
         struct bc_error err = BC_ERROR_INIT;
@@ -103,9 +105,19 @@ static int worker_drain(int argc, char **argv)
         return 0;
 }
 
+/* `worker drain` takes --database-url before or after the subcommand. */
+static bool is_drain(int argc, char **argv)
+{
+        int i = 1;
+        while (i < argc && (strncmp(argv[i], "--database-url=", 15) == 0 ||
+                            strcmp(argv[i], "--database-url") == 0))
+                i += strcmp(argv[i], "--database-url") == 0 ? 2 : 1;
+        return i < argc && strcmp(argv[i], "drain") == 0;
+}
+
 int cmd_worker(int argc, char **argv)
 {
-        if (argc >= 2 && strcmp(argv[1], "drain") == 0)
+        if (is_drain(argc, argv))
                 return worker_drain(argc, argv);
         struct worker_config cfg;
         struct bc_error err = BC_ERROR_INIT;
@@ -136,7 +148,8 @@ static void usage(FILE *f)
         for (const struct cli_command *c = cli_commands; c->name; c++)
                 fprintf(f, "  %-10s %s\n", c->name, c->summary);
         fprintf(f, "  %-10s %s\n", "help", "show a command's options: boxcar help COMMAND");
-        fprintf(f, "\nEvery command reads the database from $DATABASE_URL or --database-url.\n");
+        fprintf(f, "\nEvery command reads the database from --database-url, else $DATABASE_URL,\n"
+                   "else libpq's PG* variables and ~/.pgpass.\n");
 }
 
 static const struct cli_command *find_command(const char *name)
@@ -161,7 +174,8 @@ int main(int argc, char **argv)
         if (strcmp(name, "--version") == 0)
                 return cmd_version(0, NULL);
         if (strcmp(name, "help") == 0) {
-                if (argc < 3) {
+                if (argc < 3 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0 ||
+                    strcmp(argv[2], "help") == 0) {
                         usage(stdout);
                         return 0;
                 }

@@ -67,6 +67,23 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 fin = [r for r in rows if r["event"] == "job.finished"]
 assert fin and all(r.get("job_id") and r.get("queue") and r.get("worker_id") == "ops-a" for r in fin)
 ' "$log"
+check "numbers are JSON numbers, booleans booleans, and absent fields absent (never \"\")" python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert all(v != "" for r in rows for v in r.values()), [r for r in rows if "" in r.values()]
+def typed(event, key, t):
+    got = [r for r in rows if r["event"] == event]
+    assert got, event
+    assert all(type(r[key]) is t for r in got if key in r), (event, key)
+    return got
+typed("worker.started", "concurrency", int)
+fin = typed("job.finished", "attempt", int)
+assert all("error_code" not in r for r in fin if r["status"] == "succeeded")
+assert any("error_code" in r for r in fin if r["status"] == "failed")
+typed("db.lost", "retry_ms", int)
+retry = typed("webhook.retry", "attempt", int)
+assert all("http_status" not in r for r in retry), "no response, no http_status"
+' "$log"
 check "the log holds no password, S3 key, signature or webhook secret" bash -c "! grep -E 'boxcar:boxcar|S3RVER|X-Amz-Signature|Signature=|${BOXCAR_WEBHOOK_SECRET#whsec_}|whsec_' '$log'"
 
 # Leader election among three replicas, and failover.
