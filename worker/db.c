@@ -54,9 +54,15 @@ static void flatten(char *msg)
         size_t n = strlen(msg);
         while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
                 msg[--n] = '\0';
-        for (char *p = msg; *p; p++)
-                if (*p == '\n' || *p == '\t')
-                        *p = ' ';
+        /* Line breaks and the indentation after them become one space. */
+        char *out = msg;
+        for (const char *p = msg; *p; p++) {
+                bool space = *p == '\n' || *p == '\t' || *p == ' ';
+                if (space && out > msg && out[-1] == ' ')
+                        continue;
+                *out++ = space ? ' ' : *p;
+        }
+        *out = '\0';
 }
 
 int db_conn_error(PGconn *conn, struct bc_error *err)
@@ -88,9 +94,9 @@ static void set_db_error(PGconn *conn, const PGresult *res, struct bc_error *err
                 bc_error_set(err, BC_DATABASE, errnum, "%s", PQerrorMessage(conn));
         if (err && err->message) {
                 flatten(err->message);
-                /* libpq prefixes "ERROR:  "; the code is context enough. */
-                if (strncmp(err->message, "ERROR:  ", 8) == 0)
-                        memmove(err->message, err->message + 8, strlen(err->message + 8) + 1);
+                /* libpq prefixes "ERROR:  " (one space once flattened). */
+                if (strncmp(err->message, "ERROR: ", 7) == 0)
+                        memmove(err->message, err->message + 7, strlen(err->message + 7) + 1);
         }
 }
 

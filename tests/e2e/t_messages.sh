@@ -82,6 +82,8 @@ for addr in bad 192.0.2.1:9; do
   grep 'worker.failed' "$tmp/m.log" >>"$errors"
   check "--metrics-addr $addr: the flag is named once" grep -q 'error="--metrics-addr[^"]*' "$tmp/m.log"
 done
+out=$("$BOXCAR" status "$zero" --database-url "postgresql://boxcar@127.0.0.1:1/x" 2>&1); echo "$out" >>"$errors"
+check "a connection failure is one line with single spaces" bash -c "[[ \$(wc -l <<<'$out') == 1 ]] && ! grep -q '  ' <<<'$out' && grep -q '^boxcar status: connect: connection to server at' <<<'$out'"
 check "no error message repeats its prefix (X: X:)" bash -c "! grep -E '(^|[ \"])([^ :\"]+): \\2[: ]' '$errors'"
 while IFS= read -r line; do diag "$line"; done <"$errors"
 
