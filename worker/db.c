@@ -86,6 +86,12 @@ static void set_db_error(PGconn *conn, const PGresult *res, struct bc_error *err
                 bc_error_set(err, BC_CONFIG, ENOENT, "schema boxcar not found: run boxcar migrate");
                 return;
         }
+        if (primary && strcmp(db_sqlstate(res), "42883") == 0 && strstr(primary, "boxcar.")) {
+                /* A function of the SQL API this binary calls is missing. */
+                bc_error_set(err, BC_CONFIG, EPROTO, "%s: the database schema is older than this "
+                             "boxcar: run boxcar migrate", primary);
+                return;
+        }
         if (primary && hint)
                 bc_error_set(err, BC_DATABASE, errnum, "%s (hint: %s)", primary, hint);
         else if (primary)

@@ -59,6 +59,13 @@ is "with a clear message" "$out" "boxcar enqueue: idempotency_key: must be 1 to 
 out=$("$BOXCAR" enqueue --queue msg-idle --idempotency-key "$(printf 'k%.0s' {1..300})" -- echo a 2>&1); rc=$?
 is "a key of 300 characters too, without the row" "$rc $out" "1 boxcar enqueue: idempotency_key: must be 1 to 256 characters"
 
+# A schema older than the CLI (a function of the SQL API missing) says so.
+sql "drop function boxcar.job_events_json(uuid)"
+out=$("$BOXCAR" events "$k1" 2>&1); rc=$?
+is "a missing SQL API function exits 1" "$rc" "1"
+check "saying the schema is older: run boxcar migrate" grep -q '^boxcar events: function boxcar.job_events_json(uuid) does not exist: the database schema is older than this boxcar: run boxcar migrate$' <<<"$out"
+"$BOXCAR" migrate >/dev/null
+
 # Not found and --help, like the other commands.
 out=$("$BOXCAR" events "$zero" 2>&1); rc=$?
 is "events of an unknown job exits 1" "$rc" "1"
