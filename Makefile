@@ -6,11 +6,15 @@ SAN ?= 0
 BUILD ?= build
 CC ?= cc
 VERSION := $(shell cat VERSION)
+# The commit is part of the version (0.1.0+g192ef54) so that worker_status
+# tells two builds apart; outside a git checkout of this tree, plain VERSION.
+GIT_REV := $(shell [ "$$(git -C '$(CURDIR)' rev-parse --show-toplevel 2>/dev/null)" = \
+                     "$$(cd '$(CURDIR)' && pwd -P)" ] && git -C '$(CURDIR)' rev-parse --short=7 HEAD 2>/dev/null)
+FULL_VERSION := $(VERSION)$(if $(GIT_REV),+g$(GIT_REV))
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wmissing-prototypes \
         -Wstrict-prototypes -Wno-format-nonliteral
-CPPFLAGS := -I. -I$(BUILD)/gen -I/usr/include/postgresql -D_GNU_SOURCE \
-            -DBOXCAR_VERSION='"$(VERSION)"'
+CPPFLAGS := -I. -I$(BUILD)/gen -I/usr/include/postgresql -D_GNU_SOURCE
 CFLAGS := -std=c17 $(WARN) -g -MMD -MP -fno-strict-aliasing
 LDFLAGS :=
 ifeq ($(SAN),1)
@@ -34,6 +38,10 @@ LDLIBS := -lpq -lcjson -lcurl -larchive -lseccomp -lcrypto -lmicrohttpd -lpthrea
 FLAGS_STAMP := $(BUILD)/.flags
 $(shell mkdir -p $(BUILD) && echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' > $(BUILD)/.flags.new && \
         (cmp -s $(BUILD)/.flags.new $(FLAGS_STAMP) || mv $(BUILD)/.flags.new $(FLAGS_STAMP)))
+# A header, rewritten only when the version changes: a new commit rebuilds
+# the few files that include it, not the whole tree.
+$(shell mkdir -p $(BUILD)/gen && echo '#define BOXCAR_VERSION "$(FULL_VERSION)"' > $(BUILD)/gen/version.h.new && \
+        (cmp -s $(BUILD)/gen/version.h.new $(BUILD)/gen/version.h || mv $(BUILD)/gen/version.h.new $(BUILD)/gen/version.h))
 
 # One static library per module directory; a module's main.c (if any) is
 # its executable, not part of the library.

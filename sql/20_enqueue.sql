@@ -12,6 +12,8 @@ returns uuid language plpgsql volatile as $$
 #variable_conflict use_column
 declare
     new_id uuid;
+    existing boxcar.jobs;
+    differs text;
 begin
     if enqueue.queue is null or enqueue.queue !~ '^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$'
        or length(enqueue.queue) > 128 then
@@ -29,6 +31,11 @@ begin
         raise exception 'webhook_url: must be an http(s) URL of at most 2048 characters'
             using errcode = '22023';
     end if;
+    -- Checked here, not left to the table's constraint, whose error DETAIL
+    -- would print the whole row.
+    if enqueue.idempotency_key is not null and length(enqueue.idempotency_key) not between 1 and 256 then
+        raise exception 'idempotency_key: must be 1 to 256 characters' using errcode = '22023';
+    end if;
     perform boxcar.check_spec(enqueue.spec);
 
     insert into boxcar.jobs (queue, spec, priority, run_at, max_attempts, idempotency_key, webhook_url)
@@ -38,8 +45,24 @@ begin
     returning id into new_id;
     if new_id is null then
         -- The key exists (possibly just committed by a concurrent enqueue,
-        -- which ON CONFLICT waited for): the caller gets that job.
-        select id into new_id from boxcar.jobs where idempotency_key = enqueue.idempotency_key;
+        -- which ON CONFLICT waited for): the same request gets that job; a
+        -- different one under the same key is a mistake, never silently
+        -- answered with a job that does something else.  run_at is not
+        -- compared: the default is now() and retries move it.
+        select * into existing from boxcar.jobs j where j.idempotency_key = enqueue.idempotency_key;
+        differs := case
+            when existing.spec is distinct from enqueue.spec then 'spec'
+            when existing.queue is distinct from enqueue.queue then 'queue'
+            when existing.priority is distinct from enqueue.priority then 'priority'
+            when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'
+            when existing.webhook_url is distinct from enqueue.webhook_url then 'webhook_url'
+        end;
+        if differs is not null then
+            raise exception 'idempotency_key: already used by job % with a different %', existing.id, differs
+                using errcode = '23505',
+                      hint = 'use a new key, or resend the same request to get that job''s id';
+        end if;
+        new_id := existing.id;
     end if;
     return new_id;
 end $$;

@@ -48,6 +48,7 @@ struct cache_ref {
 struct storage_cache_entry {
         struct cache_ref *ref;
         bool downloaded;
+        uint64_t downloaded_bytes;      /* compressed, as fetched */
 };
 
 struct inflight {
@@ -387,14 +388,15 @@ static void fetch_done(struct storage_cache *c, const char *sha)
         pthread_cond_broadcast(&c->cv);
 }
 
-static int new_handle(struct cache_ref *r, bool downloaded, struct storage_cache_entry **ret,
-                      struct bc_error *err)
+static int new_handle(struct cache_ref *r, bool downloaded, uint64_t bytes,
+                      struct storage_cache_entry **ret, struct bc_error *err)
 {
         struct storage_cache_entry *h = calloc(1, sizeof(*h));
         if (!h)
                 return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
         h->ref = r;
         h->downloaded = downloaded;
+        h->downloaded_bytes = bytes;
         *ret = h;
         return 0;
 }
@@ -450,7 +452,7 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
         empty_trash(c, trash, ntrash);
         if (r < 0)
                 return r;
-        r = new_handle(ref, true, ret, err);
+        r = new_handle(ref, true, res.size, ret, err);
         if (r < 0) {
                 pthread_mutex_lock(&c->mu);
                 release_ref(c, ref);
@@ -472,7 +474,7 @@ int storage_cache_acquire(struct storage_cache *c, const char *url, const char *
                         struct cache_ref *ref = take_ref(c, sha256);
                         if (ref) {
                                 pthread_mutex_unlock(&c->mu);
-                                int r = new_handle(ref, false, ret, err);
+                                int r = new_handle(ref, false, 0, ret, err);
                                 if (r < 0) {
                                         pthread_mutex_lock(&c->mu);
                                         release_ref(c, ref);
@@ -540,6 +542,11 @@ const char *storage_cache_entry_path(const struct storage_cache_entry *e)
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e)
 {
         return e->ref->sha;
+}
+
+uint64_t storage_cache_entry_downloaded_bytes(const struct storage_cache_entry *e)
+{
+        return e->downloaded_bytes;
 }
 
 bool storage_cache_entry_downloaded(const struct storage_cache_entry *e)

@@ -1,4 +1,5 @@
 #include "storage/http.h"
+#include "version.h"
 
 #include <errno.h>
 #include <pthread.h>

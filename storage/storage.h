@@ -193,6 +193,8 @@ const char *storage_cache_entry_path(const struct storage_cache_entry *e);
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e);
 /* Whether this acquire had to download (false on a hit). */
 bool storage_cache_entry_downloaded(const struct storage_cache_entry *e);
+/* The compressed bytes this acquire downloaded (0 on a hit). */
+uint64_t storage_cache_entry_downloaded_bytes(const struct storage_cache_entry *e);
 /* Drops one reference; e is invalid afterwards.  NULL-safe. */
 void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *e);
 

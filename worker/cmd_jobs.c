@@ -298,6 +298,15 @@ int cmd_events(int argc, char **argv)
         if (!conn)
                 return fail("events", &err);
         const char *p[] = { id };
+        /* A job may have no events yet: ask whether it exists. */
+        _cleanup_pgresult_ PGresult *job =
+                db_exec(conn, "select boxcar.job_json($1::uuid) is not null", 1, p, &err);
+        if (!job)
+                return fail("events", &err);
+        if (strcmp(PQgetvalue(job, 0, 0), "t") != 0) {
+                fprintf(stderr, "boxcar events: job %s not found\n", id);
+                return 1;
+        }
         _cleanup_pgresult_ PGresult *res =
                 db_exec(conn, "select boxcar.job_events_json($1::uuid)", 1, p, &err);
         if (!res)

@@ -41,11 +41,12 @@ int sandbox_check_usable(const struct worker_config *cfg, struct bc_error *err)
 
 int cmd_sandbox(int argc, char **argv)
 {
-        if (argc != 2 || strcmp(argv[1], "detect") != 0) {
-                if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        for (int i = 1; i < argc; i++)
+                if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
                         fputs(sandbox_usage, stdout);
                         return 0;
                 }
+        if (argc != 2 || strcmp(argv[1], "detect") != 0) {
                 fputs(sandbox_usage, stderr);
                 return 2;
         }

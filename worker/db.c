@@ -15,14 +15,12 @@ static void ignore_notice(void *arg, const char *message)
 
 PGconn *db_connect(const char *url, const char *application_name, struct bc_error *err)
 {
-        if (!url || !*url) {
-                bc_error_set(err, BC_CONFIG, EINVAL,
-                             "no database: set DATABASE_URL or pass --database-url");
-                return NULL;
-        }
+        /* No URL: an empty conninfo, so libpq applies its own conventions
+         * (PGHOST, PGDATABASE, PGSERVICE, ~/.pgpass ...) as psql does. */
+        bool from_env = !url || !*url;
         /* Keywords before "dbname" are defaults: the expanded URL overrides them. */
         const char *keys[] = { "application_name", "connect_timeout", "dbname", NULL };
-        const char *vals[] = { application_name, "5", url, NULL };
+        const char *vals[] = { application_name, "5", from_env ? "" : url, NULL };
         PGconn *conn = PQconnectdbParams(keys, vals, 1);
         if (!conn) {
                 bc_error_set(err, BC_DATABASE, ENOMEM, "connect: out of memory");
@@ -33,7 +31,11 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
                 db_conn_error(conn, err);
                 if (err)
                         err->errnum = ECONNREFUSED;
-                bc_error_prefix(err, "connect");
+                if (from_env)
+                        bc_error_prefix(err, "connect (no DATABASE_URL or --database-url: "
+                                             "libpq defaults and PG* variables)");
+                else
+                        bc_error_prefix(err, "connect");
                 PQfinish(conn);
                 return NULL;
         }
@@ -52,9 +54,15 @@ static void flatten(char *msg)
         size_t n = strlen(msg);
         while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
                 msg[--n] = '\0';
-        for (char *p = msg; *p; p++)
-                if (*p == '\n' || *p == '\t')
-                        *p = ' ';
+        /* Line breaks and the indentation after them become one space. */
+        char *out = msg;
+        for (const char *p = msg; *p; p++) {
+                bool space = *p == '\n' || *p == '\t' || *p == ' ';
+                if (space && out > msg && out[-1] == ' ')
+                        continue;
+                *out++ = space ? ' ' : *p;
+        }
+        *out = '\0';
 }
 
 int db_conn_error(PGconn *conn, struct bc_error *err)
@@ -65,17 +73,36 @@ int db_conn_error(PGconn *conn, struct bc_error *err)
         return r;
 }
 
+/* The server's message and HINT, on one line.  DETAIL is left out (for a
+ * constraint violation it is the whole row, spec included) and so is
+ * CONTEXT (the PL/pgSQL call stack, noise to a user). */
 static void set_db_error(PGconn *conn, const PGresult *res, struct bc_error *err)
 {
-        const char *msg = res ? PQresultErrorMessage(res) : PQerrorMessage(conn);
-        if (!msg || !*msg)
-                msg = PQerrorMessage(conn);
-        bc_error_set(err, BC_DATABASE, db_connection_lost(conn) ? ECONNRESET : EPROTO, "%s", msg);
+        const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+        const char *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
+        int errnum = db_connection_lost(conn) ? ECONNRESET : EPROTO;
+        if (strcmp(db_sqlstate(res), "3F000") == 0) {
+                /* Every statement names the boxcar schema: it is the one missing. */
+                bc_error_set(err, BC_CONFIG, ENOENT, "schema boxcar not found: run boxcar migrate");
+                return;
+        }
+        if (primary && strcmp(db_sqlstate(res), "42883") == 0 && strstr(primary, "boxcar.")) {
+                /* A function of the SQL API this binary calls is missing. */
+                bc_error_set(err, BC_CONFIG, EPROTO, "%s: the database schema is older than this "
+                             "boxcar: run boxcar migrate", primary);
+                return;
+        }
+        if (primary && hint)
+                bc_error_set(err, BC_DATABASE, errnum, "%s (hint: %s)", primary, hint);
+        else if (primary)
+                bc_error_set(err, BC_DATABASE, errnum, "%s", primary);
+        else
+                bc_error_set(err, BC_DATABASE, errnum, "%s", PQerrorMessage(conn));
         if (err && err->message) {
                 flatten(err->message);
-                /* libpq prefixes "ERROR:  "; the code is context enough. */
-                if (strncmp(err->message, "ERROR:  ", 8) == 0)
-                        memmove(err->message, err->message + 8, strlen(err->message + 8) + 1);
+                /* libpq prefixes "ERROR:  " (one space once flattened). */
+                if (strncmp(err->message, "ERROR: ", 7) == 0)
+                        memmove(err->message, err->message + 7, strlen(err->message + 7) + 1);
         }
 }
 

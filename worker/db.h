@@ -14,7 +14,8 @@ BC_DEFINE_CLEANUP(PGconn *, PQfinish)
 #define _cleanup_pgresult_ _cleanup_(PQclearp)
 #define _cleanup_pgconn_ _cleanup_(PQfinishp)
 
-/* Opens a connection to url (a libpq URI or key=value string) with an
+/* Opens a connection to url (a libpq URI or key=value string; NULL or ""
+ * for libpq's defaults: PGHOST, PGDATABASE ..., ~/.pgpass) with an
  * application_name and a connect timeout unless the URL sets them.
  * Returns the connection (caller PQfinish()es it) or NULL with err set. */
 PGconn *db_connect(const char *url, const char *application_name, struct bc_error *err);

@@ -12,6 +12,7 @@
 #include "worker/wmetrics.h"
 #include "worker/webhook_post.h"
 #include "worker/webhook_sign.h"
+#include "version.h"
 
 #define CLAIM_BATCH "5"
 /* A due retry is found within this long even without a NOTIFY. */
@@ -45,18 +46,20 @@ static void log_outcome(struct deliverer *d, const struct delivery *dl,
                         const struct webhook_response *resp, const char *new_status)
 {
         _cleanup_free_ char *url = webhook_url_for_log(dl->url);
-        char status[16], attempt[16];
-        snprintf(status, sizeof(status), "%ld", resp->status);
-        snprintf(attempt, sizeof(attempt), "%d", dl->attempt);
         const char *event = !new_status ? "webhook.lease_lost"
                             : strcmp(new_status, "delivered") == 0 ? "webhook.delivered"
                             : strcmp(new_status, "failed") == 0 ? "webhook.failed"
                                                                  : "webhook.retry";
         wmetrics_webhook(d->metrics, event + strlen("webhook."));
-        log_event(strcmp(event, "webhook.delivered") == 0 ? LOG_DEBUG : LOG_WARN, event,
-                  "webhook_id", dl->id, "job_id", dl->job_id, "url", url ? url : "",
-                  "http_status", status, "attempt", attempt, "error",
-                  resp->error ? resp->error : "", NULL);
+        enum log_level level = strcmp(event, "webhook.delivered") == 0 ? LOG_DEBUG : LOG_WARN;
+        /* No response (refused, timed out): no http_status field. */
+        if (resp->status > 0)
+                log_event(level, event, "webhook_id", dl->id, "job_id", dl->job_id, "url", url,
+                          LOG_INT("http_status", resp->status), LOG_INT("attempt", dl->attempt),
+                          "error", resp->error, NULL);
+        else
+                log_event(level, event, "webhook_id", dl->id, "job_id", dl->job_id, "url", url,
+                          LOG_INT("attempt", dl->attempt), "error", resp->error, NULL);
 }
 
 /* One attempt: sign with the current time, post, record the outcome. */

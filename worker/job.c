@@ -278,9 +278,13 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         if (needs_db && !conn)
                 return bc_error_prefix(err, "resolve storages");
         int r = store_acquire_volumes(run->svc->store, conn, spec, &run->mounts, err);
-        for (size_t i = 0; r >= 0 && i < run->mounts.n; i++)
-                wmetrics_cache(run->svc->metrics,
-                               !storage_cache_entry_downloaded(run->mounts.entries[i]));
+        for (size_t i = 0; r >= 0 && i < run->mounts.n; i++) {
+                const struct storage_cache_entry *e = run->mounts.entries[i];
+                wmetrics_cache(run->svc->metrics, !storage_cache_entry_downloaded(e));
+                if (storage_cache_entry_downloaded(e))
+                        wmetrics_transfer(run->svc->metrics, "download", "volume",
+                                          storage_cache_entry_downloaded_bytes(e));
+        }
         uint64_t downloaded = 0;
         if (r >= 0)
                 r = store_restore_artifact(run->svc->store, conn, spec, run->ws,

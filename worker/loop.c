@@ -20,9 +20,11 @@
 #include "worker/http_server.h"
 #include "worker/wmetrics.h"
 #include "worker/log.h"
+#include "worker/migrate.h"
 #include "worker/queue.h"
 #include "worker/slots.h"
 #include "worker/store.h"
+#include "version.h"
 
 struct loop {
         const struct worker_config *cfg;
@@ -55,7 +57,7 @@ static uint64_t ms(double seconds)
 static void lose_connection(struct loop *l, const struct bc_error *err)
 {
         log_event(LOG_WARN, "db.lost", "worker_id", l->cfg->worker_id, "error",
-                  bc_error_message(err), "retry_ms", "100", NULL);
+                  bc_error_message(err), LOG_INT("retry_ms", 100), NULL);
         if (l->listen && l->listen != l->conn)
                 PQfinish(l->listen);
         PQfinish(l->conn);
@@ -158,10 +160,8 @@ static void try_connect(struct loop *l)
         if (listen && listen != conn)
                 PQfinish(listen);
         PQfinish(conn);
-        char retry[16];
-        snprintf(retry, sizeof(retry), "%u", l->reconnect_ms);
         log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
-                  bc_error_message(&err), "retry_ms", retry, NULL);
+                  bc_error_message(&err), LOG_INT("retry_ms", l->reconnect_ms), NULL);
         bc_error_clear(&err);
         l->next_reconnect = slots_now_ms() + l->reconnect_ms;
         l->reconnect_ms = l->reconnect_ms * 2 > 5000 ? 5000 : l->reconnect_ms * 2;
@@ -269,10 +269,8 @@ static void prune(struct loop *l)
                 control_failed(l, "prune", &err);
                 return;
         }
-        char count[16];
-        snprintf(count, sizeof(count), "%d", n);
         log_event(n ? LOG_INFO : LOG_DEBUG, "jobs.pruned", "worker_id", l->cfg->worker_id,
-                  "count", count, NULL);
+                  LOG_INT("count", n), NULL);
 }
 
 static void rescue(struct loop *l)
@@ -284,12 +282,9 @@ static void rescue(struct loop *l)
                 control_failed(l, "rescue_expired", &err);
                 return;
         }
-        if (n > 0) {
-                char count[16];
-                snprintf(count, sizeof(count), "%d", n);
-                log_event(LOG_INFO, "jobs.rescued", "worker_id", l->cfg->worker_id, "count", count,
-                          NULL);
-        }
+        if (n > 0)
+                log_event(LOG_INFO, "jobs.rescued", "worker_id", l->cfg->worker_id,
+                          LOG_INT("count", n), NULL);
 }
 
 /* The queue depth gauges, refreshed every poll interval. */
@@ -329,9 +324,10 @@ static int start_metrics(struct loop *l, struct bc_error *err)
         if (!l->cfg->metrics_addr)
                 return 0;
         int r = wmetrics_new(&l->metrics, l->cfg->concurrency, err);
-        if (r >= 0)
-                r = http_server_start(l->cfg->metrics_addr, l->metrics, is_ready, l, &l->http, err);
-        return r < 0 ? bc_error_prefix(err, "--metrics-addr") : 0;
+        if (r < 0)
+                return bc_error_prefix(err, "metrics");
+        /* Its messages name --metrics-addr already. */
+        return http_server_start(l->cfg->metrics_addr, l->metrics, is_ready, l, &l->http, err);
 }
 
 static void start_drain(struct loop *l, const char *why)
@@ -479,6 +475,30 @@ static char *setup_cgroup(const struct worker_config *cfg)
         return parent;
 }
 
+/* Before any job or delivery thread starts: the schema must be one this
+ * binary knows, or the worker exits with the reason (once, not a retry
+ * loop of raw SQL errors).  Waits out an unreachable database like the main
+ * loop; returns 1 when a signal asks to stop meanwhile. */
+static int wait_for_schema(struct loop *l, struct bc_error *err)
+{
+        unsigned backoff = 100;
+        for (;;) {
+                _cleanup_pgconn_ PGconn *conn =
+                        db_connect(l->cfg->database_url, "boxcar-worker", err);
+                int r = conn ? migrate_check_schema(conn, sql_files, sql_files_count, err)
+                             : -ECONNREFUSED;
+                if (r >= 0 || (conn && !db_connection_lost(conn)))
+                        return r;
+                log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
+                          bc_error_message(err), LOG_INT("retry_ms", backoff), NULL);
+                bc_error_clear(err);
+                struct pollfd p = { .fd = l->signal_fd, .events = POLLIN };
+                if (poll(&p, 1, (int)backoff) > 0)
+                        return 1;
+                backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+        }
+}
+
 static void run_loop(struct loop *l)
 {
         while (!(l->draining && l->slots.busy == 0)) {
@@ -526,15 +546,20 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                                (long)cfg->artifact_url_ttl_s, err);
                 store_open_ok = r >= 0;
         }
-        if (r >= 0)
+        int stop = 0;
+        if (r >= 0) {
+                stop = wait_for_schema(&l, err);
+                r = stop < 0 ? stop : 0;
+        }
+        if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
         const char *no_webhooks = NULL;
         bool deliverer_ok = false;
-        if (r >= 0) {
+        if (r >= 0 && !stop) {
                 r = deliverer_start(&l.deliverer, cfg, &no_webhooks, err);
                 deliverer_ok = true;
         }
-        if (r < 0) {
+        if (r < 0 || stop) {
                 http_server_stop(l.http);
                 metrics_free(l.metrics);
                 if (deliverer_ok)
@@ -546,11 +571,10 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 if (l.signal_fd >= 0)
                         close(l.signal_fd);
                 backend_sandbox_set_cgroup_parent(NULL);
-                return r;
+                return r < 0 ? r : 0;
         }
-        char conc[16];
-        snprintf(conc, sizeof(conc), "%u", cfg->concurrency);
-        log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id, "concurrency", conc,
+        log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id,
+                  LOG_INT("concurrency", cfg->concurrency),
                   "sandbox", cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none",
                   "s3", l.store.s3 ? "configured" : "not configured",
                   "version", BOXCAR_VERSION, "instance", l.instance, NULL);

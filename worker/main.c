@@ -1,4 +1,5 @@
 /* boxcar: one binary, git-style subcommands. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -7,6 +8,7 @@
 #include "worker/db.h"
 #include "worker/log.h"
 #include "worker/loop.h"
+#include "version.h"
 
 static const char migrate_usage[] =
         "usage: boxcar migrate [--database-url URL]\n"
@@ -26,7 +28,8 @@ static const char enqueue_usage[] =
         "  --priority N           higher runs first (default: 0)\n"
         "  --run-at TIMESTAMP     not before this time (default: now)\n"
         "  --max-attempts N       tries for infrastructure failures (default: 3)\n"
-        "  --idempotency-key K    an existing key returns the existing job's id\n"
+        "  --idempotency-key K    the same request again returns the existing job's id;\n"
+        "                         a different one under the key is an error\n"
         "  --webhook-url URL      where the result is posted\n"
         "  --database-url URL     (default: $DATABASE_URL)\n";
 
@@ -84,8 +87,8 @@ static int worker_drain(int argc, char **argv)
         int r = cli_common_options(&argc, argv, config_worker_usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
-        if (argc != 3) {
-                fprintf(stderr, "usage: boxcar worker drain WORKER_ID\n");
+        if (argc != 3 || strcmp(argv[1], "drain") != 0) {
+                fprintf(stderr, "usage: boxcar worker [--database-url URL] drain WORKER_ID\n");
                 return 2;
         }
         struct bc_error err = BC_ERROR_INIT;
@@ -107,9 +110,19 @@ static int worker_drain(int argc, char **argv)
         return 0;
 }
 
+/* `worker drain` takes --database-url before or after the subcommand. */
+static bool is_drain(int argc, char **argv)
+{
+        int i = 1;
+        while (i < argc && (strncmp(argv[i], "--database-url=", 15) == 0 ||
+                            strcmp(argv[i], "--database-url") == 0))
+                i += strcmp(argv[i], "--database-url") == 0 ? 2 : 1;
+        return i < argc && strcmp(argv[i], "drain") == 0;
+}
+
 int cmd_worker(int argc, char **argv)
 {
-        if (argc >= 2 && strcmp(argv[1], "drain") == 0)
+        if (is_drain(argc, argv))
                 return worker_drain(argc, argv);
         struct worker_config cfg;
         struct bc_error err = BC_ERROR_INIT;
@@ -140,7 +153,8 @@ static void usage(FILE *f)
         for (const struct cli_command *c = cli_commands; c->name; c++)
                 fprintf(f, "  %-10s %s\n", c->name, c->summary);
         fprintf(f, "  %-10s %s\n", "help", "show a command's options: boxcar help COMMAND");
-        fprintf(f, "\nEvery command reads the database from $DATABASE_URL or --database-url.\n");
+        fprintf(f, "\nEvery command reads the database from --database-url, else $DATABASE_URL,\n"
+                   "else libpq's PG* variables and ~/.pgpass.\n");
 }
 
 static const struct cli_command *find_command(const char *name)
@@ -165,7 +179,8 @@ int main(int argc, char **argv)
         if (strcmp(name, "--version") == 0)
                 return cmd_version(0, NULL);
         if (strcmp(name, "help") == 0) {
-                if (argc < 3) {
+                if (argc < 3 || strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0 ||
+                    strcmp(argv[2], "help") == 0) {
                         usage(stdout);
                         return 0;
                 }

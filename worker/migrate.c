@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/io.h"
+#include "version.h"
 #include "worker/db.h"
 
 /* An arbitrary constant: the advisory lock key all boxcar migrations take. */
@@ -30,8 +31,24 @@ static void migration_version(const struct sql_file *f, char *buf, size_t size)
         snprintf(buf, size, "%.*s", (int)n, base);
 }
 
-static int check_unknown_versions(PGconn *conn, const struct sql_file *files, unsigned n,
-                                  struct bc_error *err)
+static bool knows_version(const struct sql_file *files, unsigned n, const char *version)
+{
+        for (unsigned i = 0; i < n; i++) {
+                char v[256];
+                if (!is_migration(&files[i]))
+                        continue;
+                migration_version(&files[i], v, sizeof(v));
+                if (strcmp(v, version) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* The database's migrations against this binary's: one it does not know
+ * means the schema is newer (a newer boxcar migrated it); one it knows
+ * that is missing means the schema is older (when want_all). */
+static int check_versions(PGconn *conn, const struct sql_file *files, unsigned n, bool want_all,
+                          const char *upgrade, struct bc_error *err)
 {
         _cleanup_pgresult_ PGresult *res =
                 db_exec(conn, "select version from boxcar.schema_migrations order by version", 0,
@@ -40,21 +57,41 @@ static int check_unknown_versions(PGconn *conn, const struct sql_file *files, un
                 return -EPROTO;
         for (int row = 0; row < PQntuples(res); row++) {
                 const char *have = PQgetvalue(res, row, 0);
-                bool known = false;
-                for (unsigned i = 0; i < n && !known; i++) {
-                        char v[256];
-                        if (!is_migration(&files[i]))
-                                continue;
-                        migration_version(&files[i], v, sizeof(v));
-                        known = strcmp(v, have) == 0;
-                }
-                if (!known)
-                        return bc_error_set(err, BC_DATABASE, EPROTO,
-                                            "the database has migration %s, which this boxcar "
-                                            "does not know: it is older than the schema; "
-                                            "upgrade boxcar", have);
+                if (!knows_version(files, n, have))
+                        return bc_error_set(err, BC_CONFIG, EPROTO,
+                                            "the database schema is newer than this boxcar "
+                                            "(" BOXCAR_VERSION "; the database has migration "
+                                            "%s, which this boxcar does not know): %s",
+                                            have, upgrade);
+        }
+        for (unsigned i = 0; want_all && i < n; i++) {
+                char v[256];
+                if (!is_migration(&files[i]))
+                        continue;
+                migration_version(&files[i], v, sizeof(v));
+                bool applied = false;
+                for (int row = 0; row < PQntuples(res) && !applied; row++)
+                        applied = strcmp(PQgetvalue(res, row, 0), v) == 0;
+                if (!applied)
+                        return bc_error_set(err, BC_CONFIG, EPROTO,
+                                            "the database schema is older than this boxcar "
+                                            "(migration %s is not applied): run boxcar migrate",
+                                            v);
         }
         return 0;
+}
+
+int migrate_check_schema(PGconn *conn, const struct sql_file *files, unsigned n,
+                         struct bc_error *err)
+{
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select to_regclass('boxcar.schema_migrations') is not null", 0, NULL, err);
+        if (!res)
+                return -EPROTO;
+        if (strcmp(PQgetvalue(res, 0, 0), "t") != 0)
+                return bc_error_set(err, BC_CONFIG, ENOENT,
+                                    "schema boxcar not found: run boxcar migrate");
+        return check_versions(conn, files, n, true, "upgrade the worker", err);
 }
 
 static int apply_migration(PGconn *conn, const struct sql_file *f,
@@ -101,7 +138,7 @@ static int migrate_in_transaction(PGconn *conn, const struct sql_file *files, un
         int r = db_exec_script(conn, bootstrap_sql, err);
         if (r < 0)
                 return r;
-        r = check_unknown_versions(conn, files, n, err);
+        r = check_versions(conn, files, n, false, "upgrade boxcar", err);
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < n; i++) {
@@ -134,11 +171,11 @@ int migrate_run(PGconn *conn, const struct sql_file *files, unsigned n,
                 struct bc_error ignored = BC_ERROR_INIT;
                 db_exec_script(conn, "rollback", &ignored);
                 bc_error_clear(&ignored);
-                return bc_error_prefix(err, "migrate");
+                return r;
         }
         r = db_exec_script(conn, "commit", err);
         if (r < 0)
-                return bc_error_prefix(err, "migrate: commit");
+                return bc_error_prefix(err, "commit");
         *ret_report = report;
         return 0;
 }

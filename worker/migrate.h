@@ -22,4 +22,11 @@ struct migrate_report {
 int migrate_run(PGconn *conn, const struct sql_file *files, unsigned n,
                 struct migrate_report *ret_report, struct bc_error *err);
 
+/* For a worker before it starts: fails with BC_CONFIG and a message for
+ * the operator when the schema is missing ("run boxcar migrate"), older
+ * than files (a migration not applied) or newer (a migration not in
+ * files: "upgrade the worker"). */
+int migrate_check_schema(PGconn *conn, const struct sql_file *files, unsigned n,
+                         struct bc_error *err);
+
 #endif

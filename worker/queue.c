@@ -8,6 +8,7 @@
 
 #include "common/dynbuf.h"
 #include "worker/db.h"
+#include "version.h"
 
 int queue_listen(PGconn *conn, struct bc_error *err)
 {

@@ -96,8 +96,8 @@ static void report(struct slot *sl, const struct claimed_job *job, const struct 
                 }
                 bool lost = !conn || db_connection_lost(conn);
                 log_event(LOG_WARN, "job.report_failed", "job_id", job->id, "queue", job->queue,
-                          "worker_id", cfg->worker_id, "error", bc_error_message(&err), "will_retry",
-                          lost && !sl->owner->hard ? "true" : "false", NULL);
+                          "worker_id", cfg->worker_id, "error", bc_error_message(&err),
+                          LOG_BOOL("will_retry", lost && !sl->owner->hard), NULL);
                 bc_error_clear(&err);
                 if (!lost || sl->owner->hard)
                         return;
@@ -112,10 +112,8 @@ static void report(struct slot *sl, const struct claimed_job *job, const struct 
 static void run_one(struct slot *sl, struct claimed_job *job)
 {
         const struct worker_config *cfg = sl->owner->cfg;
-        char attempt[16];
-        snprintf(attempt, sizeof(attempt), "%d", job->attempt);
-        log_event(LOG_DEBUG, "job.started", "job_id", job->id, "queue", job->queue, "attempt",
-                  attempt, "worker_id", cfg->worker_id, NULL);
+        log_event(LOG_DEBUG, "job.started", "job_id", job->id, "queue", job->queue,
+                  LOG_INT("attempt", job->attempt), "worker_id", cfg->worker_id, NULL);
         struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
                                     .metrics = sl->owner->metrics, .conn = svc_conn,
                                     .conn_ctx = sl, .event = svc_event };
@@ -129,9 +127,8 @@ static void run_one(struct slot *sl, struct claimed_job *job)
                           o.action == JOB_COMPLETE ? o.status : outcomes[o.action],
                           o.error_code, o.duration_s);
         log_event(LOG_INFO, "job.finished", "job_id", job->id, "queue", job->queue,
-                  "worker_id", cfg->worker_id, "attempt", attempt, "action", actions[o.action],
-                  "status", o.status ? o.status : "", "error_code",
-                  o.error_code ? o.error_code : "", NULL);
+                  "worker_id", cfg->worker_id, LOG_INT("attempt", job->attempt), "action",
+                  actions[o.action], "status", o.status, "error_code", o.error_code, NULL);
         job_outcome_done(&o);
 }
 

@@ -13,6 +13,7 @@
 #include "common/cleanup.h"
 #include "common/utf8.h"
 #include "worker/webhook_post-internal.h"
+#include "version.h"
 
 /* Caps on header values we send: they come from our own code, but a bad
  * one must fail loudly rather than produce a malformed request. */

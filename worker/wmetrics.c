@@ -1,4 +1,5 @@
 #include "worker/wmetrics.h"
+#include "version.h"
 
 #include <stdbool.h>
 #include <stdio.h>

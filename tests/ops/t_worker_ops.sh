@@ -38,6 +38,13 @@ sql "select boxcar.enqueue('ops-depth', '{\"command\":[\"true\"]}') from generat
 check "queue depth comes from queue_stats" wait_for "depth" 5 bash -c "curl -sf '$M/metrics' | grep -q '^boxcar_queue_depth{queue=\"ops-depth\",state=\"queued\"} 3'"
 is "this lone worker leads housekeeping" "$(metric boxcar_is_leader)" "1"
 
+# A volume this worker has not cached: its download is counted under kind="volume".
+voldir=$(mktemp -d); echo hello > "$voldir/greeting.txt"
+"$BOXCAR" storage push --kind volume ops-vol "$voldir" >/dev/null; rm -rf "$voldir"
+vid=$(echo '{"command": ["cat", "/mnt/v/greeting.txt"], "volumes": [{"name": "v", "mount": "/mnt/v", "storage": "ops-vol"}]}' | "$BOXCAR" enqueue --spec -)
+is "a job with a volume succeeds" "$("$BOXCAR" status --wait "$vid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "succeeded"
+check "volume downloads are counted" bash -c "[[ \$(curl -sf '$M/metrics' | awk '\$1 == \"boxcar_transfer_bytes_total{direction=\\\"download\\\",kind=\\\"volume\\\"}\" { print \$2 }') -gt 0 ]]"
+
 # Readiness follows the database.
 "$BOXCAR_ROOT/scripts/pg.sh" stop
 check "/readyz is 503 while the database is down" wait_for "not ready" 10 bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' '$M/readyz') == 503 ]]"
@@ -59,6 +66,23 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 fin = [r for r in rows if r["event"] == "job.finished"]
 assert fin and all(r.get("job_id") and r.get("queue") and r.get("worker_id") == "ops-a" for r in fin)
+' "$log"
+check "numbers are JSON numbers, booleans booleans, and absent fields absent (never \"\")" python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert all(v != "" for r in rows for v in r.values()), [r for r in rows if "" in r.values()]
+def typed(event, key, t):
+    got = [r for r in rows if r["event"] == event]
+    assert got, event
+    assert all(type(r[key]) is t for r in got if key in r), (event, key)
+    return got
+typed("worker.started", "concurrency", int)
+fin = typed("job.finished", "attempt", int)
+assert all("error_code" not in r for r in fin if r["status"] == "succeeded")
+assert any("error_code" in r for r in fin if r["status"] == "failed")
+typed("db.lost", "retry_ms", int)
+retry = typed("webhook.retry", "attempt", int)
+assert all("http_status" not in r for r in retry), "no response, no http_status"
 ' "$log"
 check "the log holds no password, S3 key, signature or webhook secret" bash -c "! grep -E 'boxcar:boxcar|S3RVER|X-Amz-Signature|Signature=|${BOXCAR_WEBHOOK_SECRET#whsec_}|whsec_' '$log'"
 

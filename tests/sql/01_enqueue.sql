@@ -1,5 +1,5 @@
 begin;
-select plan(17);
+select plan(24);
 
 select isa_ok(boxcar.enqueue(queue => 'default', spec => '{"command":["echo","hi"]}'), 'uuid',
               'enqueue with named arguments and defaults returns a uuid');
@@ -28,12 +28,33 @@ select throws_ok($$select boxcar.enqueue('default', '{"command":["x"]}', max_att
 
 -- Idempotency keys
 select is(boxcar.enqueue('default', '{"command":["a"]}', idempotency_key => 'order-42'),
-          boxcar.enqueue('default', '{"command":["b"]}', idempotency_key => 'order-42'),
-          'an existing idempotency key returns the existing job id');
+          boxcar.enqueue('default', '{"command":["a"]}', idempotency_key => 'order-42'),
+          'the same request under an existing idempotency key returns the existing job id');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["b"]}', idempotency_key => 'order-42')$$,
+                 '23505',
+                 format('idempotency_key: already used by job %s with a different spec',
+                        (select id from boxcar.jobs where idempotency_key = 'order-42')),
+                 'a different spec under an existing key is an error naming the existing job');
+select throws_ok($$select boxcar.enqueue('other', '{"command":["a"]}', idempotency_key => 'order-42')$$,
+                 '23505', null, 'so is a different queue');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["a"]}', priority => 3,
+                                         idempotency_key => 'order-42')$$,
+                 '23505', null, 'or a different priority');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["a"]}', webhook_url => 'https://x.example/h',
+                                         idempotency_key => 'order-42')$$,
+                 '23505', null, 'or a different webhook_url');
 select is((select count(*)::int from boxcar.jobs where idempotency_key = 'order-42'), 1,
           'only one job exists for the key');
 select is((select spec from boxcar.jobs where idempotency_key = 'order-42'), '{"command":["a"]}'::jsonb,
           'the first spec is kept');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["a"]}', idempotency_key => '')$$,
+                 '22023', 'idempotency_key: must be 1 to 256 characters',
+                 'an empty idempotency key is a clear parameter error');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["a"]}', idempotency_key => repeat('k', 257))$$,
+                 '22023', 'idempotency_key: must be 1 to 256 characters',
+                 'so is one longer than 256 characters (not a constraint violation)');
+select lives_ok($$select boxcar.enqueue('idem', '{"command":["a"]}', idempotency_key => repeat('k', 256))$$,
+                'a key of 256 characters is accepted');
 
 select ok(boxcar.enqueue('scope/name', '{"command":["x"]}', priority => 5,
                          run_at => now() + interval '1 hour') is not null,
