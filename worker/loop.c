@@ -126,12 +126,10 @@ static int open_listen(struct loop *l, PGconn *conn, PGconn **ret_listen, struct
 static int rescue_orphans(struct loop *l, PGconn *conn, struct bc_error *err)
 {
         int n = queue_rescue_orphans(conn, l->cfg->worker_id, l->instance, err);
-        if (n > 0) {
-                char count[16];
-                snprintf(count, sizeof(count), "%d", n);
-                log_event(LOG_WARN, "jobs.rescued", "worker_id", l->cfg->worker_id, "count", count,
-                          "reason", "left behind by an earlier process of this worker id", NULL);
-        }
+        if (n > 0)
+                log_event(LOG_WARN, "jobs.rescued", "worker_id", l->cfg->worker_id,
+                          LOG_INT("count", n), "reason",
+                          "left behind by an earlier process of this worker id", NULL);
         return n < 0 ? n : 0;
 }
 
