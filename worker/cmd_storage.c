@@ -13,17 +13,23 @@
 #include "worker/store.h"
 
 const char storage_usage[] =
-        "usage: boxcar storage push NAME DIR          upload DIR as a new version (prints sha256)\n"
-        "       boxcar storage pull NAME[@VERSION] DIR  unpack a version (default @latest) into\n"
-        "                                              DIR, which must not exist or be empty\n"
-        "       boxcar storage ls [NAME]               storages, or the versions of NAME\n"
+        "usage: boxcar storage push [--kind volume|artifact] NAME DIR\n"
+        "       boxcar storage pull NAME[@VERSION] DIR\n"
+        "       boxcar storage ls [NAME]\n"
         "       boxcar storage url [--expires DUR] NAME[@VERSION]\n"
-        "                                              a presigned GET URL (default 1h, max 7d)\n"
+        "\n"
+        "  push    upload DIR as a new version of NAME (prints its sha256) and move the\n"
+        "          head there; NAME is created when new, as --kind (default: artifact)\n"
+        "  pull    unpack a version (default @latest) into DIR, which must not exist or\n"
+        "          be empty\n"
+        "  ls      all storages, or the versions of NAME, one JSON object per line\n"
+        "  url     a presigned GET URL of a version, valid for --expires (default: 1h,\n"
+        "          at most 7d; durations: 250ms, 30s, 5m, 2h, 1d or plain seconds)\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "\n"
         "S3 comes from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
-        "AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET and BOXCAR_S3_PREFIX; the\n"
-        "database from DATABASE_URL or --database-url.  push creates an artifact storage\n"
-        "when NAME is new (--kind volume for a volume) and moves its head.\n";
+        "AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET and BOXCAR_S3_PREFIX.\n";
 
 static int fail(const char *what, struct bc_error *err)
 {

@@ -1,5 +1,7 @@
 /* `boxcar webhooks ls|retry|verify`. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "worker/cli.h"
@@ -7,11 +9,17 @@
 #include "worker/db.h"
 
 const char webhooks_usage[] =
-        "usage: boxcar webhooks ls [--failed] [--limit N]   recent deliveries, one JSON per line\n"
-        "       boxcar webhooks retry ID                     redrive a failed delivery now (same\n"
-        "                                                    webhook-id, fresh retry schedule)\n"
-        "       boxcar webhooks verify --secret S ...        check a received webhook's signature\n"
-        "                                                    (boxcar webhooks verify --help)\n";
+        "usage: boxcar webhooks ls [--failed] [--limit N]\n"
+        "       boxcar webhooks retry ID\n"
+        "       boxcar webhooks verify [OPTIONS]\n"
+        "\n"
+        "  ls      recent deliveries, newest first, one JSON object per line: --failed\n"
+        "          only those that gave up, --limit at most N (1-10000, default: 100)\n"
+        "  retry   redrive a failed delivery now (same webhook-id, fresh retry schedule)\n"
+        "  verify  check a received webhook's signature, as a consumer would (its own\n"
+        "          options: boxcar webhooks verify --help)\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL, for ls and retry (default: $DATABASE_URL)\n";
 
 static int list(PGconn *conn, int argc, char **argv, struct bc_error *err)
 {
@@ -21,9 +29,16 @@ static int list(PGconn *conn, int argc, char **argv, struct bc_error *err)
                         failed = "true";
                 else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc)
                         limit = argv[++i];
+                else if (strcmp(argv[i], "--limit") == 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--limit needs a value");
                 else
-                        return bc_error_set(err, BC_USAGE, 22, "unexpected argument '%s'", argv[i]);
+                        return bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'", argv[i]);
         }
+        char *end = NULL;
+        long n = strtol(limit, &end, 10);
+        if (end == limit || *end || n < 1 || n > 10000)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "--limit: '%s' is not a number from 1 to 10000", limit);
         const char *p[] = { failed, limit };
         _cleanup_pgresult_ PGresult *res =
                 db_exec(conn, "select boxcar.webhook_list($1::boolean, $2::int)", 2, p, err);
