@@ -12,16 +12,18 @@
      The database URL points at a closed port, so nothing is changed.
   3. Every --flag the README mentions anywhere is defined by some help text
      (boxcar's or boxcar-sandbox's).
+  4. Every flag the sources parse (getopt tables, strcmp on argv in worker/
+     and sandbox/) is defined by some help text.
 
 Prints TAP lines "ok - ..." / "not ok - ..." (run.sh numbers them).
-usage: check_flags.py README BOXCAR BOXCAR_SANDBOX
+usage: check_flags.py README BOXCAR BOXCAR_SANDBOX SOURCE_ROOT
 """
 import os
 import re
 import subprocess
 import sys
 
-README, BOXCAR, SANDBOX = sys.argv[1:4]
+README, BOXCAR, SANDBOX, SOURCE_ROOT = sys.argv[1:5]
 UNKNOWN = "--zz-not-a-flag"
 UUID = "00000000-0000-0000-0000-000000000000"
 # Arguments that make each command's invocation complete apart from the flag
@@ -209,3 +211,17 @@ mentioned = set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", readme))
 unknown = sorted(mentioned - all_help_flags)
 report(not unknown, f"every --flag the README mentions ({len(mentioned)}) is defined by a help text",
        "not in any help: " + " ".join(unknown))
+
+# 4. every flag the sources parse is in some help text
+parsed = set()
+for d in ("worker", "sandbox"):
+    for name in sorted(os.listdir(os.path.join(SOURCE_ROOT, d))):
+        if not name.endswith(".c"):
+            continue
+        src = open(os.path.join(SOURCE_ROOT, d, name), encoding="utf-8").read()
+        parsed |= {"--" + n for n in re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:required|no|optional)_argument', src)}
+        parsed |= set(re.findall(r'strn?cmp\((?:opt|a|argv\[[^]]+\]|verb), "(--?[a-z][a-z0-9-]*)=?"', src))
+undocumented = sorted(parsed - all_help_flags - {"-h"})
+report(len(parsed) >= 40 and not undocumented,
+       f"every flag the sources parse ({len(parsed)}) is in a help text",
+       "not in any help: " + " ".join(undocumented) if undocumented else f"only {len(parsed)} found")

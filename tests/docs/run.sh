@@ -56,7 +56,7 @@ fi
 # ---- flags: README, help and binary ----------------------------------------------------
 
 if [[ -x $BOXCAR && -x $BOXCAR_SANDBOX ]]; then
-  python3 tests/docs/check_flags.py README.md "$BOXCAR" "$BOXCAR_SANDBOX" > "$W/flags.tap" 2>&1
+  python3 tests/docs/check_flags.py README.md "$BOXCAR" "$BOXCAR_SANDBOX" . > "$W/flags.tap" 2>&1
   relay "$W/flags.tap" check_flags.py
   check "boxcar help enqueue points to docs/job-spec.md" \
     bash -c "'$BOXCAR' help enqueue | grep -q 'docs/job-spec.md'"
