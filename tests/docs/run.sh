@@ -49,6 +49,9 @@ if [[ -s $W/examples.tsv ]] && fresh_db boxcar_docs >/dev/null 2>&1; then
            -c "select boxcar.enqueue('default', '{}'::jsonb)" 2>&1 | sed -n 's/^HINT: *//p')
   is "BAD_SPEC's hint names docs/job-spec.md" "$hint" "the job spec is documented in docs/job-spec.md"
   check "the file the hint names exists" test -s docs/job-spec.md
+  out=$(echo '{"command": "x"}' | "$BOXCAR" enqueue --spec - 2>&1)
+  check "boxcar enqueue's BAD_SPEC error points to docs/job-spec.md" \
+    bash -c 'grep -q "BAD_SPEC: command: must be a non-empty array" <<<"$1" && grep -q docs/job-spec.md <<<"$1"' _ "$out"
 else
   not_ok "a migrated database to check the examples with boxcar.spec_error"
 fi
@@ -63,6 +66,12 @@ if [[ -x $BOXCAR && -x $BOXCAR_SANDBOX ]]; then
 else
   not_ok "$BOXCAR and $BOXCAR_SANDBOX are built"
 fi
+
+# The worker command lines of the deployment files parse (--help after them
+# exits 0 only when every flag before it was accepted).
+exec_start=$(sed -n 's|^ExecStart=/usr/local/bin/boxcar worker ||p' deploy/boxcar-worker.service)
+check "deploy/boxcar-worker.service's flags are accepted: $exec_start" \
+  bash -c "[[ -n '$exec_start' ]] && '$BOXCAR' worker $exec_start --help >/dev/null"
 
 # ---- metric families ----------------------------------------------------------------------
 
