@@ -87,13 +87,20 @@ const char config_worker_usage[] =
 
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
 {
-        if (!s || !*s)
+        /* Digits, an optional fraction, an optional unit: what the help
+         * documents.  strtod alone would also take " 5", "+5", "1e3" and
+         * "0x10". */
+        if (!s || *s < '0' || *s > '9')
                 return -EINVAL;
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || !isfinite(v) || v < 0)
-                return -EINVAL;
+        size_t n = strspn(s, "0123456789");
+        if (s[n] == '.') {
+                size_t frac = strspn(s + n + 1, "0123456789");
+                if (frac == 0)
+                        return -EINVAL;
+                n += 1 + frac;
+        }
+        const char *end = s + n;
+        double v = strtod(s, NULL);
         double unit;
         if (*end == '\0' || strcmp(end, "s") == 0)
                 unit = 1;
@@ -108,7 +115,7 @@ int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
         else
                 return -EINVAL;
         v *= unit;
-        if ((v == 0 && !allow_zero) || v > 365.0 * 86400)
+        if (!isfinite(v) || (v == 0 && !allow_zero) || v > 365.0 * 86400)
                 return -EINVAL;
         *ret_seconds = v;
         return 0;
