@@ -172,7 +172,8 @@ static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_e
         *a = (struct storage_args){ .kind = "artifact", .ttl_s = 3600 };
         int i = 2;
         if (strcmp(verb, "push") == 0 && argc >= 3 && strcmp(argv[2], "--kind") == 0) {
-                if (argc < 4 || (strcmp(argv[3], "volume") != 0 && strcmp(argv[3], "artifact") != 0))
+                if (argc < 4 ||
+                    (strcmp(argv[3], "volume") != 0 && strcmp(argv[3], "artifact") != 0))
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "--kind: want volume or artifact");
                 a->kind = argv[3];

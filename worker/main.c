@@ -63,8 +63,10 @@ static const char version_usage[] = "usage: boxcar version   (or boxcar --versio
 
 static int cmd_version(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
+        if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+                fputs(version_usage, stdout);
+                return 0;
+        }
         printf("boxcar %s\n", BOXCAR_VERSION);
         return 0;
 }

@@ -93,6 +93,11 @@ for c in commands:
     if rc != 0:
         report(False, f"boxcar help {c} exits 0", text)
     helps[c] = text
+# "boxcar COMMAND --help" (README) prints the same as "boxcar help COMMAND".
+for c, text in sorted(helps.items()):
+    rc, out = run([BOXCAR, c, "--help"])
+    report(rc == 0 and out == text, f"boxcar {c} --help exits 0 and prints boxcar help {c}",
+           f"exit {rc}: {out[:300]}")
 rc, helps["webhooks verify"] = run([BOXCAR, "webhooks", "verify", "--help"])
 rc2, sandbox_help = run([SANDBOX, "--help"])
 all_help_flags = set().union(*(help_flags(t) for t in helps.values()), help_flags(top),
@@ -189,7 +194,7 @@ for path, flags in sorted(readme_flags.items()):
         norm_u = out_u.replace(UNKNOWN, "FLAG")
         norm_f = out_f.replace(flag, "FLAG")
         accepted = rc_u == 2 and (rc_f != rc_u or norm_f != norm_u)
-        report(accepted, f"boxcar {path} accepts {flag}{' VALUE' if takes_value else ''}",
+        report(accepted, f"{' '.join(['boxcar', *words])} accepts {flag}{' VALUE' if takes_value else ''}",
                f"with the flag: exit {rc_f}: {out_f.strip()[:300]}\n"
                f"with an unknown flag instead: exit {rc_u}: {out_u.strip()[:300]}")
 # The database URL flag, for every command whose help gives it.
