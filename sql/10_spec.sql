@@ -14,8 +14,8 @@ begin
     if left(s, 1) <> '/' then
         return field || ': must be an absolute path';
     end if;
-    if length(s) > 1024 then
-        return field || ': longer than 1024 characters';
+    if octet_length(s) > 1024 then
+        return field || ': longer than 1024 bytes';
     end if;
     if s ~ '(^|/)\.\.?(/|$)' or s ~ '//' or (s <> '/' and right(s, 1) = '/') then
         return field || ': must be a normalized path without "." or ".." components';

@@ -25,6 +25,7 @@ ROOT, EXAMPLES_OUT = sys.argv[1], sys.argv[2]
 INEXPRESSIBLE = {
     "overlaps another volume": "volume mounts must not overlap",
     "duplicate volume name": "volume names must be unique",
+    "mount: longer than 1024 bytes": "lengths count bytes (maxLength counts characters)",
 }
 
 
