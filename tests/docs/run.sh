@@ -93,4 +93,18 @@ for link in $(grep -ohE '\]\([^)#]+\)' README.md | sed 's/^](//; s/)$//' | grep 
   check "README link $link exists" test -e "$link"
 done
 
+# In-page links (#anchor) name a heading, by GitHub's slug rule.
+bad_anchors=$(python3 - README.md docs/job-spec.md <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    text = open(path, encoding="utf-8").read()
+    slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+             for h in re.findall(r"^#+ (.*)$", text, re.M)}
+    for a in re.findall(r"\]\(#([^)]+)\)", text):
+        if a not in slugs:
+            print(f"{path}#{a}")
+PY
+)
+is "every #anchor link names a heading" "$bad_anchors" ""
+
 tap_done
