@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/size.h"
+
 static const char *const step_names[_SBX_STEP_MAX] = {
         [SBX_STEP_OPTIONS] = "options",
         [SBX_STEP_CGROUP] = "cgroup",
@@ -77,10 +79,11 @@ const char *helper_usage(void)
                "  --ro-bind SRC DEST  bind SRC read-only at DEST (repeatable)\n"
                "  --env K=V           set a variable; the environment is exactly these\n"
                "  --timeout SECONDS   kill everything after this wall-clock time\n"
-               "  --memory-mb N       memory limit (swap 0)\n"
+               "  --memory-mb SIZE    memory limit (swap 0): MiB, or with a unit (1GiB)\n"
                "  --pids N            most processes COMMAND may have at once\n"
                "  --cpus X            CPU bandwidth, in CPUs (0.5 = half of one)\n"
-               "  --disk-mb N         size of /workspace + /tmp + /dev/shm together\n"
+               "  --disk-mb SIZE      size of /workspace + /tmp + /dev/shm together: MiB,\n"
+               "                      or with a unit (B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)\n"
                "  --network none|host loopback only (default), or the host's network\n"
                "  --cgroup-parent DIR cgroup v2: make the sandbox's cgroup in DIR (absolute,\n"
                "                      under the cgroup2 mount) instead of in our own cgroup,\n"
@@ -207,9 +210,14 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                 if (sbx_parse_double(val[0], 0.001, 1e7, &c->timeout_s) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--timeout: bad '%s'", val[0]);
         } else if (strcmp(opt, "--memory-mb") == 0 || strcmp(opt, "--disk-mb") == 0) {
-                if (sbx_parse_u64(val[0], UINT64_C(1) << 30, &u) < 0 || u == 0)
-                        return bc_error_set(err, BC_USAGE, EINVAL, "%s: bad '%s'", opt, val[0]);
-                *(opt[2] == 'm' ? &c->memory_mb : &c->disk_mb) = u;
+                /* MiB, or a size with its unit (common/size.c) that is whole MiB. */
+                const uint64_t mib = UINT64_C(1) << 20;
+                if (bc_parse_size(val[0], mib, (UINT64_C(1) << 30) * mib, &u) < 0 || u == 0 ||
+                    u % mib)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "%s: bad '%s' (MiB, or a size such as 1GiB that is "
+                                            "a whole number of MiB)", opt, val[0]);
+                *(opt[2] == 'm' ? &c->memory_mb : &c->disk_mb) = u / mib;
         } else if (strcmp(opt, "--pids") == 0) {
                 if (sbx_parse_u64(val[0], 1 << 22, &u) < 0 || u == 0)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--pids: bad '%s'", val[0]);

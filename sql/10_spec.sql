@@ -1,4 +1,4 @@
--- Job spec validation (DESIGN §5), run at enqueue so a web app gets
+-- Job spec validation (docs/job-spec.md), run at enqueue so a web app gets
 -- BAD_SPEC inside its own transaction.  The worker checks again at claim
 -- (worker/spec.c) with the same rules: rows can be inserted around this API.
 
@@ -14,8 +14,8 @@ begin
     if left(s, 1) <> '/' then
         return field || ': must be an absolute path';
     end if;
-    if length(s) > 1024 then
-        return field || ': longer than 1024 characters';
+    if octet_length(s) > 1024 then
+        return field || ': longer than 1024 bytes';
     end if;
     if s ~ '(^|/)\.\.?(/|$)' or s ~ '//' or (s <> '/' and right(s, 1) = '/') then
         return field || ': must be a normalized path without "." or ".." components';
@@ -316,6 +316,6 @@ declare
 begin
     if e is not null then
         raise exception 'BAD_SPEC: %', e
-            using errcode = '22023', hint = 'see the job spec in DESIGN.md §5';
+            using errcode = '22023', hint = 'the job spec is documented in docs/job-spec.md';
     end if;
 end $$;

@@ -13,11 +13,14 @@
 #include "worker/db.h"
 
 const char logs_usage[] =
-        "usage: boxcar logs [-f|--follow] ID\n"
+        "usage: boxcar logs [--database-url URL] [-f|--follow] ID\n"
         "\n"
         "Prints the job's output as the worker stored it while the job ran (stdout to\n"
-        "stdout, stderr to stderr, in order).  With -f, keeps printing until the job\n"
-        "finishes, then exits with the job's exit code (1 when it failed without one).\n";
+        "stdout, stderr to stderr, in order; at most the worker's --max-log-bytes).\n"
+        "\n"
+        "  -f, --follow           keep printing until the job finishes, then exit with the\n"
+        "                         job's exit code (1 when it failed without one)\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
 struct cursor {
         int attempt, seq;

@@ -13,17 +13,23 @@
 #include "worker/store.h"
 
 const char storage_usage[] =
-        "usage: boxcar storage push NAME DIR          upload DIR as a new version (prints sha256)\n"
-        "       boxcar storage pull NAME[@VERSION] DIR  unpack a version (default @latest) into\n"
-        "                                              DIR, which must not exist or be empty\n"
-        "       boxcar storage ls [NAME]               storages, or the versions of NAME\n"
+        "usage: boxcar storage push [--kind volume|artifact] NAME DIR\n"
+        "       boxcar storage pull NAME[@VERSION] DIR\n"
+        "       boxcar storage ls [NAME]\n"
         "       boxcar storage url [--expires DUR] NAME[@VERSION]\n"
-        "                                              a presigned GET URL (default 1h, max 7d)\n"
+        "\n"
+        "  push    upload DIR as a new version of NAME (prints its sha256) and move the\n"
+        "          head there; NAME is created when new, as --kind (default: artifact)\n"
+        "  pull    unpack a version (default @latest) into DIR, which must not exist or\n"
+        "          be empty\n"
+        "  ls      all storages, or the versions of NAME, one JSON object per line\n"
+        "  url     a presigned GET URL of a version, valid for --expires (default: 1h,\n"
+        "          at most 7d; durations: 250ms, 30s, 5m, 2h, 1d or plain seconds)\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "\n"
         "S3 comes from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
-        "AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET and BOXCAR_S3_PREFIX; the\n"
-        "database from DATABASE_URL or --database-url.  push creates an artifact storage\n"
-        "when NAME is new (--kind volume for a volume) and moves its head.\n";
+        "AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET and BOXCAR_S3_PREFIX.\n";
 
 static int fail(const char *what, struct bc_error *err)
 {
@@ -150,29 +156,69 @@ static int list(PGconn *conn, const char *name, struct bc_error *err)
         return 0;
 }
 
-static int dispatch(PGconn *conn, int argc, char **argv, struct bc_error *err)
+struct storage_args {
+        enum { PUSH, PULL, LS, URL } verb;
+        const char *kind;  /* push */
+        char *ref;         /* NAME or NAME[@VERSION] */
+        const char *dir;   /* push, pull */
+        double ttl_s;      /* url */
+};
+
+/* The arguments' shape and values, checked before connecting: a usage
+ * error needs no database. */
+static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_error *err)
 {
         const char *verb = argv[1];
-        if (strcmp(verb, "push") == 0 && (argc == 4 || (argc == 6 && !strcmp(argv[2], "--kind"))))
-                return argc == 4 ? push(conn, argv[2], argv[3], "artifact", err)
-                                 : push(conn, argv[4], argv[5], argv[3], err);
-        if (strcmp(verb, "pull") == 0 && argc == 4)
-                return pull(conn, argv[2], argv[3], err);
-        if (strcmp(verb, "ls") == 0 && argc <= 3)
-                return list(conn, argc == 3 ? argv[2] : NULL, err);
-        if (strcmp(verb, "url") == 0 && (argc == 3 || (argc == 5 && !strcmp(argv[2], "--expires")))) {
-                double ttl = 3600;
-                if (argc == 5 && (config_parse_duration(argv[3], false, &ttl) < 0 || ttl > 604800))
+        *a = (struct storage_args){ .kind = "artifact", .ttl_s = 3600 };
+        int i = 2;
+        if (strcmp(verb, "push") == 0 && argc >= 3 && strcmp(argv[2], "--kind") == 0) {
+                if (argc < 4 ||
+                    (strcmp(argv[3], "volume") != 0 && strcmp(argv[3], "artifact") != 0))
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "--expires: '%s' is not a duration up to 7d", argv[3]);
+                                            "--kind: want volume or artifact");
+                a->kind = argv[3];
+                i = 4;
+        } else if (strcmp(verb, "url") == 0 && argc >= 3 && strcmp(argv[2], "--expires") == 0) {
+                if (argc < 4 || config_parse_duration(argv[3], false, &a->ttl_s) < 0 ||
+                    a->ttl_s > 604800)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--expires: '%s' is not a duration up to 7d",
+                                            argc < 4 ? "" : argv[3]);
+                i = 4;
+        }
+        int rest = argc - i;
+        if (strcmp(verb, "push") == 0 && rest == 2)
+                a->verb = PUSH;
+        else if (strcmp(verb, "pull") == 0 && rest == 2)
+                a->verb = PULL;
+        else if (strcmp(verb, "ls") == 0 && rest <= 1)
+                a->verb = LS;
+        else if (strcmp(verb, "url") == 0 && rest == 1)
+                a->verb = URL;
+        else
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "bad arguments (see boxcar help storage)");
+        a->ref = rest > 0 ? argv[i] : NULL;
+        a->dir = rest > 1 ? argv[i + 1] : NULL;
+        return 0;
+}
+
+static int dispatch(PGconn *conn, struct storage_args *a, struct bc_error *err)
+{
+        switch (a->verb) {
+        case PUSH: return push(conn, a->ref, a->dir, a->kind, err);
+        case PULL: return pull(conn, a->ref, a->dir, err);
+        case LS: return list(conn, a->ref, err);
+        case URL: {
                 _cleanup_free_ char *url = NULL;
                 char sha[65];
-                int r = resolve_url(conn, argv[argc - 1], (long)ttl, &url, sha, err);
+                int r = resolve_url(conn, a->ref, (long)a->ttl_s, &url, sha, err);
                 if (r >= 0)
                         printf("%s\n", url);
                 return r;
         }
-        return bc_error_set(err, BC_USAGE, EINVAL, "bad arguments (see boxcar help storage)");
+        }
+        return -EINVAL;
 }
 
 int cmd_storage(int argc, char **argv)
@@ -185,12 +231,14 @@ int cmd_storage(int argc, char **argv)
                 fputs(storage_usage, stderr);
                 return 2;
         }
+        char what[32];
+        snprintf(what, sizeof(what), "storage %s", argv[1]);
         struct bc_error err = BC_ERROR_INIT;
-        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
-        if (!conn || dispatch(conn, argc, argv, &err) < 0) {
-                char what[32];
-                snprintf(what, sizeof(what), "storage %s", argv[1]);
+        struct storage_args a;
+        if (parse_args(argc, argv, &a, &err) < 0)
                 return fail(what, &err);
-        }
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn || dispatch(conn, &a, &err) < 0)
+                return fail(what, &err);
         return 0;
 }

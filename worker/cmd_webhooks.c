@@ -1,5 +1,7 @@
 /* `boxcar webhooks ls|retry|verify`. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "worker/cli.h"
@@ -7,24 +9,48 @@
 #include "worker/db.h"
 
 const char webhooks_usage[] =
-        "usage: boxcar webhooks ls [--failed] [--limit N]   recent deliveries, one JSON per line\n"
-        "       boxcar webhooks retry ID                     redrive a failed delivery now (same\n"
-        "                                                    webhook-id, fresh retry schedule)\n"
-        "       boxcar webhooks verify --secret S ...        check a received webhook's signature\n"
-        "                                                    (boxcar webhooks verify --help)\n";
+        "usage: boxcar webhooks ls [--failed] [--limit N]\n"
+        "       boxcar webhooks retry ID\n"
+        "       boxcar webhooks verify [OPTIONS]\n"
+        "\n"
+        "  ls      recent deliveries, newest first, one JSON object per line: --failed\n"
+        "          only those that gave up, --limit at most N (1-10000, default: 100)\n"
+        "  retry   redrive a failed delivery now (same webhook-id, fresh retry schedule)\n"
+        "  verify  check a received webhook's signature, as a consumer would (its own\n"
+        "          options: boxcar webhooks verify --help)\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL, for ls and retry (default: $DATABASE_URL)\n";
 
-static int list(PGconn *conn, int argc, char **argv, struct bc_error *err)
+struct ls_args {
+        const char *failed, *limit;
+};
+
+/* Checked before connecting: a usage error needs no database. */
+static int parse_ls(int argc, char **argv, struct ls_args *a, struct bc_error *err)
 {
-        const char *failed = "false", *limit = "100";
+        *a = (struct ls_args){ "false", "100" };
         for (int i = 2; i < argc; i++) {
                 if (strcmp(argv[i], "--failed") == 0)
-                        failed = "true";
+                        a->failed = "true";
                 else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc)
-                        limit = argv[++i];
+                        a->limit = argv[++i];
+                else if (strcmp(argv[i], "--limit") == 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--limit needs a value");
                 else
-                        return bc_error_set(err, BC_USAGE, 22, "unexpected argument '%s'", argv[i]);
+                        return bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'",
+                                            argv[i]);
         }
-        const char *p[] = { failed, limit };
+        char *end = NULL;
+        long n = strtol(a->limit, &end, 10);
+        if (end == a->limit || *end || n < 1 || n > 10000)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "--limit: '%s' is not a number from 1 to 10000", a->limit);
+        return 0;
+}
+
+static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)
+{
+        const char *p[] = { a->failed, a->limit };
         _cleanup_pgresult_ PGresult *res =
                 db_exec(conn, "select boxcar.webhook_list($1::boolean, $2::int)", 2, p, err);
         if (!res)
@@ -64,9 +90,15 @@ int cmd_webhooks(int argc, char **argv)
                 return 2;
         }
         struct bc_error err = BC_ERROR_INIT;
+        struct ls_args ls;
+        if (is_ls && parse_ls(argc, argv, &ls, &err) < 0) {
+                int st = cli_fail("webhooks ls", &err);
+                bc_error_clear(&err);
+                return st;
+        }
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (conn)
-                r = is_ls ? list(conn, argc, argv, &err) : retry(conn, argv[2], &err);
+                r = is_ls ? list(conn, &ls, &err) : retry(conn, argv[2], &err);
         if (!conn || r < 0) {
                 int st = cli_fail(is_ls ? "webhooks ls" : "webhooks retry", &err);
                 bc_error_clear(&err);

@@ -11,10 +11,17 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/size.h"
+
+#define DURATION_GRAMMAR "250ms, 30s, 5m, 2h, 1d or plain seconds"
+#define MAX_OUTPUT_BYTES_MAX (UINT64_C(64) << 20)
+#define MAX_LOG_BYTES_MAX (UINT64_C(1) << 30)
+#define VOLUME_CACHE_MAX (UINT64_C(1) << 50)
 
 const char config_worker_usage[] =
         "usage: boxcar worker [OPTIONS]\n"
-        "       boxcar worker drain WORKER_ID   ask a running worker, on any host, to drain\n"
+        "       boxcar worker drain [--database-url URL] WORKER_ID\n"
+        "                                 ask a running worker, on any host, to drain\n"
         "\n"
         "Runs jobs from the database until SIGTERM/SIGINT (drain) or a second signal (stop now).\n"
         "\n"
@@ -25,8 +32,10 @@ const char config_worker_usage[] =
         "                         --database-url goes through PgBouncer in transaction mode\n"
         "  --poll-only            no LISTEN: claim every --poll-interval (PgBouncer without\n"
         "                         a direct URL)\n"
-        "  --lease DURATION       how long a claim holds without heartbeat (default: 30s)\n"
-        "  --poll-interval DUR    claim this often even without NOTIFY (default: 5s)\n"
+        "  --lease DUR            how long a claim holds without heartbeat; heartbeats\n"
+        "                         renew it every lease/3 (default: 30s, at least 1s)\n"
+        "  --poll-interval DUR    claim this often even without NOTIFY, at most --lease\n"
+        "                         (default: 5s)\n"
         "  --drain-timeout DUR    on SIGTERM, wait this long for running jobs before\n"
         "                         handing them back to the queue (default: 60s)\n"
         "  --sandbox BACKEND      'namespace' (default): each job in boxcar-sandbox\n"
@@ -36,30 +45,39 @@ const char config_worker_usage[] =
         "  --sandbox-helper PATH  the boxcar-sandbox executable (default: next to boxcar)\n"
         "  --allow-host-network Q1,Q2  queues whose jobs may ask for \"network\": \"host\"\n"
         "                         (default: none)\n"
-        "  --work-dir DIR         per-job directories (default: $BOXCAR_WORK_DIR or\n"
-        "                         /var/tmp/boxcar)\n"
-        "  --worker-id ID         name in the workers table (default: host-pid-random)\n"
+        "  --work-dir DIR         per-job directories and the volume cache, an absolute\n"
+        "                         path (default: $BOXCAR_WORK_DIR or /var/tmp/boxcar)\n"
+        "  --worker-id ID         name in the workers table, at most 200 characters\n"
+        "                         (default: host-pid-random)\n"
         "  --retention DUR        the housekeeping leader deletes jobs finished longer ago\n"
         "                         (with their events, logs and delivered webhooks;\n"
         "                         default: 7d; 0: keep everything)\n"
-        "  --volume-cache-mb N    bound on extracted volumes kept under --work-dir/volumes,\n"
-        "                         least recently used evicted first (default: 10240)\n"
+        "  --volume-cache-mb SIZE bound on extracted volumes kept under --work-dir/volumes,\n"
+        "                         least recently used evicted first; a plain number is in\n"
+        "                         MiB (default: 10240, i.e. 10GiB)\n"
         "  --artifact-url-ttl DUR lifetime of the presigned result.artifact.url\n"
-        "                         (default: 24h, at most 7d)\n"
-        "  --webhook-timeout DUR  one delivery attempt's limit (default: 15s)\n"
-        "  --webhook-retry-schedule D1,D2,...  waits before each retry (default:\n"
-        "                         5s,5m,30m,2h,5h,10h,10h, each +-20%, at least Retry-After)\n"
-        "  --webhook-concurrency N  deliveries in flight at once (default: 4)\n"
-        "  --max-log-bytes N      live output stored in boxcar.job_logs per job\n"
-        "                         (default: 10485760; 0 turns live logs off)\n"
-        "  --max-output-bytes N   cap on the kept stdout/stderr tail per stream\n"
-        "                         (default: 16777216; a job's limits.output_bytes is lower)\n"
+        "                         (default: 24h, 1s to 7d)\n"
+        "  --webhook-timeout DUR  one delivery attempt's limit (default: 15s, at most 600s)\n"
+        "  --webhook-retry-schedule D1,D2,...  waits before each retry, 1 to 32 of them\n"
+        "                         (default: 5s,5m,30m,2h,5h,10h,10h, each +-20%, at least\n"
+        "                         Retry-After)\n"
+        "  --webhook-concurrency N  deliveries in flight at once, 1-64 (default: 4)\n"
+        "  --max-log-bytes SIZE   live output stored in boxcar.job_logs per job, at most\n"
+        "                         1GiB (default: 10MiB; 0 turns live logs off)\n"
+        "  --max-output-bytes SIZE  cap on the kept stdout/stderr tail per stream, at most\n"
+        "                         64MiB (default: 16MiB); a job keeps the lower of this and\n"
+        "                         its limits.output_bytes (itself at most 16MiB)\n"
         "  --metrics-addr HOST:PORT  serve /healthz, /readyz and Prometheus /metrics\n"
         "                         (e.g. :9464 or 127.0.0.1:9464; default: off)\n"
         "  --log-format text|json (default: text)\n"
         "  --log-level debug|info|warn|error (default: info)\n"
+        "  --help                 this text\n"
         "\n"
-        "Durations: 250ms, 30s, 5m, 2h or a number of seconds.\n"
+        "Durations (DUR): a number and a unit, ms, s, m, h or d (250ms, 30s, 1.5h, 7d);\n"
+        "a plain number is seconds; at most 365d.\n"
+        "Sizes (SIZE): a whole number and a unit, B, KiB, MiB, GiB, TiB (powers of 1024)\n"
+        "or kB, MB, GB, TB (powers of 1000), no space (10MiB, 512KiB); a plain number\n"
+        "is bytes (MiB for --volume-cache-mb).\n"
         "\n"
         "Environment: DATABASE_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
         "AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET,\n"
@@ -69,13 +87,20 @@ const char config_worker_usage[] =
 
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
 {
-        if (!s || !*s)
+        /* Digits, an optional fraction, an optional unit: what the help
+         * documents.  strtod alone would also take " 5", "+5", "1e3" and
+         * "0x10". */
+        if (!s || *s < '0' || *s > '9')
                 return -EINVAL;
-        char *end = NULL;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || !isfinite(v) || v < 0)
-                return -EINVAL;
+        size_t n = strspn(s, "0123456789");
+        if (s[n] == '.') {
+                size_t frac = strspn(s + n + 1, "0123456789");
+                if (frac == 0)
+                        return -EINVAL;
+                n += 1 + frac;
+        }
+        const char *end = s + n;
+        double v = strtod(s, NULL);
         double unit;
         if (*end == '\0' || strcmp(end, "s") == 0)
                 unit = 1;
@@ -90,7 +115,7 @@ int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
         else
                 return -EINVAL;
         v *= unit;
-        if ((v == 0 && !allow_zero) || v > 365.0 * 86400)
+        if (!isfinite(v) || (v == 0 && !allow_zero) || v > 365.0 * 86400)
                 return -EINVAL;
         *ret_seconds = v;
         return 0;
@@ -306,6 +331,26 @@ static const struct option worker_options[] = {
         { NULL, 0, NULL, 0 },
 };
 
+/* What the value of a flag must look like, for the error message; the same
+ * words as the help text. */
+static const char *option_hint(int opt)
+{
+        switch (opt) {
+        case OPT_CONCURRENCY: return " (a number from 1 to 1024)";
+        case OPT_WH_CONCURRENCY: return " (a number from 1 to 64)";
+        case OPT_LEASE:
+        case OPT_POLL: return " (a duration above 0: " DURATION_GRAMMAR ")";
+        case OPT_DRAIN:
+        case OPT_RETENTION: return " (a duration, 0 allowed: " DURATION_GRAMMAR ")";
+        case OPT_WH_TIMEOUT: return " (a duration up to 600s: " DURATION_GRAMMAR ")";
+        case OPT_URL_TTL: return " (a duration from 1s to 7d: " DURATION_GRAMMAR ")";
+        case OPT_WH_SCHEDULE: return " (1 to 32 comma-separated durations: " DURATION_GRAMMAR ")";
+        case OPT_LOG_FORMAT: return " (text or json)";
+        case OPT_LOG_LEVEL: return " (debug, info, warn or error)";
+        default: return "";
+        }
+}
+
 static int parse_choice(const char *v, const char *const *choices, int *ret)
 {
         for (int i = 0; choices[i]; i++)
@@ -314,6 +359,26 @@ static int parse_choice(const char *v, const char *const *choices, int *ret)
                         return 0;
                 }
         return -EINVAL;
+}
+
+/* A size flag: "10MiB", "512KiB" or a plain number in unit (bytes, or MiB
+ * for --volume-cache-mb), from lo to hi bytes. */
+static int parse_size(const char *name, const char *v, uint64_t unit, uint64_t lo, uint64_t hi,
+                      uint64_t *ret, struct bc_error *err)
+{
+        uint64_t n = 0;
+        int r = bc_parse_size(v, unit, hi, &n);
+        if (r == -EINVAL)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "--%s: '%s' is not a size (e.g. 10MiB, 512KiB or a number "
+                                    "of %s; units: " BC_SIZE_UNITS ")",
+                                    name, v, unit == 1 ? "bytes" : "MiB");
+        if (r < 0 || n < lo)
+                return bc_error_set(err, BC_USAGE, ERANGE,
+                                    "--%s: '%s' is out of range (%llu to %llu bytes)", name, v,
+                                    (unsigned long long)lo, (unsigned long long)hi);
+        *ret = n;
+        return 0;
 }
 
 static int apply_option(struct worker_config *c, int opt, const char *v, struct bc_error *err)
@@ -353,13 +418,15 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_WORKER_ID: r = set_string(&c->worker_id, v); break;
         case OPT_LOG_FORMAT: r = parse_choice(v, formats, &choice); c->log_format = choice; break;
         case OPT_LOG_LEVEL: r = parse_choice(v, levels, &choice); c->log_level = choice; break;
-        case OPT_MAX_OUTPUT: r = parse_uint(v, 0, 64u << 20, &c->max_output_bytes); break;
-        case OPT_VOLUME_CACHE: {
-                unsigned mb = 0;
-                r = parse_uint(v, 1, 1u << 30, &mb);
-                c->volume_cache_bytes = (uint64_t)mb << 20;
-                break;
+        case OPT_MAX_OUTPUT: {
+                uint64_t n = 0;
+                r = parse_size(name, v, 1, 0, MAX_OUTPUT_BYTES_MAX, &n, err);
+                c->max_output_bytes = (unsigned)n;
+                return r;
         }
+        case OPT_VOLUME_CACHE:
+                return parse_size(name, v, 1u << 20, 1u << 20, VOLUME_CACHE_MAX,
+                                  &c->volume_cache_bytes, err);
         case OPT_WH_TIMEOUT:
                 r = config_parse_duration(v, false, &c->webhook_timeout_s);
                 if (r >= 0 && c->webhook_timeout_s > 600)
@@ -375,12 +442,8 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_LISTEN_URL: r = set_string(&c->listen_database_url, v); break;
         case OPT_POLL_ONLY: c->poll_only = true; break;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
-        case OPT_MAX_LOG: {
-                unsigned n = 0;
-                r = parse_uint(v, 0, 1u << 30, &n);
-                c->max_log_bytes = n;
-                break;
-        }
+        case OPT_MAX_LOG:
+                return parse_size(name, v, 1, 0, MAX_LOG_BYTES_MAX, &c->max_log_bytes, err);
         case OPT_URL_TTL:
                 r = config_parse_duration(v, false, &c->artifact_url_ttl_s);
                 if (r >= 0 && (c->artifact_url_ttl_s < 1 || c->artifact_url_ttl_s > 7 * 86400))
@@ -391,7 +454,8 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         if (r == -ENOMEM)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (r < 0)
-                return bc_error_set(err, BC_USAGE, EINVAL, "--%s: invalid value '%s'", name, v);
+                return bc_error_set(err, BC_USAGE, EINVAL, "--%s: invalid value '%s'%s", name, v,
+                                    option_hint(opt));
         return 0;
 }
 

@@ -4,7 +4,6 @@
 #define BC_WORKER_CONFIG_H
 
 #include <stdbool.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +41,8 @@ struct worker_config {
         char *webhook_default_url;    /* BOXCAR_WEBHOOK_URL, or NULL */
 };
 
-/* Parses "250ms", "30s", "5m", "2h", "1d" or a plain number of seconds.
+/* Parses "250ms", "30s", "1.5h", "7d" or a plain number of seconds: digits,
+ * an optional fraction and an optional unit (ms, s, m, h, d), at most 365d.
  * Returns 0 and sets *ret_seconds (> 0 unless allow_zero), or -EINVAL. */
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds);
 

@@ -19,48 +19,63 @@ static const char migrate_usage[] =
         "run when an applied migration was edited.\n";
 
 static const char enqueue_usage[] =
-        "usage: boxcar enqueue [--queue Q] [OPTIONS] (--spec FILE | -- CMD [ARGS...])\n"
+        "usage: boxcar enqueue [OPTIONS] (--spec FILE | -- CMD [ARGS...])\n"
         "\n"
         "Adds a job and prints its id.  With -- CMD ARGS the spec is {\"command\": [CMD, ARGS]};\n"
-        "--spec FILE reads a whole job spec (DESIGN.md §5), '-' for stdin.\n"
+        "--spec FILE reads a whole job spec, '-' for stdin.  The job spec (every field,\n"
+        "default and limit, the result and the error codes) is docs/job-spec.md in the\n"
+        "boxcar repository; a malformed spec is refused with BAD_SPEC naming the field.\n"
         "\n"
         "  --queue Q              queue name, 'name' or 'scope/name' (default: default)\n"
-        "  --priority N           higher runs first (default: 0)\n"
-        "  --run-at TIMESTAMP     not before this time (default: now)\n"
-        "  --max-attempts N       tries for infrastructure failures (default: 3)\n"
+        "  --spec FILE            the job spec as JSON ('-': stdin)\n"
+        "  --priority N           higher runs first, -32768 to 32767 (default: 0)\n"
+        "  --run-at TIMESTAMP     not before this time, a PostgreSQL timestamptz such as\n"
+        "                         '2026-01-02 03:04:05+00' (default: now)\n"
+        "  --max-attempts N       tries for infrastructure failures, 1-100 (default: 3)\n"
         "  --idempotency-key K    the same request again returns the existing job's id;\n"
         "                         a different one under the key is an error\n"
         "  --webhook-url URL      where the result is posted\n"
-        "  --database-url URL     (default: $DATABASE_URL)\n";
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
+        "  --help                 this text\n";
 
 static const char status_usage[] =
-        "usage: boxcar status [--wait [--timeout DURATION]] ID\n"
+        "usage: boxcar status [--database-url URL] [--wait [--timeout DURATION]] ID\n"
         "\n"
         "Prints the job as JSON.  --wait polls until it has finished (succeeded,\n"
         "failed or cancelled); --timeout gives up after DURATION (250ms, 30s, 5m, 2h).\n"
+        "\n"
+        "  --wait                 poll until the job has finished\n"
+        "  --timeout DURATION     with --wait: give up after DURATION\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "\n"
         "Exit status: 0 the job was printed (with --wait: it has finished, whatever\n"
         "its outcome); 1 no such job, or a database error; 2 a usage error;\n"
         "124 --timeout passed before the job finished (nothing on stdout).\n";
 
 static const char cancel_usage[] =
-        "usage: boxcar cancel ID\n"
+        "usage: boxcar cancel [--database-url URL] ID\n"
         "\n"
         "Cancels a queued job at once; a running job is killed by its worker within\n"
-        "a second and ends 'cancelled' with error CANCELLED.\n";
+        "a second and ends 'cancelled' with error CANCELLED.\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
 static const char events_usage[] =
-        "usage: boxcar events ID\n"
+        "usage: boxcar events [--database-url URL] ID\n"
         "\n"
         "Prints the job's audit trail (claimed, started, retried, finished ...), one\n"
-        "JSON object per line.\n";
+        "JSON object per line.\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
-static const char version_usage[] = "usage: boxcar version\n";
+static const char version_usage[] = "usage: boxcar version   (or boxcar --version)\n";
 
 static int cmd_version(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
+        if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+                fputs(version_usage, stdout);
+                return 0;
+        }
         printf("boxcar %s\n", BOXCAR_VERSION);
         return 0;
 }
@@ -153,8 +168,9 @@ static void usage(FILE *f)
         for (const struct cli_command *c = cli_commands; c->name; c++)
                 fprintf(f, "  %-10s %s\n", c->name, c->summary);
         fprintf(f, "  %-10s %s\n", "help", "show a command's options: boxcar help COMMAND");
-        fprintf(f, "\nEvery command reads the database from --database-url, else $DATABASE_URL,\n"
-                   "else libpq's PG* variables and ~/.pgpass.\n");
+        fprintf(f, "\nEvery command that uses the database reads it from --database-url URL,\n"
+                   "else $DATABASE_URL, else libpq's PG* variables and ~/.pgpass.\n"
+                   "The job spec is documented in docs/job-spec.md.\n");
 }
 
 static const struct cli_command *find_command(const char *name)

@@ -1,4 +1,4 @@
-/* Schema migrations (DESIGN §4): migrations/NNNN_*.sql applied once each,
+/* Schema migrations: migrations/NNNN_*.sql applied once each,
  * in order, recorded with their SHA-256; then every sql/ file re-applied.
  * All in one transaction under an advisory lock, so concurrent runs from
  * several replicas are safe: the second waits and then finds nothing to do. */

@@ -110,7 +110,7 @@ int spec_path(const cJSON *v, const char *field, bool reserved, char **ret, stru
         if (s[0] != '/')
                 return bad(err, "%s: must be an absolute path", field);
         if (strlen(s) > 1024)
-                return bad(err, "%s: longer than 1024 characters", field);
+                return bad(err, "%s: longer than 1024 bytes", field);
         if (regex_match("(^|/)\\.\\.?(/|$)", s) || strstr(s, "//") ||
             (strcmp(s, "/") != 0 && s[strlen(s) - 1] == '/'))
                 return bad(err, "%s: must be a normalized path without \".\" or \"..\" components",

@@ -1,4 +1,4 @@
-/* The job spec (DESIGN §5, version 1): parsed and validated at claim, with
+/* The job spec (version 1, docs/job-spec.md): parsed and validated at claim, with
  * the same rules as boxcar.spec_error() at enqueue, because rows can reach
  * the table without going through enqueue(). */
 #ifndef BC_WORKER_SPEC_H

@@ -1,5 +1,5 @@
 /* Unit tests for common/: capped buffers, output tails, UTF-8 cleaning,
- * error context and directory creation. */
+ * error context, directory creation, strict JSON and sizes. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +16,7 @@
 #include "common/error.h"
 #include "common/io.h"
 #include "common/json_strict.h"
+#include "common/size.h"
 #include "common/tailbuf.h"
 #include "common/utf8.h"
 
@@ -202,6 +203,68 @@ static void test_mkdir_p(void **state)
         assert_int_equal(system(cmd), 0);
 }
 
+static void test_parse_size(void **state)
+{
+        (void)state;
+        const uint64_t MiB = UINT64_C(1) << 20, lim = UINT64_C(1) << 40;
+        static const struct {
+                const char *in;
+                uint64_t unit, max;
+                int want_r;
+                uint64_t want;
+        } cases[] = {
+                { "0", 1, 1 << 30, 0, 0 },
+                { "1048576", 1, 1 << 30, 0, 1048576 },
+                { "10MiB", 1, 1 << 30, 0, 10485760 },
+                { "512KiB", 1, 1 << 30, 0, 524288 },
+                { "1GiB", 1, 1 << 30, 0, UINT64_C(1) << 30 },
+                { "2TiB", 1, UINT64_MAX, 0, UINT64_C(2) << 40 },
+                { "100B", 1, 1 << 30, 0, 100 },
+                { "1kB", 1, 1 << 30, 0, 1000 },
+                { "16MB", 1, 1 << 30, 0, 16000000 },
+                { "2GB", 1, UINT64_MAX, 0, 2000000000 },
+                { "3TB", 1, UINT64_MAX, 0, UINT64_C(3000000000000) },
+                /* A plain number counts in the flag's own unit (--volume-cache-mb). */
+                { "10240", MiB, lim, 0, UINT64_C(10240) << 20 },
+                { "10GiB", MiB, lim, 0, UINT64_C(10) << 30 },
+                { "64MiB", 1, 64 << 20, 0, 64 << 20 },
+                /* The maximum is inclusive, one more is out of range. */
+                { "67108865", 1, 64 << 20, -ERANGE, 0 },
+                { "65MiB", 1, 64 << 20, -ERANGE, 0 },
+                { "2GiB", 1, 1 << 30, -ERANGE, 0 },
+                { "99999999999999999999", 1, UINT64_MAX, -ERANGE, 0 },
+                { "17179869184GiB", 1, UINT64_MAX, -ERANGE, 0 },
+                /* Not sizes: ambiguous or wrong units, signs, spaces, fractions, hex. */
+                { "", 1, 1 << 30, -EINVAL, 0 },
+                { "MiB", 1, 1 << 30, -EINVAL, 0 },
+                { "10M", 1, 1 << 30, -EINVAL, 0 },
+                { "10K", 1, 1 << 30, -EINVAL, 0 },
+                { "10KB", 1, 1 << 30, -EINVAL, 0 },
+                { "10mb", 1, 1 << 30, -EINVAL, 0 },
+                { "10mib", 1, 1 << 30, -EINVAL, 0 },
+                { "10Mi", 1, 1 << 30, -EINVAL, 0 },
+                { "10 MiB", 1, 1 << 30, -EINVAL, 0 },
+                { " 10", 1, 1 << 30, -EINVAL, 0 },
+                { "-1", 1, 1 << 30, -EINVAL, 0 },
+                { "+1", 1, 1 << 30, -EINVAL, 0 },
+                { "1.5GiB", 1, UINT64_MAX, -EINVAL, 0 },
+                { "0x10", 1, 1 << 30, -EINVAL, 0 },
+                { "10MiBs", 1, 1 << 30, -EINVAL, 0 },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                uint64_t got = 12345;
+                int r = bc_parse_size(cases[i].in, cases[i].unit, cases[i].max, &got);
+                if (r != cases[i].want_r)
+                        fail_msg("'%s': returned %d, want %d", cases[i].in, r, cases[i].want_r);
+                if (r == 0 && got != cases[i].want)
+                        fail_msg("'%s': %llu, want %llu", cases[i].in, (unsigned long long)got,
+                                 (unsigned long long)cases[i].want);
+                if (r < 0 && got != 12345)
+                        fail_msg("'%s': refused but wrote the result", cases[i].in);
+        }
+        assert_int_equal(bc_parse_size(NULL, 1, 1, &(uint64_t){ 0 }), -EINVAL);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -211,6 +274,7 @@ int main(void)
                 cmocka_unit_test(test_error_context),
                 cmocka_unit_test(test_json_strict),
                 cmocka_unit_test(test_mkdir_p),
+                cmocka_unit_test(test_parse_size),
         };
         return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

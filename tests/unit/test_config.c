@@ -22,7 +22,10 @@ static void test_durations(void **state)
                 { "30s", 1, 30 }, { "30", 1, 30 }, { "250ms", 1, 0.25 }, { "5m", 1, 300 },
                 { "2h", 1, 7200 }, { "1d", 1, 86400 }, { "1.5s", 1, 1.5 }, { "0", 0, 0 },
                 { "", 0, 0 }, { "-1s", 0, 0 }, { "10x", 0, 0 }, { "s", 0, 0 },
-                { "nan", 0, 0 }, { "400d", 0, 0 },
+                { "nan", 0, 0 }, { "400d", 0, 0 }, { "365d", 1, 365 * 86400 }, { "7d", 1, 604800 },
+                { "1.5h", 1, 5400 }, { "0.5", 1, 0.5 }, { " 5s", 0, 0 }, { "+5s", 0, 0 },
+                { "1e3", 0, 0 }, { "0x10", 0, 0 }, { "5.s", 0, 0 }, { ".5s", 0, 0 },
+                { "5 s", 0, 0 }, { "5S", 0, 0 }, { "inf", 0, 0 }, { "5sec", 0, 0 },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 double got = -1;
@@ -106,6 +109,25 @@ static void test_worker_flags(void **state)
         assert_string_equal(c.work_dir, "/tmp/x");
         config_done(&c);
 
+        /* Every size flag takes the same units (common/size.c). */
+        assert_int_equal(parse(&c, &err, "--max-log-bytes", "10MiB", "--max-output-bytes", "512KiB",
+                               "--volume-cache-mb", "2GiB", NULL),
+                         0);
+        assert_true(c.max_log_bytes == 10u << 20);
+        assert_int_equal(c.max_output_bytes, 512u << 10);
+        assert_true(c.volume_cache_bytes == UINT64_C(2) << 30);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--max-log-bytes", "1000", "--max-output-bytes", "64MiB",
+                               "--volume-cache-mb", "100", "--webhook-concurrency", "64", NULL),
+                         0);
+        assert_true(c.max_log_bytes == 1000 && c.max_output_bytes == 64u << 20);
+        assert_true(c.volume_cache_bytes == UINT64_C(100) << 20);
+        assert_int_equal(c.webhook_concurrency, 64);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--retention", "7d", "--artifact-url-ttl", "7d", NULL), 0);
+        assert_true(c.retention_s == 7 * 86400 && c.artifact_url_ttl_s == 7 * 86400);
+        config_done(&c);
+
         setenv("BOXCAR_QUEUES", "envq", 1);
         setenv("BOXCAR_CONCURRENCY", "3", 1);
         assert_int_equal(parse(&c, &err, NULL), 0);
@@ -130,6 +152,15 @@ static void test_worker_flag_errors(void **state)
                 { "--log-format", "xml", "--log-format: invalid value 'xml'" },
                 { "--work-dir", "relative", "--work-dir: 'relative' must be an absolute path" },
                 { "--frobnicate", "1", "unknown or incomplete option '--frobnicate'" },
+                { "--max-log-bytes", "10M", "--max-log-bytes: '10M' is not a size" },
+                { "--max-log-bytes", "2GiB", "--max-log-bytes: '2GiB' is out of range" },
+                { "--max-output-bytes", "65MiB", "--max-output-bytes: '65MiB' is out of range" },
+                { "--max-output-bytes", "-1", "--max-output-bytes: '-1' is not a size" },
+                { "--volume-cache-mb", "0", "--volume-cache-mb: '0' is out of range" },
+                { "--webhook-concurrency", "65",
+                  "--webhook-concurrency: invalid value '65' (a number from 1 to 64)" },
+                { "--artifact-url-ttl", "8d", "--artifact-url-ttl: invalid value '8d'" },
+                { "--webhook-timeout", "601s", "--webhook-timeout: invalid value '601s'" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct worker_config c;

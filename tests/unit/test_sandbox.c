@@ -121,6 +121,13 @@ static void test_argv_round_trip(void **state)
         assert_null(c.argv[3]);
         helper_config_done(&c);
         sandbox_argv_free(argv);
+
+        /* Sizes with a unit, as every size flag takes them (common/size.c). */
+        char *sized[] = { "H", "--memory-mb", "1GiB", "--disk-mb", "512MiB", "--", "true", NULL };
+        assert_int_equal(helper_config_parse(7, sized, &c, &err), 0);
+        assert_int_equal(c.memory_mb, 1024);
+        assert_int_equal(c.disk_mb, 512);
+        helper_config_done(&c);
 }
 
 struct parse_case {
@@ -138,6 +145,9 @@ static void test_options_reject(void **state)
                 { { "H", "--timeout", "abc", "--", "true", NULL }, -EINVAL },
                 { { "H", "--timeout", "0", "--", "true", NULL }, -EINVAL },
                 { { "H", "--memory-mb", "-5", "--", "true", NULL }, -EINVAL },
+                { { "H", "--memory-mb", "10M", "--", "true", NULL }, -EINVAL },
+                { { "H", "--memory-mb", "1500KiB", "--", "true", NULL }, -EINVAL },
+                { { "H", "--disk-mb", "0GiB", "--", "true", NULL }, -EINVAL },
                 { { "H", "--pids", "0", "--", "true", NULL }, -EINVAL },
                 { { "H", "--network", "bridge", "--", "true", NULL }, -EINVAL },
                 { { "H", "--uid", "0", "--", "true", NULL }, -EINVAL },

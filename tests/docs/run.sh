@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Docs suite: what users read agrees with what the code does.
+#   - docs/job-spec.schema.json rejects the malformed-spec corpus (but for
+#     the rules it cannot express, which docs/job-spec.md lists) and accepts
+#     the example specs of the README, docs/job-spec.md and scripts/demo.sh,
+#     which the SQL validator must accept too (check_schema.py);
+#   - README.md, `boxcar help ...` and the binary agree on every flag
+#     (check_flags.py);
+#   - the README lists every metric family the worker registers;
+#   - the README points to no file outside the repository.
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+cd "$BOXCAR_ROOT"
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/boxcar-docs.XXXXXX")
+trap 'rm -rf "$W"; cleanup_bg' EXIT
+
+# relay FILE: a python checker's "ok - "/"not ok - " lines as numbered TAP.
+relay() {
+  local line n=0
+  while IFS= read -r line; do
+    case $line in
+      "ok - "*) ok "${line#ok - }"; n=$((n + 1)) ;;
+      "not ok - "*) not_ok "${line#not ok - }"; n=$((n + 1)) ;;
+      *) diag "${line#\# }" ;;
+    esac
+  done < "$1"
+  [[ $n -gt 0 ]] || not_ok "$2 reported results"
+}
+
+# ---- the job spec's JSON Schema ------------------------------------------------------
+
+if python3 -c 'import jsonschema' 2>/dev/null; then
+  python3 tests/docs/check_schema.py "$BOXCAR_ROOT" "$W/examples.tsv" > "$W/schema.tap" 2>&1
+  relay "$W/schema.tap" check_schema.py
+else
+  not_ok "python3-jsonschema is installed (scripts/deps.sh all)"
+fi
+
+# The examples must be valid for the validator that counts, not only for
+# the schema: boxcar.spec_error on a migrated database.
+if [[ -s $W/examples.tsv ]] && fresh_db boxcar_docs >/dev/null 2>&1; then
+  while IFS=$'\t' read -r where spec; do
+    got=$(sql "select coalesce(boxcar.spec_error(\$spec\$$spec\$spec\$::jsonb), 'valid')" 2>&1)
+    is "$where is valid for boxcar.spec_error" "$got" valid
+  done < "$W/examples.tsv"
+  # And the hint of a BAD_SPEC error points into the repository.
+  hint=$(psql -X -qtA -v VERBOSITY=verbose "$DATABASE_URL" \
+           -c "select boxcar.enqueue('default', '{}'::jsonb)" 2>&1 | sed -n 's/^HINT: *//p')
+  is "BAD_SPEC's hint names docs/job-spec.md" "$hint" "the job spec is documented in docs/job-spec.md"
+  check "the file the hint names exists" test -s docs/job-spec.md
+  out=$(echo '{"command": "x"}' | "$BOXCAR" enqueue --spec - 2>&1)
+  check "boxcar enqueue's BAD_SPEC error points to docs/job-spec.md" \
+    bash -c 'grep -q "BAD_SPEC: command: must be a non-empty array" <<<"$1" && grep -q docs/job-spec.md <<<"$1"' _ "$out"
+else
+  not_ok "a migrated database to check the examples with boxcar.spec_error"
+fi
+
+# ---- flags: README, help and binary ----------------------------------------------------
+
+if [[ -x $BOXCAR && -x $BOXCAR_SANDBOX ]]; then
+  python3 tests/docs/check_flags.py README.md "$BOXCAR" "$BOXCAR_SANDBOX" . > "$W/flags.tap" 2>&1
+  relay "$W/flags.tap" check_flags.py
+  check "boxcar help enqueue points to docs/job-spec.md" \
+    bash -c "'$BOXCAR' help enqueue | grep -q 'docs/job-spec.md'"
+else
+  not_ok "$BOXCAR and $BOXCAR_SANDBOX are built"
+fi
+
+# The worker command lines of the deployment files parse (--help after them
+# exits 0 only when every flag before it was accepted).
+exec_start=$(sed -n 's|^ExecStart=/usr/local/bin/boxcar worker ||p' deploy/boxcar-worker.service)
+check "deploy/boxcar-worker.service's flags are accepted: $exec_start" \
+  bash -c "[[ -n '$exec_start' ]] && '$BOXCAR' worker $exec_start --help >/dev/null"
+
+# ---- metric families ----------------------------------------------------------------------
+
+# The families the worker registers (worker/wmetrics.c) and the registry's
+# own counter (worker/metrics.c).
+families=$( { grep -oE '\{ "boxcar_[a-z_]+"' worker/wmetrics.c | tr -d '{ "'
+              sed -n 's/^#define DROPPED_NAME "\(boxcar_[a-z_]*\)"$/\1/p' worker/metrics.c; } | sort -u)
+missing=()
+# `name` or `name{labels}`: a family is not documented by a longer name's prefix.
+for f in $families; do grep -qE "\`$f(\`|\{)" README.md || missing+=("$f"); done
+check "found the worker's metric families ($(echo $families | wc -w))" test "$(echo $families | wc -w)" -ge 15
+is "README lists every metric family" "${missing[*]}" ""
+
+# ---- the repository stands alone -----------------------------------------------------------
+
+outside=$(grep -noE '\.\./[A-Za-z0-9_./-]+|/work/[A-Za-z0-9_./-]+|DESIGN\.md' README.md docs/*.md)
+is "README and docs/ name no file outside the repository" "$outside" ""
+for link in $(grep -ohE '\]\([^)#]+\)' README.md | sed 's/^](//; s/)$//' | grep -v '://'); do
+  check "README link $link exists" test -e "$link"
+done
+
+# In-page links (#anchor) name a heading, by GitHub's slug rule.
+bad_anchors=$(python3 - README.md docs/job-spec.md <<'PY'
+import re, sys
+for path in sys.argv[1:]:
+    text = open(path, encoding="utf-8").read()
+    slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+             for h in re.findall(r"^#+ (.*)$", text, re.M)}
+    for a in re.findall(r"\]\(#([^)]+)\)", text):
+        if a not in slugs:
+            print(f"{path}#{a}")
+PY
+)
+is "every #anchor link names a heading" "$bad_anchors" ""
+
+tap_done
