@@ -140,6 +140,12 @@ static bool valid_queue(const char *q)
                 return false;
         int slashes = 0;
         for (const char *p = q; *p; p++) {
+                /* "." and ".." are not names (boxcar.enqueue refuses them). */
+                bool seg_start = p == q || p[-1] == '/';
+                if (seg_start && p[0] == '.' &&
+                    (p[1] == '\0' || p[1] == '/' ||
+                     (p[1] == '.' && (p[2] == '\0' || p[2] == '/'))))
+                        return false;
                 if (*p == '/') {
                         if (++slashes > 1 || p == q || p[1] == '\0')
                                 return false;
@@ -176,7 +182,7 @@ int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
                         int r = v[i] ? bc_error_set(err, BC_USAGE, EINVAL,
                                                     "--queues: '%s' is not a queue name "
                                                     "(name or scope/name of letters, digits, "
-                                                    "'_', '.', '-')", v[i])
+                                                    "'_', '.', '-'; not '.' or '..')", v[i])
                                      : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                         config_strv_free(v);
                         return r;
