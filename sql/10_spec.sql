@@ -17,6 +17,11 @@ begin
     if octet_length(s) > 1024 then
         return field || ': longer than 1024 bytes';
     end if;
+    -- C0, DEL and C1: a path with a newline or an escape sequence would
+    -- forge lines in logs and mount tables, and mislead a terminal.
+    if s ~ '[\x01-\x1f\x7f\u0080-\u009f]' then
+        return field || ': must not contain control characters';
+    end if;
     if s ~ '(^|/)\.\.?(/|$)' or s ~ '//' or (s <> '/' and right(s, 1) = '/') then
         return field || ': must be a normalized path without "." or ".." components';
     end if;

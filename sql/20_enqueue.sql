@@ -15,9 +15,18 @@ declare
     existing boxcar.jobs;
     differs text;
 begin
+    -- "." and ".." are refused as names: queue names end up in paths and
+    -- metric labels, where they would mean "here" and "the parent".
     if enqueue.queue is null or enqueue.queue !~ '^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$'
-       or length(enqueue.queue) > 128 then
-        raise exception 'queue: must be "name" or "scope/name" of letters, digits, "_", "." or "-" (at most 128)'
+       or enqueue.queue ~ '(^|/)\.\.?(/|$)' or length(enqueue.queue) > 128 then
+        raise exception 'queue: must be "name" or "scope/name" of letters, digits, "_", "." or "-" (at most 128, not "." or "..")'
+            using errcode = '22023';
+    end if;
+    -- infinity would never run (or always jump the queue), and a date
+    -- decades away is a unit mistake (milliseconds read as seconds).
+    if enqueue.run_at is not null and (not isfinite(enqueue.run_at)
+            or enqueue.run_at not between now() - interval '10 years' and now() + interval '10 years') then
+        raise exception 'run_at: must be a finite time within 10 years of now'
             using errcode = '22023';
     end if;
     if enqueue.priority is null or enqueue.priority not between -32768 and 32767 then

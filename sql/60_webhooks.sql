@@ -78,7 +78,12 @@ end $$;
 -- Records one attempt.  2xx: delivered.  410 Gone: failed, no more tries.
 -- Otherwise the next try waits schedule[attempts] (with +-20% jitter, at
 -- least Retry-After), or the row fails once the schedule is used up.
--- Returns the row's new status, or null when the worker lost the lease.
+-- Only the worker holding the row records a failure or a retry; a 2xx is
+-- recorded whoever reports it, even after its lease passed to another
+-- worker (whose attempt may then fail) or the row failed meanwhile: the
+-- receiver has the event, and calling it failed would be false.
+-- Returns the row's new status, or null when the result changed nothing
+-- (the worker lost the lease, or the row was already delivered).
 create or replace function boxcar.delivery_result(id text, worker_id text, http_status integer,
                                                   error text, retry_after_s double precision,
                                                   schedule interval[])
@@ -89,18 +94,20 @@ declare
     delay interval;
 begin
     select * into d from boxcar.webhook_deliveries x
-     where x.id = delivery_result.id and x.worker_id = delivery_result.worker_id
-       and x.status = 'pending'
+     where x.id = delivery_result.id
        for update;
-    if not found then
+    if not found or d.status = 'delivered' then
         return null;
     end if;
     if http_status between 200 and 299 then
         update boxcar.webhook_deliveries x
            set status = 'delivered', delivered_at = clock_timestamp(), last_status = http_status,
-               last_error = null, lease_expires_at = null
+               last_error = null, lease_expires_at = null, worker_id = delivery_result.worker_id
          where x.id = d.id;
         return 'delivered';
+    end if;
+    if d.worker_id is distinct from delivery_result.worker_id or d.status <> 'pending' then
+        return null;
     end if;
     if http_status = 410 or d.attempts > coalesce(array_length(schedule, 1), 0) then
         update boxcar.webhook_deliveries x

@@ -60,7 +60,7 @@ const char config_worker_usage[] =
         "  --webhook-timeout DUR  one delivery attempt's limit (default: 15s, at most 600s)\n"
         "  --webhook-retry-schedule D1,D2,...  waits before each retry, 1 to 32 of them\n"
         "                         (default: 5s,5m,30m,2h,5h,10h,10h, each +-20%, at least\n"
-        "                         Retry-After)\n"
+        "                         Retry-After: a receiver down for up to 22h loses nothing)\n"
         "  --webhook-concurrency N  deliveries in flight at once, 1-64 (default: 4)\n"
         "  --max-log-bytes SIZE   live output stored in boxcar.job_logs per job, at most\n"
         "                         1GiB (default: 10MiB; 0 turns live logs off)\n"
@@ -165,6 +165,12 @@ static bool valid_queue(const char *q)
                 return false;
         int slashes = 0;
         for (const char *p = q; *p; p++) {
+                /* "." and ".." are not names (boxcar.enqueue refuses them). */
+                bool seg_start = p == q || p[-1] == '/';
+                if (seg_start && p[0] == '.' &&
+                    (p[1] == '\0' || p[1] == '/' ||
+                     (p[1] == '.' && (p[2] == '\0' || p[2] == '/'))))
+                        return false;
                 if (*p == '/') {
                         if (++slashes > 1 || p == q || p[1] == '\0')
                                 return false;
@@ -201,7 +207,7 @@ int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
                         int r = v[i] ? bc_error_set(err, BC_USAGE, EINVAL,
                                                     "--queues: '%s' is not a queue name "
                                                     "(name or scope/name of letters, digits, "
-                                                    "'_', '.', '-')", v[i])
+                                                    "'_', '.', '-'; not '.' or '..')", v[i])
                                      : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                         config_strv_free(v);
                         return r;

@@ -12,12 +12,14 @@
 #include "worker/config.h"
 
 struct webhook_secrets;
+struct deliver_thread;
 
 struct deliverer {
         const struct worker_config *cfg;
         struct webhook_secrets *secrets;  /* NULL: delivery disabled on this worker */
         struct metrics *metrics;          /* or NULL; set before deliverer_start */
         pthread_t *threads;
+        struct deliver_thread *state;     /* one per thread: connections, unrecorded attempt */
         unsigned n;
         pthread_mutex_t lock;
         pthread_cond_t wake;

@@ -102,6 +102,17 @@ bool spec_is_http_url(const char *s, size_t max)
         return strlen(s) <= max && regex_match("^https?://[^[:space:]]+$", s);
 }
 
+/* C0, DEL and C1 (U+0080-U+009F, UTF-8 C2 80-C2 9F), as the SQL check
+ * [\x01-\x1f\x7f\u0080-\u009f]: a path with a newline or an escape
+ * sequence would forge lines in logs and mount tables. */
+static bool has_control(const char *s)
+{
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+                if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+                        return true;
+        return false;
+}
+
 int spec_path(const cJSON *v, const char *field, bool reserved, char **ret, struct bc_error *err)
 {
         if (!cJSON_IsString(v))
@@ -111,6 +122,8 @@ int spec_path(const cJSON *v, const char *field, bool reserved, char **ret, stru
                 return bad(err, "%s: must be an absolute path", field);
         if (strlen(s) > 1024)
                 return bad(err, "%s: longer than 1024 bytes", field);
+        if (has_control(s))
+                return bad(err, "%s: must not contain control characters", field);
         if (regex_match("(^|/)\\.\\.?(/|$)", s) || strstr(s, "//") ||
             (strcmp(s, "/") != 0 && s[strlen(s) - 1] == '/'))
                 return bad(err, "%s: must be a normalized path without \".\" or \"..\" components",

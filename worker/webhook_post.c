@@ -393,6 +393,9 @@ static int setup_handle(CURL *c, const struct webhook_request *req, double timeo
         SET(CURLOPT_FOLLOWLOCATION, 0L);
         /* Worker threads must not get SIGALRM from the resolver. */
         SET(CURLOPT_NOSIGNAL, 1L);
+        /* A kept connection is not kept forever: the receiver's DNS name
+         * is looked up again at least this often. */
+        SET(CURLOPT_MAXLIFETIME_CONN, 60L);
         SET(CURLOPT_TIMEOUT_MS, timeout_ms);
         SET(CURLOPT_CONNECTTIMEOUT_MS, timeout_ms);
         SET(CURLOPT_POST, 1L);
@@ -433,29 +436,51 @@ static int outcome(CURL *c, CURLcode cc, const struct body_sink *sink, const cha
         return resp->error ? 0 : -ENOMEM;
 }
 
-int webhook_post(const struct webhook_request *req, struct webhook_response *ret,
-                 struct bc_error *err)
+/* A connection cache of its own: libcurl keeps the easy handle's
+ * connections open between transfers, so a receiver's connection (and its
+ * TLS session) serves the next delivery instead of a new handshake, and a
+ * receiver's server sees one long connection instead of one per event. */
+struct webhook_client {
+        CURL *curl;
+};
+
+int webhook_client_new(struct webhook_client **ret, struct bc_error *err)
 {
-        if (!req || !req->url)
-                return bc_error_set(err, BC_INTERNAL, EINVAL, "webhook: no URL");
         pthread_once(&global_once, global_init);
         if (global_result != CURLE_OK)
                 return bc_error_set(err, BC_INTERNAL, EIO, "webhook: curl_global_init: %s",
                                     curl_easy_strerror(global_result));
-        double timeout_s = req->timeout_s > 0 ? req->timeout_s : WEBHOOK_DEFAULT_TIMEOUT_S;
+        _cleanup_free_ struct webhook_client *c = calloc(1, sizeof(*c));
+        if (!c)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook: out of memory");
+        c->curl = curl_easy_init();
+        if (!c->curl)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook: curl_easy_init failed");
+        *ret = steal_pointer(&c);
+        return 0;
+}
 
+void webhook_client_free(struct webhook_client *c)
+{
+        if (!c)
+                return;
+        curl_easy_cleanup(c->curl);
+        free(c);
+}
+
+static int post_on(CURL *c, const struct webhook_request *req, struct webhook_response *ret,
+                   struct bc_error *err)
+{
+        double timeout_s = req->timeout_s > 0 ? req->timeout_s : WEBHOOK_DEFAULT_TIMEOUT_S;
+        /* Every option comes from this request; the connections stay. */
+        curl_easy_reset(c);
         _cleanup_(curl_slist_free_allp) struct curl_slist *headers = NULL;
         int r = build_headers(req, &headers, err);
         if (r < 0)
                 return r;
-        /* Declared before the handle so both outlive it (cleanups run in
-         * reverse order). */
         _cleanup_free_ struct body_sink *sink = calloc(1, sizeof(*sink));
         if (!sink)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook: out of memory");
-        _cleanup_(curl_easy_cleanupp) CURL *c = curl_easy_init();
-        if (!c)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook: curl_easy_init failed");
         if (setup_handle(c, req, timeout_s, headers, sink) < 0)
                 return bc_error_set(err, BC_INTERNAL, EINVAL,
                                     "webhook: libcurl refused an option (built without "
@@ -464,12 +489,36 @@ int webhook_post(const struct webhook_request *req, struct webhook_response *ret
         CURLcode cc = curl_easy_perform(c);
         struct webhook_response resp = { .status = 0, .retry_after_s = -1 };
         r = outcome(c, cc, sink, req->url, timeout_s, &resp);
+        /* The handle outlives headers and sink: it must not point at them. */
+        curl_easy_reset(c);
         if (r < 0) {
                 webhook_response_done(&resp);
                 return bc_error_set(err, BC_INTERNAL, -r, "webhook: out of memory");
         }
         *ret = resp;
         return 0;
+}
+
+int webhook_client_post(struct webhook_client *client, const struct webhook_request *req,
+                        struct webhook_response *ret, struct bc_error *err)
+{
+        if (!client || !req || !req->url)
+                return bc_error_set(err, BC_INTERNAL, EINVAL, "webhook: no client or URL");
+        return post_on(client->curl, req, ret, err);
+}
+
+int webhook_post(const struct webhook_request *req, struct webhook_response *ret,
+                 struct bc_error *err)
+{
+        if (!req || !req->url)
+                return bc_error_set(err, BC_INTERNAL, EINVAL, "webhook: no URL");
+        struct webhook_client *client = NULL;
+        int r = webhook_client_new(&client, err);
+        if (r < 0)
+                return r;
+        r = post_on(client->curl, req, ret, err);
+        webhook_client_free(client);
+        return r;
 }
 
 /* ---- URLs in logs --------------------------------------------------------- */

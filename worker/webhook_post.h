@@ -61,6 +61,22 @@ struct webhook_response {
 int webhook_post(const struct webhook_request *req, struct webhook_response *ret,
                  struct bc_error *err);
 
+/* A reusable sender: its connections to receivers are kept between
+ * posts (for at most a minute each), so consecutive deliveries to one
+ * receiver share a TCP/TLS connection.  One thread at a time. */
+struct webhook_client;
+
+/* *ret is freed with webhook_client_free.  Fails only when libcurl is
+ * unusable or out of memory. */
+int webhook_client_new(struct webhook_client **ret, struct bc_error *err);
+
+/* Closes the client's connections and frees it.  NULL-safe. */
+void webhook_client_free(struct webhook_client *c);
+
+/* webhook_post() through the client's kept connections. */
+int webhook_client_post(struct webhook_client *client, const struct webhook_request *req,
+                        struct webhook_response *ret, struct bc_error *err);
+
 /* Frees r->error and resets r.  NULL-safe. */
 void webhook_response_done(struct webhook_response *r);
 

@@ -63,7 +63,7 @@ start=$(date +%s%N)
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 is "a running job is cancelled" "$(job_field $cancel_id "status || ' ' || (error->>'code')")" "cancelled CANCELLED"
 check "cancel took effect within a second (${elapsed_ms} ms)" test "$elapsed_ms" -lt 1000
-is "cancelling a queued job" "$("$BOXCAR" cancel "$("$BOXCAR" enqueue --run-at '2100-01-01' -- true)")" "cancelled"
+is "cancelling a queued job" "$("$BOXCAR" cancel "$("$BOXCAR" enqueue --run-at "$(date -u -d '+1 day' +%FT%TZ)" -- true)")" "cancelled"
 
 # Specs inserted around enqueue() are caught at claim, as BAD_SPEC, not retried.
 n=0; bad_ids=()

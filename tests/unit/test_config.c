@@ -47,13 +47,16 @@ static void test_queues(void **state)
         (void)state;
         char **q = NULL;
         struct bc_error err = BC_ERROR_INIT;
-        assert_int_equal(config_parse_queues("a,scope/b,c.d-e_f", &q, &err), 0);
+        assert_int_equal(config_parse_queues("a,scope/b,c.d-e_f,...,.a/..b", &q, &err), 0);
         assert_string_equal(q[0], "a");
         assert_string_equal(q[1], "scope/b");
         assert_string_equal(q[2], "c.d-e_f");
-        assert_null(q[3]);
+        assert_string_equal(q[3], "...");
+        assert_string_equal(q[4], ".a/..b");
+        assert_null(q[5]);
         config_strv_free(q);
-        static const char *const bad[] = { "", "a,,b", "a,", "x y", "a/b/c", "/a", "a/", "é" };
+        static const char *const bad[] = { "", "a,,b", "a,", "x y", "a/b/c", "/a", "a/", "é", ".", "..",
+                                           "../x", "x/..", "./x", "x/." };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 q = NULL;
                 if (config_parse_queues(bad[i], &q, &err) == 0)

@@ -30,6 +30,7 @@ static struct {
         char id[128], ts[32], sig[256], type[64], ua[64], expect[64];
         char body[256];
         int hits_ok;
+        unsigned peer_port;  /* the client's port: one per connection */
 } seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct MHD_Daemon *daemon_;
@@ -71,6 +72,11 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, struct u
                 copy_header(c, "Expect", seen.expect, sizeof(seen.expect));
                 snprintf(seen.body, sizeof(seen.body), "%.*s", (int)u->len, u->body);
                 seen.hits_ok++;
+                const union MHD_ConnectionInfo *ci =
+                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                seen.peer_port = ci && ci->client_addr
+                                         ? ntohs(((const struct sockaddr_in *)ci->client_addr)->sin_port)
+                                         : 0;
                 pthread_mutex_unlock(&seen.lock);
                 return respond(c, 204, "", 0, NULL, NULL);
         }
@@ -321,6 +327,66 @@ static void test_header_injection_refused(void **state)
         free(url);
 }
 
+/* One client, several posts: one connection, every post complete (the
+ * options of a post never leak into the next), and a timed-out transfer
+ * does not poison the client. */
+static void test_client_keeps_connection(void **state)
+{
+        (void)state;
+        struct webhook_client *client = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(webhook_client_new(&client, &err), 0);
+        char *ok = url_of("/ok"), *e500 = url_of("/500"), *slow = url_of("/slow");
+        static const char *const ids[] = { "msg_a", "msg_b", "msg_c" };
+        unsigned first_port = 0;
+        for (size_t i = 0; i < 3; i++) {
+                const char *url = i == 1 ? e500 : ok;
+                struct webhook_request req = {
+                        .url = url, .msg_id = ids[i], .timestamp = 1614265330 + (long long)i,
+                        .signature = "v1,abc=", .body = "{\"n\": 1}", .body_len = 8,
+                        .timeout_s = 5, .user_agent = "boxcar-test/1",
+                };
+                struct webhook_response resp = { 0 };
+                assert_int_equal(webhook_client_post(client, &req, &resp, &err), 0);
+                assert_int_equal(resp.status, i == 1 ? 500 : 204);
+                webhook_response_done(&resp);
+                if (i == 1)
+                        continue;
+                pthread_mutex_lock(&seen.lock);
+                assert_string_equal(seen.id, ids[i]);
+                assert_string_equal(seen.body, "{\"n\": 1}");
+                assert_string_equal(seen.ua, "boxcar-test/1");
+                unsigned port = seen.peer_port;
+                pthread_mutex_unlock(&seen.lock);
+                assert_int_not_equal(port, 0);
+                if (!first_port)
+                        first_port = port;
+                assert_int_equal(port, first_port);
+        }
+        struct webhook_request req = {
+                .url = slow, .msg_id = "msg_slow", .timestamp = 1614265330,
+                .signature = "v1,abc=", .body = "{}", .body_len = 2, .timeout_s = 0.3,
+                .user_agent = "boxcar-test/1",
+        };
+        struct webhook_response resp = { 0 };
+        assert_int_equal(webhook_client_post(client, &req, &resp, &err), 0);
+        assert_true(resp.timed_out);
+        webhook_response_done(&resp);
+        req.url = ok;
+        req.msg_id = "msg_after";
+        req.timeout_s = 5;
+        assert_int_equal(webhook_client_post(client, &req, &resp, &err), 0);
+        assert_int_equal(resp.status, 204);
+        webhook_response_done(&resp);
+        pthread_mutex_lock(&seen.lock);
+        assert_string_equal(seen.id, "msg_after");
+        pthread_mutex_unlock(&seen.lock);
+        webhook_client_free(client);
+        free(ok);
+        free(e500);
+        free(slow);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -330,6 +396,7 @@ int main(void)
                 cmocka_unit_test(test_connection_refused),
                 cmocka_unit_test(test_unusable_urls),
                 cmocka_unit_test(test_header_injection_refused),
+                cmocka_unit_test(test_client_keeps_connection),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

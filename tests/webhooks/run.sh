@@ -6,3 +6,5 @@ source "$(dirname "$0")/../lib.sh"
 cd "$BOXCAR_ROOT"
 bash tests/webhooks/test_receiver_selftest.sh
 bash tests/webhooks/t_delivery.sh
+bash tests/webhooks/t_recorded.sh
+bash tests/webhooks/t_load.sh
