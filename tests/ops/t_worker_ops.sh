@@ -39,7 +39,7 @@ check "queue depth comes from queue_stats" wait_for "depth" 5 bash -c "curl -sf 
 is "this lone worker leads housekeeping" "$(metric boxcar_is_leader)" "1"
 
 # A volume this worker has not cached: its download is counted under kind="volume".
-voldir=$(mktemp -d); echo hello > "$voldir/greeting.txt"
+voldir=$(mktemp -d); echo "hello $$ $(date +%s%N)" > "$voldir/greeting.txt"   # new content: never in a cache left by an earlier run
 "$BOXCAR" storage push --kind volume ops-vol "$voldir" >/dev/null; rm -rf "$voldir"
 vid=$(echo '{"command": ["cat", "/mnt/v/greeting.txt"], "volumes": [{"name": "v", "mount": "/mnt/v", "storage": "ops-vol"}]}' | "$BOXCAR" enqueue --spec -)
 is "a job with a volume succeeds" "$("$BOXCAR" status --wait "$vid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" "succeeded"
