@@ -449,6 +449,16 @@ static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
         if ((mkdir(cfg->work_dir, 0700) < 0 && errno != EEXIST) ||
             (mkdir(jobs, 0700) < 0 && errno != EEXIST))
                 return bc_error_set(err, BC_CONFIG, errno, "--work-dir %s: %m", cfg->work_dir);
+        /* A killed worker's jobs left their workspace mounts (and loop
+         * devices, which go with them) and directories. */
+        job_dirs_cleanup(cfg->work_dir);
+        if (cfg->sandbox == BACKEND_NAMESPACE) {
+                char why[128];
+                if (!sandbox_workspace_available(why, sizeof(why)))
+                        log_event(LOG_WARN, "sandbox.workspace", "error", why, "effect",
+                                  "jobs fail with SANDBOX_SETUP: a workspace cannot be bounded here",
+                                  NULL);
+        }
         return 0;
 }
 

@@ -136,14 +136,14 @@ static void test_pack_roundtrip(void **state)
 
         int fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
         struct storage_pack_result p1, p2;
-        assert_int_equal(storage_pack_dir(src, fd, &p1, NULL), 0);
+        assert_int_equal(storage_pack_dir(src, fd, NULL, &p1, NULL), 0);
         assert_int_equal(p1.file_count, 3);
         assert_int_equal(p1.skipped, 0);
         assert_true(storage_sha256_valid(p1.sha256));
         assert_int_equal((uint64_t)lseek(fd, 0, SEEK_CUR), p1.size);
         close(fd);
         fd = open("/dev/null", O_WRONLY);
-        assert_int_equal(storage_pack_dir(src, fd, &p2, NULL), 0);
+        assert_int_equal(storage_pack_dir(src, fd, NULL, &p2, NULL), 0);
         close(fd);
         assert_string_equal(p1.sha256, p2.sha256);
 
