@@ -405,6 +405,7 @@ static void inner_paths(const struct job_run *run, const char **ret_ws, const ch
 }
 
 #define STATE_FILE ".boxcar/state.json"
+#define PACK_MIN_BUDGET_S 60.0
 
 /* The startup script already ran successfully on this workspace, in this
  * exact version (FastGPT's rule: skip it while unchanged). */
@@ -564,12 +565,14 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         struct bc_error err = BC_ERROR_INIT;
         struct store_artifact a;
         /* What the job left is bounded like the job: its disk and file
-         * limits, and packing gets the job's timeout again as its budget. */
+         * limits; packing gets the job's timeout again as its budget, at
+         * least PACK_MIN_BUDGET_S (a short job may leave a large tree). */
         struct storage_pack_limits lim;
         storage_pack_limits_default(&lim);
         lim.max_bytes = run->spec->limits.disk_mb << 20;
         lim.max_entries = run->spec->limits.files;
-        lim.max_seconds = run->spec->limits.timeout_s;
+        lim.max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
+                                  ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
         PGconn *conn = run_conn(run, &err);
         int r = conn ? store_save_artifact(run->svc->store, conn, run->spec, run->ws, run->dir,
                                            &run->artifact_start, run->job->id, &lim, &a, &err)
