@@ -92,6 +92,13 @@ int sandbox_workspace_unmount(const char *mountpoint, struct bc_error *err);
 /* Unmounts every mount below dir (what a killed worker left under its
  * --work-dir); *ret_n counts them. */
 int sandbox_workspace_cleanup(const char *dir, unsigned *ret_n, struct bc_error *err);
+/* For the worker, ONCE at startup while single-threaded (unshare of the
+ * mount namespace needs an unshared fs_struct): moves the process into a
+ * mount namespace of its own, a slave of the host's (host mounts still
+ * appear in it, ours never propagate out).  The workspace mounts then die
+ * with the worker however it dies, kill -9 included, and their autoclear
+ * loop devices with them.  The helpers it starts inherit the namespace. */
+int sandbox_workspace_private_mounts(struct bc_error *err);
 /* 0 when dir lies on a filesystem of at most disk_mb MiB, so that limit
  * holds whatever is written there; else BC_SANDBOX_SETUP saying why. */
 int sandbox_workspace_check_bound(const char *dir, uint64_t disk_mb, struct bc_error *err);

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
+#include <sched.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,15 @@ int sandbox_workspace_make(const char *image, const char *mountpoint, uint64_t d
         if (mount(dev, mountpoint, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro") < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "mount %s on %s: %m", dev,
                                     mountpoint);
+        return 0;
+}
+
+int sandbox_workspace_private_mounts(struct bc_error *err)
+{
+        if (unshare(CLONE_NEWNS) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "unshare(CLONE_NEWNS): %m");
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "make / a slave mount: %m");
         return 0;
 }
 

@@ -13,7 +13,9 @@ fresh_db e2e_workspace
 tmp=$(mktemp -d)
 trap 'cleanup_bg; rm -rf "$tmp"' EXIT
 WD=$BOXCAR_DEV/work/ws-w
-mounts_under() { grep -c " ${1}/" /proc/self/mountinfo; }
+# The worker keeps its job mounts in a mount namespace of its own: look
+# there (and in ours, where none may appear).
+mounts_under() { cat /proc/$WORKER_PID/mountinfo /proc/self/mountinfo 2>/dev/null | grep -c " ${1}/"; }
 loops_under() { losetup -a | grep -c "$1/" ; }
 run_job() { local id; id=$(echo "$1" | "$BOXCAR" enqueue --spec -); "$BOXCAR" status --wait "$id" >/dev/null; echo "$id"; }
 
@@ -83,20 +85,22 @@ is "1 GiB written to the workspace under memory_mb 512: succeeded, not OOM-kille
 is "no mount is left under the work dir" "$(mounts_under "$WD")" "0"
 is "no loop device is left on an image under the work dir" "$(loops_under "$WD")" "0"
 
-# A killed worker's mounts are cleaned up when it starts again.
+# A killed worker leaves no mount and no loop device (they die with its
+# mount namespace), and the next worker on the work dir removes the rest.
 id=$(echo '{"command": ["sleep", "60"], "limits": {"disk_mb": 16}}' | "$BOXCAR" enqueue --spec -)
 wait_for "sleeper started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$id' and kind = 'started'\") == 1 ]]"
-before=$(mounts_under "$WD")
+in_worker=$(grep -c " $WD/" /proc/$WORKER_PID/mountinfo); on_host=$(grep -c " $WD/" /proc/self/mountinfo)
+loops=$(loops_under "$WD")
 kill -9 "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
-sleep 0.5
-left=$(mounts_under "$WD")
+if [[ $in_worker == 1 && $on_host == 0 && $loops == 1 ]] && wait_for "loop device released" 10 bash -c "[[ \$(losetup -a | grep -c '$WD/') == 0 ]]"; then
+  ok "the job's mount lives in the worker's namespace only; kill -9 of the worker releases it and its loop device"
+else not_ok "kill -9 leaves nothing mounted"; diag "in_worker=$in_worker on_host=$on_host loops=$loops now=$(loops_under "$WD")"; fi
+is "nothing of it is mounted on the host" "$(grep -c " $WD/" /proc/self/mountinfo)" "0"
 "$BOXCAR" cancel "$id" >/dev/null
+left=$(ls "$WD/jobs" | wc -l)
 start_worker ws-w --concurrency 1 --lease 10s --poll-interval 300ms --sandbox namespace
-wait_for "worker up" 10 bash -c "[[ -e /proc/$WORKER_PID ]]"
-sleep 1
-if [[ $before == 1 && $left == 1 ]] && wait_for "leftover unmounted" 10 bash -c "[[ \$(grep -c ' $WD/' /proc/self/mountinfo) == 0 ]]"; then
-  ok "a kill -9 leaves the job's mount ($left); the restarted worker removes it"
-else not_ok "leftover mounts cleaned at start"; diag "before=$before left=$left now=$(mounts_under "$WD")"; fi
-is "and its loop device is gone with it" "$(loops_under "$WD")" "0"
+if [[ $left -ge 1 ]] && wait_for "leftover job dir removed" 10 bash -c "[[ ! -e '$WD/jobs/$id.1' ]]"; then
+  ok "the restarted worker removes the killed job's directory and image"
+else not_ok "leftover job dir removed"; diag "left=$left $(ls "$WD/jobs")"; fi
 
 tap_done
