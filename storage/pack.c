@@ -14,7 +14,8 @@
  * full path (the tree is walked first, then sorted), mtime/uid/gid are 0,
  * owner names are empty, atime/ctime are never written, only permission
  * bits are kept (setuid/setgid/sticky dropped: extraction would refuse
- * them), gzip carries no name and a zero timestamp.  The one thing left is
+ * them), gzip carries no name and a zero timestamp (zlib's own gzip
+ * wrapper, deflating on a thread of its own while the tree is read).  The one thing left is
  * zlib itself: deflate at level 6 gives the same bytes with the same zlib
  * build; a fleet mixing zlib implementations (zlib-ng) could name one tree
  * twice, which costs a duplicate object, never correctness.
@@ -47,6 +48,7 @@
 #include "storage/extract.h"
 #include "common/io.h"
 #include "storage/fsutil.h"
+#include "storage/gzpipe.h"
 #include "storage/storage.h"
 
 #define PACK_READ_BUF (256 * 1024)
@@ -245,9 +247,11 @@ static int resolve_links(struct pack_list *l, struct bc_error *err)
         return 0;
 }
 
+/* libarchive writes the plain tar stream; gzip runs on its own thread. */
 struct pack_out {
         int fd;
         EVP_MD_CTX *sha;
+        struct gzpipe *gz;
         uint64_t size;
         int errnum;
 };
@@ -255,14 +259,13 @@ struct pack_out {
 static la_ssize_t out_write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
 {
         struct pack_out *o = ctx;
-        int r = bc_write_all(o->fd, buf, len);
+        /* After a failure the pipe is gone; archive_write_free still closes. */
+        int r = o->gz ? gzpipe_write(o->gz, buf, len) : -EPIPE;
         if (r < 0) {
                 o->errnum = -r;
                 archive_set_error(a, -r, "write failed");
                 return -1;
         }
-        EVP_DigestUpdate(o->sha, buf, len);
-        o->size += len;
         return (la_ssize_t)len;
 }
 
@@ -490,8 +493,6 @@ static void md_freep(EVP_MD_CTX **p)
 static int open_writer(struct archive *a, struct pack_out *o, struct bc_error *err)
 {
         if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-            archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
-            archive_write_set_options(a, "gzip:compression-level=6,gzip:!timestamp") < ARCHIVE_WARN ||
             archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
             archive_write_open(a, o, NULL, out_write_cb, NULL) != ARCHIVE_OK)
                 return bc_error_set(err, BC_IO, EIO, "pack: %s", archive_error_string(a) ?: "setup failed");
@@ -508,9 +509,10 @@ static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct
         if (!a || !p->e || !p->buf || !p->zeros)
                 return bc_error_set(err, BC_IO, ENOMEM, "pack: out of memory");
         p->a = a;
-        int r = open_writer(a, o, err);
+        int r = gzpipe_start(&o->gz, o->fd, o->sha, 6);
         if (r < 0)
-                return r;
+                return bc_error_set(err, BC_IO, -r, "pack: start compressor: %s", strerror(-r));
+        r = open_writer(a, o, err);
         fs_walker_init(&p->walker, rootfd, false, 0);
         for (size_t i = 0; r == 0 && i < l->n; i++)
                 r = pack_item(p, &l->v[i], err);
@@ -518,7 +520,16 @@ static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct
         if (r == 0 && archive_write_close(a) != ARCHIVE_OK)
                 r = o->errnum ? bc_error_set(err, BC_IO, o->errnum, "pack: write: %s", strerror(o->errnum))
                               : archive_err(p, "(end)", err);
-        return r;
+        struct gzpipe *gz = o->gz;
+        o->gz = NULL;
+        if (r < 0) {
+                gzpipe_abort(gz);
+                return r;
+        }
+        int w = gzpipe_finish(gz, &o->size);
+        if (w < 0)
+                return bc_error_set(err, BC_IO, -w, "pack: write: %s", strerror(-w));
+        return 0;
 }
 
 int storage_pack_dir(const char *dir, int out_fd, const struct storage_pack_limits *limits,

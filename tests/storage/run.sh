@@ -19,7 +19,7 @@ SANFLAGS=()
 [[ ${SAN:-0} == 1 ]] && SANFLAGS=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 cc -std=c17 -Wall -Wextra -Werror -g -O1 -I. -D_GNU_SOURCE "${SANFLAGS[@]}" -o "$TOOL" \
   tests/storage/storage-tool.c $BUILD/libstorage.a $BUILD/libcommon.a \
-  -lcurl -larchive -lcrypto -lpthread || { not_ok "build storage-tool"; tap_done; exit 1; }
+  -lcurl -larchive -lz -lcrypto -lpthread || { not_ok "build storage-tool"; tap_done; exit 1; }
 ok "built libstorage and storage-tool ($BUILD)"
 
 W=$(mktemp -d "$BOXCAR_DEV/storage-test.XXXXXX")
