@@ -22,6 +22,7 @@ enum bc_code {
         BC_CANCELLED,
         BC_WORKER_LOST,
         BC_NONZERO_EXIT,
+        BC_WORKSPACE_LIMIT,     /* what the job left in its workspace is over a limit */
         /* Internal codes, never stored on a job. */
         BC_INTERNAL,
         BC_DATABASE,

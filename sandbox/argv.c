@@ -61,6 +61,8 @@ static int validate(const struct sandbox_opts *o, struct bc_error *err)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "command: must not be empty");
         if (o->workspace && o->workspace[0] != '/')
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "workspace: must be absolute");
+        if (o->scratch && o->scratch[0] != '/')
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL, "scratch: must be absolute");
         for (size_t i = 0; i < o->n_ro_binds; i++) {
                 const struct sandbox_bind *b = &o->ro_binds[i];
                 if (!b->src || b->src[0] != '/')
@@ -99,6 +101,8 @@ static int build(struct argv_builder *b, const struct sandbox_opts *o, const cha
                 r = add_fmt(b, "--status-fd", "%d", status_fd);
         if (r >= 0 && o->workspace)
                 r = add_fmt(b, "--workspace", "%s", o->workspace);
+        if (r >= 0 && o->scratch)
+                r = add_fmt(b, "--scratch", "%s", o->scratch);
         for (size_t i = 0; r >= 0 && i < o->n_ro_binds; i++) {
                 r = add(b, "--ro-bind");
                 if (r >= 0)

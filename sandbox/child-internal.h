@@ -12,14 +12,15 @@ struct child_args {
         const struct helper_config *c;
         const struct sbx_seccomp_prog *prog;
         int sock;          /* our end of the supervisor's socket */
-        int host_ws_fd;    /* -1: no workspace to copy in */
+        int idmap_fd;      /* user namespace whose ids map the workspace's
+                            * owner to the job's; -1: no idmapped binds */
         int cg_fds[4];     /* "tasks" files to move ourselves into */
         size_t n_cg_fds;
 };
 
 /* Runs in the child cloned with the new namespaces: moves itself into the
- * cgroup, waits for GO, builds the root (copying the workspace in),
- * reports READY with the /workspace fd, waits for GO again, then becomes
+ * cgroup, waits for GO, builds the root,
+ * reports READY, waits for GO again, then becomes
  * init and forks the job.  Never returns; setup failures are sent over
  * the socket, then _exit. */
 void sbx_child_main(const struct child_args *a) __attribute__((noreturn));

@@ -83,9 +83,9 @@ static int loopback_up(struct setup_ctx *x)
         return r;
 }
 
-static int setup_namespaces(struct setup_ctx *x, int host_ws_fd, int *ret_ws_fd)
+static int setup_namespaces(struct setup_ctx *x, int idmap_fd)
 {
-        int r = rootfs_build(x, host_ws_fd, ret_ws_fd);
+        int r = rootfs_build(x, idmap_fd);
         if (r < 0)
                 return r;
         x->step = SBX_STEP_NETWORK;
@@ -212,7 +212,7 @@ static void init_main(int sock, pid_t job)
         }
 }
 
-/* Only the socket and the workspace survive into the sandbox: the status
+/* Only the socket and the idmap namespace survive into the sandbox: the status
  * fd and anything else the worker passed stay outside. */
 static void close_other_fds(int a, int b)
 {
@@ -237,28 +237,26 @@ void sbx_child_main(const struct child_args *a)
 {
         const struct helper_config *c = a->c;
         const struct sbx_seccomp_prog *prog = a->prog;
-        int sock = a->sock, host_ws_fd = a->host_ws_fd;
+        int sock = a->sock, idmap_fd = a->idmap_fd;
         reset_signals();
         struct setup_ctx x = { .c = c, .step = SBX_STEP_CGROUP, .err = BC_ERROR_INIT };
         if (sbx_cgroup_self_attach(a->cg_fds, a->n_cg_fds) < 0) {
                 setup_fail(&x, errno, "tasks", "move into cgroup");
                 report_and_exit(sock, &x);
         }
-        close_other_fds(sock, host_ws_fd);
+        close_other_fds(sock, idmap_fd);
         /* Dies with the supervisor; the check after it closes the race of
          * a supervisor that died before the prctl (the GO never comes). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
                 _exit(SBX_EXIT_INTERNAL);
         x.step = SBX_STEP_MOUNT;
-        int ws_fd = -1;
-        if (setup_namespaces(&x, host_ws_fd, &ws_fd) < 0)
+        if (setup_namespaces(&x, idmap_fd) < 0)
                 report_and_exit(sock, &x);
-        if (host_ws_fd >= 0)
-                close(host_ws_fd);
+        if (idmap_fd >= 0)
+                close(idmap_fd);
         struct sbx_msg m = { .type = SBX_MSG_READY };
-        if (sbx_msg_send(sock, &m, ws_fd) < 0)
+        if (sbx_msg_send(sock, &m, -1) < 0)
                 _exit(SBX_EXIT_INTERNAL);
-        close(ws_fd);
         /* The supervisor moves us into the cgroup, then says go.  The
          * cgroup namespace is made after, so it is rooted at our cgroup. */
         bool in_cgroup = false;

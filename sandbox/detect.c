@@ -123,6 +123,7 @@ int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err)
         c.seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
         c.mount_api = probe_mount_api();
         c.kvm = probe_kvm();
+        c.workspace_fs = sandbox_workspace_available(c.workspace_fs_why, sizeof(c.workspace_fs_why));
         probe_cgroups(&c);
         c.backend = "namespace";
         c.backend_reason = "";
@@ -158,6 +159,7 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               "mount API:        %s\n"
                               "cgroup:           %s (memory %s, pids %s, cpu %s; %s)\n"
                               "kvm:              %s\n"
+                              "workspace fs:     %s%s\n"
                               "backend:          %s%s%s\n",
                               c->kernel, yn(c->running_as_root), yn(c->user_namespaces),
                               c->user_namespaces ? " (unprivileged)" : "", yn(c->seccomp),
@@ -165,7 +167,12 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               yn(c->cg_memory), yn(c->cg_pids), yn(c->cg_cpu),
                               c->cg_writable ? "per-sandbox cgroups can be created"
                                              : "cannot create cgroups: limits unavailable",
-                              yn(c->kvm), c->backend ? c->backend : "none",
+                              yn(c->kvm),
+                              c->workspace_fs ? "yes (a bounded ext4 filesystem per job: disk_mb "
+                                                "and files enforced by the kernel)"
+                                              : "no: ",
+                              c->workspace_fs ? "" : c->workspace_fs_why,
+                              c->backend ? c->backend : "none",
                               c->backend_reason && *c->backend_reason ? ": " : "",
                               c->backend_reason ? c->backend_reason : "");
         if (r >= 0 && c->cg_delegate)

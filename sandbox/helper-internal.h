@@ -20,7 +20,7 @@ enum {
         SBX_EXIT_CGROUP = 121,    /* cgroup / limits setup failed */
         SBX_EXIT_NAMESPACE = 122, /* namespaces, mounts, pivot_root failed */
         SBX_EXIT_PRIVS = 123,     /* dropping privileges, rlimits, seccomp failed */
-        SBX_EXIT_WORKSPACE = 124, /* copying the workspace in or out failed */
+        SBX_EXIT_WORKSPACE = 124, /* the workspace (or scratch) cannot be used as asked */
         SBX_EXIT_INTERNAL = 125,  /* anything else in the helper */
         SBX_EXIT_CANNOT_EXEC = 126,
         SBX_EXIT_NOT_FOUND = 127,
@@ -34,14 +34,13 @@ enum sbx_step {
         SBX_STEP_MOUNT,
         SBX_STEP_PROC,
         SBX_STEP_DEV,
-        SBX_STEP_WORKSPACE_IN,
+        SBX_STEP_WORKSPACE,
         SBX_STEP_NETWORK,
         SBX_STEP_PIVOT_ROOT,
         SBX_STEP_PRIVILEGES,
         SBX_STEP_RLIMIT,
         SBX_STEP_SECCOMP,
         SBX_STEP_EXEC,
-        SBX_STEP_WORKSPACE_OUT,
         SBX_STEP_INTERNAL,
         _SBX_STEP_MAX,
 };
@@ -55,6 +54,7 @@ int sbx_step_exit_code(enum sbx_step s);
 
 struct helper_config {
         const char *workspace;         /* NULL: an empty, discarded /workspace */
+        const char *scratch;           /* NULL: /tmp and /dev/shm on a tmpfs */
         struct sandbox_bind *ro_binds; /* strings point into argv */
         size_t n_ro_binds;
         char **env;                    /* NULL-terminated, strings into argv */

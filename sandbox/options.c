@@ -19,14 +19,13 @@ static const char *const step_names[_SBX_STEP_MAX] = {
         [SBX_STEP_MOUNT] = "mount",
         [SBX_STEP_PROC] = "proc",
         [SBX_STEP_DEV] = "dev",
-        [SBX_STEP_WORKSPACE_IN] = "workspace-in",
+        [SBX_STEP_WORKSPACE] = "workspace",
         [SBX_STEP_NETWORK] = "network",
         [SBX_STEP_PIVOT_ROOT] = "pivot-root",
         [SBX_STEP_PRIVILEGES] = "privileges",
         [SBX_STEP_RLIMIT] = "rlimit",
         [SBX_STEP_SECCOMP] = "seccomp",
         [SBX_STEP_EXEC] = "exec",
-        [SBX_STEP_WORKSPACE_OUT] = "workspace-out",
         [SBX_STEP_INTERNAL] = "internal",
 };
 
@@ -56,8 +55,7 @@ int sbx_step_exit_code(enum sbx_step s)
         case SBX_STEP_RLIMIT:
         case SBX_STEP_SECCOMP:
                 return SBX_EXIT_PRIVS;
-        case SBX_STEP_WORKSPACE_IN:
-        case SBX_STEP_WORKSPACE_OUT:
+        case SBX_STEP_WORKSPACE:
                 return SBX_EXIT_WORKSPACE;
         case SBX_STEP_EXEC:
                 return SBX_EXIT_NOT_FOUND;
@@ -74,16 +72,28 @@ const char *helper_usage(void)
                "uts and cgroup namespaces; a fresh read-only root with the system's\n"
                "runtimes; seccomp; no capabilities; cgroup limits.\n"
                "\n"
-               "  --workspace DIR     copy DIR to /workspace (read-write, the working\n"
-               "                      directory) and back when COMMAND ends\n"
+               "  --workspace DIR     bind DIR read-write at /workspace (the working\n"
+               "                      directory); nothing is copied.  As root, DIR's owner\n"
+               "                      is mapped to --uid on that mount (idmapped): the\n"
+               "                      job sees its files as its own, the host keeps them\n"
+               "                      owned by DIR's owner\n"
+               "  --scratch DIR       /tmp and /dev/shm are DIR/tmp and DIR/shm (made if\n"
+               "                      missing); without it they are a tmpfs of --disk-mb\n"
+               "                      (memory, charged to the job's memory limit)\n"
                "  --ro-bind SRC DEST  bind SRC read-only at DEST (repeatable)\n"
                "  --env K=V           set a variable; the environment is exactly these\n"
                "  --timeout SECONDS   kill everything after this wall-clock time\n"
                "  --memory-mb SIZE    memory limit (swap 0): MiB, or with a unit (1GiB)\n"
                "  --pids N            most processes COMMAND may have at once\n"
                "  --cpus X            CPU bandwidth, in CPUs (0.5 = half of one)\n"
-               "  --disk-mb SIZE      size of /workspace + /tmp + /dev/shm together: MiB,\n"
-               "                      or with a unit (B, KiB, MiB, GiB, TiB, kB, MB, GB, TB)\n"
+               "  --disk-mb SIZE      bound of /workspace + /tmp + /dev/shm: MiB, or with a\n"
+               "                      unit (1GiB).  Without --workspace: one tmpfs of that\n"
+               "                      size.  With --workspace\n"
+               "                      (and --scratch), DIR must lie on a filesystem of at\n"
+               "                      most N MiB (the worker mounts one per job): a plain\n"
+               "                      directory cannot be bounded, so the run fails (124)\n"
+               "                      instead of running unbounded.  Without --disk-mb a\n"
+               "                      --workspace is as large as its filesystem\n"
                "  --network none|host loopback only (default), or the host's network\n"
                "  --cgroup-parent DIR cgroup v2: make the sandbox's cgroup in DIR (absolute,\n"
                "                      under the cgroup2 mount) instead of in our own cgroup,\n"
@@ -98,7 +108,7 @@ const char *helper_usage(void)
                "timeout, an OOM kill or a cancel).  The helper's own failures:\n"
                "  120 bad options            121 cgroup/limits setup failed\n"
                "  122 namespace/mount setup  123 privileges/rlimits/seccomp setup\n"
-               "  124 workspace copy failed  125 other internal failure\n"
+               "  124 workspace not usable   125 other internal failure\n"
                "  126 COMMAND not executable 127 COMMAND not found\n"
                "The status object (--status-fd) tells these apart from COMMAND's codes.\n"
                "SIGTERM/SIGINT/SIGHUP kill the sandbox; the status says \"cancelled\".\n";
@@ -194,6 +204,8 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
         uint64_t u = 0;
         if (strcmp(opt, "--workspace") == 0) {
                 c->workspace = val[0];
+        } else if (strcmp(opt, "--scratch") == 0) {
+                c->scratch = val[0];
         } else if (strcmp(opt, "--ro-bind") == 0) {
                 if (sbx_check_dest(val[1]) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL,

@@ -23,11 +23,10 @@ int setup_fail(struct setup_ctx *x, int e, const char *path, const char *what);
  * mount namespace only). */
 #define SBX_NEWROOT "/tmp"
 
-/* Builds the whole tree: system binds, /etc, the scratch tmpfs holding
- * /workspace, /tmp and /dev/shm (filled from host_ws_fd when >= 0), /dev,
- * /proc.  *ret_ws_fd: a directory fd of the new /workspace, for copying
- * it back out after the job. */
-int rootfs_build(struct setup_ctx *x, int host_ws_fd, int *ret_ws_fd);
+/* Builds the whole tree: system binds, /etc, /workspace, /tmp and
+ * /dev/shm (the --workspace and --scratch directories bound in place,
+ * idmapped with idmap_fd when >= 0, or a tmpfs), /dev, /proc. */
+int rootfs_build(struct setup_ctx *x, int idmap_fd);
 /* Read-only root, pivot_root, old root detached, cwd /workspace. */
 int rootfs_enter(struct setup_ctx *x);
 

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "sandbox/wsync-internal.h"
 
 int setup_fail(struct setup_ctx *x, int e, const char *path, const char *what)
 {
@@ -168,15 +167,74 @@ static int system_dirs(struct setup_ctx *x)
         return 0;
 }
 
-/* One tmpfs of --disk-mb holds /workspace, /tmp and /dev/shm, so a job's
- * writes have a single bound wherever they go.  It is mounted at a
- * scratch point, its three subdirectories bound into place, then the
- * scratch point detached. */
-static int scratch(struct setup_ctx *x, int host_ws_fd, int *ret_ws_fd)
+/* A host directory to bind read-write, cloned (never recursively: what is
+ * mounted below it on the host stays outside).  With idmap_fd, the mount
+ * maps the directory's owner to the job's uid/gid, so the job owns what
+ * it finds, and what it creates stays the owner's on the host. */
+static int capture_rw(struct setup_ctx *x, const char *src, int idmap_fd, int *ret_fd)
+{
+        int fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+        if (fd < 0)
+                return setup_fail(x, errno, src, "open_tree");
+        struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+        if (idmap_fd >= 0) {
+                a.attr_set |= MOUNT_ATTR_IDMAP;
+                a.userns_fd = (uint64_t)idmap_fd;
+        }
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
+                int e = errno;
+                close(fd);
+                return setup_fail(x, e, src, idmap_fd >= 0 ? "idmapped mount (the filesystem "
+                                  "must support idmapped mounts)" : "mount_setattr");
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* The --workspace, --scratch/tmp and --scratch/shm clones. */
+struct rw_trees {
+        int ws, tmp, shm;
+};
+
+static int capture_rw_trees(struct setup_ctx *x, int idmap_fd, struct rw_trees *t)
 {
         const struct helper_config *c = x->c;
+        x->step = SBX_STEP_WORKSPACE;
+        int r = 0;
+        if (c->workspace)
+                r = capture_rw(x, c->workspace, idmap_fd, &t->ws);
+        if (r >= 0 && c->scratch) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), "%s/tmp", c->scratch);
+                r = capture_rw(x, p, idmap_fd, &t->tmp);
+                snprintf(p, sizeof(p), "%s/shm", c->scratch);
+                if (r >= 0)
+                        r = capture_rw(x, p, idmap_fd, &t->shm);
+        }
+        return r;
+}
+
+/* /workspace, /tmp and /dev/shm share one bound wherever the job writes:
+ * either the host's --workspace and --scratch directories (one bounded
+ * filesystem, made by the worker; checked by the supervisor) bound in
+ * place with no copy, or, for what is not given, one tmpfs of --disk-mb
+ * mounted at a scratch point, its subdirectories bound into place, then
+ * the scratch point detached. */
+static int scratch(struct setup_ctx *x, const struct rw_trees *t)
+{
+        const struct helper_config *c = x->c;
+        x->step = SBX_STEP_WORKSPACE;
+        int r = 0;
+        if (c->workspace)
+                r = attach(x, t->ws, "/workspace", true);
+        if (r >= 0 && c->scratch)
+                r = attach(x, t->tmp, "/tmp", true);
+        if (r >= 0 && c->scratch)
+                r = attach(x, t->shm, "/dev/shm", true);
+        if (r < 0 || (c->workspace && c->scratch))
+                return r;
         x->step = SBX_STEP_MOUNT;
-        int r = rootfs_mkdirs(x, ".scratch");
+        r = rootfs_mkdirs(x, ".scratch");
         if (r < 0)
                 return r;
         char opts[128];
@@ -187,32 +245,19 @@ static int scratch(struct setup_ctx *x, int host_ws_fd, int *ret_ws_fd)
         const char *s = SBX_NEWROOT "/.scratch";
         if (mount("tmpfs", s, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 return setup_fail(x, errno, "/workspace", "mount tmpfs");
-        static const struct { const char *sub, *dest; mode_t mode; } parts[] = {
-                { "w", "/workspace", 0755 }, { "t", "/tmp", 01777 }, { "s", "/dev/shm", 01777 },
+        static const struct { const char *sub, *dest; mode_t mode; bool is_ws; } parts[] = {
+                { "w", "/workspace", 0755, true }, { "t", "/tmp", 01777, false },
+                { "s", "/dev/shm", 01777, false },
         };
         char sp[PATH_MAX];
         for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                if (parts[i].is_ws ? c->workspace != NULL : c->scratch != NULL)
+                        continue;
                 snprintf(sp, sizeof(sp), "%s/%s", s, parts[i].sub);
                 if (mkdir(sp, parts[i].mode) < 0 || chmod(sp, parts[i].mode) < 0 ||
                     chown(sp, c->uid, c->gid) < 0)
                         return setup_fail(x, errno, parts[i].dest, "prepare");
-        }
-        _cleanup_fd_ int ws = open(SBX_NEWROOT "/.scratch/w", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (ws < 0)
-                return setup_fail(x, errno, "/workspace", "open");
-        if (host_ws_fd >= 0) {
-                x->step = SBX_STEP_WORKSPACE_IN;
-                struct ws_copy_opts o = { .chown = true, .uid = c->uid, .gid = c->gid };
-                r = ws_copy_tree(host_ws_fd, ws, &o, &x->err);
-                if (r < 0) {
-                        snprintf(x->path, sizeof(x->path), "%s", c->workspace);
-                        return r;
-                }
-                x->step = SBX_STEP_MOUNT;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
                 char dp[PATH_MAX];
-                snprintf(sp, sizeof(sp), "%s/%s", s, parts[i].sub);
                 r = rootfs_mkdirs(x, parts[i].dest);
                 if (r < 0)
                         return r;
@@ -222,7 +267,6 @@ static int scratch(struct setup_ctx *x, int host_ws_fd, int *ret_ws_fd)
         }
         if (umount2(s, MNT_DETACH) < 0 || rmdir(s) < 0)
                 return setup_fail(x, errno, "/.scratch", "detach");
-        *ret_ws_fd = steal_fd(&ws);
         return 0;
 }
 
@@ -262,7 +306,8 @@ static int attach_user_binds(struct setup_ctx *x, struct captured *cap)
         return 0;
 }
 
-static int build_tree(struct setup_ctx *x, struct captured *cap, int host_ws_fd, int *ret_ws_fd)
+static int build_tree(struct setup_ctx *x, struct captured *cap, struct rw_trees *t,
+                      int idmap_fd)
 {
         /* Our mounts must never propagate back to the host, and pivot_root
          * refuses shared mounts: make everything a slave first. */
@@ -270,6 +315,8 @@ static int build_tree(struct setup_ctx *x, struct captured *cap, int host_ws_fd,
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
                 return setup_fail(x, errno, "/", "make slave");
         int r = capture_user_binds(x, cap);
+        if (r >= 0)
+                r = capture_rw_trees(x, idmap_fd, t);
         if (r < 0)
                 return r;
         if (mount("tmpfs", SBX_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
@@ -281,7 +328,7 @@ static int build_tree(struct setup_ctx *x, struct captured *cap, int host_ws_fd,
         if (r >= 0)
                 r = rootfs_dev(x);
         if (r >= 0)
-                r = scratch(x, host_ws_fd, ret_ws_fd);
+                r = scratch(x, t);
         if (r >= 0)
                 r = rootfs_proc(x);
         if (r >= 0) {
@@ -295,23 +342,21 @@ static int build_tree(struct setup_ctx *x, struct captured *cap, int host_ws_fd,
         return r;
 }
 
-int rootfs_build(struct setup_ctx *x, int host_ws_fd, int *ret_ws_fd)
+int rootfs_build(struct setup_ctx *x, int idmap_fd)
 {
         struct captured cap[64];
         for (size_t i = 0; i < ELEMENTSOF(cap); i++)
                 cap[i].fd = -1;
-        int ws = -1;
-        int r = build_tree(x, cap, host_ws_fd, &ws);
+        struct rw_trees t = { -1, -1, -1 };
+        int r = build_tree(x, cap, &t, idmap_fd);
         for (size_t i = 0; i < ELEMENTSOF(cap); i++)
                 if (cap[i].fd >= 0)
                         close(cap[i].fd);
-        if (r < 0) {
-                if (ws >= 0)
-                        close(ws);
-                return r;
-        }
-        *ret_ws_fd = ws;
-        return 0;
+        int fds[] = { t.ws, t.tmp, t.shm };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (fds[i] >= 0)
+                        close(fds[i]);
+        return r;
 }
 
 int rootfs_enter(struct setup_ctx *x)

@@ -30,7 +30,9 @@ enum sandbox_network {
 
 /* Zero for a numeric limit means "not set" (the helper's default applies). */
 struct sandbox_opts {
-        const char *workspace;            /* host dir, bound rw at /workspace */
+        const char *workspace;            /* host dir, bound rw at /workspace (no copy) */
+        const char *scratch;              /* host dir whose tmp/ and shm/ are bound at
+                                           * /tmp and /dev/shm; NULL: a tmpfs */
         const struct sandbox_bind *ro_binds;
         size_t n_ro_binds;
         char *const *env;                 /* "K=V", NULL-terminated; may be NULL */
@@ -57,6 +59,49 @@ int sandbox_argv_build(const struct sandbox_opts *o, const char *helper_path,
                        int status_fd, char ***ret_argv, struct bc_error *err);
 /* NULL-safe. */
 void sandbox_argv_free(char **argv);
+
+/* ---- Job workspaces: a bounded filesystem per job (workspace.c) ----
+ *
+ * The worker gives every job a filesystem of its own: a sparse ext4 image
+ * of disk_mb in the job's directory, attached to an autoclear loop device
+ * and mounted nosuid,nodev.  The kernel then bounds the bytes really
+ * allocated (holes and hard links cannot beat it) and the inodes, and the
+ * files live on disk, not in the job's memory cgroup.  Needs root, loop
+ * devices, ext4 and mke2fs; where they are missing, jobs fail closed. */
+
+/* Inodes besides the job's files: root, lost+found, the workspace and
+ * scratch directories, ext4's reserved inodes. */
+#define SANDBOX_WORKSPACE_SPARE_INODES 32
+
+/* Whether this host can make workspace filesystems; *why says what is
+ * missing when it cannot ("" when it can). */
+bool sandbox_workspace_available(char *why, size_t n);
+/* The inode count of a workspace: files, capped at one per 4 KiB of
+ * disk_mb, plus SANDBOX_WORKSPACE_SPARE_INODES. */
+uint64_t sandbox_workspace_inodes(uint64_t disk_mb, uint64_t files);
+/* Creates image (must not exist; sparse, disk_mb MiB), formats it with
+ * room for `files` files and mounts it at mountpoint (made if missing),
+ * owned by root.  BC_SANDBOX_SETUP errors.  On failure nothing stays
+ * mounted or attached; the image file may remain (the caller removes the
+ * job's directory). */
+int sandbox_workspace_make(const char *image, const char *mountpoint, uint64_t disk_mb,
+                           uint64_t files, struct bc_error *err);
+/* Unmounts it (lazily when busy); the loop device detaches by itself.
+ * Not mounted is not an error. */
+int sandbox_workspace_unmount(const char *mountpoint, struct bc_error *err);
+/* Unmounts every mount below dir (what a killed worker left under its
+ * --work-dir); *ret_n counts them. */
+int sandbox_workspace_cleanup(const char *dir, unsigned *ret_n, struct bc_error *err);
+/* For the worker, ONCE at startup while single-threaded (unshare of the
+ * mount namespace needs an unshared fs_struct): moves the process into a
+ * mount namespace of its own, a slave of the host's (host mounts still
+ * appear in it, ours never propagate out).  The workspace mounts then die
+ * with the worker however it dies, kill -9 included, and their autoclear
+ * loop devices with them.  The helpers it starts inherit the namespace. */
+int sandbox_workspace_private_mounts(struct bc_error *err);
+/* 0 when dir lies on a filesystem of at most disk_mb MiB, so that limit
+ * holds whatever is written there; else BC_SANDBOX_SETUP saying why. */
+int sandbox_workspace_check_bound(const char *dir, uint64_t disk_mb, struct bc_error *err);
 
 /* cgroup v2 delegation, for the worker; call it ONCE at startup, before
  * the process has a second thread (the move below takes the whole thread
@@ -127,6 +172,8 @@ struct sandbox_caps {
         bool seccomp;               /* seccomp filters can be installed */
         bool mount_api;             /* open_tree/move_mount/mount_setattr (>= 5.12) */
         bool kvm;                   /* /dev/kvm is usable */
+        bool workspace_fs;          /* per-job workspace filesystems can be made */
+        char workspace_fs_why[128]; /* why not, when not */
         enum sandbox_cgroup_version cgroup;
         bool cg_memory, cg_pids, cg_cpu;  /* controllers the backend can use */
         bool cg_writable;           /* we may create a per-sandbox cgroup */

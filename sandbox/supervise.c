@@ -4,7 +4,9 @@
  * SIGTERM/SIGINT/SIGHUP meaning "cancel") and the wall-clock timer.  The
  * timeout and cancel paths kill the sandbox's init with SIGKILL: the pid
  * namespace then takes every process of the job with it, stopped or not.
- * Afterwards it copies /workspace back and fills the status. */
+ * Afterwards it fills the status.  /workspace is the caller's directory,
+ * bound in place: there is nothing to copy back, so the job's time is
+ * all there is. */
 #include "sandbox/supervise-internal.h"
 
 #include <errno.h>
@@ -19,6 +21,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -28,7 +31,6 @@
 #include "common/cleanup.h"
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/child-internal.h"
-#include "sandbox/wsync-internal.h"
 
 struct supervisor {
         const struct helper_config *c;
@@ -36,9 +38,7 @@ struct supervisor {
         struct sbx_seccomp_prog seccomp;
         int cg_fds[4];
         size_t n_cg_fds;
-        int sock, sigfd, timerfd, host_ws, sandbox_ws;
-        uid_t ws_uid;
-        gid_t ws_gid;
+        int sock, sigfd, timerfd, idmap_fd;
         pid_t child;
         bool ready, reaped, sock_eof, job_reported, exec_failed;
         bool timed_out, cancelled;
@@ -109,9 +109,8 @@ static int map_ids(struct supervisor *s)
         return r;
 }
 
-static void on_ready(struct supervisor *s, int fd)
+static void on_ready(struct supervisor *s)
 {
-        s->sandbox_ws = fd;
         if (s->failed)
                 return;  /* the cgroup step failed: the child is being killed */
         struct sbx_msg go = { .type = SBX_MSG_GO, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
@@ -135,10 +134,8 @@ static void on_message(struct supervisor *s)
         }
         switch (m.type) {
         case SBX_MSG_READY:
-                if (!s->ready && fd >= 0) {
-                        on_ready(s, fd);
-                        fd = -1;
-                }
+                if (!s->ready)
+                        on_ready(s);
                 break;
         case SBX_MSG_SETUP_ERROR:
                 fail(s, (enum sbx_step)m.step, m.errnum, m.path, m.message);
@@ -250,11 +247,15 @@ static int start_child(struct supervisor *s, int *sock_child)
                 close(s->sigfd);
                 close(s->timerfd);
                 struct child_args a = { .c = s->c, .prog = &s->seccomp, .sock = *sock_child,
-                                        .host_ws_fd = s->host_ws, .n_cg_fds = s->n_cg_fds };
+                                        .idmap_fd = s->idmap_fd, .n_cg_fds = s->n_cg_fds };
                 memcpy(a.cg_fds, s->cg_fds, sizeof(a.cg_fds));
                 sbx_child_main(&a);
         }
         s->child = pid;
+        if (s->idmap_fd >= 0) {
+                close(s->idmap_fd);  /* the child has its copy */
+                s->idmap_fd = -1;
+        }
         bool self_attaching = s->n_cg_fds > 0;
         for (size_t i = 0; i < s->n_cg_fds; i++)
                 close(s->cg_fds[i]);
@@ -281,25 +282,124 @@ static int start_child(struct supervisor *s, int *sock_child)
         return 0;
 }
 
+/* A user namespace whose only mapping is owner -> the job's ids, for
+ * idmapped binds (only its id maps matter: the process that made it is
+ * gone when it is used).  Made here, by the single-threaded supervisor. */
+static int make_idmap(uid_t owner, gid_t group, uid_t uid, gid_t gid)
+{
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return -errno;
+        pid_t pid = fork();
+        if (pid < 0) {
+                int e = errno;
+                close(p[0]);
+                close(p[1]);
+                return -e;
+        }
+        if (pid == 0) {
+                char b = unshare(CLONE_NEWUSER) == 0 ? 'y' : 'n';
+                close(p[0]);
+                if (write(p[1], &b, 1) == 1)
+                        pause();  /* killed below */
+                _exit(0);
+        }
+        close(p[1]);
+        char b = 0;
+        int r = read(p[0], &b, 1) == 1 && b == 'y' ? 0 : -EPERM;
+        close(p[0]);
+        char map[64];
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)owner, (unsigned)uid);
+        if (r >= 0)
+                r = write_map(pid, "uid_map", map);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)group, (unsigned)gid);
+        if (r >= 0)
+                r = write_map(pid, "gid_map", map);
+        int fd = -1;
+        if (r >= 0) {
+                char path[64];
+                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        r = -errno;
+        }
+        kill(pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        return r < 0 ? r : fd;
+}
+
+/* A --workspace or --scratch directory: it must exist, and with
+ * --disk-mb lie on a filesystem no larger than that (fail closed: a
+ * plain directory cannot be bounded).  Scratch gets its tmp/ and shm/. */
+static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, struct stat *ret)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        if (stat(dir, ret) < 0 || !S_ISDIR(ret->st_mode)) {
+                fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, dir,
+                     "not a directory");
+                return -1;
+        }
+        /* Bound in place, what the job leaves is on the host as it left
+         * it: a set-id file (the job owns its files, and they belong to
+         * the directory's owner outside) must not be set-id there. */
+        struct statvfs sv;
+        if (statvfs(dir, &sv) < 0 || !(sv.f_flag & ST_NOSUID)) {
+                fail(s, SBX_STEP_WORKSPACE, EPERM, dir,
+                     "must be on a nosuid mount: a set-id file the job makes there would be "
+                     "set-id on the host (e.g. mount --bind DIR DIR; mount -o "
+                     "remount,bind,nosuid,nodev DIR; the worker mounts each job's nosuid)");
+                return -1;
+        }
+        if (s->c->disk_mb && sandbox_workspace_check_bound(dir, s->c->disk_mb, &err) < 0) {
+                fail(s, SBX_STEP_WORKSPACE, err.errnum, dir, bc_error_message(&err));
+                bc_error_clear(&err);
+                return -1;
+        }
+        if (!is_scratch)
+                return 0;
+        static const char *const subs[] = { "tmp", "shm" };
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
+                char p[4096];
+                snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
+                struct stat st;
+                if ((mkdir(p, 01777) < 0 && errno != EEXIST) || lstat(p, &st) < 0 ||
+                    !S_ISDIR(st.st_mode) || chmod(p, 01777) < 0) {
+                        fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, p,
+                             "cannot prepare the scratch directory");
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 static int prepare(struct supervisor *s)
 {
         const struct helper_config *c = s->c;
-        if (c->workspace) {
-                s->host_ws = open(c->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                struct stat st;
-                if (s->host_ws < 0 || fstat(s->host_ws, &st) < 0) {
-                        fail(s, SBX_STEP_WORKSPACE_IN, errno, c->workspace, strerror(errno));
+        struct stat ws, sc;
+        if (c->workspace && check_dir(s, c->workspace, false, &ws) < 0)
+                return -1;
+        if (c->scratch && check_dir(s, c->scratch, true, &sc) < 0)
+                return -1;
+        /* As root the job's uid differs from the directory's owner: an
+         * idmapped bind gives it the workspace without a chown (and the
+         * host keeps the owner).  Unprivileged, the sandbox's own user
+         * namespace already maps the job to us, the owner. */
+        const struct stat *own = c->workspace ? &ws : c->scratch ? &sc : NULL;
+        if (geteuid() == 0 && own && (own->st_uid != c->uid || own->st_gid != c->gid)) {
+                s->idmap_fd = make_idmap(own->st_uid, own->st_gid, c->uid, c->gid);
+                if (s->idmap_fd < 0) {
+                        fail(s, SBX_STEP_WORKSPACE, -s->idmap_fd, NULL,
+                             "cannot make the user namespace for the idmapped workspace");
                         return -1;
                 }
-                s->ws_uid = st.st_uid;
-                s->ws_gid = st.st_gid;
         }
         struct bc_error err = BC_ERROR_INIT;
         sbx_seccomp_builtin(&s->seccomp);
         /* The cgroup is made before the clone: the child moves itself in
          * first thing (cheaper than being moved, see cgroup-internal.h),
-         * so the workspace copied into its tmpfs is charged to it too, as
-         * everything the job writes there (tmpfs is memory). */
+         * so a tmpfs /tmp or /workspace is charged to it (tmpfs is memory);
+         * a bound --workspace lives on its own filesystem, not in memory. */
         struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
                                .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
         if (sbx_cgroup_create(&s->cg, &l, c->cgroup_parent, &err) < 0) {
@@ -322,19 +422,6 @@ static int prepare(struct supervisor *s)
                 return -1;
         }
         return 0;
-}
-
-/* The job's tree goes back into the host directory: emptied first (it is
- * exactly what the job left), then copied, owned by the directory's owner
- * when we are root, and always readable/writable by that owner. */
-static void copy_out(struct supervisor *s)
-{
-        struct bc_error err = BC_ERROR_INIT;
-        struct ws_copy_opts o = { .chown = geteuid() == 0, .uid = s->ws_uid, .gid = s->ws_gid,
-                                  .owner_rw = true };
-        if (ws_clear(s->host_ws, &err) < 0 || ws_copy_tree(s->sandbox_ws, s->host_ws, &o, &err) < 0)
-                fail(s, SBX_STEP_WORKSPACE_OUT, err.errnum, s->c->workspace, bc_error_message(&err));
-        bc_error_clear(&err);
 }
 
 static int finish(struct supervisor *s, struct sandbox_status *st)
@@ -380,7 +467,7 @@ static int finish(struct supervisor *s, struct sandbox_status *st)
 int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
 {
         struct supervisor s = {
-                .c = c, .sock = -1, .sigfd = -1, .timerfd = -1, .host_ws = -1, .sandbox_ws = -1,
+                .c = c, .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,
                 .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 },
         };
         int sp[2] = { -1, -1 };
@@ -397,12 +484,10 @@ int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
         if (s.ready)
                 ret->wall_ms = end - ((uint64_t)s.start.tv_sec * 1000u +
                                       (uint64_t)s.start.tv_nsec / 1000000u);
-        if (s.ready && s.host_ws >= 0 && s.sandbox_ws >= 0)
-                copy_out(&s);
         int code = finish(&s, ret);
         sbx_cgroup_destroy(&s.cg);
         sbx_seccomp_prog_done(&s.seccomp);
-        int fds[] = { s.sock, sp[1], s.sigfd, s.timerfd, s.host_ws, s.sandbox_ws };
+        int fds[] = { s.sock, sp[1], s.sigfd, s.timerfd, s.idmap_fd };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (fds[i] >= 0)
                         close(fds[i]);

@@ -81,6 +81,7 @@ begin
             when 'cpus' then boxcar.number_error('limits.cpus', v, 0.01, 256, false)
             when 'pids' then boxcar.number_error('limits.pids', v, 1, 65536, true)
             when 'disk_mb' then boxcar.number_error('limits.disk_mb', v, 1, 1048576, true)
+            when 'files' then boxcar.number_error('limits.files', v, 1, 10000000, true)
             when 'output_bytes' then boxcar.number_error('limits.output_bytes', v, 0, 16777216, true)
             else 'limits.' || k || ': unknown field'
         end;

@@ -233,8 +233,11 @@ static int extract_symlink(struct extractor *x, struct archive_entry *e, int dir
         return 0;
 }
 
-/* A hard link becomes a copy of a regular file this archive already
- * extracted: no shared inode, nothing outside reachable. */
+/* A hard link to a regular file this archive already extracted becomes a
+ * hard link again (free: packing keeps links, so must unpacking, or 64
+ * links to 8 MiB would come back as 512 MiB).  Only a file inside the
+ * tree, opened without following anything, can be linked; where linking
+ * is impossible it becomes a copy, within the byte limit. */
 static int extract_hardlink(struct extractor *x, const char *link, mode_t perm,
                             struct bc_error *err)
 {
@@ -248,12 +251,18 @@ static int extract_hardlink(struct extractor *x, const char *link, mode_t perm,
         struct stat st;
         if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
                 return bad(x, err, "hard link to something that is not a file extracted earlier");
-        r = reserve_bytes(x, st.st_size, err);
-        if (r < 0)
-                return r;
         r = fs_walker_parent(&x->walker, x->path, &dirfd, &leaf);
         if (r < 0)
                 return create_failed(x, r, err);
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", in);
+        if (linkat(AT_FDCWD, proc, dirfd, leaf, AT_SYMLINK_FOLLOW) == 0)
+                return 0;
+        if (errno == EEXIST)
+                return create_failed(x, -errno, err);
+        r = reserve_bytes(x, st.st_size, err);
+        if (r < 0)
+                return r;
         _cleanup_fd_ int out = openat(dirfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
                 return create_failed(x, -errno, err);

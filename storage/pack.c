@@ -14,16 +14,30 @@
  * full path (the tree is walked first, then sorted), mtime/uid/gid are 0,
  * owner names are empty, atime/ctime are never written, only permission
  * bits are kept (setuid/setgid/sticky dropped: extraction would refuse
- * them), gzip carries no name and a zero timestamp.  The one thing left is
+ * them), gzip carries no name and a zero timestamp (zlib's own gzip
+ * wrapper, deflating on a thread of its own while the tree is read).  The one thing left is
  * zlib itself: deflate at level 6 gives the same bytes with the same zlib
  * build; a fleet mixing zlib implementations (zlib-ng) could name one tree
- * twice, which costs a duplicate object, never correctness. */
+ * twice, which costs a duplicate object, never correctness.
+ *
+ * Hard links stay links: of the paths sharing an inode, the first in the
+ * sorted order carries the data, the others are hard-link entries to it
+ * (so the choice depends on the paths only).  Sparse files stay sparse:
+ * a file with holes (SEEK_HOLE, at the filesystem's block granularity) is
+ * written as a GNU sparse 1.0 pax entry, its holes neither read nor
+ * stored; "the same tree" then includes where its holes are.
+ *
+ * The tree is the job's and may be hostile: its depth, entry count, data
+ * bytes and the time spent are bounded (storage_pack_limits), and going
+ * past one, or an entry we may not read, is BC_WORKSPACE_LIMIT naming the
+ * path and the limit: the tree's fault, not the packer's. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -34,14 +48,26 @@
 #include "storage/extract.h"
 #include "common/io.h"
 #include "storage/fsutil.h"
+#include "storage/gzpipe.h"
 #include "storage/storage.h"
 
-#define PACK_MAX_ENTRIES 10000000
 #define PACK_READ_BUF (256 * 1024)
+
+void storage_pack_limits_default(struct storage_pack_limits *ret)
+{
+        *ret = (struct storage_pack_limits){ .max_bytes = UINT64_C(16) << 30,
+                                             .max_entries = 10000000,
+                                             .max_depth = STORAGE_PACK_MAX_DEPTH,
+                                             .max_seconds = 3600 };
+}
 
 struct pack_item {
         char *path;
         mode_t mode;
+        nlink_t nlink;
+        dev_t dev;
+        ino_t ino;
+        const char *link_to;   /* hard link: the path carrying the data */
 };
 
 struct pack_list {
@@ -49,7 +75,32 @@ struct pack_list {
         size_t n;
         size_t alloc;
         uint64_t skipped;
+        const struct storage_pack_limits *lim;
+        struct timespec deadline;
 };
+
+static bool past_deadline(const struct timespec *d)
+{
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return now.tv_sec > d->tv_sec || (now.tv_sec == d->tv_sec && now.tv_nsec > d->tv_nsec);
+}
+
+static int over_time(const struct storage_pack_limits *lim, const char *path, struct bc_error *err)
+{
+        char q[FS_QUOTE_MAX];
+        return bc_error_set(err, BC_WORKSPACE_LIMIT, ETIME,
+                            "packing took longer than its %g s budget (at %s)", lim->max_seconds,
+                            fs_quote(*path ? path : ".", q));
+}
+
+/* The tree's own faults: an entry we may not read is as much the job's
+ * doing as one too many. */
+static enum bc_code walk_code(int e)
+{
+        return e == EACCES || e == EPERM || e == ELOOP || e == ENAMETOOLONG ? BC_WORKSPACE_LIMIT
+                                                                          : BC_IO;
+}
 
 static void pack_list_done(struct pack_list *l)
 {
@@ -58,11 +109,18 @@ static void pack_list_done(struct pack_list *l)
         free(l->v);
 }
 
-static int list_add(struct pack_list *l, const char *prefix, const char *name, mode_t mode,
-                    struct bc_error *err)
+static int list_add(struct pack_list *l, const char *prefix, const char *name,
+                    const struct stat *st, struct bc_error *err)
 {
-        if (l->n >= PACK_MAX_ENTRIES)
-                return bc_error_set(err, BC_IO, E2BIG, "pack: more than %d entries", PACK_MAX_ENTRIES);
+        if (l->n >= l->lim->max_entries) {
+                char q[FS_QUOTE_MAX];
+                return bc_error_set(err, BC_WORKSPACE_LIMIT, E2BIG,
+                                    "more than %llu files (at %s/%s)",
+                                    (unsigned long long)l->lim->max_entries,
+                                    fs_quote(*prefix ? prefix : ".", q), name);
+        }
+        if (l->n % 256 == 0 && past_deadline(&l->deadline))
+                return over_time(l->lim, prefix, err);
         if (l->n == l->alloc) {
                 size_t na = l->alloc ? l->alloc * 2 : 1024;
                 struct pack_item *v = realloc(l->v, na * sizeof(*v));
@@ -76,12 +134,13 @@ static int list_add(struct pack_list *l, const char *prefix, const char *name, m
                 return bc_error_set(err, BC_IO, ENOMEM, "pack: out of memory");
         if (strlen(p) > FS_MAX_PATH) {
                 char q[FS_QUOTE_MAX];
-                bc_error_set(err, BC_IO, ENAMETOOLONG, "pack: path too long: %s", fs_quote(p, q));
+                bc_error_set(err, BC_WORKSPACE_LIMIT, ENAMETOOLONG,
+                             "path longer than %d bytes: %s", FS_MAX_PATH, fs_quote(p, q));
                 free(p);
                 return -ENAMETOOLONG;
         }
-        l->v[l->n].path = p;
-        l->v[l->n].mode = mode;
+        l->v[l->n] = (struct pack_item){ .path = p, .mode = st->st_mode, .nlink = st->st_nlink,
+                                         .dev = st->st_dev, .ino = st->st_ino };
         l->n++;
         return 0;
 }
@@ -96,14 +155,19 @@ static void closedirp(DIR **d)
 static int collect(int dirfd, const char *prefix, int depth, struct pack_list *l,
                    struct bc_error *err)
 {
-        if (depth > FS_MAX_DEPTH)
-                return bc_error_set(err, BC_IO, ELOOP, "pack: tree deeper than %d", FS_MAX_DEPTH);
+        char q[FS_QUOTE_MAX];
+        if (depth > (int)l->lim->max_depth)
+                return bc_error_set(err, BC_WORKSPACE_LIMIT, ELOOP,
+                                    "directories nested deeper than %u levels: %s",
+                                    l->lim->max_depth, fs_quote(prefix, q));
         int dup_fd = fs_reopen_dir(dirfd);
         _cleanup_(closedirp) DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
         if (!d) {
+                int e = errno;
                 if (dup_fd >= 0)
                         close(dup_fd);
-                return bc_error_set(err, BC_IO, errno, "pack: opendir %s: %m", *prefix ? prefix : ".");
+                return bc_error_set(err, walk_code(e), e, "cannot read directory %s: %s",
+                                    fs_quote(*prefix ? prefix : ".", q), strerror(e));
         }
         struct dirent *de;
         while ((errno = 0, de = readdir(d))) {
@@ -111,19 +175,21 @@ static int collect(int dirfd, const char *prefix, int depth, struct pack_list *l
                         continue;
                 struct stat st;
                 if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return bc_error_set(err, BC_IO, errno, "pack: stat %s/%s: %m", prefix, de->d_name);
+                        return bc_error_set(err, walk_code(errno), errno, "cannot stat %s/%s: %m",
+                                            fs_quote(*prefix ? prefix : ".", q), de->d_name);
                 if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
                         l->skipped++;
                         continue;
                 }
-                int r = list_add(l, prefix, de->d_name, st.st_mode, err);
+                int r = list_add(l, prefix, de->d_name, &st, err);
                 if (r < 0)
                         return r;
                 if (!S_ISDIR(st.st_mode))
                         continue;
                 _cleanup_fd_ int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sub < 0)
-                        return bc_error_set(err, BC_IO, errno, "pack: open %s: %m", l->v[l->n - 1].path);
+                        return bc_error_set(err, walk_code(errno), errno, "cannot open %s: %m",
+                                            fs_quote(l->v[l->n - 1].path, q));
                 _cleanup_free_ char *path = strdup(l->v[l->n - 1].path);
                 if (!path)
                         return bc_error_set(err, BC_IO, ENOMEM, "pack: out of memory");
@@ -141,9 +207,51 @@ static int cmp_item(const void *a, const void *b)
         return strcmp(((const struct pack_item *)a)->path, ((const struct pack_item *)b)->path);
 }
 
+/* Items sharing an inode, in path order within each inode. */
+static int cmp_inode(const void *a, const void *b)
+{
+        const struct pack_item *x = *(const struct pack_item *const *)a;
+        const struct pack_item *y = *(const struct pack_item *const *)b;
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        if (x->ino != y->ino)
+                return x->ino < y->ino ? -1 : 1;
+        return x < y ? -1 : x > y;  /* the list is sorted by path */
+}
+
+/* After the sort by path: every regular file with other names gets
+ * link_to = the first of its names. */
+static int resolve_links(struct pack_list *l, struct bc_error *err)
+{
+        size_t n = 0;
+        for (size_t i = 0; i < l->n; i++)
+                n += S_ISREG(l->v[i].mode) && l->v[i].nlink > 1;
+        if (n < 2)
+                return 0;
+        struct pack_item **v = malloc(n * sizeof(*v));
+        if (!v)
+                return bc_error_set(err, BC_IO, ENOMEM, "pack: out of memory");
+        n = 0;
+        for (size_t i = 0; i < l->n; i++)
+                if (S_ISREG(l->v[i].mode) && l->v[i].nlink > 1)
+                        v[n++] = &l->v[i];
+        qsort(v, n, sizeof(*v), cmp_inode);
+        const struct pack_item *first = v[0];
+        for (size_t i = 1; i < n; i++) {
+                if (v[i]->dev == first->dev && v[i]->ino == first->ino)
+                        v[i]->link_to = first->path;
+                else
+                        first = v[i];
+        }
+        free(v);
+        return 0;
+}
+
+/* libarchive writes the plain tar stream; gzip runs on its own thread. */
 struct pack_out {
         int fd;
         EVP_MD_CTX *sha;
+        struct gzpipe *gz;
         uint64_t size;
         int errnum;
 };
@@ -151,14 +259,13 @@ struct pack_out {
 static la_ssize_t out_write_cb(struct archive *a, void *ctx, const void *buf, size_t len)
 {
         struct pack_out *o = ctx;
-        int r = bc_write_all(o->fd, buf, len);
+        /* After a failure the pipe is gone; archive_write_free still closes. */
+        int r = o->gz ? gzpipe_write(o->gz, buf, len) : -EPIPE;
         if (r < 0) {
                 o->errnum = -r;
                 archive_set_error(a, -r, "write failed");
                 return -1;
         }
-        EVP_DigestUpdate(o->sha, buf, len);
-        o->size += len;
         return (la_ssize_t)len;
 }
 
@@ -167,8 +274,12 @@ struct packer {
         struct archive_entry *e;
         struct fs_walker walker;
         char *buf;
+        const char *zeros;         /* PACK_READ_BUF of zeros, fed for holes */
         uint64_t files;
         uint64_t skipped;
+        uint64_t bytes;            /* data bytes stored (holes excluded) */
+        const struct storage_pack_limits *lim;
+        const struct timespec *deadline;
 };
 
 static int archive_err(struct packer *p, const char *path, struct bc_error *err)
@@ -194,37 +305,145 @@ static int write_header(struct packer *p, const char *path, mode_t type, mode_t 
         return 0;
 }
 
-static int pack_file(struct packer *p, int dirfd, const char *leaf, const char *path,
+static int count_bytes(struct packer *p, uint64_t n, const char *path, struct bc_error *err)
+{
+        char q[FS_QUOTE_MAX];
+        if (n > p->lim->max_bytes - p->bytes)
+                return bc_error_set(err, BC_WORKSPACE_LIMIT, EFBIG,
+                                    "more than %llu bytes of file data (at %s)",
+                                    (unsigned long long)p->lim->max_bytes, fs_quote(path, q));
+        p->bytes += n;
+        return 0;
+}
+
+/* The data regions of fd (SEEK_DATA/SEEK_HOLE) as sparse entries of p->e;
+ * *ret_sparse says whether there is any hole, *ret_data the bytes of data. */
+static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uint64_t *ret_data)
+{
+        *ret_sparse = false;
+        *ret_data = (uint64_t)size;
+        off_t hole = lseek(fd, 0, SEEK_HOLE);
+        if (hole < 0 || hole >= size)
+                return 0;  /* no hole (or no SEEK_HOLE): a plain file */
+        uint64_t data = 0;
+        for (off_t off = 0; off < size;) {
+                off_t start = lseek(fd, off, SEEK_DATA);
+                if (start < 0 && errno == ENXIO)
+                        break;  /* a hole up to the end */
+                if (start < 0)
+                        return -errno;
+                off_t end = lseek(fd, start, SEEK_HOLE);
+                if (end < 0)
+                        return -errno;
+                if (end > size)
+                        end = size;
+                archive_entry_sparse_add_entry(p->e, start, end - start);
+                data += (uint64_t)(end - start);
+                off = end;
+        }
+        /* libarchive wants the end of the file marked by an empty entry
+         * when it ends in a hole. */
+        archive_entry_sparse_add_entry(p->e, size, 0);
+        *ret_sparse = true;
+        *ret_data = data;
+        return 0;
+}
+
+/* Feeds len bytes at off: from the file in data regions, zeros (never
+ * read, never stored by the writer) in holes. */
+static int feed(struct packer *p, int fd, off_t off, uint64_t len, bool hole, const char *path,
+                struct bc_error *err)
+{
+        char q[FS_QUOTE_MAX];
+        while (len) {
+                size_t want = len < PACK_READ_BUF ? (size_t)len : PACK_READ_BUF;
+                const char *src = p->zeros;
+                ssize_t n = (ssize_t)want;
+                if (!hole) {
+                        n = pread(fd, p->buf, want, off);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return bc_error_set(err, walk_code(errno), errno, "cannot read %s: %m",
+                                                    fs_quote(path, q));
+                        if (n == 0)
+                                return bc_error_set(err, BC_IO, EAGAIN,
+                                                    "pack: %s shrank while being packed",
+                                                    fs_quote(path, q));
+                        src = p->buf;
+                }
+                if (archive_write_data(p->a, src, (size_t)n) != n)
+                        return archive_err(p, path, err);
+                len -= (uint64_t)n;
+                off += n;
+                if (past_deadline(p->deadline))
+                        return over_time(p->lim, path, err);
+        }
+        return 0;
+}
+
+static int pack_file(struct packer *p, int dirfd, const char *leaf, const struct pack_item *it,
                      struct bc_error *err)
 {
         char q[FS_QUOTE_MAX];
+        const char *path = it->path;
         /* O_NONBLOCK: if the name became a fifo since the walk, don't hang. */
         _cleanup_fd_ int fd = openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0)
-                return bc_error_set(err, BC_IO, errno, "pack: open %s: %m", fs_quote(path, q));
+                return bc_error_set(err, walk_code(errno), errno, "cannot open %s: %m",
+                                    fs_quote(path, q));
         if (!S_ISREG(st.st_mode)) {
                 p->skipped++;
                 return 0;
         }
-        (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-        int r = write_header(p, path, AE_IFREG, st.st_mode, st.st_size, err);
+        archive_entry_clear(p->e);
+        archive_entry_copy_pathname(p->e, path);
+        archive_entry_set_filetype(p->e, AE_IFREG);
+        archive_entry_set_perm(p->e, st.st_mode & 0777);
+        archive_entry_set_mtime(p->e, 0, 0);
+        archive_entry_set_uid(p->e, 0);
+        archive_entry_set_gid(p->e, 0);
+        if (it->link_to) {
+                /* Its data went with the first name. */
+                archive_entry_copy_hardlink(p->e, it->link_to);
+                archive_entry_set_size(p->e, 0);
+                if (archive_write_header(p->a, p->e) < ARCHIVE_WARN)
+                        return archive_err(p, path, err);
+                p->files++;
+                return 0;
+        }
+        archive_entry_set_size(p->e, st.st_size);
+        bool sparse = false;
+        uint64_t data = 0;
+        int r = map_holes(p, fd, st.st_size, &sparse, &data);
+        if (r < 0)
+                return bc_error_set(err, BC_IO, -r, "pack: map holes of %s: %s", fs_quote(path, q),
+                                    strerror(-r));
+        r = count_bytes(p, data, path, err);
         if (r < 0)
                 return r;
-        uint64_t left = (uint64_t)st.st_size;
-        while (left) {
-                ssize_t n = read(fd, p->buf, left < PACK_READ_BUF ? left : PACK_READ_BUF);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return bc_error_set(err, BC_IO, errno, "pack: read %s: %m", fs_quote(path, q));
-                if (n == 0)
-                        return bc_error_set(err, BC_IO, EAGAIN, "pack: %s shrank while being packed",
-                                            fs_quote(path, q));
-                if (archive_write_data(p->a, p->buf, (size_t)n) != n)
-                        return archive_err(p, path, err);
-                left -= (uint64_t)n;
+        if (archive_write_header(p->a, p->e) < ARCHIVE_WARN)
+                return archive_err(p, path, err);
+        if (!sparse) {
+                (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+                r = feed(p, fd, 0, (uint64_t)st.st_size, false, path, err);
+        } else {
+                off_t off = 0;
+                int64_t so, sl;
+                archive_entry_sparse_reset(p->e);
+                while (r >= 0 && archive_entry_sparse_next(p->e, &so, &sl) == ARCHIVE_OK) {
+                        if (so > off)
+                                r = feed(p, fd, off, (uint64_t)(so - off), true, path, err);
+                        if (r >= 0 && sl > 0)
+                                r = feed(p, fd, so, (uint64_t)sl, false, path, err);
+                        off = so + sl;
+                }
+                if (r >= 0 && off < st.st_size)
+                        r = feed(p, fd, off, (uint64_t)(st.st_size - off), true, path, err);
         }
+        if (r < 0)
+                return r;
         p->files++;
         return 0;
 }
@@ -241,7 +460,7 @@ static int pack_item(struct packer *p, const struct pack_item *it, struct bc_err
                 return bc_error_set(err, BC_IO, -r, "pack: open parent of %s: %s",
                                     fs_quote(it->path, q), strerror(-r));
         if (S_ISREG(it->mode))
-                return pack_file(p, dirfd, leaf, it->path, err);
+                return pack_file(p, dirfd, leaf, it, err);
         char target[FS_MAX_PATH + 1];
         ssize_t n = readlinkat(dirfd, leaf, target, sizeof(target));
         if (n < 0 || (size_t)n >= sizeof(target))
@@ -274,8 +493,6 @@ static void md_freep(EVP_MD_CTX **p)
 static int open_writer(struct archive *a, struct pack_out *o, struct bc_error *err)
 {
         if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-            archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
-            archive_write_set_options(a, "gzip:compression-level=6,gzip:!timestamp") < ARCHIVE_WARN ||
             archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
             archive_write_open(a, o, NULL, out_write_cb, NULL) != ARCHIVE_OK)
                 return bc_error_set(err, BC_IO, EIO, "pack: %s", archive_error_string(a) ?: "setup failed");
@@ -288,12 +505,14 @@ static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct
         _cleanup_(archive_write_freep) struct archive *a = archive_write_new();
         p->e = archive_entry_new();
         p->buf = malloc(PACK_READ_BUF);
-        if (!a || !p->e || !p->buf)
+        p->zeros = calloc(1, PACK_READ_BUF);
+        if (!a || !p->e || !p->buf || !p->zeros)
                 return bc_error_set(err, BC_IO, ENOMEM, "pack: out of memory");
         p->a = a;
-        int r = open_writer(a, o, err);
+        int r = gzpipe_start(&o->gz, o->fd, o->sha, 6);
         if (r < 0)
-                return r;
+                return bc_error_set(err, BC_IO, -r, "pack: start compressor: %s", strerror(-r));
+        r = open_writer(a, o, err);
         fs_walker_init(&p->walker, rootfd, false, 0);
         for (size_t i = 0; r == 0 && i < l->n; i++)
                 r = pack_item(p, &l->v[i], err);
@@ -301,16 +520,36 @@ static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct
         if (r == 0 && archive_write_close(a) != ARCHIVE_OK)
                 r = o->errnum ? bc_error_set(err, BC_IO, o->errnum, "pack: write: %s", strerror(o->errnum))
                               : archive_err(p, "(end)", err);
-        return r;
+        struct gzpipe *gz = o->gz;
+        o->gz = NULL;
+        if (r < 0) {
+                gzpipe_abort(gz);
+                return r;
+        }
+        int w = gzpipe_finish(gz, &o->size);
+        if (w < 0)
+                return bc_error_set(err, BC_IO, -w, "pack: write: %s", strerror(-w));
+        return 0;
 }
 
-int storage_pack_dir(const char *dir, int out_fd, struct storage_pack_result *ret,
-                     struct bc_error *err)
+int storage_pack_dir(const char *dir, int out_fd, const struct storage_pack_limits *limits,
+                     struct storage_pack_result *ret, struct bc_error *err)
 {
+        struct storage_pack_limits defaults;
+        storage_pack_limits_default(&defaults);
+        const struct storage_pack_limits *lim = limits ? limits : &defaults;
         _cleanup_fd_ int rootfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return bc_error_set(err, BC_IO, errno, "pack: open %s: %m", dir);
-        struct pack_list l = { 0 };
+        struct pack_list l = { .lim = lim };
+        clock_gettime(CLOCK_MONOTONIC, &l.deadline);
+        double whole = (double)(time_t)lim->max_seconds;
+        l.deadline.tv_sec += (time_t)whole;
+        l.deadline.tv_nsec += (long)((lim->max_seconds - whole) * 1e9);
+        if (l.deadline.tv_nsec >= 1000000000L) {
+                l.deadline.tv_sec++;
+                l.deadline.tv_nsec -= 1000000000L;
+        }
         int r = collect(rootfd, "", 0, &l, err);
         if (r < 0) {
                 pack_list_done(&l);
@@ -318,6 +557,11 @@ int storage_pack_dir(const char *dir, int out_fd, struct storage_pack_result *re
         }
         if (l.n)
                 qsort(l.v, l.n, sizeof(l.v[0]), cmp_item);
+        r = resolve_links(&l, err);
+        if (r < 0) {
+                pack_list_done(&l);
+                return r;
+        }
 
         _cleanup_(md_freep) EVP_MD_CTX *sha = EVP_MD_CTX_new();
         if (!sha || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1) {
@@ -325,16 +569,17 @@ int storage_pack_dir(const char *dir, int out_fd, struct storage_pack_result *re
                 return bc_error_set(err, BC_IO, ENOMEM, "pack: sha256 init failed");
         }
         struct pack_out o = { .fd = out_fd, .sha = sha };
-        struct packer p = { 0 };
+        struct packer p = { .lim = lim, .deadline = &l.deadline };
         locale_t old = fs_archive_locale_enter();
         r = pack_list(rootfd, &l, &o, &p, err);
         fs_archive_locale_leave(old);
         if (p.e)
                 archive_entry_free(p.e);
         free(p.buf);
+        free((void *)p.zeros);
         pack_list_done(&l);
         if (r < 0)
-                return bc_error_prefix(err, "%s", dir);
+                return err && err->code == BC_WORKSPACE_LIMIT ? r : bc_error_prefix(err, "%s", dir);
         struct storage_pack_result res = { .size = o.size, .file_count = p.files,
                                            .skipped = l.skipped + p.skipped };
         extract_sha_hex(sha, res.sha256);

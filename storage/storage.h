@@ -95,6 +95,19 @@ int storage_limits_validate(const struct storage_limits *l, struct bc_error *err
 
 /* ---- Packing ------------------------------------------------------------ */
 
+/* Bounds on packing a tree that may be hostile.  Going past one, or an
+ * entry that cannot be read (EACCES), is BC_WORKSPACE_LIMIT naming the
+ * path and the limit. */
+#define STORAGE_PACK_MAX_DEPTH 128
+struct storage_pack_limits {
+        uint64_t max_bytes;     /* file data stored (holes and extra links are free) */
+        uint64_t max_entries;   /* files, directories, symlinks */
+        uint32_t max_depth;     /* directory nesting */
+        double max_seconds;     /* wall-clock budget of the whole pack */
+};
+/* 16 GiB, 10,000,000 entries, depth STORAGE_PACK_MAX_DEPTH, 3600 s. */
+void storage_pack_limits_default(struct storage_pack_limits *ret);
+
 struct storage_pack_result {
         char sha256[STORAGE_SHA256_HEX_LEN + 1]; /* of the .tar.gz bytes */
         uint64_t size;          /* bytes of .tar.gz written */
@@ -107,9 +120,10 @@ struct storage_pack_result {
  * path; mtime, uid, gid and owner names are zeroed; permission bits are
  * kept except setuid/setgid/sticky; symlinks are stored, never followed;
  * anything but files, directories and symlinks is skipped and counted.
- * The tree is read once and hashed as it is written. */
-int storage_pack_dir(const char *dir, int out_fd, struct storage_pack_result *ret,
-                     struct bc_error *err);
+ * Hard links stay links, sparse files stay sparse (see pack.c).  The tree
+ * is read once and hashed as it is written.  limits NULL: the defaults. */
+int storage_pack_dir(const char *dir, int out_fd, const struct storage_pack_limits *limits,
+                     struct storage_pack_result *ret, struct bc_error *err);
 
 /* ---- Transfers ---------------------------------------------------------- */
 
@@ -131,8 +145,8 @@ struct storage_push_result {
 /* storage_pack_dir into an unnamed temporary file under tmp_dir, then
  * storage_upload.  Call storage_push_result_done(ret) afterwards. */
 int storage_push_dir(const struct storage_config *cfg, const char *dir,
-                     const char *tmp_dir, struct storage_push_result *ret,
-                     struct bc_error *err);
+                     const char *tmp_dir, const struct storage_pack_limits *limits,
+                     struct storage_push_result *ret, struct bc_error *err);
 void storage_push_result_done(struct storage_push_result *r);
 
 struct storage_fetch_result {

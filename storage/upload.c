@@ -272,13 +272,14 @@ void storage_push_result_done(struct storage_push_result *r)
 }
 
 int storage_push_dir(const struct storage_config *cfg, const char *dir, const char *tmp_dir,
-                     struct storage_push_result *ret, struct bc_error *err)
+                     const struct storage_pack_limits *limits, struct storage_push_result *ret,
+                     struct bc_error *err)
 {
         _cleanup_fd_ int fd = open_tmpfile(tmp_dir, err);
         if (fd < 0)
                 return fd;
         struct storage_push_result res = { 0 };
-        int r = storage_pack_dir(dir, fd, &res.pack, err);
+        int r = storage_pack_dir(dir, fd, limits, &res.pack, err);
         if (r < 0)
                 return r;
         r = storage_object_key(cfg, res.pack.sha256, &res.key, err);

@@ -21,6 +21,7 @@ struct backend_job {
         char *const *argv;                /* what to run, with paths as seen inside */
         double timeout_s;
         const char *workspace;     /* host directory that is the job's /workspace */
+        const char *scratch;       /* host directory for /tmp and /dev/shm, or NULL */
         const char *meta_dir;      /* host directory shown at BACKEND_META_DIR */
         const char *const *volume_paths; /* host directories of spec->volumes, in order */
         int cancel_fd;

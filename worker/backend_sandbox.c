@@ -79,7 +79,7 @@ static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_e
                 binds[n++] = (struct sandbox_bind){ .src = j->volume_paths[i],
                                                     .dest = spec->volumes[i].mount };
         struct sandbox_opts o = {
-                .workspace = j->workspace, .ro_binds = binds, .n_ro_binds = n, .env = env,
+                .workspace = j->workspace, .scratch = j->scratch, .ro_binds = binds, .n_ro_binds = n, .env = env,
                 .argv = cmd, .timeout_s = j->timeout_s,
                 .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
                 .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,

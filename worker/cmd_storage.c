@@ -78,7 +78,7 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         if (!mkdtemp(tmp))
                 return bc_error_set(err, BC_IO, errno, "temporary directory: %m");
         struct storage_push_result res;
-        r = storage_push_dir(s3, dir, tmp, &res, err);
+        r = storage_push_dir(s3, dir, tmp, NULL, &res, err);
         rmdir(tmp);
         if (r < 0) {
                 store_version_done(&head);

@@ -1,6 +1,7 @@
 #include "worker/job.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -8,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/utf8.h"
+#include "sandbox/sandbox.h"
 #include "worker/backend.h"
 #include "worker/code.h"
 #include "worker/livelog.h"
@@ -73,17 +76,88 @@ static void remove_tree(const char *path)
         nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
-static int make_job_dir(const struct worker_config *cfg, const struct claimed_job *job,
-                        char **ret_dir, struct bc_error *err)
+/* Unmounts a job directory's workspace filesystem (if mounted), then
+ * removes the directory; remove_tree never crosses into a mount. */
+static void remove_job_dir(const char *dir)
 {
-        _cleanup_free_ char *dir = NULL, *ws = NULL;
+        unsigned n = 0;
+        struct bc_error err = BC_ERROR_INIT;
+        (void)sandbox_workspace_cleanup(dir, &n, &err);
+        bc_error_clear(&err);
+        remove_tree(dir);
+}
+
+void job_dirs_cleanup(const char *work_dir)
+{
+        _cleanup_free_ char *jobs = NULL;
+        if (asprintf(&jobs, "%s/jobs", work_dir) < 0)
+                return;
+        DIR *d = opendir(jobs);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_free_ char *dir = NULL, *lock = NULL;
+                if (asprintf(&dir, "%s/%s", jobs, de->d_name) < 0 ||
+                    asprintf(&lock, "%s/lock", dir) < 0)
+                        continue;
+                /* Held by a live worker sharing this --work-dir: its job. */
+                _cleanup_fd_ int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+                        continue;
+                remove_job_dir(dir);
+        }
+        closedir(d);
+}
+
+/* The job's directory: meta/, and its workspace.  Under the namespace
+ * backend the workspace is a filesystem of its own (ws.img mounted at fs/,
+ * see sandbox_workspace_make): fs/ws is /workspace, fs/scratch holds /tmp
+ * and /dev/shm, all within limits.disk_mb and limits.files.  Under
+ * --sandbox none it is a plain, unbounded directory.  lock is held while
+ * the job runs, so a worker starting on the same --work-dir leaves it be. */
+static int make_job_dir(const struct worker_config *cfg, const struct claimed_job *job,
+                        const struct job_spec *spec, char **ret_dir, char **ret_ws,
+                        char **ret_scratch, int *ret_lock, struct bc_error *err)
+{
+        _cleanup_free_ char *dir = NULL, *ws = NULL, *img = NULL, *fs = NULL, *sc = NULL,
+                           *lock = NULL;
+        bool bounded = cfg->sandbox == BACKEND_NAMESPACE;
         if (asprintf(&dir, "%s/jobs/%s.%d", cfg->work_dir, job->id, job->attempt) < 0 ||
-            asprintf(&ws, "%s/workspace", dir) < 0)
+            asprintf(&lock, "%s/lock", dir) < 0 || asprintf(&img, "%s/ws.img", dir) < 0 ||
+            asprintf(&fs, "%s/fs", dir) < 0 ||
+            asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||
+            (bounded && asprintf(&sc, "%s/fs/scratch", dir) < 0))
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        remove_tree(dir);   /* a leftover from a crashed run of this attempt */
-        if (mkdir(dir, 0700) < 0 || mkdir(ws, 0755) < 0)
+        remove_job_dir(dir);   /* a leftover from a crashed run of this attempt */
+        if (mkdir(dir, 0700) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e, "lock %s: %s", lock, strerror(e));
+        }
+        *ret_lock = fd;
         *ret_dir = steal_pointer(&dir);
+        if (bounded) {
+                char why[128];
+                if (!sandbox_workspace_available(why, sizeof(why)))
+                        return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
+                                            "this worker cannot make bounded workspaces: %s "
+                                            "(see boxcar sandbox detect)", why);
+                int r = sandbox_workspace_make(img, fs, spec->limits.disk_mb, spec->limits.files,
+                                               err);
+                if (r < 0)
+                        return r;
+        }
+        if (mkdir(ws, 0755) < 0 || (sc && mkdir(sc, 0755) < 0))
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
+        *ret_ws = steal_pointer(&ws);
+        *ret_scratch = steal_pointer(&sc);
         return 0;
 }
 
@@ -243,7 +317,8 @@ static void fail_with(struct job_outcome *o, const struct bc_error *err, enum bc
         if (code == BC_DATABASE || code == BC_INTERNAL || code == BC_IO || code == BC_CONFIG ||
             code == BC_OK || code == BC_NOT_FOUND || code == BC_USAGE)
                 code = infra;
-        bool final = code == BC_BAD_SPEC || code == BC_CHECKSUM_MISMATCH || code == BC_BAD_ARCHIVE;
+        bool final = code == BC_BAD_SPEC || code == BC_CHECKSUM_MISMATCH || code == BC_BAD_ARCHIVE ||
+                     code == BC_WORKSPACE_LIMIT;
         o->action = final ? JOB_COMPLETE : JOB_RETRY;
         o->status = "failed";
         set_error(o, code, bc_error_message(err));
@@ -254,7 +329,7 @@ struct job_run {
         const struct claimed_job *job;
         const struct job_spec *spec;
         const char *dir;
-        char *ws, *meta;
+        char *ws, *scratch, *meta;
         struct store_mounts mounts;
         struct livelog log;
         bool started_noted;        /* the "started" event is written */
@@ -315,6 +390,7 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                 paths[i] = store_mount_path(&run->mounts, i);
         struct backend_job bj = { .cfg = run->svc->cfg, .spec = run->spec, .argv = argv,
                                   .timeout_s = timeout_s, .workspace = run->ws,
+                                  .scratch = run->scratch,
                                   .meta_dir = run->meta, .volume_paths = paths,
                                   .cancel_fd = cancel_fd, .on_output = on_output,
                                   .output_ctx = run };
@@ -333,6 +409,7 @@ static void inner_paths(const struct job_run *run, const char **ret_ws, const ch
 }
 
 #define STATE_FILE ".boxcar/state.json"
+#define PACK_MIN_BUDGET_S 60.0
 
 /* The startup script already ran successfully on this workspace, in this
  * exact version (FastGPT's rule: skip it while unchanged). */
@@ -491,13 +568,26 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
                 return;
         struct bc_error err = BC_ERROR_INIT;
         struct store_artifact a;
+        /* What the job left is bounded like the job: its disk and file
+         * limits; packing gets the job's timeout again as its budget, at
+         * least PACK_MIN_BUDGET_S (a short job may leave a large tree). */
+        struct storage_pack_limits lim;
+        storage_pack_limits_default(&lim);
+        lim.max_bytes = run->spec->limits.disk_mb << 20;
+        lim.max_entries = run->spec->limits.files;
+        lim.max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
+                                  ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
         PGconn *conn = run_conn(run, &err);
         int r = conn ? store_save_artifact(run->svc->store, conn, run->spec, run->ws, run->dir,
-                                           &run->artifact_start, run->job->id, &a, &err)
+                                           &run->artifact_start, run->job->id, &lim, &a, &err)
                      : -EIO;
         if (r < 0) {
+                /* The job's own tree over a limit is final (and the head
+                 * stays where it was); anything else is the upload's. */
+                bool own = err.code == BC_WORKSPACE_LIMIT;
                 fail_with(o, &err, BC_UPLOAD_FAILED);
-                o->action = JOB_RETRY;
+                if (!own)
+                        o->action = JOB_RETRY;
                 bc_error_clear(&err);
                 return;
         }
@@ -531,8 +621,7 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
                     struct job_outcome *o)
 {
         struct bc_error err = BC_ERROR_INIT;
-        if (asprintf(&run->ws, "%s/workspace", run->dir) < 0 ||
-            asprintf(&run->meta, "%s/meta", run->dir) < 0) {
+        if (asprintf(&run->meta, "%s/meta", run->dir) < 0) {
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
                 fail_with(o, &err, BC_SANDBOX_SETUP);
         } else if (prepare_meta(run->spec, run->meta, &err) < 0 ||
@@ -574,13 +663,17 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 bc_error_clear(&err);
                 return;
         }
-        _cleanup_free_ char *dir = NULL;
-        if (make_job_dir(svc->cfg, job, &dir, &err) < 0) {
+        _cleanup_free_ char *dir = NULL, *ws = NULL, *scratch = NULL;
+        _cleanup_fd_ int lock = -1;
+        if (make_job_dir(svc->cfg, job, spec, &dir, &ws, &scratch, &lock, &err) < 0) {
                 fail_with(ret, &err, BC_SANDBOX_SETUP);
                 bc_error_clear(&err);
+                if (dir)
+                        remove_job_dir(dir);
                 return;
         }
-        struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir };
+        struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,
+                               .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch) };
         livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->conn,
                      svc->conn_ctx);
         run_job(&run, cancel_fd, stop, ret);
@@ -588,6 +681,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         store_release_volumes(svc->store, &run.mounts);
         cJSON_Delete(run.result);
         free(run.ws);
+        free(run.scratch);
         free(run.meta);
-        remove_tree(dir);
+        remove_job_dir(dir);
 }

@@ -66,6 +66,10 @@ struct job_services {
 
 /* Runs job.  cancel_fd becomes readable when *stop is set.  Always fills
  * *ret (infrastructure failures become JOB_RETRY). */
+/* At worker start: unmounts and removes what a killed worker left under
+ * work_dir/jobs (job directories whose lock no live process holds). */
+void job_dirs_cleanup(const char *work_dir);
+
 void job_execute(const struct job_services *svc, const struct claimed_job *job, int cancel_fd,
                  const _Atomic int *stop, struct job_outcome *ret);
 

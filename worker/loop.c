@@ -447,6 +447,22 @@ static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
                 err->code = BC_CONFIG;
                 return bc_error_prefix(err, "--work-dir %s", cfg->work_dir);
         }
+        if (cfg->sandbox == BACKEND_NAMESPACE) {
+                char why[128];
+                struct bc_error e = BC_ERROR_INIT;
+                if (!sandbox_workspace_available(why, sizeof(why)))
+                        log_event(LOG_WARN, "sandbox.workspace", "error", why, "effect",
+                                  "jobs fail with SANDBOX_SETUP: a workspace cannot be bounded here",
+                                  NULL);
+                else if (sandbox_workspace_private_mounts(&e) < 0)
+                        /* Still safe: the start-up cleanup below is the net. */
+                        log_event(LOG_WARN, "sandbox.workspace", "error", bc_error_message(&e),
+                                  "effect", "job mounts live in the host's namespace", NULL);
+                bc_error_clear(&e);
+        }
+        /* What a worker killed before private mounts existed (or without
+         * them) left: workspace mounts, their loop devices, directories. */
+        job_dirs_cleanup(cfg->work_dir);
         return 0;
 }
 

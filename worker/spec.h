@@ -21,12 +21,16 @@ struct spec_volume {
         char *version;  /* "latest" or a sha256, with storage */
 };
 
+/* limits.files when the spec leaves it out. */
+#define SPEC_DEFAULT_FILES 100000
+
 struct spec_limits {
         double timeout_s;
         uint64_t memory_mb;
         double cpus;
         uint32_t pids;
         uint64_t disk_mb;
+        uint64_t files;         /* files, directories and links in the workspace */
         uint64_t output_bytes;
 };
 

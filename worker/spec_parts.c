@@ -20,6 +20,7 @@ static const struct limit_rule limit_rules[] = {
         { "cpus", 0.01, 256, false, offsetof(struct spec_limits, cpus), AS_DOUBLE },
         { "pids", 1, 65536, true, offsetof(struct spec_limits, pids), AS_U32 },
         { "disk_mb", 1, 1048576, true, offsetof(struct spec_limits, disk_mb), AS_U64 },
+        { "files", 1, 10000000, true, offsetof(struct spec_limits, files), AS_U64 },
         { "output_bytes", 0, 16777216, true, offsetof(struct spec_limits, output_bytes), AS_U64 },
 };
 

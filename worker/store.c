@@ -202,7 +202,8 @@ void store_artifact_done(struct store_artifact *a)
 int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
                         const char *workspace, const char *tmp_dir,
                         const struct store_artifact_start *start, const char *job_id,
-                        struct store_artifact *ret, struct bc_error *err)
+                        const struct storage_pack_limits *limits, struct store_artifact *ret,
+                        struct bc_error *err)
 {
         int r = need_s3(st, "artifact", err);
         if (r < 0) {
@@ -210,9 +211,9 @@ int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *s
                 return r;
         }
         struct storage_push_result push;
-        r = storage_push_dir(st->s3, workspace, tmp_dir, &push, err);
+        r = storage_push_dir(st->s3, workspace, tmp_dir, limits, &push, err);
         if (r < 0)
-                return bc_error_prefix(err, "artifact %s", spec->artifact_storage);
+                return bc_error_prefix(err, "artifact %s: workspace", spec->artifact_storage);
         char size[32], count[32];
         snprintf(size, sizeof(size), "%llu", (unsigned long long)push.pack.size);
         snprintf(count, sizeof(count), "%llu", (unsigned long long)push.pack.file_count);

@@ -81,12 +81,15 @@ struct store_artifact {
 };
 void store_artifact_done(struct store_artifact *a);
 
-/* Packs workspace, uploads it (unless stored already), records the version
+/* Packs workspace within limits (over one: BC_WORKSPACE_LIMIT, and
+ * nothing is uploaded or recorded), uploads it (unless stored already),
+ * records the version
  * with its parent and job, and moves the storage's head to it if the head
  * is still start->head_sha (see boxcar.add_artifact_version). */
 int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
                         const char *workspace, const char *tmp_dir,
                         const struct store_artifact_start *start, const char *job_id,
-                        struct store_artifact *ret, struct bc_error *err);
+                        const struct storage_pack_limits *limits, struct store_artifact *ret,
+                        struct bc_error *err);
 
 #endif

@@ -20,7 +20,19 @@ if [[ ! -x $SB ]]; then
 fi
 T=$(mktemp -d /tmp/boxcar-sec.XXXXXX)
 chmod 755 "$T"
-cleanup_all() { cleanup_bg; mountpoint -q "$T/vol/sub" && umount "$T/vol/sub"; rm -rf "$T"; }
+# mkws NAME MB [INODES]: a bounded workspace filesystem like the worker's
+# (sparse ext4 image, loop, nosuid,nodev) at $T/NAME with ws/ and scratch/.
+_ws_mounts=()
+mkws() {
+  truncate -s "${2}M" "$T/$1.img" && mke2fs -t ext4 -q -F -m 0 -N "${3:-4096}" -O ^has_journal "$T/$1.img" \
+    && mkdir -p "$T/$1" && mount -o loop,nosuid,nodev "$T/$1.img" "$T/$1" && mkdir -p "$T/$1/ws" "$T/$1/scratch" \
+    && _ws_mounts+=("$T/$1")
+}
+cleanup_all() {
+  cleanup_bg; mountpoint -q "$T/vol/sub" && umount "$T/vol/sub"
+  for m in "${_ws_mounts[@]}"; do umount "$m" 2>/dev/null; done
+  rm -rf "$T"
+}
 trap cleanup_all EXIT
 
 mkdir -p "$T/bin"
@@ -121,12 +133,15 @@ if [[ $IS_ROOT -eq 1 ]]; then
   else not_ok "setuid-root binary does not raise privileges"; diag "control: $ctl"; diag "$OUT"; fi
   # A setuid binary planted in the workspace: not setuid inside, and what
   # the job chmods u+s does not come back out setuid (it would be root's).
-  mkdir -p "$T/ws-suid" && cp "$T/suid/probe" "$T/ws-suid/planted" && chmod 4755 "$T/ws-suid/planted"
-  sb --workspace "$T/ws-suid" -- sh -c 'stat -c "%a %U" planted; ./planted euid; cp planted mine; chmod 4755 mine; stat -c "%a" mine'
-  mode=$(stat -c %a "$T/ws-suid/mine" 2>/dev/null)
-  if has "$OUT" "EUID 65534" && has "$OUT" "4755" && [[ $mode == 755 ]]; then
-    ok "setuid binary in the workspace: no privileges inside, set-id bits stripped on the way out"
-  else not_ok "setuid binary in the workspace"; diag "$OUT"; diag "host mode: $mode"; fi
+  # What the job chmods u+s stays so on the host (nothing is copied), but
+  # the workspace is only ever a nosuid mount: it gives no privileges.
+  mkws suidws 16
+  cp "$T/suid/probe" "$T/suidws/ws/planted" && chmod 4755 "$T/suidws/ws/planted"
+  sb --workspace "$T/suidws/ws" -- sh -c 'stat -c "%a %U" planted; ./planted euid; cp planted mine; chmod 4755 mine; stat -c "%a" mine'
+  host=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$T/suidws/ws/mine" euid 2>&1)
+  if has "$OUT" "EUID 65534" && has "$OUT" "4755" && [[ $host == *"EUID 65534"* ]]; then
+    ok "setuid binary in the workspace: no privileges inside, nor on the host (nosuid mount)"
+  else not_ok "setuid binary in the workspace"; diag "$OUT"; diag "host: $host"; fi
 else
   skip "setuid binaries (need root to create them)"; skip "setuid in workspace (needs root)"
 fi
@@ -183,12 +198,87 @@ if ! host_has_controller memory; then limit_refused memory "memory bomb"
 elif [[ $(jget .oom_killed) == true && $(jget .signal) == 9 && $RC -eq 137 ]]; then ok "memory bomb is OOM-killed and reported (oom_killed true, 137, cgroup $CG_VERSION)"
 else not_ok "memory bomb reported as OOM"; diag "rc=$RC $ST"; fi
 
-mkdir -p "$T/ws-disk"
-sb --workspace "$T/ws-disk" --disk-mb 16 -- sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1; echo "dd=$?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>&1; echo "dd2=$?"'
-size=$(stat -c %s "$T/ws-disk/big" 2>/dev/null || echo 0)
-if has "$OUT" "No space left on device" && has "$OUT" "dd=1" && has "$OUT" "dd2=1" && (( size <= 16 * 1048576 && size > 0 )); then
-  ok "disk fill stopped with ENOSPC at --disk-mb (workspace + /tmp share it)"
-else not_ok "disk fill stopped"; diag "$OUT"; diag "size=$size"; fi
+sb --disk-mb 16 -- sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1; echo "dd=$?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>&1; echo "dd2=$?"'
+if has "$OUT" "No space left on device" && has "$OUT" "dd=1" && has "$OUT" "dd2=1"; then
+  ok "no --workspace: disk fill stopped with ENOSPC at --disk-mb (the tmpfs /workspace + /tmp share it)"
+else not_ok "disk fill stopped (tmpfs)"; diag "$OUT"; fi
+
+if [[ $IS_ROOT -eq 1 ]]; then
+  mkws disk 16
+  sb --workspace "$T/disk/ws" --scratch "$T/disk/scratch" --disk-mb 16 -- sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1; echo "dd=$?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>&1; echo "dd2=$?"'
+  size=$(stat -c %s "$T/disk/ws/big" 2>/dev/null || echo 0); img=$(du -k "$T/disk.img" | cut -f1)
+  if has "$OUT" "No space left on device" && has "$OUT" "dd=1" && has "$OUT" "dd2=1" && (( size <= 16 * 1048576 && size > 0 && img <= 16384 )); then
+    ok "bounded workspace: disk fill stopped with ENOSPC (workspace + /tmp on one 16 MiB filesystem; image ${img} KiB on the host)"
+  else not_ok "disk fill stopped (bounded workspace)"; diag "$OUT"; diag "size=$size img=$img"; fi
+
+  # Issue 12, item 1: a sparse file cannot beat the limit: its holes cost
+  # nothing, on the job's filesystem as on the host.
+  mkws sparse 16
+  sb --workspace "$T/sparse/ws" --disk-mb 16 --timeout 2 -- sh -c 'truncate -s 3G /workspace/sparse && echo made'
+  img=$(du -k "$T/sparse.img" | cut -f1); apparent=$(stat -c %s "$T/sparse/ws/sparse" 2>/dev/null)
+  if [[ $RC -eq 0 ]] && has "$OUT" made && [[ $apparent == 3221225472 ]] && (( img <= 16384 )); then
+    ok "sparse 3 GiB file under --disk-mb 16: allowed as a hole, the host holds ${img} KiB (<= 16 MiB)"
+  else not_ok "sparse file bounded"; diag "rc=$RC $OUT img=$img apparent=$apparent"; fi
+
+  # Item 3: 64 hard links to an 8 MiB file cost 8 MiB, not 520.
+  mkws links 16
+  sb --workspace "$T/links/ws" --disk-mb 16 -- sh -c 'head -c 8388608 /dev/urandom > f && for i in $(seq 64); do ln f l$i || exit 1; done; echo linked'
+  img=$(du -k "$T/links.img" | cut -f1); nl=$(stat -c %h "$T/links/ws/f" 2>/dev/null)
+  if [[ $RC -eq 0 && $nl == 65 ]] && has "$OUT" linked && (( img <= 16384 )); then
+    ok "64 hard links to an 8 MiB file: one inode with 65 names, image ${img} KiB"
+  else not_ok "hard links bounded"; diag "rc=$RC $OUT img=$img nlink=$nl"; fi
+
+  # Item 4: the file count is bounded by the kernel (inodes), quickly.
+  mkws many 16 1024
+  ifree_host=$(df --output=iavail "$T" | tail -1)
+  start=$(date +%s%N)
+  sb --workspace "$T/many/ws" --disk-mb 16 --timeout 30 -- python3 -c '
+import os
+n = 0
+try:
+    for i in range(100000):
+        open("/workspace/f%d" % i, "w").close(); n += 1
+except OSError as e:
+    print("STOPPED", n, e.strerror)'
+  el=$(( ($(date +%s%N) - start) / 1000000 ))
+  n=$(sed -n 's/^STOPPED \([0-9]*\) .*/\1/p' <<<"$OUT"); ifree_after=$(df --output=iavail "$T" | tail -1)
+  if has "$OUT" "No space left on device" && [[ -n $n ]] && (( n < 1100 && el < 10000 && ifree_host - ifree_after < 100 )); then
+    ok "100,000 files against a 1024-inode workspace: ENOSPC after $n, ${el} ms, no host inodes used"
+  else not_ok "file count bounded"; diag "$OUT el=$el n=$n ifree $ifree_host -> $ifree_after"; fi
+
+  # Item 2: the timeout covers the whole run: nothing is copied after it.
+  mkws slow 64 200000
+  start=$(date +%s%N)
+  sb --workspace "$T/slow/ws" --disk-mb 64 --timeout 2 -- sh -c 'mkdir d; cd d; i=0; while :; do : > f$i; i=$((i+1)); done'
+  el=$(( ($(date +%s%N) - start) / 1000000 ))
+  if [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el < 3000 )); then
+    ok "--timeout 2 with a workspace full of files: timed out, whole run ${el} ms"
+  else not_ok "timeout covers the whole run"; diag "rc=$RC el=$el $ST"; fi
+
+  # Item 7: workspace files are on disk, not in the job's memory cgroup.
+  mkws mem 1100 4096
+  sb --workspace "$T/mem/ws" --disk-mb 1100 --memory-mb 512 --timeout 120 -- sh -c 'dd if=/dev/zero of=/workspace/g bs=1M count=1024 2>&1 | tail -1; echo "dd=$?"'
+  size=$(stat -c %s "$T/mem/ws/g" 2>/dev/null || echo 0)
+  if [[ $RC -eq 0 && $(jget .oom_killed) == false && $size -eq 1073741824 ]]; then
+    ok "a 1 GiB workspace under --memory-mb 512 is not OOM-killed"
+  else not_ok "1 GiB workspace, 512 MiB memory"; diag "rc=$RC $OUT $ST size=$size"; fi
+  umount "$T/mem" && rm -f "$T/mem.img"
+
+  # Fail closed: a plain directory cannot be bounded, nor bound in place
+  # without nosuid.
+  mkdir -p "$T/plain"
+  sb --workspace "$T/plain" --disk-mb 16 -- true
+  if [[ $RC -eq 124 && $(jget .setup_error.step) == workspace ]] && grep -q "nosuid\|cannot be enforced" <<<"$(jget .setup_error.message)"; then
+    ok "--workspace on a plain directory with --disk-mb fails closed (124: $(jget .setup_error.message | cut -c1-60)...)"
+  else not_ok "plain directory fails closed"; diag "rc=$RC $ST"; fi
+  mount --bind "$T/plain" "$T/plain" && mount -o remount,bind,nosuid,nodev "$T/plain" && _ws_mounts+=("$T/plain")
+  sb --workspace "$T/plain" --disk-mb 16 -- true
+  if [[ $RC -eq 124 ]] && grep -q "cannot be enforced" <<<"$(jget .setup_error.message)"; then
+    ok "a nosuid directory on a large filesystem with --disk-mb 16 fails closed, saying why"
+  else not_ok "large filesystem fails closed"; diag "rc=$RC $ST"; fi
+else
+  for i in 1 2 3 4 5 6 7 8 9; do skip "bounded workspace checks (need root for loop mounts)"; done
+fi
 
 sb --cpus 0.2 --timeout 20 -- $PROBE spin 2
 cpu=$(jget .cpu_ms); wall=$(jget .wall_ms)
@@ -318,37 +408,44 @@ is "setup failure: own exit code and setup_error naming step and path" \
 "$SB" --bogus -- true >/dev/null 2>&1
 is "bad option: exit 120" "$?" "120"
 
-# --- workspace sync ------------------------------------------------------------
-mkdir -p "$T/ws-link" && echo original > "$T/hostfile" && ln -s "$T/hostfile" "$T/ws-link/victim"
-sb --workspace "$T/ws-link" -- sh -c 'echo PWNED > victim 2>/dev/null; ln -s /etc/shadow shadow; ln -s /etc etcdir; mkdir d; ln -s / d/root; echo done'
-if [[ -L $T/ws-link/shadow && $(readlink "$T/ws-link/shadow") == /etc/shadow && -L $T/ws-link/etcdir && -L $T/ws-link/d/root \
+# --- workspace (bound in place, no copy) ---------------------------------------
+if [[ $IS_ROOT -eq 1 ]]; then
+mkws wsl 16; mkws wsr 16
+mkdir -p "$T/wsl/ws" && echo original > "$T/hostfile" && ln -s "$T/hostfile" "$T/wsl/ws/victim"
+sb --workspace "$T/wsl/ws" -- sh -c 'echo PWNED > victim 2>/dev/null; ln -s /etc/shadow shadow; ln -s /etc etcdir; mkdir d; ln -s / d/root; echo done'
+W=$T/wsl/ws
+if [[ -L $W/shadow && $(readlink "$W/shadow") == /etc/shadow && -L $W/etcdir && -L $W/d/root \
       && $(cat "$T/hostfile") == original ]] && has "$OUT" done; then
-  ok "symlinks planted in the workspace (to /etc/shadow, /etc, /) come back as symlinks, never followed"
-else not_ok "workspace symlinks not followed"; diag "$OUT"; ls -laR "$T/ws-link" | sed 's/^/# /'; fi
+  ok "symlinks planted in the workspace (to /etc/shadow, /etc, /) stay symlinks; the host file they point at is untouched"
+else not_ok "workspace symlinks not followed"; diag "$OUT"; ls -laR "$W" | sed 's/^/# /'; fi
 
-mkdir -p "$T/ws-rt" && echo keep > "$T/ws-rt/in.txt" && echo gone > "$T/ws-rt/delete-me"
-sb --workspace "$T/ws-rt" -- sh -c 'rm delete-me; echo sh > sh.txt; python3 -c "open(\"/workspace/py.txt\",\"w\").write(\"py\")"; node -e "require(\"fs\").writeFileSync(\"/workspace/node.txt\",\"node\")"; mkdir -p sub/deeper; echo x > sub/deeper/f; chmod 000 sub/deeper/f'
-if [[ $RC -eq 0 && $(cat "$T/ws-rt/sh.txt") == sh && $(cat "$T/ws-rt/py.txt") == py && $(cat "$T/ws-rt/node.txt") == node \
-      && $(cat "$T/ws-rt/in.txt") == keep && ! -e $T/ws-rt/delete-me && -r $T/ws-rt/sub/deeper/f && $(stat -c %u "$T/ws-rt/sh.txt") == $(id -u) ]]; then
-  ok "sh, python3 and node run and write /workspace; it comes back exactly, owned and readable by the invoking user"
-else not_ok "runtimes write /workspace"; diag "rc=$RC $OUT"; ls -laR "$T/ws-rt" | sed 's/^/# /'; fi
+W=$T/wsr/ws
+echo keep > "$W/in.txt" && echo gone > "$W/delete-me"
+sb --workspace "$W" -- sh -c 'rm delete-me; echo sh > sh.txt; python3 -c "open(\"/workspace/py.txt\",\"w\").write(\"py\")"; node -e "require(\"fs\").writeFileSync(\"/workspace/node.txt\",\"node\")"; mkdir -p sub/deeper; echo x > sub/deeper/f; chmod 000 sub/deeper/f'
+if [[ $RC -eq 0 && $(cat "$W/sh.txt") == sh && $(cat "$W/py.txt") == py && $(cat "$W/node.txt") == node \
+      && $(cat "$W/in.txt") == keep && ! -e $W/delete-me && -r $W/sub/deeper/f && $(stat -c %u "$W/sh.txt") == $(id -u) ]]; then
+  ok "sh, python3 and node run and write /workspace in place (idmapped): on the host owned by the directory's owner"
+else not_ok "runtimes write /workspace"; diag "rc=$RC $OUT"; ls -laR "$W" | sed 's/^/# /'; fi
+else
+  skip "workspace symlinks (need root for the nosuid workspace mount)"; skip "runtimes write /workspace (need root)"
+fi
 
 # --- unprivileged ----------------------------------------------------------------
 if [[ $IS_ROOT -eq 1 ]]; then
-  mkdir -p "$T/ws-nobody" && chown 65534:65534 "$T/ws-nobody"
+  mkws nob 16 && chown 65534:65534 "$T/nob/ws"
   out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --help 2>&1); rc=$?
   is "unprivileged: --help works" "$rc/$(grep -c 'usage: boxcar-sandbox' <<<"$out")" "0/1"
   # Control: may nobody make a user namespace on this host at all?  Where
   # it may, the helper must run; where it may not, the helper must refuse
   # (a namespace step fails) rather than run the job without isolation.
   setpriv --reuid=65534 --regid=65534 --clear-groups unshare -r true >/dev/null 2>&1; ctl_rc=$?
-  out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --status-fd 3 --workspace "$T/ws-nobody" -- sh -c 'echo hi > /workspace/x; id -u; grep NoNewPrivs /proc/self/status' 2>&1 3>"$T/nobody-status"); rc=$?
+  out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --status-fd 3 --workspace "$T/nob/ws" -- sh -c 'echo hi > /workspace/x; id -u; grep NoNewPrivs /proc/self/status' 2>&1 3>"$T/nobody-status"); rc=$?
   step=$(jq -r '.setup_error.step // empty' "$T/nobody-status" 2>/dev/null)
   if [[ $ctl_rc -eq 0 ]]; then
-    if [[ $rc -eq 0 && $(cat "$T/ws-nobody/x" 2>/dev/null) == hi ]] && grep -q "NoNewPrivs:	1" <<<"$out"; then
+    if [[ $rc -eq 0 && $(cat "$T/nob/ws/x" 2>/dev/null) == hi ]] && grep -q "NoNewPrivs:	1" <<<"$out"; then
       ok "unprivileged (user namespace): a basic run works and writes its workspace (control: nobody may unshare -r)"
     else not_ok "unprivileged basic run"; diag "rc=$rc $out"; fi
-  elif [[ $rc -eq 122 && ($step == clone || $step == userns) && ! -e $T/ws-nobody/x ]]; then
+  elif [[ $rc -eq 122 && ($step == clone || $step == userns) && ! -e $T/nob/ws/x ]]; then
     ok "unprivileged: this host refuses user namespaces to nobody (control: unshare -r fails outside), and the helper refuses too (122, step $step): the job never runs unisolated"
   else not_ok "unprivileged run without user namespaces must be refused"; diag "control rc=$ctl_rc; rc=$rc step=$step $out"; fi
 else

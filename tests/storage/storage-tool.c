@@ -93,7 +93,7 @@ static int cmd_pack(int argc, char **argv, struct bc_error *err)
         if (fd < 0)
                 return bc_error_set(err, BC_IO, errno, "open %s: %m", argv[1]), fail(err);
         struct storage_pack_result r;
-        int rc = storage_pack_dir(argv[0], fd, &r, err);
+        int rc = storage_pack_dir(argv[0], fd, NULL, &r, err);
         close(fd);
         if (rc < 0)
                 return fail(err);
@@ -130,7 +130,7 @@ static int cmd_push(int argc, char **argv, struct bc_error *err)
         if (!cfg)
                 return fail(err);
         struct storage_push_result r;
-        int rc = storage_push_dir(cfg, argv[0], argv[1], &r, err);
+        int rc = storage_push_dir(cfg, argv[0], argv[1], NULL, &r, err);
         storage_config_free(cfg);
         if (rc < 0)
                 return fail(err);

@@ -136,14 +136,14 @@ static void test_pack_roundtrip(void **state)
 
         int fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
         struct storage_pack_result p1, p2;
-        assert_int_equal(storage_pack_dir(src, fd, &p1, NULL), 0);
+        assert_int_equal(storage_pack_dir(src, fd, NULL, &p1, NULL), 0);
         assert_int_equal(p1.file_count, 3);
         assert_int_equal(p1.skipped, 0);
         assert_true(storage_sha256_valid(p1.sha256));
         assert_int_equal((uint64_t)lseek(fd, 0, SEEK_CUR), p1.size);
         close(fd);
         fd = open("/dev/null", O_WRONLY);
-        assert_int_equal(storage_pack_dir(src, fd, &p2, NULL), 0);
+        assert_int_equal(storage_pack_dir(src, fd, NULL, &p2, NULL), 0);
         close(fd);
         assert_string_equal(p1.sha256, p2.sha256);
 
@@ -209,6 +209,72 @@ static void write_archive(const char *path, const struct fake_entry *e, size_t n
         archive_entry_free(ae);
         archive_write_close(a);
         archive_write_free(a);
+}
+
+/* Hard links stay links and sparse files stay sparse, deterministically
+ * (the same tree packs to the same bytes, and unpacks to links and holes);
+ * a tree over a limit is WORKSPACE_LIMIT naming the limit. */
+static void test_pack_links_sparse_limits(void **state)
+{
+        (void)state;
+        _cleanup_free_ char *d = scratch();
+        _cleanup_free_ char *src = path_join(d, "src");
+        _cleanup_free_ char *f = path_join(d, "src/f");
+        _cleanup_free_ char *l1 = path_join(d, "src/z-link");
+        _cleanup_free_ char *l0 = path_join(d, "src/a-link");
+        _cleanup_free_ char *sp = path_join(d, "src/sparse");
+        _cleanup_free_ char *out = path_join(d, "out.tgz");
+        _cleanup_free_ char *dst = path_join(d, "dst");
+        assert_int_equal(mkdir(src, 0755), 0);
+        write_file(f, "shared data\n", 0644);
+        assert_int_equal(link(f, l1), 0);
+        assert_int_equal(link(f, l0), 0);
+        int sfd = open(sp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(sfd >= 0);
+        assert_int_equal(pwrite(sfd, "x", 1, 1 << 20), 1);
+        assert_int_equal(ftruncate(sfd, (off_t)1 << 30), 0);  /* 1 GiB, one block */
+        close(sfd);
+
+        int fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
+        struct storage_pack_result p1, p2;
+        assert_int_equal(storage_pack_dir(src, fd, NULL, &p1, NULL), 0);
+        close(fd);
+        assert_true(p1.size < 65536);  /* the holes are not stored */
+        fd = open("/dev/null", O_WRONLY);
+        assert_int_equal(storage_pack_dir(src, fd, NULL, &p2, NULL), 0);
+        close(fd);
+        assert_string_equal(p1.sha256, p2.sha256);
+
+        struct storage_fetch_result r;
+        struct bc_error err = BC_ERROR_INIT;
+        if (storage_extract_file(out, p1.sha256, dst, NULL, &r, &err) < 0)
+                fail_msg("%s", bc_error_message(&err));
+        struct stat a, b, s;
+        _cleanup_free_ char *xf = path_join(dst, "f");
+        _cleanup_free_ char *xl = path_join(dst, "z-link");
+        _cleanup_free_ char *xs = path_join(dst, "sparse");
+        assert_int_equal(stat(xf, &a), 0);
+        assert_int_equal(stat(xl, &b), 0);
+        assert_int_equal(a.st_ino, b.st_ino);
+        assert_int_equal(a.st_nlink, 3);
+        assert_int_equal(stat(xs, &s), 0);
+        assert_int_equal(s.st_size, (off_t)1 << 30);
+        assert_true(s.st_blocks < 1024);
+
+        struct storage_pack_limits lim;
+        storage_pack_limits_default(&lim);
+        lim.max_entries = 2;
+        fd = open("/dev/null", O_WRONLY);
+        assert_true(storage_pack_dir(src, fd, &lim, &p2, &err) < 0);
+        assert_int_equal(err.code, BC_WORKSPACE_LIMIT);
+        assert_non_null(strstr(bc_error_message(&err), "more than 2 files"));
+        storage_pack_limits_default(&lim);
+        lim.max_bytes = 1000;  /* the links cost nothing, the sparse data 4 KiB */
+        assert_true(storage_pack_dir(src, fd, &lim, &p2, &err) < 0);
+        assert_int_equal(err.code, BC_WORKSPACE_LIMIT);
+        assert_non_null(strstr(bc_error_message(&err), "more than 1000 bytes"));
+        close(fd);
+        bc_error_clear(&err);
 }
 
 static void test_refusals(void **state)
@@ -301,6 +367,7 @@ int main(void)
                 cmocka_unit_test(test_redact),
                 cmocka_unit_test(test_retryable),
                 cmocka_unit_test(test_pack_roundtrip),
+                cmocka_unit_test(test_pack_links_sparse_limits),
                 cmocka_unit_test(test_refusals),
                 cmocka_unit_test(test_limits_enforced),
         };

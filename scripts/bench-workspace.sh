@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Workspace benchmark (issue 12), through a real worker on the namespace
+# backend: start and finish overhead of a job whose artifact is 10 MiB and
+# one whose artifact is ~1 GiB (second job of the session, changing one
+# file), packing speed against `tar | gzip -n | sha256sum` on the same tree,
+# and the peak memory charged to the job's cgroup for a 1 GiB workspace
+# (bounded filesystem vs the old tmpfs).  Needs root (loop devices).
+#
+#   scripts/bench-workspace.sh          (BENCH_WS_MB=1024 by default)
+set -euo pipefail
+source "$(dirname "$0")/env.sh"
+cd "$BOXCAR_ROOT"
+[[ $(id -u) -eq 0 ]] || { echo "bench-workspace: needs root (loop devices); skipped"; exit 0; }
+SIZE_MB=${BENCH_WS_MB:-1024}
+B="$BOXCAR_DEV/bench/workspace"
+rm -rf "$B"; mkdir -p "$B"
+make --no-print-directory -s build/boxcar build/boxcar-sandbox >/dev/null
+BOXCAR=$BOXCAR_ROOT/build/boxcar
+SB=$BOXCAR_ROOT/build/boxcar-sandbox
+eval "$(scripts/s3.sh start)"
+export BOXCAR_S3_PREFIX="bench-ws-$$"
+scripts/pg.sh start >/dev/null
+db=bench_workspace
+scripts/pg.sh dropdb "$db" >/dev/null 2>&1 || true
+scripts/pg.sh createdb "$db" >/dev/null
+DATABASE_URL=$(db_url "$db"); export DATABASE_URL
+"$BOXCAR" migrate >/dev/null
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+sql() { psql -X -qtA -v ON_ERROR_STOP=1 "$DATABASE_URL" -c "$@"; }
+
+# Trees: 10 MiB and SIZE_MB MiB of mixed files (a quarter random, the rest
+# text), 100 files per MiB/10.
+mktree() {
+  /usr/bin/python3 - "$1" "$2" <<'EOF'
+import os, random, sys
+root, mb = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(7)
+text = b"".join(b"%08x the quick brown fox jumps over the lazy dog\n" % rnd.getrandbits(32) for _ in range(20000))
+os.makedirs(root)
+for i in range(mb):
+    d = os.path.join(root, "d%03d" % (i // 64))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%04d" % i), "wb") as f:
+        f.write(os.urandom(1 << 20) if i % 4 == 0 else (text * 2)[: 1 << 20])
+EOF
+}
+if [[ ${BENCH_WS_ONLY:-} != peak ]]; then
+mktree "$B/t10" 10
+mktree "$B/tbig" "$SIZE_MB"
+"$BOXCAR" storage push ws10 "$B/t10" >/dev/null 2>&1
+"$BOXCAR" storage push wsbig "$B/tbig" >/dev/null 2>&1
+
+"$BOXCAR" worker --worker-id bench-ws --work-dir "$B/work" --concurrency 1 --poll-interval 200ms \
+  --sandbox namespace >"$B/worker.log" 2>&1 &
+wpid=$!
+trap 'kill $wpid 2>/dev/null; wait $wpid 2>/dev/null || true' EXIT
+
+# ms between two events of a job
+span() {
+  sql "select round(extract(epoch from (select min(at) from boxcar.job_events where job_id = '$1' and kind = '$3')
+        - (select min(at) from boxcar.job_events where job_id = '$1' and kind = '$2')) * 1000)"
+}
+session_job() {  # storage -> job id (second job of the session: base latest, one file changed)
+  local id
+  id=$(echo "{\"script\": \"echo go; echo changed >> d000/f0001\", \"limits\": {\"disk_mb\": $((SIZE_MB * 2 + 64)), \"timeout_s\": 600}, \"artifact\": {\"storage\": \"$1\"}}" \
+       | "$BOXCAR" enqueue --spec -)
+  "$BOXCAR" status --wait "$id" >/dev/null
+  echo "$id"
+}
+for s in ws10 wsbig; do session_job "$s" >/dev/null; done   # warm: first job, cache filled
+declare -A start finish pack
+for s in ws10 wsbig; do
+  id=$(session_job "$s")
+  [[ $(sql "select status from boxcar.jobs where id = '$id'") == succeeded ]] || { echo "job $id failed"; sql "select error from boxcar.jobs where id = '$id'"; }
+  start[$s]=$(span "$id" claimed started)
+  pack[$s]=$(span "$id" exited artifact_uploaded)
+  finish[$s]=$(span "$id" artifact_uploaded finished)
+done
+
+# Packing vs tar | gzip -n | sha256sum on the big tree.
+TOOL="$BOXCAR_ROOT/build/storage-tests/storage-tool"
+mkdir -p "$(dirname "$TOOL")"
+cc -std=c17 -O2 -I. -D_GNU_SOURCE -o "$TOOL" tests/storage/storage-tool.c \
+  build/libstorage.a build/libcommon.a -lcurl -larchive -lz -lcrypto -lpthread
+find "$B/tbig" -type f -print0 | xargs -0 cat >/dev/null
+t0=$(now); "$TOOL" pack "$B/tbig" "$B/bx.tgz" >/dev/null; t1=$(now); bx=$(secs "$t0" "$t1")
+t0=$(now); tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$B/tbig" -cf - . | gzip -n -6 | sha256sum >/dev/null; t1=$(now)
+gnu=$(secs "$t0" "$t1")
+
+fi
+
+# Peak memory charged to the job's cgroup for a 1 GiB workspace (cgroup v1
+# memory.max_usage_in_bytes or v2 memory.peak, read from the host while
+# the job waits): the bounded filesystem vs a tmpfs /workspace, both under
+# --memory-mb 512.  The peak includes page cache (the written file's pages,
+# reclaimable on a disk filesystem, not on tmpfs): hence the limit.
+peak() {  # helper args... -> "peak MiB, oom_killed"
+  "$SB" --status-fd 3 "$@" --memory-mb 512 --timeout 120 -- sh -c \
+    'dd if=/dev/zero of=/workspace/g bs=1M count=1024 2>/dev/null; sync; echo written; sleep 3' \
+    >"$B/peak.out" 2>&1 3>"$B/peak.status" &
+  local p=$! init="" rel="" f=""
+  for _ in $(seq 600); do grep -q written "$B/peak.out" && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  # the sandbox's init is the helper's child; its cgroup as the host sees it
+  init=$(pgrep -P "$p" | head -1)
+  rel=$(grep -E '^[0-9]+:(memory|):' "/proc/$init/cgroup" 2>/dev/null | head -1 | cut -d: -f3)
+  for c in "/sys/fs/cgroup/memory$rel/memory.max_usage_in_bytes" "/sys/fs/cgroup$rel/memory.peak"; do
+    [[ -r $c ]] && { f=$c; break; }
+  done
+  local v=0; [[ -n $f ]] && v=$(cat "$f")
+  wait $p || true
+  echo "$((v >> 20)) MiB, oom_killed $(jq -r .oom_killed "$B/peak.status")"
+}
+truncate -s $((SIZE_MB + 100))M "$B/peak.img"
+mke2fs -t ext4 -q -F -m 0 -N 4096 -O ^has_journal "$B/peak.img"
+mkdir -p "$B/peak"; mount -o loop,nosuid,nodev "$B/peak.img" "$B/peak"; mkdir -p "$B/peak/ws"
+peak_fs=$(peak --workspace "$B/peak/ws" --disk-mb $((SIZE_MB + 100)))
+umount "$B/peak"
+peak_tmpfs=$(peak --disk-mb $((SIZE_MB + 100)))
+
+if [[ ${BENCH_WS_ONLY:-} != peak ]]; then
+printf '\nworkspace benchmark (namespace backend, second job of a session, one file changed)\n\n'
+printf '%-34s %10s %10s\n' "" "10 MiB" "$SIZE_MB MiB"
+printf '%-34s %8sms %8sms\n' "start (claimed -> started)" "${start[ws10]}" "${start[wsbig]}"
+printf '%-34s %8sms %8sms\n' "pack + upload (exited -> uploaded)" "${pack[ws10]}" "${pack[wsbig]}"
+printf '%-34s %8sms %8sms\n' "finish (uploaded -> finished)" "${finish[ws10]}" "${finish[wsbig]}"
+printf '\n%-34s %9ss\n%-34s %9ss\n' "pack + sha256 ($SIZE_MB MiB, boxcar)" "$bx" "tar | gzip -n -6 | sha256sum" "$gnu"
+fi
+printf '\n%-34s %s\n%-34s %s\n' "cgroup peak, 1 GiB ws, 512 MiB limit" "$peak_fs" "  same on a tmpfs /workspace" "$peak_tmpfs"
