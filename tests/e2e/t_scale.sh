@@ -9,7 +9,10 @@ done
 start=$(date +%s%N)
 sql "select count(boxcar.enqueue('default', '{\"command\":[\"true\"]}')) from generate_series(1, 3000)" >/dev/null
 done_all() { [[ $(sql "select count(*) from boxcar.jobs where status in ('succeeded','failed','cancelled')") == 3000 ]]; }
-check "3,000 jobs finish within 180 s" wait_for "all done" 180 done_all
+# A deadline for liveness, not a speed target (make bench measures speed):
+# sanitizer builds run several times slower.
+deadline=180; [[ ${SAN:-0} == 1 ]] && deadline=600
+check "3,000 jobs finish within $deadline s" wait_for "all done" "$deadline" done_all
 diag "3 workers x 4 slots ran 3,000 jobs in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 is "every job succeeded" "$(sql "select count(*) from boxcar.jobs where status = 'succeeded'")" "3000"
 is "every job was claimed exactly once" "$(sql "select count(*) from (select job_id from boxcar.job_events where kind = 'claimed' group by job_id having count(*) <> 1) x")" "0"
