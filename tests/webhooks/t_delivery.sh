@@ -38,7 +38,10 @@ elif what == "count-id":
 PY
 }
 
-W=(--concurrency 4 --lease 5s --poll-interval 500ms --sandbox "$E2E_SANDBOX" --webhook-timeout 1s --webhook-retry-schedule 1s,1s,1s,2s,2s,2s,2s,2s,2s,2s)
+# The schedule outlasts the 120 s the first scenario may take to run its
+# 200 jobs (a slow sanitizer build), never waiting more than 10 s a try.
+W=(--concurrency 4 --lease 5s --poll-interval 500ms --sandbox "$E2E_SANDBOX" --webhook-timeout 1s
+   --webhook-retry-schedule 1s,1s,1s,2s,2s,2s,5s,10s,10s,10s,10s,10s,10s,10s,10s,10s,10s,10s,10s,10s)
 
 # 1. Receiver down while 200 jobs finish; back up later: all delivered, one id per event.
 start_worker wh-a "${W[@]}"; wa=$WORKER_PID
