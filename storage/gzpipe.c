@@ -32,6 +32,20 @@ struct gzpipe {
         unsigned char *out;
 };
 
+/* Writes and hashes what deflate put in the output buffer. */
+static int write_out(struct gzpipe *g)
+{
+        size_t n = OUTBUF - g->z.avail_out;
+        if (!n)
+                return 0;
+        int r = bc_write_all(g->fd, g->out, n);
+        if (r < 0)
+                return r;
+        EVP_DigestUpdate(g->sha, g->out, n);
+        g->size += n;
+        return 0;
+}
+
 static int emit(struct gzpipe *g, int flush, const unsigned char *in, size_t len)
 {
         g->z.next_in = (unsigned char *)in;
@@ -42,14 +56,9 @@ static int emit(struct gzpipe *g, int flush, const unsigned char *in, size_t len
                 int zr = deflate(&g->z, flush);
                 if (zr == Z_STREAM_ERROR)
                         return -EIO;
-                size_t n = OUTBUF - g->z.avail_out;
-                if (n) {
-                        int r = bc_write_all(g->fd, g->out, n);
-                        if (r < 0)
-                                return r;
-                        EVP_DigestUpdate(g->sha, g->out, n);
-                        g->size += n;
-                }
+                int r = write_out(g);
+                if (r < 0)
+                        return r;
         } while (g->z.avail_out == 0);  /* full output: more may be pending */
         return 0;
 }
@@ -60,14 +69,9 @@ static int finish_stream(struct gzpipe *g)
                 g->z.next_out = g->out;
                 g->z.avail_out = OUTBUF;
                 int zr = deflate(&g->z, Z_FINISH);
-                size_t n = OUTBUF - g->z.avail_out;
-                if (n) {
-                        int r = bc_write_all(g->fd, g->out, n);
-                        if (r < 0)
-                                return r;
-                        EVP_DigestUpdate(g->sha, g->out, n);
-                        g->size += n;
-                }
+                int r = write_out(g);
+                if (r < 0)
+                        return r;
                 if (zr == Z_STREAM_END)
                         return 0;
                 if (zr != Z_OK && zr != Z_BUF_ERROR)
