@@ -81,10 +81,21 @@ returns setof jsonb language sql stable as $$
       from boxcar.storages s order by s.name
 $$;
 
--- The storage's head version, or null (no such storage, or no version yet).
-create or replace function boxcar.storage_head(storage text)
-returns text language sql stable as $$
-    select s.head_version from boxcar.storages s where s.name = storage_head.storage
+-- Where a job's artifact starts, in one read: the storage's head now (null
+-- when the storage or its first version does not exist yet), and the base
+-- version ('latest' meaning that very head, 'empty' none) with its S3 key,
+-- or nulls when there is no such version.  Always one row.
+drop function if exists boxcar.storage_head(text);
+create or replace function boxcar.artifact_start(storage text, base text)
+returns table (head text, sha256 text, s3_key text, size bigint, file_count bigint)
+language sql stable as $$
+    select h.head, v.sha256, v.s3_key, v.size, v.file_count
+      from (select (select s.head_version from boxcar.storages s
+                     where s.name = artifact_start.storage) as head) h
+      left join boxcar.storage_versions v
+        on v.storage = artifact_start.storage and artifact_start.base <> 'empty'
+       and v.sha256 = case when artifact_start.base = 'latest' then h.head
+                           else artifact_start.base end
 $$;
 
 -- Records a job's new artifact version and moves the head to it only if

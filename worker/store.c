@@ -43,6 +43,23 @@ void store_version_done(struct store_version *v)
         v->s3_key = NULL;
 }
 
+/* Row 0 of a query returning sha256, s3_key, size, file_count from column
+ * `first` on: a version, or 0 when those columns are null (no version). */
+static int version_from_row(const PGresult *res, int first, struct store_version *ret,
+                            struct bc_error *err)
+{
+        if (PQntuples(res) == 0 || PQgetisnull(res, 0, first))
+                return 0;
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->sha256, sizeof(ret->sha256), "%s", PQgetvalue(res, 0, first));
+        ret->s3_key = strdup(PQgetvalue(res, 0, first + 1));
+        ret->size = strtoull(PQgetvalue(res, 0, first + 2), NULL, 10);
+        ret->file_count = strtoull(PQgetvalue(res, 0, first + 3), NULL, 10);
+        if (!ret->s3_key)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        return 1;
+}
+
 int store_resolve(PGconn *conn, const char *storage, const char *version,
                   struct store_version *ret, struct bc_error *err)
 {
@@ -52,16 +69,7 @@ int store_resolve(PGconn *conn, const char *storage, const char *version,
                       "from boxcar.resolve_storage_version($1, $2)", 2, p, err);
         if (!res)
                 return -EPROTO;
-        if (PQntuples(res) == 0)
-                return 0;
-        memset(ret, 0, sizeof(*ret));
-        snprintf(ret->sha256, sizeof(ret->sha256), "%s", PQgetvalue(res, 0, 0));
-        ret->s3_key = strdup(PQgetvalue(res, 0, 1));
-        ret->size = strtoull(PQgetvalue(res, 0, 2), NULL, 10);
-        ret->file_count = strtoull(PQgetvalue(res, 0, 3), NULL, 10);
-        if (!ret->s3_key)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        return 1;
+        return version_from_row(res, 0, ret, err);
 }
 
 static int need_s3(const struct store *st, const char *what, struct bc_error *err)
@@ -145,17 +153,6 @@ void store_release_volumes(struct store *st, struct store_mounts *m)
         memset(m, 0, sizeof(*m));
 }
 
-static int read_head(PGconn *conn, const char *storage, char ret_sha[65], struct bc_error *err)
-{
-        const char *p[] = { storage };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.storage_head($1)", 1, p, err);
-        if (!res)
-                return -EPROTO;
-        snprintf(ret_sha, 65, "%s", PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
-        return 0;
-}
-
 int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
                            const char *workspace, struct store_artifact_start *ret,
                            uint64_t *ret_downloaded, struct bc_error *err)
@@ -164,17 +161,23 @@ int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec
         *ret_downloaded = 0;
         if (!spec->artifact_storage)
                 return 0;
-        if (read_head(conn, spec->artifact_storage, ret->head_sha, err) < 0)
+        /* The head and the base in one read: "latest" is the head read here,
+         * the one the new version may later replace, and no other. */
+        const char *p[] = { spec->artifact_storage, spec->artifact_base };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select head, sha256, s3_key, size, file_count "
+                      "from boxcar.artifact_start($1, $2)", 2, p, err);
+        if (!res)
                 return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
+        snprintf(ret->head_sha, sizeof(ret->head_sha), "%s",
+                 PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
         bool latest = strcmp(spec->artifact_base, "latest") == 0;
         if (strcmp(spec->artifact_base, "empty") == 0 || (latest && !ret->head_sha[0]))
                 return 0;   /* a new artifact starts empty */
-        /* "latest" is the head just read, not whatever it is a moment later. */
-        const char *version = latest ? ret->head_sha : spec->artifact_base;
         struct store_version v = { 0 };
-        int found = store_resolve(conn, spec->artifact_storage, version, &v, err);
+        int found = version_from_row(res, 1, &v, err);
         if (found < 0)
-                return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
+                return found;
         if (found == 0)
                 return bc_error_set(err, BC_BAD_SPEC, ENOENT, "artifact.base: storage %s has no "
                                     "version %s", spec->artifact_storage, spec->artifact_base);
