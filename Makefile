@@ -91,6 +91,10 @@ $(BUILD)/boxcar: $(BUILD)/obj/worker/main.o $(BUILD)/obj/gen/sql_files.o $(LIBS)
 $(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The pooled path with boxcar-sandbox's command line, for the security suite.
+$(BUILD)/sandbox-warm-run: tests/security/warm-run.c $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(FLAGS_STAMP)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
+
 # Unit tests: tests/unit/test_<name>.c, each its own cmocka executable,
 # linked against the module libraries (never copies of their code).
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -126,7 +130,7 @@ BINS := $(BUILD)/boxcar $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
 .PHONY: all deps test unit-tests run bench lint format clean distclean dev-up dev-down \
         fuzz fuzz-bins
 
-all: deps-build $(BINS) $(UNIT_BINS)
+all: deps-build $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
 
 deps-build:
 	@scripts/deps.sh build

@@ -45,6 +45,9 @@ struct cg_backend {
          * and applies the limits. */
         int (*create)(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
                       struct bc_error *err);
+        /* Applies limits to a cgroup create made (a warm sandbox's is
+         * made without any, its job's are known at handoff). */
+        int (*limit)(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
         int (*attach)(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
         /* Opens the files through which a process moves itself in (v1:
          * each hierarchy's "tasks"); returns how many, 0 if unsupported. */
@@ -68,6 +71,10 @@ const struct cg_backend *cg_detect(const char **ret_v2_root);
  * the helper's own cgroup) is the --cgroup-parent directory; v1 ignores it. */
 int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
                       struct bc_error *err);
+/* A warm sandbox's cgroup: made whatever the host offers (none when it has
+ * no controllers: then a job with limits fails at sbx_cgroup_limit). */
+int sbx_cgroup_create_unlimited(struct sbx_cgroup *cg, const char *parent, struct bc_error *err);
+int sbx_cgroup_limit(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
 int sbx_cgroup_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
 /* Fills fds (O_WRONLY, close-on-exec) for the child to move itself in by
  * writing "0" to each: a single thread moving itself skips the global

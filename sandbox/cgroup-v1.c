@@ -70,13 +70,9 @@ static int missing(const char *what, struct bc_error *err)
 
 /* parent: --cgroup-parent, a v2 notion; v1 hierarchies need no
  * delegation dance, so each sandbox goes under the helper's own cgroup. */
-static int v1_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
-                     struct bc_error *err)
+static int v1_limit(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err)
 {
-        (void)parent;
-        int r = make_dirs(cg, err);
-        if (r < 0)
-                return r;
+        int r = 0;
         char v[64];
         if (l->memory_mb) {
                 if (cg->memory_dir < 0)
@@ -122,6 +118,14 @@ static int v1_create(struct sbx_cgroup *cg, const struct cg_limits *l, const cha
                         return r;
         }
         return 0;
+}
+
+static int v1_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
+                     struct bc_error *err)
+{
+        (void)parent;
+        int r = make_dirs(cg, err);
+        return r < 0 ? r : v1_limit(cg, l, err);
 }
 
 static int v1_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err)
@@ -179,6 +183,7 @@ const struct cg_backend cg_backend_v1 = {
         .name = "v1",
         .version = SANDBOX_CGROUP_V1,
         .create = v1_create,
+        .limit = v1_limit,
         .attach = v1_attach,
         .self_attach_fds = v1_self_attach_fds,
         .kill_all = v1_kill_all,

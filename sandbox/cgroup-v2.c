@@ -71,23 +71,10 @@ static int v2_enable(const char *parent, const struct cg_limits *l, struct bc_er
         return 0;
 }
 
-static int v2_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *given,
-                     struct bc_error *err)
+/* memory, pids and cpu limits of the cgroup at d. */
+static int v2_write_limits(const char *d, const struct cg_limits *l, struct bc_error *err)
 {
-        const char *root = NULL;
-        if (cg_detect(&root) != &cg_backend_v2 || !root)
-                return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT, "cgroup v2 not mounted");
-        _cleanup_free_ char *parent = NULL;
-        int r = v2_parent(root, given, &parent, err);
-        if (r >= 0)
-                r = v2_enable(parent, l, err);
-        if (r >= 0)
-                r = cg_make_dir(parent, &cg->dirs[0], err);
-        if (r < 0)
-                return r;
-        cg->n_dirs = 1;
-        cg->memory_dir = cg->pids_dir = cg->cpu_dir = cg->cpuacct_dir = 0;
-        const char *d = cg->dirs[0];
+        int r = 0;
         char v[64];
         if (l->memory_mb) {
                 snprintf(v, sizeof(v), "%" PRIu64, l->memory_mb << 20);
@@ -118,6 +105,39 @@ static int v2_create(struct sbx_cgroup *cg, const struct cg_limits *l, const cha
         return 0;
 }
 
+static int v2_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *given,
+                     struct bc_error *err)
+{
+        const char *root = NULL;
+        if (cg_detect(&root) != &cg_backend_v2 || !root)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT, "cgroup v2 not mounted");
+        _cleanup_free_ char *parent = NULL;
+        int r = v2_parent(root, given, &parent, err);
+        if (r >= 0)
+                r = v2_enable(parent, l, err);
+        if (r >= 0)
+                r = cg_make_dir(parent, &cg->dirs[0], err);
+        if (r < 0)
+                return r;
+        cg->n_dirs = 1;
+        cg->memory_dir = cg->pids_dir = cg->cpu_dir = cg->cpuacct_dir = 0;
+        return v2_write_limits(cg->dirs[0], l, err);
+}
+
+/* Limits for a cgroup made without them (a warm sandbox's, at handoff):
+ * the controllers are enabled on its parent first, as create does. */
+static int v2_limit(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err)
+{
+        _cleanup_free_ char *parent = strdup(cg->dirs[0]);
+        if (!parent)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        char *slash = strrchr(parent, '/');
+        if (slash && slash != parent)
+                *slash = '\0';
+        int r = v2_enable(parent, l, err);
+        return r < 0 ? r : v2_write_limits(cg->dirs[0], l, err);
+}
+
 static int v2_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err)
 {
         char v[32];
@@ -146,6 +166,7 @@ const struct cg_backend cg_backend_v2 = {
         .name = "v2",
         .version = SANDBOX_CGROUP_V2,
         .create = v2_create,
+        .limit = v2_limit,
         .attach = v2_attach,
         .kill_all = v2_kill_all,
         .stats = v2_stats,

@@ -205,21 +205,29 @@ void cg_kill_procs(const char *dir)
         }
 }
 
-int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
-                      struct bc_error *err)
+static bool wants_limits(const struct cg_limits *l)
+{
+        return l->memory_mb || l->pids || l->cpus > 0;
+}
+
+static int no_cgroup(struct bc_error *err)
+{
+        return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
+                            "limits asked for but no cgroup v1/v2 controllers are mounted");
+}
+
+static int create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
+                  bool always, struct bc_error *err)
 {
         *cg = (struct sbx_cgroup){ .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 };
-        bool want = l->memory_mb || l->pids || l->cpus > 0;
         /* Nothing to limit: the pid namespace bounds the job's lifetime and
          * rusage gives its CPU time; skip the cost of a cgroup. */
-        if (!want)
+        if (!always && !wants_limits(l))
                 return 0;
         const char *root = NULL;
         const struct cg_backend *b = cg_detect(&root);
-        if (!b) {
-                return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
-                                    "limits asked for but no cgroup v1/v2 controllers are mounted");
-        }
+        if (!b)
+                return always ? 0 : no_cgroup(err);
         cg->ops = b;
         struct bc_error local = BC_ERROR_INIT;
         int r = b->create(cg, l, parent, &local);
@@ -229,6 +237,25 @@ int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, const ch
                 return r;
         }
         return 0;
+}
+
+int sbx_cgroup_create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
+                      struct bc_error *err)
+{
+        return create(cg, l, parent, false, err);
+}
+
+int sbx_cgroup_create_unlimited(struct sbx_cgroup *cg, const char *parent, struct bc_error *err)
+{
+        static const struct cg_limits none = { 0 };
+        return create(cg, &none, parent, true, err);
+}
+
+int sbx_cgroup_limit(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err)
+{
+        if (!wants_limits(l))
+                return 0;
+        return cg->ops ? cg->ops->limit(cg, l, err) : no_cgroup(err);
 }
 
 int sbx_cgroup_attach(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err)

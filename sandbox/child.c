@@ -22,8 +22,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/privs-internal.h"
 #include "sandbox/rootfs-internal.h"
@@ -83,20 +85,33 @@ static int loopback_up(struct setup_ctx *x)
         return r;
 }
 
-static int setup_namespaces(struct setup_ctx *x, int idmap_fd)
+/* What the sandbox's network namespace and hostname need (the root's
+ * files already name the host). */
+static int setup_uts_net(struct setup_ctx *x)
 {
-        int r = rootfs_build(x, idmap_fd);
-        if (r < 0)
-                return r;
         x->step = SBX_STEP_NETWORK;
         if (sethostname(x->c->hostname, strlen(x->c->hostname)) < 0)
                 return setup_fail(x, errno, "hostname", "sethostname");
-        if (x->c->network == SANDBOX_NET_NONE) {
-                r = loopback_up(x);
-                if (r < 0)
-                        return r;
-        }
-        return rootfs_enter(x);
+        return x->c->network == SANDBOX_NET_NONE ? loopback_up(x) : 0;
+}
+
+/* Cold: the job's trees are cloned here, before anything is mounted over
+ * SBX_NEWROOT, then the whole root is built and entered. */
+static int setup_namespaces(struct setup_ctx *x, int idmap_fd)
+{
+        struct rootfs_trees t;
+        rootfs_trees_init(&t);
+        int r = rootfs_capture_job(x, idmap_fd, &t);
+        if (r >= 0)
+                r = rootfs_build_base(x);
+        if (r >= 0)
+                r = rootfs_attach_job(x, &t);
+        rootfs_trees_close(&t);
+        if (r >= 0)
+                r = setup_uts_net(x);
+        if (r >= 0)
+                r = rootfs_pivot(x);
+        return r < 0 ? r : rootfs_seal(x);
 }
 
 static const char *env_path(char *const *env)
@@ -233,6 +248,90 @@ static void close_other_fds(int a, int b)
         syscall(SYS_close_range, from, ~0u, 0);
 }
 
+/* Reads a job's options (a sealed memfd) into a buffer that lives as long
+ * as the process: the config points into it. */
+static int read_job_options(int fd, struct helper_config *jc, struct setup_ctx *x)
+{
+        x->step = SBX_STEP_OPTIONS;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > SBX_JOB_OPTIONS_MAX)
+                return setup_fail(x, errno ? errno : E2BIG, NULL, "job options");
+        char *blob = malloc((size_t)st.st_size);
+        if (!blob || pread(fd, blob, (size_t)st.st_size, 0) != st.st_size) {
+                free(blob);
+                return setup_fail(x, errno ? errno : EIO, NULL, "read job options");
+        }
+        char **argv = NULL;
+        if (helper_config_parse_blob(blob, (size_t)st.st_size, &argv, jc, &x->err) < 0)
+                return -EINVAL;  /* blob and argv stay: the child is about to exit */
+        return 0;
+}
+
+/* The trees the supervisor captured, in the order it sent them. */
+static int take_trees(const struct helper_config *jc, const int *fds, size_t n,
+                      struct rootfs_trees *t, struct setup_ctx *x)
+{
+        size_t want = 3 + (jc->workspace ? 1 : 0) + (jc->scratch ? 2 : 0) + jc->n_ro_binds;
+        x->step = SBX_STEP_INTERNAL;
+        if (n != want || jc->n_ro_binds > ELEMENTSOF(t->binds))
+                return setup_fail(x, EBADMSG, NULL, "job handoff: wrong number of trees");
+        size_t i = 3;
+        if (jc->workspace)
+                t->ws = fds[i++];
+        if (jc->scratch) {
+                t->tmp = fds[i++];
+                t->shm = fds[i++];
+        }
+        for (size_t k = 0; k < jc->n_ro_binds; k++, i++) {
+                struct stat st;
+                t->binds[k].fd = fds[i];
+                t->n_binds = k + 1;
+                if (fstat(fds[i], &st) < 0)
+                        return setup_fail(x, errno, jc->ro_binds[k].src, "fstat");
+                t->binds[k].is_dir = S_ISDIR(st.st_mode);
+        }
+        return 0;
+}
+
+/* The job's stdout and stderr are the worker's pipes, sent with the job;
+ * stdin stays /dev/null (the helper was started with it). */
+static int take_stdio(int out, int err, struct setup_ctx *x)
+{
+        x->step = SBX_STEP_INTERNAL;
+        if (dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+                return setup_fail(x, errno, NULL, "dup2");
+        return 0;
+}
+
+/* A warm sandbox: the root without the job, entered; then one job. */
+static const struct helper_config *warm_child(int sock, struct setup_ctx *x,
+                                              struct helper_config *jc)
+{
+        x->step = SBX_STEP_MOUNT;
+        if (rootfs_build_base(x) < 0 || setup_uts_net(x) < 0 || rootfs_pivot(x) < 0)
+                report_and_exit(sock, x);
+        struct sbx_msg m = { .type = SBX_MSG_WARM };
+        if (sbx_msg_send(sock, &m, -1) < 0)
+                _exit(SBX_EXIT_INTERNAL);
+        int fds[SBX_MSG_FDS_MAX];
+        size_t n = 0;
+        if (sbx_msg_recv_fds(sock, &m, fds, ELEMENTSOF(fds), &n) != 1 || m.type != SBX_MSG_JOB ||
+            n < 3)
+                _exit(SBX_EXIT_INTERNAL);  /* the supervisor is gone or confused */
+        if (read_job_options(fds[0], jc, x) < 0)
+                report_and_exit(sock, x);
+        x->c = jc;
+        struct rootfs_trees t;
+        rootfs_trees_init(&t);
+        if (take_trees(jc, fds, n, &t, x) < 0 || rootfs_attach_job(x, &t) < 0 ||
+            rootfs_seal(x) < 0 || take_stdio(fds[1], fds[2], x) < 0)
+                report_and_exit(sock, x);
+        rootfs_trees_close(&t);
+        for (size_t i = 0; i < 3; i++)
+                close(fds[i]);
+        return jc;
+}
+
 void sbx_child_main(const struct child_args *a)
 {
         const struct helper_config *c = a->c;
@@ -249,11 +348,16 @@ void sbx_child_main(const struct child_args *a)
          * a supervisor that died before the prctl (the GO never comes). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
                 _exit(SBX_EXIT_INTERNAL);
-        x.step = SBX_STEP_MOUNT;
-        if (setup_namespaces(&x, idmap_fd) < 0)
-                report_and_exit(sock, &x);
-        if (idmap_fd >= 0)
-                close(idmap_fd);
+        struct helper_config job_config;
+        if (c->warm) {
+                c = warm_child(sock, &x, &job_config);
+        } else {
+                x.step = SBX_STEP_MOUNT;
+                if (setup_namespaces(&x, idmap_fd) < 0)
+                        report_and_exit(sock, &x);
+                if (idmap_fd >= 0)
+                        close(idmap_fd);
+        }
         struct sbx_msg m = { .type = SBX_MSG_READY };
         if (sbx_msg_send(sock, &m, -1) < 0)
                 _exit(SBX_EXIT_INTERNAL);

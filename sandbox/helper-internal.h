@@ -71,6 +71,10 @@ struct helper_config {
         uid_t uid;
         gid_t gid;
         bool help;
+        /* --warm: make the sandbox, then wait on control_fd for its job
+         * (see warm.c); no COMMAND. */
+        bool warm;
+        int control_fd;
 };
 
 /* Parses the helper's command line.  Strings in *ret point into argv; the
@@ -78,6 +82,12 @@ struct helper_config {
 int helper_config_parse(int argc, char **argv, struct helper_config *ret,
                         struct bc_error *err);
 void helper_config_done(struct helper_config *c);
+/* A job's options as the worker sends them to a warm sandbox: argv
+ * strings, each NUL-terminated, back to back (argv[0] first).  The config
+ * points into blob; *ret_argv (free it) holds the pointers.  A job may not
+ * carry the sandbox's own options (--warm, --control-fd, --status-fd). */
+int helper_config_parse_blob(char *blob, size_t len, char ***ret_argv, struct helper_config *ret,
+                             struct bc_error *err);
 /* The --help text (static). */
 const char *helper_usage(void);
 
@@ -94,6 +104,8 @@ bool sbx_env_entry_valid(const char *kv);
 
 /* Status JSON, produced by the helper (sandbox_status_parse reads it). */
 char *sbx_status_to_json(const struct sandbox_status *s);
+/* Writes it to fd as one line (nothing when fd < 0 or on error). */
+void sbx_status_write(int fd, const struct sandbox_status *st);
 
 /* Messages over the SOCK_SEQPACKET pair between the supervisor (outside)
  * and the sandbox's init/job (inside).  Fixed size: one datagram each. */
@@ -103,7 +115,15 @@ enum sbx_msg_type {
         SBX_MSG_SETUP_ERROR,    /* child -> supervisor, then _exit */
         SBX_MSG_EXEC_ERROR,     /* job -> supervisor, then _exit(126/127) */
         SBX_MSG_JOB_STATUS,     /* init -> supervisor: the job's wait status */
+        SBX_MSG_WARM,           /* warm supervisor -> worker: ready for a job */
+        SBX_MSG_JOB,            /* worker -> warm supervisor -> child: the job (+ fds) */
 };
+
+/* The largest job options blob a warm sandbox takes (argv + env). */
+#define SBX_JOB_OPTIONS_MAX (16 << 20)
+
+/* Most fds one message carries (see ipc.c). */
+#define SBX_MSG_FDS_MAX 80
 
 struct sbx_msg {
         uint32_t type;
@@ -117,6 +137,10 @@ struct sbx_msg {
 
 /* Sends one message (with fd attached when fd >= 0). */
 int sbx_msg_send(int sock, const struct sbx_msg *m, int fd);
+/* The same with up to SBX_MSG_FDS_MAX fds. */
+int sbx_msg_send_fds(int sock, const struct sbx_msg *m, const int *fds, size_t n);
+/* Receives one message and its fds (more than max: -EBADMSG, all closed). */
+int sbx_msg_recv_fds(int sock, struct sbx_msg *ret, int *fds, size_t max, size_t *ret_n);
 /* Receives one message; *ret_fd gets an attached fd or -1.  Returns 1 on
  * a message, 0 on EOF, negative errno on error. */
 int sbx_msg_recv(int sock, struct sbx_msg *ret, int *ret_fd);

@@ -14,26 +14,6 @@
 #include "sandbox/helper-internal.h"
 #include "sandbox/supervise-internal.h"
 
-static void write_status(int fd, const struct sandbox_status *st)
-{
-        if (fd < 0)
-                return;
-        _cleanup_free_ char *json = sbx_status_to_json(st);
-        if (!json)
-                return;
-        size_t len = strlen(json);
-        json[len] = '\n';  /* replaces the NUL: one line per object */
-        for (size_t off = 0; off < len + 1;) {
-                ssize_t n = write(fd, json + off, len + 1 - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return;
-                off += (size_t)n;
-        }
-        json[len] = '\0';
-}
-
 static int usage_error(int argc, char **argv, const char *msg)
 {
         fprintf(stderr, "boxcar-sandbox: %s\n(see boxcar-sandbox --help)\n", msg);
@@ -45,7 +25,7 @@ static int usage_error(int argc, char **argv, const char *msg)
                                                      .setup_errno = EINVAL,
                                                      .setup_step = (char *)"options",
                                                      .message = (char *)msg };
-                        write_status(atoi(argv[i + 1]), &st);
+                        sbx_status_write(atoi(argv[i + 1]), &st);
                 }
         return SBX_EXIT_USAGE;
 }
@@ -83,6 +63,18 @@ int main(int argc, char **argv)
                 helper_config_done(&cfg);
                 return usage_error(argc, argv, "--status-fd: not an open file descriptor");
         }
+        if (cfg.warm && geteuid() != 0) {
+                helper_config_done(&cfg);
+                /* The job's trees are cloned from the host's mount namespace
+                 * (open_tree), which takes CAP_SYS_ADMIN there. */
+                return usage_error(argc, argv, "--warm needs root (unprivileged, every sandbox "
+                                               "is made cold)");
+        }
+        if (cfg.warm) {
+                int code = sbx_supervise_warm(&cfg);
+                helper_config_done(&cfg);
+                return code;
+        }
         struct sandbox_status st = { 0 };
         int code = sbx_supervise(&cfg, &st);
         if (st.setup_failed)
@@ -91,7 +83,7 @@ int main(int argc, char **argv)
                         st.message ? st.message : "failed");
         else if (st.exec_failed)
                 fprintf(stderr, "boxcar-sandbox: %s\n", st.message ? st.message : "exec failed");
-        write_status(cfg.status_fd, &st);
+        sbx_status_write(cfg.status_fd, &st);
         sandbox_status_done(&st);
         helper_config_done(&cfg);
         return code;

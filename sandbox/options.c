@@ -100,6 +100,13 @@ const char *helper_usage(void)
                "                      which v2 forbids while it holds processes (the worker\n"
                "                      passes its delegated cgroup); ignored on cgroup v1\n"
                "  --status-fd FD      write one JSON status object to FD at the end\n"
+               "  --warm --control-fd FD\n"
+               "                      make the sandbox (namespaces, root, /proc, /dev,\n"
+               "                      cgroup) without a command, say so on FD (a unix\n"
+               "                      seqpacket socket), then take one job from FD: the\n"
+               "                      worker's pool of warm sandboxes.  --network,\n"
+               "                      --cgroup-parent, --uid, --gid and --hostname are\n"
+               "                      fixed then; the job brings the rest\n"
                "  --hostname NAME     hostname inside (default boxcar)\n"
                "  --uid N, --gid N    identity of COMMAND inside (default 65534)\n"
                "  --help              this text\n"
@@ -254,6 +261,10 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                 if (sbx_parse_u64(val[0], INT_MAX, &u) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--status-fd: bad '%s'", val[0]);
                 c->status_fd = (int)u;
+        } else if (strcmp(opt, "--control-fd") == 0) {
+                if (sbx_parse_u64(val[0], INT_MAX, &u) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--control-fd: bad '%s'", val[0]);
+                c->control_fd = (int)u;
         } else if (strcmp(opt, "--hostname") == 0) {
                 size_t n = strlen(val[0]);
                 if (n == 0 || n > 64 || strspn(val[0], "abcdefghijklmnopqrstuvwxyz"
@@ -276,7 +287,7 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
 
 static int option_arity(const char *opt)
 {
-        if (strcmp(opt, "--help") == 0)
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "--warm") == 0)
                 return 0;
         if (strcmp(opt, "--ro-bind") == 0)
                 return 2;
@@ -290,6 +301,7 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
                 .hostname = "boxcar",
                 .uid = SBX_DEFAULT_UID,
                 .gid = SBX_DEFAULT_GID,
+                .control_fd = -1,
         };
         int r = 0;
         /* Every option takes at least one argv slot, so argc bounds both arrays. */
@@ -304,7 +316,7 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
                 const char *opt = argv[i];
                 int n = option_arity(opt);
                 if (n == 0) {
-                        c.help = true;
+                        *(strcmp(opt, "--help") == 0 ? &c.help : &c.warm) = true;
                         i++;
                         continue;
                 }
@@ -318,7 +330,14 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
                         goto out;
                 i += n + 1;
         }
-        if (!c.help) {
+        if (c.warm && !c.help) {
+                if (i < argc || c.control_fd < 0) {
+                        r = bc_error_set(err, BC_USAGE, EINVAL,
+                                         "--warm takes no command (its job comes over "
+                                         "--control-fd, which it needs)");
+                        goto out;
+                }
+        } else if (!c.help) {
                 if (i >= argc - 1) {
                         r = bc_error_set(err, BC_USAGE, EINVAL, "no command: want -- COMMAND [ARGS...]");
                         goto out;
@@ -330,4 +349,36 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
 out:
         helper_config_done(&c);
         return r;
+}
+
+int helper_config_parse_blob(char *blob, size_t len, char ***ret_argv, struct helper_config *ret,
+                             struct bc_error *err)
+{
+        if (len == 0 || blob[len - 1] != '\0')
+                return bc_error_set(err, BC_USAGE, EINVAL, "job options: not NUL-terminated");
+        size_t n = 0;
+        for (size_t i = 0; i < len; i++)
+                n += blob[i] == '\0';
+        char **argv = calloc(n + 1, sizeof(char *));
+        if (!argv)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        char *p = blob;
+        for (size_t i = 0; i < n; i++) {
+                argv[i] = p;
+                p += strlen(p) + 1;
+        }
+        int r = n > INT_MAX ? bc_error_set(err, BC_USAGE, E2BIG, "job options: too many")
+                            : helper_config_parse((int)n, argv, ret, err);
+        if (r >= 0 && (ret->warm || ret->help || ret->control_fd >= 0 || ret->status_fd >= 0)) {
+                helper_config_done(ret);
+                r = bc_error_set(err, BC_USAGE, EINVAL,
+                                 "job options: --warm, --help, --control-fd and --status-fd "
+                                 "belong to the sandbox, not to its job");
+        }
+        if (r < 0) {
+                free(argv);
+                return r;
+        }
+        *ret_argv = argv;
+        return 0;
 }

@@ -27,11 +27,16 @@ int setup_fail(struct setup_ctx *x, int e, const char *path, const char *what)
                             strerror(e));
 }
 
+/* Where the new root is, as seen by this process: SBX_NEWROOT while it
+ * is assembled, "" once pivot_root made it "/" (a warm sandbox attaches
+ * its job's trees after that). */
+static const char *root_prefix = SBX_NEWROOT;
+
 static int newroot_path(char *buf, size_t n, const char *rel)
 {
         while (*rel == '/')
                 rel++;
-        return snprintf(buf, n, "%s/%s", SBX_NEWROOT, rel) >= (int)n ? -ENAMETOOLONG : 0;
+        return snprintf(buf, n, "%s/%s", root_prefix, rel) >= (int)n ? -ENAMETOOLONG : 0;
 }
 
 int rootfs_mkdirs(struct setup_ctx *x, const char *rel)
@@ -39,7 +44,7 @@ int rootfs_mkdirs(struct setup_ctx *x, const char *rel)
         char p[PATH_MAX];
         if (newroot_path(p, sizeof(p), rel) < 0)
                 return setup_fail(x, ENAMETOOLONG, rel, "mkdir");
-        for (char *s = p + strlen(SBX_NEWROOT) + 1; ; s++) {
+        for (char *s = p + strlen(root_prefix) + 1; ; s++) {
                 bool end = *s == '\0';
                 if (*s == '/' || end) {
                         *s = '\0';
@@ -191,14 +196,20 @@ static int capture_rw(struct setup_ctx *x, const char *src, int idmap_fd, int *r
         return 0;
 }
 
-/* The --workspace, --scratch/tmp and --scratch/shm clones. */
-struct rw_trees {
-        int ws, tmp, shm;
-};
-
-static int capture_rw_trees(struct setup_ctx *x, int idmap_fd, struct rw_trees *t)
+int rootfs_capture_job(struct setup_ctx *x, int idmap_fd, struct rootfs_trees *t)
 {
         const struct helper_config *c = x->c;
+        /* The --ro-bind sources first: in the cold path this runs before
+         * anything is mounted over SBX_NEWROOT, so a source below it (a
+         * volume under /tmp) is still seen. */
+        x->step = SBX_STEP_MOUNT;
+        for (size_t i = 0; i < c->n_ro_binds; i++) {
+                int r = capture(x, c->ro_binds[i].src, RO_ATTRS, &t->binds[i].fd,
+                                &t->binds[i].is_dir);
+                if (r < 0)
+                        return r;
+                t->n_binds = i + 1;
+        }
         x->step = SBX_STEP_WORKSPACE;
         int r = 0;
         if (c->workspace)
@@ -214,13 +225,37 @@ static int capture_rw_trees(struct setup_ctx *x, int idmap_fd, struct rw_trees *
         return r;
 }
 
+void rootfs_trees_init(struct rootfs_trees *t)
+{
+        t->ws = t->tmp = t->shm = -1;
+        t->n_binds = 0;
+        for (size_t i = 0; i < ELEMENTSOF(t->binds); i++)
+                t->binds[i].fd = -1;
+}
+
+void rootfs_trees_close(struct rootfs_trees *t)
+{
+        int *fds[] = { &t->ws, &t->tmp, &t->shm };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (*fds[i] >= 0) {
+                        close(*fds[i]);
+                        *fds[i] = -1;
+                }
+        for (size_t i = 0; i < ELEMENTSOF(t->binds); i++)
+                if (t->binds[i].fd >= 0) {
+                        close(t->binds[i].fd);
+                        t->binds[i].fd = -1;
+                }
+        t->n_binds = 0;
+}
+
 /* /workspace, /tmp and /dev/shm share one bound wherever the job writes:
  * either the host's --workspace and --scratch directories (one bounded
  * filesystem, made by the worker; checked by the supervisor) bound in
  * place with no copy, or, for what is not given, one tmpfs of --disk-mb
  * mounted at a scratch point, its subdirectories bound into place, then
  * the scratch point detached. */
-static int scratch(struct setup_ctx *x, const struct rw_trees *t)
+static int scratch(struct setup_ctx *x, const struct rootfs_trees *t)
 {
         const struct helper_config *c = x->c;
         x->step = SBX_STEP_WORKSPACE;
@@ -242,7 +277,8 @@ static int scratch(struct setup_ctx *x, const struct rw_trees *t)
                 snprintf(opts, sizeof(opts), "mode=0755,size=%llum", (unsigned long long)c->disk_mb);
         else
                 snprintf(opts, sizeof(opts), "mode=0755");
-        const char *s = SBX_NEWROOT "/.scratch";
+        char s[64];  /* "/tmp/.scratch" before pivot_root, "/.scratch" after */
+        newroot_path(s, sizeof(s), ".scratch");
         if (mount("tmpfs", s, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 return setup_fail(x, errno, "/workspace", "mount tmpfs");
         static const struct { const char *sub, *dest; mode_t mode; bool is_ws; } parts[] = {
@@ -270,25 +306,9 @@ static int scratch(struct setup_ctx *x, const struct rw_trees *t)
         return 0;
 }
 
-struct captured {
-        int fd;
-        bool is_dir;
-};
-
-/* The --ro-bind sources are cloned before anything is mounted over
- * SBX_NEWROOT, so a source below it (a volume under /tmp) is still seen. */
-static int capture_user_binds(struct setup_ctx *x, struct captured *ret)
+static int attach_user_binds(struct setup_ctx *x, const struct rootfs_trees *t)
 {
-        for (size_t i = 0; i < x->c->n_ro_binds; i++) {
-                int r = capture(x, x->c->ro_binds[i].src, RO_ATTRS, &ret[i].fd, &ret[i].is_dir);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-static int attach_user_binds(struct setup_ctx *x, struct captured *cap)
-{
+        const struct rootfs_bind_tree *cap = t->binds;
         /* Parents before children: sort by destination (binds are few). */
         size_t n = x->c->n_ro_binds;
         bool done[64] = { false };
@@ -306,35 +326,24 @@ static int attach_user_binds(struct setup_ctx *x, struct captured *cap)
         return 0;
 }
 
-static int build_tree(struct setup_ctx *x, struct captured *cap, struct rw_trees *t,
-                      int idmap_fd)
+int rootfs_build_base(struct setup_ctx *x)
 {
         /* Our mounts must never propagate back to the host, and pivot_root
          * refuses shared mounts: make everything a slave first. */
         x->step = SBX_STEP_MOUNT;
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
                 return setup_fail(x, errno, "/", "make slave");
-        int r = capture_user_binds(x, cap);
-        if (r >= 0)
-                r = capture_rw_trees(x, idmap_fd, t);
-        if (r < 0)
-                return r;
         if (mount("tmpfs", SBX_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
                   "mode=0755,size=1m,nr_inodes=4096") < 0)
                 return setup_fail(x, errno, SBX_NEWROOT, "mount root tmpfs");
-        r = system_dirs(x);
+        int r = system_dirs(x);
         if (r >= 0)
                 r = rootfs_etc(x);
         if (r >= 0)
                 r = rootfs_dev(x);
         if (r >= 0)
-                r = scratch(x, t);
-        if (r >= 0)
                 r = rootfs_proc(x);
-        if (r >= 0) {
-                x->step = SBX_STEP_MOUNT;
-                r = attach_user_binds(x, cap);
-        }
+        x->step = SBX_STEP_MOUNT;
         if (r >= 0)
                 r = rootfs_mkdirs(x, "/var");
         if (r >= 0 && symlink("../tmp", SBX_NEWROOT "/var/tmp") < 0)
@@ -342,31 +351,19 @@ static int build_tree(struct setup_ctx *x, struct captured *cap, struct rw_trees
         return r;
 }
 
-int rootfs_build(struct setup_ctx *x, int idmap_fd)
+int rootfs_attach_job(struct setup_ctx *x, const struct rootfs_trees *t)
 {
-        struct captured cap[64];
-        for (size_t i = 0; i < ELEMENTSOF(cap); i++)
-                cap[i].fd = -1;
-        struct rw_trees t = { -1, -1, -1 };
-        int r = build_tree(x, cap, &t, idmap_fd);
-        for (size_t i = 0; i < ELEMENTSOF(cap); i++)
-                if (cap[i].fd >= 0)
-                        close(cap[i].fd);
-        int fds[] = { t.ws, t.tmp, t.shm };
-        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
+        int r = scratch(x, t);
+        if (r >= 0) {
+                x->step = SBX_STEP_MOUNT;
+                r = attach_user_binds(x, t);
+        }
         return r;
 }
 
-int rootfs_enter(struct setup_ctx *x)
+int rootfs_pivot(struct setup_ctx *x)
 {
         x->step = SBX_STEP_PIVOT_ROOT;
-        /* The root tmpfs only holds mount points and /etc: read-only, so
-         * the job cannot write outside its size-limited scratch. */
-        struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
-        if (mount_setattr(AT_FDCWD, SBX_NEWROOT, 0, &a, sizeof(a)) < 0)
-                return setup_fail(x, errno, "/", "make root read-only");
         if (chdir(SBX_NEWROOT) < 0)
                 return setup_fail(x, errno, SBX_NEWROOT, "chdir");
         /* pivot_root(".", ".") stacks the old root on top of the new one;
@@ -375,6 +372,18 @@ int rootfs_enter(struct setup_ctx *x)
                 return setup_fail(x, errno, SBX_NEWROOT, "pivot_root");
         if (umount2(".", MNT_DETACH) < 0)
                 return setup_fail(x, errno, "/", "detach old root");
+        root_prefix = "";
+        return 0;
+}
+
+int rootfs_seal(struct setup_ctx *x)
+{
+        x->step = SBX_STEP_PIVOT_ROOT;
+        /* The root tmpfs only holds mount points and /etc: read-only, so
+         * the job cannot write outside its size-limited scratch. */
+        struct mount_attr a = { .attr_set = MOUNT_ATTR_RDONLY };
+        if (mount_setattr(AT_FDCWD, "/", 0, &a, sizeof(a)) < 0)
+                return setup_fail(x, errno, "/", "make root read-only");
         if (chdir("/workspace") < 0)
                 return setup_fail(x, errno, "/workspace", "chdir");
         return 0;

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "common/error.h"
 
@@ -102,6 +104,41 @@ int sandbox_workspace_private_mounts(struct bc_error *err);
 /* 0 when dir lies on a filesystem of at most disk_mb MiB, so that limit
  * holds whatever is written there; else BC_SANDBOX_SETUP saying why. */
 int sandbox_workspace_check_bound(const char *dir, uint64_t disk_mb, struct bc_error *err);
+
+/* ---- Warm sandboxes (warm_client.c; the helper's side: warm.c) ----
+ *
+ * A warm sandbox is a boxcar-sandbox --warm process that has made
+ * everything but the job: namespaces, the root, /proc and /dev, its
+ * cgroup.  The worker keeps a pool of them and hands a claimed job to one;
+ * the job then starts in about a millisecond instead of a cold setup's
+ * ten.  One sandbox runs one job and is then gone, as a cold one is.
+ * Start and discard from the thread that lives as long as the pool: the
+ * helper dies with that thread (PR_SET_PDEATHSIG). */
+struct sandbox_warm {
+        pid_t pid;                 /* the helper (its process group's leader) */
+        int ctl;                   /* our end of its control socket; -1 after handoff */
+        enum sandbox_network network;
+        bool ready;
+        struct timespec started;   /* CLOCK_MONOTONIC at the spawn */
+};
+
+int sandbox_warm_start(const char *helper, enum sandbox_network network,
+                       const char *cgroup_parent, struct sandbox_warm *ret, struct bc_error *err);
+/* Non-blocking: 1 when ready (and still alive), 0 not yet, negative when it
+ * failed or died (err says why; discard it). */
+int sandbox_warm_check(struct sandbox_warm *w, struct bc_error *err);
+/* Hands a ready sandbox its job: argv as sandbox_argv_build made it with
+ * status_fd -1 (argv[0] is ignored), the job's stdout and stderr, and where
+ * the status goes.  The caller keeps its copies of the fds.  After 0 the
+ * job is the sandbox's: wait for w->pid as for a cold helper (it exits
+ * when the job is over, SIGTERM cancels).  Negative: the sandbox is
+ * unusable (discard it) and nothing of the job ran. */
+int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, int err_w,
+                         int status_w, struct bc_error *err);
+/* Tells an unused sandbox to go (SIGTERM: it tears itself down). */
+void sandbox_warm_discard(struct sandbox_warm *w);
+/* Reaps a discarded one: true once it is gone (force: SIGKILL first). */
+bool sandbox_warm_reap(struct sandbox_warm *w, bool force);
 
 /* cgroup v2 delegation, for the worker; call it ONCE at startup, before
  * the process has a second thread (the move below takes the whole thread

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cleanup.h"
 #include "sandbox/helper-internal.h"
@@ -180,4 +181,24 @@ void sandbox_status_done(struct sandbox_status *s)
         free(s->setup_path);
         free(s->message);
         memset(s, 0, sizeof(*s));
+}
+
+void sbx_status_write(int fd, const struct sandbox_status *st)
+{
+        if (fd < 0)
+                return;
+        _cleanup_free_ char *json = sbx_status_to_json(st);
+        if (!json)
+                return;
+        size_t len = strlen(json);
+        json[len] = '\n';  /* replaces the NUL: one line per object */
+        for (size_t off = 0; off < len + 1;) {
+                ssize_t n = write(fd, json + off, len + 1 - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        return;
+                off += (size_t)n;
+        }
+        json[len] = '\0';
 }

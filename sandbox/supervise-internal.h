@@ -1,12 +1,72 @@
-/* The supervising side of boxcar-sandbox (see supervise.c). */
+/* The supervising side of boxcar-sandbox (see supervise.c; warm.c runs
+ * the same pieces in the order of a warm sandbox). */
 #ifndef BC_SANDBOX_SUPERVISE_INTERNAL_H
 #define BC_SANDBOX_SUPERVISE_INTERNAL_H
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "sandbox/cgroup-internal.h"
 #include "sandbox/helper-internal.h"
+#include "sandbox/seccomp-internal.h"
+
+struct supervisor {
+        const struct helper_config *c;
+        struct sbx_cgroup cg;
+        struct sbx_seccomp_prog seccomp;
+        int cg_fds[4];
+        size_t n_cg_fds;
+        int sock, sigfd, timerfd, idmap_fd;
+        pid_t child;
+        bool ready, reaped, sock_eof, job_reported, exec_failed;
+        bool timed_out, cancelled;
+        bool warm_built;          /* a warm child reported its base root done */
+        struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
+        bool failed;
+        int job_wstatus;
+        uint64_t job_cpu_us, job_rss_kb;
+        uint64_t cpu_base_us;     /* the cgroup's CPU time before the job (warm setup) */
+        struct timespec start;
+};
+
+#define SBX_SUPERVISOR_INIT(cfg)                                                              \
+        {                                                                                     \
+                .c = (cfg), .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,          \
+                .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 }, \
+        }
 
 /* Runs c->argv in a new sandbox and waits for it; fills *ret (strings
  * owned by the caller: sandbox_status_done) and returns the helper's exit
  * code.  Blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP/SIGQUIT for its own use. */
 int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret);
+/* --warm: makes the sandbox, reports it ready on c->control_fd, runs the
+ * one job that comes over it; writes the status to the fd the job brought.
+ * Returns the exit code. */
+int sbx_supervise_warm(const struct helper_config *c);
+
+/* The pieces both run. */
+void sbx_sup_fail(struct supervisor *s, enum sbx_step step, int e, const char *path,
+                  const char *msg);
+int sbx_sup_arm_timer(struct supervisor *s);
+void sbx_sup_kill(struct supervisor *s);
+/* Checks --workspace and --scratch of s->c and makes the idmap namespace
+ * they need into s->idmap_fd, unless s->idmap_fd already maps their owner
+ * (idmap_owner/idmap_group: whose ids it maps; -1 when none). */
+int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group);
+int sbx_sup_prepare_signals(struct supervisor *s);
+int sbx_sup_start_child(struct supervisor *s, int *sock_child);
+int sbx_sup_make_idmap(uid_t owner, gid_t group, uid_t uid, gid_t gid);
+void sbx_sup_on_message(struct supervisor *s);
+void sbx_sup_on_signal(struct supervisor *s);
+void sbx_sup_on_timer(struct supervisor *s);
+/* Until the sandbox's init is reaped. */
+void sbx_sup_loop(struct supervisor *s);
+int sbx_sup_finish(struct supervisor *s, struct sandbox_status *st);
+/* The job's wall time into ret, when it started. */
+void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret);
+/* Frees what s holds (cgroup removed, fds closed). */
+void sbx_sup_done(struct supervisor *s);
 
 #endif

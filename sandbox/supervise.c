@@ -32,23 +32,6 @@
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/child-internal.h"
 
-struct supervisor {
-        const struct helper_config *c;
-        struct sbx_cgroup cg;
-        struct sbx_seccomp_prog seccomp;
-        int cg_fds[4];
-        size_t n_cg_fds;
-        int sock, sigfd, timerfd, idmap_fd;
-        pid_t child;
-        bool ready, reaped, sock_eof, job_reported, exec_failed;
-        bool timed_out, cancelled;
-        struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
-        bool failed;
-        int job_wstatus;
-        uint64_t job_cpu_us, job_rss_kb;
-        struct timespec start;
-};
-
 static uint64_t now_ms(void)
 {
         struct timespec ts;
@@ -56,8 +39,8 @@ static uint64_t now_ms(void)
         return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void fail(struct supervisor *s, enum sbx_step step, int e, const char *path,
-                 const char *msg)
+void sbx_sup_fail(struct supervisor *s, enum sbx_step step, int e, const char *path,
+                  const char *msg)
 {
         if (s->failed)
                 return;  /* the first failure is the cause */
@@ -65,7 +48,7 @@ static void fail(struct supervisor *s, enum sbx_step step, int e, const char *pa
         s->failed = true;
 }
 
-static int arm_timer(struct supervisor *s)
+int sbx_sup_arm_timer(struct supervisor *s)
 {
         if (s->c->timeout_s <= 0)
                 return 0;
@@ -77,7 +60,7 @@ static int arm_timer(struct supervisor *s)
         return timerfd_settime(s->timerfd, 0, &it, NULL);
 }
 
-static void kill_sandbox(struct supervisor *s)
+void sbx_sup_kill(struct supervisor *s)
 {
         if (s->child > 0 && !s->reaped)
                 kill(s->child, SIGKILL);
@@ -117,13 +100,13 @@ static void on_ready(struct supervisor *s)
         /* The job's time starts now: setup is not the job's to pay for. */
         clock_gettime(CLOCK_MONOTONIC, &s->start);
         s->ready = true;
-        if (arm_timer(s) < 0 || sbx_msg_send(s->sock, &go, -1) < 0) {
-                fail(s, SBX_STEP_INTERNAL, errno, NULL, "cannot start the job");
-                kill_sandbox(s);
+        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send(s->sock, &go, -1) < 0) {
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "cannot start the job");
+                sbx_sup_kill(s);
         }
 }
 
-static void on_message(struct supervisor *s)
+void sbx_sup_on_message(struct supervisor *s)
 {
         struct sbx_msg m;
         int fd = -1;
@@ -138,11 +121,14 @@ static void on_message(struct supervisor *s)
                         on_ready(s);
                 break;
         case SBX_MSG_SETUP_ERROR:
-                fail(s, (enum sbx_step)m.step, m.errnum, m.path, m.message);
+                sbx_sup_fail(s, (enum sbx_step)m.step, m.errnum, m.path, m.message);
                 break;
         case SBX_MSG_EXEC_ERROR:
                 s->exec_failed = true;
                 s->failure = m;
+                break;
+        case SBX_MSG_WARM:
+                s->warm_built = true;
                 break;
         case SBX_MSG_JOB_STATUS:
                 s->job_reported = true;
@@ -157,7 +143,7 @@ static void on_message(struct supervisor *s)
                 close(fd);
 }
 
-static void on_signal(struct supervisor *s)
+void sbx_sup_on_signal(struct supervisor *s)
 {
         struct signalfd_siginfo si;
         while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
@@ -167,21 +153,21 @@ static void on_signal(struct supervisor *s)
                                 s->reaped = true;
                 } else {
                         s->cancelled = true;
-                        kill_sandbox(s);
+                        sbx_sup_kill(s);
                 }
         }
 }
 
-static void on_timer(struct supervisor *s)
+void sbx_sup_on_timer(struct supervisor *s)
 {
         uint64_t n;
         if (read(s->timerfd, &n, sizeof(n)) == (ssize_t)sizeof(n)) {
                 s->timed_out = true;
-                kill_sandbox(s);
+                sbx_sup_kill(s);
         }
 }
 
-static void loop(struct supervisor *s)
+void sbx_sup_loop(struct supervisor *s)
 {
         while (!s->reaped) {
                 struct pollfd p[3] = {
@@ -192,8 +178,8 @@ static void loop(struct supervisor *s)
                 if (poll(p, 3, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
-                        fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
-                        kill_sandbox(s);
+                        sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
+                        sbx_sup_kill(s);
                         /* Block on the child instead; it is dead or dying. */
                         int st;
                         while (waitpid(s->child, &st, 0) < 0 && errno == EINTR)
@@ -202,16 +188,16 @@ static void loop(struct supervisor *s)
                         break;
                 }
                 if (p[0].revents)
-                        on_message(s);
+                        sbx_sup_on_message(s);
                 if (p[1].revents)
-                        on_signal(s);
+                        sbx_sup_on_signal(s);
                 if (p[2].revents)
-                        on_timer(s);
+                        sbx_sup_on_timer(s);
         }
         /* Messages sent just before init exited are still queued. */
         fcntl(s->sock, F_SETFL, O_NONBLOCK);
         while (!s->sock_eof)
-                on_message(s);
+                sbx_sup_on_message(s);
 }
 
 /* v2 (or a v1 whose tasks files could not be opened): move the child by
@@ -221,13 +207,13 @@ static void attach_by_pid(struct supervisor *s)
 {
         struct bc_error err = BC_ERROR_INIT;
         if (sbx_cgroup_attach(&s->cg, s->child, &err) < 0) {
-                fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
+                sbx_sup_fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
                 bc_error_clear(&err);
-                kill_sandbox(s);
+                sbx_sup_kill(s);
         }
 }
 
-static int start_child(struct supervisor *s, int *sock_child)
+int sbx_sup_start_child(struct supervisor *s, int *sock_child)
 {
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
         if (s->c->network == SANDBOX_NET_NONE)
@@ -239,7 +225,7 @@ static int start_child(struct supervisor *s, int *sock_child)
          * namespaces in one step; the helper is single-threaded. */
         pid_t pid = (pid_t)syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
         if (pid < 0) {
-                fail(s, SBX_STEP_CLONE, errno, NULL, strerror(errno));
+                sbx_sup_fail(s, SBX_STEP_CLONE, errno, NULL, strerror(errno));
                 return -1;
         }
         if (pid == 0) {
@@ -263,29 +249,29 @@ static int start_child(struct supervisor *s, int *sock_child)
         close(*sock_child);
         *sock_child = -1;
         if (userns && map_ids(s) < 0) {
-                fail(s, SBX_STEP_USERNS, errno, "/proc/self/uid_map", "cannot map ids");
-                kill_sandbox(s);
+                sbx_sup_fail(s, SBX_STEP_USERNS, errno, "/proc/self/uid_map", "cannot map ids");
+                sbx_sup_kill(s);
                 return 0;
         }
         struct sbx_msg go = { .type = SBX_MSG_GO };
         if (sbx_msg_send(s->sock, &go, -1) < 0) {
-                fail(s, SBX_STEP_INTERNAL, errno, NULL, "child vanished");
-                kill_sandbox(s);
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "child vanished");
+                sbx_sup_kill(s);
                 return 0;
         }
         if (s->cg.ops && !self_attaching)
                 attach_by_pid(s);
         /* Setup gets the job's timeout too: a hung bind source must not
          * hang the worker's slot forever. */
-        if (arm_timer(s) < 0)
-                fail(s, SBX_STEP_INTERNAL, errno, NULL, "timerfd_settime");
+        if (sbx_sup_arm_timer(s) < 0)
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "timerfd_settime");
         return 0;
 }
 
 /* A user namespace whose only mapping is owner -> the job's ids, for
  * idmapped binds (only its id maps matter: the process that made it is
  * gone when it is used).  Made here, by the single-threaded supervisor. */
-static int make_idmap(uid_t owner, gid_t group, uid_t uid, gid_t gid)
+int sbx_sup_make_idmap(uid_t owner, gid_t group, uid_t uid, gid_t gid)
 {
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -336,7 +322,7 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
 {
         struct bc_error err = BC_ERROR_INIT;
         if (stat(dir, ret) < 0 || !S_ISDIR(ret->st_mode)) {
-                fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, dir,
+                sbx_sup_fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, dir,
                      "not a directory");
                 return -1;
         }
@@ -345,14 +331,14 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
          * the directory's owner outside) must not be set-id there. */
         struct statvfs sv;
         if (statvfs(dir, &sv) < 0 || !(sv.f_flag & ST_NOSUID)) {
-                fail(s, SBX_STEP_WORKSPACE, EPERM, dir,
+                sbx_sup_fail(s, SBX_STEP_WORKSPACE, EPERM, dir,
                      "must be on a nosuid mount: a set-id file the job makes there would be "
                      "set-id on the host (e.g. mount --bind DIR DIR; mount -o "
                      "remount,bind,nosuid,nodev DIR; the worker mounts each job's nosuid)");
                 return -1;
         }
         if (s->c->disk_mb && sandbox_workspace_check_bound(dir, s->c->disk_mb, &err) < 0) {
-                fail(s, SBX_STEP_WORKSPACE, err.errnum, dir, bc_error_message(&err));
+                sbx_sup_fail(s, SBX_STEP_WORKSPACE, err.errnum, dir, bc_error_message(&err));
                 bc_error_clear(&err);
                 return -1;
         }
@@ -365,7 +351,7 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
                 struct stat st;
                 if ((mkdir(p, 01777) < 0 && errno != EEXIST) || lstat(p, &st) < 0 ||
                     !S_ISDIR(st.st_mode) || chmod(p, 01777) < 0) {
-                        fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, p,
+                        sbx_sup_fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, p,
                              "cannot prepare the scratch directory");
                         return -1;
                 }
@@ -373,7 +359,7 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
         return 0;
 }
 
-static int prepare(struct supervisor *s)
+int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group)
 {
         const struct helper_config *c = s->c;
         struct stat ws, sc;
@@ -386,29 +372,27 @@ static int prepare(struct supervisor *s)
          * host keeps the owner).  Unprivileged, the sandbox's own user
          * namespace already maps the job to us, the owner. */
         const struct stat *own = c->workspace ? &ws : c->scratch ? &sc : NULL;
-        if (geteuid() == 0 && own && (own->st_uid != c->uid || own->st_gid != c->gid)) {
-                s->idmap_fd = make_idmap(own->st_uid, own->st_gid, c->uid, c->gid);
-                if (s->idmap_fd < 0) {
-                        fail(s, SBX_STEP_WORKSPACE, -s->idmap_fd, NULL,
-                             "cannot make the user namespace for the idmapped workspace");
-                        return -1;
-                }
+        if (geteuid() != 0 || !own || (own->st_uid == c->uid && own->st_gid == c->gid)) {
+                if (s->idmap_fd >= 0)
+                        close(s->idmap_fd);  /* made ahead, not needed */
+                s->idmap_fd = -1;
+                return 0;
         }
-        struct bc_error err = BC_ERROR_INIT;
-        sbx_seccomp_builtin(&s->seccomp);
-        /* The cgroup is made before the clone: the child moves itself in
-         * first thing (cheaper than being moved, see cgroup-internal.h),
-         * so a tmpfs /tmp or /workspace is charged to it (tmpfs is memory);
-         * a bound --workspace lives on its own filesystem, not in memory. */
-        struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
-                               .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
-        if (sbx_cgroup_create(&s->cg, &l, c->cgroup_parent, &err) < 0) {
-                fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
-                bc_error_clear(&err);
+        if (s->idmap_fd >= 0 && own->st_uid == idmap_owner && own->st_gid == idmap_group)
+                return 0;
+        if (s->idmap_fd >= 0)
+                close(s->idmap_fd);
+        s->idmap_fd = sbx_sup_make_idmap(own->st_uid, own->st_gid, c->uid, c->gid);
+        if (s->idmap_fd < 0) {
+                sbx_sup_fail(s, SBX_STEP_WORKSPACE, -s->idmap_fd, NULL,
+                             "cannot make the user namespace for the idmapped workspace");
                 return -1;
         }
-        int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
-        s->n_cg_fds = n > 0 ? (size_t)n : 0;
+        return 0;
+}
+
+int sbx_sup_prepare_signals(struct supervisor *s)
+{
         sigset_t set;
         sigemptyset(&set);
         int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT };
@@ -418,13 +402,36 @@ static int prepare(struct supervisor *s)
         s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (s->sigfd < 0 || s->timerfd < 0) {
-                fail(s, SBX_STEP_INTERNAL, errno, NULL, "signalfd/timerfd");
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "signalfd/timerfd");
                 return -1;
         }
         return 0;
 }
 
-static int finish(struct supervisor *s, struct sandbox_status *st)
+static int prepare(struct supervisor *s)
+{
+        const struct helper_config *c = s->c;
+        if (sbx_sup_prepare_dirs(s, (uid_t)-1, (gid_t)-1) < 0)
+                return -1;
+        struct bc_error err = BC_ERROR_INIT;
+        sbx_seccomp_builtin(&s->seccomp);
+        /* The cgroup is made before the clone: the child moves itself in
+         * first thing (cheaper than being moved, see cgroup-internal.h),
+         * so a tmpfs /tmp or /workspace is charged to it (tmpfs is memory);
+         * a bound --workspace lives on its own filesystem, not in memory. */
+        struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
+                               .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
+        if (sbx_cgroup_create(&s->cg, &l, c->cgroup_parent, &err) < 0) {
+                sbx_sup_fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
+                bc_error_clear(&err);
+                return -1;
+        }
+        int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
+        s->n_cg_fds = n > 0 ? (size_t)n : 0;
+        return sbx_sup_prepare_signals(s);
+}
+
+int sbx_sup_finish(struct supervisor *s, struct sandbox_status *st)
 {
         struct cg_stats cs;
         sbx_cgroup_kill_all(&s->cg);
@@ -434,7 +441,8 @@ static int finish(struct supervisor *s, struct sandbox_status *st)
         st->oom_killed = cs.oom_kills > 0;
         st->timed_out = s->timed_out;
         st->cancelled = s->cancelled;
-        st->cpu_ms = cs.have_cpu ? cs.cpu_us / 1000 : s->job_cpu_us / 1000;
+        st->cpu_ms = cs.have_cpu ? (cs.cpu_us > s->cpu_base_us ? cs.cpu_us - s->cpu_base_us : 0) / 1000
+                                 : s->job_cpu_us / 1000;
         st->max_rss_kb = (uint64_t)ru.ru_maxrss > s->job_rss_kb ? (uint64_t)ru.ru_maxrss : s->job_rss_kb;
         if (s->failed) {
                 st->setup_failed = true;
@@ -464,32 +472,45 @@ static int finish(struct supervisor *s, struct sandbox_status *st)
         return st->exit_code;
 }
 
+void sbx_sup_done(struct supervisor *s)
+{
+        sbx_cgroup_destroy(&s->cg);
+        sbx_seccomp_prog_done(&s->seccomp);
+        int *fds[] = { &s->sock, &s->sigfd, &s->timerfd, &s->idmap_fd };
+        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
+                if (*fds[i] >= 0) {
+                        close(*fds[i]);
+                        *fds[i] = -1;
+                }
+        for (size_t i = 0; i < s->n_cg_fds; i++)
+                close(s->cg_fds[i]);
+        s->n_cg_fds = 0;
+}
+
+void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
+{
+        if (s->ready)
+                ret->wall_ms = now_ms() - ((uint64_t)s->start.tv_sec * 1000u +
+                                           (uint64_t)s->start.tv_nsec / 1000000u);
+}
+
 int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
 {
-        struct supervisor s = {
-                .c = c, .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,
-                .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 },
-        };
+        struct supervisor s = SBX_SUPERVISOR_INIT(c);
         int sp[2] = { -1, -1 };
         if (prepare(&s) >= 0) {
                 if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-                        fail(&s, SBX_STEP_INTERNAL, errno, NULL, "socketpair");
+                        sbx_sup_fail(&s, SBX_STEP_INTERNAL, errno, NULL, "socketpair");
                 } else {
                         s.sock = sp[0];
-                        if (start_child(&s, &sp[1]) >= 0)
-                                loop(&s);
+                        if (sbx_sup_start_child(&s, &sp[1]) >= 0)
+                                sbx_sup_loop(&s);
                 }
         }
-        uint64_t end = now_ms();
-        if (s.ready)
-                ret->wall_ms = end - ((uint64_t)s.start.tv_sec * 1000u +
-                                      (uint64_t)s.start.tv_nsec / 1000000u);
-        int code = finish(&s, ret);
-        sbx_cgroup_destroy(&s.cg);
-        sbx_seccomp_prog_done(&s.seccomp);
-        int fds[] = { s.sock, sp[1], s.sigfd, s.timerfd, s.idmap_fd };
-        for (size_t i = 0; i < ELEMENTSOF(fds); i++)
-                if (fds[i] >= 0)
-                        close(fds[i]);
+        sbx_sup_set_wall(&s, ret);
+        int code = sbx_sup_finish(&s, ret);
+        if (sp[1] >= 0)
+                close(sp[1]);
+        sbx_sup_done(&s);
         return code;
 }

@@ -1,0 +1,366 @@
+/* A warm sandbox's supervisor (boxcar-sandbox --warm).  Everything that
+ * does not depend on the job is done before there is one: the cgroup
+ * (without limits), the namespaces, the root with the system binds, /etc,
+ * /dev and /proc, pivot_root, the idmap namespace for root-owned
+ * workspaces.  Then it says WARM on the control socket and waits.
+ *
+ * The job comes as one message: a memfd holding its options (the same
+ * argv as a cold run, without --status-fd), and the job's stdout, stderr
+ * and status fds.  The supervisor checks the options, writes the limits
+ * into the cgroup, clones the job's trees from the host (open_tree; the
+ * sandbox's own mount namespace no longer sees host paths) and passes
+ * them to the sandbox's init, which attaches them (move_mount), seals the
+ * root read-only and goes on as a cold sandbox does: READY, GO, lock
+ * down, fork the job.  From there on it is the cold path's loop.
+ *
+ * Detached mounts over a socket rather than mount propagation from a
+ * per-sandbox host directory: nothing is shared between the host's mount
+ * namespace and the sandbox's at any time (a propagation peer would be a
+ * standing channel into every warm sandbox), and the trees are cloned
+ * with their attributes (read-only, nosuid, nodev, idmap) already set, in
+ * the supervisor, before the sandbox can see them.
+ *
+ * One sandbox, one job: the process exits after it, like a cold one. */
+#include "sandbox/supervise-internal.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "sandbox/rootfs-internal.h"
+
+/* A warm sandbox that is not built by then is stuck (a hung bind source,
+ * an overloaded host): it fails rather than holding a pool slot. */
+#define WARM_SETUP_TIMEOUT_S 30
+
+struct warm {
+        struct supervisor s;
+        const struct helper_config *wc;  /* the warm options */
+        int ctl;
+        bool idmap_root;                 /* s.idmap_fd maps 0:0 to the job's ids */
+        struct helper_config job;        /* the job's options, once received */
+        char *blob;
+        char **job_argv;
+        bool have_job;
+        int status_fd;
+        /* Why there is no cgroup (e.g. an unprivileged helper on v1): not
+         * fatal until a job asks for limits, as in the cold path. */
+        char cg_error[256];
+};
+
+static void reap(struct supervisor *s)
+{
+        sbx_sup_kill(s);
+        while (!s->reaped) {
+                int st;
+                pid_t w = waitpid(s->child, &st, 0);
+                if (w == s->child || (w < 0 && errno != EINTR))
+                        s->reaped = true;
+        }
+}
+
+/* Tells the worker why this sandbox never became (or stopped being)
+ * usable; it replaces it. */
+static int report_warm_failure(struct warm *w)
+{
+        struct supervisor *s = &w->s;
+        if (!s->failed)
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, EPIPE, NULL,
+                             "the sandbox's init exited before its job");
+        (void)sbx_msg_send(w->ctl, &s->failure, -1);
+        return sbx_step_exit_code((enum sbx_step)s->failure.step);
+}
+
+static int prepare(struct warm *w)
+{
+        struct supervisor *s = &w->s;
+        struct bc_error err = BC_ERROR_INIT;
+        sbx_seccomp_builtin(&s->seccomp);
+        if (sbx_cgroup_create_unlimited(&s->cg, w->wc->cgroup_parent, &err) < 0) {
+                snprintf(w->cg_error, sizeof(w->cg_error), "%s", bc_error_message(&err));
+                bc_error_clear(&err);
+        }
+        int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
+        s->n_cg_fds = n > 0 ? (size_t)n : 0;
+        if (sbx_sup_prepare_signals(s) < 0)
+                return -1;
+        /* The worker's job directories are root's: the namespace that maps
+         * root to the job's ids is made now (a fork), not at handoff. */
+        if (geteuid() == 0) {
+                s->idmap_fd = sbx_sup_make_idmap(0, 0, w->wc->uid, w->wc->gid);
+                w->idmap_root = s->idmap_fd >= 0;
+                if (s->idmap_fd < 0)
+                        s->idmap_fd = -1;
+        }
+        return 0;
+}
+
+/* Waits until the child has built its root (1), or failed or died (0);
+ * or the worker dropped us (-1: SIGTERM, or the control socket closed). */
+static int wait_built(struct warm *w)
+{
+        struct supervisor *s = &w->s;
+        struct itimerspec it = { .it_value = { WARM_SETUP_TIMEOUT_S, 0 } };
+        timerfd_settime(s->timerfd, 0, &it, NULL);
+        while (!s->warm_built && !s->failed && !s->reaped && !s->sock_eof) {
+                struct pollfd p[4] = {
+                        { .fd = s->sock, .events = POLLIN },
+                        { .fd = s->sigfd, .events = POLLIN },
+                        { .fd = s->timerfd, .events = POLLIN },
+                        { .fd = w->ctl, .events = 0 },
+                };
+                if (poll(p, 4, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
+                        return 0;
+                }
+                if (p[0].revents)
+                        sbx_sup_on_message(s);
+                if (p[1].revents) {
+                        sbx_sup_on_signal(s);
+                        if (s->cancelled)
+                                return -1;
+                }
+                if (p[2].revents) {
+                        sbx_sup_fail(s, SBX_STEP_INTERNAL, ETIMEDOUT, NULL,
+                                     "the warm sandbox was not ready in time");
+                        return 0;
+                }
+                if (p[3].revents & (POLLHUP | POLLERR))
+                        return -1;
+        }
+        struct itimerspec off = { 0 };
+        timerfd_settime(s->timerfd, 0, &off, NULL);
+        return s->warm_built && !s->failed ? 1 : 0;
+}
+
+/* Waits for the job: 1 with fds[0..3] = options, stdout, stderr, status;
+ * 0 when the sandbox died meanwhile; -1 when the worker dropped us. */
+static int wait_job(struct warm *w, int fds[4])
+{
+        struct supervisor *s = &w->s;
+        for (;;) {
+                struct pollfd p[3] = {
+                        { .fd = w->ctl, .events = POLLIN },
+                        { .fd = s->sock, .events = POLLIN },
+                        { .fd = s->sigfd, .events = POLLIN },
+                };
+                if (poll(p, 3, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -1;
+                }
+                if (p[2].revents) {
+                        sbx_sup_on_signal(s);
+                        if (s->cancelled || s->reaped)
+                                return s->cancelled ? -1 : 0;
+                }
+                if (p[1].revents) {
+                        sbx_sup_on_message(s);
+                        if (s->failed || s->sock_eof)
+                                return 0;
+                }
+                if (p[0].revents) {
+                        struct sbx_msg m;
+                        size_t n = 0;
+                        int got[SBX_MSG_FDS_MAX];
+                        int r = sbx_msg_recv_fds(w->ctl, &m, got, ELEMENTSOF(got), &n);
+                        if (r <= 0)
+                                return -1;
+                        if (m.type == SBX_MSG_JOB && n == 4) {
+                                memcpy(fds, got, sizeof(int) * 4);
+                                return 1;
+                        }
+                        for (size_t i = 0; i < n; i++)
+                                close(got[i]);
+                }
+        }
+}
+
+static int read_options(struct warm *w, int fd)
+{
+        struct supervisor *s = &w->s;
+        struct stat st;
+        if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > SBX_JOB_OPTIONS_MAX) {
+                sbx_sup_fail(s, SBX_STEP_OPTIONS, E2BIG, NULL, "job options: empty or too large");
+                return -1;
+        }
+        w->blob = malloc((size_t)st.st_size);
+        if (!w->blob || pread(fd, w->blob, (size_t)st.st_size, 0) != st.st_size) {
+                sbx_sup_fail(s, SBX_STEP_OPTIONS, errno ? errno : EIO, NULL, "read job options");
+                return -1;
+        }
+        struct bc_error err = BC_ERROR_INIT;
+        if (helper_config_parse_blob(w->blob, (size_t)st.st_size, &w->job_argv, &w->job, &err) < 0) {
+                sbx_sup_fail(s, SBX_STEP_OPTIONS, err.errnum, NULL, bc_error_message(&err));
+                bc_error_clear(&err);
+                return -1;
+        }
+        w->have_job = true;
+        return 0;
+}
+
+static bool same_str(const char *a, const char *b)
+{
+        return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* What was fixed when the sandbox was made must be what the job asks. */
+static int check_fits(struct warm *w)
+{
+        const struct helper_config *j = &w->job, *c = w->wc;
+        const char *what = j->network != c->network ? "--network"
+                           : j->uid != c->uid || j->gid != c->gid ? "--uid/--gid"
+                           : !same_str(j->hostname, c->hostname) ? "--hostname"
+                           : !same_str(j->cgroup_parent, c->cgroup_parent) ? "--cgroup-parent"
+                                                                            : NULL;
+        if (!what)
+                return 0;
+        char msg[160];
+        snprintf(msg, sizeof(msg), "the job's %s differs from the warm sandbox's", what);
+        sbx_sup_fail(&w->s, SBX_STEP_OPTIONS, EINVAL, NULL, msg);
+        return -1;
+}
+
+static int apply_limits(struct warm *w)
+{
+        struct supervisor *s = &w->s;
+        const struct helper_config *j = &w->job;
+        struct cg_limits l = { .memory_mb = j->memory_mb, .cpus = j->cpus,
+                               .pids = j->pids ? j->pids + 1 : 0 /* + init */ };
+        struct bc_error err = BC_ERROR_INIT;
+        bool wanted = l.memory_mb || l.pids || l.cpus > 0;
+        if (wanted && w->cg_error[0]) {
+                sbx_sup_fail(s, SBX_STEP_CGROUP, EPERM, NULL, w->cg_error);
+                return -1;
+        }
+        if (sbx_cgroup_limit(&s->cg, &l, &err) < 0) {
+                sbx_sup_fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
+                bc_error_clear(&err);
+                return -1;
+        }
+        /* The job's CPU time starts here: the warm-up was not its. */
+        struct cg_stats cs;
+        sbx_cgroup_stats(&s->cg, &cs);
+        s->cpu_base_us = cs.have_cpu ? cs.cpu_us : 0;
+        return 0;
+}
+
+/* Clones the job's trees and sends them, with its options and stdio, to
+ * the sandbox's init. */
+static int send_job(struct warm *w, const int fds[4])
+{
+        struct supervisor *s = &w->s;
+        struct setup_ctx x = { .c = &w->job, .step = SBX_STEP_WORKSPACE, .err = BC_ERROR_INIT };
+        struct rootfs_trees t;
+        rootfs_trees_init(&t);
+        int r = rootfs_capture_job(&x, s->idmap_fd, &t);
+        if (r < 0) {
+                sbx_sup_fail(s, x.step, x.err.errnum, x.path[0] ? x.path : NULL,
+                             bc_error_message(&x.err));
+                bc_error_clear(&x.err);
+                rootfs_trees_close(&t);
+                return -1;
+        }
+        int out[SBX_MSG_FDS_MAX];
+        size_t n = 0;
+        out[n++] = fds[0];
+        out[n++] = fds[1];
+        out[n++] = fds[2];
+        if (t.ws >= 0)
+                out[n++] = t.ws;
+        if (t.tmp >= 0) {
+                out[n++] = t.tmp;
+                out[n++] = t.shm;
+        }
+        for (size_t i = 0; i < t.n_binds; i++)
+                out[n++] = t.binds[i].fd;
+        struct sbx_msg m = { .type = SBX_MSG_JOB };
+        r = sbx_msg_send_fds(s->sock, &m, out, n);
+        rootfs_trees_close(&t);
+        if (r < 0) {
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, -r, NULL, "the sandbox's init is gone");
+                return -1;
+        }
+        return 0;
+}
+
+static int run_job(struct warm *w, int fds[4])
+{
+        struct supervisor *s = &w->s;
+        w->status_fd = fds[3];
+        int r = read_options(w, fds[0]);
+        if (r >= 0)
+                r = check_fits(w);
+        if (r >= 0) {
+                s->c = &w->job;
+                r = sbx_sup_prepare_dirs(s, w->idmap_root ? 0 : (uid_t)-1,
+                                         w->idmap_root ? 0 : (gid_t)-1);
+        }
+        if (r >= 0)
+                r = apply_limits(w);
+        /* The job's timeout covers its setup too, as in the cold path. */
+        if (r >= 0 && sbx_sup_arm_timer(s) < 0)
+                r = -1;
+        if (r >= 0)
+                r = send_job(w, fds);
+        for (int i = 0; i < 3; i++)
+                close(fds[i]);  /* the job's copies are in the sandbox now */
+        if (r < 0)
+                sbx_sup_kill(s);
+        sbx_sup_loop(s);
+        struct sandbox_status st = { 0 };
+        sbx_sup_set_wall(s, &st);
+        int code = sbx_sup_finish(s, &st);
+        sbx_status_write(w->status_fd, &st);
+        sandbox_status_done(&st);
+        return code;
+}
+
+int sbx_supervise_warm(const struct helper_config *c)
+{
+        struct warm w = { .s = SBX_SUPERVISOR_INIT(c), .wc = c, .ctl = c->control_fd,
+                          .status_fd = -1 };
+        struct supervisor *s = &w.s;
+        int sp[2] = { -1, -1 };
+        int code = 0, fds[4];
+        if (prepare(&w) < 0) {
+                code = report_warm_failure(&w);
+        } else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "socketpair");
+                code = report_warm_failure(&w);
+        } else {
+                s->sock = sp[0];
+                int r = sbx_sup_start_child(s, &sp[1]);
+                r = r < 0 ? 0 : wait_built(&w);
+                struct sbx_msg ready = { .type = SBX_MSG_WARM };
+                if (r > 0 && sbx_msg_send(w.ctl, &ready, -1) < 0)
+                        r = -1;
+                if (r > 0)
+                        r = wait_job(&w, fds);
+                if (r > 0)
+                        code = run_job(&w, fds);
+                else if (r == 0)
+                        code = report_warm_failure(&w);
+                reap(s);  /* dropped before a job: nothing to report */
+        }
+        if (sp[1] >= 0)
+                close(sp[1]);
+        if (w.status_fd >= 0)
+                close(w.status_fd);
+        sbx_sup_done(s);
+        if (w.have_job)
+                helper_config_done(&w.job);
+        free(w.job_argv);
+        free(w.blob);
+        return code;
+}
