@@ -179,6 +179,9 @@ struct sandbox_status {
         int signal;
         bool timed_out, oom_killed, cancelled;
         uint64_t wall_ms, cpu_ms, max_rss_kb;
+        /* The helper's time from having the job (its start, or a warm
+         * sandbox's handoff) to the job's start. */
+        uint64_t setup_us;
         bool setup_failed;
         bool exec_failed;
         int setup_errno;

@@ -3,6 +3,7 @@
  *
  *   {"exit_code": 0, "signal": 0, "timed_out": false, "oom_killed": false,
  *    "cancelled": false, "wall_ms": 12, "cpu_ms": 3, "max_rss_kb": 1234,
+ *    "setup_us": 800,
  *    "setup_error": {"step": "mount", "path": "/usr", "errno": 2,
  *                    "message": "..."},          only when setup failed
  *    "exec_error": {"path": "python4", "errno": 2, "message": "..."}}
@@ -47,7 +48,8 @@ char *sbx_status_to_json(const struct sandbox_status *s)
                   cJSON_AddBoolToObject(root, "cancelled", s->cancelled) &&
                   cJSON_AddNumberToObject(root, "wall_ms", (double)s->wall_ms) &&
                   cJSON_AddNumberToObject(root, "cpu_ms", (double)s->cpu_ms) &&
-                  cJSON_AddNumberToObject(root, "max_rss_kb", (double)s->max_rss_kb);
+                  cJSON_AddNumberToObject(root, "max_rss_kb", (double)s->max_rss_kb) &&
+                  cJSON_AddNumberToObject(root, "setup_us", (double)s->setup_us);
         if (ok && s->setup_failed)
                 ok = add_error_object(root, "setup_error", s);
         else if (ok && s->exec_failed)
@@ -135,6 +137,8 @@ static int parse_root(const cJSON *root, struct sandbox_status *s)
                 r = get_u64(root, "cpu_ms", &s->cpu_ms);
         if (r >= 0)
                 r = get_u64(root, "max_rss_kb", &s->max_rss_kb);
+        if (r >= 0)
+                r = get_u64(root, "setup_us", &s->setup_us);
         if (r < 0)
                 return r;
         const cJSON *setup = cJSON_GetObjectItemCaseSensitive(root, "setup_error");

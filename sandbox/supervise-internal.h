@@ -28,7 +28,8 @@ struct supervisor {
         int job_wstatus;
         uint64_t job_cpu_us, job_rss_kb;
         uint64_t cpu_base_us;     /* the cgroup's CPU time before the job (warm setup) */
-        struct timespec start;
+        struct timespec start;    /* the job's start (GO) */
+        struct timespec got_job;  /* when the supervisor had the job */
 };
 
 #define SBX_SUPERVISOR_INIT(cfg)                                                              \

@@ -490,6 +490,9 @@ void sbx_sup_done(struct supervisor *s)
 void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
 {
         if (s->ready)
+                ret->setup_us = (uint64_t)((s->start.tv_sec - s->got_job.tv_sec) * 1000000 +
+                                           (s->start.tv_nsec - s->got_job.tv_nsec) / 1000);
+        if (s->ready)
                 ret->wall_ms = now_ms() - ((uint64_t)s->start.tv_sec * 1000u +
                                            (uint64_t)s->start.tv_nsec / 1000000u);
 }
@@ -497,6 +500,7 @@ void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
 int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
 {
         struct supervisor s = SBX_SUPERVISOR_INIT(c);
+        clock_gettime(CLOCK_MONOTONIC, &s.got_job);
         int sp[2] = { -1, -1 };
         if (prepare(&s) >= 0) {
                 if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {

@@ -297,6 +297,7 @@ static int send_job(struct warm *w, const int fds[4])
 static int run_job(struct warm *w, int fds[4])
 {
         struct supervisor *s = &w->s;
+        clock_gettime(CLOCK_MONOTONIC, &s->got_job);
         w->status_fd = fds[3];
         int r = read_options(w, fds[0]);
         if (r >= 0)
@@ -313,14 +314,23 @@ static int run_job(struct warm *w, int fds[4])
                 r = -1;
         if (r >= 0)
                 r = send_job(w, fds);
-        for (int i = 0; i < 3; i++)
-                close(fds[i]);  /* the job's copies are in the sandbox now */
+        /* The job's copies are in the sandbox now; stderr is kept for what
+         * the helper itself has to say there, as a cold helper does. */
+        close(fds[0]);
+        close(fds[1]);
         if (r < 0)
                 sbx_sup_kill(s);
         sbx_sup_loop(s);
         struct sandbox_status st = { 0 };
         sbx_sup_set_wall(s, &st);
         int code = sbx_sup_finish(s, &st);
+        if (st.setup_failed)
+                dprintf(fds[2], "boxcar-sandbox: %s%s%s: %s\n", st.setup_step,
+                        st.setup_path ? " " : "", st.setup_path ? st.setup_path : "",
+                        st.message ? st.message : "failed");
+        else if (st.exec_failed)
+                dprintf(fds[2], "boxcar-sandbox: %s\n", st.message ? st.message : "exec failed");
+        close(fds[2]);
         sbx_status_write(w->status_fd, &st);
         sandbox_status_done(&st);
         return code;

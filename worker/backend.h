@@ -34,6 +34,7 @@ struct backend_result {
         bool oom_killed;
         const char *backend;       /* "none" or "namespace" */
         uint64_t overhead_ms;      /* the sandbox's own setup + teardown time */
+        uint64_t setup_us;         /* from having the job to its start (sandbox) */
 };
 
 /* Runs the job to completion.  Returns 0 when it ran (whatever its exit
@@ -64,5 +65,10 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
  * before their reads), reset after they are joined.  Not copied: the
  * string must outlive the slots. */
 void backend_sandbox_set_cgroup_parent(const char *parent);
+struct sandbox_pool;
+struct metrics;
+/* The warm sandbox pool the namespace backend takes from (NULL: every
+ * sandbox is cold), and where it counts; set before the slots start. */
+void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m);
 
 #endif

@@ -7,11 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "sandbox/sandbox.h"
 #include "worker/backend.h"
+#include "worker/sandbox_pool.h"
 
 #define STATUS_MAX (64 * 1024)
 /* The helper enforces the job's timeout itself; the worker only steps in
@@ -20,10 +22,18 @@
 
 /* Written before the slot threads exist, only read by them. */
 static const char *cgroup_parent;
+static struct sandbox_pool *pool;
+static struct metrics *pool_metrics;
 
 void backend_sandbox_set_cgroup_parent(const char *parent)
 {
         cgroup_parent = parent;
+}
+
+void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
+{
+        pool = p;
+        pool_metrics = m;
 }
 
 static int read_status(int fd, char *buf, size_t size, size_t *ret_len)
@@ -66,7 +76,8 @@ static int apply_status(const struct sandbox_status *st, struct backend_result *
         return 0;
 }
 
-static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_error *err)
+static int build_argv(const struct backend_job *j, int status_fd, char ***ret_argv,
+                      struct bc_error *err)
 {
         const struct job_spec *spec = j->spec;
         bool chdir_first = strcmp(spec->workdir, "/workspace") != 0;
@@ -86,40 +97,58 @@ static int build_argv(const struct backend_job *j, char ***ret_argv, struct bc_e
                 .network = spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE,
                 .cgroup_parent = cgroup_parent,
         };
-        int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, 3, ret_argv, err)
+        int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, status_fd, ret_argv, err)
                            : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
         backend_strv_free(cmd);
         backend_strv_free(env);
         return r;
 }
 
-int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
-                        struct bc_error *err)
+/* A warm sandbox's start, for proc_run: the handoff. */
+struct warm_start {
+        struct sandbox_warm *w;
+        char **argv;
+        int status_w;
+        uint64_t send_us;
+};
+
+static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc_error *err)
 {
-        ret->backend = "namespace";
-        char **argv = NULL;
-        int r = build_argv(j, &argv, err);
-        if (r < 0)
-                return r;
+        struct warm_start *ws = ctx;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w, err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ws->send_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+        if (r >= 0)
+                *ret_pid = ws->w->pid;
+        return r;
+}
+
+/* One run of the helper: cold (spawned with argv, the status on fd 3) or
+ * warm (w: handed the job).  Fills ret from the status. */
+static int run_helper(const struct backend_job *j, char **argv, struct sandbox_warm *w,
+                      struct backend_result *ret, struct bc_error *err)
+{
         int status_pipe[2];
-        if (pipe2(status_pipe, O_CLOEXEC) < 0) {
-                sandbox_argv_free(argv);
+        if (pipe2(status_pipe, O_CLOEXEC) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "status pipe: %m");
-        }
         uint64_t cap = j->spec->limits.output_bytes < j->cfg->max_output_bytes
                                ? j->spec->limits.output_bytes : j->cfg->max_output_bytes;
         /* The helper gets an empty environment: it sets the job's from argv. */
         char *empty_env[] = { NULL };
+        struct warm_start ws = { .w = w, .argv = argv, .status_w = status_pipe[1] };
         struct proc_request req = {
                 .argv = argv, .envp = empty_env, .cwd = NULL,
                 .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
                 .output_cap = (size_t)cap, .cancel_fd = j->cancel_fd, .on_output = j->on_output, .ctx = j->output_ctx,
                 /* SIGTERM: the helper kills the sandbox and still reports. */
-                .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = status_pipe[1],
+                .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = w ? -1 : status_pipe[1],
+                .start = w ? start_warm : NULL, .start_ctx = &ws,
         };
-        r = proc_run(&req, &ret->proc, err);
+        proc_outcome_done(&ret->proc);
+        int r = proc_run(&req, &ret->proc, err);
         close(status_pipe[1]);
-        sandbox_argv_free(argv);
         if (r < 0) {
                 close(status_pipe[0]);
                 return r;
@@ -144,6 +173,56 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
                 return bc_error_prefix(err, "sandbox status");
         r = apply_status(&st, ret, err);
         ret->overhead_ms = helper_wall_ms > ret->proc.wall_ms ? helper_wall_ms - ret->proc.wall_ms : 0;
+        /* Warm: the handoff as the worker saw it, plus the helper's part. */
+        ret->setup_us = st.setup_us + ws.send_us;
         sandbox_status_done(&st);
+        return r;
+}
+
+/* Whether a warm run failed before its job could start, for a reason a
+ * cold sandbox may not share: then the job gets a cold one, in the same
+ * attempt.  Its own options and workspace fail the same either way. */
+static bool retry_cold(const struct bc_error *err, const struct backend_result *res)
+{
+        if (res->proc.cancelled)
+                return false;
+        const char *m = bc_error_message(err);
+        return strstr(m, "sandbox setup failed at options") == NULL &&
+               strstr(m, "sandbox setup failed at workspace") == NULL;
+}
+
+int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
+                        struct bc_error *err)
+{
+        ret->backend = "namespace";
+        enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
+        struct sandbox_warm w;
+        if (sandbox_pool_take(pool, net, &w)) {
+                char **argv = NULL;
+                int r = build_argv(j, -1, &argv, err);
+                if (r >= 0)
+                        r = run_helper(j, argv, &w, ret, err);
+                sandbox_argv_free(argv);
+                sandbox_pool_release(pool, net);
+                if (r >= 0) {
+                        sandbox_pool_count_start(pool_metrics, true);
+                        sandbox_pool_observe_handoff(pool_metrics, (double)ret->setup_us / 1e6);
+                        return r;
+                }
+                if (w.ctl >= 0)
+                        sandbox_warm_discard(&w);  /* the handoff itself failed */
+                /* proc_run waited for it when it ran; else it is reaped here. */
+                while (!sandbox_warm_reap(&w, false))
+                        usleep(1000);
+                if (!retry_cold(err, ret))
+                        return r;
+                bc_error_clear(err);
+        }
+        sandbox_pool_count_start(pool_metrics, false);
+        char **argv = NULL;
+        int r = build_argv(j, 3, &argv, err);
+        if (r >= 0)
+                r = run_helper(j, argv, NULL, ret, err);
+        sandbox_argv_free(argv);
         return r;
 }

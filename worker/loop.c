@@ -22,6 +22,7 @@
 #include "worker/log.h"
 #include "worker/migrate.h"
 #include "worker/queue.h"
+#include "worker/sandbox_pool.h"
 #include "worker/slots.h"
 #include "worker/store.h"
 #include "version.h"
@@ -489,6 +490,29 @@ static char *setup_cgroup(const struct worker_config *cfg)
         return parent;
 }
 
+/* Warm sandboxes, made by the pool's own thread: they die with it, and it
+ * is stopped only after the slots are joined.  Without a pool every
+ * sandbox is cold. */
+static void start_pool(const struct worker_config *cfg, const char *cgroup_parent,
+                       struct metrics *m, struct sandbox_pool **ret)
+{
+        *ret = NULL;
+        if (cfg->sandbox != BACKEND_NAMESPACE)
+                return;
+        unsigned max = cfg->warm_sandboxes_set ? cfg->warm_sandboxes : cfg->concurrency + 2;
+        struct bc_error err = BC_ERROR_INIT;
+        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, m, ret, &err) < 0) {
+                log_event(LOG_WARN, "sandbox.pool", "error", bc_error_message(&err), "effect",
+                          "every sandbox starts cold", NULL);
+                bc_error_clear(&err);
+                return;
+        }
+        log_event(LOG_INFO, "sandbox.pool", LOG_INT("max", *ret ? max : 0), "mode",
+                  *ret ? "warm sandboxes made ahead of jobs"
+                       : max ? "off: warm sandboxes need root" : "off (--warm-sandboxes 0)", NULL);
+        backend_sandbox_set_pool(*ret, m);
+}
+
 /* Before any job or delivery thread starts: the schema must be one this
  * binary knows, or the worker exits with the reason (once, not a retry
  * loop of raw SQL errors).  Waits out an unreachable database like the main
@@ -565,6 +589,9 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 stop = wait_for_schema(&l, err);
                 r = stop < 0 ? stop : 0;
         }
+        struct sandbox_pool *pool = NULL;
+        if (r >= 0 && !stop)
+                start_pool(cfg, cgroup_parent, l.metrics, &pool);
         if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
         const char *no_webhooks = NULL;
@@ -580,6 +607,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                         deliverer_stop(&l.deliverer);
                 if (l.slots.slot)
                         slots_join(&l.slots);
+                backend_sandbox_set_pool(NULL, NULL);
+                sandbox_pool_stop(pool);
                 if (store_open_ok)
                         store_close(&l.store);
                 if (l.signal_fd >= 0)
@@ -606,6 +635,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 bc_error_clear(&ignored);
         }
         slots_join(&l.slots);
+        backend_sandbox_set_pool(NULL, NULL);
+        sandbox_pool_stop(pool);
         backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);
         store_close(&l.store);

@@ -238,8 +238,8 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
             tailbuf_init(&ret->err, req->output_cap) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "output buffers: out of memory");
         clock_gettime(CLOCK_REALTIME, &ret->started_at);
-        _cleanup_free_ char *path = resolve_command(req->argv[0], req->envp);
-        if (!path) {
+        _cleanup_free_ char *path = req->start ? NULL : resolve_command(req->argv[0], req->envp);
+        if (!path && !req->start) {
                 ret->exit_code = 127;
                 note(&ret->err, "boxcar: %s: command not found%.0s\n", req->argv[0], ENOENT);
                 return 0;
@@ -255,10 +255,16 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
         }
         struct running run = { .req = req, .o = ret, .out_r = out[0], .err_r = errp[0],
                                .pidfd = -1, .usage_r = -1, .start_ms = mono_ms() };
-        int r = req->guard ? proc_guard_spawn(req, path, out[1], errp[1], &run.pid, &run.usage_r)
-                           : spawn_child(req, path, out[1], errp[1], &run.pid);
+        int r = req->start ? req->start(req->start_ctx, out[1], errp[1], &run.pid, err)
+                : req->guard ? proc_guard_spawn(req, path, out[1], errp[1], &run.pid, &run.usage_r)
+                             : spawn_child(req, path, out[1], errp[1], &run.pid);
         close(out[1]);
         close(errp[1]);
+        if (r < 0 && req->start) {
+                close(out[0]);
+                close(errp[0]);
+                return r;
+        }
         if (r < 0) {
                 close(out[0]);
                 close(errp[0]);

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "common/error.h"
@@ -24,6 +25,12 @@ struct proc_request {
                                    * helper that reports before dying) */
         double kill_grace_s;      /* then SIGKILL after this long */
         int pass_fd;              /* given to the child as fd 3 (a status pipe); -1: none */
+        /* Instead of spawning argv: starts the process some other way (a
+         * warm sandbox's handoff) with out_w/err_w as its stdout/stderr;
+         * *ret_pid must be our child and lead its process group.  A
+         * negative return (err set) ends proc_run with it: nothing ran. */
+        int (*start)(void *start_ctx, int out_w, int err_w, pid_t *ret_pid, struct bc_error *err);
+        void *start_ctx;
         bool guard;               /* run under a guard that kills the process group when
                                    * the worker dies (a child that does not do it itself) */
         /* Called with each chunk of output as it arrives (stream 1 or 2), and
