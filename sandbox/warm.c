@@ -90,17 +90,21 @@ static int prepare(struct warm *w)
         }
         int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
         s->n_cg_fds = n > 0 ? (size_t)n : 0;
-        if (sbx_sup_prepare_signals(s) < 0)
-                return -1;
-        /* The worker's job directories are root's: the namespace that maps
-         * root to the job's ids is made now (a fork), not at handoff. */
-        if (geteuid() == 0) {
-                s->idmap_fd = sbx_sup_make_idmap(0, 0, w->wc->uid, w->wc->gid);
-                w->idmap_root = s->idmap_fd >= 0;
-                if (s->idmap_fd < 0)
-                        s->idmap_fd = -1;
-        }
-        return 0;
+        return sbx_sup_prepare_signals(s);
+}
+
+/* The worker's job directories are root's: the namespace that maps root
+ * to the job's ids is made now (a fork), not at handoff.  After the
+ * clone, which hands s->idmap_fd to a cold child and closes it. */
+static void make_idmap_ahead(struct warm *w)
+{
+        struct supervisor *s = &w->s;
+        if (geteuid() != 0)
+                return;
+        s->idmap_fd = sbx_sup_make_idmap(0, 0, w->wc->uid, w->wc->gid);
+        w->idmap_root = s->idmap_fd >= 0;
+        if (s->idmap_fd < 0)
+                s->idmap_fd = -1;  /* made at handoff instead, or the job fails there */
 }
 
 /* Waits until the child has built its root (1), or failed or died (0);
@@ -351,6 +355,8 @@ int sbx_supervise_warm(const struct helper_config *c)
         } else {
                 s->sock = sp[0];
                 int r = sbx_sup_start_child(s, &sp[1]);
+                if (r >= 0)
+                        make_idmap_ahead(&w);
                 r = r < 0 ? 0 : wait_built(&w);
                 struct sbx_msg ready = { .type = SBX_MSG_WARM };
                 if (r > 0 && sbx_msg_send(w.ctl, &ready, -1) < 0)

@@ -318,8 +318,10 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
                        struct metrics *m, struct sandbox_pool **ret, struct bc_error *err)
 {
         *ret = NULL;
-        if (max == 0 || geteuid() != 0)
-                return 0;
+        /* Registered whether or not there is a pool: cold starts count. */
+        int r = m ? metrics_register_all(m, families, ELEMENTSOF(families), err) : 0;
+        if (r < 0 || max == 0 || geteuid() != 0)
+                return r;
         if (max > 256)
                 max = 256;
         struct sandbox_pool *p = calloc(1, sizeof(*p));
@@ -337,8 +339,7 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
                 p->kinds[i].items = calloc(max, sizeof(struct sandbox_warm));
                 ok &= p->kinds[i].items != NULL;
         }
-        int r = !ok ? bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory")
-                : m ? metrics_register_all(m, families, ELEMENTSOF(families), err) : 0;
+        r = ok ? 0 : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         pthread_mutex_init(&p->mu, NULL);
         if (r >= 0 && (r = -pthread_create(&p->thread, NULL, pool_main, p)) < 0)
                 bc_error_set(err, BC_INTERNAL, -r, "warm sandbox pool thread: %s", strerror(-r));

@@ -1,0 +1,81 @@
+# Warm sandboxes (issue 11), through the worker: jobs start in a sandbox
+# made ahead of them; a warm sandbox that dies while it waits is replaced
+# and the next job still runs warm; --warm-sandboxes 0 means cold starts;
+# the limits and the workspace hold on the warm path; a worker killed with
+# -9 leaves no sandbox process, cgroup or mount behind.
+source "$(dirname "$0")/../lib.sh"
+if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]]; then
+  skip "warm sandboxes need the namespace backend as root"; tap_done; exit 0
+fi
+fresh_db e2e_warm
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+metrics() { curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null; }
+# metric NAME{LABELS}: its value, 0 when absent.
+metric() { metrics | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
+run_job() { local id; id=$(echo "$1" | "$BOXCAR" enqueue --spec -); "$BOXCAR" status --wait --timeout 60s "$id" >/dev/null; echo "$id"; }
+# The warm helpers of a worker: its children running boxcar-sandbox --warm.
+warm_pids() { pgrep -P "$1" -f 'boxcar-sandbox --warm' || true; }
+
+start_worker warm-w --concurrency 2 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
+wait_for "warm sandboxes ready" 30 bash -c "[[ \$(curl -fsS http://127.0.0.1:$port/metrics 2>/dev/null | awk '\$1 == \"boxcar_warm_sandboxes{state=\\\"ready\\\"}\" { print \$2 }') -ge 2 ]]"
+ready=$(metric 'boxcar_warm_sandboxes{state="ready"}')
+(( ready >= 2 )) && ok "an idle worker keeps the prefetch ready ($ready warm sandboxes)" ||
+  { not_ok "warm sandboxes ready"; diag "$(metrics | grep warm)"; tail -5 "$BOXCAR_DEV/test-logs/warm-w.log"; }
+is "each is a boxcar-sandbox --warm child of the worker" "$(warm_pids $WORKER_PID | wc -l)" "$ready"
+
+id=$(run_job '{"script": "echo hello > /workspace/f; cat /workspace/f; id -u; cat /proc/self/status | grep -E \"^(NoNewPrivs|Seccomp):\" | tr -s \"\\t \" \" \""}')
+out=$(job_field $id "result->>'stdout'")
+if [[ $(job_field $id status) == succeeded ]] && grep -q '^hello$' <<<"$out" && grep -q '^65534$' <<<"$out" \
+   && grep -q 'NoNewPrivs: 1' <<<"$out" && grep -q 'Seccomp: 2' <<<"$out"; then
+  ok "a job runs in a warm sandbox as nobody, with no_new_privs and seccomp, and writes its workspace"
+else not_ok "job on the warm path"; diag "$(job_field $id "status || ' ' || coalesce(error::text, '') || ' ' || coalesce(result->>'stdout', '')")"; fi
+warm=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
+cold=$(metric 'boxcar_sandbox_starts_total{path="cold"}')
+is "it was a warm start, not a cold one" "$warm/$cold" "1/0"
+handoffs=$(metric 'boxcar_sandbox_handoff_seconds_count')
+is "the handoff time is observed" "$handoffs" "1"
+
+# Limits on the warm path: they are written into the sandbox's cgroup at
+# handoff, the warm-up having had none.
+id=$(run_job '{"script": "python3 -c \"x = bytearray(400 * 1024 * 1024)\"", "limits": {"memory_mb": 64}}')
+is "memory_mb applies on the warm path: OOM" "$(job_field $id "error->>'code'")" "OOM"
+id=$(run_job '{"script": "for i in $(seq 40); do sleep 5 & done; wait", "limits": {"pids": 8, "timeout_s": 20}}')
+err=$(job_field $id "result->>'stderr'")
+grep -qiE 'fork|resource temporarily unavailable|cannot' <<<"$err" && ok "pids applies on the warm path: the 9th process is refused" ||
+  { not_ok "pids on the warm path"; diag "$(job_field $id "status || ' ' || coalesce(result::text, '')" | head -c 600)"; }
+
+# A warm sandbox that dies while it waits is replaced, and counted.
+wait_for "pool refilled" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]]"
+victim=$(warm_pids $WORKER_PID | head -1)
+fails0=$(metric boxcar_warm_sandbox_failures_total)
+kill -9 "$victim"
+wait_for "failure counted" 10 bash -c "(( \$(curl -fsS http://127.0.0.1:$port/metrics | awk '\$1 == \"boxcar_warm_sandbox_failures_total\" { print \$2 }') > $fails0 ))" &&
+  ok "a warm sandbox killed while waiting is noticed and counted" || not_ok "dead warm sandbox noticed"
+wait_for "replaced" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]] && ! kill -0 $victim 2>/dev/null"
+warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
+id=$(run_job '{"command": ["true"]}')
+is "the next job still succeeds, warm" "$(job_field $id status) $(( $(metric 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" "succeeded 1"
+is "no attempt was spent on it" "$(job_field $id attempts)" "1"
+
+# kill -9 of the worker: the warm sandboxes go with it (they die with the
+# pool's thread), taking their cgroups; nothing is left to clean up.
+pids=$(warm_pids $WORKER_PID | tr '\n' ' ')
+kill -9 "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+gone() { for p in $pids; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+if [[ -n $pids ]] && wait_for "warm sandboxes gone" 10 gone; then
+  ok "kill -9 of the worker: its warm sandboxes ($pids) are gone"
+else not_ok "warm sandboxes outlive the worker"; ps -o pid,ppid,cmd -p ${pids:-1} | sed 's/^/# /'; fi
+left=0
+for p in $pids; do
+  [[ -n $(find /sys/fs/cgroup -maxdepth 6 -type d -name "boxcar-sandbox-$p" 2>/dev/null) ]] && left=$((left + 1))
+done
+is "and no cgroup of theirs is left" "$left" "0"
+
+# --warm-sandboxes 0: every sandbox is cold.
+start_worker warm-off --concurrency 1 --poll-interval 300ms --sandbox namespace --warm-sandboxes 0 --metrics-addr "127.0.0.1:$port"
+wait_for "metrics up" 20 bash -c "curl -fsS http://127.0.0.1:$port/metrics >/dev/null"
+id=$(run_job '{"command": ["true"]}')
+is "--warm-sandboxes 0: the job succeeds on a cold sandbox, none warm" \
+   "$(job_field $id status) $(metric 'boxcar_sandbox_starts_total{path="cold"}') $(metric 'boxcar_sandbox_starts_total{path="warm"}') $(warm_pids $WORKER_PID | wc -l)" \
+   "succeeded 1 0 0"
+tap_done

@@ -1,0 +1,455 @@
+#!/usr/bin/env bash
+# Security suite: real programs run inside build/boxcar-sandbox try to get
+# out; every attempt must fail.  Each check looks for a positive sign that
+# the attempt ran ("RAN ...", "BLOCKED ...") so a probe that never ran, or
+# a sandbox that is not there, fails the test instead of passing it.
+# Where the outcome depends on the host (IA32 emulation, user namespaces,
+# cgroup controllers, legacy TIOCSTI), a control runs outside the sandbox
+# first and the check asserts what the sandbox adds on this host, saying
+# which case it is in its description.
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+cd "$BOXCAR_ROOT"
+
+# SANDBOX_BIN=build-san/boxcar-sandbox runs the suite against another build.
+SB=${SANDBOX_BIN:-$BOXCAR_SANDBOX}
+[[ $SB == /* ]] || SB=$BOXCAR_ROOT/$SB
+if [[ ! -x $SB ]]; then
+  echo "not ok 1 - build/boxcar-sandbox missing (make build/boxcar-sandbox)"
+  echo "1..1"; exit 1
+fi
+T=$(mktemp -d /tmp/boxcar-sec.XXXXXX)
+chmod 755 "$T"
+# mkws NAME MB [INODES]: a bounded workspace filesystem like the worker's
+# (sparse ext4 image, loop, nosuid,nodev) at $T/NAME with ws/ and scratch/.
+_ws_mounts=()
+mkws() {
+  truncate -s "${2}M" "$T/$1.img" && mke2fs -t ext4 -q -F -m 0 -N "${3:-4096}" -O ^has_journal "$T/$1.img" \
+    && mkdir -p "$T/$1" && mount -o loop,nosuid,nodev "$T/$1.img" "$T/$1" && mkdir -p "$T/$1/ws" "$T/$1/scratch" \
+    && _ws_mounts+=("$T/$1")
+}
+cleanup_all() {
+  cleanup_bg; mountpoint -q "$T/vol/sub" && umount "$T/vol/sub"
+  for m in "${_ws_mounts[@]}"; do umount "$m" 2>/dev/null; done
+  rm -rf "$T"
+}
+trap cleanup_all EXIT
+
+mkdir -p "$T/bin"
+cc -O1 -w -o "$T/bin/probe" tests/security/probe.c || { not_ok "probe compiles"; tap_done; exit 1; }
+PROBE=/opt/t/probe
+IS_ROOT=0; [[ $(id -u) -eq 0 ]] && IS_ROOT=1
+
+# sb [helper options...] -- cmd...: runs the sandbox with the probes bound
+# at /opt/t; stdout+stderr in $OUT, status object in $ST, exit code in $RC.
+sb() {
+  "$SB" --status-fd 3 --ro-bind "$T/bin" /opt/t "$@" >"$T/out" 2>&1 3>"$T/status"
+  RC=$?
+  OUT=$(cat "$T/out")
+  ST=$(cat "$T/status")
+}
+jget() { printf '%s' "$ST" | jq -r "$1"; }
+has() { grep -qF -- "$2" <<<"$1"; }
+# blocked OUT WHAT: the attempt ran and failed
+blocked() { has "$1" "BLOCKED $2" && ! has "$1" "ESCAPED $2"; }
+blocked_eperm() { has "$1" "BLOCKED $2 EPERM"; }
+marker() { echo "boxcar-sec-$RANDOM$RANDOM"; }
+# no_survivor MARKER: no process on the host has MARKER in its command line
+no_survivor() { ! pgrep -f "$1" >/dev/null; }
+# control NAME ARGS...: runs the probe outside the sandbox (no core file,
+# no "Segmentation fault" from the shell); output in $CTL, status in $CTL_RC.
+control() {
+  { (ulimit -c 0; exec "$T/bin/probe" "$@") >"$T/ctl" 2>&1; } 2>/dev/null
+  CTL_RC=$?
+  CTL=$(cat "$T/ctl")
+}
+
+# Host-dependent checks first run a control outside the sandbox, then
+# assert what the sandbox adds on this host.  The limits depend on the
+# cgroup controllers the host has, read here from /sys/fs/cgroup (not
+# through the helper's own detection, which is under test).
+CG_VERSION=none CG_ROOT=
+case $(stat -fc %T /sys/fs/cgroup 2>/dev/null) in
+  cgroup2fs) CG_VERSION=v2 CG_ROOT=/sys/fs/cgroup ;;
+  tmpfs)
+    CG_VERSION=v1
+    if [[ $(stat -fc %T /sys/fs/cgroup/unified 2>/dev/null) == cgroup2fs && -s /sys/fs/cgroup/unified/cgroup.controllers ]]; then
+      CG_VERSION=v2 CG_ROOT=/sys/fs/cgroup/unified
+    fi ;;
+esac
+host_has_controller() {
+  case $CG_VERSION in
+    v2) grep -qw -- "$1" "$CG_ROOT/cgroup.controllers" ;;
+    v1) [[ $(stat -fc %T "/sys/fs/cgroup/$1" 2>/dev/null) == cgroupfs ]] ;;
+    *) return 1 ;;
+  esac
+}
+# limit_refused CONTROLLER WHAT: on a host without CONTROLLER, the helper
+# must refuse the limit (121, setup step cgroup), never run without it.
+limit_refused() {
+  if [[ $RC -eq 121 && $(jget .setup_error.step) == cgroup ]]; then
+    ok "$2: this host has no $1 controller (cgroup $CG_VERSION): the limit is refused (121, step cgroup), the job does not run without it"
+  else not_ok "$2: without a $1 controller the limit must be refused"; diag "rc=$RC $ST"; diag "$OUT"; fi
+}
+diag "host: cgroup $CG_VERSION; controllers: $(for c in memory pids cpu; do host_has_controller $c && printf '%s ' $c; done)"
+
+# --- file system -----------------------------------------------------------
+sb -- $PROBE write /etc/x /usr/x /x /opt/t/x /dev/x /usr/lib/x /workspace/ok /tmp/ok
+check "write to /etc, /usr, /, /dev fails (read-only)" \
+  bash -c '[[ $(grep -c "BLOCKED .* EROFS" <<<"$1") -ge 6 ]]' _ "$OUT"
+check "read-only volume cannot be written" blocked "$OUT" "/opt/t/x"
+check "control: /workspace and /tmp are writable" bash -c 'has() { grep -qF -- "$2" <<<"$1"; }; has "$1" "ESCAPED /workspace/ok" && has "$1" "ESCAPED /tmp/ok"' _ "$OUT"
+
+if [[ $IS_ROOT -eq 1 ]]; then
+  # A volume with a submount of its own: read-only must reach it too.
+  mkdir -p "$T/vol/sub" && mount -t tmpfs tmpfs "$T/vol/sub"
+  sb --ro-bind "$T/vol" /mnt/vol -- $PROBE write /mnt/vol/x /mnt/vol/sub/x
+  check "nested submount of a volume is read-only too" \
+    bash -c 'grep -q "BLOCKED /mnt/vol/sub/x EROFS" <<<"$1" && grep -q "BLOCKED /mnt/vol/x EROFS" <<<"$1"' _ "$OUT"
+  umount "$T/vol/sub"
+else
+  skip "nested submount (needs root to make the host submount)"
+fi
+
+sb -- $PROBE remount /usr /opt/t /
+check "remount rw, bind over, umount of read-only mounts fail" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 9 ]]' _ "$OUT"
+
+sb -- sh -c 'echo b > /proc/sysrq-trigger; echo "rc=$?"; echo 1 > /proc/sys/kernel/sysrq; echo "rc=$?"; echo x > /proc/sys/kernel/hostname; echo "rc=$?"; echo 1 > /sys/kernel/profiling; echo "rc=$?"; ls /proc/sys/kernel/hostname >/dev/null && echo SEEN'
+check "writes to /proc/sysrq-trigger, /proc/sys, /sys fail" \
+  bash -c '[[ $(grep -c "^rc=[1-9]" <<<"$1") -eq 4 ]] && grep -q SEEN <<<"$1"' _ "$OUT"
+
+# --- privileges ------------------------------------------------------------
+sb -- $PROBE mknod
+check "mknod of devices in /workspace and /tmp fails" \
+  bash -c 'grep -q "BLOCKED mknod-char" <<<"$1" && grep -q "BLOCKED mknod-block" <<<"$1"' _ "$OUT"
+
+if [[ $IS_ROOT -eq 1 ]]; then
+  mkdir -p "$T/suid"
+  cp "$T/bin/probe" "$T/suid/probe" && chown root:root "$T/suid/probe" && chmod 4755 "$T/suid/probe"
+  ctl=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$T/suid/probe" euid)
+  sb --ro-bind "$T/suid" /opt/suid -- /opt/suid/probe euid
+  if [[ $ctl == *"EUID 0"* ]] && has "$OUT" "EUID 65534"; then ok "setuid-root binary does not raise privileges"
+  else not_ok "setuid-root binary does not raise privileges"; diag "control: $ctl"; diag "$OUT"; fi
+  # A setuid binary planted in the workspace: not setuid inside, and what
+  # the job chmods u+s does not come back out setuid (it would be root's).
+  # What the job chmods u+s stays so on the host (nothing is copied), but
+  # the workspace is only ever a nosuid mount: it gives no privileges.
+  mkws suidws 16
+  cp "$T/suid/probe" "$T/suidws/ws/planted" && chmod 4755 "$T/suidws/ws/planted"
+  sb --workspace "$T/suidws/ws" -- sh -c 'stat -c "%a %U" planted; ./planted euid; cp planted mine; chmod 4755 mine; stat -c "%a" mine'
+  host=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$T/suidws/ws/mine" euid 2>&1)
+  if has "$OUT" "EUID 65534" && has "$OUT" "4755" && [[ $host == *"EUID 65534"* ]]; then
+    ok "setuid binary in the workspace: no privileges inside, nor on the host (nosuid mount)"
+  else not_ok "setuid binary in the workspace"; diag "$OUT"; diag "host: $host"; fi
+else
+  skip "setuid binaries (need root to create them)"; skip "setuid in workspace (needs root)"
+fi
+
+sb -- sh -c 'grep -E "^(NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb|Seccomp):" /proc/self/status'
+check "NoNewPrivs 1, no capabilities in any set, seccomp filtering" \
+  bash -c 'grep -q "NoNewPrivs:	1" <<<"$1" && [[ $(grep -c "Cap...:	0000000000000000" <<<"$1") -eq 5 ]] && grep -q "Seccomp:	2" <<<"$1"' _ "$OUT"
+
+sb -- $PROBE tiocsti
+ctl=$("$T/bin/probe" tiocsti 2>&1)
+# A kernel with dev.tty.legacy_tiocsti=0 refuses TIOCSTI to a user without
+# CAP_SYS_ADMIN with EIO: EPERM inside still can only be the filter's.
+tiocsti_denied() { blocked_eperm "$OUT" "TIOCSTI" && blocked_eperm "$OUT" "TIOCSTI-highbit" && has "$OUT" "ESCAPED control TIOCGWINSZ"; }
+if [[ $ctl == *"ESCAPED TIOCSTI"* ]] && tiocsti_denied; then
+  ok "TIOCSTI and its high-bit variant are denied (control: works outside)"
+elif [[ $ctl == *"BLOCKED TIOCSTI EIO"* ]] && tiocsti_denied; then
+  ok "TIOCSTI and its high-bit variant are denied with EPERM (control: this kernel refuses it outside with EIO, legacy_tiocsti=0)"
+else not_ok "TIOCSTI denied"; diag "$OUT"; diag "control: $ctl"; fi
+
+exec 5<"$T/bin/probe" 7>"$T/leak"
+sb -- $PROBE fds
+exec 5<&- 7>&-
+check "no inherited fds: only 0-2 open" bash -c 'grep -q FDS-DONE <<<"$1" && ! grep -q OPENFD <<<"$1"' _ "$OUT"
+
+SECRET_TOKEN=hunter2 sb --env A=1 --env "B=two words" -- /usr/bin/env
+is "environment is exactly the given variables" "$OUT" $'A=1\nB=two words'
+
+# --- processes ---------------------------------------------------------------
+m=$(marker)
+setpriv --reuid=65534 --regid=65534 --clear-groups bash -c "exec -a $m sleep 300" &
+hostpid=$!; _bg_pids+=($hostpid)
+sleep 0.2
+sb -- $PROBE kill "$hostpid"
+alive=0; kill -0 "$hostpid" 2>/dev/null && pgrep -f "$m" >/dev/null && alive=1
+if has "$OUT" "DID kill -1" && blocked "$OUT" "kill $hostpid" && [[ $alive -eq 1 ]]; then ok "kill -1 and kill of a host pid (same uid) do not reach the host"
+else not_ok "kill -1 / kill host pid"; diag "$OUT"; fi
+sb -- ps -eo pid,args
+if has "$OUT" "ps -eo" && ! has "$OUT" "$m" && [[ $(grep -c . <<<"$OUT") -le 4 ]]; then ok "ps sees only the sandbox's processes"
+else not_ok "ps sees only the sandbox"; diag "$OUT"; fi
+sb -- $PROBE ptrace
+check "ptrace (init, own child) and process_vm_* denied" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]]' _ "$OUT"
+
+# --- limits ------------------------------------------------------------------
+sb --pids 30 --timeout 20 -- $PROBE forkbomb
+n=$(sed -n 's/^FORKS //p' <<<"$OUT")
+if ! host_has_controller pids; then limit_refused pids "fork bomb"
+elif blocked "$OUT" fork-bomb && [[ -n $n && $n -lt 30 ]] && [[ $(jget .timed_out) == false ]]; then ok "fork bomb stopped by the pids limit ($n forks, cgroup $CG_VERSION)"
+else not_ok "fork bomb stopped"; diag "$OUT"; diag "$ST"; fi
+
+sb --memory-mb 64 --timeout 30 -- python3 -c 'a=[]
+while True: a.append(bytearray(1 << 20))'
+if ! host_has_controller memory; then limit_refused memory "memory bomb"
+elif [[ $(jget .oom_killed) == true && $(jget .signal) == 9 && $RC -eq 137 ]]; then ok "memory bomb is OOM-killed and reported (oom_killed true, 137, cgroup $CG_VERSION)"
+else not_ok "memory bomb reported as OOM"; diag "rc=$RC $ST"; fi
+
+sb --disk-mb 16 -- sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1; echo "dd=$?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>&1; echo "dd2=$?"'
+if has "$OUT" "No space left on device" && has "$OUT" "dd=1" && has "$OUT" "dd2=1"; then
+  ok "no --workspace: disk fill stopped with ENOSPC at --disk-mb (the tmpfs /workspace + /tmp share it)"
+else not_ok "disk fill stopped (tmpfs)"; diag "$OUT"; fi
+
+if [[ $IS_ROOT -eq 1 ]]; then
+  mkws disk 16
+  sb --workspace "$T/disk/ws" --scratch "$T/disk/scratch" --disk-mb 16 -- sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=64 2>&1; echo "dd=$?"; dd if=/dev/zero of=/tmp/more bs=1M count=8 2>&1; echo "dd2=$?"'
+  size=$(stat -c %s "$T/disk/ws/big" 2>/dev/null || echo 0); img=$(du -k "$T/disk.img" | cut -f1)
+  if has "$OUT" "No space left on device" && has "$OUT" "dd=1" && has "$OUT" "dd2=1" && (( size <= 16 * 1048576 && size > 0 && img <= 16384 )); then
+    ok "bounded workspace: disk fill stopped with ENOSPC (workspace + /tmp on one 16 MiB filesystem; image ${img} KiB on the host)"
+  else not_ok "disk fill stopped (bounded workspace)"; diag "$OUT"; diag "size=$size img=$img"; fi
+
+  # Issue 12, item 1: a sparse file cannot beat the limit: its holes cost
+  # nothing, on the job's filesystem as on the host.
+  mkws sparse 16
+  sb --workspace "$T/sparse/ws" --disk-mb 16 --timeout 2 -- sh -c 'truncate -s 3G /workspace/sparse && echo made'
+  img=$(du -k "$T/sparse.img" | cut -f1); apparent=$(stat -c %s "$T/sparse/ws/sparse" 2>/dev/null)
+  if [[ $RC -eq 0 ]] && has "$OUT" made && [[ $apparent == 3221225472 ]] && (( img <= 16384 )); then
+    ok "sparse 3 GiB file under --disk-mb 16: allowed as a hole, the host holds ${img} KiB (<= 16 MiB)"
+  else not_ok "sparse file bounded"; diag "rc=$RC $OUT img=$img apparent=$apparent"; fi
+
+  # Item 3: 64 hard links to an 8 MiB file cost 8 MiB, not 520.
+  mkws links 16
+  sb --workspace "$T/links/ws" --disk-mb 16 -- sh -c 'head -c 8388608 /dev/urandom > f && for i in $(seq 64); do ln f l$i || exit 1; done; echo linked'
+  img=$(du -k "$T/links.img" | cut -f1); nl=$(stat -c %h "$T/links/ws/f" 2>/dev/null)
+  if [[ $RC -eq 0 && $nl == 65 ]] && has "$OUT" linked && (( img <= 16384 )); then
+    ok "64 hard links to an 8 MiB file: one inode with 65 names, image ${img} KiB"
+  else not_ok "hard links bounded"; diag "rc=$RC $OUT img=$img nlink=$nl"; fi
+
+  # Item 4: the file count is bounded by the kernel (inodes), quickly.
+  mkws many 16 1024
+  ifree_host=$(df --output=iavail "$T" | tail -1)
+  start=$(date +%s%N)
+  sb --workspace "$T/many/ws" --disk-mb 16 --timeout 30 -- python3 -c '
+import os
+n = 0
+try:
+    for i in range(100000):
+        open("/workspace/f%d" % i, "w").close(); n += 1
+except OSError as e:
+    print("STOPPED", n, e.strerror)'
+  el=$(( ($(date +%s%N) - start) / 1000000 ))
+  n=$(sed -n 's/^STOPPED \([0-9]*\) .*/\1/p' <<<"$OUT"); ifree_after=$(df --output=iavail "$T" | tail -1)
+  if has "$OUT" "No space left on device" && [[ -n $n ]] && (( n < 1100 && el < 10000 && ifree_host - ifree_after < 100 )); then
+    ok "100,000 files against a 1024-inode workspace: ENOSPC after $n, ${el} ms, no host inodes used"
+  else not_ok "file count bounded"; diag "$OUT el=$el n=$n ifree $ifree_host -> $ifree_after"; fi
+
+  # Item 2: the timeout covers the whole run: nothing is copied after it.
+  mkws slow 64 200000
+  start=$(date +%s%N)
+  sb --workspace "$T/slow/ws" --disk-mb 64 --timeout 2 -- sh -c 'mkdir d; cd d; i=0; while :; do : > f$i; i=$((i+1)); done'
+  el=$(( ($(date +%s%N) - start) / 1000000 ))
+  if [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el < 3000 )); then
+    ok "--timeout 2 with a workspace full of files: timed out, whole run ${el} ms"
+  else not_ok "timeout covers the whole run"; diag "rc=$RC el=$el $ST"; fi
+
+  # Item 7: workspace files are on disk, not in the job's memory cgroup.
+  mkws mem 1100 4096
+  sb --workspace "$T/mem/ws" --disk-mb 1100 --memory-mb 512 --timeout 120 -- sh -c 'dd if=/dev/zero of=/workspace/g bs=1M count=1024 2>&1 | tail -1; echo "dd=$?"'
+  size=$(stat -c %s "$T/mem/ws/g" 2>/dev/null || echo 0)
+  if [[ $RC -eq 0 && $(jget .oom_killed) == false && $size -eq 1073741824 ]]; then
+    ok "a 1 GiB workspace under --memory-mb 512 is not OOM-killed"
+  else not_ok "1 GiB workspace, 512 MiB memory"; diag "rc=$RC $OUT $ST size=$size"; fi
+  umount "$T/mem" && rm -f "$T/mem.img"
+
+  # Fail closed: a plain directory cannot be bounded, nor bound in place
+  # without nosuid.
+  mkdir -p "$T/plain"
+  sb --workspace "$T/plain" --disk-mb 16 -- true
+  if [[ $RC -eq 124 && $(jget .setup_error.step) == workspace ]] && grep -q "nosuid\|cannot be enforced" <<<"$(jget .setup_error.message)"; then
+    ok "--workspace on a plain directory with --disk-mb fails closed (124: $(jget .setup_error.message | cut -c1-60)...)"
+  else not_ok "plain directory fails closed"; diag "rc=$RC $ST"; fi
+  mount --bind "$T/plain" "$T/plain" && mount -o remount,bind,nosuid,nodev "$T/plain" && _ws_mounts+=("$T/plain")
+  sb --workspace "$T/plain" --disk-mb 16 -- true
+  if [[ $RC -eq 124 ]] && grep -q "cannot be enforced" <<<"$(jget .setup_error.message)"; then
+    ok "a nosuid directory on a large filesystem with --disk-mb 16 fails closed, saying why"
+  else not_ok "large filesystem fails closed"; diag "rc=$RC $ST"; fi
+else
+  for i in 1 2 3 4 5 6 7 8 9; do skip "bounded workspace checks (need root for loop mounts)"; done
+fi
+
+sb --cpus 0.2 --timeout 20 -- $PROBE spin 2
+cpu=$(jget .cpu_ms); wall=$(jget .wall_ms)
+# A spinning process gets ~20% of one CPU: well under half, well over 5%.
+if ! host_has_controller cpu; then limit_refused cpu "cpu limit"
+elif [[ $RC -eq 0 ]] && (( wall >= 1000 && cpu * 100 / wall >= 5 && cpu * 100 / wall <= 40 )); then
+  ok "cpu limit: 0.2 CPUs gives ${cpu} ms of CPU in ${wall} ms (cgroup $CG_VERSION)"
+else not_ok "cpu limit"; diag "rc=$RC $ST"; fi
+
+m=$(marker)
+start=$(date +%s%N)
+sb --timeout 1 -- bash -c "(exec -a $m-a sleep 300 &) ; setsid bash -c 'exec -a $m-b sleep 300' & bash -c 'kill -STOP \$\$; exec -a $m-c sleep 300' & sleep 0.3; ps -eo stat,args; exec -a $m-d sleep 300"
+el=$(( ($(date +%s%N) - start) / 1000000 ))
+sleep 0.1
+# The job lists its tree first: the double-forked, setsid'd and stopped
+# (state T) processes must have existed for the check to mean anything.
+if has "$OUT" "$m-a" && has "$OUT" "$m-b" && grep -q "^T.*$m-c" <<<"$OUT" \
+   && [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el >= 1000 && el < 4000 )) && no_survivor "$m"; then
+  ok "timeout kills double-forked, setsid'd and stopped children (${el} ms, none left on the host)"
+else not_ok "timeout kills the whole tree"; diag "rc=$RC el=$el $ST"; pgrep -af "$m" | sed 's/^/# /'; fi
+
+# Killing the helper (SIGKILL: no cleanup at all) takes the sandbox down.
+m=$(marker)
+"$SB" -- bash -c "exec -a $m sleep 300" &
+hp=$!
+started=0; wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
+kill -9 "$hp"; wait "$hp" 2>/dev/null
+if [[ $started -eq 1 ]] && wait_for "sandbox gone" 3 no_survivor "$m"; then ok "SIGKILL of boxcar-sandbox kills the sandbox"
+else not_ok "SIGKILL of boxcar-sandbox kills the sandbox"; fi
+
+# Killing the worker (the helper's parent) does too: PDEATHSIG -> cancel.
+m=$(marker)
+sh -c "\"$SB\" -- bash -c 'exec -a $m sleep 300'; echo never" &
+wp=$!
+started=0; wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
+kill -9 "$wp"; wait "$wp" 2>/dev/null
+if [[ $started -eq 1 ]] && wait_for "sandbox gone" 3 no_survivor "$m"; then ok "SIGKILL of the spawning parent kills the sandbox"
+else not_ok "SIGKILL of the spawning parent kills the sandbox"; fi
+
+# Cancel: SIGTERM to the helper kills the sandbox and still reports.
+m=$(marker)
+"$SB" --status-fd 3 -- bash -c "exec -a $m sleep 300" 3>"$T/cancel" &
+hp=$!
+wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null || diag "cancel: sandbox did not start"
+kill -TERM "$hp"; wait "$hp"; rc=$?
+ST=$(cat "$T/cancel")
+if [[ $rc -eq 137 && $(jget .cancelled) == true && $(jget .signal) == 9 ]] && no_survivor "$m"; then ok "SIGTERM cancels: sandbox killed, status cancelled"
+else not_ok "SIGTERM cancels"; diag "rc=$rc $ST"; fi
+
+# --- network -----------------------------------------------------------------
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c "
+import socket,time
+u=socket.socket(socket.AF_UNIX); u.bind('\0boxcar-sec-$port'); u.listen(50)
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$port)); s.listen(50)
+time.sleep(120)" &
+_bg_pids+=($!)
+# Ready when TCP accepts (the abstract socket is bound before it).
+wait_for "listener" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 0.5).close()"
+ctl=$("$T/bin/probe" tcp "$port"; "$T/bin/probe" abstract "boxcar-sec-$port")
+sb -- sh -c "$PROBE tcp $port; $PROBE abstract boxcar-sec-$port"
+if [[ $ctl == *"ESCAPED tcp-loopback"*"ESCAPED abstract-unix"* ]] && blocked "$OUT" tcp-loopback && blocked "$OUT" abstract-unix; then
+  ok "network none: host loopback TCP and abstract unix sockets unreachable (control: reachable outside)"
+else not_ok "network none isolates loopback and abstract sockets"; diag "$OUT"; diag "control: $ctl"; fi
+sb --network host -- $PROBE tcp "$port"
+check "control: --network host reaches the host's loopback" has "$OUT" "ESCAPED tcp-loopback"
+
+sb -- $PROBE sockets
+check "netlink, vsock, packet sockets and io_uring denied (EPERM)" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]] && grep -q "ESCAPED control unix-socket" <<<"$1"' _ "$OUT"
+
+# --- syscalls ----------------------------------------------------------------
+sb -- $PROBE namespaces
+check "unshare (user/mount/net), clone(CLONE_NEWUSER), mount, setns, chroot fail" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 7 ]]' _ "$OUT"
+# Control: can this user make a user namespace outside the sandbox?
+unshare -r true >/dev/null 2>&1; ctl_rc=$?
+sb -- sh -c 'unshare -r true; echo "rc=$?"'
+denied() { has "$OUT" "Operation not permitted" && has "$OUT" "rc=1"; }
+if [[ $ctl_rc -eq 0 ]] && denied; then
+  ok "unshare -r (nested user namespace) fails with EPERM (control: works outside)"
+elif [[ $ctl_rc -ne 0 ]] && denied; then
+  ok "unshare -r (nested user namespace) fails with EPERM; this host refuses it outside too (control)"
+else not_ok "unshare -r (nested user namespace) fails"; diag "control rc=$ctl_rc"; diag "$OUT"; fi
+
+sb -- $PROBE syscalls
+check "keyctl, add_key, bpf, perf_event_open, userfaultfd, open_by_handle_at, setns, kexec, modules, process_vm_readv, ptrace, new mount API: EPERM" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 14 ]]' _ "$OUT"
+
+# x32 numbers reach seccomp on every x86-64 kernel (one without the x32 ABI
+# answers ENOSYS after the filter): the control survives outside.
+control x32
+sb -- $PROBE x32
+if [[ $CTL_RC -eq 0 ]] && has "$CTL" "SURVIVED x32" && [[ $RC -eq 159 ]] && has "$OUT" RAN-X32 && ! has "$OUT" SURVIVED; then
+  ok "x32 syscall kills the process (SIGSYS; control: survives outside)"
+else not_ok "x32 syscall kills the process (SIGSYS)"; diag "control rc=$CTL_RC $CTL"; diag "rc=$RC $OUT"; fi
+
+# int 0x80 is the i386 entry.  With IA32 emulation the call is made
+# outside (the control survives) and the filter must kill it (SIGSYS).
+# Without it (ia32_emulation=0, or a kernel built without), the CPU
+# faults on the instruction (SIGSEGV) before any syscall or filter: the
+# call cannot be made outside, and inside it must not be made either.
+control int80
+sb -- $PROBE int80
+if [[ $CTL_RC -eq 0 ]] && has "$CTL" "SURVIVED int80"; then
+  if [[ $RC -eq 159 ]] && has "$OUT" RAN-INT80 && ! has "$OUT" SURVIVED; then
+    ok "int 0x80 (i386) syscall kills the process (SIGSYS; control: the call works outside)"
+  else not_ok "int 0x80 (i386) syscall kills the process (SIGSYS)"; diag "rc=$RC $OUT"; fi
+elif [[ $CTL_RC -eq 139 ]] && has "$CTL" RAN-INT80 && ! has "$CTL" SURVIVED; then
+  if [[ $RC -eq 139 || $RC -eq 159 ]] && has "$OUT" RAN-INT80 && ! has "$OUT" SURVIVED; then
+    ok "int 0x80 (i386) syscall cannot be made: this host has no IA32 emulation (control: SIGSEGV outside), and inside the process dies too (signal $((RC - 128)))"
+  else not_ok "int 0x80 (i386) syscall cannot be made inside the sandbox"; diag "rc=$RC $OUT"; fi
+else not_ok "int 0x80 control: neither made nor faulted outside the sandbox"; diag "control rc=$CTL_RC $CTL"; fi
+
+# --- exit codes and status -----------------------------------------------------
+for code in 0 1 255; do
+  sb -- sh -c "exit $code"
+  is "exit code $code passes through" "$RC/$(jget .exit_code)/$(jget .signal)" "$code/$code/0"
+done
+sb -- $PROBE segv
+is "SIGSEGV gives 139 and signal 11" "$RC/$(jget .exit_code)/$(jget .signal)" "139/139/11"
+sb -- no-such-command-xyz
+is "missing command: 127 with exec_error" "$RC/$(jget .exec_error.errno)" "127/2"
+sb --ro-bind /nonexistent-src /mnt/x -- true
+is "setup failure: own exit code and setup_error naming step and path" \
+  "$RC/$(jget .setup_error.step)/$(jget .setup_error.path)" "122/mount//nonexistent-src"
+"$SB" --bogus -- true >/dev/null 2>&1
+is "bad option: exit 120" "$?" "120"
+
+# --- workspace (bound in place, no copy) ---------------------------------------
+if [[ $IS_ROOT -eq 1 ]]; then
+mkws wsl 16; mkws wsr 16
+mkdir -p "$T/wsl/ws" && echo original > "$T/hostfile" && ln -s "$T/hostfile" "$T/wsl/ws/victim"
+sb --workspace "$T/wsl/ws" -- sh -c 'echo PWNED > victim 2>/dev/null; ln -s /etc/shadow shadow; ln -s /etc etcdir; mkdir d; ln -s / d/root; echo done'
+W=$T/wsl/ws
+if [[ -L $W/shadow && $(readlink "$W/shadow") == /etc/shadow && -L $W/etcdir && -L $W/d/root \
+      && $(cat "$T/hostfile") == original ]] && has "$OUT" done; then
+  ok "symlinks planted in the workspace (to /etc/shadow, /etc, /) stay symlinks; the host file they point at is untouched"
+else not_ok "workspace symlinks not followed"; diag "$OUT"; ls -laR "$W" | sed 's/^/# /'; fi
+
+W=$T/wsr/ws
+echo keep > "$W/in.txt" && echo gone > "$W/delete-me"
+sb --workspace "$W" -- sh -c 'rm delete-me; echo sh > sh.txt; python3 -c "open(\"/workspace/py.txt\",\"w\").write(\"py\")"; node -e "require(\"fs\").writeFileSync(\"/workspace/node.txt\",\"node\")"; mkdir -p sub/deeper; echo x > sub/deeper/f; chmod 000 sub/deeper/f'
+if [[ $RC -eq 0 && $(cat "$W/sh.txt") == sh && $(cat "$W/py.txt") == py && $(cat "$W/node.txt") == node \
+      && $(cat "$W/in.txt") == keep && ! -e $W/delete-me && -r $W/sub/deeper/f && $(stat -c %u "$W/sh.txt") == $(id -u) ]]; then
+  ok "sh, python3 and node run and write /workspace in place (idmapped): on the host owned by the directory's owner"
+else not_ok "runtimes write /workspace"; diag "rc=$RC $OUT"; ls -laR "$W" | sed 's/^/# /'; fi
+else
+  skip "workspace symlinks (need root for the nosuid workspace mount)"; skip "runtimes write /workspace (need root)"
+fi
+
+# --- unprivileged ----------------------------------------------------------------
+if [[ $IS_ROOT -eq 1 ]]; then
+  mkws nob 16 && chown 65534:65534 "$T/nob/ws"
+  out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --help 2>&1); rc=$?
+  is "unprivileged: --help works" "$rc/$(grep -c 'usage: boxcar-sandbox' <<<"$out")" "0/1"
+  # Control: may nobody make a user namespace on this host at all?  Where
+  # it may, the helper must run; where it may not, the helper must refuse
+  # (a namespace step fails) rather than run the job without isolation.
+  setpriv --reuid=65534 --regid=65534 --clear-groups unshare -r true >/dev/null 2>&1; ctl_rc=$?
+  out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --status-fd 3 --workspace "$T/nob/ws" -- sh -c 'echo hi > /workspace/x; id -u; grep NoNewPrivs /proc/self/status' 2>&1 3>"$T/nobody-status"); rc=$?
+  step=$(jq -r '.setup_error.step // empty' "$T/nobody-status" 2>/dev/null)
+  if [[ $ctl_rc -eq 0 ]]; then
+    if [[ $rc -eq 0 && $(cat "$T/nob/ws/x" 2>/dev/null) == hi ]] && grep -q "NoNewPrivs:	1" <<<"$out"; then
+      ok "unprivileged (user namespace): a basic run works and writes its workspace (control: nobody may unshare -r)"
+    else not_ok "unprivileged basic run"; diag "rc=$rc $out"; fi
+  elif [[ $rc -eq 122 && ($step == clone || $step == userns) && ! -e $T/nob/ws/x ]]; then
+    ok "unprivileged: this host refuses user namespaces to nobody (control: unshare -r fails outside), and the helper refuses too (122, step $step): the job never runs unisolated"
+  else not_ok "unprivileged run without user namespaces must be refused"; diag "control rc=$ctl_rc; rc=$rc step=$step $out"; fi
+else
+  skip "unprivileged checks (run as root to switch to nobody)"; skip "unprivileged basic run"
+fi
+
+tap_done
