@@ -364,6 +364,26 @@ sql "$DB_GW" "create function bench.note_done() returns trigger language plpgsql
                 for each statement execute function bench.note_done()" >/dev/null
 sleep 1
 T_IDLE=$(now_us)
+# Memory held by the idle worker's warm sandboxes: the PSS of each
+# supervisor and its sandbox's init, and what its cgroup is charged (the
+# tmpfs root, kernel memory of the namespaces' objects).
+warm_memory() {
+  local n=0 pss=0 cg=0 p q path f
+  for p in $(pgrep -P "$1" -f 'boxcar-sandbox --warm'); do
+    n=$((n + 1))
+    for q in $p $(pgrep -P "$p"); do
+      pss=$(( pss + $(awk '/^Pss:/ { print $2 }' "/proc/$q/smaps_rollup" 2>/dev/null || echo 0) ))
+    done
+    q=$(pgrep -P "$p" | head -1)
+    path=$(awk -F: '$2 == "memory" || $2 == "" { print $3; exit }' "/proc/${q:-$p}/cgroup" 2>/dev/null)
+    for f in "/sys/fs/cgroup/memory$path/memory.usage_in_bytes" "/sys/fs/cgroup$path/memory.current" \
+             "/sys/fs/cgroup/unified$path/memory.current"; do
+      [[ -r $f ]] && { cg=$(( cg + $(cat "$f") / 1024 )); break; }
+    done
+  done
+  echo "$n $pss $cg"
+}
+[[ $SANDBOX == 1 ]] && read -r R[warm_n] R[warm_pss_kb] R[warm_cg_kb] < <(warm_memory "${PIDS[boxcar]}")
 
 # --- load: warm-up, throughput rounds alternating, then latency --------------------
 T0=$(now_us)
@@ -505,6 +525,14 @@ row "$L_LAT max (ms)"              "${R[boxcar.max]}"          "${R[graphile.max
 row "$L_ACK max (ms)"              "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
 row "VmHWM at the end (MiB)"       "${R[boxcar.hwm_mib]}"      "${R[graphile.hwm_mib]}"
 echo "boxcar pickup p50 split: ${R[boxcar.split]}"
+if [[ $SANDBOX == 1 ]]; then
+  if (( ${R[warm_n]:-0} > 0 )); then
+    echo "warm sandboxes held by the idle worker: ${R[warm_n]}, each $(( R[warm_pss_kb] / R[warm_n] )) KiB PSS" \
+         "(supervisor + init) + $(( R[warm_cg_kb] / R[warm_n] )) KiB charged to its cgroup"
+  else
+    echo "warm sandboxes held by the idle worker: none (pool off, or not root)"
+  fi
+fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
 printf '%-28s %12s %12s\n' "latency samples" "${R[boxcar.lat_n]}" "${R[graphile.lat_n]}"
@@ -518,8 +546,9 @@ if [[ $SANDBOX == 1 ]]; then
   echo "COMMIT acknowledged (same host clock); created->inside: the same start - jobs.created_at"
   echo "(boxcar: clock_timestamp() at the insert; graphile: now(), the start of add_job's statement)."
   echo "sandbox start: spawn of boxcar-sandbox / bwrap (worker clock) -> date inside, every job."
-  echo "boxcar does more per job: seccomp, a cgroup with memory/pids/cpu limits, a size-limited"
-  echo "workspace copied in and out, a status report; bwrap sets up namespaces and mounts only."
+  echo "boxcar does more per job: seccomp, a cgroup with memory/pids/cpu limits, a bounded ext4"
+  echo "workspace (idmapped), a status report; bwrap sets up namespaces and mounts only."
+  echo "boxcar's sandboxes are warm (made ahead by the worker's pool) unless the pool was empty."
 else
 echo "pickup latency: command start (worker clock, just before spawning true) - jobs.created_at"
 echo "(boxcar: clock_timestamp() at the insert; graphile: now(), the start of add_job's statement);"

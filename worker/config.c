@@ -399,7 +399,10 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         static const char *const formats[] = { "text", "json", NULL };
         static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
         int choice = 0;
-        const char *name = worker_options[opt - OPT_DATABASE_URL].name;
+        const char *name = "?";
+        for (const struct option *o = worker_options; o->name; o++)
+                if (o->val == opt)
+                        name = o->name;
         int r = 0;
         switch (opt) {
         case OPT_DATABASE_URL: r = set_string(&c->database_url, v); break;
