@@ -19,6 +19,7 @@
 #include "worker/deliver.h"
 #include "worker/http_server.h"
 #include "worker/wmetrics.h"
+#include "worker/ws_pool.h"
 #include "worker/log.h"
 #include "worker/migrate.h"
 #include "worker/queue.h"
@@ -33,6 +34,7 @@ struct loop {
         struct store store;
         struct deliverer deliverer;
         struct metrics *metrics;       /* NULL without --metrics-addr */
+        struct ws_pool *ws_pool;       /* ready workspace filesystems, or NULL */
         struct http_server *http;
         _Atomic bool ready_db;         /* read by the HTTP thread */
         _Atomic bool ready_draining;
@@ -463,7 +465,33 @@ static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
         /* What a worker killed before private mounts existed (or without
          * them) left: workspace mounts, their loop devices, directories. */
         job_dirs_cleanup(cfg->work_dir);
+        ws_pool_cleanup(cfg->work_dir);
         return 0;
+}
+
+/* Workspace filesystems made ahead, of the spec's default size, when this
+ * worker makes them at all.  A failure is not fatal: jobs make theirs. */
+static void start_ws_pool(struct loop *l)
+{
+        const struct worker_config *cfg = l->cfg;
+        if (cfg->sandbox != BACKEND_NAMESPACE || !sandbox_workspace_available(NULL, 0))
+                return;
+        struct ws_pool_options o = {
+                .work_dir = cfg->work_dir, .concurrency = cfg->concurrency,
+                .max_ready = cfg->warm_workspaces < 0 ? cfg->concurrency + WS_POOL_PREFETCH
+                                                      : (unsigned)cfg->warm_workspaces,
+                .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES,
+                .metrics = l->metrics,
+        };
+        struct bc_error err = BC_ERROR_INIT;
+        if (ws_pool_start(&l->ws_pool, &o, &err) < 0) {
+                log_event(LOG_WARN, "workspace.pool", "error", bc_error_message(&err), "effect",
+                          "every job makes its workspace filesystem when it starts", NULL);
+                ws_pool_stop(l->ws_pool);
+                l->ws_pool = NULL;
+        }
+        bc_error_clear(&err);
+        l->slots.ws_pool = l->ws_pool;
 }
 
 /* cgroup v2: moves the worker into a leaf of its cgroup so that cgroup
@@ -566,6 +594,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 r = stop < 0 ? stop : 0;
         }
         if (r >= 0 && !stop)
+                start_ws_pool(&l);
+        if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
         const char *no_webhooks = NULL;
         bool deliverer_ok = false;
@@ -580,6 +610,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                         deliverer_stop(&l.deliverer);
                 if (l.slots.slot)
                         slots_join(&l.slots);
+                ws_pool_stop(l.ws_pool);
                 if (store_open_ok)
                         store_close(&l.store);
                 if (l.signal_fd >= 0)
@@ -606,6 +637,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 bc_error_clear(&ignored);
         }
         slots_join(&l.slots);
+        ws_pool_stop(l.ws_pool);
         backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);
         store_close(&l.store);
