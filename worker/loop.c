@@ -44,6 +44,7 @@ struct loop {
         bool leader;               /* holds the housekeeping lease */
         uint64_t next_lead, next_prune;
         int signal_fd;
+        bool private_mounts;       /* job mounts live in our own mount namespace */
         bool want_claim;
         bool draining;
         bool stopping_all;         /* drain deadline passed or second signal */
@@ -440,7 +441,8 @@ static int new_instance_id(char ret_id[33], struct bc_error *err)
 
 /* The work dir and its parents, 0700: a fresh checkout or host has none
  * of them, and only the worker needs to look inside. */
-static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
+static int setup_work_dir(const struct worker_config *cfg, bool *ret_private,
+                          struct bc_error *err)
 {
         _cleanup_free_ char *jobs = NULL;
         if (asprintf(&jobs, "%s/jobs", cfg->work_dir) < 0)
@@ -459,7 +461,10 @@ static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
                 else if (sandbox_workspace_private_mounts(&e) < 0)
                         /* Still safe: the start-up cleanup below is the net. */
                         log_event(LOG_WARN, "sandbox.workspace", "error", bc_error_message(&e),
-                                  "effect", "job mounts live in the host's namespace", NULL);
+                                  "effect", "job mounts live in the host's namespace; no "
+                                  "workspaces are made ahead", NULL);
+                else
+                        *ret_private = true;
                 bc_error_clear(&e);
         }
         /* What a worker killed before private mounts existed (or without
@@ -470,11 +475,13 @@ static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
 }
 
 /* Workspace filesystems made ahead, of the spec's default size, when this
- * worker makes them at all.  A failure is not fatal: jobs make theirs. */
+ * worker makes them at all, in a mount namespace of its own (a pool's
+ * mounts must die with the worker; and a mount under a shared parent
+ * cannot be moved).  A failure is not fatal: jobs make theirs. */
 static void start_ws_pool(struct loop *l)
 {
         const struct worker_config *cfg = l->cfg;
-        if (cfg->sandbox != BACKEND_NAMESPACE || !sandbox_workspace_available(NULL, 0))
+        if (cfg->sandbox != BACKEND_NAMESPACE || !l->private_mounts)
                 return;
         struct ws_pool_options o = {
                 .work_dir = cfg->work_dir, .concurrency = cfg->concurrency,
@@ -569,7 +576,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100 };
         int r = new_instance_id(l.instance, err);
         if (r >= 0)
-                r = setup_work_dir(cfg, err);
+                r = setup_work_dir(cfg, &l.private_mounts, err);
         if (r >= 0)
                 r = setup_signals(&l, err);
         /* Before start_metrics: the first thread of the process. */
