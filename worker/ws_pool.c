@@ -51,7 +51,11 @@
 
 /* A filesystem is reused only when its job left at most this much beyond
  * what it had when made (measured by statvfs, so sparse files and hard
- * links count what they allocate). */
+ * links count what they allocate).  Inodes: removing each costs, and
+ * beyond a few thousand the wipe costs more than mke2fs.  Bytes: freeing
+ * blocks is cheap, but blocks already written back stay allocated in the
+ * sparse image (no discard), so a reused filesystem would hold the host
+ * disk its last job used while it waits; discarding gives that back. */
 #define REUSE_MAX_INODES 2000
 #define REUSE_MAX_BYTES (64ull << 20)
 /* Deeper trees are not wiped but discarded (one fd per level). */
