@@ -48,6 +48,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/log.h"
 #include "worker/wmetrics.h"
+#include "worker/ws_wipe.h"
 
 /* A filesystem is reused only when its job left at most this much beyond
  * what it had when made (measured by statvfs, so sparse files and hard
@@ -58,8 +59,6 @@
  * disk its last job used while it waits; discarding gives that back. */
 #define REUSE_MAX_INODES 2000
 #define REUSE_MAX_BYTES (64ull << 20)
-/* Deeper trees are not wiped but discarded (one fd per level). */
-#define WIPE_MAX_DEPTH 128
 /* Demand is the most filesystems in use at once over the last one or two
  * windows; the pool shrinks to the prefetch after two idle windows. */
 #define DEMAND_WINDOW_MS 60000
@@ -146,7 +145,7 @@ static int make_fs(const char *image, const char *mountpoint, struct ws_entry *e
         snprintf(ws, sizeof(ws), "%s/ws", mountpoint);
         snprintf(sc, sizeof(sc), "%s/scratch", mountpoint);
         struct stat st;
-        struct usage u;
+        struct usage u = { 0 };
         if (mkdir(ws, 0755) < 0 || mkdir(sc, 0755) < 0 || stat(mountpoint, &st) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
         r = fs_usage(mountpoint, &u);
@@ -180,104 +179,12 @@ static void discard(struct ws_pool *p, struct ws_entry *e)
         free(e);
 }
 
-/* Removes everything under the directory dfd, on device dev only, never
- * following a symlink; dfd stays open (the caller's). */
-static int wipe_tree(int dfd, dev_t dev, unsigned depth)
-{
-        if (depth > WIPE_MAX_DEPTH)
-                return -ELOOP;
-        int fd = dup(dfd);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                int e = errno;
-                if (fd >= 0)
-                        close(fd);
-                return -e;
-        }
-        int r = 0;
-        struct dirent *de;
-        while (r == 0 && (de = readdir(d))) {
-                const char *name = de->d_name;
-                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                        continue;
-                struct stat st;
-                if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        r = -errno;
-                } else if (st.st_dev != dev) {
-                        r = -EXDEV;   /* a mount: never ours to enter */
-                } else if (S_ISDIR(st.st_mode)) {
-                        _cleanup_fd_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY |
-                                                      O_NOFOLLOW | O_CLOEXEC);
-                        r = sub < 0 ? -errno : wipe_tree(sub, dev, depth + 1);
-                        if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-                                r = -errno;
-                } else if (unlinkat(dfd, name, 0) < 0) {
-                        r = -errno;
-                }
-        }
-        closedir(d);
-        return r;
-}
-
-/* The filesystem's root holds lost+found, ws and scratch: anything else is
- * a surprise, and a surprise is discarded, not wiped. */
-static int check_root(int root)
-{
-        int fd = dup(root);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
-                return -EIO;
-        }
-        int r = 0;
-        struct dirent *de;
-        while (r == 0 && (de = readdir(d))) {
-                const char *n = de->d_name;
-                if (strcmp(n, ".") && strcmp(n, "..") && strcmp(n, "lost+found") &&
-                    strcmp(n, "ws") && strcmp(n, "scratch"))
-                        r = -EEXIST;
-        }
-        closedir(d);
-        return r;
-}
-
-/* Removes ws/ and scratch/ with all they hold and makes them anew, then
- * checks the filesystem is back to its empty state. */
+/* See ws_wipe.h: the filesystem back to what it was when made. */
 static int wipe(struct ws_pool *p, const struct ws_entry *e)
 {
         char fs[PATH_MAX];
         entry_path(p, e->k, "fs", fs, sizeof(fs));
-        _cleanup_fd_ int root = open(fs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (root < 0 || fstat(root, &st) < 0)
-                return -errno;
-        if (st.st_dev != e->dev)
-                return -EXDEV;
-        int r = check_root(root);
-        static const char *const dirs[] = { "ws", "scratch" };
-        for (size_t i = 0; r == 0 && i < ELEMENTSOF(dirs); i++) {
-                struct stat ds;
-                _cleanup_fd_ int d = openat(root, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                            O_CLOEXEC);
-                if (d < 0 || fstat(d, &ds) < 0)
-                        r = d < 0 && errno == ENOENT ? 0 : -errno;
-                else if (ds.st_dev != e->dev)
-                        r = -EXDEV;
-                else
-                        r = wipe_tree(d, e->dev, 0);
-                if (r == 0 && d >= 0 && unlinkat(root, dirs[i], AT_REMOVEDIR) < 0)
-                        r = -errno;
-                if (r == 0 && mkdirat(root, dirs[i], 0755) < 0)
-                        r = -errno;
-        }
-        struct usage u;
-        if (r == 0)
-                r = fs_usage(fs, &u);
-        /* Every inode the job made is gone; its blocks with them. */
-        if (r == 0 && (u.read_only || u.inodes != e->base_inodes || u.blocks > e->base_blocks + 16))
-                r = -ENOTEMPTY;
-        return r;
+        return ws_wipe(fs, e->dev, e->base_inodes, e->base_blocks);
 }
 
 /* Demand: the most filesystems in use at once lately, plus the prefetch,
@@ -653,7 +560,7 @@ void ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoin
                 return;
         }
         /* Used little: wipe it; else discard it (both on the thread). */
-        struct usage u;
+        struct usage u = { 0 };
         e->discard = fs_usage(mountpoint, &u) < 0 || u.read_only ||
                      u.inodes > e->base_inodes + REUSE_MAX_INODES ||
                      (u.blocks > e->base_blocks &&
