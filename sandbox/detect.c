@@ -124,6 +124,8 @@ int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err)
         c.mount_api = probe_mount_api();
         c.kvm = probe_kvm();
         c.workspace_fs = sandbox_workspace_available(c.workspace_fs_why, sizeof(c.workspace_fs_why));
+        c.project_quota = sandbox_workspace_project_quota(c.project_quota_why,
+                                                          sizeof(c.project_quota_why));
         probe_cgroups(&c);
         c.backend = "namespace";
         c.backend_reason = "";
@@ -160,6 +162,7 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               "cgroup:           %s (memory %s, pids %s, cpu %s; %s)\n"
                               "kvm:              %s\n"
                               "workspace fs:     %s%s\n"
+                              "project quotas:   %s%s%s\n"
                               "backend:          %s%s%s\n",
                               c->kernel, yn(c->running_as_root), yn(c->user_namespaces),
                               c->user_namespaces ? " (unprivileged)" : "", yn(c->seccomp),
@@ -172,6 +175,11 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                                                 "and files enforced by the kernel)"
                                               : "no: ",
                               c->workspace_fs ? "" : c->workspace_fs_why,
+                              yn(c->project_quota), c->project_quota ? "" : ": ",
+                              c->project_quota
+                                      ? " (not used: an image per job bounds blocks and "
+                                        "inodes on any filesystem)"
+                                      : c->project_quota_why,
                               c->backend ? c->backend : "none",
                               c->backend_reason && *c->backend_reason ? ": " : "",
                               c->backend_reason ? c->backend_reason : "");

@@ -78,6 +78,11 @@ void sandbox_argv_free(char **argv);
 /* Whether this host can make workspace filesystems; *why says what is
  * missing when it cannot ("" when it can). */
 bool sandbox_workspace_available(char *why, size_t n);
+/* Whether ext4 project quotas work on this kernel (a probe: formats and
+ * mounts a small image under /tmp); *why says why not.  For `boxcar
+ * sandbox detect` only: workspaces are bounded by their own filesystem
+ * whatever the answer. */
+bool sandbox_workspace_project_quota(char *why, size_t n);
 /* The inode count of a workspace: files, capped at one per 4 KiB of
  * disk_mb, plus SANDBOX_WORKSPACE_SPARE_INODES. */
 uint64_t sandbox_workspace_inodes(uint64_t disk_mb, uint64_t files);
@@ -214,6 +219,9 @@ struct sandbox_caps {
         bool kvm;                   /* /dev/kvm is usable */
         bool workspace_fs;          /* per-job workspace filesystems can be made */
         char workspace_fs_why[128]; /* why not, when not */
+        bool project_quota;         /* ext4 project quotas work here (unused:
+                                     * informational, see README) */
+        char project_quota_why[160];
         enum sandbox_cgroup_version cgroup;
         bool cg_memory, cg_pids, cg_cpu;  /* controllers the backend can use */
         bool cg_writable;           /* we may create a per-sandbox cgroup */

@@ -87,8 +87,9 @@ uint64_t sandbox_workspace_inodes(uint64_t disk_mb, uint64_t files)
         return n + SANDBOX_WORKSPACE_SPARE_INODES;
 }
 
-/* Runs mke2fs on image; its stderr (first line) goes into the error. */
-static int run_mke2fs(const char *image, uint64_t inodes, struct bc_error *err)
+/* Runs mke2fs on image; its stderr (first line) goes into the error.
+ * prjquota: with project quotas (only to probe for them). */
+static int run_mke2fs(const char *image, uint64_t inodes, bool prjquota, struct bc_error *err)
 {
         const char *mke2fs = find_mke2fs();
         if (!mke2fs)
@@ -97,8 +98,10 @@ static int run_mke2fs(const char *image, uint64_t inodes, struct bc_error *err)
         char n[32];
         snprintf(n, sizeof(n), "%llu", (unsigned long long)inodes);
         char *argv[] = { (char *)mke2fs, "-t", "ext4", "-q", "-F", "-m", "0", "-N", n,
-                         "-O", "^has_journal",
-                         "-E", "lazy_itable_init=1,nodiscard,root_owner=0:0",
+                         "-O", prjquota ? "^has_journal,quota,project" : "^has_journal",
+                         "-E", prjquota ? "lazy_itable_init=1,nodiscard,root_owner=0:0,"
+                                          "quotatype=prjquota"
+                                        : "lazy_itable_init=1,nodiscard,root_owner=0:0",
                          (char *)image, NULL };
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
@@ -198,7 +201,7 @@ int sandbox_workspace_make(const char *image, const char *mountpoint, uint64_t d
         /* Sparse: only what mke2fs and the job write is allocated. */
         if (ftruncate(fd, (off_t)(disk_mb << 20)) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "size %s: %m", image);
-        int r = run_mke2fs(image, sandbox_workspace_inodes(disk_mb, files), err);
+        int r = run_mke2fs(image, sandbox_workspace_inodes(disk_mb, files), false, err);
         if (r < 0)
                 return r;
         int n = -1;
@@ -215,6 +218,54 @@ int sandbox_workspace_make(const char *image, const char *mountpoint, uint64_t d
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "mount %s on %s: %m", dev,
                                     mountpoint);
         return 0;
+}
+
+/* Formats a 16 MiB image with project quotas in a temporary directory and
+ * mounts it with prjquota: the one sure test (ext4 refuses the mount when
+ * the kernel lacks CONFIG_QUOTA or CONFIG_QFMT_V2, and says so in the
+ * kernel log). */
+bool sandbox_workspace_project_quota(char *why, size_t n)
+{
+        char dir[] = "/tmp/boxcar-prjquota-XXXXXX", img[64], mnt[64], msg[160] = "";
+        struct bc_error err = BC_ERROR_INIT;
+        bool yes = false;
+        if (!sandbox_workspace_available(msg, sizeof(msg)) || !mkdtemp(dir)) {
+                if (!*msg)
+                        snprintf(msg, sizeof(msg), "mkdtemp: %s", strerror(errno));
+                goto out;
+        }
+        snprintf(img, sizeof(img), "%s/img", dir);
+        snprintf(mnt, sizeof(mnt), "%s/m", dir);
+        int fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        int loop = -1, nl = -1;
+        if (fd < 0 || ftruncate(fd, 16 << 20) < 0 || mkdir(mnt, 0700) < 0) {
+                snprintf(msg, sizeof(msg), "%s: %s", dir, strerror(errno));
+        } else if (run_mke2fs(img, 1024, true, &err) < 0 ||
+                   (loop = attach_loop(fd, &nl, &err)) < 0) {
+                snprintf(msg, sizeof(msg), "%s", bc_error_message(&err));
+        } else {
+                char dev[64];
+                snprintf(dev, sizeof(dev), "/dev/loop%d", nl);
+                yes = mount(dev, mnt, "ext4", MS_NOSUID | MS_NODEV, "prjquota") == 0;
+                if (yes)
+                        umount2(mnt, UMOUNT_NOFOLLOW);
+                else
+                        snprintf(msg, sizeof(msg),
+                                 "ext4 with prjquota does not mount (%s): the kernel lacks "
+                                 "CONFIG_QUOTA or CONFIG_QFMT_V2", strerror(errno));
+        }
+        if (loop >= 0)
+                close(loop);   /* autoclear */
+        if (fd >= 0)
+                close(fd);
+        unlink(img);
+        rmdir(mnt);
+        rmdir(dir);
+out:
+        bc_error_clear(&err);
+        if (why && n)
+                snprintf(why, n, "%s", yes ? "" : msg);
+        return yes;
 }
 
 int sandbox_workspace_private_mounts(struct bc_error *err)

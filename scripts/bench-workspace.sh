@@ -4,9 +4,13 @@
 # one whose artifact is ~1 GiB (second job of the session, changing one
 # file), packing speed against `tar | gzip -n | sha256sum` on the same tree,
 # and the peak memory charged to the job's cgroup for a 1 GiB workspace
-# (bounded filesystem vs the old tmpfs).  Needs root (loop devices).
+# (bounded filesystem vs the old tmpfs); and the start of a job whose
+# workspace comes ready from the pool (--warm-workspaces) against one that
+# makes its filesystem as it starts.  Needs root (loop devices).
 #
 #   scripts/bench-workspace.sh          (BENCH_WS_MB=1024 by default)
+#   BENCH_WS_ONLY=pool scripts/bench-workspace.sh   (the pool part alone)
+#   BENCH_WS_ONLY=peak scripts/bench-workspace.sh   (the memory part alone)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$BOXCAR_ROOT"
@@ -45,6 +49,55 @@ for i in range(mb):
         f.write(os.urandom(1 << 20) if i % 4 == 0 else (text * 2)[: 1 << 20])
 EOF
 }
+# ms between two events of a job
+span() {
+  sql "select round(extract(epoch from (select min(at) from boxcar.job_events where job_id = '$1' and kind = '$3')
+        - (select min(at) from boxcar.job_events where job_id = '$1' and kind = '$2')) * 1000)"
+}
+
+# Pooled vs cold start: BENCH_WS_JOBS jobs with the default limits, one at
+# a time, on a worker with the pool and on one without (--warm-workspaces
+# 0): claim -> first output, p50 and p90, and the worker's own timings from
+# /metrics (making a filesystem, cold; wiping one after its job, pooled).
+pool_bench() {  # WARM -> "p50 p90 make_ms wipe_ms taken cold"
+  local port=$(( 21000 + BOXCAR_PG_PORT % 1000 )) ids=() id m
+  "$BOXCAR" worker --worker-id "bench-wsp-$1" --work-dir "$B/wp$1" --concurrency 1 \
+    --poll-interval 200ms --sandbox namespace --warm-workspaces "$1" \
+    --metrics-addr "127.0.0.1:$port" >"$B/worker-pool$1.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" && break; sleep 0.1; done
+  sleep 1   # the pool fills
+  for _ in $(seq "${BENCH_WS_JOBS:-30}"); do
+    id=$(echo '{"script": "echo go"}' | "$BOXCAR" enqueue --spec -)
+    "$BOXCAR" status --wait "$id" >/dev/null
+    ids+=("'$id'")
+  done
+  m=$(curl -s "http://127.0.0.1:$port/metrics")
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  local list; list=$(IFS=,; echo "${ids[*]}")
+  sql "with s as (select (extract(epoch from max(at) filter (where kind = 'started'))
+                          - extract(epoch from min(at) filter (where kind = 'claimed'))) * 1000 as ms
+                  from boxcar.job_events where job_id in ($list) group by job_id)
+       select round(percentile_cont(0.5) within group (order by ms)::numeric, 1) || ' ' ||
+              round(percentile_cont(0.9) within group (order by ms)::numeric, 1) from s" | tr -d '\n'
+  awk '
+    /^boxcar_workspace_make_seconds_sum\{where="cold"\}/ { ms = $2 } /^boxcar_workspace_make_seconds_count\{where="cold"\}/ { mc = $2 }
+    /^boxcar_workspace_wipe_seconds_sum/ { ws = $2 } /^boxcar_workspace_wipe_seconds_count/ { wc = $2 }
+    /^boxcar_workspace_events_total\{event="taken"\}/ { t = $2 } /^boxcar_workspace_events_total\{event="cold"\}/ { c = $2 }
+    END { printf " %s %s %d %d\n", mc ? sprintf("%.1f", ms / mc * 1000) : "-", wc ? sprintf("%.2f", ws / wc * 1000) : "-", t, c }' <<<"$m"
+}
+if [[ ${BENCH_WS_ONLY:-pool} == pool ]]; then
+  read -r c50 c90 cmake _ ctaken ccold <<<"$(pool_bench 0)"
+  read -r w50 w90 _ wwipe wtaken wcold <<<"$(pool_bench 3)"
+  printf '\nworkspace pool: %s jobs with the default limits, one at a time (claimed -> started)\n\n' "${BENCH_WS_JOBS:-30}"
+  printf '%-34s %10s %10s\n' "" "cold" "pooled"
+  printf '%-34s %8sms %8sms\n' "start p50" "$c50" "$w50" "start p90" "$c90" "$w90"
+  printf '%-34s %10s %10s\n' "workspaces taken ready / cold" "$ctaken / $ccold" "$wtaken / $wcold"
+  printf '%-34s %8sms %10s\n' "make a filesystem (cold, mean)" "$cmake" "-"
+  printf '%-34s %10s %8sms\n' "wipe for reuse (pool thread, mean)" "-" "$wwipe"
+fi
+[[ ${BENCH_WS_ONLY:-} == pool ]] && exit 0
+
 if [[ ${BENCH_WS_ONLY:-} != peak ]]; then
 mktree "$B/t10" 10
 mktree "$B/tbig" "$SIZE_MB"
@@ -55,12 +108,6 @@ mktree "$B/tbig" "$SIZE_MB"
   --sandbox namespace >"$B/worker.log" 2>&1 &
 wpid=$!
 trap 'kill $wpid 2>/dev/null; wait $wpid 2>/dev/null || true' EXIT
-
-# ms between two events of a job
-span() {
-  sql "select round(extract(epoch from (select min(at) from boxcar.job_events where job_id = '$1' and kind = '$3')
-        - (select min(at) from boxcar.job_events where job_id = '$1' and kind = '$2')) * 1000)"
-}
 session_job() {  # storage -> job id (second job of the session: base latest, one file changed)
   local id
   id=$(echo "{\"script\": \"echo go; echo changed >> d000/f0001\", \"limits\": {\"disk_mb\": $((SIZE_MB * 2 + 64)), \"timeout_s\": 600}, \"artifact\": {\"storage\": \"$1\"}}" \

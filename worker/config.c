@@ -72,6 +72,11 @@ const char config_worker_usage[] =
         "  --max-output-bytes SIZE  cap on the kept stdout/stderr tail per stream, at most\n"
         "                         64MiB (default: 16MiB); a job keeps the lower of this and\n"
         "                         its limits.output_bytes (itself at most 16MiB)\n"
+        "  --warm-workspaces N    workspace filesystems kept made and mounted ahead of the\n"
+        "                         jobs that need them (the default limits.disk_mb and\n"
+        "                         limits.files; others are made when the job starts), at\n"
+        "                         most N, following demand; 0 turns the pool off\n"
+        "                         (default: concurrency + 2)\n"
         "  --metrics-addr HOST:PORT  serve /healthz, /readyz and Prometheus /metrics\n"
         "                         (e.g. :9464 or 127.0.0.1:9464; default: off)\n"
         "  --log-format text|json (default: text)\n"
@@ -286,6 +291,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
                 .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
                 .max_log_bytes = 10u << 20, .retention_s = 7 * 86400,
+                .warm_workspaces = -1,
         };
         if (env && set_string(&c->database_url, env) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -310,7 +316,7 @@ enum {
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
         OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
-        OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_HELP,
+        OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -339,6 +345,7 @@ static const struct option worker_options[] = {
         { "listen-database-url", required_argument, NULL, OPT_LISTEN_URL },
         { "poll-only", no_argument, NULL, OPT_POLL_ONLY },
         { "retention", required_argument, NULL, OPT_RETENTION },
+        { "warm-workspaces", required_argument, NULL, OPT_WARM_WORKSPACES },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -349,6 +356,7 @@ static const char *option_hint(int opt)
 {
         switch (opt) {
         case OPT_CONCURRENCY: return " (a number from 1 to 1024)";
+        case OPT_WARM_WORKSPACES: return " (a number from 0 to 1024)";
         case OPT_WH_CONCURRENCY: return " (a number from 1 to 64)";
         case OPT_WARM_SANDBOXES: return " (a number from 0 to 256)";
         case OPT_LEASE:
@@ -462,6 +470,12 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_LISTEN_URL: r = set_string(&c->listen_database_url, v); break;
         case OPT_POLL_ONLY: c->poll_only = true; break;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
+        case OPT_WARM_WORKSPACES: {
+                unsigned n = 0;
+                r = parse_uint(v, 0, 1024, &n);
+                c->warm_workspaces = (int)n;
+                break;
+        }
         case OPT_MAX_LOG:
                 return parse_size(name, v, 1, 0, MAX_LOG_BYTES_MAX, &c->max_log_bytes, err);
         case OPT_URL_TTL:

@@ -41,6 +41,8 @@ struct worker_config {
         bool warm_sandboxes_set;      /* false: concurrency + 2 */
         char *webhook_schedule;       /* SQL interval[] literal: "{5 seconds,300 seconds}" */
         char *webhook_default_url;    /* BOXCAR_WEBHOOK_URL, or NULL */
+        int warm_workspaces;          /* --warm-workspaces: most ready workspace
+                                       * filesystems; -1: concurrency + 2 */
 };
 
 /* Parses "250ms", "30s", "1.5h", "7d" or a plain number of seconds: digits,

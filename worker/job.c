@@ -20,6 +20,7 @@
 #include "worker/backend.h"
 #include "worker/code.h"
 #include "worker/livelog.h"
+#include "worker/ws_pool.h"
 #include "worker/wsfile.h"
 #include "worker/wmetrics.h"
 #include "worker/spec.h"
@@ -87,6 +88,17 @@ static void remove_job_dir(const char *dir)
         remove_tree(dir);
 }
 
+/* At the job's end: its workspace filesystem goes back to the pool (to be
+ * wiped or discarded there, off this slot's path), the rest is removed. */
+static void release_job_dir(const struct job_services *svc, const char *dir)
+{
+        _cleanup_free_ char *img = NULL, *fs = NULL;
+        if (svc->ws_pool && asprintf(&img, "%s/ws.img", dir) >= 0 &&
+            asprintf(&fs, "%s/fs", dir) >= 0)
+                ws_pool_release(svc->ws_pool, img, fs);
+        remove_job_dir(dir);
+}
+
 void job_dirs_cleanup(const char *work_dir)
 {
         _cleanup_free_ char *jobs = NULL;
@@ -115,13 +127,15 @@ void job_dirs_cleanup(const char *work_dir)
 /* The job's directory: meta/, and its workspace.  Under the namespace
  * backend the workspace is a filesystem of its own (ws.img mounted at fs/,
  * see sandbox_workspace_make): fs/ws is /workspace, fs/scratch holds /tmp
- * and /dev/shm, all within limits.disk_mb and limits.files.  Under
+ * and /dev/shm, all within limits.disk_mb and limits.files; a ready one
+ * from the pool when it has one of that size (see ws_pool.h).  Under
  * --sandbox none it is a plain, unbounded directory.  lock is held while
  * the job runs, so a worker starting on the same --work-dir leaves it be. */
-static int make_job_dir(const struct worker_config *cfg, const struct claimed_job *job,
+static int make_job_dir(const struct job_services *svc, const struct claimed_job *job,
                         const struct job_spec *spec, char **ret_dir, char **ret_ws,
                         char **ret_scratch, int *ret_lock, struct bc_error *err)
 {
+        const struct worker_config *cfg = svc->cfg;
         _cleanup_free_ char *dir = NULL, *ws = NULL, *img = NULL, *fs = NULL, *sc = NULL,
                            *lock = NULL;
         bool bounded = cfg->sandbox == BACKEND_NAMESPACE;
@@ -149,13 +163,14 @@ static int make_job_dir(const struct worker_config *cfg, const struct claimed_jo
                         return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
                                             "this worker cannot make bounded workspaces: %s "
                                             "(see boxcar sandbox detect)", why);
-                int r = sandbox_workspace_make(img, fs, spec->limits.disk_mb, spec->limits.files,
-                                               err);
+                bool warm = false;
+                int r = ws_pool_acquire(svc->ws_pool, img, fs, spec->limits.disk_mb,
+                                        spec->limits.files, &warm, err);
                 if (r < 0)
                         return r;
-        }
-        if (mkdir(ws, 0755) < 0 || (sc && mkdir(sc, 0755) < 0))
+        } else if (mkdir(ws, 0755) < 0) {
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
+        }
         *ret_ws = steal_pointer(&ws);
         *ret_scratch = steal_pointer(&sc);
         return 0;
@@ -665,7 +680,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         }
         _cleanup_free_ char *dir = NULL, *ws = NULL, *scratch = NULL;
         _cleanup_fd_ int lock = -1;
-        if (make_job_dir(svc->cfg, job, spec, &dir, &ws, &scratch, &lock, &err) < 0) {
+        if (make_job_dir(svc, job, spec, &dir, &ws, &scratch, &lock, &err) < 0) {
                 fail_with(ret, &err, BC_SANDBOX_SETUP);
                 bc_error_clear(&err);
                 if (dir)
@@ -683,5 +698,5 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         free(run.ws);
         free(run.scratch);
         free(run.meta);
-        remove_job_dir(dir);
+        release_job_dir(svc, dir);
 }

@@ -12,6 +12,7 @@
 
 struct store;
 struct metrics;
+struct ws_pool;
 
 struct claimed_job {
         char id[40];
@@ -55,6 +56,7 @@ struct job_services {
         const struct worker_config *cfg;
         struct store *store;                    /* volumes and artifacts */
         struct metrics *metrics;                /* or NULL */
+        struct ws_pool *ws_pool;                /* ready workspaces, or NULL */
         /* The slot's database connection, (re)connected on demand; NULL with
          * err set when the database is away. */
         PGconn *(*conn)(void *ctx, struct bc_error *err);

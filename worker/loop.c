@@ -19,6 +19,7 @@
 #include "worker/deliver.h"
 #include "worker/http_server.h"
 #include "worker/wmetrics.h"
+#include "worker/ws_pool.h"
 #include "worker/log.h"
 #include "worker/migrate.h"
 #include "worker/queue.h"
@@ -34,6 +35,7 @@ struct loop {
         struct store store;
         struct deliverer deliverer;
         struct metrics *metrics;       /* NULL without --metrics-addr */
+        struct ws_pool *ws_pool;       /* ready workspace filesystems, or NULL */
         struct http_server *http;
         _Atomic bool ready_db;         /* read by the HTTP thread */
         _Atomic bool ready_draining;
@@ -43,6 +45,7 @@ struct loop {
         bool leader;               /* holds the housekeeping lease */
         uint64_t next_lead, next_prune;
         int signal_fd;
+        bool private_mounts;       /* job mounts live in our own mount namespace */
         bool want_claim;
         bool draining;
         bool stopping_all;         /* drain deadline passed or second signal */
@@ -439,7 +442,8 @@ static int new_instance_id(char ret_id[33], struct bc_error *err)
 
 /* The work dir and its parents, 0700: a fresh checkout or host has none
  * of them, and only the worker needs to look inside. */
-static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
+static int setup_work_dir(const struct worker_config *cfg, bool *ret_private,
+                          struct bc_error *err)
 {
         _cleanup_free_ char *jobs = NULL;
         if (asprintf(&jobs, "%s/jobs", cfg->work_dir) < 0)
@@ -458,13 +462,44 @@ static int setup_work_dir(const struct worker_config *cfg, struct bc_error *err)
                 else if (sandbox_workspace_private_mounts(&e) < 0)
                         /* Still safe: the start-up cleanup below is the net. */
                         log_event(LOG_WARN, "sandbox.workspace", "error", bc_error_message(&e),
-                                  "effect", "job mounts live in the host's namespace", NULL);
+                                  "effect", "job mounts live in the host's namespace; no "
+                                  "workspaces are made ahead", NULL);
+                else
+                        *ret_private = true;
                 bc_error_clear(&e);
         }
         /* What a worker killed before private mounts existed (or without
          * them) left: workspace mounts, their loop devices, directories. */
         job_dirs_cleanup(cfg->work_dir);
+        ws_pool_cleanup(cfg->work_dir);
         return 0;
+}
+
+/* Workspace filesystems made ahead, of the spec's default size, when this
+ * worker makes them at all, in a mount namespace of its own (a pool's
+ * mounts must die with the worker; and a mount under a shared parent
+ * cannot be moved).  A failure is not fatal: jobs make theirs. */
+static void start_ws_pool(struct loop *l)
+{
+        const struct worker_config *cfg = l->cfg;
+        if (cfg->sandbox != BACKEND_NAMESPACE || !l->private_mounts)
+                return;
+        struct ws_pool_options o = {
+                .work_dir = cfg->work_dir, .concurrency = cfg->concurrency,
+                .max_ready = cfg->warm_workspaces < 0 ? cfg->concurrency + WS_POOL_PREFETCH
+                                                      : (unsigned)cfg->warm_workspaces,
+                .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES,
+                .metrics = l->metrics,
+        };
+        struct bc_error err = BC_ERROR_INIT;
+        if (ws_pool_start(&l->ws_pool, &o, &err) < 0) {
+                log_event(LOG_WARN, "workspace.pool", "error", bc_error_message(&err), "effect",
+                          "every job makes its workspace filesystem when it starts", NULL);
+                ws_pool_stop(l->ws_pool);
+                l->ws_pool = NULL;
+        }
+        bc_error_clear(&err);
+        l->slots.ws_pool = l->ws_pool;
 }
 
 /* cgroup v2: moves the worker into a leaf of its cgroup so that cgroup
@@ -565,7 +600,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100 };
         int r = new_instance_id(l.instance, err);
         if (r >= 0)
-                r = setup_work_dir(cfg, err);
+                r = setup_work_dir(cfg, &l.private_mounts, err);
         if (r >= 0)
                 r = setup_signals(&l, err);
         /* Before start_metrics: the first thread of the process. */
@@ -593,6 +628,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         if (r >= 0 && !stop)
                 start_pool(cfg, cgroup_parent, l.metrics, &pool);
         if (r >= 0 && !stop)
+                start_ws_pool(&l);
+        if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
         const char *no_webhooks = NULL;
         bool deliverer_ok = false;
@@ -609,6 +646,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                         slots_join(&l.slots);
                 backend_sandbox_set_pool(NULL, NULL);
                 sandbox_pool_stop(pool);
+                ws_pool_stop(l.ws_pool);
                 if (store_open_ok)
                         store_close(&l.store);
                 if (l.signal_fd >= 0)
@@ -637,6 +675,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         slots_join(&l.slots);
         backend_sandbox_set_pool(NULL, NULL);
         sandbox_pool_stop(pool);
+        ws_pool_stop(l.ws_pool);
         backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);
         store_close(&l.store);

@@ -115,7 +115,8 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         log_event(LOG_DEBUG, "job.started", "job_id", job->id, "queue", job->queue,
                   LOG_INT("attempt", job->attempt), "worker_id", cfg->worker_id, NULL);
         struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
-                                    .metrics = sl->owner->metrics, .conn = svc_conn,
+                                    .metrics = sl->owner->metrics,
+                                    .ws_pool = sl->owner->ws_pool, .conn = svc_conn,
                                     .conn_ctx = sl, .event = svc_event };
         struct job_outcome o;
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
@@ -163,8 +164,10 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
                 struct bc_error *err)
 {
         struct metrics *m = s->metrics;
+        struct ws_pool *wp = s->ws_pool;
         memset(s, 0, sizeof(*s));
         s->metrics = m;
+        s->ws_pool = wp;
         s->cfg = cfg;
         s->store = store;
         pthread_mutex_init(&s->lock, NULL);

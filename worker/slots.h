@@ -20,6 +20,7 @@ struct slots {
         const struct worker_config *cfg;
         struct store *store;
         struct metrics *metrics;    /* or NULL */
+        struct ws_pool *ws_pool;    /* or NULL; set before slots_start */
         struct slot *slot;
         unsigned n;
         unsigned busy;          /* main thread's count of assigned slots */

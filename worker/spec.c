@@ -341,7 +341,7 @@ static int set_defaults(struct job_spec *spec, struct bc_error *err)
         spec->startup_timeout_s = 30;
         spec->limits = (struct spec_limits){
                 .timeout_s = 600, .memory_mb = 1024, .cpus = 1.0, .pids = 256,
-                .disk_mb = 2048, .files = SPEC_DEFAULT_FILES, .output_bytes = 1048576,
+                .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES, .output_bytes = 1048576,
         };
         return 0;
 }

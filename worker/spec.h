@@ -23,6 +23,8 @@ struct spec_volume {
 
 /* limits.files when the spec leaves it out. */
 #define SPEC_DEFAULT_FILES 100000
+/* limits.disk_mb when the spec leaves it out. */
+#define SPEC_DEFAULT_DISK_MB 2048
 
 struct spec_limits {
         double timeout_s;

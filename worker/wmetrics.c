@@ -12,6 +12,8 @@ static const char *const l_result[] = { "result", NULL };
 static const char *const l_outcome[] = { "outcome", NULL };
 static const char *const l_depth[] = { "queue", "state", NULL };
 static const char *const l_version[] = { "version", NULL };
+static const char *const l_event[] = { "event", NULL };
+static const char *const l_where[] = { "where", NULL };
 
 static const double sandbox_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                           0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
@@ -41,6 +43,21 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                   l_transfer, NULL, 0, 0 },
                 { "boxcar_volume_cache_lookups_total", "Volume cache lookups by result.",
                   METRICS_COUNTER, l_result, NULL, 0, 0 },
+                { "boxcar_workspaces_ready",
+                  "Workspace filesystems made ahead and ready for a job (--warm-workspaces).",
+                  METRICS_GAUGE, NULL, NULL, 0, 0 },
+                { "boxcar_workspace_events_total",
+                  "Workspace filesystems: made (by the pool, off the pickup path), taken (a "
+                  "job got a ready one), cold (made on the job's path), reused (wiped after a "
+                  "job and ready again), discarded (unmounted and deleted).", METRICS_COUNTER,
+                  l_event, NULL, 0, 0 },
+                { "boxcar_workspace_make_seconds",
+                  "Time to make a workspace filesystem (mke2fs, loop device, mount), by the "
+                  "pool or cold on the job's path.", METRICS_HISTOGRAM, l_where, sandbox_buckets,
+                  sizeof(sandbox_buckets) / sizeof(sandbox_buckets[0]), 0 },
+                { "boxcar_workspace_wipe_seconds",
+                  "Time to wipe a used workspace filesystem for reuse.", METRICS_HISTOGRAM, NULL,
+                  sandbox_buckets, sizeof(sandbox_buckets) / sizeof(sandbox_buckets[0]), 0 },
                 { "boxcar_webhook_deliveries_total", "Webhook delivery attempts by outcome.",
                   METRICS_COUNTER, l_outcome, NULL, 0, 0 },
                 { "boxcar_jobs_running", "Jobs running on this worker.", METRICS_GAUGE, NULL,
@@ -114,6 +131,28 @@ void wmetrics_cache(struct metrics *m, bool hit)
 {
         const char *l[] = { hit ? "hit" : "miss" };
         metrics_counter_add(m, "boxcar_volume_cache_lookups_total", l, 1);
+}
+
+void wmetrics_workspace(struct metrics *m, const char *event)
+{
+        const char *l[] = { event };
+        metrics_counter_add(m, "boxcar_workspace_events_total", l, 1);
+}
+
+void wmetrics_workspaces_ready(struct metrics *m, unsigned n)
+{
+        metrics_gauge_set(m, "boxcar_workspaces_ready", NULL, n);
+}
+
+void wmetrics_workspace_make(struct metrics *m, const char *where, double seconds)
+{
+        const char *l[] = { where };
+        metrics_histogram_observe(m, "boxcar_workspace_make_seconds", l, seconds);
+}
+
+void wmetrics_workspace_wipe(struct metrics *m, double seconds)
+{
+        metrics_histogram_observe(m, "boxcar_workspace_wipe_seconds", NULL, seconds);
 }
 
 void wmetrics_webhook(struct metrics *m, const char *outcome)

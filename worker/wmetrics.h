@@ -20,6 +20,13 @@ void wmetrics_sandbox_overhead(struct metrics *m, double seconds);
 /* direction: download or upload; kind: volume or artifact */
 void wmetrics_transfer(struct metrics *m, const char *direction, const char *kind, uint64_t bytes);
 void wmetrics_cache(struct metrics *m, bool hit);
+/* Workspace filesystems (ws_pool.c).  event: made (by the pool), taken (a
+ * job got a ready one), cold (made on the job's path), reused (wiped and
+ * ready again), discarded; where: pool or cold. */
+void wmetrics_workspace(struct metrics *m, const char *event);
+void wmetrics_workspaces_ready(struct metrics *m, unsigned n);
+void wmetrics_workspace_make(struct metrics *m, const char *where, double seconds);
+void wmetrics_workspace_wipe(struct metrics *m, double seconds);
 /* outcome: delivered, retry, failed, lease_lost */
 void wmetrics_webhook(struct metrics *m, const char *outcome);
 void wmetrics_slots(struct metrics *m, unsigned busy, unsigned total);

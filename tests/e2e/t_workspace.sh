@@ -82,15 +82,17 @@ id=$(run_job '{"script": "dd if=/dev/zero of=g bs=1M count=1024 2>&1 | tail -1; 
 is "1 GiB written to the workspace under memory_mb 512: succeeded, not OOM-killed" \
    "$(job_field $id "status || ' ' || (result->>'oom_killed')")" "succeeded false"
 
-is "no mount is left under the work dir" "$(mounts_under "$WD")" "0"
-is "no loop device is left on an image under the work dir" "$(loops_under "$WD")" "0"
+# (The ready filesystems of the pool, --warm-workspaces, live under
+# $WD/pool; see t_ws_pool.sh.)
+is "no mount is left under the jobs' directories" "$(mounts_under "$WD/jobs")" "0"
+is "no loop device is left on an image under the jobs' directories" "$(loops_under "$WD/jobs")" "0"
 
 # A killed worker leaves no mount and no loop device (they die with its
 # mount namespace), and the next worker on the work dir removes the rest.
 id=$(echo '{"command": ["sleep", "60"], "limits": {"disk_mb": 16}}' | "$BOXCAR" enqueue --spec -)
 wait_for "sleeper started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$id' and kind = 'started'\") == 1 ]]"
-in_worker=$(grep -c " $WD/" /proc/$WORKER_PID/mountinfo); on_host=$(grep -c " $WD/" /proc/self/mountinfo)
-loops=$(loops_under "$WD")
+in_worker=$(grep -c " $WD/jobs/" /proc/$WORKER_PID/mountinfo); on_host=$(grep -c " $WD/" /proc/self/mountinfo)
+loops=$(loops_under "$WD/jobs")
 kill -9 "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 if [[ $in_worker == 1 && $on_host == 0 && $loops == 1 ]] && wait_for "loop device released" 10 bash -c "[[ \$(losetup -a | grep -c '$WD/') == 0 ]]"; then
   ok "the job's mount lives in the worker's namespace only; kill -9 of the worker releases it and its loop device"

@@ -1,0 +1,22 @@
+/* Wiping a used workspace filesystem so that a later job may have it (see
+ * ws_pool.c for why that is safe): everything the job could reach is
+ * removed, and the filesystem is checked to be back to its state when it
+ * was made. */
+#ifndef BC_WORKER_WS_WIPE_H
+#define BC_WORKER_WS_WIPE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Removes fs/ws and fs/scratch with all they hold (never following a
+ * symlink, never entering another filesystem than dev, at most
+ * WS_WIPE_MAX_DEPTH levels) and makes them anew, empty, 0755.  Returns 0
+ * when the filesystem mounted at fs is dev, holds only lost+found, ws and
+ * scratch at its root, is writable, and uses exactly base_inodes inodes
+ * and about base_blocks blocks again; negative errno otherwise (the caller
+ * discards it then). */
+int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_blocks);
+
+#define WS_WIPE_MAX_DEPTH 128
+
+#endif
