@@ -191,28 +191,24 @@ static bool retry_cold(const struct bc_error *err, const struct backend_result *
                strstr(m, "sandbox setup failed at workspace") == NULL;
 }
 
-int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
-                        struct bc_error *err)
+static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct sandbox_warm *w,
+                            struct backend_result *ret, struct bc_error *err)
 {
-        ret->backend = "namespace";
-        enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
-        struct sandbox_warm w;
-        if (sandbox_pool_take(pool, net, &w)) {
+        if (have_warm) {
                 char **argv = NULL;
                 int r = build_argv(j, -1, &argv, err);
                 if (r >= 0)
-                        r = run_helper(j, argv, &w, ret, err);
+                        r = run_helper(j, argv, w, ret, err);
                 sandbox_argv_free(argv);
-                sandbox_pool_release(pool, net);
                 if (r >= 0) {
                         sandbox_pool_count_start(pool_metrics, true);
                         sandbox_pool_observe_handoff(pool_metrics, (double)ret->setup_us / 1e6);
                         return r;
                 }
-                if (w.ctl >= 0)
-                        sandbox_warm_discard(&w);  /* the handoff itself failed */
+                if (w->ctl >= 0)
+                        sandbox_warm_discard(w);  /* the handoff itself failed */
                 /* proc_run waited for it when it ran; else it is reaped here. */
-                while (!sandbox_warm_reap(&w, false))
+                while (!sandbox_warm_reap(w, false))
                         usleep(1000);
                 if (!retry_cold(err, ret))
                         return r;
@@ -224,5 +220,18 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
         if (r >= 0)
                 r = run_helper(j, argv, NULL, ret, err);
         sandbox_argv_free(argv);
+        return r;
+}
+
+int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
+                        struct bc_error *err)
+{
+        ret->backend = "namespace";
+        enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
+        struct sandbox_warm w;
+        /* The job counts as in flight for the pool's sizing, warm or not. */
+        bool have_warm = sandbox_pool_take(pool, net, &w);
+        int r = run_warm_or_cold(j, have_warm, &w, ret, err);
+        sandbox_pool_release(pool, net);
         return r;
 }

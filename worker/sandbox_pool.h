@@ -27,11 +27,12 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
 /* Discards every ready sandbox and stops the thread.  NULL-safe.  Call
  * after the slots are joined. */
 void sandbox_pool_stop(struct sandbox_pool *p);
-/* A ready sandbox of that kind, now, or false.  NULL-safe. */
+/* A ready sandbox of that kind, now, or false.  Either way the job counts
+ * as in flight until sandbox_pool_release (the pool sizes itself on that).
+ * NULL-safe. */
 bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network,
                        struct sandbox_warm *ret);
-/* The job that took one is over (the pool sizes itself on how many are
- * in use). */
+/* A job that called sandbox_pool_take is over. */
 void sandbox_pool_release(struct sandbox_pool *p, enum sandbox_network network);
 
 /* For the backend: how a sandbox was started, and the time from the
