@@ -61,7 +61,8 @@ static const double handoff_buckets[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.002,
                                           0.01, 0.025, 0.05, 0.1 };
 
 static const struct metrics_desc families[] = {
-        { "boxcar_warm_sandboxes", "Warm sandboxes by state: starting, ready, in_use.",
+        { "boxcar_warm_sandboxes",
+          "Warm sandboxes by state: starting, ready; in_use: sandboxed jobs running (warm or cold).",
           METRICS_GAUGE, l_state, NULL, 0, 0 },
         { "boxcar_sandbox_starts_total",
           "Sandboxes started for jobs: warm (from the pool) or cold (the pool was empty, "
