@@ -1,9 +1,13 @@
 #include "common/io.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -105,4 +109,37 @@ void bc_sha256_hex(const void *data, size_t len, char ret_hex[65])
                 ret_hex[2 * i + 1] = hex[md[i] & 15];
         }
         ret_hex[64] = '\0';
+}
+
+void bc_remove_unlocked_dirs(const char *parent, void (*remove)(const char *dir))
+{
+        DIR *d = opendir(parent);
+        if (!d)
+                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (de->d_name[0] == '.')
+                        continue;
+                _cleanup_free_ char *dir = NULL, *lock = NULL;
+                if (asprintf(&dir, "%s/%s", parent, de->d_name) < 0 ||
+                    asprintf(&lock, "%s/lock", dir) < 0)
+                        continue;
+                _cleanup_fd_ int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
+                        continue;
+                remove(dir);
+        }
+        closedir(d);
+}
+
+void bc_spawnattr_own_group(posix_spawnattr_t *attr)
+{
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(attr, &none);
+        posix_spawnattr_setsigdefault(attr, &all);
+        posix_spawnattr_setpgroup(attr, 0);
+        posix_spawnattr_setflags(attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                               POSIX_SPAWN_SETSIGDEF);
 }

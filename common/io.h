@@ -23,6 +23,17 @@ int bc_read_all(const char *path, size_t cap, char **ret, size_t *ret_len, struc
  * Permission denied", "/a/b: exists and is not a directory"). */
 int bc_mkdir_p(const char *path, mode_t mode, struct bc_error *err);
 
+/* Calls remove(dir) for each directory under parent whose "lock" file no
+ * live process holds (flock): what a killed worker sharing the parent left,
+ * never a running one's. */
+void bc_remove_unlocked_dirs(const char *parent, void (*remove)(const char *dir));
+
+/* A child's spawn attributes: its own process group (so a kill of the group
+ * reaches all it forks), an empty signal mask and default dispositions
+ * (the worker blocks and ignores some for itself). */
+#include <spawn.h>
+void bc_spawnattr_own_group(posix_spawnattr_t *attr);
+
 /* SHA-256 of len bytes as 64 lowercase hex digits and a NUL. */
 void bc_sha256_hex(const void *data, size_t len, char ret_hex[65]);
 

@@ -50,14 +50,7 @@ int sandbox_warm_start(const char *helper, enum sandbox_network network,
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, sp[1], 3);
-        sigset_t none, all;
-        sigemptyset(&none);
-        sigfillset(&all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setpgroup(&attr, 0);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                POSIX_SPAWN_SETSIGDEF);
+        bc_spawnattr_own_group(&attr);
         char *env[] = { NULL };
         int r = posix_spawn(&ret->pid, helper, &fa, &attr, argv, env);
         posix_spawn_file_actions_destroy(&fa);

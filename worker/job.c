@@ -102,26 +102,8 @@ static void release_job_dir(const struct job_services *svc, const char *dir)
 void job_dirs_cleanup(const char *work_dir)
 {
         _cleanup_free_ char *jobs = NULL;
-        if (asprintf(&jobs, "%s/jobs", work_dir) < 0)
-                return;
-        DIR *d = opendir(jobs);
-        if (!d)
-                return;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (de->d_name[0] == '.')
-                        continue;
-                _cleanup_free_ char *dir = NULL, *lock = NULL;
-                if (asprintf(&dir, "%s/%s", jobs, de->d_name) < 0 ||
-                    asprintf(&lock, "%s/lock", dir) < 0)
-                        continue;
-                /* Held by a live worker sharing this --work-dir: its job. */
-                _cleanup_fd_ int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
-                        continue;
-                remove_job_dir(dir);
-        }
-        closedir(d);
+        if (asprintf(&jobs, "%s/jobs", work_dir) >= 0)
+                bc_remove_unlocked_dirs(jobs, remove_job_dir);
 }
 
 /* The job's directory: meta/, and its workspace.  Under the namespace

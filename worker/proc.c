@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "worker/proc-internal.h"
 
 static uint64_t mono_ms(void)
@@ -62,17 +63,7 @@ static int spawn_child(const struct proc_request *req, const char *path, int out
                 posix_spawn_file_actions_adddup2(&fa, req->pass_fd, 3);
         if (req->cwd)
                 posix_spawn_file_actions_addchdir_np(&fa, req->cwd);
-        /* Its own process group, so timeout and cancel reach every process
-         * it forks; default signal dispositions and an empty mask, since the
-         * worker blocks and ignores some for itself. */
-        sigset_t none, all;
-        sigemptyset(&none);
-        sigfillset(&all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setpgroup(&attr, 0);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                POSIX_SPAWN_SETSIGDEF);
+        bc_spawnattr_own_group(&attr);
         int r = posix_spawn(ret_pid, path, &fa, &attr, req->argv, req->envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);

@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 #include "sandbox/sandbox.h"
 #include "worker/log.h"
 #include "worker/wmetrics.h"
@@ -415,26 +416,8 @@ void ws_pool_stop(struct ws_pool *p)
 void ws_pool_cleanup(const char *work_dir)
 {
         _cleanup_free_ char *base = NULL;
-        if (asprintf(&base, "%s/pool", work_dir) < 0)
-                return;
-        DIR *d = opendir(base);
-        if (!d)
-                return;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (de->d_name[0] == '.')
-                        continue;
-                _cleanup_free_ char *dir = NULL, *lock = NULL;
-                if (asprintf(&dir, "%s/%s", base, de->d_name) < 0 ||
-                    asprintf(&lock, "%s/lock", dir) < 0)
-                        continue;
-                /* Held by a live worker sharing this --work-dir: its pool. */
-                _cleanup_fd_ int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-                if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0)
-                        continue;
-                remove_dir(dir);
-        }
-        closedir(d);
+        if (asprintf(&base, "%s/pool", work_dir) >= 0)
+                bc_remove_unlocked_dirs(base, remove_dir);
 }
 
 /* Moves a ready filesystem into the job's place: its image renamed (same
