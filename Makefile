@@ -91,9 +91,10 @@ $(BUILD)/boxcar: $(BUILD)/obj/worker/main.o $(BUILD)/obj/gen/sql_files.o $(LIBS)
 $(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The guard of a --sandbox none job (worker/guard/main.c): libc only.
+# The guard of a --sandbox none job (worker/guard/main.c): libc only, and
+# static (no dynamic loader at each job's start) unless sanitized.
 $(BUILD)/boxcar-guard: $(BUILD)/obj/worker/guard/main.o
-	$(CC) $(LDFLAGS) -o $@ $^
+	$(CC) $(if $(filter 0,$(SAN)),-static,$(LDFLAGS)) -o $@ $^
 
 # Unit tests: tests/unit/test_<name>.c, each its own cmocka executable,
 # linked against the module libraries (never copies of their code).
