@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -72,20 +73,21 @@ int main(int argc, char **argv)
                 say("boxcar: cannot enter the working directory\n");
                 _exit(126);
         }
-        pid_t job = fork();
-        if (job < 0) {
-                say("boxcar: fork failed\n");
-                _exit(126);
-        }
-        if (job == 0) {
-                sigset_t none;
-                sigemptyset(&none);
-                sigprocmask(SIG_SETMASK, &none, NULL);
-                if (!pass_fd)
-                        close(3);
-                close(4);
-                execve(path, job_argv, environ);
-                int e = errno;
+        /* posix_spawn: vfork-like, nothing of the guard is copied. */
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        if (!pass_fd)
+                posix_spawn_file_actions_addclose(&fa, 3);
+        posix_spawn_file_actions_addclose(&fa, 4);
+        posix_spawnattr_t attr;
+        posix_spawnattr_init(&attr);
+        sigset_t none;
+        sigemptyset(&none);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+        pid_t job;
+        int e = posix_spawn(&job, path, &fa, &attr, job_argv, environ);
+        if (e != 0) {
                 say("boxcar: ");
                 say(job_argv[0]);
                 say(e == ENOENT ? ": not found\n" : e == EACCES ? ": permission denied\n"
