@@ -20,4 +20,16 @@ is "a missing command is 127" "$(job_field "$missing_id" "result->>'exit_code'")
 # stdin, stdout, stderr and the shell's own descriptor for ls: nothing of the worker's.
 check "the job inherits no descriptor of the worker (fds: $(job_field "$fds_id" "trim(result->>'stdout')"))" \
   bash -c "(( $(job_field "$fds_id" "trim(result->>'stdout')") <= 4 ))"
+
+# Without boxcar-guard next to the executable, the worker forks a guard of
+# its own: slower, the same behaviour.
+alone=$(mktemp -d); trap 'cleanup_bg; rm -rf "$alone"' EXIT
+cp "$BOXCAR" "$alone/boxcar"
+"$alone/boxcar" worker --worker-id guard-b --queues guard-b --sandbox none --poll-interval 500ms \
+  --work-dir "$BOXCAR_DEV/work/guard-b" >"$BOXCAR_DEV/test-logs/guard-b.log" 2>&1 &
+_bg_pids+=($!)
+fb_id=$("$BOXCAR" enqueue --queue guard-b -- sh -c 'cat /proc/$PPID/comm; exit 4')
+"$BOXCAR" status --wait "$fb_id" >/dev/null 2>&1 || true
+is "without boxcar-guard the guard is a fork of the worker, and the exit code comes through" \
+   "$(job_field "$fb_id" "split_part(result->>'stdout', e'\n', 1) || ':' || (result->>'exit_code')")" "boxcar:4"
 tap_done
