@@ -293,6 +293,8 @@ $$;
 -- the final status), 'retry', 'release', or 'none' (only the events: a
 -- job the worker lost).  Rows are taken in id order, as heartbeat() locks
 -- them, so two calls of one worker never wait on each other in a cycle.
+-- (A job with an artifact storage takes that storage's advisory lock when
+-- it finishes: the worker sends such a job in a call of its own.)
 -- Returns one row per input row: its position (ord) and whether the worker
 -- still held the job.
 create or replace function boxcar.report_batch(worker_id text, ids uuid[], attempts integer[],
