@@ -37,8 +37,8 @@ COPY sandbox/ sandbox/
 COPY worker/ worker/
 COPY migrations/ migrations/
 COPY sql/ sql/
-RUN make -j"$(nproc)" build/boxcar build/boxcar-sandbox \
- && strip --strip-unneeded build/boxcar build/boxcar-sandbox \
+RUN make -j"$(nproc)" build/boxcar build/boxcar-guard build/boxcar-sandbox \
+ && strip --strip-unneeded build/boxcar build/boxcar-guard build/boxcar-sandbox \
  && ./build/boxcar version
 
 # ---- runtime -----------------------------------------------------------
@@ -67,7 +67,7 @@ RUN groupadd --system --gid "${BOXCAR_UID}" boxcar \
       --create-home --shell /usr/sbin/nologin boxcar \
  && install -d -o boxcar -g boxcar -m 0750 /var/tmp/boxcar
 
-COPY --from=build /src/build/boxcar /src/build/boxcar-sandbox /usr/local/bin/
+COPY --from=build /src/build/boxcar /src/build/boxcar-guard /src/build/boxcar-sandbox /usr/local/bin/
 
 # Per-job workspaces and the volume cache.  A volume here keeps them off the
 # image's overlay filesystem (faster, and the sandbox bind-mounts them).

@@ -1,4 +1,4 @@
-# boxcar build.  `make` builds build/boxcar and build/boxcar-sandbox;
+# boxcar build.  `make` builds build/boxcar, build/boxcar-guard and build/boxcar-sandbox;
 # `make test` runs every suite; `make run` runs the demo; SAN=1 builds with
 # AddressSanitizer + UndefinedBehaviorSanitizer.
 
@@ -95,6 +95,11 @@ $(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUI
 $(BUILD)/sandbox-warm-run: tests/security/warm-run.c $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
 
+# The guard of a --sandbox none job (worker/guard/main.c): libc only, and
+# static (no dynamic loader at each job's start) unless sanitized.
+$(BUILD)/boxcar-guard: $(BUILD)/obj/worker/guard/main.o
+	$(CC) $(if $(filter 0,$(SAN)),-static,$(LDFLAGS)) -o $@ $^
+
 # Unit tests: tests/unit/test_<name>.c, each its own cmocka executable,
 # linked against the module libraries (never copies of their code).
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
@@ -124,7 +129,7 @@ $(BUILD)/fuzz/spec-check: tests/fuzz/spec-check.c $(BUILD)/obj/gen/sql_files.o $
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/gen/sql_files.o $(LIBS) $(LDLIBS)
 fuzz-bins: $(FUZZ_BINS) $(BUILD)/fuzz/spec-check
 
-BINS := $(BUILD)/boxcar $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
+BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
 
 .DEFAULT_GOAL := all
 .PHONY: all deps test unit-tests run bench lint format clean distclean dev-up dev-down \

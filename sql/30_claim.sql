@@ -88,11 +88,17 @@ begin
                          and (heartbeat.instance is null or j.worker_instance = heartbeat.instance))
      where w.id = heartbeat.worker_id
        and (heartbeat.instance is null or w.instance is not distinct from heartbeat.instance);
+    -- Rows locked in id order, as report_batch() takes them: the two run
+    -- at once on a worker's connections and must not deadlock.
     return query
     update boxcar.jobs j
        set lease_expires_at = now() + heartbeat.lease
-     where j.worker_id = heartbeat.worker_id and j.status = 'running'
-       and (heartbeat.instance is null or j.worker_instance = heartbeat.instance)
+      from (select x.id from boxcar.jobs x
+             where x.worker_id = heartbeat.worker_id and x.status = 'running'
+               and (heartbeat.instance is null or x.worker_instance = heartbeat.instance)
+             order by x.id
+               for update) l
+     where j.id = l.id
     returning j.id;
 end $$;
 
@@ -252,4 +258,73 @@ begin
         n := n + 1;
     end loop;
     return n;
+end $$;
+
+-- Internal (the worker's, not part of the public API): the events a worker
+-- kept back to send with a later call, in the order they happened.  events
+-- is a JSON array of {"kind", "at", "details"}; "at" is the worker's clock
+-- at the moment (the command's spawn, its exit).  An event already written
+-- for the job, attempt, kind and instant is skipped: a call resent after
+-- its answer was lost (the database restarted) writes each event once.
+create or replace function boxcar.add_worker_events(job_id uuid, worker_id text, attempt integer,
+                                                    events jsonb)
+returns void language sql volatile as $$
+    insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
+    select add_worker_events.job_id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind',
+           add_worker_events.worker_id, add_worker_events.attempt, e.v -> 'details'
+      from jsonb_array_elements(coalesce(add_worker_events.events, '[]'::jsonb))
+           with ordinality as e(v, n)
+     where not exists (select from boxcar.job_events o
+                        where o.job_id = add_worker_events.job_id
+                          and o.kind = e.v ->> 'kind'
+                          and o.attempt is not distinct from add_worker_events.attempt
+                          and o.at = (e.v ->> 'at')::timestamptz)
+     order by e.n
+$$;
+
+-- Internal (the worker's): records the results of several jobs in one
+-- call, row i being ids[i].  Each row is fenced on its own, as complete(),
+-- retry_or_fail() and release() fence it (worker and attempt): a job the
+-- worker no longer holds is left as it is and answers held = false, and
+-- the other rows are recorded all the same.  events[i] are the job's
+-- events the worker kept back (see add_worker_events), written before the
+-- transition's own ('finished', 'retried', 'released'), so the trail keeps
+-- the order things happened in.  actions[i]: 'complete' (statuses[i] is
+-- the final status), 'retry', 'release', or 'none' (only the events: a
+-- job the worker lost).  Rows are taken in id order, as heartbeat() locks
+-- them, so two calls of one worker never wait on each other in a cycle.
+-- (A job with an artifact storage takes that storage's advisory lock when
+-- it finishes: the worker sends such a job in a call of its own.)
+-- Returns one row per input row: its position (ord) and whether the worker
+-- still held the job.
+create or replace function boxcar.report_batch(worker_id text, ids uuid[], attempts integer[],
+                                               actions text[], statuses text[], results jsonb[],
+                                               errors jsonb[], events jsonb[])
+returns table (ord integer, held boolean) language plpgsql volatile as $$
+#variable_conflict use_variable
+declare
+    n integer := coalesce(cardinality(ids), 0);
+    i integer;
+begin
+    if coalesce(cardinality(attempts), 0) <> n or coalesce(cardinality(actions), 0) <> n
+       or coalesce(cardinality(statuses), 0) <> n or coalesce(cardinality(results), 0) <> n
+       or coalesce(cardinality(errors), 0) <> n or coalesce(cardinality(events), 0) <> n then
+        raise exception 'report_batch: the arrays must have the same length' using errcode = '22023';
+    end if;
+    for i in select s.i from generate_subscripts(ids, 1) s(i) order by ids[s.i], s.i loop
+        if actions[i] not in ('complete', 'retry', 'release', 'none') or actions[i] is null then
+            raise exception 'actions[%]: must be complete, retry, release or none', i
+                using errcode = '22023';
+        end if;
+        perform boxcar.add_worker_events(ids[i], worker_id, attempts[i], events[i]);
+        ord := i;
+        held := case actions[i]
+            when 'complete' then boxcar.complete(ids[i], worker_id, statuses[i], results[i],
+                                                 errors[i], attempts[i])
+            when 'retry' then boxcar.retry_or_fail(ids[i], worker_id, errors[i], attempts[i],
+                                                   results[i]) is not null
+            when 'release' then boxcar.release(ids[i], worker_id, attempts[i])
+            else false end;
+        return next;
+    end loop;
 end $$;

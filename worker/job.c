@@ -377,6 +377,8 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
                                         : "{\"sandbox\": \"none\"}");
         }
         livelog_write(&run->log, stream, data, len);
+        if (run->svc->tick)
+                run->svc->tick(run->svc->conn_ctx);
 }
 
 static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,

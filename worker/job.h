@@ -64,6 +64,10 @@ struct job_services {
         /* Appends to the job's audit trail (best effort). */
         void (*event)(void *ctx, const struct claimed_job *job, const char *kind,
                       const char *details_json);
+        /* Called while the command runs (at least every 200 ms): events
+         * kept back to go with the result are written once they waited
+         * long enough.  Or NULL. */
+        void (*tick)(void *ctx);
 };
 
 /* Runs job.  cancel_fd becomes readable when *stop is set.  Always fills

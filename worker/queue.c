@@ -255,3 +255,89 @@ int queue_event(PGconn *conn, const char *worker_id, const struct claimed_job *j
                 conn, "select boxcar.add_event($1, $2, $3, $4::int, $5::jsonb)", 5, p, err);
         return res ? 0 : -EPROTO;
 }
+
+/* One element of an array literal: NULL, or the text quoted ("…" with "
+ * and \ escaped). */
+static int array_elem(struct dynbuf *b, bool first, const char *s)
+{
+        int r = first ? 0 : dynbuf_addstr(b, ",");
+        if (!s)
+                return r | dynbuf_addstr(b, "NULL");
+        r |= dynbuf_addstr(b, "\"");
+        for (const char *p = s; *p && r == 0;) {
+                size_t plain = strcspn(p, "\"\\");
+                r |= dynbuf_add(b, p, plain);
+                p += plain;
+                if (*p) {
+                        char esc[2] = { '\\', *p++ };
+                        r |= dynbuf_add(b, esc, 2);
+                }
+        }
+        return r | dynbuf_addstr(b, "\"");
+}
+
+enum { COL_ID, COL_ATTEMPT, COL_ACTION, COL_STATUS, COL_RESULT, COL_ERROR, COL_EVENTS, N_COLS };
+
+int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_row *rows,
+                       size_t n, struct bc_error *err)
+{
+        static const char *const actions[] = { [JOB_COMPLETE] = "complete", [JOB_RETRY] = "retry",
+                                               [JOB_RELEASE] = "release", [JOB_DROP] = "none" };
+        struct dynbuf col[N_COLS];
+        int r = 0;
+        for (int c = 0; c < N_COLS; c++) {
+                dynbuf_init(&col[c], 256u << 20);
+                r |= dynbuf_addstr(&col[c], "{");
+        }
+        for (size_t i = 0; i < n && r == 0; i++) {
+                const struct job_outcome *o = rows[i].o;
+                char attempt[16];
+                snprintf(attempt, sizeof(attempt), "%d", rows[i].job->attempt);
+                bool first = i == 0;
+                r |= array_elem(&col[COL_ID], first, rows[i].job->id);
+                r |= array_elem(&col[COL_ATTEMPT], first, attempt);
+                r |= array_elem(&col[COL_ACTION], first, actions[o->action]);
+                r |= array_elem(&col[COL_STATUS], first,
+                                o->action == JOB_COMPLETE ? o->status : NULL);
+                r |= array_elem(&col[COL_RESULT], first, o->result_json);
+                r |= array_elem(&col[COL_ERROR], first, o->error_json);
+                r |= array_elem(&col[COL_EVENTS], first, rows[i].events_json);
+        }
+        const char *p[N_COLS + 1] = { worker_id };
+        for (int c = 0; c < N_COLS; c++) {
+                r |= dynbuf_addstr(&col[c], "}");
+                p[c + 1] = col[c].data;
+        }
+        _cleanup_pgresult_ PGresult *res = NULL;
+        if (r == 0)
+                res = db_exec(conn,
+                              "select ord, held from boxcar.report_batch($1, $2::uuid[], "
+                              "$3::int[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], "
+                              "$8::jsonb[])",
+                              N_COLS + 1, p, err);
+        for (int c = 0; c < N_COLS; c++)
+                dynbuf_done(&col[c]);
+        if (r != 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "report: out of memory");
+        if (!res)
+                return -EPROTO;
+        for (size_t i = 0; i < n; i++)
+                rows[i].held = 0;
+        for (int k = 0; k < PQntuples(res); k++) {
+                int ord = atoi(PQgetvalue(res, k, 0));
+                if (ord >= 1 && (size_t)ord <= n)
+                        rows[ord - 1].held = strcmp(PQgetvalue(res, k, 1), "t") == 0;
+        }
+        return 0;
+}
+
+int queue_add_events(PGconn *conn, const char *worker_id, const struct claimed_job *job,
+                     const char *events_json, struct bc_error *err)
+{
+        char attempt[16];
+        snprintf(attempt, sizeof(attempt), "%d", job->attempt);
+        const char *p[] = { job->id, worker_id, attempt, events_json };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.add_worker_events($1, $2, $3::int, $4::jsonb)", 4, p, err);
+        return res ? 0 : -EPROTO;
+}

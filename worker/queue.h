@@ -62,6 +62,25 @@ int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct
 int queue_report(PGconn *conn, const char *worker_id, const struct claimed_job *job,
                  const struct job_outcome *o, struct bc_error *err);
 
+/* One finished job for queue_report_batch. */
+struct queue_report_row {
+        const struct claimed_job *job;
+        const struct job_outcome *o;    /* JOB_DROP: only the events are written */
+        const char *events_json;        /* JSON array of kept-back events, or NULL */
+        int held;                       /* out: 1 recorded, 0 not held */
+};
+
+/* Records the results (and kept-back events) of n finished jobs in one
+ * call (boxcar.report_batch): each row fenced on its own.  Returns 0 and
+ * sets each row's held, or a negative errno when the call failed (nothing
+ * of it was recorded then). */
+int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_row *rows,
+                       size_t n, struct bc_error *err);
+
+/* Writes a job's kept-back events (boxcar.add_worker_events). */
+int queue_add_events(PGconn *conn, const char *worker_id, const struct claimed_job *job,
+                     const char *events_json, struct bc_error *err);
+
 int queue_event(PGconn *conn, const char *worker_id, const struct claimed_job *job,
                 const char *kind, const char *details_json, struct bc_error *err);
 

@@ -28,6 +28,16 @@ struct slots {
         pthread_mutex_t lock;
         _Atomic bool closing;   /* threads exit once idle */
         _Atomic bool hard;      /* stop retrying reports: exiting now */
+        /* The reporter thread records finished slots' results, several
+         * per call (boxcar.report_batch); a queue of slots under
+         * report_lock. */
+        pthread_t reporter;
+        bool reporter_started;
+        pthread_mutex_t report_lock;
+        pthread_cond_t report_wake;        /* the reporter: work queued */
+        pthread_cond_t report_recorded;    /* the slots: a batch is done */
+        struct slot *report_head, *report_tail;
+        bool report_stop;
 };
 
 /* Starts cfg->concurrency slot threads.  Signals must already be blocked

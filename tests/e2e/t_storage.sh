@@ -43,6 +43,9 @@ mkdir "$tmp/a2"; tar xzf "$tmp/a2.tar.gz" -C "$tmp/a2"
 is "result.artifact.url serves the new version" "$(cat "$tmp/a2/notes.txt")" "first
 second"
 is "the upload is in the audit trail" "$(sql "select count(*) from boxcar.job_events where job_id = '$j2' and kind = 'artifact_uploaded'")" "1"
+is "its trail keeps the order things happened in (started and exited are written before the upload)" \
+   "$(sql "select string_agg(kind, ',' order by id) from boxcar.job_events where job_id = '$j2'")" \
+   "claimed,started,exited,artifact_uploaded,finished"
 j3=$(echo '{"command": ["sh", "-c", "echo failed-state > f.txt; exit 7"], "artifact": {"storage": "session-1", "base": "empty"}}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$j3" >/dev/null
 is "a failed run still saves its workspace, from an empty base" "$(job_field $j3 "status || ' ' || (result->'artifact'->>'file_count') || ' ' || coalesce(result->'artifact'->>'parent_sha256', 'none')")" "failed 1 none"

@@ -1,0 +1,53 @@
+# Results recorded in batches (boxcar.report_batch): after a burst of
+# short jobs, and after a PostgreSQL restart in the middle of one, every
+# job has its result, its events exactly once and in order, and one
+# webhook outbox row.
+source "$(dirname "$0")/../lib.sh"
+fresh_db e2e_report_batch
+sql "select boxcar.set_default_webhook_url('http://127.0.0.1:9/hook')" >/dev/null
+N=500
+# The worker's own steps of each job's last attempt, in the order written.
+trail() {
+  sql "select count(*) from (
+         select j.id, string_agg(e.kind, ',' order by e.id) as kinds
+           from boxcar.jobs j join boxcar.job_events e on e.job_id = j.id and e.attempt = j.attempts
+          where j.queue = '$1' group by j.id) t
+        where kinds = 'claimed,started,exited,finished'"
+}
+succeeded() { [[ $(sql "select count(*) from boxcar.jobs where queue = '$1' and status = 'succeeded'") == "$2" ]]; }
+# Events of one kind written more than once for one attempt.
+doubles() {
+  sql "select count(*) from (select 1 from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
+                              where j.queue = '$1' and e.kind in ('started', 'exited', 'finished')
+                              group by e.job_id, e.attempt, e.kind having count(*) > 1) d"
+}
+hooks() { sql "select count(*) from boxcar.webhook_deliveries d join boxcar.jobs j on j.id = d.job_id
+                where j.queue = '$1' and d.event_type = 'job.succeeded'"; }
+
+# 1. A burst: N no-op jobs, concurrency 8.
+start_worker rb-a --queues burst --concurrency 8 --sandbox none --poll-interval 1s
+sql "select count(boxcar.enqueue('burst', '{\"command\":[\"true\"]}')) from generate_series(1, $N)" >/dev/null
+check "all $N jobs of the burst succeed" wait_for "burst done" 120 succeeded burst "$N"
+is "every job's trail is claimed, started, exited, finished" "$(trail burst)" "$N"
+is "no event is written twice" "$(doubles burst)" "0"
+is "one webhook outbox row per job" "$(hooks burst)" "$N"
+is "started is the spawn, before the exit (worker clock)" \
+   "$(sql "select count(*) from boxcar.job_events s join boxcar.job_events x on x.job_id = s.job_id
+            and x.kind = 'exited' where s.kind = 'started' and s.at <= x.at and x.details->>'exit_code' = '0'")" "$N"
+check "the worker reported no failure" bash -c "! grep -q 'report_failed\|not_held' '$BOXCAR_DEV/test-logs/rb-a.log'"
+
+# 2. PostgreSQL restarts in the middle of a burst.
+sql "select count(boxcar.enqueue('restart', '{\"command\":[\"sh\",\"-c\",\"sleep 0.05\"]}')) from generate_series(1, $N)" >/dev/null
+start_worker rb-b --queues restart --concurrency 8 --sandbox none --poll-interval 1s --lease 30s
+check "the burst is under way" wait_for "some done" 30 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.jobs where queue = 'restart' and status = 'succeeded'\") -ge 20 ]]"
+"$BOXCAR_ROOT/scripts/pg.sh" stop
+sleep 2
+"$BOXCAR_ROOT/scripts/pg.sh" start
+check "all $N jobs succeed after the restart" wait_for "restart done" 180 succeeded restart "$N"
+is "every job's last attempt has its whole trail, in order" "$(trail restart)" "$N"
+is "no event is written twice across the restart" "$(doubles restart)" "0"
+is "one finished event per job" "$(sql "select count(*) from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
+                                        where j.queue = 'restart' and e.kind = 'finished'")" "$N"
+is "one webhook outbox row per job after the restart" "$(hooks restart)" "$N"
+check "the worker saw the database go" grep -q "db.lost\|report_failed\|connect_failed" "$BOXCAR_DEV/test-logs/rb-b.log"
+tap_done

@@ -1,0 +1,111 @@
+begin;
+select plan(23);
+
+-- Four jobs claimed by w1; b is then rescued and claimed again by w2 (w1
+-- lost its lease), so a report of w1 for b must change nothing.
+select boxcar.enqueue('rb', '{"command":["a"]}', priority => 4);
+select boxcar.enqueue('rb', '{"command":["b"]}', priority => 3);
+select boxcar.enqueue('rb', '{"command":["c"]}', priority => 2);
+select boxcar.enqueue('rb', '{"command":["d"]}', priority => 1);
+select count(*) from boxcar.claim('w1', array['rb'], 4);
+create temp table ids as select spec->'command'->>0 as name, id from boxcar.jobs where queue = 'rb';
+create function pg_temp.jid(n text) returns uuid language sql as $$ select id from ids where name = n $$;
+update boxcar.jobs set lease_expires_at = now() - interval '1 second' where id = pg_temp.jid('b');
+update boxcar.jobs set lease_expires_at = now() + interval '1 hour' where id <> pg_temp.jid('b');
+select boxcar.rescue_expired();
+update boxcar.jobs set run_at = now() where id = pg_temp.jid('b');
+select is((select count(*)::int from boxcar.claim('w2', array['rb'], 4)), 1, 'w2 claims the rescued job');
+
+create temp table call1 as
+select * from boxcar.report_batch('w1',
+    array[pg_temp.jid('c'), pg_temp.jid('b'), pg_temp.jid('a'), pg_temp.jid('d')],
+    array[1, 1, 1, 1],
+    array['retry', 'complete', 'complete', 'release'],
+    array[null, 'succeeded', 'failed', null],
+    array[null, '{"exit_code":0}', '{"exit_code":3}', null]::jsonb[],
+    array['{"code":"SANDBOX_SETUP"}', null, '{"code":"NONZERO_EXIT"}', null]::jsonb[],
+    array['[{"kind":"started","at":"2026-01-01T00:00:00.000001Z","details":{"sandbox":"none"}}]',
+          '[{"kind":"started","at":"2026-01-01T00:00:00.000002Z","details":null},
+            {"kind":"exited","at":"2026-01-01T00:00:01.000002Z","details":{"exit_code":0}}]',
+          '[{"kind":"started","at":"2026-01-01T00:00:00.000003Z","details":{"sandbox":"none"}},
+            {"kind":"exited","at":"2026-01-01T00:00:01.000003Z","details":{"exit_code":3}}]',
+          null]::jsonb[]);
+
+select results_eq($$select ord, held from call1 order by ord$$,
+                  $$values (1, true), (2, false), (3, true), (4, true)$$,
+                  'one row per input row, by position: the lost job b answers false, the others true');
+select is((select status || ':' || attempts || ':' || worker_id from boxcar.jobs where id = pg_temp.jid('b')),
+          'running:2:w2', 'the job w1 lost is left to w2');
+select is((select status from boxcar.jobs where id = pg_temp.jid('a')), 'failed', 'a is recorded as failed');
+select is((select result->>'exit_code' from boxcar.jobs where id = pg_temp.jid('a')), '3', 'with its result');
+select is((select status from boxcar.jobs where id = pg_temp.jid('c')), 'queued', 'c is back in the queue (retry)');
+select is((select status || ':' || attempts from boxcar.jobs where id = pg_temp.jid('d')), 'queued:0',
+          'd is released without counting the attempt');
+select results_eq(
+    $$select kind from boxcar.job_events where job_id = pg_temp.jid('a') order by id$$,
+    $$values ('claimed'), ('started'), ('exited'), ('finished')$$,
+    'the kept-back events come before the job''s finished event, in order');
+select is((select at from boxcar.job_events where job_id = pg_temp.jid('a') and kind = 'started'),
+          '2026-01-01T00:00:00.000003Z'::timestamptz, 'an event keeps the instant the worker saw');
+select is((select details from boxcar.job_events where job_id = pg_temp.jid('a') and kind = 'exited'),
+          '{"exit_code":3}'::jsonb, 'and its details');
+select results_eq(
+    $$select kind from boxcar.job_events where job_id = pg_temp.jid('c') order by id$$,
+    $$values ('claimed'), ('started'), ('retried')$$, 'a retried job''s events, in order');
+select results_eq(
+    $$select kind from boxcar.job_events where job_id = pg_temp.jid('d') order by id$$,
+    $$values ('claimed'), ('released')$$, 'a row without events writes only the transition''s');
+select is((select count(*)::int from boxcar.job_events
+            where job_id = pg_temp.jid('b') and kind in ('started', 'exited') and attempt = 1), 2,
+          'the lost job''s events of w1''s attempt are written all the same');
+select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('b') and kind = 'finished'), 0,
+          'but no finished event for it');
+
+-- The same call again (its answer was lost): nothing held, nothing written twice.
+select results_eq(
+    $$select held from boxcar.report_batch('w1', array[pg_temp.jid('a')], array[1], array['complete'],
+        array['failed'], array['{"exit_code":3}']::jsonb[], array[null]::jsonb[],
+        array['[{"kind":"started","at":"2026-01-01T00:00:00.000003Z","details":{"sandbox":"none"}},
+                {"kind":"exited","at":"2026-01-01T00:00:01.000003Z","details":{"exit_code":3}}]']::jsonb[])$$,
+    $$values (false)$$, 'a resent call finds the job already recorded');
+select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('a')), 4,
+          'and writes each event exactly once');
+
+-- Fencing by attempt, per row; 'none' writes only the events.
+select results_eq(
+    $$select held from boxcar.report_batch('w2', array[pg_temp.jid('b')], array[1], array['complete'],
+        array['succeeded'], array[null]::jsonb[], array[null]::jsonb[], array[null]::jsonb[])$$,
+    $$values (false)$$, 'a stale attempt cannot complete the job, even by its holder');
+select results_eq(
+    $$select held from boxcar.report_batch('w2', array[pg_temp.jid('b')], array[2], array['none'],
+        array[null], array[null]::jsonb[], array[null]::jsonb[],
+        array['[{"kind":"started","at":"2026-01-01T00:00:05Z","details":null}]']::jsonb[])$$,
+    $$values (false)$$, 'action none answers false');
+select is((select status || ':' || (select count(*) from boxcar.job_events e
+                                      where e.job_id = j.id and e.kind = 'started' and e.attempt = 2)
+             from boxcar.jobs j where id = pg_temp.jid('b')),
+          'running:1', 'and writes the events, leaving the job as it is');
+
+-- A released job started again under the same attempt number: its new
+-- events are not taken for a resend.
+select boxcar.add_worker_events(pg_temp.jid('d'), 'w1', 1,
+    '[{"kind":"started","at":"2026-01-01T00:00:09Z","details":null}]');
+select boxcar.add_worker_events(pg_temp.jid('d'), 'w1', 1,
+    '[{"kind":"started","at":"2026-01-01T00:00:10Z","details":null}]');
+select boxcar.add_worker_events(pg_temp.jid('d'), 'w1', 1,
+    '[{"kind":"started","at":"2026-01-01T00:00:09Z","details":null}]');
+select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('d') and kind = 'started'), 2,
+          'events of one kind and attempt at other instants are all written, a resent one once');
+
+select throws_ok($$select * from boxcar.report_batch('w1', array[gen_random_uuid()], array[1, 2],
+                     array['complete'], array['succeeded'], array[null]::jsonb[], array[null]::jsonb[],
+                     array[null]::jsonb[])$$, '22023', null, 'arrays of different lengths are refused');
+select throws_ok($$select * from boxcar.report_batch('w1', array[gen_random_uuid()], array[1],
+                     array['finish'], array['succeeded'], array[null]::jsonb[], array[null]::jsonb[],
+                     array[null]::jsonb[])$$, '22023', null, 'an unknown action is refused');
+select is((select count(*)::int from boxcar.report_batch('w1', array[]::uuid[], array[]::int[],
+              array[]::text[], array[]::text[], array[]::jsonb[], array[]::jsonb[], array[]::jsonb[])), 0,
+          'an empty batch records nothing');
+
+select * from finish();
+rollback;
