@@ -7,7 +7,9 @@
  *    "setup_error": {"step": "mount", "path": "/usr", "errno": 2,
  *                    "message": "..."},          only when setup failed
  *    "exec_error": {"path": "python4", "errno": 2, "message": "..."}}
- *                                                only when exec failed */
+ *                                                only when exec failed
+ * The helper writes it with status_write.c (no JSON library in the
+ * helper, which is linked statically). */
 #include "sandbox/sandbox.h"
 
 #include <cjson/cJSON.h>
@@ -22,40 +24,6 @@
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
 #define STATUS_MAX (64 * 1024)
-
-static bool add_error_object(cJSON *root, const char *key, const struct sandbox_status *s)
-{
-        cJSON *e = cJSON_AddObjectToObject(root, key);
-        if (!e)
-                return false;
-        if (s->setup_failed && !cJSON_AddStringToObject(e, "step", s->setup_step ? s->setup_step : "internal"))
-                return false;
-        if (s->setup_path && !cJSON_AddStringToObject(e, "path", s->setup_path))
-                return false;
-        return cJSON_AddNumberToObject(e, "errno", s->setup_errno) &&
-               cJSON_AddStringToObject(e, "message", s->message ? s->message : "");
-}
-
-char *sbx_status_to_json(const struct sandbox_status *s)
-{
-        _cleanup_(cJSON_Deletep) cJSON *root = cJSON_CreateObject();
-        if (!root)
-                return NULL;
-        bool ok = cJSON_AddNumberToObject(root, "exit_code", s->exit_code) &&
-                  cJSON_AddNumberToObject(root, "signal", s->signal) &&
-                  cJSON_AddBoolToObject(root, "timed_out", s->timed_out) &&
-                  cJSON_AddBoolToObject(root, "oom_killed", s->oom_killed) &&
-                  cJSON_AddBoolToObject(root, "cancelled", s->cancelled) &&
-                  cJSON_AddNumberToObject(root, "wall_ms", (double)s->wall_ms) &&
-                  cJSON_AddNumberToObject(root, "cpu_ms", (double)s->cpu_ms) &&
-                  cJSON_AddNumberToObject(root, "max_rss_kb", (double)s->max_rss_kb) &&
-                  cJSON_AddNumberToObject(root, "setup_us", (double)s->setup_us);
-        if (ok && s->setup_failed)
-                ok = add_error_object(root, "setup_error", s);
-        else if (ok && s->exec_failed)
-                ok = add_error_object(root, "exec_error", s);
-        return ok ? cJSON_PrintUnformatted(root) : NULL;
-}
 
 static int get_int(const cJSON *o, const char *key, int lo, int hi, int *ret)
 {
@@ -175,34 +143,4 @@ int sandbox_status_parse(const char *json, size_t len, struct sandbox_status *re
         }
         *ret = s;
         return 0;
-}
-
-void sandbox_status_done(struct sandbox_status *s)
-{
-        if (!s)
-                return;
-        free(s->setup_step);
-        free(s->setup_path);
-        free(s->message);
-        memset(s, 0, sizeof(*s));
-}
-
-void sbx_status_write(int fd, const struct sandbox_status *st)
-{
-        if (fd < 0)
-                return;
-        _cleanup_free_ char *json = sbx_status_to_json(st);
-        if (!json)
-                return;
-        size_t len = strlen(json);
-        json[len] = '\n';  /* replaces the NUL: one line per object */
-        for (size_t off = 0; off < len + 1;) {
-                ssize_t n = write(fd, json + off, len + 1 - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        return;
-                off += (size_t)n;
-        }
-        json[len] = '\0';
 }
