@@ -18,7 +18,7 @@
 /* How long demand is remembered (the pool shrinks to the prefetch after). */
 #define DEMAND_WINDOW_MS 60000
 /* Sandboxes being made at once: a refill must not starve running jobs. */
-#define MAX_STARTING 2
+#define MAX_STARTING 4
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
 /* A discarded sandbox that has not exited by then is killed. */
@@ -103,9 +103,9 @@ static unsigned target(const struct sandbox_pool *p, const struct pool_kind *k, 
         /* The host-network kind is made only while it is asked for. */
         bool wanted = k->network == SANDBOX_NET_NONE ||
                       (k->last_take_ms && now - k->last_take_ms < DEMAND_WINDOW_MS);
+        /* Ready ones, whatever is in use: when several slots free up at
+         * once (a claim fills them together), each must find one. */
         unsigned t = wanted ? peak + PREFETCH : 0;
-        /* In use ones are no longer the pool's: only the rest are made. */
-        t = t > k->in_use ? t - k->in_use : 0;
         return t < p->max ? t : p->max;
 }
 

@@ -1,7 +1,8 @@
 /* The worker's pool of warm sandboxes (see sandbox.h, "Warm sandboxes").
  *
  * A thread keeps sandboxes ready per network kind: as many as were in use
- * at once over the last minute plus a small prefetch, at most --warm-
+ * at once over the last minute plus a small prefetch (ready besides those
+ * in use), at most --warm-
  * sandboxes; a kind nobody used for a minute keeps only the prefetch (the
  * host-network kind: none).  A slot takes one when it runs a job (never
  * blocking: an empty pool means a cold start), and the pool makes the

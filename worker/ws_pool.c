@@ -189,7 +189,8 @@ static int wipe(struct ws_pool *p, const struct ws_entry *e)
 }
 
 /* Demand: the most filesystems in use at once lately, plus the prefetch,
- * minus those in use now; at least the prefetch, at most max_ready. */
+ * ready at once (not minus those in use: when several slots free up
+ * together, each must find one), at most max_ready. */
 static unsigned target_locked(struct ws_pool *p)
 {
         uint64_t now = now_ms();
@@ -199,10 +200,7 @@ static unsigned target_locked(struct ws_pool *p)
                 p->window_start_ms = now;
         }
         unsigned peak = p->peak_prev > p->peak_cur ? p->peak_prev : p->peak_cur;
-        unsigned want = peak + WS_POOL_PREFETCH > p->n_taken ? peak + WS_POOL_PREFETCH - p->n_taken
-                                                             : 0;
-        if (want < WS_POOL_PREFETCH)
-                want = WS_POOL_PREFETCH;
+        unsigned want = peak + WS_POOL_PREFETCH;
         return want < p->max_ready ? want : p->max_ready;
 }
 
