@@ -54,6 +54,8 @@ $(BUILD)/lib$(1).a: $$($(1)_OBJS)
 	$$(AR) rcs $$@ $$^
 endef
 $(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
+# The guard's wait loop is both boxcar-guard's and the worker's fallback's.
+$(BUILD)/libworker.a: $(BUILD)/obj/worker/guard/wait.o
 
 # The SQL in migrations/ and sql/ is compiled into the binary, so a worker
 # image needs nothing but the executable to migrate its database.
@@ -100,7 +102,7 @@ $(BUILD)/sandbox-warm-run: tests/security/warm-run.c $(BUILD)/libsandbox.a $(BUI
 
 # The guard of a --sandbox none job (worker/guard/main.c): libc only, and
 # static (no dynamic loader at each job's start) unless sanitized.
-$(BUILD)/boxcar-guard: $(BUILD)/obj/worker/guard/main.o
+$(BUILD)/boxcar-guard: $(BUILD)/obj/worker/guard/main.o $(BUILD)/obj/worker/guard/wait.o
 	$(CC) $(if $(filter 0,$(SAN)),-static,$(LDFLAGS)) -o $@ $^
 
 # Unit tests: tests/unit/test_<name>.c, each its own cmocka executable,

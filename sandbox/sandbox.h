@@ -99,6 +99,9 @@ int sandbox_workspace_unmount(const char *mountpoint, struct bc_error *err);
 /* Unmounts every mount below dir (what a killed worker left under its
  * --work-dir); *ret_n counts them. */
 int sandbox_workspace_cleanup(const char *dir, unsigned *ret_n, struct bc_error *err);
+/* Unmounts every mount below dir, then removes dir's tree without following
+ * a symlink or entering a mount that stayed (a job's directory, a pool's). */
+void sandbox_workspace_remove_dir(const char *dir);
 /* For the worker, ONCE at startup while single-threaded (unshare of the
  * mount namespace needs an unshared fs_struct): moves the process into a
  * mount namespace of its own, a slave of the host's (host mounts still

@@ -20,6 +20,7 @@
 #include "sandbox/sandbox.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <sched.h>
@@ -359,4 +360,26 @@ int sandbox_workspace_check_bound(const char *dir, uint64_t disk_mb, struct bc_e
                             "worker makes one per job), or leave out --disk-mb",
                             (unsigned long long)disk_mb, dir, (unsigned long long)(bytes >> 20),
                             (unsigned long long)disk_mb);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+        (void)st;
+        (void)ftw;
+        if (type == FTW_DP)
+                rmdir(path);
+        else
+                unlink(path);
+        return 0;
+}
+
+void sandbox_workspace_remove_dir(const char *dir)
+{
+        unsigned n = 0;
+        struct bc_error err = BC_ERROR_INIT;
+        (void)sandbox_workspace_cleanup(dir, &n, &err);
+        bc_error_clear(&err);
+        /* FTW_PHYS: a symlink the job planted is removed, never followed;
+         * FTW_MOUNT: nothing that could not be unmounted is entered. */
+        nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }

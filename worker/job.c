@@ -60,32 +60,11 @@ static void set_error(struct job_outcome *o, enum bc_code code, const char *mess
         cJSON_Delete(e);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-        (void)st;
-        (void)ftw;
-        if (type == FTW_DP)
-                rmdir(path);
-        else
-                unlink(path);
-        return 0;
-}
-
-/* FTW_PHYS: a symlink the job planted is removed, never followed. */
-static void remove_tree(const char *path)
-{
-        nftw(path, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 /* Unmounts a job directory's workspace filesystem (if mounted), then
- * removes the directory; remove_tree never crosses into a mount. */
+ * removes the directory (see sandbox_workspace_remove_dir). */
 static void remove_job_dir(const char *dir)
 {
-        unsigned n = 0;
-        struct bc_error err = BC_ERROR_INIT;
-        (void)sandbox_workspace_cleanup(dir, &n, &err);
-        bc_error_clear(&err);
-        remove_tree(dir);
+        sandbox_workspace_remove_dir(dir);
 }
 
 /* At the job's end: its workspace filesystem goes back to the pool (to be

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "worker/guard/wait.h"
+
 #include "worker/proc-internal.h"
 
 /* Everything between fork() and _exit() below runs in a child of a
@@ -71,22 +73,6 @@ static _Noreturn void exec_job(const struct proc_request *req, const char *path)
         _exit(e == ENOENT ? 127 : 126);
 }
 
-/* Ends the guard the way the job ended, so the worker reads the job's own
- * exit code or signal. */
-static _Noreturn void exit_like(int status)
-{
-        if (WIFEXITED(status))
-                _exit(WEXITSTATUS(status));
-        int sig = WTERMSIG(status);
-        struct sigaction dfl = { .sa_handler = SIG_DFL };
-        sigaction(sig, &dfl, NULL);
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
-        kill(getpid(), sig);
-        _exit(128 + sig);
-}
 
 static _Noreturn void guard_main(const struct proc_request *req, const char *path, int out_w,
                                  int err_w, int usage_w, pid_t worker)
@@ -120,23 +106,7 @@ static _Noreturn void guard_main(const struct proc_request *req, const char *pat
         close(STDOUT_FILENO);
         close(STDERR_FILENO);
         close(3);
-        for (;;) {
-                siginfo_t si;
-                if (sigwaitinfo(&guard_sigs, &si) < 0)
-                        continue;
-                if (si.si_signo == SIGTERM) {
-                        /* The worker is gone: the whole group goes with it. */
-                        kill(0, SIGKILL);
-                        _exit(128 + SIGKILL);
-                }
-                int status;
-                struct rusage usage;
-                if (wait4(job, &status, WNOHANG, &usage) == job) {
-                        ssize_t w = write(4, &usage, sizeof(usage));
-                        (void)w;
-                        exit_like(status);
-                }
-        }
+        guard_wait(job, &guard_sigs);
 }
 
 /* boxcar-guard next to the running executable, or NULL (then the guard is

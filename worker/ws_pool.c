@@ -356,26 +356,9 @@ int ws_pool_start(struct ws_pool **ret, const struct ws_pool_options *o, struct 
         return 0;
 }
 
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-        (void)st;
-        (void)ftw;
-        if (type == FTW_DP)
-                rmdir(path);
-        else
-                unlink(path);
-        return 0;
-}
-
-/* Unmounts what is under dir, then removes it; never follows a symlink
- * nor crosses into a mount that could not be unmounted. */
 static void remove_dir(const char *dir)
 {
-        unsigned n = 0;
-        struct bc_error err = BC_ERROR_INIT;
-        (void)sandbox_workspace_cleanup(dir, &n, &err);
-        bc_error_clear(&err);
-        nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        sandbox_workspace_remove_dir(dir);
 }
 
 void ws_pool_stop(struct ws_pool *p)

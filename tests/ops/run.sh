@@ -120,10 +120,10 @@ is "Dockerfile has two stages" "$(grep -cE '^FROM ' Dockerfile)" 2
 check "Dockerfile is based on Debian 12 (bookworm)" grep -qE '^ARG DEBIAN_IMAGE=debian:bookworm' Dockerfile
 check "runtime stage runs as a non-root user" \
   bash -c "awk '/^FROM .* AS runtime/{r=1} r && /^USER /{print \$2}' Dockerfile | grep -qv '^root'"
-check "both binaries land in /usr/local/bin" \
-  grep -qE '^COPY --from=build .*build/boxcar .*build/boxcar-sandbox /usr/local/bin/' Dockerfile
-check "build stage runs make build/boxcar build/boxcar-sandbox" \
-  grep -qE 'make .*build/boxcar build/boxcar-sandbox' Dockerfile
+check "the three binaries land in /usr/local/bin" \
+  grep -qE '^COPY --from=build .*build/boxcar .*build/boxcar-guard .*build/boxcar-sandbox /usr/local/bin/' Dockerfile
+check "build stage runs make build/boxcar build/boxcar-guard build/boxcar-sandbox" \
+  grep -qE 'make .*build/boxcar build/boxcar-guard build/boxcar-sandbox' Dockerfile
 
 # The build stage installs scripts/deps.sh's BUILD_PKGS (cmocka only serves
 # the unit tests); the runtime stage, the packages of what the binaries link.

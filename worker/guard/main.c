@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "worker/guard/wait.h"
+
 extern char **environ;
 
 static void say(const char *msg)
@@ -31,22 +33,6 @@ static void say(const char *msg)
         (void)w;
 }
 
-/* Ends the guard the way the job ended, so the worker reads the job's own
- * exit code or signal. */
-static _Noreturn void exit_like(int status)
-{
-        if (WIFEXITED(status))
-                _exit(WEXITSTATUS(status));
-        int sig = WTERMSIG(status);
-        struct sigaction dfl = { .sa_handler = SIG_DFL };
-        sigaction(sig, &dfl, NULL);
-        sigset_t one;
-        sigemptyset(&one);
-        sigaddset(&one, sig);
-        sigprocmask(SIG_UNBLOCK, &one, NULL);
-        kill(getpid(), sig);
-        _exit(128 + sig);
-}
 
 int main(int argc, char **argv)
 {
@@ -98,21 +84,5 @@ int main(int argc, char **argv)
         close(STDOUT_FILENO);
         close(STDERR_FILENO);
         close(3);
-        for (;;) {
-                siginfo_t si;
-                if (sigwaitinfo(&guard_sigs, &si) < 0)
-                        continue;
-                if (si.si_signo == SIGTERM) {
-                        /* The worker is gone: the whole group goes with it. */
-                        kill(0, SIGKILL);
-                        _exit(128 + SIGKILL);
-                }
-                int status;
-                struct rusage usage;
-                if (wait4(job, &status, WNOHANG, &usage) == job) {
-                        ssize_t w = write(4, &usage, sizeof(usage));
-                        (void)w;
-                        exit_like(status);
-                }
-        }
+        guard_wait(job, &guard_sigs);
 }

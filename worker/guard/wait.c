@@ -1,0 +1,43 @@
+#include "worker/guard/wait.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Ends the guard the way the job ended, so the worker reads the job's own
+ * exit code or signal. */
+static _Noreturn void exit_like(int status)
+{
+        if (WIFEXITED(status))
+                _exit(WEXITSTATUS(status));
+        int sig = WTERMSIG(status);
+        struct sigaction dfl = { .sa_handler = SIG_DFL };
+        sigaction(sig, &dfl, NULL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        kill(getpid(), sig);
+        _exit(128 + sig);
+}
+
+_Noreturn void guard_wait(pid_t job, const sigset_t *sigs)
+{
+        for (;;) {
+                siginfo_t si;
+                if (sigwaitinfo(sigs, &si) < 0)
+                        continue;
+                if (si.si_signo == SIGTERM) {
+                        /* The worker is gone: the whole group goes with it. */
+                        kill(0, SIGKILL);
+                        _exit(128 + SIGKILL);
+                }
+                int status;
+                struct rusage usage;
+                if (wait4(job, &status, WNOHANG, &usage) == job) {
+                        ssize_t w = write(4, &usage, sizeof(usage));
+                        (void)w;
+                        exit_like(status);
+                }
+        }
+}

@@ -1,0 +1,15 @@
+/* The guard's last part, shared by boxcar-guard and the worker's fork
+ * fallback (proc_guard.c): wait for the job and end like it. */
+#ifndef BC_WORKER_GUARD_WAIT_H
+#define BC_WORKER_GUARD_WAIT_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+/* With stdio and fd 3 closed and sigs (SIGTERM, SIGCHLD) blocked: waits
+ * for job; writes its struct rusage to fd 4 and exits the way it did
+ * (its code, or re-raising its signal).  SIGTERM (the worker is gone)
+ * kills the whole process group.  Never returns. */
+_Noreturn void guard_wait(pid_t job, const sigset_t *sigs);
+
+#endif
