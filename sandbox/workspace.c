@@ -25,6 +25,7 @@
 #include <linux/loop.h>
 #include <sched.h>
 #include <spawn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,14 @@ static bool ext4_supported(void)
 
 bool sandbox_workspace_available(char *why, size_t n)
 {
+        /* Asked before every job: once a host can, it can (a yes is kept;
+         * a no is asked again, since e2fsprogs may be installed meanwhile). */
+        static _Atomic bool known_yes;
+        if (known_yes) {
+                if (why && n)
+                        why[0] = '\0';
+                return true;
+        }
         const char *reason = NULL;
         if (geteuid() != 0)
                 reason = "not root (mounting a per-job filesystem needs root)";
@@ -74,6 +83,7 @@ bool sandbox_workspace_available(char *why, size_t n)
                 reason = "mke2fs not found (install e2fsprogs)";
         if (why && n)
                 snprintf(why, n, "%s", reason ? reason : "");
+        known_yes = reason == NULL;
         return reason == NULL;
 }
 

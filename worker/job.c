@@ -106,7 +106,10 @@ static int make_job_dir(const struct job_services *svc, const struct claimed_job
             asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||
             (bounded && asprintf(&sc, "%s/fs/scratch", dir) < 0))
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        remove_job_dir(dir);   /* a leftover from a crashed run of this attempt */
+        /* A leftover from a crashed run of this attempt (rare: the mount
+         * table is only read when there is one). */
+        if (access(dir, F_OK) == 0)
+                remove_job_dir(dir);
         if (mkdir(dir, 0700) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
         int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
