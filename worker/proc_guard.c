@@ -77,18 +77,8 @@ static _Noreturn void exec_job(const struct proc_request *req, const char *path)
 static _Noreturn void guard_main(const struct proc_request *req, const char *path, int out_w,
                                  int err_w, int usage_w, pid_t worker)
 {
-        setpgid(0, 0);
-        /* No core file of the guard when it re-raises a job's crash. */
-        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         sigset_t guard_sigs;
-        sigemptyset(&guard_sigs);
-        sigaddset(&guard_sigs, SIGTERM);
-        sigaddset(&guard_sigs, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &guard_sigs, NULL);
-        /* Set before the parent check: a worker dying in between is seen
-         * by one or the other. */
-        if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != worker)
-                _exit(125);
+        guard_begin(worker, &guard_sigs);
         if (setup_fds(req, out_w, err_w, usage_w) < 0)
                 _exit(125);
         if (req->cwd && chdir(req->cwd) < 0) {

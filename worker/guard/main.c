@@ -42,18 +42,8 @@ int main(int argc, char **argv)
         bool pass_fd = strcmp(argv[2], "1") == 0;
         const char *cwd = argv[3], *path = argv[4];
         char **job_argv = argv + 5;
-        setpgid(0, 0);
-        /* No core file of the guard when it re-raises a job's crash. */
-        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         sigset_t guard_sigs;
-        sigemptyset(&guard_sigs);
-        sigaddset(&guard_sigs, SIGTERM);
-        sigaddset(&guard_sigs, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &guard_sigs, NULL);
-        /* Set before the parent check: a worker dying in between is seen
-         * by one or the other. */
-        if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != worker)
-                _exit(125);
+        guard_begin(worker, &guard_sigs);
         syscall(SYS_close_range, 5U, ~0U, 0);
         if (cwd[0] && chdir(cwd) < 0) {
                 say("boxcar: cannot enter the working directory\n");

@@ -1,8 +1,23 @@
 #include "worker/guard/wait.h"
 
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+void guard_begin(pid_t worker, sigset_t *ret_sigs)
+{
+        setpgid(0, 0);
+        prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+        sigemptyset(ret_sigs);
+        sigaddset(ret_sigs, SIGTERM);
+        sigaddset(ret_sigs, SIGCHLD);
+        sigprocmask(SIG_BLOCK, ret_sigs, NULL);
+        /* Set before the parent check: a worker dying in between is seen
+         * by one or the other. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != worker)
+                _exit(125);
+}
 
 /* Ends the guard the way the job ended, so the worker reads the job's own
  * exit code or signal. */

@@ -6,6 +6,12 @@
 #include <signal.h>
 #include <sys/types.h>
 
+/* The guard's first part: leads its own process group, no core file (it
+ * re-raises a job's crash), SIGTERM and SIGCHLD blocked into *ret_sigs,
+ * and SIGTERM when the worker dies; _exit(125) when the worker is already
+ * gone. */
+void guard_begin(pid_t worker, sigset_t *ret_sigs);
+
 /* With stdio and fd 3 closed and sigs (SIGTERM, SIGCHLD) blocked: waits
  * for job; writes its struct rusage to fd 4 and exits the way it did
  * (its code, or re-raising its signal).  SIGTERM (the worker is gone)
