@@ -300,23 +300,25 @@ if has "$OUT" "$m-a" && has "$OUT" "$m-b" && grep -q "^T.*$m-c" <<<"$OUT" \
   ok "timeout kills double-forked, setsid'd and stopped children (${el} ms, none left on the host)"
 else not_ok "timeout kills the whole tree"; diag "rc=$RC el=$el $ST"; pgrep -af "$m" | sed 's/^/# /'; fi
 
-# Killing the helper (SIGKILL: no cleanup at all) takes the sandbox down.
-m=$(marker)
-"$SB" -- bash -c "exec -a $m sleep 300" &
-hp=$!
-started=0; wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
-kill -9 "$hp"; wait "$hp" 2>/dev/null
-if [[ $started -eq 1 ]] && wait_for "sandbox gone" 3 no_survivor "$m"; then ok "SIGKILL of boxcar-sandbox kills the sandbox"
-else not_ok "SIGKILL of boxcar-sandbox kills the sandbox"; fi
-
-# Killing the worker (the helper's parent) does too: PDEATHSIG -> cancel.
-m=$(marker)
-sh -c "\"$SB\" -- bash -c 'exec -a $m sleep 300'; echo never" &
-wp=$!
-started=0; wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
-kill -9 "$wp"; wait "$wp" 2>/dev/null
-if [[ $started -eq 1 ]] && wait_for "sandbox gone" 3 no_survivor "$m"; then ok "SIGKILL of the spawning parent kills the sandbox"
-else not_ok "SIGKILL of the spawning parent kills the sandbox"; fi
+# sigkill_check DESC START: START MARKER runs a sandbox whose job is a
+# sleep named MARKER; once it runs, the process START made gets SIGKILL,
+# and the sandbox must be gone with it.
+sigkill_check() {
+  local desc=$1 start=$2 m p started=0
+  m=$(marker)
+  "$start" "$m" & p=$!
+  wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
+  kill -9 "$p"; wait "$p" 2>/dev/null
+  if [[ $started -eq 1 ]] && wait_for "sandbox gone" 3 no_survivor "$m"; then ok "$desc"
+  else not_ok "$desc"; fi
+}
+# exec: the background job's pid is the helper, or its parent sh, itself.
+helper_alone() { exec "$SB" -- bash -c "exec -a $1 sleep 300"; }
+helper_under_parent() { exec sh -c "\"$SB\" -- bash -c 'exec -a $1 sleep 300'; echo never"; }
+# Killing the helper (no cleanup at all) takes the sandbox down; killing
+# the worker (the helper's parent) does too: PDEATHSIG -> cancel.
+sigkill_check "SIGKILL of boxcar-sandbox kills the sandbox" helper_alone
+sigkill_check "SIGKILL of the spawning parent kills the sandbox" helper_under_parent
 
 # Cancel: SIGTERM to the helper kills the sandbox and still reports.
 m=$(marker)
