@@ -126,10 +126,14 @@ static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc
 }
 
 /* One run of the helper: cold (spawned with argv, the status on fd 3) or
- * warm (w: handed the job).  Fills ret from the status. */
+ * warm (w: handed the job).  Fills ret from the status.  On failure,
+ * *ret_sandbox_fault says whether the sandbox itself failed (a warm one
+ * may be replaced by a cold one) rather than the job's own options or
+ * workspace (which fail the same anywhere). */
 static int run_helper(const struct backend_job *j, char **argv, struct sandbox_warm *w,
-                      struct backend_result *ret, struct bc_error *err)
+                      struct backend_result *ret, bool *ret_sandbox_fault, struct bc_error *err)
 {
+        *ret_sandbox_fault = true;
         int status_pipe[2];
         if (pipe2(status_pipe, O_CLOEXEC) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "status pipe: %m");
@@ -171,6 +175,9 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
         r = sandbox_status_parse(buf, len, &st, err);
         if (r < 0)
                 return bc_error_prefix(err, "sandbox status");
+        *ret_sandbox_fault = !st.setup_failed || !st.setup_step ||
+                             (strcmp(st.setup_step, "options") != 0 &&
+                              strcmp(st.setup_step, "workspace") != 0);
         r = apply_status(&st, ret, err);
         ret->overhead_ms = helper_wall_ms > ret->proc.wall_ms ? helper_wall_ms - ret->proc.wall_ms : 0;
         /* Warm: the handoff as the worker saw it, plus the helper's part. */
@@ -179,26 +186,15 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
         return r;
 }
 
-/* Whether a warm run failed before its job could start, for a reason a
- * cold sandbox may not share: then the job gets a cold one, in the same
- * attempt.  Its own options and workspace fail the same either way. */
-static bool retry_cold(const struct bc_error *err, const struct backend_result *res)
-{
-        if (res->proc.cancelled)
-                return false;
-        const char *m = bc_error_message(err);
-        return strstr(m, "sandbox setup failed at options") == NULL &&
-               strstr(m, "sandbox setup failed at workspace") == NULL;
-}
-
 static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct sandbox_warm *w,
                             struct backend_result *ret, struct bc_error *err)
 {
         if (have_warm) {
                 char **argv = NULL;
+                bool sandbox_fault = false;
                 int r = build_argv(j, -1, &argv, err);
                 if (r >= 0)
-                        r = run_helper(j, argv, w, ret, err);
+                        r = run_helper(j, argv, w, ret, &sandbox_fault, err);
                 sandbox_argv_free(argv);
                 if (r >= 0) {
                         sandbox_pool_count_start(pool_metrics, true);
@@ -210,15 +206,18 @@ static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct 
                 /* proc_run waited for it when it ran; else it is reaped here. */
                 while (!sandbox_warm_reap(w, false))
                         usleep(1000);
-                if (!retry_cold(err, ret))
+                /* A warm sandbox that failed before the job could start: the
+                 * job gets a cold one, in the same attempt. */
+                if (!sandbox_fault || ret->proc.cancelled)
                         return r;
                 bc_error_clear(err);
         }
         sandbox_pool_count_start(pool_metrics, false);
         char **argv = NULL;
+        bool sandbox_fault;
         int r = build_argv(j, 3, &argv, err);
         if (r >= 0)
-                r = run_helper(j, argv, NULL, ret, err);
+                r = run_helper(j, argv, NULL, ret, &sandbox_fault, err);
         sandbox_argv_free(argv);
         return r;
 }
