@@ -245,17 +245,6 @@ int queue_report(PGconn *conn, const char *worker_id, const struct claimed_job *
         return strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? 1 : 0;
 }
 
-int queue_event(PGconn *conn, const char *worker_id, const struct claimed_job *job,
-                const char *kind, const char *details_json, struct bc_error *err)
-{
-        char attempt[16];
-        snprintf(attempt, sizeof(attempt), "%d", job->attempt);
-        const char *p[] = { job->id, kind, worker_id, attempt, details_json };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select boxcar.add_event($1, $2, $3, $4::int, $5::jsonb)", 5, p, err);
-        return res ? 0 : -EPROTO;
-}
-
 /* One element of an array literal: NULL, or the text quoted ("…" with "
  * and \ escaped). */
 static int array_elem(struct dynbuf *b, bool first, const char *s)

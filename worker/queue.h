@@ -81,7 +81,4 @@ int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_
 int queue_add_events(PGconn *conn, const char *worker_id, const struct claimed_job *job,
                      const char *events_json, struct bc_error *err);
 
-int queue_event(PGconn *conn, const char *worker_id, const struct claimed_job *job,
-                const char *kind, const char *details_json, struct bc_error *err);
-
 #endif
