@@ -629,6 +629,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
 {
         memset(ret, 0, sizeof(*ret));
         ret->duration_s = -1;
+        ret->report_alone = true;
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_(spec_freep) struct job_spec *spec = NULL;
         if (spec_parse(job->spec_json, strlen(job->spec_json), &spec, &err) < 0) {
@@ -637,6 +638,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 bc_error_clear(&err);
                 return;
         }
+        ret->report_alone = spec->artifact_storage != NULL;
         const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue);
         if (unsupported) {
                 bc_error_set(&err, BC_BAD_SPEC, EINVAL, "%s", unsupported);

@@ -47,6 +47,10 @@ struct job_outcome {
         char *error_json;       /* {"code", "message"} or NULL */
         char *error_code;       /* copy of the code, for logs; or NULL */
         double duration_s;      /* the command's wall time; -1 when it did not run */
+        /* Its result must be recorded in a call of its own: it has an
+         * artifact storage, whose lock finishing takes (or its spec could
+         * not be read to tell). */
+        bool report_alone;
 };
 
 void job_outcome_done(struct job_outcome *o);

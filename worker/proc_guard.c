@@ -6,25 +6,18 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/io.h"
 #include "worker/guard/wait.h"
-
 #include "worker/proc-internal.h"
 
 /* Everything between fork() and _exit() below runs in a child of a
  * multi-threaded process: only async-signal-safe calls (no malloc, no
  * stdio, no locks another thread may have held at the fork). */
 
-static void say(const char *msg)
-{
-        ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
-        (void)w;
-}
 
 /* The fork copied every descriptor of the worker (its database sockets,
  * other jobs' output pipes): keep none of them, or another job would never
@@ -65,12 +58,7 @@ static _Noreturn void exec_job(const struct proc_request *req, const char *path)
                 close(3);
         close(4);
         execve(path, req->argv, req->envp);
-        int e = errno;
-        say("boxcar: ");
-        say(req->argv[0]);
-        say(e == ENOENT ? ": not found\n" : e == EACCES ? ": permission denied\n"
-                                                        : ": cannot be executed\n");
-        _exit(e == ENOENT ? 127 : 126);
+        guard_exec_failed(req->argv[0], errno);
 }
 
 
@@ -82,12 +70,12 @@ static _Noreturn void guard_main(const struct proc_request *req, const char *pat
         if (setup_fds(req, out_w, err_w, usage_w) < 0)
                 _exit(125);
         if (req->cwd && chdir(req->cwd) < 0) {
-                say("boxcar: cannot enter the working directory\n");
+                guard_say("boxcar: cannot enter the working directory\n");
                 _exit(126);
         }
         pid_t job = fork();
         if (job < 0) {
-                say("boxcar: fork failed\n");
+                guard_say("boxcar: fork failed\n");
                 _exit(126);
         }
         if (job == 0)
@@ -173,16 +161,8 @@ static int spawn_guard_exe(const struct proc_request *req, const char *path, int
                 posix_spawn_file_actions_addopen(&fa, 3, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, fds[3], 4);
         /* Its own process group from the start (a kill of the group right
-         * after the spawn finds it); default dispositions and an empty mask,
-         * as the worker blocks and ignores some for itself. */
-        sigset_t none, all;
-        sigemptyset(&none);
-        sigfillset(&all);
-        posix_spawnattr_setsigmask(&attr, &none);
-        posix_spawnattr_setsigdefault(&attr, &all);
-        posix_spawnattr_setpgroup(&attr, 0);
-        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                                POSIX_SPAWN_SETSIGDEF);
+         * after the spawn finds it). */
+        bc_spawnattr_own_group(&attr);
         if (r == 0)
                 r = -posix_spawn(ret_pid, guard_exe, &fa, &attr, argv, req->envp);
         posix_spawn_file_actions_destroy(&fa);

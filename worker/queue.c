@@ -216,34 +216,6 @@ int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct
         return 0;
 }
 
-int queue_report(PGconn *conn, const char *worker_id, const struct claimed_job *job,
-                 const struct job_outcome *o, struct bc_error *err)
-{
-        char attempt[16];
-        snprintf(attempt, sizeof(attempt), "%d", job->attempt);
-        _cleanup_pgresult_ PGresult *res = NULL;
-        if (o->action == JOB_COMPLETE) {
-                const char *p[] = { job->id, worker_id, o->status, o->result_json,
-                                    o->error_json, attempt };
-                res = db_exec(conn,
-                              "select boxcar.complete($1, $2, $3, $4::jsonb, $5::jsonb, $6::int)",
-                              6, p, err);
-        } else if (o->action == JOB_RETRY) {
-                const char *p[] = { job->id, worker_id, o->error_json, attempt, o->result_json };
-                res = db_exec(conn,
-                              "select boxcar.retry_or_fail($1, $2, $3::jsonb, $4::int, $5::jsonb)"
-                              " is not null",
-                              5, p, err);
-        } else if (o->action == JOB_RELEASE) {
-                const char *p[] = { job->id, worker_id, attempt };
-                res = db_exec(conn, "select boxcar.release($1, $2, $3::int)", 3, p, err);
-        } else {
-                return 0;
-        }
-        if (!res)
-                return -EPROTO;
-        return strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? 1 : 0;
-}
 
 /* One element of an array literal: NULL, or the text quoted ("…" with "
  * and \ escaped). */

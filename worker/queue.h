@@ -57,10 +57,6 @@ PGresult *queue_stats(PGconn *conn, struct bc_error *err);
 /* Which of the given job ids (space-separated) have a pending cancel. */
 int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct bc_error *err);
 
-/* Reports a finished job from a slot's connection.  Returns 1 when the
- * database took it, 0 when the worker no longer held the job. */
-int queue_report(PGconn *conn, const char *worker_id, const struct claimed_job *job,
-                 const struct job_outcome *o, struct bc_error *err);
 
 /* One finished job for queue_report_batch. */
 struct queue_report_row {

@@ -233,7 +233,7 @@ static void *reporter_main(void *arg)
                 struct slot *plain[REPORT_BATCH_MAX];
                 size_t np = 0;
                 for (size_t i = 0; i < n; i++) {
-                        if (strstr(batch[i]->row.job->spec_json, "\"artifact\""))
+                        if (batch[i]->row.o->report_alone)
                                 record_batch(s, &conn, &batch[i], 1);
                         else
                                 plain[np++] = batch[i];

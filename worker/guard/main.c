@@ -17,21 +17,13 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "worker/guard/wait.h"
 
 extern char **environ;
 
-static void say(const char *msg)
-{
-        ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
-        (void)w;
-}
 
 
 int main(int argc, char **argv)
@@ -46,7 +38,7 @@ int main(int argc, char **argv)
         guard_begin(worker, &guard_sigs);
         syscall(SYS_close_range, 5U, ~0U, 0);
         if (cwd[0] && chdir(cwd) < 0) {
-                say("boxcar: cannot enter the working directory\n");
+                guard_say("boxcar: cannot enter the working directory\n");
                 _exit(126);
         }
         /* posix_spawn: vfork-like, nothing of the guard is copied. */
@@ -63,13 +55,8 @@ int main(int argc, char **argv)
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
         pid_t job;
         int e = posix_spawn(&job, path, &fa, &attr, job_argv, environ);
-        if (e != 0) {
-                say("boxcar: ");
-                say(job_argv[0]);
-                say(e == ENOENT ? ": not found\n" : e == EACCES ? ": permission denied\n"
-                                                                : ": cannot be executed\n");
-                _exit(e == ENOENT ? 127 : 126);
-        }
+        if (e != 0)
+                guard_exec_failed(job_argv[0], e);
         close(STDIN_FILENO);
         close(STDOUT_FILENO);
         close(STDERR_FILENO);

@@ -1,9 +1,26 @@
 #include "worker/guard/wait.h"
 
+#include <errno.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+void guard_say(const char *msg)
+{
+        ssize_t w = write(STDERR_FILENO, msg, strlen(msg));
+        (void)w;
+}
+
+_Noreturn void guard_exec_failed(const char *argv0, int e)
+{
+        guard_say("boxcar: ");
+        guard_say(argv0);
+        guard_say(e == ENOENT ? ": not found\n" : e == EACCES ? ": permission denied\n"
+                                                        : ": cannot be executed\n");
+        _exit(e == ENOENT ? 127 : 126);
+}
 
 void guard_begin(pid_t worker, sigset_t *ret_sigs)
 {

@@ -12,6 +12,12 @@
  * gone. */
 void guard_begin(pid_t worker, sigset_t *ret_sigs);
 
+/* Writes msg to stderr (async-signal-safe: a forked child's words). */
+void guard_say(const char *msg);
+/* Says on stderr that argv0 could not be executed (errno e), as a shell
+ * would, and exits 127 (not found) or 126.  Async-signal-safe. */
+_Noreturn void guard_exec_failed(const char *argv0, int e);
+
 /* With stdio and fd 3 closed and sigs (SIGTERM, SIGCHLD) blocked: waits
  * for job; writes its struct rusage to fd 4 and exits the way it did
  * (its code, or re-raising its signal).  SIGTERM (the worker is gone)
