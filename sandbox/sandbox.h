@@ -102,6 +102,8 @@ int sandbox_workspace_cleanup(const char *dir, unsigned *ret_n, struct bc_error 
 /* Unmounts every mount below dir, then removes dir's tree without following
  * a symlink or entering a mount that stayed (a job's directory, a pool's). */
 void sandbox_workspace_remove_dir(const char *dir);
+/* The removal alone, for a directory known to hold no mount. */
+void sandbox_workspace_remove_tree(const char *dir);
 /* For the worker, ONCE at startup while single-threaded (unshare of the
  * mount namespace needs an unshared fs_struct): moves the process into a
  * mount namespace of its own, a slave of the host's (host mounts still

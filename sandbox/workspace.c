@@ -383,13 +383,18 @@ static int remove_entry(const char *path, const struct stat *st, int type, struc
         return 0;
 }
 
+void sandbox_workspace_remove_tree(const char *dir)
+{
+        /* FTW_PHYS: a symlink the job planted is removed, never followed;
+         * FTW_MOUNT: nothing mounted below is entered. */
+        nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
 void sandbox_workspace_remove_dir(const char *dir)
 {
         unsigned n = 0;
         struct bc_error err = BC_ERROR_INIT;
         (void)sandbox_workspace_cleanup(dir, &n, &err);
         bc_error_clear(&err);
-        /* FTW_PHYS: a symlink the job planted is removed, never followed;
-         * FTW_MOUNT: nothing that could not be unmounted is entered. */
-        nftw(dir, remove_entry, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        sandbox_workspace_remove_tree(dir);
 }

@@ -201,11 +201,10 @@ static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct 
                         sandbox_pool_observe_handoff(pool_metrics, (double)ret->setup_us / 1e6);
                         return r;
                 }
+                /* The handoff itself failed: the sandbox never ran (proc_run
+                 * waited for any that did). */
                 if (w->ctl >= 0)
-                        sandbox_warm_discard(w);  /* the handoff itself failed */
-                /* proc_run waited for it when it ran; else it is reaped here. */
-                while (!sandbox_warm_reap(w, false))
-                        usleep(1000);
+                        sandbox_pool_discard(pool, w);
                 /* A warm sandbox that failed before the job could start: the
                  * job gets a cold one, in the same attempt. */
                 if (!sandbox_fault || ret->proc.cancelled)

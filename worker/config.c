@@ -291,7 +291,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
                 .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
                 .max_log_bytes = 10u << 20, .retention_s = 7 * 86400,
-                .warm_workspaces = -1,
+                .warm_workspaces = -1, .warm_sandboxes = -1,
         };
         if (env && set_string(&c->database_url, env) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -462,18 +462,15 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
                 r = config_parse_schedule(v, &c->webhook_schedule);
                 break;
         case OPT_WH_CONCURRENCY: r = parse_uint(v, 1, 64, &c->webhook_concurrency); break;
-        case OPT_WARM_SANDBOXES:
-                r = parse_uint(v, 0, 256, &c->warm_sandboxes);
-                c->warm_sandboxes_set = true;
-                break;
         case OPT_METRICS_ADDR: r = set_string(&c->metrics_addr, v); break;
         case OPT_LISTEN_URL: r = set_string(&c->listen_database_url, v); break;
         case OPT_POLL_ONLY: c->poll_only = true; break;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
+        case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {
                 unsigned n = 0;
-                r = parse_uint(v, 0, 1024, &n);
-                c->warm_workspaces = (int)n;
+                r = parse_uint(v, 0, opt == OPT_WARM_SANDBOXES ? 256 : 1024, &n);
+                *(opt == OPT_WARM_SANDBOXES ? &c->warm_sandboxes : &c->warm_workspaces) = (int)n;
                 break;
         }
         case OPT_MAX_LOG:

@@ -37,8 +37,8 @@ struct worker_config {
         uint64_t max_log_bytes;       /* live log (job_logs) stored per job */
         double webhook_timeout_s;
         unsigned webhook_concurrency;
-        unsigned warm_sandboxes;      /* most ready sandboxes per network kind */
-        bool warm_sandboxes_set;      /* false: concurrency + 2 */
+        int warm_sandboxes;           /* --warm-sandboxes: most ready sandboxes per
+                                       * network kind; -1: concurrency + 2 */
         char *webhook_schedule;       /* SQL interval[] literal: "{5 seconds,300 seconds}" */
         char *webhook_default_url;    /* BOXCAR_WEBHOOK_URL, or NULL */
         int warm_workspaces;          /* --warm-workspaces: most ready workspace

@@ -1,10 +1,8 @@
 #include "worker/job.h"
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,29 +58,28 @@ static void set_error(struct job_outcome *o, enum bc_code code, const char *mess
         cJSON_Delete(e);
 }
 
-/* Unmounts a job directory's workspace filesystem (if mounted), then
- * removes the directory (see sandbox_workspace_remove_dir). */
-static void remove_job_dir(const char *dir)
-{
-        sandbox_workspace_remove_dir(dir);
-}
-
 /* At the job's end: its workspace filesystem goes back to the pool (to be
- * wiped or discarded there, off this slot's path), the rest is removed. */
+ * wiped or discarded there, off this slot's path), the rest is removed.
+ * The mount table is read only when a filesystem may still be mounted
+ * there (the namespace backend, not taken back by the pool). */
 static void release_job_dir(const struct job_services *svc, const char *dir)
 {
         _cleanup_free_ char *img = NULL, *fs = NULL;
-        if (svc->ws_pool && asprintf(&img, "%s/ws.img", dir) >= 0 &&
+        bool mounted = svc->cfg->sandbox == BACKEND_NAMESPACE;
+        if (mounted && svc->ws_pool && asprintf(&img, "%s/ws.img", dir) >= 0 &&
             asprintf(&fs, "%s/fs", dir) >= 0)
-                ws_pool_release(svc->ws_pool, img, fs);
-        remove_job_dir(dir);
+                mounted = !ws_pool_release(svc->ws_pool, img, fs);
+        if (mounted)
+                sandbox_workspace_remove_dir(dir);
+        else
+                sandbox_workspace_remove_tree(dir);
 }
 
 void job_dirs_cleanup(const char *work_dir)
 {
         _cleanup_free_ char *jobs = NULL;
         if (asprintf(&jobs, "%s/jobs", work_dir) >= 0)
-                bc_remove_unlocked_dirs(jobs, remove_job_dir);
+                bc_remove_unlocked_dirs(jobs, sandbox_workspace_remove_dir);
 }
 
 /* The job's directory: meta/, and its workspace.  Under the namespace
@@ -109,7 +106,7 @@ static int make_job_dir(const struct job_services *svc, const struct claimed_job
         /* A leftover from a crashed run of this attempt (rare: the mount
          * table is only read when there is one). */
         if (access(dir, F_OK) == 0)
-                remove_job_dir(dir);
+                sandbox_workspace_remove_dir(dir);
         if (mkdir(dir, 0700) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
         int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -127,9 +124,8 @@ static int make_job_dir(const struct job_services *svc, const struct claimed_job
                         return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
                                             "this worker cannot make bounded workspaces: %s "
                                             "(see boxcar sandbox detect)", why);
-                bool warm = false;
                 int r = ws_pool_acquire(svc->ws_pool, img, fs, spec->limits.disk_mb,
-                                        spec->limits.files, &warm, err);
+                                        spec->limits.files, err);
                 if (r < 0)
                         return r;
         } else if (mkdir(ws, 0755) < 0) {
@@ -652,7 +648,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 fail_with(ret, &err, BC_SANDBOX_SETUP);
                 bc_error_clear(&err);
                 if (dir)
-                        remove_job_dir(dir);
+                        sandbox_workspace_remove_dir(dir);
                 return;
         }
         struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,

@@ -479,6 +479,13 @@ static int setup_work_dir(const struct worker_config *cfg, bool *ret_private,
  * worker makes them at all, in a mount namespace of its own (a pool's
  * mounts must die with the worker; and a mount under a shared parent
  * cannot be moved).  A failure is not fatal: jobs make theirs. */
+/* --warm-sandboxes / --warm-workspaces: the number given, or by default
+ * the concurrency plus the pools' prefetch of 2. */
+static unsigned warm_max(int given, const struct worker_config *cfg)
+{
+        return given < 0 ? cfg->concurrency + WS_POOL_PREFETCH : (unsigned)given;
+}
+
 static void start_ws_pool(struct loop *l)
 {
         const struct worker_config *cfg = l->cfg;
@@ -486,8 +493,7 @@ static void start_ws_pool(struct loop *l)
                 return;
         struct ws_pool_options o = {
                 .work_dir = cfg->work_dir, .concurrency = cfg->concurrency,
-                .max_ready = cfg->warm_workspaces < 0 ? cfg->concurrency + WS_POOL_PREFETCH
-                                                      : (unsigned)cfg->warm_workspaces,
+                .max_ready = warm_max(cfg->warm_workspaces, cfg),
                 .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES,
                 .metrics = l->metrics,
         };
@@ -534,7 +540,7 @@ static void start_pool(const struct worker_config *cfg, const char *cgroup_paren
         *ret = NULL;
         if (cfg->sandbox != BACKEND_NAMESPACE)
                 return;
-        unsigned max = cfg->warm_sandboxes_set ? cfg->warm_sandboxes : cfg->concurrency + 2;
+        unsigned max = warm_max(cfg->warm_sandboxes, cfg);
         struct bc_error err = BC_ERROR_INIT;
         if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, m, ret, &err) < 0) {
                 log_event(LOG_WARN, "sandbox.pool", "error", bc_error_message(&err), "effect",
@@ -605,7 +611,6 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 r = setup_signals(&l, err);
         /* Before start_metrics: the first thread of the process. */
         _cleanup_free_ char *cgroup_parent = r >= 0 ? setup_cgroup(cfg) : NULL;
-        (void)cgroup_parent;   /* held (and freed) for the worker's lifetime */
         if (r >= 0)
                 r = start_metrics(&l, err);
         l.slots.metrics = l.metrics;

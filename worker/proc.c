@@ -251,14 +251,11 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
                              : spawn_child(req, path, out[1], errp[1], &run.pid);
         close(out[1]);
         close(errp[1]);
-        if (r < 0 && req->start) {
-                close(out[0]);
-                close(errp[0]);
-                return r;
-        }
         if (r < 0) {
                 close(out[0]);
                 close(errp[0]);
+                if (req->start)
+                        return r;  /* err says why; nothing ran */
                 ret->exit_code = r == -ENOENT ? 127 : 126;
                 note(&ret->err, "boxcar: %s: %s\n", req->argv[0], -r);
                 return 0;

@@ -51,7 +51,7 @@ struct sandbox_pool {
         uint64_t window_start_ms;
         uint64_t backoff_until_ms;
         unsigned backoff_ms;
-        struct dying dying[MAX_DYING];  /* the pool thread's only */
+        struct dying dying[MAX_DYING];  /* under mu */
         size_t n_dying;
 };
 
@@ -157,6 +157,14 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network,
         pthread_mutex_unlock(&p->mu);
         wake(p);
         return got;
+}
+
+void sandbox_pool_discard(struct sandbox_pool *p, struct sandbox_warm *w)
+{
+        pthread_mutex_lock(&p->mu);
+        discard(p, w);
+        pthread_mutex_unlock(&p->mu);
+        wake(p);
 }
 
 void sandbox_pool_release(struct sandbox_pool *p, enum sandbox_network network)

@@ -33,6 +33,9 @@ void sandbox_pool_stop(struct sandbox_pool *p);
  * NULL-safe. */
 bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network,
                        struct sandbox_warm *ret);
+/* A warm sandbox taken but not run (its handoff failed): the pool's
+ * thread reaps it (SIGTERM, SIGKILL after a grace), not the slot. */
+void sandbox_pool_discard(struct sandbox_pool *p, struct sandbox_warm *w);
 /* A job that called sandbox_pool_take is over. */
 void sandbox_pool_release(struct sandbox_pool *p, enum sandbox_network network);
 

@@ -140,13 +140,20 @@ static void svc_tick(void *ctx)
                 flush_events(sl, sl->current);
 }
 
+/* *c, reconnected first when it is missing or lost; NULL with err set
+ * when the database cannot be reached. */
+static PGconn *conn_get(PGconn **c, const struct worker_config *cfg, struct bc_error *err)
+{
+        if (*c && !db_connection_lost(*c))
+                return *c;
+        PQfinish(*c);
+        *c = db_connect(cfg->database_url, "boxcar-worker", err);
+        return *c;
+}
+
 static PGconn *slot_conn(struct slot *sl, struct bc_error *err)
 {
-        if (sl->conn && !db_connection_lost(sl->conn))
-                return sl->conn;
-        PQfinish(sl->conn);
-        sl->conn = db_connect(sl->owner->cfg->database_url, "boxcar-worker", err);
-        return sl->conn;
+        return conn_get(&sl->conn, sl->owner->cfg, err);
 }
 
 /* Records one batch of results, retrying through a lost database with
@@ -162,12 +169,9 @@ static void record_batch(struct slots *s, PGconn **conn, struct slot **batch, si
         bool retried = false;
         for (;;) {
                 struct bc_error err = BC_ERROR_INIT;
-                if (!*conn || db_connection_lost(*conn)) {
-                        PQfinish(*conn);
-                        *conn = db_connect(cfg->database_url, "boxcar-worker", &err);
-                }
-                int r = *conn ? queue_report_batch(*conn, cfg->worker_id, rows, n, &err)
-                              : -ECONNREFUSED;
+                int r = conn_get(conn, cfg, &err) ? queue_report_batch(*conn, cfg->worker_id, rows,
+                                                                       n, &err)
+                                                  : -ECONNREFUSED;
                 if (r >= 0) {
                         for (size_t i = 0; i < n; i++) {
                                 batch[i]->report_rc = rows[i].held;

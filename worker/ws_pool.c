@@ -29,10 +29,9 @@
  * instead: removing 100,000 files costs more than mke2fs. */
 #include "worker/ws_pool.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -356,11 +355,6 @@ int ws_pool_start(struct ws_pool **ret, const struct ws_pool_options *o, struct 
         return 0;
 }
 
-static void remove_dir(const char *dir)
-{
-        sandbox_workspace_remove_dir(dir);
-}
-
 void ws_pool_stop(struct ws_pool *p)
 {
         if (!p)
@@ -385,7 +379,7 @@ void ws_pool_stop(struct ws_pool *p)
         }
         wmetrics_workspaces_ready(p->m, 0);
         if (p->lock_fd >= 0) {
-                remove_dir(p->dir);
+                sandbox_workspace_remove_dir(p->dir);
                 close(p->lock_fd);
         }
         pthread_cond_destroy(&p->wake);
@@ -398,7 +392,7 @@ void ws_pool_cleanup(const char *work_dir)
 {
         _cleanup_free_ char *base = NULL;
         if (asprintf(&base, "%s/pool", work_dir) >= 0)
-                bc_remove_unlocked_dirs(base, remove_dir);
+                bc_remove_unlocked_dirs(base, sandbox_workspace_remove_dir);
 }
 
 /* Moves a ready filesystem into the job's place: its image renamed (same
@@ -425,7 +419,7 @@ static int move_in(struct ws_pool *p, const struct ws_entry *e, const char *imag
 }
 
 int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint,
-                    uint64_t disk_mb, uint64_t files, bool *ret_warm, struct bc_error *err)
+                    uint64_t disk_mb, uint64_t files, struct bc_error *err)
 {
         struct ws_entry *e = NULL;
         if (p && p->thread_started) {
@@ -489,7 +483,6 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                 pthread_cond_signal(&p->wake);
                 pthread_mutex_unlock(&p->lock);
         }
-        *ret_warm = warm;
         return 0;
 }
 
@@ -512,16 +505,16 @@ static struct ws_entry *untake(struct ws_pool *p, const char *mountpoint)
         return e;
 }
 
-void ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoint)
+bool ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoint)
 {
         if (!p)
-                return;
+                return false;
         struct ws_entry *e = untake(p, mountpoint);
         if (!e)
-                return;
+                return false;
         if (!p->thread_started) {
                 free(e);
-                return;
+                return false;
         }
         /* Used little: wipe it; else discard it (both on the thread). */
         struct usage u = { 0 };
@@ -541,7 +534,7 @@ void ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoin
                 rmdir(dir);
                 free(e);
                 wmetrics_workspace(p->m, "discarded");   /* by the caller */
-                return;
+                return false;
         }
         if (mount(mountpoint, fs, NULL, MS_MOVE, NULL) < 0) {
                 (void)rename(img, image);
@@ -549,11 +542,12 @@ void ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoin
                 rmdir(dir);
                 free(e);
                 wmetrics_workspace(p->m, "discarded");
-                return;
+                return false;
         }
         pthread_mutex_lock(&p->lock);
         e->next = p->returned;
         p->returned = e;
         pthread_cond_signal(&p->wake);
         pthread_mutex_unlock(&p->lock);
+        return true;
 }

@@ -32,8 +32,9 @@ struct ws_pool_options {
         struct metrics *metrics; /* or NULL */
 };
 
-/* Starts the pool's thread (signals must be blocked in the caller).
- * *ret is NULL (no pool, not an error) when o->max_ready is 0. */
+/* Starts the pool's thread (signals must be blocked in the caller).  With
+ * o->max_ready 0 the pool has no thread and keeps nothing ready: every
+ * workspace is made when its job starts (and counted as cold). */
 int ws_pool_start(struct ws_pool **ret, const struct ws_pool_options *o, struct bc_error *err);
 
 /* Stops the thread and unmounts and deletes every filesystem it holds.
@@ -46,16 +47,16 @@ void ws_pool_cleanup(const char *work_dir);
 
 /* Puts a workspace filesystem of exactly (disk_mb, files) at mountpoint,
  * its image at image, with mountpoint/ws and mountpoint/scratch made: a
- * ready one moved into place when the pool has one (*ret_warm true), else
+ * ready one moved into place when the pool has one, else
  * a new one made now.  p may be NULL (always made now). */
 int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint,
-                    uint64_t disk_mb, uint64_t files, bool *ret_warm, struct bc_error *err);
+                    uint64_t disk_mb, uint64_t files, struct bc_error *err);
 
 /* After the job (no process of its sandbox left): takes the filesystem at
  * mountpoint (image at image) away from the job directory, to be wiped
  * and made ready again or discarded by the pool's thread.  When it cannot
  * (p NULL, not one of the pool's, a failure), it leaves it where it is for
- * the caller's usual unmount and removal. */
-void ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoint);
+ * the caller's usual unmount and removal, and returns false. */
+bool ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoint);
 
 #endif
