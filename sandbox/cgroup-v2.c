@@ -42,6 +42,8 @@ static int v2_enable(const char *parent, const struct cg_limits *l, struct bc_er
 {
         unsigned need = (l->memory_mb ? CG_CTRL_MEMORY : 0) | (l->pids ? CG_CTRL_PIDS : 0) |
                         (l->cpus > 0 ? CG_CTRL_CPU : 0);
+        if (!need)
+                return 0;  /* a warm sandbox's cgroup, made before its limits */
         char buf[512];
         int r = cg_read_file(parent, "cgroup.subtree_control", buf, sizeof(buf));
         if (r < 0)

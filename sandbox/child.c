@@ -253,18 +253,8 @@ static void close_other_fds(int a, int b)
 static int read_job_options(int fd, struct helper_config *jc, struct setup_ctx *x)
 {
         x->step = SBX_STEP_OPTIONS;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > SBX_JOB_OPTIONS_MAX)
-                return setup_fail(x, errno ? errno : E2BIG, NULL, "job options");
-        char *blob = malloc((size_t)st.st_size);
-        if (!blob || pread(fd, blob, (size_t)st.st_size, 0) != st.st_size) {
-                free(blob);
-                return setup_fail(x, errno ? errno : EIO, NULL, "read job options");
-        }
-        char **argv = NULL;
-        if (helper_config_parse_blob(blob, (size_t)st.st_size, &argv, jc, &x->err) < 0)
-                return -EINVAL;  /* blob and argv stay: the child is about to exit */
-        return 0;
+        char *blob = NULL, **argv = NULL;
+        return helper_config_read_fd(fd, &blob, &argv, jc, &x->err);
 }
 
 /* The trees the supervisor captured, in the order it sent them. */

@@ -124,8 +124,6 @@ int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err)
         c.mount_api = probe_mount_api();
         c.kvm = probe_kvm();
         c.workspace_fs = sandbox_workspace_available(c.workspace_fs_why, sizeof(c.workspace_fs_why));
-        c.project_quota = sandbox_workspace_project_quota(c.project_quota_why,
-                                                          sizeof(c.project_quota_why));
         probe_cgroups(&c);
         c.backend = "namespace";
         c.backend_reason = "";

@@ -88,6 +88,10 @@ void helper_config_done(struct helper_config *c);
  * carry the sandbox's own options (--warm, --control-fd, --status-fd). */
 int helper_config_parse_blob(char *blob, size_t len, char ***ret_argv, struct helper_config *ret,
                              struct bc_error *err);
+/* The same, read from fd (a memfd of at most SBX_JOB_OPTIONS_MAX bytes);
+ * *ret_blob (free it after the config) holds the strings. */
+int helper_config_read_fd(int fd, char **ret_blob, char ***ret_argv, struct helper_config *ret,
+                          struct bc_error *err);
 /* The --help text (static). */
 const char *helper_usage(void);
 

@@ -8,6 +8,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/size.h"
 
@@ -380,5 +382,28 @@ int helper_config_parse_blob(char *blob, size_t len, char ***ret_argv, struct he
                 return r;
         }
         *ret_argv = argv;
+        return 0;
+}
+
+int helper_config_read_fd(int fd, char **ret_blob, char ***ret_argv, struct helper_config *ret,
+                          struct bc_error *err)
+{
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+                return bc_error_set(err, BC_USAGE, errno, "job options: %m");
+        if (st.st_size <= 0 || st.st_size > SBX_JOB_OPTIONS_MAX)
+                return bc_error_set(err, BC_USAGE, E2BIG, "job options: empty or too large");
+        char *blob = malloc((size_t)st.st_size);
+        if (!blob)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        ssize_t n = pread(fd, blob, (size_t)st.st_size, 0);
+        int r = n == st.st_size ? helper_config_parse_blob(blob, (size_t)n, ret_argv, ret, err)
+                : bc_error_set(err, BC_USAGE, n < 0 ? errno : EIO, "read job options: %s",
+                               n < 0 ? strerror(errno) : "short read");
+        if (r < 0) {
+                free(blob);
+                return r;
+        }
+        *ret_blob = blob;
         return 0;
 }

@@ -225,7 +225,9 @@ struct sandbox_caps {
         bool workspace_fs;          /* per-job workspace filesystems can be made */
         char workspace_fs_why[128]; /* why not, when not */
         bool project_quota;         /* ext4 project quotas work here (unused:
-                                     * informational, see README) */
+                                     * informational, see README); not probed
+                                     * by sandbox_detect (it formats and
+                                     * mounts an image): the caller fills it */
         char project_quota_why[160];
         enum sandbox_cgroup_version cgroup;
         bool cg_memory, cg_pids, cg_cpu;  /* controllers the backend can use */

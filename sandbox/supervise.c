@@ -346,7 +346,8 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
                 snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
                 struct stat st;
                 if ((mkdir(p, 01777) < 0 && errno != EEXIST) || lstat(p, &st) < 0 ||
-                    !S_ISDIR(st.st_mode) || chmod(p, 01777) < 0) {
+                    !S_ISDIR(st.st_mode) ||
+                    ((st.st_mode & 07777) != 01777 && chmod(p, 01777) < 0)) {
                         sbx_sup_fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, p,
                              "cannot prepare the scratch directory");
                         return -1;
@@ -485,12 +486,12 @@ void sbx_sup_done(struct supervisor *s)
 
 void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
 {
-        if (s->ready)
-                ret->setup_us = (uint64_t)((s->start.tv_sec - s->got_job.tv_sec) * 1000000 +
-                                           (s->start.tv_nsec - s->got_job.tv_nsec) / 1000);
-        if (s->ready)
-                ret->wall_ms = now_ms() - ((uint64_t)s->start.tv_sec * 1000u +
-                                           (uint64_t)s->start.tv_nsec / 1000000u);
+        if (!s->ready)
+                return;
+        ret->setup_us = (uint64_t)((s->start.tv_sec - s->got_job.tv_sec) * 1000000 +
+                                   (s->start.tv_nsec - s->got_job.tv_nsec) / 1000);
+        ret->wall_ms = now_ms() - ((uint64_t)s->start.tv_sec * 1000u +
+                                   (uint64_t)s->start.tv_nsec / 1000000u);
 }
 
 int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)

@@ -45,7 +45,6 @@ struct warm {
         struct supervisor s;
         const struct helper_config *wc;  /* the warm options */
         int ctl;
-        bool idmap_root;                 /* s.idmap_fd maps 0:0 to the job's ids */
         struct helper_config job;        /* the job's options, once received */
         char *blob;
         char **job_argv;
@@ -102,7 +101,6 @@ static void make_idmap_ahead(struct warm *w)
         if (geteuid() != 0)
                 return;
         s->idmap_fd = sbx_sup_make_idmap(0, 0, w->wc->uid, w->wc->gid);
-        w->idmap_root = s->idmap_fd >= 0;
         if (s->idmap_fd < 0)
                 s->idmap_fd = -1;  /* made at handoff instead, or the job fails there */
 }
@@ -192,20 +190,9 @@ static int wait_job(struct warm *w, int fds[4])
 
 static int read_options(struct warm *w, int fd)
 {
-        struct supervisor *s = &w->s;
-        struct stat st;
-        if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > SBX_JOB_OPTIONS_MAX) {
-                sbx_sup_fail(s, SBX_STEP_OPTIONS, E2BIG, NULL, "job options: empty or too large");
-                return -1;
-        }
-        w->blob = malloc((size_t)st.st_size);
-        if (!w->blob || pread(fd, w->blob, (size_t)st.st_size, 0) != st.st_size) {
-                sbx_sup_fail(s, SBX_STEP_OPTIONS, errno ? errno : EIO, NULL, "read job options");
-                return -1;
-        }
         struct bc_error err = BC_ERROR_INIT;
-        if (helper_config_parse_blob(w->blob, (size_t)st.st_size, &w->job_argv, &w->job, &err) < 0) {
-                sbx_sup_fail(s, SBX_STEP_OPTIONS, err.errnum, NULL, bc_error_message(&err));
+        if (helper_config_read_fd(fd, &w->blob, &w->job_argv, &w->job, &err) < 0) {
+                sbx_sup_fail(&w->s, SBX_STEP_OPTIONS, err.errnum, NULL, bc_error_message(&err));
                 bc_error_clear(&err);
                 return -1;
         }
@@ -308,8 +295,8 @@ static int run_job(struct warm *w, int fds[4])
                 r = check_fits(w);
         if (r >= 0) {
                 s->c = &w->job;
-                r = sbx_sup_prepare_dirs(s, w->idmap_root ? 0 : (uid_t)-1,
-                                         w->idmap_root ? 0 : (gid_t)-1);
+                /* The namespace made ahead, if any, maps 0:0. */
+                r = sbx_sup_prepare_dirs(s, 0, 0);
         }
         if (r >= 0)
                 r = apply_limits(w);

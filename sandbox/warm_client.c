@@ -111,22 +111,29 @@ int sandbox_warm_check(struct sandbox_warm *w, struct bc_error *err)
  * environment, and nobody can change them once sent. */
 static int options_memfd(char *const *argv, struct bc_error *err)
 {
-        int fd = memfd_create("boxcar-job", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        if (fd < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "memfd_create: %m");
         size_t total = 0;
         for (char *const *a = argv; *a; a++)
                 total += strlen(*a) + 1;
-        int r = total > SBX_JOB_OPTIONS_MAX ? -E2BIG : 0;
-        for (char *const *a = argv; r >= 0 && *a; a++)
-                r = bc_write_all(fd, *a, strlen(*a) + 1);
+        if (total > SBX_JOB_OPTIONS_MAX)
+                return bc_error_set(err, BC_SANDBOX_SETUP, E2BIG,
+                                    "job options: larger than %d MiB", SBX_JOB_OPTIONS_MAX >> 20);
+        /* One buffer, one write: a job's variables may be many. */
+        _cleanup_free_ char *blob = malloc(total ? total : 1);
+        if (!blob)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        char *p = blob;
+        for (char *const *a = argv; *a; a++)
+                p = stpcpy(p, *a) + 1;
+        int fd = memfd_create("boxcar-job", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "memfd_create: %m");
+        int r = bc_write_all(fd, blob, total);
         if (r >= 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
                                                      F_SEAL_SEAL) < 0)
                 r = -errno;
         if (r < 0) {
                 close(fd);
-                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "job options: %s",
-                                    r == -E2BIG ? "larger than 16 MiB" : strerror(-r));
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "job options: %s", strerror(-r));
         }
         return fd;
 }

@@ -57,6 +57,10 @@ int cmd_sandbox(int argc, char **argv)
                 bc_error_clear(&err);
                 return st;
         }
+        /* Only here: the probe formats and mounts an image, which a worker
+         * checking its sandbox at every start has no use for. */
+        caps.project_quota = sandbox_workspace_project_quota(caps.project_quota_why,
+                                                             sizeof(caps.project_quota_why));
         _cleanup_free_ char *text = sandbox_caps_format(&caps);
         if (!text)
                 return 1;
