@@ -18,6 +18,15 @@ static const char *const bootstrap_sql =
         "  checksum text not null,"
         "  applied_at timestamptz not null default now())";
 
+/* Migrations renamed after a release (two landed together and one moved
+ * up): a database that recorded the old name applied the very same file,
+ * and is switched to the new name by the next migrate. */
+static const struct {
+        const char *old, *now;
+} renamed[] = {
+        { "0007_queue_names", "0008_queue_names" },
+};
+
 static bool is_migration(const struct sql_file *f)
 {
         return strncmp(f->name, "migrations/", 11) == 0;
@@ -33,6 +42,9 @@ static void migration_version(const struct sql_file *f, char *buf, size_t size)
 
 static bool knows_version(const struct sql_file *files, unsigned n, const char *version)
 {
+        for (size_t i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++)
+                if (strcmp(version, renamed[i].old) == 0)
+                        version = renamed[i].now;
         for (unsigned i = 0; i < n; i++) {
                 char v[256];
                 if (!is_migration(&files[i]))
@@ -138,6 +150,14 @@ static int migrate_in_transaction(PGconn *conn, const struct sql_file *files, un
         int r = db_exec_script(conn, bootstrap_sql, err);
         if (r < 0)
                 return r;
+        for (size_t i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++) {
+                const char *p[] = { renamed[i].old, renamed[i].now };
+                _cleanup_pgresult_ PGresult *res = db_exec(
+                        conn, "update boxcar.schema_migrations set version = $2 where version = $1",
+                        2, p, err);
+                if (!res)
+                        return -EPROTO;
+        }
         r = check_versions(conn, files, n, false, "upgrade boxcar", err);
         if (r < 0)
                 return r;

@@ -26,5 +26,14 @@ is "a refused run changes nothing" "$(sql "select count(*) from boxcar.schema_mi
 out=$("$BOXCAR" migrate --database-url postgresql://boxcar:wrong@127.0.0.1:$BOXCAR_PG_PORT/e2e_migrate 2>&1); rc=$?
 is "a bad password fails cleanly" "$rc" "1"
 check "without echoing the password" bash -c "! grep -q wrong <<<'$out' && grep -q 'password authentication failed' <<<'$out'"
+
+# A database migrated before 0007_queue_names became 0008 (a renumbering
+# when two migrations landed together) recorded the old name: migrate
+# takes it as the same file and records the new name.
+fresh_db e2e_migrate_renamed
+"$BOXCAR" migrate >/dev/null
+sql "update boxcar.schema_migrations set version = '0007_queue_names' where version = '0008_queue_names'"
+out=$("$BOXCAR" migrate 2>&1); rc=$?
+is "a database that recorded 0007_queue_names migrates" "$rc $(sql "select count(*) from boxcar.schema_migrations where version = '0008_queue_names'")/$(sql "select count(*) from boxcar.schema_migrations where version = '0007_queue_names'")" "0 1/0"
 rm -rf "$tmp"
 tap_done
