@@ -10,19 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "storage/fsutil.h"
 #include "storage/storage.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char root[] = "/tmp/boxcar-fuzz-extract-XXXXXX";
 static char archive[sizeof(root) + 16], dest[sizeof(root) + 16];
-
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-        (void)st;
-        (void)ftw;
-        return type == FTW_DP ? rmdir(path) : unlink(path);
-}
 
 static int count_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -51,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct bc_error err = BC_ERROR_INIT;
         storage_extract_file(archive, NULL, dest, &limits, &res, &err);
         bc_error_clear(&err);
-        nftw(dest, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+        fs_rm_rf(dest);  /* read-only directories included */
         unlink(archive);
         /* Only "in.tgz" and "out" ever live in root: anything else was
          * written outside the destination. */

@@ -4,27 +4,19 @@
 #include <stdlib.h>
 
 #include "common/cleanup.h"
+#include "common/error.h"
+#include "common/io.h"
 #include "worker/spec.h"
-
-static char *read_file(const char *path, size_t *ret_len)
-{
-        FILE *f = fopen(path, "re");
-        if (!f)
-                return NULL;
-        char *buf = malloc(1 << 20);
-        size_t n = buf ? fread(buf, 1, 1 << 20, f) : 0;
-        fclose(f);
-        *ret_len = n;
-        return buf;
-}
 
 int main(int argc, char **argv)
 {
         for (int i = 1; i < argc; i++) {
                 size_t len = 0;
-                _cleanup_free_ char *text = read_file(argv[i], &len);
-                if (!text) {
-                        perror(argv[i]);
+                _cleanup_free_ char *text = NULL;
+                struct bc_error read_err = BC_ERROR_INIT;
+                if (bc_read_all(argv[i], 1 << 20, &text, &len, &read_err) < 0) {
+                        fprintf(stderr, "%s\n", bc_error_message(&read_err));
+                        bc_error_clear(&read_err);
                         return 1;
                 }
                 struct job_spec *spec = NULL;

@@ -275,6 +275,7 @@ static void test_pack_links_sparse_limits(void **state)
         assert_non_null(strstr(bc_error_message(&err), "more than 1000 bytes"));
         close(fd);
         bc_error_clear(&err);
+        fs_rm_rf(d);
 }
 
 static void test_refusals(void **state)
