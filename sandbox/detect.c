@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +45,21 @@ static bool probe_mount_api(void)
 {
         /* Invalid on purpose: EBADF/EINVAL mean the syscall exists. */
         return mount_setattr(-1, "", 0, NULL, 0) < 0 && errno != ENOSYS;
+}
+
+/* The probes call each syscall in a way that cannot change anything;
+ * ENOSYS alone means the kernel lacks it. */
+static bool probe_pidfd_open(void)
+{
+        int fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+        if (fd >= 0)
+                close(fd);
+        return fd >= 0 || errno != ENOSYS;
+}
+
+static bool probe_clone3(void)
+{
+        return syscall(SYS_clone3, NULL, 0) < 0 && errno != ENOSYS;
 }
 
 static bool probe_kvm(void)
@@ -102,6 +118,11 @@ static void probe_cgroups(struct sandbox_caps *c)
                         return;
         }
         c->cg_writable = access(dir, W_OK) == 0;
+        if (b->version == SANDBOX_CGROUP_V2) {
+                char kill[4200];
+                snprintf(kill, sizeof(kill), "%s/cgroup.kill", dir);
+                c->cg_kill = own && strcmp(own, "/") != 0 ? access(kill, F_OK) == 0 : -1;
+        }
         size_t n = strlen(dir);
         if (n < sizeof(c->cg_dir))
                 memcpy(c->cg_dir, dir, n + 1);
@@ -122,6 +143,8 @@ int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err)
         c.user_namespaces = probe_userns();
         c.seccomp = prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0;
         c.mount_api = probe_mount_api();
+        c.pidfd_open = probe_pidfd_open();
+        c.clone3 = probe_clone3();
         c.kvm = probe_kvm();
         c.workspace_fs = sandbox_workspace_available(c.workspace_fs_why, sizeof(c.workspace_fs_why));
         probe_cgroups(&c);
@@ -157,6 +180,8 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               "user namespaces:  %s%s\n"
                               "seccomp:          %s\n"
                               "mount API:        %s\n"
+                              "pidfd_open:       %s\n"
+                              "clone3:           %s\n"
                               "cgroup:           %s (memory %s, pids %s, cpu %s; %s)\n"
                               "kvm:              %s\n"
                               "workspace fs:     %s%s\n"
@@ -164,7 +189,7 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               "backend:          %s%s%s\n",
                               c->kernel, yn(c->running_as_root), yn(c->user_namespaces),
                               c->user_namespaces ? " (unprivileged)" : "", yn(c->seccomp),
-                              yn(c->mount_api), cg[c->cgroup <= SANDBOX_CGROUP_V2 ? c->cgroup : 0],
+                              yn(c->mount_api), yn(c->pidfd_open), yn(c->clone3), cg[c->cgroup <= SANDBOX_CGROUP_V2 ? c->cgroup : 0],
                               yn(c->cg_memory), yn(c->cg_pids), yn(c->cg_cpu),
                               c->cg_writable ? "per-sandbox cgroups can be created"
                                              : "cannot create cgroups: limits unavailable",
@@ -181,6 +206,10 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               c->backend ? c->backend : "none",
                               c->backend_reason && *c->backend_reason ? ": " : "",
                               c->backend_reason ? c->backend_reason : "");
+        if (r >= 0 && c->cgroup == SANDBOX_CGROUP_V2)
+                r = dynbuf_printf(&b, "cgroup.kill:      %s\n",
+                                  c->cg_kill < 0 ? "cannot tell (in the root cgroup)"
+                                                 : yn(c->cg_kill));
         if (r >= 0 && c->cg_delegate)
                 r = dynbuf_printf(&b,
                                   "cgroup v2 use:    delegated leaf: the worker moves itself into "

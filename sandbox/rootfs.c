@@ -89,6 +89,12 @@ static int make_mountpoint(struct setup_ctx *x, const char *dest, bool is_dir)
         char p[PATH_MAX];
         if (newroot_path(p, sizeof(p), dest) < 0)
                 return setup_fail(x, ENAMETOOLONG, dest, "create");
+        /* An existing file (a /proc entry) is a mount point as it is:
+         * opening it for writing, as O_CREAT needs, can be refused (Linux
+         * 6.1 refuses /proc/sysrq-trigger to a user namespace's root). */
+        struct stat st;
+        if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
+                return 0;
         int fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444);
         if (fd < 0)
                 return setup_fail(x, errno, dest, "create");

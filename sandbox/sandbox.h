@@ -235,6 +235,11 @@ struct sandbox_caps {
         bool cg_delegate;           /* v2: the worker moves into a leaf of its
                                      * cgroup and puts jobs next to it */
         char cg_dir[256];           /* our cgroup directory, when known */
+        bool pidfd_open;            /* >= 5.3: the worker waits on job pidfds */
+        bool clone3;                /* >= 5.3: refused inside sandboxes (ENOSYS) */
+        int cg_kill;                /* v2 >= 5.14: 1 yes, 0 no, -1 cannot tell
+                                     * (we sit in the root cgroup, which has
+                                     * no cgroup.kill) */
         char kernel[64];            /* uname release */
         const char *backend;        /* static string: "namespace" or "none" */
         const char *backend_reason; /* static string: why, when not "namespace" */

@@ -1,7 +1,8 @@
 # Shared helpers for the shell test suites: TAP output, fresh databases,
 # and the built binaries.  Source it from a suite's scripts.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
-BOXCAR="$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar"
+# A caller may put a wrapper in front of the CLI (the VM suite does).
+BOXCAR=${BOXCAR_WRAPPER:-$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar}
 BOXCAR_SANDBOX="$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar-sandbox"
 export BOXCAR BOXCAR_SANDBOX
 

@@ -13,6 +13,9 @@ cd "$BOXCAR_ROOT"
 
 # SANDBOX_BIN=build-san/boxcar-sandbox runs the suite against another build.
 SB=${SANDBOX_BIN:-$BOXCAR_SANDBOX}
+# Timing bounds are multiplied by TIME_SCALE where everything is slower
+# (the cgroup v2 VM suite runs under software emulation and sets 3).
+TS=${TIME_SCALE:-1}
 [[ $SB == /* ]] || SB=$BOXCAR_ROOT/$SB
 if [[ ! -x $SB ]]; then
   echo "not ok 1 - build/boxcar-sandbox missing (make build/boxcar-sandbox)"
@@ -242,7 +245,7 @@ except OSError as e:
     print("STOPPED", n, e.strerror)'
   el=$(( ($(date +%s%N) - start) / 1000000 ))
   n=$(sed -n 's/^STOPPED \([0-9]*\) .*/\1/p' <<<"$OUT"); ifree_after=$(df --output=iavail "$T" | tail -1)
-  if has "$OUT" "No space left on device" && [[ -n $n ]] && (( n < 1100 && el < 10000 && ifree_host - ifree_after < 100 )); then
+  if has "$OUT" "No space left on device" && [[ -n $n ]] && (( n < 1100 && el < 10000 * TS && ifree_host - ifree_after < 100 )); then
     ok "100,000 files against a 1024-inode workspace: ENOSPC after $n, ${el} ms, no host inodes used"
   else not_ok "file count bounded"; diag "$OUT el=$el n=$n ifree $ifree_host -> $ifree_after"; fi
 
@@ -251,7 +254,7 @@ except OSError as e:
   start=$(date +%s%N)
   sb --workspace "$T/slow/ws" --disk-mb 64 --timeout 2 -- sh -c 'mkdir d; cd d; i=0; while :; do : > f$i; i=$((i+1)); done'
   el=$(( ($(date +%s%N) - start) / 1000000 ))
-  if [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el < 3000 )); then
+  if [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el < 3000 * TS )); then
     ok "--timeout 2 with a workspace full of files: timed out, whole run ${el} ms"
   else not_ok "timeout covers the whole run"; diag "rc=$RC el=$el $ST"; fi
 
@@ -290,13 +293,13 @@ else not_ok "cpu limit"; diag "rc=$RC $ST"; fi
 
 m=$(marker)
 start=$(date +%s%N)
-sb --timeout 1 -- bash -c "(exec -a $m-a sleep 300 &) ; setsid bash -c 'exec -a $m-b sleep 300' & bash -c 'kill -STOP \$\$; exec -a $m-c sleep 300' & sleep 0.3; ps -eo stat,args; exec -a $m-d sleep 300"
+sb --timeout "$TS" -- bash -c "(exec -a $m-a sleep 300 &) ; setsid bash -c 'exec -a $m-b sleep 300' & bash -c 'kill -STOP \$\$; exec -a $m-c sleep 300' & sleep $((3 * TS))e-1; ps -eo stat,args; exec -a $m-d sleep 300"
 el=$(( ($(date +%s%N) - start) / 1000000 ))
 sleep 0.1
 # The job lists its tree first: the double-forked, setsid'd and stopped
 # (state T) processes must have existed for the check to mean anything.
 if has "$OUT" "$m-a" && has "$OUT" "$m-b" && grep -q "^T.*$m-c" <<<"$OUT" \
-   && [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el >= 1000 && el < 4000 )) && no_survivor "$m"; then
+   && [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el >= 1000 * TS && el < 4000 * TS )) && no_survivor "$m"; then
   ok "timeout kills double-forked, setsid'd and stopped children (${el} ms, none left on the host)"
 else not_ok "timeout kills the whole tree"; diag "rc=$RC el=$el $ST"; pgrep -af "$m" | sed 's/^/# /'; fi
 

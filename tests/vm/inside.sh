@@ -1,0 +1,30 @@
+#!/bin/bash
+# Runs inside the cgroup v2 VM that tests/vm/run.sh boots (Debian's stock
+# kernel, cgroup2 alone, the host's root read-only over 9p): the kernel
+# checks, the whole sandbox security suite (cold and warm, limits
+# included), and workers as root and as an unprivileged user in delegated
+# cgroups.  TAP goes to OUT/tap.log, which the host prints; then the VM
+# powers off.
+repo=$1 out=$2
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8
+export BOXCAR_DEV=/tmp/vmdev TIME_SCALE=3
+# shellcheck disable=SC1091
+[[ -f $out/env ]] && source "$out/env"
+cd "$repo" || exit 1
+start=$(date +%s)
+{
+  echo "# kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB"
+  for part in ${VM_PARTS:-checks security worker}; do
+    case $part in
+      checks) echo "=== vm: kernel and detection"; bash tests/vm/checks.sh ;;
+      security) echo "=== vm: sandbox security suite"; bash tests/security/run.sh ;;
+      worker) echo "=== vm: workers in delegated cgroups"; bash tests/vm/worker.sh ;;
+      *) echo "not ok - unknown VM_PARTS entry: $part" ;;
+    esac
+  done
+  echo "# inside the VM: $(( $(date +%s) - start )) s"
+} > "$out/tap.log" 2>&1
+echo done > "$out/finished"
+sync
+echo o > /proc/sysrq-trigger
+sleep 60

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The cgroup v2 suite (`make test-vm`, and part of `make test`): boots
+# Debian's stock kernel (tests/vm/image.sh) in qemu-system-x86_64 with
+# cgroup2 alone mounted and this host's root shared read-only over 9p, runs
+# tests/vm/inside.sh there, and prints the TAP it wrote.  Software
+# emulation (TCG) unless /dev/kvm is usable.  The console goes to
+# $BOXCAR_DEV/vm/console.log.
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+cd "$BOXCAR_ROOT"
+for t in qemu-system-x86_64 cpio; do
+  command -v $t >/dev/null || { not_ok "$t is missing (scripts/deps.sh vm installs it)"; tap_done; exit 1; }
+done
+[[ -x /bin/busybox ]] && file -L /bin/busybox | grep -q static ||
+  { not_ok "a static /bin/busybox is needed (busybox-static; scripts/deps.sh vm)"; tap_done; exit 1; }
+kdir=$(tests/vm/image.sh) || { not_ok "building the VM kernel and initramfs"; tap_done; exit 1; }
+out="$BOXCAR_DEV/vm/out"
+rm -rf "$out" && mkdir -p "$out"
+# VM_PARTS (checks security worker, the default being all) picks parts.
+{ echo "export BOXCAR_BUILD=${BOXCAR_BUILD:-build}"; echo "export CI=${CI:-}"
+  [[ -n ${VM_PARTS:-} ]] && echo "export VM_PARTS='$VM_PARTS'"; } > "$out/env"
+accel=tcg
+[[ -r /dev/kvm && -w /dev/kvm ]] && accel=kvm
+start=$(date +%s)
+timeout "${VM_TIMEOUT:-2700}" qemu-system-x86_64 -machine q35,accel=$accel -cpu max -smp 2 -m 4096 \
+  -nographic -no-reboot -kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.gz" \
+  -append "console=ttyS0 quiet panic=-1 boxcar.repo=$BOXCAR_ROOT boxcar.out=$out" \
+  -fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
+  -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
+  -fsdev local,id=out,path="$out",security_model=none,multidevs=remap \
+  -device virtio-9p-pci,fsdev=out,mount_tag=out \
+  -device virtio-rng-pci </dev/null > "$BOXCAR_DEV/vm/console.log" 2>&1
+qrc=$?
+took=$(( $(date +%s) - start ))
+cat "$out/tap.log" 2>/dev/null
+if [[ ! -f $out/finished ]]; then
+  echo "not ok - the VM did not finish its run (qemu exit $qrc after ${took} s; console:)"
+  tail -30 "$BOXCAR_DEV/vm/console.log" | sed 's/^/# /'
+  exit 1
+fi
+echo "# VM (${kdir##*/}, $accel): boot, tests and power-off in ${took} s"
+! grep -qE '^[[:space:]]*not ok' "$out/tap.log"
