@@ -1,7 +1,10 @@
-/* Does the bucket answer to our settings?  One signed ListObjectsV2
+/* Does the bucket answer to our settings?  One signed ListObjects
  * (max-keys=1 under the prefix), so a missing bucket, a wrong key or
  * secret, a missing permission or an unreachable endpoint shows at start
- * and in /readyz, with S3's own error code, instead of in the first job. */
+ * and in /readyz, with S3's own error code, instead of in the first job.
+ * ListObjects (v1) rather than V2: both need s3:ListBucket, which the HEAD
+ * before each upload needs anyway (without it S3 answers 403 for a missing
+ * key), and s3rver fails a truncated V2 listing with InternalError. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -60,12 +63,10 @@ int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 1
         _cleanup_free_ char *prefix = NULL;
         if (asprintf(&prefix, "%s%s", cfg->prefix, *cfg->prefix ? "/" : "") < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        const struct sigv4_pair query[] = {
-                { "list-type", "2" }, { "max-keys", "1" }, { "prefix", prefix },
-        };
+        const struct sigv4_pair query[] = { { "max-keys", "1" }, { "prefix", prefix } };
         _cleanup_(dynbuf_donep) struct dynbuf url;
         dynbuf_init(&url, 8192);
-        r = dynbuf_printf(&url, "%s?list-type=2&max-keys=1&prefix=", t.url);
+        r = dynbuf_printf(&url, "%s?max-keys=1&prefix=", t.url);
         r = r ? r : sigv4_uri_encode(&url, prefix, 0);
         if (r < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");

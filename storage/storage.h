@@ -75,7 +75,7 @@ int storage_credentials_key_id(const struct storage_config *cfg, char **ret,
                                struct bc_error *err);
 
 /* Checks that the bucket answers to these settings: a signed
- * ListObjectsV2 of at most one key under the prefix (the permission the
+ * ListObjects of at most one key under the prefix (the permission the
  * HEAD before each upload needs anyway), no retries.  On failure *ret_why
  * gets a short reason fit for /readyz and logs: the S3 error code
  * ("NoSuchBucket", "SignatureDoesNotMatch", "AccessDenied",
