@@ -58,6 +58,22 @@ n0=$(stats sts)
 out=$(aws "${WEB[@]}" "$TOOL" creds 3)
 is "refresh: credentials 200 s from expiry are refreshed before use (3 uses, 3 fetches)" \
   "$(( $(stats sts) - n0 ))/$(grep -o 'key_id=[A-Z0-9]*' <<<"$out" | sort -u | wc -l)" "3/3"
+# A refresh that fails: still-valid credentials go on being used; ones
+# about to expire (under 30 s left) are not, and the error names STS.
+sts_above() { (( $(stats sts) > $1 )); }
+refresh_fails() {  # refresh_fails LIFETIME: 3 uses 1.5 s apart, STS failing after the first
+  mock_set "lifetime=$1"; local n0; n0=$(stats sts)
+  aws "${WEB[@]}" "$TOOL" creds 3 1500 > "$A/refresh.out" &
+  local pid=$!
+  wait_for "first fetch" 10 sts_above "$n0"
+  mock_set fail=sts; wait $pid; mock_set fail=; cat "$A/refresh.out"
+}
+out=$(refresh_fails 200)
+check "refresh failing, credentials still valid for minutes: used on (3 uses, one key)" \
+  eval '[[ $(grep -c "^source=web identity key_id=" <<<"$out") == 3 && $(grep -o "key_id=[A-Z0-9]*" <<<"$out" | sort -u | wc -l) == 1 ]]'
+out=$(refresh_fails 20)
+check "refresh failing, credentials 20 s from expiry: the use fails, naming STS's refusal" \
+  eval '[[ $(grep -c "^source=web identity" <<<"$out") == 1 ]] && has "$out" "AWS credentials: web identity: STS AssumeRoleWithWebIdentity returned HTTP 403 (AccessDenied)"'
 mock_set lifetime=3600
 n0=$(stats sts)
 out=$(aws "${WEB[@]}" "$TOOL" creds-threads 8 200)

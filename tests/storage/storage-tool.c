@@ -9,7 +9,8 @@
  *   push DIR TMPDIR                -> sha256= size= files= uploaded= key=
  *   presign GET|PUT|HEAD KEY EXPIRES [NOW]      -> the URL
  *   presign-raw REGION ENDPOINT|- BUCKET KEYHEX METHOD EXPIRES TOKEN|- NOW
- *   creds N                        -> N lines "source= key_id=" (N gets)
+ *   creds N [SLEEP_MS]             -> N lines "source= key_id=" (N gets, a pause
+ *                                     between them)
  *   creds-threads T N              -> T threads x N gets: "gets= failures="
  *   check                          -> "ok", or the error and "why=<reason>"
  *   cache DIR MAXBYTES OP...       OP: get URL|- SHA|-  (acquire+release)
@@ -214,7 +215,10 @@ static int cmd_creds(int argc, char **argv, struct bc_error *err)
         if (!cfg)
                 return fail(err);
         int rc = 0;
+        long pause_ms = argc > 1 ? atol(argv[1]) : 0;
         for (int i = 0; i < atoi(argv[0]) && rc == 0; i++) {
+                if (i && pause_ms)
+                        nanosleep(&(struct timespec){ pause_ms / 1000, (pause_ms % 1000) * 1000000L }, NULL);
                 char *id = NULL;
                 if (storage_credentials_key_id(cfg, &id, err) < 0) {
                         rc = fail(err);
