@@ -94,7 +94,9 @@ int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 1
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-        curl_easy_setopt(c, CURLOPT_TIMEOUT, (long)p.connect_timeout_s + 20L);
+        /* A probe, not a transfer: it must not hold up a worker's stop. */
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, p.connect_timeout_s < 5 ? (long)p.connect_timeout_s : 5L);
+        curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
         CURLcode cc = curl_easy_perform(c);
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

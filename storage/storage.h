@@ -76,7 +76,8 @@ int storage_credentials_key_id(const struct storage_config *cfg, char **ret,
 
 /* Checks that the bucket answers to these settings: a signed
  * ListObjects of at most one key under the prefix (the permission the
- * HEAD before each upload needs anyway), no retries.  On failure *ret_why
+ * HEAD before each upload needs anyway), no retries, 10 s at most (plus
+ * the credentials' own fetch when they are due).  On failure *ret_why
  * gets a short reason fit for /readyz and logs: the S3 error code
  * ("NoSuchBucket", "SignatureDoesNotMatch", "AccessDenied",
  * "InvalidAccessKeyId", or "HTTP 500"), "unreachable: <curl's reason>",
