@@ -170,6 +170,10 @@ bad_url=$(aws AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=wrong-secret "$TOOL
 out=$(aws "${S3K[@]}" BOXCAR_TEST_RETRIES=0 "$TOOL" fetch "$bad_url" "$A/pulled-bad" "$sha")
 check "SigV4: a URL presigned with a wrong secret is refused (SignatureDoesNotMatch)" \
   has "$out" "HTTP 403 (SignatureDoesNotMatch)"
+expired=$(aws "${S3K[@]}" "$TOOL" presign GET "$key" 1 $(( $(date +%s) - 120 )))
+out=$(aws "${S3K[@]}" BOXCAR_TEST_RETRIES=0 "$TOOL" fetch "$expired" "$A/pulled-expired" "$sha")
+check "SigV4: an expired presigned URL is refused (AccessDenied), not retried" \
+  eval 'has "$out" "HTTP 403 (AccessDenied)" && ! has "$out" "gave up"'
 last=${url: -1}; [[ $last == 0 ]] && swap=1 || swap=0
 out=$(aws "${S3K[@]}" BOXCAR_TEST_RETRIES=0 "$TOOL" fetch "${url%?}$swap" "$A/pulled-tampered" "$sha")
 check "SigV4: a tampered presigned signature is refused" has "$out" "HTTP 403 (SignatureDoesNotMatch)"
