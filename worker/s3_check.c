@@ -62,7 +62,7 @@ static void *run(void *arg)
                 unsigned wait_s = ok ? S3_CHECK_OK_INTERVAL_S : retry_s;
                 retry_s = ok ? RETRY_MIN_S : retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : retry_s * 2;
                 struct timespec until;
-                clock_gettime(CLOCK_REALTIME, &until);
+                clock_gettime(CLOCK_MONOTONIC, &until);
                 until.tv_sec += wait_s;
                 pthread_mutex_lock(&c->lock);
                 while (!c->stop && pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT) {
@@ -81,7 +81,13 @@ int s3_check_start(const struct storage_config *cfg, const char *worker_id,
         c->cfg = cfg;
         c->worker_id = worker_id;
         pthread_mutex_init(&c->lock, NULL);
-        pthread_cond_init(&c->wake, NULL);
+        /* Waits measured on the monotonic clock: a wall-clock step must
+         * not stall or rush the checks. */
+        pthread_condattr_t attr;
+        pthread_condattr_init(&attr);
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+        pthread_cond_init(&c->wake, &attr);
+        pthread_condattr_destroy(&attr);
         int e = pthread_create(&c->thread, NULL, run, c);
         if (e != 0) {
                 pthread_cond_destroy(&c->wake);
