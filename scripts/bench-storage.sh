@@ -18,7 +18,7 @@ TOOL="$BOXCAR_ROOT/build/storage-tests/storage-tool"
 make --no-print-directory -s build/libstorage.a build/libcommon.a >/dev/null
 mkdir -p "$(dirname "$TOOL")"
 cc -std=c17 -O2 -I. -D_GNU_SOURCE -o "$TOOL" tests/storage/storage-tool.c \
-  build/libstorage.a build/libcommon.a -lcurl -larchive -lz -lcrypto -lpthread
+  build/libstorage.a build/libcommon.a -lcjson -lcurl -larchive -lz -lcrypto -lpthread
 
 # ---- the tree: many small text files + large incompressible and
 # compressible files, generated once ------------------------------------------

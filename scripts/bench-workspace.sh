@@ -129,7 +129,7 @@ done
 TOOL="$BOXCAR_ROOT/build/storage-tests/storage-tool"
 mkdir -p "$(dirname "$TOOL")"
 cc -std=c17 -O2 -I. -D_GNU_SOURCE -o "$TOOL" tests/storage/storage-tool.c \
-  build/libstorage.a build/libcommon.a -lcurl -larchive -lz -lcrypto -lpthread
+  build/libstorage.a build/libcommon.a -lcjson -lcurl -larchive -lz -lcrypto -lpthread
 find "$B/tbig" -type f -print0 | xargs -0 cat >/dev/null
 t0=$(now); "$TOOL" pack "$B/tbig" "$B/bx.tgz" >/dev/null; t1=$(now); bx=$(secs "$t0" "$t1")
 t0=$(now); tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$B/tbig" -cf - . | gzip -n -6 | sha256sum >/dev/null; t1=$(now)

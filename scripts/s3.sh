@@ -11,8 +11,10 @@
 #   scripts/s3.sh log      path of its request log
 #
 # s3rver accepts the fixed key pair S3RVER/S3RVER.  It checks presigned
-# URLs' expiry but not SigV4 signatures: those are pinned by the unit
-# tests (AWS and botocore vectors) instead.
+# URLs' expiry but not SigV4 signatures, and ignores If-None-Match: the
+# unit tests pin the signer (AWS and botocore vectors), and the storage
+# suite also runs through tests/storage/sigv4_proxy.py, which verifies
+# every signature and honours If-None-Match in front of it.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 

@@ -4,8 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/cleanup.h"
+#include "storage/aws_config.h"
+#include "storage/creds.h"
 #include "common/dynbuf.h"
 #include "storage/s3.h"
 #include "storage/storage.h"
@@ -14,13 +17,10 @@ void storage_config_free(struct storage_config *cfg)
 {
         if (!cfg)
                 return;
+        creds_provider_free(cfg->creds);
         free(cfg->access_key);
-        if (cfg->secret_key)
-                memset(cfg->secret_key, 0, strlen(cfg->secret_key));
-        free(cfg->secret_key);
-        if (cfg->session_token)
-                memset(cfg->session_token, 0, strlen(cfg->session_token));
-        free(cfg->session_token);
+        aws_secret_free(cfg->secret_key);
+        aws_secret_free(cfg->session_token);
         free(cfg->region);
         free(cfg->endpoint);
         free(cfg->bucket);
@@ -46,7 +46,7 @@ static int env_required(const char *name, char **ret, struct bc_error *err)
 
 /* scheme://host[:port] with nothing after it but an optional '/': a base
  * path would change every signature and no S3-compatible server needs it. */
-static int check_endpoint(const char *ep, struct bc_error *err)
+static int check_endpoint(const char *ep, const char *from, struct bc_error *err)
 {
         const char *rest;
         if (strncmp(ep, "http://", 7) == 0)
@@ -54,12 +54,12 @@ static int check_endpoint(const char *ep, struct bc_error *err)
         else if (strncmp(ep, "https://", 8) == 0)
                 rest = ep + 8;
         else
-                return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "AWS_ENDPOINT_URL_S3 must start with http:// or https://");
+                return bc_error_set(err, BC_CONFIG, EINVAL, "%s must start with http:// or https://",
+                                    from);
         size_t n = strcspn(rest, "/?#@");
         if (n == 0 || (rest[n] && strcmp(rest + n, "/") != 0))
                 return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "AWS_ENDPOINT_URL_S3 must be scheme://host[:port] without a path");
+                                    "%s must be scheme://host[:port] without a path", from);
         return 0;
 }
 
@@ -87,47 +87,139 @@ static char *trim_slashes(const char *s)
         return strndup(s, n);
 }
 
+static void profile_donep(struct aws_profile *p)
+{
+        aws_profile_done(p);
+}
+
+/* The first of AWS_REGION, AWS_DEFAULT_REGION, the profile's region. */
+static int pick_region(struct storage_config *c, const struct aws_profile *prof,
+                       struct bc_error *err)
+{
+        const char *v = env_nonempty("AWS_REGION");
+        v = v ? v : env_nonempty("AWS_DEFAULT_REGION");
+        v = v ? v : prof->region;
+        c->region = strdup(v ? v : "us-east-1");
+        if (!c->region)
+                return bc_error_set(err, BC_CONFIG, ENOMEM, "out of memory");
+        for (const char *p = c->region; *p; p++)
+                if (!(isalnum((unsigned char)*p) || *p == '-'))
+                        return bc_error_set(err, BC_CONFIG, EINVAL, "the AWS region is malformed");
+        return 0;
+}
+
+/* The first of AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's
+ * "s3 = endpoint_url", its endpoint_url (the SDKs' order). */
+static int pick_endpoint(struct storage_config *c, const struct aws_profile *prof,
+                         struct bc_error *err)
+{
+        const char *v = env_nonempty("AWS_ENDPOINT_URL_S3"), *from = "AWS_ENDPOINT_URL_S3";
+        if (!v && (v = env_nonempty("AWS_ENDPOINT_URL")))
+                from = "AWS_ENDPOINT_URL";
+        if (!v && (v = prof->s3_endpoint_url))
+                from = "the profile's s3 endpoint_url";
+        if (!v && (v = prof->endpoint_url))
+                from = "the profile's endpoint_url";
+        if (!v)
+                return 0;
+        int r = check_endpoint(v, from, err);
+        if (r < 0)
+                return r;
+        c->endpoint = strndup(v, strlen(v) - (v[strlen(v) - 1] == '/'));
+        return c->endpoint ? 0 : bc_error_set(err, BC_CONFIG, ENOMEM, "out of memory");
+}
+
+/* BOXCAR_S3_FORCE_PATH_STYLE, else the profile's s3 addressing_style,
+ * else path-style for custom endpoints (MinIO, s3rver, … rarely have
+ * wildcard DNS) and dotted buckets (they break AWS's TLS wildcard). */
+static int pick_path_style(struct storage_config *c, const struct aws_profile *prof,
+                           struct bc_error *err)
+{
+        c->path_style = c->endpoint || strchr(c->bucket, '.');
+        const char *v = env_nonempty("BOXCAR_S3_FORCE_PATH_STYLE");
+        if (v) {
+                bool on = !strcasecmp(v, "true") || !strcmp(v, "1") || !strcasecmp(v, "yes");
+                bool off = !strcasecmp(v, "false") || !strcmp(v, "0") || !strcasecmp(v, "no");
+                if (!on && !off)
+                        return bc_error_set(err, BC_CONFIG, EINVAL,
+                                            "BOXCAR_S3_FORCE_PATH_STYLE must be true or false");
+                c->path_style = on;
+                return 0;
+        }
+        v = prof->s3_addressing_style;
+        if (!v || strcmp(v, "auto") == 0)
+                return 0;
+        if (strcmp(v, "path") != 0 && strcmp(v, "virtual") != 0)
+                return bc_error_set(err, BC_CONFIG, EINVAL,
+                                    "%s: s3 addressing_style must be path, virtual or auto",
+                                    prof->config_path);
+        c->path_style = strcmp(v, "path") == 0;
+        return 0;
+}
+
 int storage_config_from_env(struct storage_config **ret, struct bc_error *err)
 {
         _cleanup_(storage_config_freep) struct storage_config *c = calloc(1, sizeof(*c));
         if (!c)
                 return bc_error_set(err, BC_CONFIG, ENOMEM, "out of memory");
-        int r = env_required("AWS_ACCESS_KEY_ID", &c->access_key, err);
-        r = r ? r : env_required("AWS_SECRET_ACCESS_KEY", &c->secret_key, err);
+        _cleanup_(profile_donep) struct aws_profile prof = { 0 };
+        int r = aws_profile_load(&prof, err);
+        r = r ? r : pick_region(c, &prof, err);
+        r = r ? r : creds_provider_new(&prof, c->region, &c->creds, err);
         r = r ? r : env_required("BOXCAR_S3_BUCKET", &c->bucket, err);
+        r = r ? r : check_bucket(c->bucket, err);
+        r = r ? r : pick_endpoint(c, &prof, err);
+        r = r ? r : pick_path_style(c, &prof, err);
         if (r < 0)
                 return r;
-        r = check_bucket(c->bucket, err);
-        if (r < 0)
-                return r;
-
-        const char *v = env_nonempty("AWS_SESSION_TOKEN");
-        c->session_token = v ? strdup(v) : NULL;
-        v = env_nonempty("AWS_REGION");
-        c->region = strdup(v ? v : "us-east-1");
-        v = env_nonempty("BOXCAR_S3_PREFIX");
+        const char *v = env_nonempty("BOXCAR_S3_PREFIX");
         c->prefix = trim_slashes(v ? v : "");
-        v = env_nonempty("AWS_ENDPOINT_URL_S3");
-        if (v) {
-                r = check_endpoint(v, err);
-                if (r < 0)
-                        return r;
-                c->endpoint = strndup(v, strlen(v) - (v[strlen(v) - 1] == '/'));
-        }
-        if (!c->region || !c->prefix || (v && !c->endpoint))
+        if (!c->prefix)
                 return bc_error_set(err, BC_CONFIG, ENOMEM, "out of memory");
-        for (const char *p = c->region; *p; p++)
-                if (!(isalnum((unsigned char)*p) || *p == '-'))
-                        return bc_error_set(err, BC_CONFIG, EINVAL, "AWS_REGION is malformed");
-        /* Custom endpoints (MinIO, s3rver, …) rarely have wildcard DNS; on
-         * AWS a dotted bucket breaks the TLS wildcard certificate. */
-        c->path_style = c->endpoint || strchr(c->bucket, '.');
         c->retries = 4;
         c->retry_base_ms = 250;
         c->retry_max_ms = 8000;
         c->connect_timeout_s = 10;
         c->low_speed_time_s = 30;
         *ret = steal_pointer(&c);
+        return 0;
+}
+
+const char *storage_credentials_source(const struct storage_config *cfg)
+{
+        return cfg->creds ? creds_provider_source(cfg->creds) : "fixed";
+}
+
+int s3_credentials(const struct storage_config *cfg, struct aws_creds *ret, struct bc_error *err)
+{
+        if (cfg->creds)
+                return creds_provider_get(cfg->creds, ret, err);
+        struct aws_creds c = {
+                .access_key = cfg->access_key ? strdup(cfg->access_key) : NULL,
+                .secret_key = cfg->secret_key ? strdup(cfg->secret_key) : NULL,
+                .session_token = cfg->session_token ? strdup(cfg->session_token) : NULL,
+        };
+        if (!c.access_key || !c.secret_key || (cfg->session_token && !c.session_token)) {
+                aws_creds_done(&c);
+                return bc_error_set(err, BC_CONFIG, EINVAL, "no S3 credentials in the settings");
+        }
+        *ret = c;
+        return 0;
+}
+
+static void creds_donep(struct aws_creds *c)
+{
+        aws_creds_done(c);
+}
+
+int storage_credentials_key_id(const struct storage_config *cfg, char **ret,
+                               struct bc_error *err)
+{
+        _cleanup_(creds_donep) struct aws_creds c = { 0 };
+        int r = s3_credentials(cfg, &c, err);
+        if (r < 0)
+                return r;
+        *ret = steal_pointer(&c.access_key);
         return 0;
 }
 
@@ -202,11 +294,10 @@ static char *endpoint_host(const char *ep, const char **ret_scheme)
         return strndup(h, n);
 }
 
-int s3_target_init(const struct storage_config *cfg, const char *key, struct s3_target *ret,
-                   struct bc_error *err)
+/* key "" is the bucket itself: "/bucket/" or "/". */
+static int target_init(const struct storage_config *cfg, const char *key, struct s3_target *ret,
+                       struct bc_error *err)
 {
-        if (!key || !*key || strlen(key) > S3_MAX_KEY)
-                return bc_error_set(err, BC_USAGE, EINVAL, "object key empty or longer than %d bytes", S3_MAX_KEY);
         struct s3_target t = { 0 };
         const char *scheme = "https";
         int r = 0;
@@ -242,6 +333,19 @@ int s3_target_init(const struct storage_config *cfg, const char *key, struct s3_
         return 0;
 }
 
+int s3_target_init(const struct storage_config *cfg, const char *key, struct s3_target *ret,
+                   struct bc_error *err)
+{
+        if (!key || !*key || strlen(key) > S3_MAX_KEY)
+                return bc_error_set(err, BC_USAGE, EINVAL, "object key empty or longer than %d bytes", S3_MAX_KEY);
+        return target_init(cfg, key, ret, err);
+}
+
+int s3_target_bucket(const struct storage_config *cfg, struct s3_target *ret, struct bc_error *err)
+{
+        return target_init(cfg, "", ret, err);
+}
+
 const char *s3_method_name(enum storage_method m)
 {
         switch (m) {
@@ -263,8 +367,12 @@ int s3_presign_at(const struct storage_config *cfg, enum storage_method method, 
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "presign: expiry must be %d..%d seconds, got %ld",
                                     STORAGE_PRESIGN_MIN_S, STORAGE_PRESIGN_MAX_S, expires_s);
+        _cleanup_(creds_donep) struct aws_creds creds = { 0 };
+        int r = s3_credentials(cfg, &creds, err);
+        if (r < 0)
+                return r;
         struct s3_target t;
-        int r = s3_target_init(cfg, key, &t, err);
+        r = s3_target_init(cfg, key, &t, err);
         if (r < 0)
                 return r;
         struct sigv4_request req = {
@@ -274,9 +382,9 @@ int s3_presign_at(const struct storage_config *cfg, enum storage_method method, 
                 .query = params,
                 .n_query = n_params,
                 .payload_sha256 = SIGV4_UNSIGNED_PAYLOAD,
-                .access_key = cfg->access_key,
-                .secret_key = cfg->secret_key,
-                .session_token = cfg->session_token,
+                .access_key = creds.access_key,
+                .secret_key = creds.secret_key,
+                .session_token = creds.session_token,
                 .region = cfg->region,
                 .now = now,
         };

@@ -23,18 +23,28 @@
 
 /* ---- S3 settings ------------------------------------------------------ */
 
+struct creds_provider;
+
 struct storage_config {
-        char *access_key;       /* AWS_ACCESS_KEY_ID */
-        char *secret_key;       /* AWS_SECRET_ACCESS_KEY */
-        char *session_token;    /* AWS_SESSION_TOKEN, NULL when unset */
-        char *region;           /* AWS_REGION, default "us-east-1" */
-        char *endpoint;         /* AWS_ENDPOINT_URL_S3 without trailing '/',
-                                 * NULL for AWS itself */
+        /* Where credentials come from: the AWS SDKs' chain (storage/creds.h),
+         * set by storage_config_from_env.  When it is NULL (tests, tools)
+         * the three fixed fields below are used instead. */
+        struct creds_provider *creds;
+        char *access_key;
+        char *secret_key;
+        char *session_token;    /* NULL when none */
+        char *region;           /* AWS_REGION, AWS_DEFAULT_REGION, the profile's
+                                 * region, else "us-east-1" */
+        char *endpoint;         /* AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the
+                                 * profile's s3 endpoint_url or endpoint_url;
+                                 * without trailing '/', NULL for AWS itself */
         char *bucket;           /* BOXCAR_S3_BUCKET */
         char *prefix;           /* BOXCAR_S3_PREFIX without surrounding '/',
                                  * "" when unset */
-        bool path_style;        /* true for custom endpoints (and buckets
-                                 * with dots), virtual-hosted on AWS */
+        bool path_style;        /* BOXCAR_S3_FORCE_PATH_STYLE, else the profile's
+                                 * s3 addressing_style, else true for custom
+                                 * endpoints (and buckets with dots),
+                                 * virtual-hosted on AWS */
         /* Transfer policy; storage_config_from_env sets the defaults shown,
          * callers (and tests) may change them before use. */
         int retries;            /* extra attempts after the first: 4 */
@@ -44,12 +54,36 @@ struct storage_config {
         int low_speed_time_s;   /* abort below 1 KiB/s for this long: 30 */
 };
 
-/* Reads the variables above from the environment.  A missing required one
- * (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, BOXCAR_S3_BUCKET) or a
- * malformed endpoint is BC_CONFIG naming the variable.  *ret is the
- * caller's, freed with storage_config_free(). */
+/* Reads the variables above from the environment and the AWS shared files
+ * (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE) and picks
+ * the credential source, without any network access (temporary
+ * credentials are fetched at first use).  A missing BOXCAR_S3_BUCKET, no
+ * credential source at all, a partial one, or a malformed endpoint is
+ * BC_CONFIG naming the variable.  *ret is the caller's, freed with
+ * storage_config_free(). */
 int storage_config_from_env(struct storage_config **ret, struct bc_error *err);
 void storage_config_free(struct storage_config *cfg);
+
+/* Where the credentials come from, for logs: "env", "shared files
+ * (profile x)", "web identity", "container", "IMDS", or "fixed". */
+const char *storage_credentials_source(const struct storage_config *cfg);
+
+/* The access key id in use (not a secret; it is in every signed URL),
+ * fetching credentials first when needed.  *ret is a new heap string.
+ * Errors as for any signed request (BC_FETCH_FAILED naming the source). */
+int storage_credentials_key_id(const struct storage_config *cfg, char **ret,
+                               struct bc_error *err);
+
+/* Checks that the bucket answers to these settings: a signed
+ * ListObjects of at most one key under the prefix (the permission the
+ * HEAD before each upload needs anyway), no retries, 10 s at most (plus
+ * the credentials' own fetch when they are due).  On failure *ret_why
+ * gets a short reason fit for /readyz and logs: the S3 error code
+ * ("NoSuchBucket", "SignatureDoesNotMatch", "AccessDenied",
+ * "InvalidAccessKeyId", or "HTTP 500"), "unreachable: <curl's reason>",
+ * or "credentials: <why>"; err holds the full message. */
+int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 160],
+                         struct bc_error *err);
 
 /* ---- Content addressing ----------------------------------------------- */
 

@@ -64,63 +64,9 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
-struct s3_call {
-        const struct storage_config *cfg;
-        const char *method;
-        const struct s3_target *target;
-        const char *payload_sha256;
-        const struct sigv4_pair *headers; /* extra signed headers */
-        size_t n_headers;
-        struct put_body *body;          /* PUT only */
-};
-
 static void slist_freep(struct curl_slist **l)
 {
         curl_slist_free_all(*l);
-}
-
-static int add_header(struct curl_slist **l, const char *name, const char *value)
-{
-        char *line = NULL;
-        if (asprintf(&line, "%s: %s", name, value) < 0)
-                return -ENOMEM;
-        struct curl_slist *n = curl_slist_append(*l, line);
-        free(line);
-        if (!n)
-                return -ENOMEM;
-        *l = n;
-        return 0;
-}
-
-/* The signed header list: exactly what sigv4_authorization signed. */
-static int signed_headers(const struct s3_call *c, struct curl_slist **ret, struct bc_error *err)
-{
-        char date[17];
-        time_t now = time(NULL);
-        sigv4_amz_date(now, date);
-        struct sigv4_request req = {
-                .method = c->method, .host = c->target->host, .path = c->target->path,
-                .headers = c->headers, .n_headers = c->n_headers,
-                .payload_sha256 = c->payload_sha256, .access_key = c->cfg->access_key,
-                .secret_key = c->cfg->secret_key, .session_token = c->cfg->session_token,
-                .region = c->cfg->region, .now = now,
-        };
-        _cleanup_free_ char *auth = NULL;
-        int r = sigv4_authorization(&req, &auth, err);
-        if (r < 0)
-                return r;
-        _cleanup_(slist_freep) struct curl_slist *l = NULL;
-        for (size_t i = 0; r == 0 && i < c->n_headers; i++)
-                r = add_header(&l, c->headers[i].name, c->headers[i].value);
-        r = r ? r : add_header(&l, "x-amz-date", date);
-        r = r ? r : add_header(&l, "x-amz-content-sha256", c->payload_sha256);
-        if (c->cfg->session_token)
-                r = r ? r : add_header(&l, "x-amz-security-token", c->cfg->session_token);
-        r = r ? r : add_header(&l, "Authorization", auth);
-        if (r < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        *ret = steal_pointer(&l);
-        return 0;
 }
 
 /* One attempt; *ret_status is the HTTP status (0 on transport failure). */
@@ -128,7 +74,7 @@ static CURLcode s3_attempt(const struct s3_call *c, const struct http_policy *p,
                            char what[static 256], struct bc_error *err)
 {
         _cleanup_(slist_freep) struct curl_slist *h = NULL;
-        if (signed_headers(c, &h, err) < 0)
+        if (s3_signed_headers(c, &h, err) < 0)
                 return CURLE_ABORTED_BY_CALLBACK;
         CURL *curl = curl_easy_init();
         if (!curl) {
@@ -181,6 +127,10 @@ static long s3_call_run(const struct s3_call *c, struct bc_error *err)
                 struct bc_error e = BC_ERROR_INIT;
                 CURLcode cc = s3_attempt(c, &p, &status, what, &e);
                 if (e.code != BC_OK) {
+                        /* Credentials that could not be had fail the upload
+                         * (retried with the job), whatever their source. */
+                        if (e.code == BC_FETCH_FAILED)
+                                e.code = BC_UPLOAD_FAILED;
                         bc_error_move(err, &e);
                         return -EIO;
                 }

@@ -28,8 +28,9 @@ const char storage_usage[] =
         "\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "\n"
-        "S3 comes from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN,\n"
-        "AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET and BOXCAR_S3_PREFIX.\n";
+        "S3: BOXCAR_S3_BUCKET, BOXCAR_S3_PREFIX, BOXCAR_S3_FORCE_PATH_STYLE, and the\n"
+        "AWS SDKs' credential chain, region and endpoint variables and files (see\n"
+        "boxcar worker --help and the README).\n";
 
 static int fail(const char *what, struct bc_error *err)
 {
@@ -54,7 +55,7 @@ static int open_s3(struct storage_config **ret, struct bc_error *err)
         const char *bucket = getenv("BOXCAR_S3_BUCKET");
         if (!bucket || !*bucket)
                 return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "BOXCAR_S3_BUCKET is not set (and the AWS_* variables)");
+                                    "BOXCAR_S3_BUCKET is not set (and AWS credentials)");
         return storage_config_from_env(ret, err);
 }
 

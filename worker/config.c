@@ -89,11 +89,18 @@ const char config_worker_usage[] =
         "or kB, MB, GB, TB (powers of 1000), no space (10MiB, 512KiB); a plain number\n"
         "is bytes (MiB for --volume-cache-mb).\n"
         "\n"
-        "Environment: DATABASE_URL; AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,\n"
-        "AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL_S3, BOXCAR_S3_BUCKET,\n"
-        "BOXCAR_S3_PREFIX (storage); BOXCAR_WEBHOOK_SECRET (whsec_..., several separated\n"
-        "by spaces to rotate; without it this worker delivers no webhooks);\n"
-        "BOXCAR_WEBHOOK_URL (the database-wide default for jobs without their own URL).\n";
+        "Environment: DATABASE_URL; BOXCAR_S3_BUCKET, BOXCAR_S3_PREFIX,\n"
+        "BOXCAR_S3_FORCE_PATH_STYLE and the AWS SDKs' settings (storage): credentials\n"
+        "from AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY [+ AWS_SESSION_TOKEN], else the\n"
+        "AWS_PROFILE in AWS_SHARED_CREDENTIALS_FILE / AWS_CONFIG_FILE, else\n"
+        "AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (STS), else\n"
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI / _FULL_URI, else EC2 IMDSv2 (off with\n"
+        "AWS_EC2_METADATA_DISABLED=true); region AWS_REGION, AWS_DEFAULT_REGION; endpoint\n"
+        "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL.  The bucket is checked at start and\n"
+        "every minute; /readyz says \"s3: <S3 error code>\" while it fails.\n"
+        "BOXCAR_WEBHOOK_SECRET (whsec_..., several separated by spaces to rotate;\n"
+        "without it this worker delivers no webhooks); BOXCAR_WEBHOOK_URL (the\n"
+        "database-wide default for jobs without their own URL).\n";
 
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
 {

@@ -129,13 +129,14 @@ static enum MHD_Result reply_static(struct MHD_Connection *c, unsigned status, c
 
 static enum MHD_Result serve_readyz(struct http_server *s, struct MHD_Connection *c)
 {
-        const char *reason = NULL;
-        if (!s->ready || s->ready(s->ctx, &reason))
+        char reason[REASON_MAX + 1] = "";
+        if (!s->ready || s->ready(s->ctx, reason, sizeof(reason)))
                 return reply_static(c, MHD_HTTP_OK, "ok\n");
-        /* One line, whatever the callback handed us. */
+        reason[REASON_MAX] = '\0';
+        /* One line, whatever the callback wrote. */
         char line[REASON_MAX + 2];
         size_t n = 0;
-        for (const char *p = reason ? reason : "not ready"; *p && n < REASON_MAX; p++)
+        for (const char *p = *reason ? reason : "not ready"; *p && n < REASON_MAX; p++)
                 line[n++] = (unsigned char)*p < 0x20 || *p == 0x7f ? ' ' : *p;
         line[n++] = '\n';
         return reply(c, MHD_HTTP_SERVICE_UNAVAILABLE, CONTENT_TYPE_TEXT, line, n,

@@ -12,6 +12,7 @@
 #define BC_WORKER_HTTP_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -21,11 +22,11 @@
 struct http_server;
 
 /* Called on the server's thread for each /readyz request, so it must be
- * thread-safe and quick (read a few atomics, never query the database).
- * Returns true when ready; else sets *ret_reason to a short static
- * string (or one that lives as long as ctx and never changes), which is
- * copied into the response at once.  A NULL reason reads "not ready". */
-typedef bool (*http_ready_fn)(void *ctx, const char **ret_reason);
+ * thread-safe and quick (read a few atomics or a cached state, never
+ * query the database or S3).  Returns true when ready; else writes a
+ * short NUL-terminated reason into reason (size bytes; left empty, it
+ * reads "not ready"). */
+typedef bool (*http_ready_fn)(void *ctx, char *reason, size_t size);
 
 /* Parses "HOST:PORT" as --metrics-addr accepts it: "127.0.0.1:9464",
  * "[::1]:9464", "localhost:9464", or ":9464" / "0.0.0.0:9464" / "[::]:9464"

@@ -23,6 +23,7 @@
 #include "worker/log.h"
 #include "worker/migrate.h"
 #include "worker/queue.h"
+#include "worker/s3_check.h"
 #include "worker/sandbox_pool.h"
 #include "worker/slots.h"
 #include "worker/store.h"
@@ -37,6 +38,7 @@ struct loop {
         struct metrics *metrics;       /* NULL without --metrics-addr */
         struct ws_pool *ws_pool;       /* ready workspace filesystems, or NULL */
         struct http_server *http;
+        struct s3_check *s3_check;     /* NULL without S3 */
         _Atomic bool ready_db;         /* read by the HTTP thread */
         _Atomic bool ready_draining;
         uint64_t next_stats;
@@ -306,19 +308,20 @@ static void refresh_queue_stats(struct loop *l)
                                      atof(PQgetvalue(res, i, 4)));
 }
 
-/* /readyz: the database is reachable and the worker takes jobs. */
-static bool is_ready(void *ctx, const char **ret_reason)
+/* /readyz: the database is reachable, the worker takes jobs, and its
+ * bucket answered the last check (worker/s3_check.h). */
+static bool is_ready(void *ctx, char *reason, size_t size)
 {
         struct loop *l = ctx;
         if (l->ready_draining) {
-                *ret_reason = "draining";
+                snprintf(reason, size, "draining");
                 return false;
         }
         if (!l->ready_db) {
-                *ret_reason = "database unreachable";
+                snprintf(reason, size, "database unreachable");
                 return false;
         }
-        return true;
+        return s3_check_ready(l->s3_check, reason, size);
 }
 
 static int start_metrics(struct loop *l, struct bc_error *err)
@@ -624,6 +627,10 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                                (long)cfg->artifact_url_ttl_s, err);
                 store_open_ok = r >= 0;
         }
+        /* Always checked: a missing bucket or a wrong key shows at start
+         * in the log (and in /readyz), not in the first job. */
+        if (r >= 0 && l.store.s3)
+                r = s3_check_start(l.store.s3, cfg->worker_id, &l.s3_check, err);
         int stop = 0;
         if (r >= 0) {
                 stop = wait_for_schema(&l, err);
@@ -644,6 +651,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         }
         if (r < 0 || stop) {
                 http_server_stop(l.http);
+                s3_check_stop(l.s3_check);
                 metrics_free(l.metrics);
                 if (deliverer_ok)
                         deliverer_stop(&l.deliverer);
@@ -683,8 +691,9 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         ws_pool_stop(l.ws_pool);
         backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);
-        store_close(&l.store);
         http_server_stop(l.http);
+        s3_check_stop(l.s3_check);
+        store_close(&l.store);
         metrics_free(l.metrics);
         if (l.listen && l.listen != l.conn)
                 PQfinish(l.listen);

@@ -67,6 +67,23 @@ else
   not_ok "$BOXCAR and $BOXCAR_SANDBOX are built"
 fi
 
+# ---- environment variables: code, help and README ---------------------------------------
+# Every AWS_*/BOXCAR_* variable the worker and storage code read by name,
+# and every one `boxcar worker --help` names, is in the README; the help
+# names none the code does not read.
+if [[ -x $BOXCAR ]]; then
+  code_env=$(grep -ohE '"(AWS|BOXCAR)_[A-Z0-9_]+"' storage/*.c worker/*.c | tr -d '"' | sort -u)
+  help_env=$("$BOXCAR" worker --help | grep -oE '\b(AWS|BOXCAR)_[A-Z0-9_]+' | sort -u)
+  readme_env=$(grep -oE '\b(AWS|BOXCAR)_[A-Z0-9_]+' README.md | sort -u)
+  missing=$(comm -23 <(printf '%s\n%s\n' "$code_env" "$help_env" | sort -u) <(echo "$readme_env") | tr '\n' ' ')
+  check "the README names every variable the code reads and the help names ($(wc -w <<<"$code_env") read)${missing:+; missing: $missing}" \
+    test -z "$missing"
+  extra=$(comm -13 <(echo "$code_env") <(echo "$help_env") | tr '\n' ' ')
+  check "boxcar worker --help names only variables the code reads${extra:+; not read: $extra}" test -z "$extra"
+  check "the code reads AWS_WEB_IDENTITY_TOKEN_FILE (the check above sees the sources)" \
+    grep -qx AWS_WEB_IDENTITY_TOKEN_FILE <<<"$code_env"
+fi
+
 # The worker command lines of the deployment files parse (--help after them
 # exits 0 only when every flag before it was accepted).
 exec_start=$(sed -n 's|^ExecStart=/usr/local/bin/boxcar worker ||p' deploy/boxcar-worker.service)

@@ -19,7 +19,7 @@ SANFLAGS=()
 [[ ${SAN:-0} == 1 ]] && SANFLAGS=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 cc -std=c17 -Wall -Wextra -Werror -g -O1 -I. -D_GNU_SOURCE "${SANFLAGS[@]}" -o "$TOOL" \
   tests/storage/storage-tool.c $BUILD/libstorage.a $BUILD/libcommon.a \
-  -lcurl -larchive -lz -lcrypto -lpthread || { not_ok "build storage-tool"; tap_done; exit 1; }
+  -lcjson -lcurl -larchive -lz -lcrypto -lpthread || { not_ok "build storage-tool"; tap_done; exit 1; }
 ok "built libstorage and storage-tool ($BUILD)"
 
 W=$(mktemp -d "$BOXCAR_DEV/storage-test.XXXXXX")
@@ -207,6 +207,9 @@ check "S3 down: cache hit still works without a download" test "$(field download
 eval "$(scripts/s3.sh start)"
 out=$(tool push "$W/newtree" "$W")
 is "S3 back: the same push now succeeds" "$(field uploaded "$out")" 1
+
+# ---- AWS credential sources, bucket check, SigV4-verifying S3 ----------------
+source tests/storage/aws.sh
 
 # ---- hostile archives ------------------------------------------------------------
 H="$W/hostile"; mkdir -p "$H/sentinel"; echo orig > "$H/sentinel/file"

@@ -9,6 +9,10 @@
  *   push DIR TMPDIR                -> sha256= size= files= uploaded= key=
  *   presign GET|PUT|HEAD KEY EXPIRES [NOW]      -> the URL
  *   presign-raw REGION ENDPOINT|- BUCKET KEYHEX METHOD EXPIRES TOKEN|- NOW
+ *   creds N [SLEEP_MS]             -> N lines "source= key_id=" (N gets, a pause
+ *                                     between them)
+ *   creds-threads T N              -> T threads x N gets: "gets= failures="
+ *   check                          -> "ok", or the error and "why=<reason>"
  *   cache DIR MAXBYTES OP...       OP: get URL|- SHA|-  (acquire+release)
  *                                      hold URL|- SHA|- (acquire, keep)
  *                                      size | time-hit SHA N
@@ -19,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <locale.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +205,91 @@ static int cmd_presign_raw(int argc, char **argv, struct bc_error *err)
         return 0;
 }
 
+/* Credentials as the signer gets them; only the key id is printed (it is
+ * in every presigned URL anyway), never the secret or the token. */
+static int cmd_creds(int argc, char **argv, struct bc_error *err)
+{
+        if (argc < 1)
+                return 2;
+        struct storage_config *cfg = config(true, err);
+        if (!cfg)
+                return fail(err);
+        int rc = 0;
+        long pause_ms = argc > 1 ? atol(argv[1]) : 0;
+        for (int i = 0; i < atoi(argv[0]) && rc == 0; i++) {
+                if (i && pause_ms)
+                        nanosleep(&(struct timespec){ pause_ms / 1000, (pause_ms % 1000) * 1000000L }, NULL);
+                char *id = NULL;
+                if (storage_credentials_key_id(cfg, &id, err) < 0) {
+                        rc = fail(err);
+                        break;
+                }
+                printf("source=%s key_id=%s\n", storage_credentials_source(cfg), id);
+                free(id);
+        }
+        storage_config_free(cfg);
+        return rc;
+}
+
+struct creds_thread {
+        struct storage_config *cfg;
+        int n, failures;
+        pthread_t t;
+};
+
+static void *creds_thread_main(void *arg)
+{
+        struct creds_thread *ct = arg;
+        for (int i = 0; i < ct->n; i++) {
+                char *id = NULL;
+                struct bc_error e = BC_ERROR_INIT;
+                if (storage_credentials_key_id(ct->cfg, &id, &e) < 0)
+                        ct->failures++;
+                bc_error_clear(&e);
+                free(id);
+        }
+        return NULL;
+}
+
+static int cmd_creds_threads(int argc, char **argv, struct bc_error *err)
+{
+        if (argc < 2)
+                return 2;
+        struct storage_config *cfg = config(true, err);
+        if (!cfg)
+                return fail(err);
+        struct creds_thread ct[32];
+        int nt = atoi(argv[0]) > 32 ? 32 : atoi(argv[0]);
+        for (int i = 0; i < nt; i++) {
+                ct[i] = (struct creds_thread){ .cfg = cfg, .n = atoi(argv[1]) };
+                pthread_create(&ct[i].t, NULL, creds_thread_main, &ct[i]);
+        }
+        int failures = 0;
+        for (int i = 0; i < nt; i++) {
+                pthread_join(ct[i].t, NULL);
+                failures += ct[i].failures;
+        }
+        printf("gets=%d failures=%d\n", nt * atoi(argv[1]), failures);
+        storage_config_free(cfg);
+        return failures ? 1 : 0;
+}
+
+static int cmd_check(struct bc_error *err)
+{
+        struct storage_config *cfg = config(true, err);
+        if (!cfg)
+                return fail(err);
+        char why[160];
+        int rc = storage_check_bucket(cfg, why, err);
+        storage_config_free(cfg);
+        if (rc < 0) {
+                printf("why=%s\n", why);
+                return fail(err);
+        }
+        printf("ok\n");
+        return 0;
+}
+
 static double now_s(void)
 {
         struct timespec ts;
@@ -284,6 +374,12 @@ int main(int argc, char **argv)
                         rc = cmd_presign(n, a, &err);
                 else if (strcmp(cmd, "presign-raw") == 0)
                         rc = cmd_presign_raw(n, a, &err);
+                else if (strcmp(cmd, "creds") == 0)
+                        rc = cmd_creds(n, a, &err);
+                else if (strcmp(cmd, "creds-threads") == 0)
+                        rc = cmd_creds_threads(n, a, &err);
+                else if (strcmp(cmd, "check") == 0)
+                        rc = cmd_check(&err);
                 else if (strcmp(cmd, "cache") == 0)
                         rc = cmd_cache(n, a, &err);
         }

@@ -378,12 +378,12 @@ struct ready_state {
         atomic_bool ready;
 };
 
-static bool ready_cb(void *ctx, const char **ret_reason)
+static bool ready_cb(void *ctx, char *reason, size_t size)
 {
         struct ready_state *rs = ctx;
         if (atomic_load(&rs->ready))
                 return true;
-        *ret_reason = "draining\nsecond line";
+        snprintf(reason, size, "draining\nsecond line");
         return false;
 }
 

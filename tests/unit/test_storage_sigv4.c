@@ -297,10 +297,17 @@ static void clear_env(void)
 {
         static const char *const vars[] = {
                 "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-                "AWS_ENDPOINT_URL_S3", "BOXCAR_S3_BUCKET", "BOXCAR_S3_PREFIX",
+                "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_PROFILE",
+                "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "BOXCAR_S3_BUCKET", "BOXCAR_S3_PREFIX",
+                "BOXCAR_S3_FORCE_PATH_STYLE",
         };
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
                 unsetenv(vars[i]);
+        /* No shared files and no instance metadata: only what a test sets. */
+        setenv("AWS_CONFIG_FILE", "/nonexistent/aws/config", 1);
+        setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws/credentials", 1);
+        setenv("AWS_EC2_METADATA_DISABLED", "true", 1);
 }
 
 static void expect_config_error(const char *needle)

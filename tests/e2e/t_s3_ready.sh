@@ -1,0 +1,84 @@
+# S3 problems show at start: the worker checks its bucket (a signed
+# ListObjects) when it starts and then periodically, logs s3.check_failed
+# with S3's error code, and /readyz says "s3: <code>" until the bucket
+# answers; it keeps running and recovers without a restart.  The wrong
+# secret is seen through tests/storage/sigv4_proxy.py (s3rver accepts any),
+# and a worker on web identity credentials (tests/storage/aws_mock.py as
+# STS) runs a job that uploads through that proxy, with no secret in its log.
+source "$(dirname "$0")/../lib.sh"
+eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+export BOXCAR_S3_PREFIX="e2e-ready-$$"
+fresh_db e2e_s3_ready
+tmp=$(mktemp -d)
+trap 'cleanup_bg; rm -rf "$tmp"' EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+S3=$AWS_ENDPOINT_URL_S3
+logof() { echo "$BOXCAR_DEV/test-logs/$1.log"; }
+readyz_is() { [[ $(curl -s "$1/readyz") == "$2" ]]; }
+W=(--sandbox "$E2E_SANDBOX" --poll-interval 500ms)
+
+# ---- a missing bucket, then created ----------------------------------------
+bucket="ready-$$-$RANDOM"
+p=$(free_port); M=http://127.0.0.1:$p
+BOXCAR_S3_BUCKET=$bucket start_worker ready-a --metrics-addr "127.0.0.1:$p" "${W[@]}"
+check "missing bucket: /readyz is 503 's3: NoSuchBucket'" wait_for "NoSuchBucket" 20 readyz_is "$M" "s3: NoSuchBucket"
+is "missing bucket: status 503" "$(curl -s -o /dev/null -w '%{http_code}' "$M/readyz")" 503
+check "missing bucket: s3.check_failed logged at start with the code" \
+  grep -q 's3.check_failed.*why=NoSuchBucket' "$(logof ready-a)"
+check "missing bucket: the worker keeps running (no crash loop)" kill -0 "$WORKER_PID"
+curl -s -X PUT "$S3/$bucket" >/dev/null
+check "bucket created: /readyz turns 200 without a restart" wait_for "ready" 40 readyz_is "$M" "ok"
+check "bucket created: s3.ready logged" grep -q 's3.ready' "$(logof ready-a)"
+kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+
+# ---- a wrong secret, behind a signature-checking proxy ------------------------------
+A="$tmp/aws"; mkdir -p "$A"; : > "$A/keys"
+pp=$(free_port); PROXY=http://127.0.0.1:$pp
+bg python3 "$BOXCAR_ROOT/tests/storage/sigv4_proxy.py" --port "$pp" --upstream "$S3" \
+  --key S3RVER:S3RVER --keys "$A/keys"
+wait_for "proxy" 15 curl -s -o /dev/null "$PROXY/"
+wrong="wrong-secret-$RANDOM$RANDOM"
+p=$(free_port); M=http://127.0.0.1:$p
+AWS_ENDPOINT_URL_S3=$PROXY AWS_SECRET_ACCESS_KEY=$wrong start_worker ready-b --metrics-addr "127.0.0.1:$p" "${W[@]}"
+check "wrong secret: /readyz is 503 's3: SignatureDoesNotMatch'" \
+  wait_for "SignatureDoesNotMatch" 20 readyz_is "$M" "s3: SignatureDoesNotMatch"
+check "wrong secret: logged with the code" grep -q 's3.check_failed.*why=SignatureDoesNotMatch' "$(logof ready-b)"
+check "wrong secret: the secret is not in the log" bash -c "! grep -qF '$wrong' '$(logof ready-b)'"
+kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+
+# ---- an endpoint that does not answer --------------------------------------------
+closed=$(free_port)
+p=$(free_port); M=http://127.0.0.1:$p
+AWS_ENDPOINT_URL_S3=http://127.0.0.1:$closed start_worker ready-c --metrics-addr "127.0.0.1:$p" "${W[@]}"
+check "unreachable: /readyz says 's3: unreachable: <curl's reason>'" \
+  wait_for "unreachable" 20 bash -c "[[ \$(curl -s '$M/readyz') == 's3: unreachable: '* ]]"
+kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+
+# ---- web identity credentials, a job uploading through the proxy ---------------------
+mp=$(free_port); MOCK=http://127.0.0.1:$mp
+printf 'eyJ.web-identity-%s.sig\n' "$RANDOM$RANDOM" > "$A/web-token"
+bg python3 "$BOXCAR_ROOT/tests/storage/aws_mock.py" --port "$mp" --web-token-file "$A/web-token" \
+  --role-arn arn:aws:iam::123456789012:role/boxcar --ecs-token unused --keys "$A/keys"
+wait_for "mock" 15 curl -sf -o /dev/null "$MOCK/_stats"
+p=$(free_port); M=http://127.0.0.1:$p
+static_key=$AWS_ACCESS_KEY_ID static_secret=$AWS_SECRET_ACCESS_KEY
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY   # env credentials would come first
+AWS_ENDPOINT_URL_S3="$PROXY" AWS_WEB_IDENTITY_TOKEN_FILE="$A/web-token" \
+  AWS_ROLE_ARN=arn:aws:iam::123456789012:role/boxcar AWS_ENDPOINT_URL_STS="$MOCK" \
+  AWS_CONFIG_FILE="$A/none" AWS_SHARED_CREDENTIALS_FILE="$A/none" \
+  start_worker ready-d --metrics-addr "127.0.0.1:$p" "${W[@]}"
+export AWS_ACCESS_KEY_ID=$static_key AWS_SECRET_ACCESS_KEY=$static_secret  # for the CLI
+check "web identity: /readyz 200 (bucket checked with STS credentials)" wait_for "ready" 20 readyz_is "$M" "ok"
+check "web identity: the worker names its credential source" \
+  grep -q 's3.ready.*credentials="\{0,1\}web identity' "$(logof ready-d)"
+j=$(echo '{"script": "echo via-sts > out.txt", "artifact": {"storage": "ready-sts"}}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$j" >/dev/null
+is "web identity: a job's artifact is uploaded with them (signatures verified)" "$(job_field "$j" status)" succeeded
+leaks=0
+while read -r akid secret token; do
+  for s in "$secret" "$token"; do [[ -n $s ]] && grep -qF -- "$s" "$(logof ready-d)" && leaks=$((leaks + 1)); done
+done < "$A/keys"
+grep -qF -- "$(cat "$A/web-token")" "$(logof ready-d)" && leaks=$((leaks + 1))
+check "web identity: no secret key, session token or web token in the worker's log ($(wc -l < "$A/keys") keys issued)" \
+  test "$leaks" -eq 0 -a "$(wc -l < "$A/keys")" -ge 1
+tap_done
