@@ -137,7 +137,7 @@ fuzz-bins: $(FUZZ_BINS) $(BUILD)/fuzz/spec-check
 BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
 
 .DEFAULT_GOAL := all
-.PHONY: all deps test unit-tests run bench lint format clean distclean dev-up dev-down \
+.PHONY: all deps test test-vm unit-tests run bench lint format clean distclean dev-up dev-down \
         fuzz fuzz-bins
 
 all: deps-build $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
@@ -153,6 +153,11 @@ unit-tests: $(UNIT_BINS)
 test: deps
 	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
 	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) scripts/test.sh $(SUITES)
+
+# The cgroup v2 VM suite alone (it is also part of `make test`).
+test-vm: deps
+	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
+	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) scripts/test.sh vm
 
 run: deps
 	@$(MAKE) --no-print-directory all

@@ -84,9 +84,10 @@ start_delegated root
 # go when the job ends.
 m=vmjob-$$-$RANDOM
 t0=$(date +%s)
-id=$(echo "{\"command\": [\"bash\", \"-c\", \"exec -a $m sleep 3\"], \"limits\": {\"memory_mb\": 96}}" | "$real" enqueue --spec -)
+id=$(echo "{\"command\": [\"bash\", \"-c\", \"exec -a $m sleep 15\"], \"limits\": {\"memory_mb\": 96}}" | "$real" enqueue --spec -)
 jobcg=""
-wait_for "job running" 150 pgrep -f "^$m" >/dev/null && jobcg=$cgroot$(sed -n 's/^0:://p' "/proc/$(pgrep -f "^$m" | head -1)/cgroup")
+find_job() { local p; p=$(pgrep -f "^$m" | head -1) && [[ -n $p ]] && jobcg=$cgroot$(sed -n 's/^0:://p' "/proc/$p/cgroup"); }
+wait_for "job running" 150 find_job
 # The job may sit in a leaf below the sandbox's cgroup: the limit is on
 # the boxcar-sandbox-* directory.
 diag "job seen running after $(( $(date +%s) - t0 )) s"
