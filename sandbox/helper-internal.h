@@ -66,6 +66,7 @@ struct helper_config {
         double cpus;                   /* 0: none */
         enum sandbox_network network;
         const char *cgroup_parent;     /* v2: --cgroup-parent; NULL: own cgroup */
+        const char *image;             /* --image: the root's source; NULL: the host's */
         int status_fd;                 /* -1: none */
         const char *hostname;
         uid_t uid;

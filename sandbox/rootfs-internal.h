@@ -58,6 +58,8 @@ int rootfs_attach_job(struct setup_ctx *x, const struct rootfs_trees *t);
 int rootfs_seal(struct setup_ctx *x);
 
 /* Parts of rootfs_build living in their own files. */
+/* The image's entries (--image) in place of the host's system dirs. */
+int rootfs_image_dirs(struct setup_ctx *x);
 int rootfs_etc(struct setup_ctx *x);
 int rootfs_dev(struct setup_ctx *x);
 int rootfs_proc(struct setup_ctx *x);

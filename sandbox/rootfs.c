@@ -336,7 +336,7 @@ int rootfs_build_base(struct setup_ctx *x)
         if (mount("tmpfs", SBX_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
                   "mode=0755,size=1m,nr_inodes=4096") < 0)
                 return setup_fail(x, errno, SBX_NEWROOT, "mount root tmpfs");
-        int r = system_dirs(x);
+        int r = x->c->image ? rootfs_image_dirs(x) : system_dirs(x);
         if (r >= 0)
                 r = rootfs_etc(x);
         if (r >= 0)
