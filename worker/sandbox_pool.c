@@ -204,7 +204,7 @@ static void refill(struct sandbox_pool *p, uint64_t now)
                 while (k->n < t && starting < MAX_STARTING && now >= p->backoff_until_ms) {
                         struct bc_error err = BC_ERROR_INIT;
                         struct sandbox_warm w;
-                        if (sandbox_warm_start(p->helper, k->network, p->cgroup_parent, &w,
+                        if (sandbox_warm_start(p->helper, k->network, p->cgroup_parent, NULL, &w,
                                                &err) < 0) {
                                 note_failure(p, &err, now);
                                 bc_error_clear(&err);
