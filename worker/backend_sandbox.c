@@ -228,12 +228,9 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
         ret->backend = "namespace";
         enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
         struct sandbox_warm w;
-        /* Jobs on an image start cold (the pool keeps the host root's). */
-        if (j->image_path)
-                return run_warm_or_cold(j, false, &w, ret, err);
         /* The job counts as in flight for the pool's sizing, warm or not. */
-        bool have_warm = sandbox_pool_take(pool, net, &w);
+        bool have_warm = sandbox_pool_take(pool, net, j->image_sha, &w);
         int r = run_warm_or_cold(j, have_warm, &w, ret, err);
-        sandbox_pool_release(pool, net);
+        sandbox_pool_release(pool, net, j->image_sha);
         return r;
 }

@@ -535,14 +535,15 @@ static char *setup_cgroup(const struct worker_config *cfg)
  * is stopped only after the slots are joined.  Without a pool every
  * sandbox is cold. */
 static void start_pool(const struct worker_config *cfg, const char *cgroup_parent,
-                       struct metrics *m, struct sandbox_pool **ret)
+                       struct storage_cache *images, struct metrics *m,
+                       struct sandbox_pool **ret)
 {
         *ret = NULL;
         if (cfg->sandbox != BACKEND_NAMESPACE)
                 return;
         unsigned max = warm_max(cfg->warm_sandboxes, cfg);
         struct bc_error err = BC_ERROR_INIT;
-        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, m, ret, &err) < 0) {
+        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, images, m, ret, &err) < 0) {
                 log_event(LOG_WARN, "sandbox.pool", "error", bc_error_message(&err), "effect",
                           "every sandbox starts cold", NULL);
                 bc_error_clear(&err);
@@ -632,7 +633,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         }
         struct sandbox_pool *pool = NULL;
         if (r >= 0 && !stop)
-                start_pool(cfg, cgroup_parent, l.metrics, &pool);
+                start_pool(cfg, cgroup_parent, l.store.images, l.metrics, &pool);
         if (r >= 0 && !stop)
                 start_ws_pool(&l);
         if (r >= 0 && !stop)
