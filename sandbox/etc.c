@@ -148,7 +148,7 @@ static bool etc_own(const char *name)
 static int etc_image(struct setup_ctx *x)
 {
         char src[PATH_MAX];
-        if (snprintf(src, sizeof(src), "%s/etc", x->c->image) >= (int)sizeof(src))
+        if (snprintf(src, sizeof(src), "%s/etc", rootfs_image_root()) >= (int)sizeof(src))
                 return setup_fail(x, ENAMETOOLONG, x->c->image, "etc");
         /* O_NOFOLLOW: an image's /etc that is a symlink (to the host's
          * /etc, say) is not followed; such an image has no /etc. */

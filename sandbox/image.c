@@ -41,6 +41,34 @@ static const char *const fixed[] = { "dev", "proc", "sys", "tmp", "workspace", "
 
 enum place { PLACE_IMAGE, PLACE_ON_THE_WAY, PLACE_OURS };
 
+/* The image as opened before anything was mounted ("/proc/self/fd/N"):
+ * the root tmpfs goes on SBX_NEWROOT (/tmp), which would hide an image
+ * kept below it. */
+static char image_root[64];
+
+int rootfs_image_open(struct setup_ctx *x)
+{
+        x->step = SBX_STEP_MOUNT;
+        int fd = open(x->c->image, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return setup_fail(x, errno, x->c->image, "open image");
+        snprintf(image_root, sizeof(image_root), "/proc/self/fd/%d", fd);
+        return 0;
+}
+
+void rootfs_image_close(void)
+{
+        int fd = -1;
+        if (sscanf(image_root, "/proc/self/fd/%d", &fd) == 1 && fd >= 0)
+                close(fd);
+        image_root[0] = '\0';
+}
+
+const char *rootfs_image_root(void)
+{
+        return image_root;
+}
+
 /* Whether rel (relative, normalised) is a mount point of ours, on the way
  * to one, or the image's alone. */
 static enum place place_of(const struct helper_config *c, const char *rel)
@@ -78,7 +106,7 @@ static int image_level(struct setup_ctx *x, const char *rel, unsigned depth);
 static int image_entry(struct setup_ctx *x, const char *rel, unsigned depth)
 {
         char src[PATH_MAX];
-        if (snprintf(src, sizeof(src), "%s/%s", x->c->image, rel) >= (int)sizeof(src))
+        if (snprintf(src, sizeof(src), "%s/%s", image_root, rel) >= (int)sizeof(src))
                 return setup_fail(x, ENAMETOOLONG, rel, "image");
         struct stat st;
         if (lstat(src, &st) < 0)
@@ -115,7 +143,7 @@ static int image_level(struct setup_ctx *x, const char *rel, unsigned depth)
                         return r;
         }
         char dir[PATH_MAX];
-        if (snprintf(dir, sizeof(dir), "%s/%s", x->c->image, rel) >= (int)sizeof(dir))
+        if (snprintf(dir, sizeof(dir), "%s/%s", image_root, rel) >= (int)sizeof(dir))
                 return setup_fail(x, ENAMETOOLONG, rel, "image");
         /* O_NOFOLLOW: every level was lstat'ed as a directory, and stays one. */
         int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -144,10 +172,5 @@ static int image_level(struct setup_ctx *x, const char *rel, unsigned depth)
 int rootfs_image_dirs(struct setup_ctx *x)
 {
         x->step = SBX_STEP_MOUNT;
-        struct stat st;
-        if (stat(x->c->image, &st) < 0)
-                return setup_fail(x, errno, x->c->image, "image");
-        if (!S_ISDIR(st.st_mode))
-                return setup_fail(x, ENOTDIR, x->c->image, "image");
         return image_level(x, "", 0);
 }
