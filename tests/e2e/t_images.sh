@@ -53,6 +53,9 @@ Python 3.11.2'
 is "the same job on deb13 sees Debian 13" "$(job_field $b "result->>'stdout'" | head -1)" 'VERSION_ID="13"'
 py13=$(job_field $b "result->>'stdout'" | grep . | tail -1)
 check "and its own python ($py13)" grep -q '^Python 3\.1[3-9]' <<<"$py13"
+l=$(run_job '{"command": ["lua5.4", "-e", "print(_VERSION)"], "image": {"storage": "deb13"}}')
+is "a job on deb13 runs lua5.4, a tool the host does not have" "$(job_field $l "status || ' ' || (result->>'stdout')")" "succeeded Lua 5.4"
+command -v lua5.4 >/dev/null && not_ok "the host has no lua5.4 (it has: the check above proves nothing)" || ok "the host has no lua5.4"
 is "the worker's image cache counts the misses" "$(metric 'boxcar_image_cache_lookups_total{result="miss"}')" "2"
 t0=$(date +%s%N)
 c=$(run_job '{"script": "python3 -c \"print(6*7)\"", "image": {"storage": "deb12", "version": "'"$sha12"'"}}')
@@ -150,5 +153,20 @@ bad '{"script": "true", "image": {"storage": "deb12", "version": "'"$(printf '0%
     "image.version: storage deb12 has no version $(printf '0%.0s' {1..64})"
 out=$(echo '{"script": "true", "image": {"storage": "deb12", "version": "v2"}}' | "$BOXCAR" enqueue --spec - 2>&1)
 check "a malformed version is refused at enqueue" grep -q 'image.version: must be "latest" or a sha256' <<<"$out"
+
+# The pool lets an image's sandboxes go once no job asked for it for a
+# minute (the last job on deb12 ran before the setuid checks).
+if [[ $E2E_SANDBOX == namespace && $(id -u) == 0 ]]; then
+  t0=$(date +%s)
+  if wait_for "deb12's warm sandboxes gone" 120 bash -c "(( \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm .*--image .*/$sha12\$' | wc -l) == 0 ))"; then
+    ok "an image nobody uses loses its warm sandboxes (after $(( $(date +%s) - t0 )) s more)"
+  else
+    not_ok "an image nobody uses loses its warm sandboxes ($(deb12_warm) left)"
+  fi
+  check "the host root's stay" test "$(pgrep -P "$WORKER_PID" -f 'boxcar-sandbox --warm' | wc -l)" -ge 1
+else
+  skip "an image nobody uses loses its warm sandboxes"
+  skip "the host root's stay"
+fi
 
 tap_done
