@@ -85,7 +85,7 @@ static int validate(const struct sandbox_opts *o, struct bc_error *err)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits: memory_mb/disk_mb too large");
         if (o->pids > (1u << 22))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits.pids: too large");
-        if (o->image && sbx_check_cgroup_parent(o->image) < 0)
+        if (o->image && sbx_check_image(o->image) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "image: bad path '%s'", o->image);
         if (o->cgroup_parent && sbx_check_cgroup_parent(o->cgroup_parent) < 0)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL,

@@ -195,6 +195,11 @@ int sbx_check_dest(const char *dest)
         return 0;
 }
 
+int sbx_check_image(const char *dir)
+{
+        return sbx_check_cgroup_parent(dir);
+}
+
 bool sbx_env_entry_valid(const char *kv)
 {
         const char *eq = kv ? strchr(kv, '=') : NULL;
@@ -264,7 +269,7 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                                             "got '%s'", val[0]);
                 c->cgroup_parent = val[0];
         } else if (strcmp(opt, "--image") == 0) {
-                if (sbx_check_cgroup_parent(val[0]) < 0)
+                if (sbx_check_image(val[0]) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "--image: want an absolute, normalised path, got '%s'",
                                             val[0]);
