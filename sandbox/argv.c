@@ -85,6 +85,8 @@ static int validate(const struct sandbox_opts *o, struct bc_error *err)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits: memory_mb/disk_mb too large");
         if (o->pids > (1u << 22))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits.pids: too large");
+        if (o->image && sbx_check_image(o->image) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "image: bad path '%s'", o->image);
         if (o->cgroup_parent && sbx_check_cgroup_parent(o->cgroup_parent) < 0)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL,
                                     "cgroup parent: want an absolute, normalised path");
@@ -127,6 +129,8 @@ static int build(struct argv_builder *b, const struct sandbox_opts *o, const cha
                 r = add_fmt(b, "--network", "%s", o->network == SANDBOX_NET_HOST ? "host" : "none");
         if (r >= 0 && o->cgroup_parent)
                 r = add_fmt(b, "--cgroup-parent", "%s", o->cgroup_parent);
+        if (r >= 0 && o->image)
+                r = add_fmt(b, "--image", "%s", o->image);
         if (r >= 0)
                 r = add(b, "--");
         for (size_t i = 0; r >= 0 && o->argv[i]; i++)

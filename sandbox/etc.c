@@ -90,15 +90,17 @@ static int copy_small(struct setup_ctx *x, const char *host, const char *rel,
         }
 }
 
-/* Shows /etc/NAME if it exists: a small file copied, anything else bound;
- * a symlink is recreated (binding would follow it, possibly out of what
- * we meant to show). */
-static int etc_entry(struct setup_ctx *x, const char *name)
+/* Shows SRC/NAME (SRC: the host's /etc or an image's) as /etc/NAME if it
+ * exists: a small file copied, anything else bound; a symlink is
+ * recreated (binding would follow it, possibly out of what we meant to
+ * show). */
+static int etc_entry_from(struct setup_ctx *x, const char *src, const char *name)
 {
-        char host[300], rel[300];
+        char host[PATH_MAX], rel[300];
         if (strlen(name) > 255)
                 return 0;
-        snprintf(host, sizeof(host), "/etc/%s", name);
+        if (snprintf(host, sizeof(host), "%s/%s", src, name) >= (int)sizeof(host))
+                return setup_fail(x, ENAMETOOLONG, name, "etc");
         snprintf(rel, sizeof(rel), "etc/%s", name);
         struct stat st;
         if (lstat(host, &st) < 0)
@@ -121,6 +123,54 @@ static int etc_entry(struct setup_ctx *x, const char *name)
                         return r < 0 ? r : 0;
         }
         return rootfs_bind(x, host, rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+}
+
+static int etc_entry(struct setup_ctx *x, const char *name)
+{
+        return etc_entry_from(x, "/etc", name);
+}
+
+/* Generated in every sandbox (etc_generated), and DNS, which is the
+ * host's when the job has the host's network. */
+static bool etc_own(const char *name)
+{
+        static const char *const own[] = { "passwd", "group", "hostname", "hosts",
+                                           "resolv.conf" };
+        for (size_t i = 0; i < ELEMENTSOF(own); i++)
+                if (strcmp(name, own[i]) == 0)
+                        return true;
+        return false;
+}
+
+/* An image's /etc is the job's own choice, so all of it is shown (the
+ * host's list above guards the worker host's secrets, which an image
+ * does not hold), but for the files every sandbox generates. */
+static int etc_image(struct setup_ctx *x)
+{
+        char src[PATH_MAX];
+        if (snprintf(src, sizeof(src), "%s/etc", rootfs_image_root()) >= (int)sizeof(src))
+                return setup_fail(x, ENAMETOOLONG, x->c->image, "etc");
+        /* O_NOFOLLOW: an image's /etc that is a symlink (to the host's
+         * /etc, say) is not followed; such an image has no /etc. */
+        int fd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT || errno == ELOOP || errno == ENOTDIR
+                               ? 0 : setup_fail(x, errno, src, "open");
+        _cleanup_(closedirp) DIR *d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return setup_fail(x, errno, src, "opendir");
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+                    etc_own(de->d_name))
+                        continue;
+                int r = etc_entry_from(x, src, de->d_name);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* python3.X keeps its sysconfig under /etc/python3.X on Debian. */
@@ -171,9 +221,11 @@ int rootfs_etc(struct setup_ctx *x)
 {
         x->step = SBX_STEP_MOUNT;
         int r = rootfs_mkdirs(x, "etc");
-        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(etc_entries); i++)
+        if (r >= 0 && x->c->image)
+                r = etc_image(x);
+        for (size_t i = 0; r >= 0 && !x->c->image && i < ELEMENTSOF(etc_entries); i++)
                 r = etc_entry(x, etc_entries[i]);
-        if (r >= 0)
+        if (r >= 0 && !x->c->image)
                 r = etc_python(x);
         /* DNS only makes sense with the host's network. */
         if (r >= 0 && x->c->network == SANDBOX_NET_HOST)

@@ -66,6 +66,7 @@ struct helper_config {
         double cpus;                   /* 0: none */
         enum sandbox_network network;
         const char *cgroup_parent;     /* v2: --cgroup-parent; NULL: own cgroup */
+        const char *image;             /* --image: the root's source; NULL: the host's */
         int status_fd;                 /* -1: none */
         const char *hostname;
         uid_t uid;
@@ -104,6 +105,9 @@ int sbx_check_dest(const char *dest);
 /* Checks a --cgroup-parent: absolute, normalised, shorter than 1 KiB.
  * Whether it lies in the cgroup v2 mount is checked when it is used. */
 int sbx_check_cgroup_parent(const char *dir);
+/* Checks an --image directory: the same shape (absolute, normalised,
+ * shorter than 1 KiB); whether it is a directory is checked when used. */
+int sbx_check_image(const char *dir);
 bool sbx_env_entry_valid(const char *kv);
 
 /* Status JSON, produced by the helper (sandbox_status_parse reads it). */

@@ -96,6 +96,10 @@ const char *helper_usage(void)
                "                      directory cannot be bounded, so the run fails (124)\n"
                "                      instead of running unbounded.  Without --disk-mb a\n"
                "                      --workspace is as large as its filesystem\n"
+               "  --image DIR         run on DIR (an unpacked root filesystem, absolute) as\n"
+               "                      the read-only root instead of the host's /usr, /bin,\n"
+               "                      /lib* and /etc entries; its setuid bits and device\n"
+               "                      nodes are inert (nosuid, nodev)\n"
                "  --network none|host loopback only (default), or the host's network\n"
                "  --cgroup-parent DIR cgroup v2: make the sandbox's cgroup in DIR (absolute,\n"
                "                      under the cgroup2 mount) instead of in our own cgroup,\n"
@@ -107,8 +111,8 @@ const char *helper_usage(void)
                "                      cgroup) without a command, say so on FD (a unix\n"
                "                      seqpacket socket), then take one job from FD: the\n"
                "                      worker's pool of warm sandboxes.  --network,\n"
-               "                      --cgroup-parent, --uid, --gid and --hostname are\n"
-               "                      fixed then; the job brings the rest\n"
+               "                      --cgroup-parent, --image, --uid, --gid and --hostname\n"
+               "                      are fixed then; the job brings the rest\n"
                "  --hostname NAME     hostname inside (default boxcar)\n"
                "  --uid N, --gid N    identity of COMMAND inside (default 65534)\n"
                "  --help              this text\n"
@@ -191,6 +195,11 @@ int sbx_check_dest(const char *dest)
         return 0;
 }
 
+int sbx_check_image(const char *dir)
+{
+        return sbx_check_cgroup_parent(dir);
+}
+
 bool sbx_env_entry_valid(const char *kv)
 {
         const char *eq = kv ? strchr(kv, '=') : NULL;
@@ -259,6 +268,12 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                                             "--cgroup-parent: want an absolute, normalised path, "
                                             "got '%s'", val[0]);
                 c->cgroup_parent = val[0];
+        } else if (strcmp(opt, "--image") == 0) {
+                if (sbx_check_image(val[0]) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--image: want an absolute, normalised path, got '%s'",
+                                            val[0]);
+                c->image = val[0];
         } else if (strcmp(opt, "--status-fd") == 0) {
                 if (sbx_parse_u64(val[0], INT_MAX, &u) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--status-fd: bad '%s'", val[0]);

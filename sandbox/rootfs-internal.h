@@ -58,6 +58,14 @@ int rootfs_attach_job(struct setup_ctx *x, const struct rootfs_trees *t);
 int rootfs_seal(struct setup_ctx *x);
 
 /* Parts of rootfs_build living in their own files. */
+/* The image (--image): opened before the root tmpfs is mounted, then its
+ * entries in place of the host's system dirs; rootfs_image_root() is the
+ * path it is read through ("" before rootfs_image_open). */
+int rootfs_image_open(struct setup_ctx *x);
+int rootfs_image_dirs(struct setup_ctx *x);
+const char *rootfs_image_root(void);
+/* Closes what rootfs_image_open opened (nothing when it did not). */
+void rootfs_image_close(void);
 int rootfs_etc(struct setup_ctx *x);
 int rootfs_dev(struct setup_ctx *x);
 int rootfs_proc(struct setup_ctx *x);

@@ -339,12 +339,16 @@ int rootfs_build_base(struct setup_ctx *x)
         x->step = SBX_STEP_MOUNT;
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
                 return setup_fail(x, errno, "/", "make slave");
+        int r = x->c->image ? rootfs_image_open(x) : 0;
+        if (r < 0)
+                return r;
         if (mount("tmpfs", SBX_NEWROOT, "tmpfs", MS_NOSUID | MS_NODEV,
                   "mode=0755,size=1m,nr_inodes=4096") < 0)
                 return setup_fail(x, errno, SBX_NEWROOT, "mount root tmpfs");
-        int r = system_dirs(x);
+        r = x->c->image ? rootfs_image_dirs(x) : system_dirs(x);
         if (r >= 0)
                 r = rootfs_etc(x);
+        rootfs_image_close();
         if (r >= 0)
                 r = rootfs_dev(x);
         if (r >= 0)

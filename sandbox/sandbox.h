@@ -49,6 +49,9 @@ struct sandbox_opts {
          * per-sandbox cgroup is made in, from sandbox_cgroup_prepare_worker;
          * NULL: the helper's own cgroup.  Ignored on v1. */
         const char *cgroup_parent;
+        /* A root filesystem (an unpacked image, absolute host path) to run
+         * on instead of the host's system directories; NULL: the host's. */
+        const char *image;
 };
 
 /* Builds the argv that execs `helper_path` (argv[0]) for these options, the
@@ -132,8 +135,12 @@ struct sandbox_warm {
         struct timespec started;   /* CLOCK_MONOTONIC at the spawn */
 };
 
+/* image: the root the sandbox is built on (as sandbox_opts.image), NULL
+ * for the host's; its jobs must name the same image.  The string is
+ * copied. */
 int sandbox_warm_start(const char *helper, enum sandbox_network network,
-                       const char *cgroup_parent, struct sandbox_warm *ret, struct bc_error *err);
+                       const char *cgroup_parent, const char *image, struct sandbox_warm *ret,
+                       struct bc_error *err);
 /* Non-blocking: 1 when ready (and still alive), 0 not yet, negative when it
  * failed or died (err says why; discard it). */
 int sandbox_warm_check(struct sandbox_warm *w, struct bc_error *err);

@@ -213,7 +213,8 @@ static int check_fits(struct warm *w)
                            : j->uid != c->uid || j->gid != c->gid ? "--uid/--gid"
                            : !same_str(j->hostname, c->hostname) ? "--hostname"
                            : !same_str(j->cgroup_parent, c->cgroup_parent) ? "--cgroup-parent"
-                                                                            : NULL;
+                           : !same_str(j->image, c->image) ? "--image"
+                                                            : NULL;
         if (!what)
                 return 0;
         char msg[160];

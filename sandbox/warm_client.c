@@ -21,13 +21,14 @@
 #include "sandbox/helper-internal.h"
 
 int sandbox_warm_start(const char *helper, enum sandbox_network network,
-                       const char *cgroup_parent, struct sandbox_warm *ret, struct bc_error *err)
+                       const char *cgroup_parent, const char *image, struct sandbox_warm *ret,
+                       struct bc_error *err)
 {
         *ret = (struct sandbox_warm){ .pid = -1, .ctl = -1, .network = network };
         int sp[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "socketpair: %m");
-        char *argv[10];
+        char *argv[12];
         size_t n = 0;
         argv[n++] = (char *)helper;
         argv[n++] = "--warm";
@@ -38,6 +39,10 @@ int sandbox_warm_start(const char *helper, enum sandbox_network network,
         if (cgroup_parent) {
                 argv[n++] = "--cgroup-parent";
                 argv[n++] = (char *)cgroup_parent;
+        }
+        if (image) {
+                argv[n++] = "--image";
+                argv[n++] = (char *)image;
         }
         argv[n] = NULL;
         posix_spawn_file_actions_t fa;

@@ -180,7 +180,7 @@ begin
     select key || ': unknown field' into e from jsonb_object_keys(spec) key
      where key not in ('version', 'command', 'script', 'code', 'env', 'workdir',
                        'startup_script', 'startup_timeout_s', 'volumes', 'artifact',
-                       'limits', 'network', 'webhook', 'retry')
+                       'image', 'limits', 'network', 'webhook', 'retry')
      limit 1;
     if e is not null then return e; end if;
     if spec ? 'version' and spec -> 'version' <> '1'::jsonb then
@@ -281,6 +281,21 @@ begin
         if v ? 'base' and (jsonb_typeof(v -> 'base') <> 'string'
                            or (v ->> 'base') !~ '^(latest|empty|[0-9a-f]{64})$') then
             return 'artifact.base: must be "latest", "empty" or a sha256';
+        end if;
+    end if;
+    if spec ? 'image' then
+        v := spec -> 'image';
+        if jsonb_typeof(v) <> 'object' then
+            return 'image: must be an object';
+        end if;
+        select 'image.' || key || ': unknown field' into e from jsonb_object_keys(v) key
+         where key not in ('storage', 'version') limit 1;
+        if e is not null then return e; end if;
+        e := boxcar.name_error('image.storage', v -> 'storage');
+        if e is not null then return e; end if;
+        if v ? 'version' and (jsonb_typeof(v -> 'version') <> 'string'
+                              or (v ->> 'version') !~ '^(latest|[0-9a-f]{64})$') then
+            return 'image.version: must be "latest" or a sha256';
         end if;
     end if;
     if spec ? 'limits' then

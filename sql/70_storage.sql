@@ -12,8 +12,8 @@ begin
         raise exception 'storage name: must be 1-128 letters, digits, "_", "." or "-"'
             using errcode = '22023';
     end if;
-    if create_storage.kind not in ('volume', 'artifact') then
-        raise exception 'storage kind: must be volume or artifact' using errcode = '22023';
+    if create_storage.kind not in ('volume', 'artifact', 'image') then
+        raise exception 'storage kind: must be volume, artifact or image' using errcode = '22023';
     end if;
     insert into boxcar.storages (name, kind) values (create_storage.name, create_storage.kind)
     on conflict (name) do nothing;
@@ -62,23 +62,45 @@ language sql stable as $$
 $$;
 
 -- The versions of a storage, newest first, as JSON (what `boxcar storage ls
--- NAME` prints); is_head marks the head.
-create or replace function boxcar.storage_versions_json(storage text)
+-- NAME` prints); is_head marks the head.  With kind, nothing when the
+-- storage is of another kind.
+drop function if exists boxcar.storage_versions_json(text);
+create or replace function boxcar.storage_versions_json(storage text, kind text default null)
 returns setof jsonb language sql stable as $$
     select jsonb_build_object('sha256', v.sha256, 'size', v.size, 'file_count', v.file_count,
                               'parent_sha256', v.parent_sha256, 'job_id', v.job_id,
                               'created_at', v.created_at, 'is_head', v.sha256 = s.head_version)
       from boxcar.storage_versions v join boxcar.storages s on s.name = v.storage
      where v.storage = storage_versions_json.storage
+       and (storage_versions_json.kind is null or s.kind = storage_versions_json.kind)
      order by v.id desc
 $$;
 
-create or replace function boxcar.storages_json()
+-- Every storage, or those of one kind (`boxcar storage ls [--kind K]`).
+drop function if exists boxcar.storages_json();
+create or replace function boxcar.storages_json(kind text default null)
 returns setof jsonb language sql stable as $$
     select jsonb_build_object('name', s.name, 'kind', s.kind, 'head_version', s.head_version,
                               'versions', (select count(*) from boxcar.storage_versions v where v.storage = s.name),
                               'updated_at', s.updated_at)
-      from boxcar.storages s order by s.name
+      from boxcar.storages s
+     where storages_json.kind is null or s.kind = storages_json.kind
+     order by s.name
+$$;
+
+-- What a job's "image" resolves to: one row when the storage exists, with
+-- its kind, and the version's columns (null when there is no such version
+-- or the storage is not an image), so the worker can say which it was.
+create or replace function boxcar.resolve_image(storage text, version text default 'latest')
+returns table (kind text, sha256 text, s3_key text, size bigint, file_count bigint)
+language sql stable as $$
+    select s.kind, v.sha256, v.s3_key, v.size, v.file_count
+      from boxcar.storages s
+      left join boxcar.storage_versions v
+        on v.storage = s.name and s.kind = 'image'
+       and v.sha256 = case when resolve_image.version = 'latest' then s.head_version
+                           else resolve_image.version end
+     where s.name = resolve_image.storage
 $$;
 
 -- Where a job's artifact starts, in one read: the storage's head now (null

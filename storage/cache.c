@@ -556,6 +556,13 @@ bool storage_cache_entry_downloaded(const struct storage_cache_entry *e)
 
 uint64_t storage_cache_size(struct storage_cache *c)
 {
+        uint64_t total = 0;
+        storage_cache_stats(c, NULL, &total);
+        return total;
+}
+
+void storage_cache_stats(struct storage_cache *c, uint64_t *ret_entries, uint64_t *ret_bytes)
+{
         struct victim *v = NULL;
         size_t n = 0;
         uint64_t total = 0;
@@ -565,5 +572,8 @@ uint64_t storage_cache_size(struct storage_cache *c)
         global_unlock(c);
         pthread_mutex_unlock(&c->mu);
         free(v);
-        return total;
+        if (ret_entries)
+                *ret_entries = n;
+        if (ret_bytes)
+                *ret_bytes = total;
 }

@@ -301,7 +301,10 @@ static int extract_entry(struct extractor *x, struct archive_entry *e, struct bc
         }
         mode_t type = archive_entry_filetype(e);
         mode_t perm = archive_entry_perm(e);
-        if (perm & (S_ISUID | S_ISGID))
+        /* An image's setuid bits are cleared, never honoured: even on a
+         * nosuid mount a setuid file owned by the worker has no business in
+         * its cache. */
+        if ((perm & (S_ISUID | S_ISGID)) && !x->l->image)
                 return bad(x, err, "setuid/setgid bit");
         perm &= 0777; /* the sticky bit is meaningless for us: dropped */
         const char *link = archive_entry_hardlink(e);
@@ -309,8 +312,14 @@ static int extract_entry(struct extractor *x, struct archive_entry *e, struct bc
                 return type == AE_IFDIR && !link ? 0 : bad(x, err, "empty path");
         if (link)
                 return extract_hardlink(x, link, perm, err);
-        if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK)
+        if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
+                /* An image's /dev entries are not created: the sandbox
+                 * mounts its own /dev over them anyway. */
+                if (x->l->image && (type == AE_IFCHR || type == AE_IFBLK || type == AE_IFIFO ||
+                                    type == AE_IFSOCK))
+                        return 0;
                 return bad(x, err, "not a file, directory or symlink (device, fifo or socket)");
+        }
 
         int dirfd;
         const char *leaf;

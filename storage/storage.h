@@ -120,6 +120,12 @@ struct storage_limits {
         uint64_t ratio_floor;   /* ratio checked only beyond this many
                                  * uncompressed bytes, so tiny archives of
                                  * zeros are not refused */
+        /* An image (a root filesystem) holds setuid programs and device
+         * nodes by nature, so they are neutralised instead of refused:
+         * setuid/setgid bits are cleared and devices, fifos and sockets are
+         * not created (skipped).  Everything else is refused as for a
+         * volume.  false for volumes and artifacts. */
+        bool image;
 };
 
 /* 16 GiB, 1,000,000 entries, 16 GiB download, ratio 250 beyond 64 MiB. */
@@ -248,5 +254,7 @@ void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *
 
 /* Bytes of extracted volumes currently on disk in the cache. */
 uint64_t storage_cache_size(struct storage_cache *c);
+/* Entries and their bytes on disk (either pointer may be NULL). */
+void storage_cache_stats(struct storage_cache *c, uint64_t *ret_entries, uint64_t *ret_bytes);
 
 #endif

@@ -24,6 +24,9 @@ struct backend_job {
         const char *scratch;       /* host directory for /tmp and /dev/shm, or NULL */
         const char *meta_dir;      /* host directory shown at BACKEND_META_DIR */
         const char *const *volume_paths; /* host directories of spec->volumes, in order */
+        const char *image_path;    /* host directory of spec's image (the job's root), or
+                                    * NULL: the host's system directories */
+        const char *image_sha;     /* its sha256 (the warm pool's key), or NULL */
         int cancel_fd;
         void (*on_output)(void *ctx, int stream, const char *data, size_t len);
         void *output_ctx;

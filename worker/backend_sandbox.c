@@ -96,6 +96,7 @@ static int build_argv(const struct backend_job *j, int status_fd, char ***ret_ar
                 .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,
                 .network = spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE,
                 .cgroup_parent = cgroup_parent,
+                .image = j->image_path,
         };
         int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, status_fd, ret_argv, err)
                            : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
@@ -228,8 +229,8 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
         enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
         struct sandbox_warm w;
         /* The job counts as in flight for the pool's sizing, warm or not. */
-        bool have_warm = sandbox_pool_take(pool, net, &w);
+        bool have_warm = sandbox_pool_take(pool, net, j->image_sha, &w);
         int r = run_warm_or_cold(j, have_warm, &w, ret, err);
-        sandbox_pool_release(pool, net);
+        sandbox_pool_release(pool, net, j->image_sha);
         return r;
 }

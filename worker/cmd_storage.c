@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "sandbox/sandbox.h"
 #include "storage/storage.h"
 #include "worker/cli.h"
 #include "worker/config.h"
@@ -13,16 +15,22 @@
 #include "worker/store.h"
 
 const char storage_usage[] =
-        "usage: boxcar storage push [--kind volume|artifact] NAME DIR\n"
+        "usage: boxcar storage push [--kind volume|artifact|image] NAME DIR|TARBALL\n"
         "       boxcar storage pull NAME[@VERSION] DIR\n"
-        "       boxcar storage ls [NAME]\n"
+        "       boxcar storage ls [--kind volume|artifact|image] [NAME]\n"
         "       boxcar storage url [--expires DUR] NAME[@VERSION]\n"
         "\n"
         "  push    upload DIR as a new version of NAME (prints its sha256) and move the\n"
-        "          head there; NAME is created when new, as --kind (default: artifact)\n"
+        "          head there; NAME is created when new, as --kind (default: artifact).\n"
+        "          A TARBALL (.tar or .tar.gz, e.g. `docker export` output) is unpacked\n"
+        "          with the worker's safety rules and packed again, so the same tree is\n"
+        "          the same version whichever way it comes.  An image is a root\n"
+        "          filesystem jobs run on (\"image\" in the job spec); its setuid bits\n"
+        "          and device nodes are dropped\n"
         "  pull    unpack a version (default @latest) into DIR, which must not exist or\n"
         "          be empty\n"
-        "  ls      all storages, or the versions of NAME, one JSON object per line\n"
+        "  ls      all storages (of --kind), or the versions of NAME, one JSON object\n"
+        "          per line\n"
         "  url     a presigned GET URL of a version, valid for --expires (default: 1h,\n"
         "          at most 7d; durations: 250ms, 30s, 5m, 2h, 1d or plain seconds)\n"
         "\n"
@@ -59,6 +67,21 @@ static int open_s3(struct storage_config **ret, struct bc_error *err)
         return storage_config_from_env(ret, err);
 }
 
+/* A tarball to push is unpacked first, under the rules a worker applies
+ * to what it downloads (an image's setuid bits cleared and device nodes
+ * dropped), and the tree packed again: the version is then the tree's
+ * deterministic archive, not whatever bytes the tool that made the
+ * tarball wrote. */
+static int unpack_tarball(const char *path, const char *tree, bool image, struct bc_error *err)
+{
+        struct storage_limits l;
+        storage_limits_default(&l);
+        l.image = image;
+        struct storage_fetch_result fr;
+        int r = storage_extract_file(path, NULL, tree, &l, &fr, err);
+        return r < 0 ? bc_error_prefix(err, "unpack %s", path) : 0;
+}
+
 static int push(PGconn *conn, const char *name, const char *dir, const char *kind,
                 struct bc_error *err)
 {
@@ -78,8 +101,16 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         char tmp[] = "/tmp/boxcar-push-XXXXXX";
         if (!mkdtemp(tmp))
                 return bc_error_set(err, BC_IO, errno, "temporary directory: %m");
+        char tree[sizeof(tmp) + 8];
+        snprintf(tree, sizeof(tree), "%s/tree", tmp);
+        struct stat st;
+        bool tarball = stat(dir, &st) == 0 && S_ISREG(st.st_mode);
+        r = tarball ? unpack_tarball(dir, tree, strcmp(kind, "image") == 0, err) : 0;
         struct storage_push_result res;
-        r = storage_push_dir(s3, dir, tmp, NULL, &res, err);
+        if (r >= 0)
+                r = storage_push_dir(s3, tarball ? tree : dir, tmp, NULL, &res, err);
+        if (tarball)
+                sandbox_workspace_remove_tree(tree);
         rmdir(tmp);
         if (r < 0) {
                 store_version_done(&head);
@@ -144,12 +175,12 @@ static int pull(PGconn *conn, char *ref, const char *dir, struct bc_error *err)
         return r;
 }
 
-static int list(PGconn *conn, const char *name, struct bc_error *err)
+static int list(PGconn *conn, const char *name, const char *kind, struct bc_error *err)
 {
-        const char *p[] = { name };
+        const char *p[] = { name, kind };
         _cleanup_pgresult_ PGresult *res =
-                name ? db_exec(conn, "select boxcar.storage_versions_json($1)", 1, p, err)
-                     : db_exec(conn, "select boxcar.storages_json()", 0, NULL, err);
+                name ? db_exec(conn, "select boxcar.storage_versions_json($1, $2)", 2, p, err)
+                     : db_exec(conn, "select boxcar.storages_json($1)", 1, &p[1], err);
         if (!res)
                 return -EPROTO;
         for (int i = 0; i < PQntuples(res); i++)
@@ -159,7 +190,7 @@ static int list(PGconn *conn, const char *name, struct bc_error *err)
 
 struct storage_args {
         enum { PUSH, PULL, LS, URL } verb;
-        const char *kind;  /* push */
+        const char *kind;  /* push (default artifact), ls (NULL: every kind) */
         char *ref;         /* NAME or NAME[@VERSION] */
         const char *dir;   /* push, pull */
         double ttl_s;      /* url */
@@ -170,13 +201,15 @@ struct storage_args {
 static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_error *err)
 {
         const char *verb = argv[1];
-        *a = (struct storage_args){ .kind = "artifact", .ttl_s = 3600 };
+        bool is_ls = strcmp(verb, "ls") == 0;
+        *a = (struct storage_args){ .kind = is_ls ? NULL : "artifact", .ttl_s = 3600 };
         int i = 2;
-        if (strcmp(verb, "push") == 0 && argc >= 3 && strcmp(argv[2], "--kind") == 0) {
+        if ((is_ls || strcmp(verb, "push") == 0) && argc >= 3 && strcmp(argv[2], "--kind") == 0) {
                 if (argc < 4 ||
-                    (strcmp(argv[3], "volume") != 0 && strcmp(argv[3], "artifact") != 0))
+                    (strcmp(argv[3], "volume") != 0 && strcmp(argv[3], "artifact") != 0 &&
+                     strcmp(argv[3], "image") != 0))
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "--kind: want volume or artifact");
+                                            "--kind: want volume, artifact or image");
                 a->kind = argv[3];
                 i = 4;
         } else if (strcmp(verb, "url") == 0 && argc >= 3 && strcmp(argv[2], "--expires") == 0) {
@@ -209,7 +242,7 @@ static int dispatch(PGconn *conn, struct storage_args *a, struct bc_error *err)
         switch (a->verb) {
         case PUSH: return push(conn, a->ref, a->dir, a->kind, err);
         case PULL: return pull(conn, a->ref, a->dir, err);
-        case LS: return list(conn, a->ref, err);
+        case LS: return list(conn, a->ref, a->kind, err);
         case URL: {
                 _cleanup_free_ char *url = NULL;
                 char sha[65];

@@ -58,6 +58,7 @@ const char config_worker_usage[] =
         "                         (with their events, logs and delivered webhooks;\n"
         "                         default: 7d; 0: keep everything)\n"
         "  --volume-cache-mb SIZE bound on extracted volumes kept under --work-dir/volumes,\n"
+        "                         and, separately, on images under --work-dir/images;\n"
         "                         least recently used evicted first; a plain number is in\n"
         "                         MiB (default: 10240, i.e. 10GiB)\n"
         "  --artifact-url-ttl DUR lifetime of the presigned result.artifact.url\n"

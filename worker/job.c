@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -156,6 +157,8 @@ static const char *unsupported_feature(const struct worker_config *cfg,
 {
         if (spec->n_volumes && cfg->sandbox == BACKEND_NONE)
                 return "volumes: need the isolating backend (this worker runs --sandbox none)";
+        if (spec->image_storage && cfg->sandbox == BACKEND_NONE)
+                return "image: needs the isolating backend (this worker runs --sandbox none)";
         if (spec->network_host && cfg->sandbox == BACKEND_NAMESPACE &&
             !config_queue_allows_host_network(cfg, queue))
                 return "network: \"host\" is not allowed for this queue on this worker "
@@ -306,6 +309,7 @@ struct job_run {
         const char *dir;
         char *ws, *scratch, *meta;
         struct store_mounts mounts;
+        struct storage_cache_entry *image;   /* NULL: the host's system root */
         struct livelog log;
         bool started_noted;        /* the "started" event is written */
         struct store_artifact_start artifact_start;
@@ -317,17 +321,41 @@ static PGconn *run_conn(struct job_run *run, struct bc_error *err)
         return run->svc->conn(run->svc->conn_ctx, err);
 }
 
-/* Volumes in (cache), artifact base into the workspace. */
+/* The job's image from the image cache, timed on a miss. */
+static int stage_image(struct job_run *run, PGconn *conn, struct bc_error *err)
+{
+        struct store *st = run->svc->store;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int r = store_acquire_image(st, conn, run->spec, &run->image, err);
+        if (r < 0 || !run->image)
+                return r;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        bool hit = !storage_cache_entry_downloaded(run->image);
+        uint64_t n = 0, bytes = 0;
+        storage_cache_stats(st->images, &n, &bytes);
+        wmetrics_image(run->svc->metrics, hit,
+                       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                       n, bytes);
+        if (!hit)
+                wmetrics_transfer(run->svc->metrics, "download", "image",
+                                  storage_cache_entry_downloaded_bytes(run->image));
+        return 0;
+}
+
+/* Image and volumes in (caches), artifact base into the workspace. */
 static int stage_inputs(struct job_run *run, struct bc_error *err)
 {
         const struct job_spec *spec = run->spec;
-        bool needs_db = spec->artifact_storage;
+        bool needs_db = spec->artifact_storage || spec->image_storage;
         for (size_t i = 0; i < spec->n_volumes; i++)
                 needs_db |= spec->volumes[i].storage != NULL;
         PGconn *conn = needs_db ? run_conn(run, err) : NULL;
         if (needs_db && !conn)
                 return bc_error_prefix(err, "resolve storages");
-        int r = store_acquire_volumes(run->svc->store, conn, spec, &run->mounts, err);
+        int r = stage_image(run, conn, err);
+        if (r >= 0)
+                r = store_acquire_volumes(run->svc->store, conn, spec, &run->mounts, err);
         for (size_t i = 0; r >= 0 && i < run->mounts.n; i++) {
                 const struct storage_cache_entry *e = run->mounts.entries[i];
                 wmetrics_cache(run->svc->metrics, !storage_cache_entry_downloaded(e));
@@ -369,6 +397,10 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                                   .timeout_s = timeout_s, .workspace = run->ws,
                                   .scratch = run->scratch,
                                   .meta_dir = run->meta, .volume_paths = paths,
+                                  .image_path = run->image ? storage_cache_entry_path(run->image)
+                                                           : NULL,
+                                  .image_sha = run->image ? storage_cache_entry_sha256(run->image)
+                                                          : NULL,
                                   .cancel_fd = cancel_fd, .on_output = on_output,
                                   .output_ctx = run };
         int r = backend_run(&bj, res, err);
@@ -658,6 +690,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         run_job(&run, cancel_fd, stop, ret);
         livelog_done(&run.log);
         store_release_volumes(svc->store, &run.mounts);
+        storage_cache_release(svc->store->images, run.image);
         cJSON_Delete(run.result);
         free(run.ws);
         free(run.scratch);

@@ -538,14 +538,15 @@ static char *setup_cgroup(const struct worker_config *cfg)
  * is stopped only after the slots are joined.  Without a pool every
  * sandbox is cold. */
 static void start_pool(const struct worker_config *cfg, const char *cgroup_parent,
-                       struct metrics *m, struct sandbox_pool **ret)
+                       struct storage_cache *images, struct metrics *m,
+                       struct sandbox_pool **ret)
 {
         *ret = NULL;
         if (cfg->sandbox != BACKEND_NAMESPACE)
                 return;
         unsigned max = warm_max(cfg->warm_sandboxes, cfg);
         struct bc_error err = BC_ERROR_INIT;
-        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, m, ret, &err) < 0) {
+        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, images, m, ret, &err) < 0) {
                 log_event(LOG_WARN, "sandbox.pool", "error", bc_error_message(&err), "effect",
                           "every sandbox starts cold", NULL);
                 bc_error_clear(&err);
@@ -618,12 +619,13 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 r = start_metrics(&l, err);
         l.slots.metrics = l.metrics;
         l.deliverer.metrics = l.metrics;
-        _cleanup_free_ char *cache_dir = NULL;
-        if (r >= 0 && asprintf(&cache_dir, "%s/volumes", cfg->work_dir) < 0)
+        _cleanup_free_ char *cache_dir = NULL, *image_dir = NULL;
+        if (r >= 0 && (asprintf(&cache_dir, "%s/volumes", cfg->work_dir) < 0 ||
+                       asprintf(&image_dir, "%s/images", cfg->work_dir) < 0))
                 r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         bool store_open_ok = false;
         if (r >= 0) {
-                r = store_open(&l.store, cache_dir, cfg->volume_cache_bytes,
+                r = store_open(&l.store, cache_dir, image_dir, cfg->volume_cache_bytes,
                                (long)cfg->artifact_url_ttl_s, err);
                 store_open_ok = r >= 0;
         }
@@ -638,7 +640,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         }
         struct sandbox_pool *pool = NULL;
         if (r >= 0 && !stop)
-                start_pool(cfg, cgroup_parent, l.metrics, &pool);
+                start_pool(cfg, cgroup_parent, l.store.images, l.metrics, &pool);
         if (r >= 0 && !stop)
                 start_ws_pool(&l);
         if (r >= 0 && !stop)

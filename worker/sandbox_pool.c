@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "storage/storage.h"
 #include "worker/log.h"
 
 /* Ready beyond what is in use, per kind in use. */
@@ -24,9 +25,20 @@
 /* A discarded sandbox that has not exited by then is killed. */
 #define DISCARD_GRACE_MS 5000
 #define MAX_DYING 64
+/* Images kept warm at once (each a kind per network); beyond, jobs on
+ * further images start cold. */
+#define MAX_IMAGE_KINDS 8
+#define MAX_KINDS (2 + MAX_IMAGE_KINDS)
 
+/* Sandboxes of one network kind on one root: the host's (kinds 0 and 1,
+ * always there) or an image's (made while jobs ask for it, gone once
+ * nobody has for a demand window). */
 struct pool_kind {
         enum sandbox_network network;
+        char sha[STORAGE_SHA256_HEX_LEN + 1];  /* "" for the host's root */
+        /* The pool's own reference to the image in the cache: its tree
+         * must not be evicted while sandboxes have it mounted. */
+        struct storage_cache_entry *image;
         struct sandbox_warm *items;   /* starting and ready */
         size_t n;
         unsigned in_use;
@@ -47,7 +59,9 @@ struct sandbox_pool {
         pthread_t thread;
         int wake_fd;
         bool stop;
-        struct pool_kind kinds[2];
+        struct storage_cache *images;   /* may be NULL: no image kinds */
+        struct pool_kind kinds[MAX_KINDS];
+        size_t n_kinds;
         uint64_t window_start_ms;
         uint64_t backoff_until_ms;
         unsigned backoff_ms;
@@ -100,8 +114,9 @@ static unsigned target(const struct sandbox_pool *p, const struct pool_kind *k, 
         unsigned peak = k->peak_cur > k->peak_prev ? k->peak_cur : k->peak_prev;
         if (k->in_use > peak)
                 peak = k->in_use;
-        /* The host-network kind is made only while it is asked for. */
-        bool wanted = k->network == SANDBOX_NET_NONE ||
+        /* The host-network kind and images are made only while they are
+         * asked for. */
+        bool wanted = (k->network == SANDBOX_NET_NONE && !k->sha[0]) ||
                       (k->last_take_ms && now - k->last_take_ms < DEMAND_WINDOW_MS);
         /* Ready ones, whatever is in use: when several slots free up at
          * once (a claim fills them together), each must find one. */
@@ -130,14 +145,82 @@ static void remove_at(struct pool_kind *k, size_t i)
         k->items[i] = k->items[--k->n];
 }
 
-bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network,
+/* Under the lock: the kind of (network, image sha or NULL), or NULL. */
+static struct pool_kind *find_kind(struct sandbox_pool *p, enum sandbox_network network,
+                                   const char *sha)
+{
+        if (!sha)
+                return &p->kinds[network == SANDBOX_NET_HOST];
+        for (size_t i = 2; i < p->n_kinds; i++)
+                if (p->kinds[i].network == network && strcmp(p->kinds[i].sha, sha) == 0)
+                        return &p->kinds[i];
+        return NULL;
+}
+
+/* Under the lock: a new image kind holding *image (taken over), or NULL
+ * when MAX_IMAGE_KINDS are in use. */
+static struct pool_kind *add_kind(struct sandbox_pool *p, enum sandbox_network network,
+                                  struct storage_cache_entry **image)
+{
+        if (p->n_kinds >= MAX_KINDS)
+                return NULL;
+        struct pool_kind *k = &p->kinds[p->n_kinds++];
+        struct sandbox_warm *items = k->items;  /* allocated once, at start */
+        *k = (struct pool_kind){ .network = network, .image = *image, .items = items };
+        snprintf(k->sha, sizeof(k->sha), "%s", storage_cache_entry_sha256(*image));
+        *image = NULL;
+        return k;
+}
+
+/* Under the lock: drops image kinds nobody asked for in a demand window
+ * once their sandboxes are gone; *ret_release gets their cache
+ * references, released by the caller outside the lock. */
+static void drop_idle_kinds(struct sandbox_pool *p, uint64_t now,
+                            struct storage_cache_entry **ret_release, size_t *ret_n)
+{
+        for (size_t i = 2; i < p->n_kinds;) {
+                struct pool_kind *k = &p->kinds[i];
+                if (k->n || k->in_use || now - k->last_take_ms < DEMAND_WINDOW_MS) {
+                        i++;
+                        continue;
+                }
+                ret_release[(*ret_n)++] = k->image;
+                /* Keep the items arrays: swap with the last kind. */
+                struct pool_kind last = p->kinds[--p->n_kinds];
+                if (i < p->n_kinds) {
+                        p->kinds[p->n_kinds] = *k;
+                        *k = last;
+                }
+        }
+}
+
+bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, const char *image_sha,
                        struct sandbox_warm *ret)
 {
-        if (!p)
+        if (!p || (image_sha && !p->images))
                 return false;
-        struct pool_kind *k = &p->kinds[network == SANDBOX_NET_HOST];
+        /* A first job on an image: the pool takes its own reference (a
+         * cache hit, the job holds one) before it makes sandboxes on it. */
+        struct storage_cache_entry *image = NULL;
+        pthread_mutex_lock(&p->mu);
+        bool known = find_kind(p, network, image_sha) != NULL;
+        pthread_mutex_unlock(&p->mu);
+        if (!known) {
+                struct bc_error err = BC_ERROR_INIT;
+                if (storage_cache_acquire(p->images, NULL, image_sha, &image, &err) < 0)
+                        image = NULL;
+                bc_error_clear(&err);
+        }
         bool got = false;
         pthread_mutex_lock(&p->mu);
+        struct pool_kind *k = find_kind(p, network, image_sha);
+        if (!k && image)
+                k = add_kind(p, network, &image);
+        if (!k) {
+                pthread_mutex_unlock(&p->mu);
+                storage_cache_release(p->images, image);
+                return false;
+        }
         k->last_take_ms = now_ms();
         for (size_t i = 0; i < k->n && !got; i++) {
                 if (!k->items[i].ready)
@@ -155,6 +238,8 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network,
         if (k->in_use > k->peak_cur)
                 k->peak_cur = k->in_use;
         pthread_mutex_unlock(&p->mu);
+        /* Someone else added the kind meanwhile. */
+        storage_cache_release(p->images, image);
         wake(p);
         return got;
 }
@@ -167,13 +252,14 @@ void sandbox_pool_discard(struct sandbox_pool *p, struct sandbox_warm *w)
         wake(p);
 }
 
-void sandbox_pool_release(struct sandbox_pool *p, enum sandbox_network network)
+void sandbox_pool_release(struct sandbox_pool *p, enum sandbox_network network,
+                          const char *image_sha)
 {
         if (!p)
                 return;
-        struct pool_kind *k = &p->kinds[network == SANDBOX_NET_HOST];
         pthread_mutex_lock(&p->mu);
-        if (k->in_use)
+        struct pool_kind *k = find_kind(p, network, image_sha);
+        if (k && k->in_use)
                 k->in_use--;
         pthread_mutex_unlock(&p->mu);
         wake(p);
@@ -195,16 +281,17 @@ static void note_failure(struct sandbox_pool *p, const struct bc_error *err, uin
 static void refill(struct sandbox_pool *p, uint64_t now)
 {
         size_t starting = 0;
-        for (size_t i = 0; i < 2; i++)
+        for (size_t i = 0; i < p->n_kinds; i++)
                 for (size_t j = 0; j < p->kinds[i].n; j++)
                         starting += !p->kinds[i].items[j].ready;
-        for (size_t i = 0; i < 2; i++) {
+        for (size_t i = 0; i < p->n_kinds; i++) {
                 struct pool_kind *k = &p->kinds[i];
                 unsigned t = target(p, k, now);
+                const char *root = k->image ? storage_cache_entry_path(k->image) : NULL;
                 while (k->n < t && starting < MAX_STARTING && now >= p->backoff_until_ms) {
                         struct bc_error err = BC_ERROR_INIT;
                         struct sandbox_warm w;
-                        if (sandbox_warm_start(p->helper, k->network, p->cgroup_parent, &w,
+                        if (sandbox_warm_start(p->helper, k->network, p->cgroup_parent, root, &w,
                                                &err) < 0) {
                                 note_failure(p, &err, now);
                                 bc_error_clear(&err);
@@ -229,7 +316,7 @@ static void refill(struct sandbox_pool *p, uint64_t now)
 /* Under the lock: what the sandboxes said (ready, failed, died). */
 static void check_all(struct sandbox_pool *p, uint64_t now)
 {
-        for (size_t i = 0; i < 2; i++) {
+        for (size_t i = 0; i < p->n_kinds; i++) {
                 struct pool_kind *k = &p->kinds[i];
                 for (size_t j = 0; j < k->n;) {
                         struct bc_error err = BC_ERROR_INIT;
@@ -267,7 +354,7 @@ static void reap_dying(struct sandbox_pool *p, uint64_t now, bool force)
 static void update_gauges(struct sandbox_pool *p)
 {
         unsigned ready = 0, starting = 0, in_use = 0;
-        for (size_t i = 0; i < 2; i++) {
+        for (size_t i = 0; i < p->n_kinds; i++) {
                 in_use += p->kinds[i].in_use;
                 for (size_t j = 0; j < p->kinds[i].n; j++)
                         *(p->kinds[i].items[j].ready ? &ready : &starting) += 1;
@@ -284,7 +371,7 @@ static void update_gauges(struct sandbox_pool *p)
 static void *pool_main(void *arg)
 {
         struct sandbox_pool *p = arg;
-        struct pollfd fds[1 + 2 * 256];
+        struct pollfd fds[1 + MAX_KINDS * 256];
         for (;;) {
                 uint64_t now = now_ms();
                 pthread_mutex_lock(&p->mu);
@@ -293,7 +380,7 @@ static void *pool_main(void *arg)
                         break;
                 }
                 if (now - p->window_start_ms >= DEMAND_WINDOW_MS) {
-                        for (size_t i = 0; i < 2; i++) {
+                        for (size_t i = 0; i < p->n_kinds; i++) {
                                 p->kinds[i].peak_prev = p->kinds[i].peak_cur;
                                 p->kinds[i].peak_cur = p->kinds[i].in_use;
                         }
@@ -302,10 +389,13 @@ static void *pool_main(void *arg)
                 check_all(p, now);
                 refill(p, now);
                 reap_dying(p, now, false);
+                struct storage_cache_entry *idle[MAX_IMAGE_KINDS];
+                size_t n_idle = 0;
+                drop_idle_kinds(p, now, idle, &n_idle);
                 update_gauges(p);
                 size_t n = 0;
                 fds[n++] = (struct pollfd){ .fd = p->wake_fd, .events = POLLIN };
-                for (size_t i = 0; i < 2; i++)
+                for (size_t i = 0; i < p->n_kinds; i++)
                         for (size_t j = 0; j < p->kinds[i].n && n < ELEMENTSOF(fds); j++)
                                 fds[n++] = (struct pollfd){ .fd = p->kinds[i].items[j].ctl,
                                                             .events = POLLIN };
@@ -313,6 +403,8 @@ static void *pool_main(void *arg)
                 if (p->backoff_until_ms > now && p->backoff_until_ms - now < (uint64_t)timeout)
                         timeout = (int)(p->backoff_until_ms - now);
                 pthread_mutex_unlock(&p->mu);
+                for (size_t i = 0; i < n_idle; i++)
+                        storage_cache_release(p->images, idle[i]);
                 /* A slot may take (and close) one of these meanwhile: a stale
                  * event only makes the next round look again. */
                 if (poll(fds, n, timeout) > 0 && fds[0].revents) {
@@ -324,7 +416,8 @@ static void *pool_main(void *arg)
 }
 
 int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned max,
-                       struct metrics *m, struct sandbox_pool **ret, struct bc_error *err)
+                       struct storage_cache *images, struct metrics *m,
+                       struct sandbox_pool **ret, struct bc_error *err)
 {
         *ret = NULL;
         /* Registered whether or not there is a pool: cold starts count. */
@@ -338,13 +431,15 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         p->max = max;
         p->m = m;
+        p->images = images;
+        p->n_kinds = 2;
         p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         p->helper = strdup(helper);
         p->cgroup_parent = cgroup_parent ? strdup(cgroup_parent) : NULL;
         p->window_start_ms = now_ms();
         bool ok = p->wake_fd >= 0 && p->helper && (!cgroup_parent || p->cgroup_parent);
-        for (size_t i = 0; i < 2; i++) {
-                p->kinds[i].network = i ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
+        for (size_t i = 0; i < MAX_KINDS; i++) {
+                p->kinds[i].network = i == 1 ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
                 p->kinds[i].items = calloc(max, sizeof(struct sandbox_warm));
                 ok &= p->kinds[i].items != NULL;
         }
@@ -356,7 +451,7 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
                 pthread_mutex_destroy(&p->mu);
                 if (p->wake_fd >= 0)
                         close(p->wake_fd);
-                for (size_t i = 0; i < 2; i++)
+                for (size_t i = 0; i < MAX_KINDS; i++)
                         free(p->kinds[i].items);
                 free(p->helper);
                 free(p->cgroup_parent);
@@ -376,8 +471,8 @@ void sandbox_pool_stop(struct sandbox_pool *p)
         pthread_mutex_unlock(&p->mu);
         wake(p);
         pthread_join(p->thread, NULL);
-        for (size_t i = 0; i < 2; i++) {
-                for (size_t j = 0; j < p->kinds[i].n; j++)
+        for (size_t i = 0; i < MAX_KINDS; i++) {
+                for (size_t j = 0; i < p->n_kinds && j < p->kinds[i].n; j++)
                         discard(p, &p->kinds[i].items[j]);
                 p->kinds[i].n = 0;
                 free(p->kinds[i].items);
@@ -390,6 +485,8 @@ void sandbox_pool_stop(struct sandbox_pool *p)
                         usleep(10000);
         }
         reap_dying(p, now_ms(), true);
+        for (size_t i = 2; i < p->n_kinds; i++)
+                storage_cache_release(p->images, p->kinds[i].image);
         pthread_mutex_destroy(&p->mu);
         close(p->wake_fd);
         free(p->helper);

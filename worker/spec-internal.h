@@ -23,5 +23,6 @@ int spec_path(const cJSON *v, const char *field, bool reserved, char **ret, stru
 int spec_parse_limits(const cJSON *v, struct spec_limits *limits, struct bc_error *err);
 int spec_parse_volumes(const cJSON *v, struct job_spec *spec, struct bc_error *err);
 int spec_parse_artifact(const cJSON *v, struct job_spec *spec, struct bc_error *err);
+int spec_parse_image(const cJSON *v, struct job_spec *spec, struct bc_error *err);
 
 #endif

@@ -16,7 +16,7 @@ BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 
 static const char *const top_fields[] = {
         "version", "command", "script", "code", "env", "workdir", "startup_script",
-        "startup_timeout_s", "volumes", "artifact", "limits", "network", "webhook", "retry", NULL,
+        "startup_timeout_s", "volumes", "artifact", "image", "limits", "network", "webhook", "retry", NULL,
 };
 
 static int bad(struct bc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -316,6 +316,7 @@ static const struct {
         { "retry", parse_retry },
         { "volumes", spec_parse_volumes },
         { "artifact", spec_parse_artifact },
+        { "image", spec_parse_image },
 };
 
 static int parse_optional(const cJSON *root, struct job_spec *spec, struct bc_error *err)
@@ -413,6 +414,8 @@ void spec_free(struct job_spec *spec)
         free(spec->volumes);
         free(spec->artifact_storage);
         free(spec->artifact_base);
+        free(spec->image_storage);
+        free(spec->image_version);
         free(spec->webhook_url);
         free(spec);
 }

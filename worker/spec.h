@@ -58,6 +58,8 @@ struct job_spec {
         size_t n_volumes;
         char *artifact_storage;   /* NULL when the job has no artifact */
         char *artifact_base;      /* "latest", "empty" or a sha256 */
+        char *image_storage;      /* NULL: the host's system directories are the root */
+        char *image_version;      /* "latest" or a sha256 */
         struct spec_limits limits;
         bool network_host;
         char *webhook_url;        /* or NULL */

@@ -1,4 +1,4 @@
-/* The structured parts of a job spec: limits, volumes, artifact. */
+/* The structured parts of a job spec: limits, volumes, artifact, image. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,5 +204,30 @@ int spec_parse_artifact(const cJSON *v, struct job_spec *spec, struct bc_error *
         spec->artifact_base = strdup(base ? base->valuestring : "latest");
         if (!spec->artifact_base)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "artifact: out of memory");
+        return 0;
+}
+
+int spec_parse_image(const cJSON *v, struct job_spec *spec, struct bc_error *err)
+{
+        static const char *const fields[] = { "storage", "version", NULL };
+        if (!v)
+                return 0;
+        if (!cJSON_IsObject(v))
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL, "image: must be an object");
+        int r = spec_unknown_field(v, "image.", fields, err);
+        if (r < 0)
+                return r;
+        r = check_name(cJSON_GetObjectItemCaseSensitive(v, "storage"), "image.storage",
+                       &spec->image_storage, err);
+        if (r < 0)
+                return r;
+        const cJSON *version = cJSON_GetObjectItemCaseSensitive(v, "version");
+        if (version && !(cJSON_IsString(version) && (strcmp(version->valuestring, "latest") == 0 ||
+                                                     spec_is_sha256(version->valuestring))))
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                    "image.version: must be \"latest\" or a sha256");
+        spec->image_version = strdup(version ? version->valuestring : "latest");
+        if (!spec->image_version)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "image: out of memory");
         return 0;
 }

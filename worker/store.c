@@ -8,8 +8,8 @@
 #include "common/cleanup.h"
 #include "worker/db.h"
 
-int store_open(struct store *st, const char *cache_dir, uint64_t cache_bytes, long url_ttl_s,
-               struct bc_error *err)
+int store_open(struct store *st, const char *cache_dir, const char *image_dir,
+               uint64_t cache_bytes, long url_ttl_s, struct bc_error *err)
 {
         memset(st, 0, sizeof(*st));
         st->url_ttl_s = url_ttl_s;
@@ -25,11 +25,23 @@ int store_open(struct store *st, const char *cache_dir, uint64_t cache_bytes, lo
                 st->s3 = NULL;
                 return bc_error_prefix(err, "volume cache %s", cache_dir);
         }
+        storage_limits_default(&st->image_limits);
+        st->image_limits.image = true;
+        r = image_dir ? storage_cache_new(image_dir, cache_bytes, st->s3, &st->image_limits,
+                                          &st->images, err) : 0;
+        if (r < 0) {
+                storage_cache_free(st->cache);
+                storage_config_free(st->s3);
+                st->cache = NULL;
+                st->s3 = NULL;
+                return bc_error_prefix(err, "image cache %s", image_dir);
+        }
         return 0;
 }
 
 void store_close(struct store *st)
 {
+        storage_cache_free(st->images);
         storage_cache_free(st->cache);
         storage_config_free(st->s3);
         memset(st, 0, sizeof(*st));
@@ -151,6 +163,46 @@ void store_release_volumes(struct store *st, struct store_mounts *m)
                 storage_cache_release(st->cache, m->entries[i]);
         free(m->entries);
         memset(m, 0, sizeof(*m));
+}
+
+int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *spec,
+                        struct storage_cache_entry **ret, struct bc_error *err)
+{
+        *ret = NULL;
+        if (!spec->image_storage)
+                return 0;
+        if (!st->images)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP, "image: no image cache");
+        const char *p[] = { spec->image_storage, spec->image_version };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select kind, sha256, s3_key, size, file_count "
+                      "from boxcar.resolve_image($1, $2)", 2, p, err);
+        if (!res)
+                return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
+        if (PQntuples(res) == 0)
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT, "image.storage: no storage %s",
+                                    spec->image_storage);
+        if (strcmp(PQgetvalue(res, 0, 0), "image") != 0)
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                    "image.storage: %s is a storage of kind %s, not an image "
+                                    "(push one with boxcar storage push --kind image)",
+                                    spec->image_storage, PQgetvalue(res, 0, 0));
+        struct store_version v = { 0 };
+        int found = version_from_row(res, 1, &v, err);
+        if (found < 0)
+                return found;
+        if (found == 0)
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT,
+                                    "image.version: storage %s has no version %s",
+                                    spec->image_storage, spec->image_version);
+        _cleanup_free_ char *url = NULL;
+        int r = need_s3(st, "image", err);
+        if (r >= 0)
+                r = store_presign_get(st, &v, 900, &url, err);
+        if (r >= 0)
+                r = storage_cache_acquire(st->images, url, v.sha256, ret, err);
+        store_version_done(&v);
+        return r < 0 ? bc_error_prefix(err, "image %s", spec->image_storage) : 0;
 }
 
 int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,

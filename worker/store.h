@@ -15,12 +15,16 @@
 struct store {
         struct storage_config *s3;    /* NULL when BOXCAR_S3_BUCKET is not set */
         struct storage_cache *cache;  /* volume cache, keyed by sha256 */
+        struct storage_cache *images; /* image cache (image extraction rules) */
+        struct storage_limits image_limits; /* the image cache's; lives as long */
         long url_ttl_s;               /* lifetime of presigned URLs handed out */
 };
 
-/* Sets up S3 (when configured) and the volume cache under cache_dir. */
-int store_open(struct store *st, const char *cache_dir, uint64_t cache_bytes, long url_ttl_s,
-               struct bc_error *err);
+/* Sets up S3 (when configured), the volume cache under cache_dir and the
+ * image cache under image_dir (NULL: none), each bounded by cache_bytes.
+ * st must not move while open (the image cache points into it). */
+int store_open(struct store *st, const char *cache_dir, const char *image_dir,
+               uint64_t cache_bytes, long url_ttl_s, struct bc_error *err);
 void store_close(struct store *st);
 
 BC_DEFINE_CLEANUP(struct storage_config *, storage_config_free)
@@ -56,6 +60,14 @@ int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec 
                           struct store_mounts *ret, struct bc_error *err);
 const char *store_mount_path(const struct store_mounts *m, size_t i);
 void store_release_volumes(struct store *st, struct store_mounts *m);
+
+/* Acquires the job's image (spec->image_storage + image_version) from the
+ * image cache: *ret is NULL when the job has none.  A storage that does
+ * not exist, is not an image, or lacks the version is BC_BAD_SPEC naming
+ * image.storage or image.version; transfers fail as volumes do.  Release
+ * with storage_cache_release(st->images, e). */
+int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *spec,
+                        struct storage_cache_entry **ret, struct bc_error *err);
 
 /* Where a job's artifact starts: the version unpacked into its workspace,
  * and the storage's head at that moment, which the job's new version may

@@ -43,6 +43,15 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                   l_transfer, NULL, 0, 0 },
                 { "boxcar_volume_cache_lookups_total", "Volume cache lookups by result.",
                   METRICS_COUNTER, l_result, NULL, 0, 0 },
+                { "boxcar_image_cache_lookups_total", "Image cache lookups by result.",
+                  METRICS_COUNTER, l_result, NULL, 0, 0 },
+                { "boxcar_images_cached", "Images unpacked in this worker's image cache.",
+                  METRICS_GAUGE, NULL, NULL, 0, 0 },
+                { "boxcar_image_cache_bytes", "Bytes of the images unpacked in the cache.",
+                  METRICS_GAUGE, NULL, NULL, 0, 0 },
+                { "boxcar_image_extract_seconds",
+                  "Time to download and unpack an image on a cache miss.", METRICS_HISTOGRAM,
+                  NULL, metrics_buckets_seconds, metrics_n_buckets_seconds, 0 },
                 { "boxcar_workspaces_ready",
                   "Workspace filesystems made ahead and ready for a job (--warm-workspaces).",
                   METRICS_GAUGE, NULL, NULL, 0, 0 },
@@ -131,6 +140,17 @@ void wmetrics_cache(struct metrics *m, bool hit)
 {
         const char *l[] = { hit ? "hit" : "miss" };
         metrics_counter_add(m, "boxcar_volume_cache_lookups_total", l, 1);
+}
+
+void wmetrics_image(struct metrics *m, bool hit, double extract_s, uint64_t cached,
+                    uint64_t cached_bytes)
+{
+        const char *l[] = { hit ? "hit" : "miss" };
+        metrics_counter_add(m, "boxcar_image_cache_lookups_total", l, 1);
+        if (!hit)
+                metrics_histogram_observe(m, "boxcar_image_extract_seconds", NULL, extract_s);
+        metrics_gauge_set(m, "boxcar_images_cached", NULL, (double)cached);
+        metrics_gauge_set(m, "boxcar_image_cache_bytes", NULL, (double)cached_bytes);
 }
 
 void wmetrics_workspace(struct metrics *m, const char *event)

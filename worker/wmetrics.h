@@ -20,6 +20,10 @@ void wmetrics_sandbox_overhead(struct metrics *m, double seconds);
 /* direction: download or upload; kind: volume or artifact */
 void wmetrics_transfer(struct metrics *m, const char *direction, const char *kind, uint64_t bytes);
 void wmetrics_cache(struct metrics *m, bool hit);
+/* An image lookup: hit or miss (then extract_s, the download and unpack
+ * time), and the image cache's entries and bytes afterwards. */
+void wmetrics_image(struct metrics *m, bool hit, double extract_s, uint64_t cached,
+                    uint64_t cached_bytes);
 /* Workspace filesystems (ws_pool.c).  event: made (by the pool), taken (a
  * job got a ready one), cold (made on the job's path), reused (wiped and
  * ready again), discarded; where: pool or cold. */

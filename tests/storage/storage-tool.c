@@ -18,7 +18,8 @@
  *                                      size | time-hit SHA N
  *
  * Limits come from BOXCAR_TEST_MAX_BYTES, _MAX_ENTRIES, _MAX_RATIO,
- * _RATIO_FLOOR, _MAX_DOWNLOAD; retries from BOXCAR_TEST_RETRIES and
+ * _RATIO_FLOOR, _MAX_DOWNLOAD, and BOXCAR_TEST_IMAGE=1 for an image's
+ * rules (storage_limits.image); retries from BOXCAR_TEST_RETRIES and
  * BOXCAR_TEST_RETRY_MS. */
 #include <errno.h>
 #include <fcntl.h>
@@ -55,6 +56,7 @@ static const struct storage_limits *limits(void)
         l.max_entries = env_u64("BOXCAR_TEST_MAX_ENTRIES", l.max_entries);
         l.max_ratio = (uint32_t)env_u64("BOXCAR_TEST_MAX_RATIO", l.max_ratio);
         l.ratio_floor = env_u64("BOXCAR_TEST_RATIO_FLOOR", l.ratio_floor);
+        l.image = env_u64("BOXCAR_TEST_IMAGE", 0) != 0;
         l.max_download = env_u64("BOXCAR_TEST_MAX_DOWNLOAD", l.max_download);
         return &l;
 }

@@ -324,6 +324,61 @@ static void test_refusals(void **state)
         fs_rm_rf(d);
 }
 
+/* An image's archive: setuid/setgid bits and device nodes are what a root
+ * filesystem holds, so they are neutralised (bits cleared, devices, fifos
+ * not made) rather than refused; the rest of the policy still holds. */
+static void test_image_rules(void **state)
+{
+        (void)state;
+        static const struct fake_entry img[] = {
+                { "bin", AE_IFDIR, 0755, NULL, false },
+                { "bin/su", AE_IFREG, 04755, "su", false },
+                { "bin/wall", AE_IFREG, 02755, "wall", false },
+                { "dev", AE_IFDIR, 0755, NULL, false },
+                { "dev/null", AE_IFCHR, 0666, NULL, false },
+                { "dev/sda", AE_IFBLK, 0660, NULL, false },
+                { "run/initctl", AE_IFIFO, 0600, NULL, false },
+                { "etc/os-release", AE_IFREG, 0644, "ID=test", false },
+        };
+        static const struct fake_entry dotdot[] = { { "a/../../x", AE_IFREG, 04755, "x", false } };
+        _cleanup_free_ char *d = scratch();
+        _cleanup_free_ char *tgz = path_join(d, "a.tgz");
+        _cleanup_free_ char *dst = path_join(d, "dst");
+        struct storage_limits l;
+        storage_limits_default(&l);
+        struct storage_fetch_result r;
+        struct bc_error err = BC_ERROR_INIT;
+        write_archive(tgz, img, ELEMENTSOF(img));
+        /* A volume refuses the very same archive. */
+        assert_true(storage_extract_file(tgz, NULL, dst, &l, &r, &err) < 0);
+        assert_int_equal(err.code, BC_BAD_ARCHIVE);
+        bc_error_clear(&err);
+        l.image = true;
+        if (storage_extract_file(tgz, NULL, dst, &l, &r, &err) < 0)
+                fail_msg("image: %s", bc_error_message(&err));
+        struct stat st;
+        _cleanup_free_ char *su = path_join(dst, "bin/su");
+        _cleanup_free_ char *wall = path_join(dst, "bin/wall");
+        assert_int_equal(stat(su, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0755);
+        assert_int_equal(stat(wall, &st), 0);
+        assert_int_equal(st.st_mode & 07777, 0755);
+        static const char *const absent[] = { "dev/null", "dev/sda", "run/initctl" };
+        for (size_t i = 0; i < ELEMENTSOF(absent); i++) {
+                _cleanup_free_ char *p = path_join(dst, absent[i]);
+                assert_int_equal(lstat(p, &st), -1);
+        }
+        _cleanup_free_ char *os = path_join(dst, "etc/os-release");
+        assert_int_equal(stat(os, &st), 0);
+        fs_rm_rf(dst);
+        /* Unsafe paths stay refused. */
+        write_archive(tgz, dotdot, 1);
+        assert_true(storage_extract_file(tgz, NULL, dst, &l, &r, &err) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "unsafe path"));
+        bc_error_clear(&err);
+        fs_rm_rf(d);
+}
+
 static void test_limits_enforced(void **state)
 {
         (void)state;
@@ -370,6 +425,7 @@ int main(void)
                 cmocka_unit_test(test_pack_roundtrip),
                 cmocka_unit_test(test_pack_links_sparse_limits),
                 cmocka_unit_test(test_refusals),
+                cmocka_unit_test(test_image_rules),
                 cmocka_unit_test(test_limits_enforced),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
