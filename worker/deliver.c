@@ -157,6 +157,8 @@ static int deliver_one(struct deliver_thread *t, const struct delivery *dl, stru
                 .url = dl->url, .msg_id = dl->id, .timestamp = now, .signature = signature,
                 .body = dl->body, .body_len = strlen(dl->body),
                 .timeout_s = d->cfg->webhook_timeout_s, .user_agent = "boxcar/" BOXCAR_VERSION,
+                /* Webhook URLs come from job specs and enqueue callers. */
+                .guard = &d->cfg->url_guard,
         };
         _cleanup_(unrecorded_freep) struct unrecorded *u = calloc(1, sizeof(*u));
         if (!u)

@@ -16,6 +16,10 @@ struct store {
         struct storage_config *s3;    /* NULL when BOXCAR_S3_BUCKET is not set */
         struct storage_cache *cache;  /* volume cache, keyed by sha256 */
         long url_ttl_s;               /* lifetime of presigned URLs handed out */
+        /* Checks the connections made for volume URLs taken from job specs
+         * (not owned; NULL: none).  URLs the worker presigns itself for the
+         * operator's S3 endpoint are trusted and not checked. */
+        const struct netguard *url_guard;
 };
 
 /* Sets up S3 (when configured) and the volume cache under cache_dir. */

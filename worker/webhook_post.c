@@ -486,9 +486,17 @@ static int post_on(CURL *c, const struct webhook_request *req, struct webhook_re
                                     "webhook: libcurl refused an option (built without "
                                     "http/https?)");
 
+        struct netguard_curl guard = { .guard = req->guard };
+        if (req->guard)
+                netguard_curl_attach(c, &guard);
         CURLcode cc = curl_easy_perform(c);
         struct webhook_response resp = { .status = 0, .retry_after_s = -1 };
-        r = outcome(c, cc, sink, req->url, timeout_s, &resp);
+        if (cc != CURLE_OK && guard.refused) {
+                resp.error = netguard_curl_message(&guard);
+                r = resp.error ? 0 : -ENOMEM;
+        } else {
+                r = outcome(c, cc, sink, req->url, timeout_s, &resp);
+        }
         /* The handle outlives headers and sink: it must not point at them. */
         curl_easy_reset(c);
         if (r < 0) {
