@@ -91,4 +91,10 @@ void webhook_response_done(struct webhook_response *r);
  * of memory. */
 char *webhook_url_for_log(const char *url);
 
+/* Whether a and b have the same scheme, host and port (the default port
+ * made explicit, case-insensitive), as libcurl parses them: libcurl
+ * reuses a connection between such URLs, so they share a trust level.
+ * False when either does not parse. */
+bool webhook_same_origin(const char *a, const char *b);
+
 #endif

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """A DNS server for the URL guard's rebinding test (stdlib only, UDP).
 
-usage: dns_rebind.py BIND_ADDR NAME FIRST_A LATER_A LOG
+usage: dns_rebind.py BIND_ADDR NAME FIRST_A LATER_A LOG READY
 
 Answers A queries for NAME with FIRST_A the first time and LATER_A every
 time after (TTL 0: nothing may cache it), the classic DNS rebinding
 attacker; AAAA queries for NAME get no answer (NOERROR), anything else is
-NXDOMAIN.  Appends "A <address>" to LOG for every A answer given.
+NXDOMAIN.  Appends "A <address>" to LOG for every A answer given; creates
+READY once it listens.
 """
 import socket
 import struct
 import sys
 
-bind, name, first, later, log = sys.argv[1:6]
+bind, name, first, later, log, ready = sys.argv[1:7]
 want = name.lower().rstrip(".")
 
 
@@ -30,6 +31,7 @@ def qname(msg, off):
 def main():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind((bind, 53))
+    open(ready, "w").close()
     answered = 0
     while True:
         msg, peer = s.recvfrom(512)

@@ -40,8 +40,10 @@ http.server.HTTPServer(("127.0.0.2", int(sys.argv[1])), H).serve_forever()
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 bg python3 "$BOXCAR_ROOT/tests/webhooks/receiver.py" --port 0 --port-file "$tmp/hook.port" \
    --log "$tmp/hooks.log" --secret "$BOXCAR_WEBHOOK_SECRET" >/dev/null
-wait_for "servers up" 10 bash -c "curl -sf http://127.0.0.1:$port/v.tar.gz -o /dev/null &&
-  curl -sf http://127.0.0.2:$port/v.tar.gz -o /dev/null && curl -s -o /dev/null http://127.0.0.2:$rport/ && test -s '$tmp/hook.port'"
+up() { curl -sf "http://127.0.0.1:$port/v.tar.gz" -o /dev/null &&
+  curl -sf "http://127.0.0.2:$port/v.tar.gz" -o /dev/null &&
+  curl -s "http://127.0.0.2:$rport/" -o /dev/null && test -s "$tmp/hook.port"; }
+wait_for "servers up" 30 up || { not_ok "the test servers started"; tap_done; exit 1; }
 hook="http://127.0.0.1:$(cat "$tmp/hook.port")/hooks"
 : > "$tmp/srv1.log"; : > "$tmp/srv2.log"
 got_get() { grep -c 'GET /v.tar.gz' "$1"; }
@@ -102,13 +104,15 @@ stop_worker "$w"
 # guard judges the address libcurl connects to.
 dns=127.53.12.1
 echo "nameserver $dns" > "$tmp/resolv.conf"
-bg python3 "$BOXCAR_ROOT/tests/e2e/dns_rebind.py" "$dns" rebind.boxcar.test 127.0.0.2 127.0.0.1 "$tmp/dns.log"
-sleep 0.3
+bg python3 "$BOXCAR_ROOT/tests/e2e/dns_rebind.py" "$dns" rebind.boxcar.test 127.0.0.2 127.0.0.1 \
+  "$tmp/dns.log" "$tmp/dns.ready"
+wait_for "DNS server up" 10 test -e "$tmp/dns.ready" || not_ok "the test DNS server started"
 mkdir -p "$BOXCAR_DEV/work"
 bg unshare -m bash -c 'mount --bind "$1" /etc/resolv.conf && shift && exec "$@"' _ "$tmp/resolv.conf" \
   "$BOXCAR" worker --worker-id ug-rebind --work-dir "$BOXCAR_DEV/work/ug-rebind" --queues ug-rebind \
   --poll-interval 300ms --sandbox "$E2E_SANDBOX" --allow-url-cidr 127.0.0.2/32 \
   >"$BOXCAR_DEV/test-logs/ug-rebind.log" 2>&1
+rw=$!
 url="http://rebind.boxcar.test:$port/v.tar.gz"
 j=$(run_job ug-rebind "$(vol_spec "$url")")
 is "first lookup (127.0.0.2, allowed): the volume is fetched" "$(job_field "$j" status)/$(job_field "$j" "result->>'stdout'")" "succeeded/guarded"
@@ -126,5 +130,18 @@ msg=$(job_field "$j" "error->>'message'")
 check "a redirect from 127.0.0.2 (allowed) to 127.0.0.1 is refused at the second hop: $msg" \
   grep -q 'refused to connect to 127.0.0.1 (loopback' <<<"$msg"
 is "and 127.0.0.1 got no request" "$(got_get "$tmp/srv1.log")" 0
+stop_worker "$rw"
+
+# ---- the operator's own receiver (BOXCAR_WEBHOOK_URL) is trusted -------------------
+BOXCAR_WEBHOOK_URL="$hook" start_worker ug-operator --queues ug-op --poll-interval 300ms \
+  --sandbox "$E2E_SANDBOX"
+j=$(run_job ug-op '{"command": ["true"]}')
+check "a job without a URL gets the operator's 127.0.0.1 receiver, delivered without opt-in" \
+  wait_for "delivered" 20 delivered
+check "the receiver logged it" grep -q "$j" "$tmp/hooks.log"
+j=$(run_job ug-op '{"command": ["true"], "webhook": {"url": "http://localhost:'"$(cat "$tmp/hook.port")"'/hooks"}}')
+wait_for "delivery tried" 20 tried
+err=$(sql "select last_error from boxcar.webhook_deliveries where job_id = '$j'")
+check "a spec's URL of another origin (localhost) is still refused: $err" grep -q 'refused to connect to' <<<"$err"
 
 tap_done
