@@ -63,9 +63,13 @@ say "the job's inputs as a versioned volume: boxcar storage push --kind volume d
 cp scripts/demo/analyze.py scripts/demo/sales.csv "$demo/inputs/"
 $B storage push --kind volume demo-inputs "$demo/inputs"
 
-say "a worker (--sandbox $sandbox)"
+say "a worker (--sandbox $sandbox, --allow-private-urls)"
+# --allow-private-urls: the demo's webhook receiver listens on 127.0.0.1,
+# an address a worker refuses to post to unless told otherwise (see README,
+# "Requests the worker makes").  Never on a worker that runs others' specs.
+echo "the demo's webhook receiver is on 127.0.0.1: the worker runs with --allow-private-urls"
 $B worker --queues demo --concurrency 2 --sandbox "$sandbox" --work-dir "$BOXCAR_DEV/work/demo" \
-    --worker-id demo-worker > "$demo/worker.log" 2>&1 &
+    --worker-id demo-worker --allow-private-urls > "$demo/worker.log" 2>&1 &
 worker=$!
 pids+=("$worker")
 

@@ -405,7 +405,8 @@ static void release_ref(struct storage_cache *c, struct cache_ref *r);
 
 /* Downloads url into tmp/, then publishes it (mutex not held on entry). */
 static int download(struct storage_cache *c, const char *url, const char *sha,
-                    struct storage_cache_entry **ret, struct bc_error *err)
+                    const struct netguard *guard, struct storage_cache_entry **ret,
+                    struct bc_error *err)
 {
         unsigned char rnd[8];
         RAND_bytes(rnd, sizeof(rnd));
@@ -414,7 +415,7 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                  rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
         snprintf(tmppath, sizeof(tmppath), "%s/tmp/%s", c->dir, tmpname);
         struct storage_fetch_result res;
-        int r = storage_fetch_extract(c->cfg, url, sha, tmppath, c->limits, &res, err);
+        int r = storage_fetch_extract(c->cfg, url, sha, tmppath, c->limits, guard, &res, err);
         if (r == 0) {
                 _cleanup_fd_ int fd = open(tmppath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 r = fd < 0 ? -errno : fs_make_readonly(fd);
@@ -462,7 +463,8 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
 }
 
 int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
-                          struct storage_cache_entry **ret, struct bc_error *err)
+                          const struct netguard *guard, struct storage_cache_entry **ret,
+                          struct bc_error *err)
 {
         if (sha256 && !storage_sha256_valid(sha256))
                 return bc_error_set(err, BC_USAGE, EINVAL, "cache: malformed sha256");
@@ -499,7 +501,7 @@ int storage_cache_acquire(struct storage_cache *c, const char *url, const char *
                 if (!f)
                         return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
         }
-        return download(c, url, sha256, ret, err);
+        return download(c, url, sha256, guard, ret, err);
 }
 
 /* Mutex held. */

@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/dynbuf.h"
+#include "common/netguard.h"
 #include "storage/extract.h"
 #include "storage/http.h"
 #include "storage/storage.h"
@@ -35,6 +36,7 @@ struct curl_source {
         const char *redacted;
         char errbuf[CURL_ERROR_SIZE];
         bool retryable;
+        struct netguard_curl guard;
 };
 
 static size_t curl_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -78,6 +80,14 @@ static void check_done(struct curl_source *s)
 static int transfer_failed(struct curl_source *s, struct bc_error *err)
 {
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
+        if (s->guard.refused) {
+                /* The URL leads somewhere the worker must not go: the spec
+                 * is at fault, and trying again would not change that. */
+                _cleanup_free_ char *m = netguard_curl_message(&s->guard);
+                s->retryable = false;
+                return bc_error_set(err, BC_BAD_SPEC, EACCES, "GET %s: %s", s->redacted,
+                                    m ? m : "refused by the URL guard");
+        }
         char what[256];
         http_describe(s->result, s->status, s->errbuf, s->error_body.data, what);
         s->retryable = http_retryable(s->result, s->status);
@@ -127,15 +137,18 @@ static void curl_source_done(struct curl_source *s)
 }
 
 static int curl_source_init(struct curl_source *s, const char *url, const struct http_policy *p,
-                            const char *redacted, struct bc_error *err)
+                            const struct netguard *guard, const char *redacted,
+                            struct bc_error *err)
 {
-        *s = (struct curl_source){ .redacted = redacted };
+        *s = (struct curl_source){ .redacted = redacted, .guard.guard = guard };
         dynbuf_init(&s->error_body, ERROR_BODY_MAX);
         s->multi = curl_multi_init();
         s->easy = curl_easy_init();
         if (!s->multi || !s->easy)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "curl init failed");
         http_setup(s->easy, p, s->errbuf);
+        if (guard)
+                netguard_curl_attach(s->easy, &s->guard);
         curl_easy_setopt(s->easy, CURLOPT_URL, url);
         curl_easy_setopt(s->easy, CURLOPT_WRITEFUNCTION, curl_write_cb);
         curl_easy_setopt(s->easy, CURLOPT_WRITEDATA, s);
@@ -188,7 +201,8 @@ static int finish(EVP_MD_CTX *sha, const struct extract_source *src,
 /* One attempt: a fresh transfer into a fresh (or emptied) dest. */
 static int fetch_once(const char *url, const char *redacted, const char *expected,
                       const char *dest, const struct storage_limits *l, const struct http_policy *p,
-                      bool *ret_retryable, struct storage_fetch_result *ret, struct bc_error *err)
+                      const struct netguard *guard, bool *ret_retryable,
+                      struct storage_fetch_result *ret, struct bc_error *err)
 {
         int fd = -1;
         bool created = false;
@@ -198,7 +212,7 @@ static int fetch_once(const char *url, const char *redacted, const char *expecte
         _cleanup_(md_freep) EVP_MD_CTX *sha = NULL;
         struct curl_source cs = { 0 };
         r = sha_new(&sha, err);
-        r = r ? r : curl_source_init(&cs, url, p, redacted, err);
+        r = r ? r : curl_source_init(&cs, url, p, guard, redacted, err);
         struct extract_source src = { .read = curl_source_read, .ctx = &cs, .sha = sha,
                                       .max = l->max_download, .err = BC_ERROR_INIT };
         struct extract_stats st;
@@ -215,7 +229,7 @@ static int fetch_once(const char *url, const char *redacted, const char *expecte
 
 int storage_fetch_extract(const struct storage_config *cfg, const char *url,
                           const char *expected_sha256, const char *dest_dir,
-                          const struct storage_limits *limits,
+                          const struct storage_limits *limits, const struct netguard *guard,
                           struct storage_fetch_result *ret, struct bc_error *err)
 {
         struct storage_limits l;
@@ -233,7 +247,7 @@ int storage_fetch_extract(const struct storage_config *cfg, const char *url,
         for (int attempt = 0;; attempt++) {
                 bool retryable = false;
                 struct bc_error e = BC_ERROR_INIT;
-                r = fetch_once(url, redacted, expected_sha256, dest_dir, &l, &p, &retryable, ret, &e);
+                r = fetch_once(url, redacted, expected_sha256, dest_dir, &l, &p, guard, &retryable, ret, &e);
                 if (r == 0)
                         return 0;
                 if (!retryable || attempt >= p.retries) {

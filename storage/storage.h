@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/netguard.h"
 
 #define STORAGE_SHA256_HEX_LEN 64
 
@@ -207,10 +208,16 @@ struct storage_fetch_result {
  * supplies the retry and timeout policy and may be NULL (defaults); limits
  * may be NULL (storage_limits_default).  A corrupt or hostile archive is
  * BC_BAD_ARCHIVE even when an expected hash was given: the hash is known
- * only once the whole stream has been read. */
+ * only once the whole stream has been read.
+ *
+ * guard NULL: url is trusted (presigned by the worker itself for the
+ * operator's S3 endpoint).  Otherwise every address connected to (each
+ * one resolved, each redirect hop) must pass it; a refusal is BC_BAD_SPEC
+ * naming the address and the worker options that allow it, and is not
+ * retried. */
 int storage_fetch_extract(const struct storage_config *cfg, const char *url,
                           const char *expected_sha256, const char *dest_dir,
-                          const struct storage_limits *limits,
+                          const struct storage_limits *limits, const struct netguard *guard,
                           struct storage_fetch_result *ret, struct bc_error *err);
 
 /* Same as storage_fetch_extract, from a local .tar.gz (or .tar) file. */
@@ -240,9 +247,11 @@ void storage_cache_free(struct storage_cache *c);
  * always downloaded (into a temporary directory) and its computed hash
  * either finds an existing entry or becomes a new one.  The entry cannot
  * be evicted until storage_cache_release(); its path is valid until then.
- * url may be NULL only with sha256 given: a miss is then BC_NOT_FOUND. */
+ * url may be NULL only with sha256 given: a miss is then BC_NOT_FOUND.
+ * guard: as for storage_fetch_extract (NULL when url is trusted). */
 int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
-                          struct storage_cache_entry **ret, struct bc_error *err);
+                          const struct netguard *guard, struct storage_cache_entry **ret,
+                          struct bc_error *err);
 const char *storage_cache_entry_path(const struct storage_cache_entry *e);
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e);
 /* Whether this acquire had to download (false on a hit). */

@@ -5,6 +5,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
 BOXCAR=${BOXCAR_WRAPPER:-$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar}
 BOXCAR_SANDBOX="$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar-sandbox"
 export BOXCAR BOXCAR_SANDBOX
+# The tests' webhook receivers and volume servers listen on 127.0.0.1, which
+# a worker refuses to reach for a job spec's URL by default (SSRF guard):
+# every worker the tests start opts in.  tests/e2e/t_url_guard.sh unsets it
+# to check the default.
+export BOXCAR_ALLOW_PRIVATE_URLS=1
 
 _tap_n=0
 _tap_failed=0

@@ -169,7 +169,7 @@ static int pull(PGconn *conn, char *ref, const char *dir, struct bc_error *err)
         r = open_s3(&s3, err);
         struct storage_fetch_result fr;
         if (r >= 0)
-                r = storage_fetch_extract(s3, url, sha, dir, NULL, &fr, err);
+                r = storage_fetch_extract(s3, url, sha, dir, NULL, NULL, &fr, err);
         if (r >= 0)
                 fprintf(stderr, "%s: %s into %s\n", ref, sha, dir);
         return r;

@@ -50,6 +50,12 @@ const char config_worker_usage[] =
         "                         every sandbox cold; needs root)\n"
         "  --allow-host-network Q1,Q2  queues whose jobs may ask for \"network\": \"host\"\n"
         "                         (default: none)\n"
+        "  --allow-private-urls   let webhook and volume URLs from job specs reach\n"
+        "                         loopback, private, link-local (cloud metadata),\n"
+        "                         unique-local, CGNAT and other special addresses, which\n"
+        "                         are refused by default (also BOXCAR_ALLOW_PRIVATE_URLS=1)\n"
+        "  --allow-url-cidr C1,C2  let them reach these networks only (e.g. 10.2.0.0/16,\n"
+        "                         fd00::/8); repeatable, adds to $BOXCAR_ALLOW_URL_CIDRS\n"
         "  --work-dir DIR         per-job directories and the volume cache, an absolute\n"
         "                         path (default: $BOXCAR_WORK_DIR or /var/tmp/boxcar)\n"
         "  --worker-id ID         name in the workers table, at most 200 characters\n"
@@ -101,7 +107,8 @@ const char config_worker_usage[] =
         "every minute; /readyz says \"s3: <S3 error code>\" while it fails.\n"
         "BOXCAR_WEBHOOK_SECRET (whsec_..., several separated by spaces to rotate;\n"
         "without it this worker delivers no webhooks); BOXCAR_WEBHOOK_URL (the\n"
-        "database-wide default for jobs without their own URL).\n";
+        "database-wide default for jobs without their own URL);\n"
+        "BOXCAR_ALLOW_PRIVATE_URLS (1 or 0), BOXCAR_ALLOW_URL_CIDRS (C1,C2).\n";
 
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
 {
@@ -290,6 +297,8 @@ static int set_string(char **dst, const char *v)
         return *dst ? 0 : -ENOMEM;
 }
 
+static int parse_choice(const char *v, const char *const *choices, int *ret);
+
 static int apply_defaults(struct worker_config *c, struct bc_error *err)
 {
         const char *env = getenv("DATABASE_URL");
@@ -315,6 +324,18 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (config_parse_schedule("5s,5m,30m,2h,5h,10h,10h", &c->webhook_schedule) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        env = getenv("BOXCAR_ALLOW_PRIVATE_URLS");
+        if (env && *env) {
+                int choice = 0;
+                static const char *const bools[] = { "0", "1", "false", "true", "no", "yes", NULL };
+                if (parse_choice(env, bools, &choice) < 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "BOXCAR_ALLOW_PRIVATE_URLS: '%s' is not 1 or 0", env);
+                c->url_guard.allow_all = choice % 2;
+        }
+        env = getenv("BOXCAR_ALLOW_URL_CIDRS");
+        if (env && *env && netguard_allow_list(&c->url_guard, env, err) < 0)
+                return bc_error_prefix(err, "BOXCAR_ALLOW_URL_CIDRS");
         env = getenv("BOXCAR_QUEUES");
         return config_parse_queues(env && *env ? env : "default", &c->queues, err);
 }
@@ -324,7 +345,8 @@ enum {
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
         OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
-        OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES, OPT_HELP,
+        OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES,
+        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -354,6 +376,8 @@ static const struct option worker_options[] = {
         { "poll-only", no_argument, NULL, OPT_POLL_ONLY },
         { "retention", required_argument, NULL, OPT_RETENTION },
         { "warm-workspaces", required_argument, NULL, OPT_WARM_WORKSPACES },
+        { "allow-private-urls", no_argument, NULL, OPT_ALLOW_PRIVATE_URLS },
+        { "allow-url-cidr", required_argument, NULL, OPT_ALLOW_URL_CIDR },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -473,6 +497,11 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_METRICS_ADDR: r = set_string(&c->metrics_addr, v); break;
         case OPT_LISTEN_URL: r = set_string(&c->listen_database_url, v); break;
         case OPT_POLL_ONLY: c->poll_only = true; break;
+        case OPT_ALLOW_PRIVATE_URLS: c->url_guard.allow_all = true; break;
+        case OPT_ALLOW_URL_CIDR:
+                return netguard_allow_list(&c->url_guard, v, err) < 0
+                               ? bc_error_prefix(err, "--allow-url-cidr")
+                               : 0;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
         case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/netguard.h"
 
 enum sandbox_backend { BACKEND_NONE, BACKEND_NAMESPACE };
 enum log_format { LOG_TEXT, LOG_JSON };
@@ -43,6 +44,9 @@ struct worker_config {
         char *webhook_default_url;    /* BOXCAR_WEBHOOK_URL, or NULL */
         int warm_workspaces;          /* --warm-workspaces: most ready workspace
                                        * filesystems; -1: concurrency + 2 */
+        /* Where URLs from job specs (webhooks, volume urls) may lead:
+         * --allow-private-urls, --allow-url-cidr (and their variables). */
+        struct netguard url_guard;
 };
 
 /* Parses "250ms", "30s", "1.5h", "7d" or a plain number of seconds: digits,
@@ -60,7 +64,8 @@ int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
 void config_strv_free(char **v);
 
 /* Parses argv of `boxcar worker` (argv[0] is "worker").  Environment:
- * DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR.
+ * DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR,
+ * BOXCAR_WEBHOOK_URL, BOXCAR_ALLOW_PRIVATE_URLS, BOXCAR_ALLOW_URL_CIDRS.
  * Returns 0, 1 when --help was asked (help printed to stdout), or a negative
  * errno with err naming the bad flag. */
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,

@@ -144,6 +144,17 @@ static int record(struct deliver_thread *t, struct bc_error *err)
         return 0;
 }
 
+/* Webhook URLs come from job specs and enqueue callers, and are checked;
+ * the receiver the operator gave this worker (BOXCAR_WEBHOOK_URL) is
+ * trusted, like the S3 endpoint: its whole origin, because libcurl reuses
+ * one connection for every URL of an origin. */
+static const struct netguard *url_guard_for(const struct worker_config *cfg, const char *url)
+{
+        if (cfg->webhook_default_url && webhook_same_origin(cfg->webhook_default_url, url))
+                return NULL;
+        return &cfg->url_guard;
+}
+
 /* One attempt: sign with the current time, post, record the outcome. */
 static int deliver_one(struct deliver_thread *t, const struct delivery *dl, struct bc_error *err)
 {
@@ -157,6 +168,7 @@ static int deliver_one(struct deliver_thread *t, const struct delivery *dl, stru
                 .url = dl->url, .msg_id = dl->id, .timestamp = now, .signature = signature,
                 .body = dl->body, .body_len = strlen(dl->body),
                 .timeout_s = d->cfg->webhook_timeout_s, .user_agent = "boxcar/" BOXCAR_VERSION,
+                .guard = url_guard_for(d->cfg, dl->url),
         };
         _cleanup_(unrecorded_freep) struct unrecorded *u = calloc(1, sizeof(*u));
         if (!u)

@@ -628,6 +628,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 r = store_open(&l.store, cache_dir, image_dir, cfg->volume_cache_bytes,
                                (long)cfg->artifact_url_ttl_s, err);
                 store_open_ok = r >= 0;
+                l.store.url_guard = &cfg->url_guard;
         }
         /* Always checked: a missing bucket or a wrong key shows at start
          * in the log (and in /readyz), not in the first job. */

@@ -142,6 +142,7 @@ int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec 
                 if (r >= 0)
                         r = storage_cache_acquire(st->cache, vol->storage ? url : vol->url,
                                                   vol->storage ? sha : vol->sha256,
+                                                  vol->storage ? NULL : st->url_guard,
                                                   &ret->entries[i], err);
                 if (r < 0) {
                         store_release_volumes(st, ret);
@@ -237,7 +238,7 @@ int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec
         int r = store_presign_get(st, &v, 900, &url, err);
         struct storage_fetch_result fr;
         if (r >= 0)
-                r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, &fr, err);
+                r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, NULL, &fr, err);
         if (r >= 0) {
                 memcpy(ret->base_sha, v.sha256, 65);
                 *ret_downloaded = fr.size;

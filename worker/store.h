@@ -18,6 +18,10 @@ struct store {
         struct storage_cache *images; /* image cache (image extraction rules) */
         struct storage_limits image_limits; /* the image cache's; lives as long */
         long url_ttl_s;               /* lifetime of presigned URLs handed out */
+        /* Checks the connections made for volume URLs taken from job specs
+         * (not owned; NULL: none).  URLs the worker presigns itself for the
+         * operator's S3 endpoint are trusted and not checked. */
+        const struct netguard *url_guard;
 };
 
 /* Sets up S3 (when configured), the volume cache under cache_dir and the

@@ -486,9 +486,17 @@ static int post_on(CURL *c, const struct webhook_request *req, struct webhook_re
                                     "webhook: libcurl refused an option (built without "
                                     "http/https?)");
 
+        struct netguard_curl guard = { .guard = req->guard };
+        if (req->guard)
+                netguard_curl_attach(c, &guard);
         CURLcode cc = curl_easy_perform(c);
         struct webhook_response resp = { .status = 0, .retry_after_s = -1 };
-        r = outcome(c, cc, sink, req->url, timeout_s, &resp);
+        if (cc != CURLE_OK && guard.refused) {
+                resp.error = netguard_curl_message(&guard);
+                r = resp.error ? 0 : -ENOMEM;
+        } else {
+                r = outcome(c, cc, sink, req->url, timeout_s, &resp);
+        }
         /* The handle outlives headers and sink: it must not point at them. */
         curl_easy_reset(c);
         if (r < 0) {
@@ -546,4 +554,33 @@ char *webhook_url_for_log(const char *url)
                      path ? path : "/") < 0)
                 return NULL;
         return out;
+}
+
+/* "scheme://host:port" of url, the port made explicit, or NULL. */
+static char *origin_of(const char *url)
+{
+        _cleanup_(curl_url_cleanupp) CURLU *u = curl_url();
+        if (!u || !url || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+                return NULL;
+        _cleanup_(curl_freep) char *scheme = NULL;
+        _cleanup_(curl_freep) char *host = NULL;
+        _cleanup_(curl_freep) char *port = NULL;
+        if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+                return NULL;
+        char *out = NULL;
+        if (asprintf(&out, "%s://%s:%s", scheme, host, port) < 0)
+                return NULL;
+        for (char *p = out; *p; p++)
+                if (*p >= 'A' && *p <= 'Z')
+                        *p = (char)(*p - 'A' + 'a');
+        return out;
+}
+
+bool webhook_same_origin(const char *a, const char *b)
+{
+        _cleanup_free_ char *oa = origin_of(a);
+        _cleanup_free_ char *ob = origin_of(b);
+        return oa && ob && strcmp(oa, ob) == 0;
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "common/netguard.h"
 
 /* Bytes of a response body kept; the transfer stops there (not an
  * error): a receiver cannot make us read or hold more. */
@@ -32,6 +33,10 @@ struct webhook_request {
         size_t body_len;
         double timeout_s;       /* whole attempt incl. connect; <= 0: 15 s */
         const char *user_agent; /* e.g. "boxcar/0.1.0" */
+        /* Addresses the post may connect to (checked on each address
+         * connected, after resolution); NULL: any.  A refusal is an
+         * attempt's outcome: ret->error names the address and the option. */
+        const struct netguard *guard;
 };
 
 struct webhook_response {
@@ -85,5 +90,11 @@ void webhook_response_done(struct webhook_response *r);
  * does not parse gives "<invalid URL>".  Caller frees; NULL only when out
  * of memory. */
 char *webhook_url_for_log(const char *url);
+
+/* Whether a and b have the same scheme, host and port (the default port
+ * made explicit, case-insensitive), as libcurl parses them: libcurl
+ * reuses a connection between such URLs, so they share a trust level.
+ * False when either does not parse. */
+bool webhook_same_origin(const char *a, const char *b);
 
 #endif

@@ -117,8 +117,15 @@ static int cmd_extract(int argc, char **argv, bool fetch, struct bc_error *err)
         int rc;
         if (fetch) {
                 struct storage_config *cfg = config(false, err);
+                /* STORAGE_TOOL_URL_GUARD set: the URL is treated as coming
+                 * from a job spec, with that comma-separated allow list
+                 * ("" for none). */
+                const char *allow = getenv("STORAGE_TOOL_URL_GUARD");
+                static struct netguard guard;
+                if (allow && *allow && netguard_allow_list(&guard, allow, err) < 0)
+                        return fail(err);
                 rc = storage_fetch_extract(cfg, argv[0], opt_sha(argc > 2 ? argv[2] : NULL), argv[1],
-                                           limits(), &r, err);
+                                           limits(), allow ? &guard : NULL, &r, err);
                 storage_config_free(cfg);
         } else {
                 rc = storage_extract_file(argv[0], opt_sha(argc > 2 ? argv[2] : NULL), argv[1], limits(), &r, err);
@@ -319,7 +326,7 @@ static int cmd_cache(int argc, char **argv, struct bc_error *err)
                         double t0 = now_s();
                         for (int k = 0; k < n && rc == 0; k++) {
                                 struct storage_cache_entry *e;
-                                if (storage_cache_acquire(c, NULL, argv[i + 1], &e, err) < 0)
+                                if (storage_cache_acquire(c, NULL, argv[i + 1], NULL, &e, err) < 0)
                                         rc = fail(err);
                                 else
                                         storage_cache_release(c, e);
@@ -330,7 +337,7 @@ static int cmd_cache(int argc, char **argv, struct bc_error *err)
                         struct storage_cache_entry *e;
                         const char *url = strcmp(argv[i + 1], "-") ? argv[i + 1] : NULL;
                         double t0 = now_s();
-                        if (storage_cache_acquire(c, url, opt_sha(argv[i + 2]), &e, err) < 0) {
+                        if (storage_cache_acquire(c, url, opt_sha(argv[i + 2]), NULL, &e, err) < 0) {
                                 rc = fail(err);
                                 break;
                         }

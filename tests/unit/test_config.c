@@ -131,6 +131,42 @@ static void test_worker_flags(void **state)
         assert_true(c.retention_s == 7 * 86400 && c.artifact_url_ttl_s == 7 * 86400);
         config_done(&c);
 
+        /* The URL guard: on by default; flags and variables add up. */
+        unsetenv("BOXCAR_ALLOW_PRIVATE_URLS");
+        unsetenv("BOXCAR_ALLOW_URL_CIDRS");
+        assert_int_equal(parse(&c, &err, NULL), 0);
+        assert_false(c.url_guard.allow_all);
+        assert_int_equal(c.url_guard.n_allow, 0);
+        config_done(&c);
+        setenv("BOXCAR_ALLOW_URL_CIDRS", "10.2.0.0/16", 1);
+        assert_int_equal(parse(&c, &err, "--allow-url-cidr", "fd00::/8,192.168.5.0/24",
+                               "--allow-url-cidr", "127.0.0.1", NULL), 0);
+        assert_false(c.url_guard.allow_all);
+        assert_int_equal(c.url_guard.n_allow, 4);
+        config_done(&c);
+        unsetenv("BOXCAR_ALLOW_URL_CIDRS");
+        assert_int_equal(parse(&c, &err, "--allow-private-urls", NULL), 0);
+        assert_true(c.url_guard.allow_all);
+        config_done(&c);
+        setenv("BOXCAR_ALLOW_PRIVATE_URLS", "1", 1);
+        assert_int_equal(parse(&c, &err, NULL), 0);
+        assert_true(c.url_guard.allow_all);
+        config_done(&c);
+        setenv("BOXCAR_ALLOW_PRIVATE_URLS", "0", 1);
+        assert_int_equal(parse(&c, &err, NULL), 0);
+        assert_false(c.url_guard.allow_all);
+        config_done(&c);
+        setenv("BOXCAR_ALLOW_PRIVATE_URLS", "maybe", 1);
+        assert_true(parse(&c, &err, NULL) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "BOXCAR_ALLOW_PRIVATE_URLS: 'maybe'"));
+        bc_error_clear(&err);
+        unsetenv("BOXCAR_ALLOW_PRIVATE_URLS");
+        setenv("BOXCAR_ALLOW_URL_CIDRS", "10.2.3.4/16", 1);
+        assert_true(parse(&c, &err, NULL) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "BOXCAR_ALLOW_URL_CIDRS: '10.2.3.4/16'"));
+        bc_error_clear(&err);
+        unsetenv("BOXCAR_ALLOW_URL_CIDRS");
+
         setenv("BOXCAR_QUEUES", "envq", 1);
         setenv("BOXCAR_CONCURRENCY", "3", 1);
         assert_int_equal(parse(&c, &err, NULL), 0);
@@ -164,6 +200,8 @@ static void test_worker_flag_errors(void **state)
                   "--webhook-concurrency: invalid value '65' (a number from 1 to 64)" },
                 { "--artifact-url-ttl", "8d", "--artifact-url-ttl: invalid value '8d'" },
                 { "--webhook-timeout", "601s", "--webhook-timeout: invalid value '601s'" },
+                { "--allow-url-cidr", "10.0.0.0/33", "--allow-url-cidr: '10.0.0.0/33' is not a CIDR" },
+                { "--allow-url-cidr", "intranet", "--allow-url-cidr: 'intranet' is not a CIDR" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct worker_config c;

@@ -387,6 +387,19 @@ static void test_client_keeps_connection(void **state)
         free(slow);
 }
 
+static void test_same_origin(void **state)
+{
+        (void)state;
+        assert_true(webhook_same_origin("http://h.example/a", "http://h.example:80/b?x=1"));
+        assert_true(webhook_same_origin("https://H.Example/a", "https://h.example:443/"));
+        assert_false(webhook_same_origin("http://h.example/a", "https://h.example/a"));
+        assert_false(webhook_same_origin("http://h.example/a", "http://h.example:8080/a"));
+        assert_false(webhook_same_origin("http://h.example/a", "http://h.example.evil/a"));
+        assert_false(webhook_same_origin("http://127.0.0.1:9/a", "http://localhost:9/a"));
+        assert_false(webhook_same_origin("http://h.example/a", "not a url"));
+        assert_false(webhook_same_origin(NULL, "http://h.example/"));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -397,6 +410,7 @@ int main(void)
                 cmocka_unit_test(test_unusable_urls),
                 cmocka_unit_test(test_header_injection_refused),
                 cmocka_unit_test(test_client_keeps_connection),
+                cmocka_unit_test(test_same_origin),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
