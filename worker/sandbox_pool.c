@@ -207,7 +207,7 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
         pthread_mutex_unlock(&p->mu);
         if (!known) {
                 struct bc_error err = BC_ERROR_INIT;
-                if (storage_cache_acquire(p->images, NULL, image_sha, &image, &err) < 0)
+                if (storage_cache_acquire(p->images, NULL, image_sha, NULL, &image, &err) < 0)
                         image = NULL;
                 bc_error_clear(&err);
         }

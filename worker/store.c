@@ -201,7 +201,7 @@ int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *s
         if (r >= 0)
                 r = store_presign_get(st, &v, 900, &url, err);
         if (r >= 0)
-                r = storage_cache_acquire(st->images, url, v.sha256, ret, err);
+                r = storage_cache_acquire(st->images, url, v.sha256, NULL, ret, err);
         store_version_done(&v);
         return r < 0 ? bc_error_prefix(err, "image %s", spec->image_storage) : 0;
 }
