@@ -23,7 +23,7 @@ FROM ${DEBIAN_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc make pkg-config libc6-dev libpq-dev libcurl4-openssl-dev libcjson-dev \
-      libarchive-dev libseccomp-dev libssl-dev libmicrohttpd-dev zlib1g-dev \
+      libarchive-dev libseccomp-dev libssl-dev libmicrohttpd-dev zlib1g-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -51,7 +51,7 @@ FROM ${DEBIAN_IMAGE} AS runtime
 # what is installed here is exactly what jobs can run.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libpq5 libcurl4 libcjson1 libarchive13 libseccomp2 libssl3 libmicrohttpd12 zlib1g \
+      libpq5 libcurl4 libcjson1 libarchive13 libseccomp2 libssl3 libmicrohttpd12 zlib1g libsystemd0 \
       e2fsprogs \
       ca-certificates python3 nodejs \
  && rm -rf /var/lib/apt/lists/*

@@ -32,7 +32,7 @@ else
   CFLAGS += -O2
   CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LDLIBS := -lpq -lcjson -lcurl -larchive -lz -lseccomp -lcrypto -lmicrohttpd -lpthread
+LDLIBS := -lpq -lcjson -lcurl -larchive -lz -lseccomp -lcrypto -lmicrohttpd -lsystemd -lpthread
 
 # Objects are rebuilt when the flags change (SAN=1 after a plain build).
 FLAGS_STAMP := $(BUILD)/.flags

@@ -5,7 +5,7 @@ set -euo pipefail
 
 BUILD_PKGS=(gcc make pkg-config libpq-dev libcurl4-openssl-dev libcjson-dev
             libarchive-dev libseccomp-dev libssl-dev libcmocka-dev
-            libmicrohttpd-dev zlib1g-dev)
+            libmicrohttpd-dev zlib1g-dev libsystemd-dev)
 RUN_PKGS=(postgresql-15 postgresql-client-15 ca-certificates procps iproute2
           util-linux e2fsprogs)
 TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
