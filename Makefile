@@ -138,7 +138,7 @@ BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(
 
 .DEFAULT_GOAL := all
 .PHONY: all deps test unit-tests run bench lint format clean distclean dev-up dev-down \
-        fuzz fuzz-bins
+        fuzz fuzz-bins deb
 
 all: deps-build $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
 
@@ -167,6 +167,12 @@ bench: deps
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
+# The Debian package (scripts/deb.sh): binaries, systemd unit, default
+# configuration, man pages; $(BUILD)/deb/boxcar_<version>_<arch>.deb.
+# The version is Debian's spelling of FULL_VERSION.
+deb: $(BINS)
+	@scripts/deb.sh $(BUILD) '$(FULL_VERSION)'
 
 dev-up: deps
 	@scripts/pg.sh start
