@@ -31,7 +31,7 @@ kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 listen up
 NOTIFY_SOCKET=$W/up.sock WATCHDOG_USEC=1000000 \
   start_worker notify-up --sandbox none --config /dev/null --poll-interval 500ms
-check "READY=1 arrives" wait_for "ready" 15 grep -q 'READY=1' "$W/up.log"
+check "READY=1 arrives" wait_for "ready" 30 grep -q 'READY=1' "$W/up.log"
 is "the worker was registered before READY=1" \
   "$(sql "select count(*) from boxcar.workers where id = 'notify-up' and state = 'running'")" 1
 check "READY=1 comes with a STATUS naming the queues" grep -q 'READY=1|STATUS=serving default with 4 slots as notify-up' "$W/up.log"
@@ -57,7 +57,7 @@ is "READY=1 was sent once" "$(got up READY=1)" 1
 listen nowd
 NOTIFY_SOCKET=$W/nowd.sock WATCHDOG_USEC=400000 WATCHDOG_PID=1 \
   start_worker notify-nowd --sandbox none --config /dev/null
-check "READY=1 without a watchdog" wait_for "ready" 15 grep -q 'READY=1' "$W/nowd.log"
+check "READY=1 without a watchdog" wait_for "ready" 30 grep -q 'READY=1' "$W/nowd.log"
 sleep 1
 is "no WATCHDOG=1 when WATCHDOG_PID is another process" "$(got nowd WATCHDOG=1)" 0
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID"
