@@ -9,11 +9,15 @@
 # two executables.  The SQL (migrations/, sql/) is compiled into boxcar, so
 # `boxcar migrate` needs nothing else from the source tree.
 #
-# What the sandbox needs from the container runtime (seccomp, AppArmor,
-# /proc, cgroups) is not something an image can grant itself: it is spelled
-# out, with the reasons, in docker-compose.yml next to the worker service.
+# What the sandbox needs from the container runtime (capabilities, loop
+# devices, seccomp, AppArmor, cgroups) is not something an image can grant
+# itself: it is spelled out, with the reasons, in docker-compose.yml next to
+# the worker service.
+#
+# Pinned to a Debian point release (not a moving tag); the packages come
+# from bookworm's archive at build time.
 
-ARG DEBIAN_IMAGE=debian:bookworm-slim
+ARG DEBIAN_IMAGE=debian:12.7-slim
 
 # ---- build -------------------------------------------------------------
 FROM ${DEBIAN_IMAGE} AS build
@@ -23,7 +27,7 @@ FROM ${DEBIAN_IMAGE} AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       gcc make pkg-config libc6-dev libpq-dev libcurl4-openssl-dev libcjson-dev \
-      libarchive-dev libseccomp-dev libssl-dev libmicrohttpd-dev zlib1g-dev \
+      libarchive-dev libseccomp-dev libssl-dev libmicrohttpd-dev zlib1g-dev libsystemd-dev \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
@@ -51,36 +55,35 @@ FROM ${DEBIAN_IMAGE} AS runtime
 # what is installed here is exactly what jobs can run.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libpq5 libcurl4 libcjson1 libarchive13 libseccomp2 libssl3 libmicrohttpd12 zlib1g \
+      libpq5 libcurl4 libcjson1 libarchive13 libseccomp2 libssl3 libmicrohttpd12 zlib1g libsystemd0 \
       e2fsprogs \
       ca-certificates python3 nodejs \
  && rm -rf /var/lib/apt/lists/*
 
-# Runs as an unprivileged user.  boxcar-sandbox then isolates each job with
-# an unprivileged user namespace (CLONE_NEWUSER, mapping the job's uid to
-# this one), so the worker needs no capabilities at all: no setuid helper,
-# no CAP_SYS_ADMIN.  The uid is fixed so volume ownership and the
-# compose/Kubernetes securityContext can name it.
-ARG BOXCAR_UID=10001
-RUN groupadd --system --gid "${BOXCAR_UID}" boxcar \
- && useradd --system --uid "${BOXCAR_UID}" --gid boxcar --home-dir /var/lib/boxcar \
-      --create-home --shell /usr/sbin/nologin boxcar \
- && install -d -o boxcar -g boxcar -m 0750 /var/tmp/boxcar
+# The worker runs as root in the container: each job's workspace is an
+# ext4 image on a loop device, mounted idmapped, which only root with
+# CAP_SYS_ADMIN can do.  The container still gets only the capabilities
+# docker-compose.yml lists (cap_drop ALL), and each job runs as uid 65534
+# with no capabilities, no_new_privs and boxcar's own seccomp filter.
+RUN install -d -m 0700 /var/tmp/boxcar /var/lib/boxcar
 
 COPY --from=build /src/build/boxcar /src/build/boxcar-guard /src/build/boxcar-sandbox /usr/local/bin/
+COPY deploy/docker-entrypoint.sh /usr/local/bin/boxcar-entrypoint
 
 # Per-job workspaces and the volume cache.  A volume here keeps them off the
 # image's overlay filesystem (faster, and the sandbox bind-mounts them).
 ENV BOXCAR_WORK_DIR=/var/tmp/boxcar
 VOLUME ["/var/tmp/boxcar"]
 
-USER boxcar:boxcar
+USER root
 WORKDIR /var/lib/boxcar
 # --metrics-addr serves /healthz, /readyz and /metrics here.
 EXPOSE 9464
 # The worker drains on SIGTERM (the default STOPSIGNAL); give the container
-# runtime a stop timeout longer than --drain-timeout.  There is no
-# ENTRYPOINT: `docker run boxcar boxcar migrate` and `… boxcar worker` both
-# read naturally.  Run it under an init (compose `init: true`, `docker run
-# --init`) so orphans of jobs are reaped and signals are forwarded.
+# runtime a stop timeout longer than --drain-timeout.  The ENTRYPOINT runs
+# its arguments (`docker run boxcar boxcar migrate`, `… boxcar worker`),
+# making the container's cgroup writable first for the worker.  Run it
+# under an init (compose `init: true`, `docker run --init`) so orphans of
+# jobs are reaped and signals are forwarded.
+ENTRYPOINT ["/usr/local/bin/boxcar-entrypoint"]
 CMD ["boxcar", "worker"]

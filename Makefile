@@ -32,7 +32,7 @@ else
   CFLAGS += -O2
   CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LDLIBS := -lpq -lcjson -lcurl -larchive -lz -lseccomp -lcrypto -lmicrohttpd -lpthread
+LDLIBS := -lpq -lcjson -lcurl -larchive -lz -lseccomp -lcrypto -lmicrohttpd -lsystemd -lpthread
 
 # Objects are rebuilt when the flags change (SAN=1 after a plain build).
 FLAGS_STAMP := $(BUILD)/.flags
@@ -138,7 +138,7 @@ BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(
 
 .DEFAULT_GOAL := all
 .PHONY: all deps test test-vm unit-tests run bench lint format clean distclean dev-up dev-down \
-        fuzz fuzz-bins
+        fuzz fuzz-bins deb
 
 all: deps-build $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
 
@@ -172,6 +172,12 @@ bench: deps
 FUZZ_SECONDS ?= 60
 fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+
+# The Debian package (scripts/deb.sh): binaries, systemd unit, default
+# configuration, man pages; $(BUILD)/deb/boxcar_<version>_<arch>.deb.
+# The version is Debian's spelling of FULL_VERSION.
+deb: $(BINS)
+	@scripts/deb.sh $(BUILD) '$(FULL_VERSION)'
 
 dev-up: deps
 	@scripts/pg.sh start

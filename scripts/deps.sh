@@ -5,13 +5,13 @@ set -euo pipefail
 
 BUILD_PKGS=(gcc make pkg-config libpq-dev libcurl4-openssl-dev libcjson-dev
             libarchive-dev libseccomp-dev libssl-dev libcmocka-dev
-            libmicrohttpd-dev zlib1g-dev)
+            libmicrohttpd-dev zlib1g-dev libsystemd-dev)
 RUN_PKGS=(postgresql-15 postgresql-client-15 ca-certificates procps iproute2
           util-linux e2fsprogs)
 TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            python3 python3-botocore python3-jsonschema curl bubblewrap hyperfine pgbouncer
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
-           qemu-system-x86 busybox-static cpio)
+           qemu-system-x86 busybox-static cpio lintian man-db)
 
 want=("${BUILD_PKGS[@]}")
 case "${1:-all}" in

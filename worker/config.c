@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/size.h"
+#include "worker/config_file.h"
 
 #define DURATION_GRAMMAR "250ms, 30s, 5m, 2h, 1d or plain seconds"
 #define MAX_OUTPUT_BYTES_MAX (UINT64_C(64) << 20)
@@ -88,6 +89,8 @@ const char config_worker_usage[] =
         "                         (e.g. :9464 or 127.0.0.1:9464; default: off)\n"
         "  --log-format text|json (default: text)\n"
         "  --log-level debug|info|warn|error (default: info)\n"
+        "  --config FILE          read settings from FILE, which must exist (default:\n"
+        "                         $BOXCAR_CONFIG, else /etc/boxcar/worker.conf if present)\n"
         "  --help                 this text\n"
         "\n"
         "Durations (DUR): a number and a unit, ms, s, m, h or d (250ms, 30s, 1.5h, 7d);\n"
@@ -108,7 +111,20 @@ const char config_worker_usage[] =
         "BOXCAR_WEBHOOK_SECRET (whsec_..., several separated by spaces to rotate;\n"
         "without it this worker delivers no webhooks); BOXCAR_WEBHOOK_URL (the\n"
         "database-wide default for jobs without their own URL);\n"
-        "BOXCAR_ALLOW_PRIVATE_URLS (1 or 0), BOXCAR_ALLOW_URL_CIDRS (C1,C2).\n";
+        "BOXCAR_ALLOW_PRIVATE_URLS (1 or 0), BOXCAR_ALLOW_URL_CIDRS (C1,C2);\n"
+        "BOXCAR_CONFIG (the configuration file); NOTIFY_SOCKET, WATCHDOG_USEC (systemd\n"
+        "Type=notify: READY=1 once connected, STOPPING=1 on drain, WATCHDOG=1).\n"
+        "\n"
+        "Configuration file (--config, $BOXCAR_CONFIG or /etc/boxcar/worker.conf): one\n"
+        "'key = value' a line, blanks around both ignored; lines starting with '#' or\n"
+        "';' are comments (not after a value: '#' is common in URLs); a value may be\n"
+        "\"quoted\" to keep blanks at its ends.  The keys are the long flags above\n"
+        "without '--' (concurrency = 8, queues = a,b, poll-only = true|false), and\n"
+        "s3-bucket, s3-prefix, aws-region, aws-endpoint-url-s3, webhook-url for the\n"
+        "variables of the same meaning.  Secrets (AWS keys, BOXCAR_WEBHOOK_SECRET)\n"
+        "stay in the environment.  An unknown key, a key given twice or a bad value\n"
+        "is an error naming FILE:LINE and the key.  Precedence: flag > environment >\n"
+        "file > built-in default.\n";
 
 int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds)
 {
@@ -216,7 +232,8 @@ void config_strv_free(char **v)
         free(v);
 }
 
-int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
+static int parse_queues_as(const char *label, const char *s, char ***ret_queues,
+                           struct bc_error *err)
 {
         size_t n = 1;
         for (const char *p = s; *p; p++)
@@ -230,9 +247,9 @@ int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
                 v[i] = strndup(p, len);
                 if (!v[i] || !valid_queue(v[i])) {
                         int r = v[i] ? bc_error_set(err, BC_USAGE, EINVAL,
-                                                    "--queues: '%s' is not a queue name "
+                                                    "%s: '%s' is not a queue name "
                                                     "(name or scope/name of letters, digits, "
-                                                    "'_', '.', '-'; not '.' or '..')", v[i])
+                                                    "'_', '.', '-'; not '.' or '..')", label, v[i])
                                      : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                         config_strv_free(v);
                         return r;
@@ -244,6 +261,11 @@ int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
         }
         *ret_queues = v;
         return 0;
+}
+
+int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
+{
+        return parse_queues_as("--queues", s, ret_queues, err);
 }
 
 static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
@@ -297,11 +319,10 @@ static int set_string(char **dst, const char *v)
         return *dst ? 0 : -ENOMEM;
 }
 
-static int parse_choice(const char *v, const char *const *choices, int *ret);
-
+/* Built-in defaults only; the file, the environment and the flags come
+ * after, in that order, each overriding the one before. */
 static int apply_defaults(struct worker_config *c, struct bc_error *err)
 {
-        const char *env = getenv("DATABASE_URL");
         *c = (struct worker_config){
                 .concurrency = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
                 .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
@@ -310,34 +331,10 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .max_log_bytes = 10u << 20, .retention_s = 7 * 86400,
                 .warm_workspaces = -1, .warm_sandboxes = -1,
         };
-        if (env && set_string(&c->database_url, env) < 0)
+        if (set_string(&c->work_dir, "/var/tmp/boxcar") < 0 ||
+            config_parse_schedule("5s,5m,30m,2h,5h,10h,10h", &c->webhook_schedule) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        env = getenv("BOXCAR_CONCURRENCY");
-        if (env && parse_uint(env, 1, 1024, &c->concurrency) < 0)
-                return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "BOXCAR_CONCURRENCY: '%s' is not a number from 1 to 1024", env);
-        env = getenv("BOXCAR_WORK_DIR");
-        if (set_string(&c->work_dir, env && *env ? env : "/var/tmp/boxcar") < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        env = getenv("BOXCAR_WEBHOOK_URL");
-        if (env && *env && set_string(&c->webhook_default_url, env) < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        if (config_parse_schedule("5s,5m,30m,2h,5h,10h,10h", &c->webhook_schedule) < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        env = getenv("BOXCAR_ALLOW_PRIVATE_URLS");
-        if (env && *env) {
-                int choice = 0;
-                static const char *const bools[] = { "0", "1", "false", "true", "no", "yes", NULL };
-                if (parse_choice(env, bools, &choice) < 0)
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "BOXCAR_ALLOW_PRIVATE_URLS: '%s' is not 1 or 0", env);
-                c->url_guard.allow_all = choice % 2;
-        }
-        env = getenv("BOXCAR_ALLOW_URL_CIDRS");
-        if (env && *env && netguard_allow_list(&c->url_guard, env, err) < 0)
-                return bc_error_prefix(err, "BOXCAR_ALLOW_URL_CIDRS");
-        env = getenv("BOXCAR_QUEUES");
-        return config_parse_queues(env && *env ? env : "default", &c->queues, err);
+        return config_parse_queues("default", &c->queues, err);
 }
 
 enum {
@@ -346,7 +343,7 @@ enum {
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
         OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
         OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES,
-        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_HELP,
+        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_CONFIG, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -378,8 +375,37 @@ static const struct option worker_options[] = {
         { "warm-workspaces", required_argument, NULL, OPT_WARM_WORKSPACES },
         { "allow-private-urls", no_argument, NULL, OPT_ALLOW_PRIVATE_URLS },
         { "allow-url-cidr", required_argument, NULL, OPT_ALLOW_URL_CIDR },
+        { "config", required_argument, NULL, OPT_CONFIG },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
+};
+
+/* The flags the environment can also set (flag > environment > file). */
+static const struct {
+        int opt;
+        const char *env;
+} option_env[] = {
+        { OPT_DATABASE_URL, "DATABASE_URL" },
+        { OPT_QUEUES, "BOXCAR_QUEUES" },
+        { OPT_CONCURRENCY, "BOXCAR_CONCURRENCY" },
+        { OPT_WORK_DIR, "BOXCAR_WORK_DIR" },
+        { OPT_ALLOW_PRIVATE_URLS, "BOXCAR_ALLOW_PRIVATE_URLS" },
+        { OPT_ALLOW_URL_CIDR, "BOXCAR_ALLOW_URL_CIDRS" },
+};
+
+/* Settings read from the environment only (by the storage and webhook
+ * code), which the file may also give: a file key sets the variable when
+ * the environment does not, so the environment still wins.  Secrets
+ * (AWS_SECRET_ACCESS_KEY, BOXCAR_WEBHOOK_SECRET) are not among them: they
+ * stay in the environment. */
+static const struct {
+        const char *key, *env;
+} file_env_keys[] = {
+        { "s3-bucket", "BOXCAR_S3_BUCKET" },
+        { "s3-prefix", "BOXCAR_S3_PREFIX" },
+        { "aws-region", "AWS_REGION" },
+        { "aws-endpoint-url-s3", "AWS_ENDPOINT_URL_S3" },
+        { "webhook-url", "BOXCAR_WEBHOOK_URL" },
 };
 
 /* What the value of a flag must look like, for the error message; the same
@@ -414,42 +440,53 @@ static int parse_choice(const char *v, const char *const *choices, int *ret)
         return -EINVAL;
 }
 
+/* A flag without a value (on): from the environment or the file, true or
+ * false (1 or 0, yes or no). */
+static int parse_switch(const char *v, bool *ret)
+{
+        static const char *const bools[] = { "false", "true", "0", "1", "no", "yes", NULL };
+        int choice = 1;
+        if (v && parse_choice(v, bools, &choice) < 0)
+                return -EINVAL;
+        *ret = choice % 2;
+        return 0;
+}
+
 /* A size flag: "10MiB", "512KiB" or a plain number in unit (bytes, or MiB
  * for --volume-cache-mb), from lo to hi bytes. */
-static int parse_size(const char *name, const char *v, uint64_t unit, uint64_t lo, uint64_t hi,
+static int parse_size(const char *label, const char *v, uint64_t unit, uint64_t lo, uint64_t hi,
                       uint64_t *ret, struct bc_error *err)
 {
         uint64_t n = 0;
         int r = bc_parse_size(v, unit, hi, &n);
         if (r == -EINVAL)
                 return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "--%s: '%s' is not a size (e.g. 10MiB, 512KiB or a number "
+                                    "%s: '%s' is not a size (e.g. 10MiB, 512KiB or a number "
                                     "of %s; units: " BC_SIZE_UNITS ")",
-                                    name, v, unit == 1 ? "bytes" : "MiB");
+                                    label, v, unit == 1 ? "bytes" : "MiB");
         if (r < 0 || n < lo)
                 return bc_error_set(err, BC_USAGE, ERANGE,
-                                    "--%s: '%s' is out of range (%llu to %llu bytes)", name, v,
+                                    "%s: '%s' is out of range (%llu to %llu bytes)", label, v,
                                     (unsigned long long)lo, (unsigned long long)hi);
         *ret = n;
         return 0;
 }
 
-static int apply_option(struct worker_config *c, int opt, const char *v, struct bc_error *err)
+/* Sets one option from V; LABEL names where V came from in errors ("--lease",
+ * "BOXCAR_QUEUES", "/etc/boxcar/worker.conf:3: lease"). */
+static int apply_option(struct worker_config *c, int opt, const char *v, const char *label,
+                        struct bc_error *err)
 {
         static const char *const formats[] = { "text", "json", NULL };
         static const char *const levels[] = { "debug", "info", "warn", "error", NULL };
         int choice = 0;
-        const char *name = "?";
-        for (const struct option *o = worker_options; o->name; o++)
-                if (o->val == opt)
-                        name = o->name;
         int r = 0;
         switch (opt) {
         case OPT_DATABASE_URL: r = set_string(&c->database_url, v); break;
         case OPT_QUEUES:
                 config_strv_free(c->queues);
                 c->queues = NULL;
-                return config_parse_queues(v, &c->queues, err);
+                return parse_queues_as(label, v, &c->queues, err);
         case OPT_CONCURRENCY: r = parse_uint(v, 1, 1024, &c->concurrency); break;
         case OPT_LEASE: r = config_parse_duration(v, false, &c->lease_s); break;
         case OPT_POLL: r = config_parse_duration(v, false, &c->poll_interval_s); break;
@@ -461,14 +498,13 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
                         c->sandbox = BACKEND_NAMESPACE;
                 else
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "--sandbox: '%s' is not a backend (namespace, none)", v);
+                                            "%s: '%s' is not a backend (namespace, none)", label,
+                                            v);
                 break;
         case OPT_HOST_NETWORK:
                 config_strv_free(c->host_network_queues);
                 c->host_network_queues = NULL;
-                return config_parse_queues(v, &c->host_network_queues, err) < 0
-                               ? bc_error_prefix(err, "--allow-host-network")
-                               : 0;
+                return parse_queues_as(label, v, &c->host_network_queues, err);
         case OPT_HELPER: r = set_string(&c->sandbox_helper, v); break;
         case OPT_WORK_DIR: r = set_string(&c->work_dir, v); break;
         case OPT_WORKER_ID: r = set_string(&c->worker_id, v); break;
@@ -476,12 +512,12 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_LOG_LEVEL: r = parse_choice(v, levels, &choice); c->log_level = choice; break;
         case OPT_MAX_OUTPUT: {
                 uint64_t n = 0;
-                r = parse_size(name, v, 1, 0, MAX_OUTPUT_BYTES_MAX, &n, err);
+                r = parse_size(label, v, 1, 0, MAX_OUTPUT_BYTES_MAX, &n, err);
                 c->max_output_bytes = (unsigned)n;
                 return r;
         }
         case OPT_VOLUME_CACHE:
-                return parse_size(name, v, 1u << 20, 1u << 20, VOLUME_CACHE_MAX,
+                return parse_size(label, v, 1u << 20, 1u << 20, VOLUME_CACHE_MAX,
                                   &c->volume_cache_bytes, err);
         case OPT_WH_TIMEOUT:
                 r = config_parse_duration(v, false, &c->webhook_timeout_s);
@@ -496,12 +532,11 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         case OPT_WH_CONCURRENCY: r = parse_uint(v, 1, 64, &c->webhook_concurrency); break;
         case OPT_METRICS_ADDR: r = set_string(&c->metrics_addr, v); break;
         case OPT_LISTEN_URL: r = set_string(&c->listen_database_url, v); break;
-        case OPT_POLL_ONLY: c->poll_only = true; break;
-        case OPT_ALLOW_PRIVATE_URLS: c->url_guard.allow_all = true; break;
+        case OPT_POLL_ONLY: r = parse_switch(v, &c->poll_only); break;
+        case OPT_ALLOW_PRIVATE_URLS: r = parse_switch(v, &c->url_guard.allow_all); break;
         case OPT_ALLOW_URL_CIDR:
-                return netguard_allow_list(&c->url_guard, v, err) < 0
-                               ? bc_error_prefix(err, "--allow-url-cidr")
-                               : 0;
+                return netguard_allow_list(&c->url_guard, v, err) < 0 ? bc_error_prefix(err, label)
+                                                                      : 0;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
         case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {
@@ -511,7 +546,7 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
                 break;
         }
         case OPT_MAX_LOG:
-                return parse_size(name, v, 1, 0, MAX_LOG_BYTES_MAX, &c->max_log_bytes, err);
+                return parse_size(label, v, 1, 0, MAX_LOG_BYTES_MAX, &c->max_log_bytes, err);
         case OPT_URL_TTL:
                 r = config_parse_duration(v, false, &c->artifact_url_ttl_s);
                 if (r >= 0 && (c->artifact_url_ttl_s < 1 || c->artifact_url_ttl_s > 7 * 86400))
@@ -522,8 +557,9 @@ static int apply_option(struct worker_config *c, int opt, const char *v, struct 
         if (r == -ENOMEM)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (r < 0)
-                return bc_error_set(err, BC_USAGE, EINVAL, "--%s: invalid value '%s'%s", name, v,
-                                    option_hint(opt));
+                return bc_error_set(err, BC_USAGE, EINVAL, "%s: invalid value '%s'%s", label,
+                                    v ? v : "", opt == OPT_POLL_ONLY || opt == OPT_ALLOW_PRIVATE_URLS ? " (true or false)"
+                                                                     : option_hint(opt));
         return 0;
 }
 
@@ -554,11 +590,97 @@ static int check_config(struct worker_config *c, struct bc_error *err)
         return 0;
 }
 
+static const struct option *option_by_val(int opt)
+{
+        for (const struct option *o = worker_options; o->name; o++)
+                if (o->val == opt)
+                        return o;
+        return NULL;
+}
+
+/* One "key = value" of the file: a flag's name, or a setting the
+ * environment otherwise gives (file_env_keys). */
+static int apply_file_entry(const char *key, const char *value, const char *path, unsigned line,
+                            void *ctx, struct bc_error *err)
+{
+        struct worker_config *c = ctx;
+        for (size_t i = 0; i < sizeof(file_env_keys) / sizeof(file_env_keys[0]); i++)
+                if (strcmp(key, file_env_keys[i].key) == 0) {
+                        if (setenv(file_env_keys[i].env, value, 0) < 0)
+                                return bc_error_set(err, BC_INTERNAL, errno, "setenv: %m");
+                        return 0;
+                }
+        for (const struct option *o = worker_options; o->name; o++) {
+                if (strcmp(key, o->name) != 0 || o->val == OPT_HELP || o->val == OPT_CONFIG)
+                        continue;
+                _cleanup_free_ char *label = NULL;
+                if (asprintf(&label, "%s:%u: %s", path, line, key) < 0)
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                return apply_option(c, o->val, value, label, err);
+        }
+        return bc_error_set(err, BC_USAGE, EINVAL,
+                            "%s:%u: unknown key '%s' (the keys are the long flags of boxcar "
+                            "worker without '--', and %s; see boxcar help worker)",
+                            path, line, key,
+                            "s3-bucket, s3-prefix, aws-region, aws-endpoint-url-s3, webhook-url");
+}
+
+static int apply_environment(struct worker_config *c, struct bc_error *err)
+{
+        for (size_t i = 0; i < sizeof(option_env) / sizeof(option_env[0]); i++) {
+                const char *v = getenv(option_env[i].env);
+                /* An empty variable is unset (compose's ${X:-} patterns),
+                 * except DATABASE_URL, where "" means libpq's PG* defaults. */
+                if (!v || (!*v && option_env[i].opt != OPT_DATABASE_URL))
+                        continue;
+                int r = apply_option(c, option_env[i].opt, v, option_env[i].env, err);
+                if (r < 0)
+                        return r;
+        }
+        const char *url = getenv("BOXCAR_WEBHOOK_URL");
+        if (url && *url && set_string(&c->webhook_default_url, url) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        return 0;
+}
+
+/* --config FILE, else $BOXCAR_CONFIG, else /etc/boxcar/worker.conf if it
+ * exists.  Looked for before the flags are applied (they override the
+ * file), so this pass only notes --config and --help.  With --help no file
+ * is read: help works whatever state the file is in. */
+static int read_config_file(int argc, char **argv, struct worker_config *c, struct bc_error *err)
+{
+        const char *path = NULL;
+        optind = 0;
+        opterr = 0;
+        for (;;) {
+                int opt = getopt_long(argc, argv, "+", worker_options, NULL);
+                if (opt == -1)
+                        break;
+                if (opt == OPT_HELP)
+                        return 0;
+                if (opt == OPT_CONFIG)
+                        path = optarg;
+        }
+        const char *env = getenv("BOXCAR_CONFIG");
+        const char *label = "--config";
+        if (!path && env && *env) {
+                path = env;
+                label = "BOXCAR_CONFIG";
+        }
+        if (path && !*path)
+                return bc_error_set(err, BC_USAGE, EINVAL, "%s: empty path", label);
+        return config_file_read(path ? path : CONFIG_FILE_DEFAULT, !path, apply_file_entry, c, err);
+}
+
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         struct bc_error *err)
 {
         struct worker_config c;
         int r = apply_defaults(&c, err);
+        if (r >= 0)
+                r = read_config_file(argc, argv, &c, err);
+        if (r >= 0)
+                r = apply_environment(&c, err);
         optind = 0;
         opterr = 0;
         while (r >= 0) {
@@ -576,7 +698,13 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                                          argv[optind - 1]);
                         break;
                 }
-                r = apply_option(&c, opt, optarg, err);
+                if (opt == OPT_CONFIG)
+                        continue;
+                _cleanup_free_ char *label = NULL;
+                if (asprintf(&label, "--%s", option_by_val(opt)->name) < 0)
+                        r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                else
+                        r = apply_option(&c, opt, optarg, label, err);
         }
         if (r >= 0 && optind < argc)
                 r = bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'", argv[optind]);

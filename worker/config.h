@@ -1,5 +1,5 @@
-/* `boxcar worker` configuration: flags, with environment defaults, parsed
- * and checked before anything connects. */
+/* `boxcar worker` configuration: flags, environment, configuration file,
+ * parsed and checked before anything connects. */
 #ifndef BC_WORKER_CONFIG_H
 #define BC_WORKER_CONFIG_H
 
@@ -63,9 +63,11 @@ int config_parse_schedule(const char *s, char **ret_literal);
 int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err);
 void config_strv_free(char **v);
 
-/* Parses argv of `boxcar worker` (argv[0] is "worker").  Environment:
- * DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR,
- * BOXCAR_WEBHOOK_URL, BOXCAR_ALLOW_PRIVATE_URLS, BOXCAR_ALLOW_URL_CIDRS.
+/* Parses argv of `boxcar worker` (argv[0] is "worker") over the environment
+ * (DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR,
+ * BOXCAR_WEBHOOK_URL, BOXCAR_ALLOW_PRIVATE_URLS, BOXCAR_ALLOW_URL_CIDRS) over the configuration file (--config FILE,
+ * $BOXCAR_CONFIG, else /etc/boxcar/worker.conf if it exists; its
+ * environment-only keys are exported when the variable is unset).
  * Returns 0, 1 when --help was asked (help printed to stdout), or a negative
  * errno with err naming the bad flag. */
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,

@@ -22,6 +22,7 @@
 #include "worker/ws_pool.h"
 #include "worker/log.h"
 #include "worker/migrate.h"
+#include "worker/notify.h"
 #include "worker/queue.h"
 #include "worker/s3_check.h"
 #include "worker/sandbox_pool.h"
@@ -53,6 +54,7 @@ struct loop {
         bool stopping_all;         /* drain deadline passed or second signal */
         unsigned reconnect_ms;     /* current backoff */
         uint64_t next_reconnect, next_poll, next_heartbeat, next_rescue, drain_deadline;
+        uint64_t watchdog_ms, next_watchdog; /* systemd WATCHDOG=1; 0: none asked */
 };
 
 static uint64_t ms(double seconds)
@@ -71,6 +73,8 @@ static void lose_connection(struct loop *l, const struct bc_error *err)
         l->listen = NULL;
         l->ready_db = false;
         wmetrics_db_up(l->metrics, false);
+        if (!l->draining)
+                notify_status(false, "database connection lost, reconnecting");
         l->reconnect_ms = 100;
         l->next_reconnect = slots_now_ms() + l->reconnect_ms;
 }
@@ -158,6 +162,16 @@ static void try_connect(struct loop *l)
                 l->want_claim = true;
                 l->next_heartbeat = 0;
                 log_event(LOG_INFO, "db.connected", "worker_id", l->cfg->worker_id, NULL);
+                /* READY=1 here, the first time: registered, orphans
+                 * rescued, LISTEN on, the next loop pass claims. */
+                if (!l->draining) {
+                        char queues[256] = "";
+                        for (char *const *q = l->cfg->queues; *q; q++)
+                                snprintf(queues + strlen(queues), sizeof(queues) - strlen(queues),
+                                         "%s%s", q == l->cfg->queues ? "" : ",", *q);
+                        notify_status(true, "serving %s with %u slots as %s", queues,
+                                      l->cfg->concurrency, l->cfg->worker_id);
+                }
                 catch_up_cancels(l);
                 return;
         }
@@ -349,6 +363,7 @@ static void start_drain(struct loop *l, const char *why)
         l->ready_draining = true;
         wmetrics_draining(l->metrics, true);
         l->drain_deadline = slots_now_ms() + ms(l->cfg->drain_timeout_s);
+        notify_stopping(why);
         log_event(LOG_INFO, "worker.draining", "worker_id", l->cfg->worker_id, "reason", why,
                   NULL);
         struct bc_error err = BC_ERROR_INIT;
@@ -383,12 +398,20 @@ static int next_timeout(const struct loop *l)
                 next = l->drain_deadline;
         if (l->stopping_all && !l->slots.hard && l->drain_deadline + 10000 < next)
                 next = l->drain_deadline + 10000;
+        if (l->watchdog_ms && l->next_watchdog < next)
+                next = l->next_watchdog;
         return next <= now ? 0 : (int)(next - now);
 }
 
 static void do_timers(struct loop *l)
 {
         uint64_t now = slots_now_ms();
+        /* From the main loop itself: a loop stuck in a call stops the
+         * pings, and systemd restarts the worker. */
+        if (l->watchdog_ms && now >= l->next_watchdog) {
+                notify_watchdog();
+                l->next_watchdog = now + l->watchdog_ms;
+        }
         if (!l->conn && now >= l->next_reconnect)
                 try_connect(l);
         if (l->draining && !l->stopping_all && now >= l->drain_deadline && l->slots.busy) {
@@ -575,8 +598,13 @@ static int wait_for_schema(struct loop *l, struct bc_error *err)
                 log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
                           bc_error_message(err), LOG_INT("retry_ms", backoff), NULL);
                 bc_error_clear(err);
+                notify_status(false, "waiting for the database");
+                notify_watchdog();
                 struct pollfd p = { .fd = l->signal_fd, .events = POLLIN };
-                if (poll(&p, 1, (int)backoff) > 0)
+                unsigned wait = backoff;
+                if (l->watchdog_ms && l->watchdog_ms < wait)
+                        wait = (unsigned)l->watchdog_ms;
+                if (poll(&p, 1, (int)wait) > 0)
                         return 1;
                 backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
         }
@@ -607,7 +635,8 @@ static void run_loop(struct loop *l)
 
 int worker_run(const struct worker_config *cfg, struct bc_error *err)
 {
-        struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100 };
+        struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100,
+                          .watchdog_ms = notify_watchdog_interval_ms() };
         int r = new_instance_id(l.instance, err);
         if (r >= 0)
                 r = setup_work_dir(cfg, &l.private_mounts, err);

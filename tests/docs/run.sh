@@ -86,9 +86,33 @@ fi
 
 # The worker command lines of the deployment files parse (--help after them
 # exits 0 only when every flag before it was accepted).
-exec_start=$(sed -n 's|^ExecStart=/usr/local/bin/boxcar worker ||p' deploy/boxcar-worker.service)
-check "deploy/boxcar-worker.service's flags are accepted: $exec_start" \
-  bash -c "[[ -n '$exec_start' ]] && '$BOXCAR' worker $exec_start --help >/dev/null"
+exec_line=$(sed -n 's|^ExecStart=||p' deploy/boxcar-worker.service)
+exec_start=${exec_line#/usr/bin/boxcar worker}
+check "deploy/boxcar-worker.service runs /usr/bin/boxcar worker, flags accepted: '$exec_start'" \
+  bash -c "[[ '$exec_line' == '/usr/bin/boxcar worker'* ]] && '$BOXCAR' worker $exec_start --help >/dev/null"
+
+# Every setting the package's worker.conf suggests (commented out), and the
+# README's example file, is accepted by the worker: with them uncommented it
+# gets past the configuration and waits for its (closed) database, where a
+# bad key or value would exit 2 at once.  The flags keep it off the network
+# and the real work directory.
+conf_accepted() {  # conf_accepted FILE
+  local rc
+  timeout 3 env -i PATH="$PATH" DATABASE_URL="postgresql://boxcar@127.0.0.1:1/none?connect_timeout=1" \
+    AWS_ACCESS_KEY_ID=conf-check AWS_SECRET_ACCESS_KEY=conf-check \
+    "$BOXCAR" worker --config "$1" --sandbox none --work-dir "$W/conf-work" \
+    --metrics-addr 127.0.0.1:0 --worker-id conf-check >"$W/conf.out" 2>&1
+  rc=$?
+  [[ $rc == 124 ]] || { sed 's/^/# /' "$W/conf.out" | head -5; return 1; }
+}
+sed -n 's/^# \([a-z0-9-]* = .*\)$/\1/p' deploy/worker.conf > "$W/pkg.conf"
+check "deploy/worker.conf suggests settings ($(wc -l < "$W/pkg.conf"))" test "$(wc -l < "$W/pkg.conf")" -ge 15
+check "deploy/worker.conf's settings, uncommented, are accepted" conf_accepted "$W/pkg.conf"
+awk '/^#### The configuration file/{f=1} f && /^```$/{n++; next} f && n==1' README.md > "$W/readme.conf"
+check "the README's example configuration file is accepted" conf_accepted "$W/readme.conf"
+printf 'concurrency = 0\n' > "$W/bad.conf"
+conf_rejected() { ! conf_accepted "$1" >/dev/null && grep -q "bad.conf:1: concurrency: invalid value" "$W/conf.out"; }
+check "and a bad value is not (the check can fail)" conf_rejected "$W/bad.conf"
 
 # ---- metric families ----------------------------------------------------------------------
 

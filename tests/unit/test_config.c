@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "worker/config.h"
@@ -217,6 +218,131 @@ static void test_worker_flag_errors(void **state)
         }
 }
 
+/* Writes TEXT to a new temporary file; returns its path (static buffer). */
+static const char *conf_file(const char *text)
+{
+        static char path[64];
+        strcpy(path, "/tmp/boxcar-test-conf.XXXXXX");
+        int fd = mkstemp(path);
+        assert_true(fd >= 0);
+        FILE *f = fdopen(fd, "w");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        return path;
+}
+
+static void test_config_file(void **state)
+{
+        (void)state;
+        unsetenv("BOXCAR_QUEUES");
+        unsetenv("BOXCAR_CONCURRENCY");
+        unsetenv("BOXCAR_CONFIG");
+        unsetenv("BOXCAR_S3_PREFIX");
+        unsetenv("DATABASE_URL");
+        setenv("BOXCAR_S3_BUCKET", "from-env", 1);
+        const char *path = conf_file("# comment\n"
+                                     "  ; another\n"
+                                     "\n"
+                                     "concurrency = 7\n"
+                                     "queues=fileq,other\n"
+                                     "  lease\t=  2m  \n"
+                                     "worker-id = \"  spaced id \"\n"
+                                     "database-url = postgresql://h/db?application_name=a#b\n"
+                                     "poll-only = true\n"
+                                     "s3-bucket = from-file\n"
+                                     "s3-prefix = pfx\n");
+        struct worker_config c;
+        struct bc_error err = BC_ERROR_INIT;
+        /* File alone. */
+        assert_int_equal(parse(&c, &err, "--config", path, NULL), 0);
+        assert_int_equal(c.concurrency, 7);
+        assert_string_equal(c.queues[0], "fileq");
+        assert_string_equal(c.queues[1], "other");
+        assert_true(c.lease_s == 120);
+        assert_string_equal(c.worker_id, "  spaced id ");
+        assert_string_equal(c.database_url, "postgresql://h/db?application_name=a#b");
+        assert_true(c.poll_only);
+        /* The environment wins over the file for environment-only keys. */
+        assert_string_equal(getenv("BOXCAR_S3_BUCKET"), "from-env");
+        assert_string_equal(getenv("BOXCAR_S3_PREFIX"), "pfx");
+        config_done(&c);
+
+        /* Environment over file, flag over both; BOXCAR_CONFIG names it. */
+        setenv("BOXCAR_CONFIG", path, 1);
+        setenv("BOXCAR_CONCURRENCY", "9", 1);
+        setenv("BOXCAR_QUEUES", "envq", 1);
+        assert_int_equal(parse(&c, &err, "--queues", "flagq", NULL), 0);
+        assert_int_equal(c.concurrency, 9);
+        assert_string_equal(c.queues[0], "flagq");
+        assert_null(c.queues[1]);
+        assert_true(c.lease_s == 120);
+        config_done(&c);
+        unsetenv("BOXCAR_CONCURRENCY");
+        unsetenv("BOXCAR_QUEUES");
+        /* --config over BOXCAR_CONFIG: /dev/null reads nothing. */
+        assert_int_equal(parse(&c, &err, "--config", "/dev/null", NULL), 0);
+        assert_int_equal(c.concurrency, 4);
+        config_done(&c);
+        unsetenv("BOXCAR_CONFIG");
+        unlink(path);
+        unsetenv("BOXCAR_S3_BUCKET");
+        unsetenv("BOXCAR_S3_PREFIX");
+
+        /* Errors name the file, the line and the key. */
+        static const struct {
+                const char *text, *want;
+        } bad[] = {
+                { "# x\nconcurrency = 0\n", ":2: concurrency: invalid value '0' (a number from 1 to 1024)" },
+                { "frobnicate = 1\n", ":1: unknown key 'frobnicate'" },
+                { "help = 1\n", ":1: unknown key 'help'" },
+                { "config = /x\n", ":1: unknown key 'config'" },
+                { "aws-secret-access-key = x\n", ":1: unknown key 'aws-secret-access-key'" },
+                { "lease = soon\n", ":1: lease: invalid value 'soon'" },
+                { "queues = a b\n", ":1: queues: 'a b' is not a queue name" },
+                { "max-log-bytes = 2GiB\n", ":1: max-log-bytes: '2GiB' is out of range" },
+                { "poll-only = yes\n", ":1: poll-only: invalid value 'yes' (true or false)" },
+                { "concurrency 8\n", ":1: expected 'key = value', got 'concurrency 8'" },
+                { "Concurrency = 8\n", ":1: 'Concurrency' is not a key" },
+                { "worker-id = \"abc\n", ":1: worker-id: unbalanced quotes" },
+                { "lease = 1m\n\nlease = 2m\n", ":3: lease: set twice (first at line 1)" },
+                { "sandbox = docker\n", ":1: sandbox: 'docker' is not a backend" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                path = conf_file(bad[i].text);
+                int r = parse(&c, &err, "--config", path, NULL);
+                unlink(path);
+                if (r == 0)
+                        fail_msg("config '%s' accepted", bad[i].text);
+                const char *msg = bc_error_message(&err);
+                if (strncmp(msg, path, strlen(path)) != 0 || !strstr(msg, bad[i].want))
+                        fail_msg("config '%s': got '%s', want '%s%s'", bad[i].text, msg, path,
+                                 bad[i].want);
+                assert_int_equal(err.code, BC_USAGE);
+                bc_error_clear(&err);
+        }
+        /* The environment's errors name the variable. */
+        setenv("BOXCAR_CONCURRENCY", "x", 1);
+        assert_true(parse(&c, &err, "--config", "/dev/null", NULL) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "BOXCAR_CONCURRENCY: invalid value 'x'"));
+        bc_error_clear(&err);
+        unsetenv("BOXCAR_CONCURRENCY");
+
+        /* An explicit file must exist; --help reads none. */
+        assert_true(parse(&c, &err, "--config", "/nonexistent/boxcar.conf", NULL) < 0);
+        assert_non_null(strstr(bc_error_message(&err),
+                               "config file /nonexistent/boxcar.conf: No such file"));
+        bc_error_clear(&err);
+        setenv("BOXCAR_CONFIG", "/nonexistent/env.conf", 1);
+        assert_true(parse(&c, &err, NULL) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "/nonexistent/env.conf"));
+        bc_error_clear(&err);
+        assert_int_equal(parse(&c, &err, "--help", NULL), 1);
+        unsetenv("BOXCAR_CONFIG");
+        assert_true(parse(&c, &err, "--config", "", NULL) < 0);
+        bc_error_clear(&err);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -224,6 +350,7 @@ int main(void)
                 cmocka_unit_test(test_queues),
                 cmocka_unit_test(test_worker_flags),
                 cmocka_unit_test(test_worker_flag_errors),
+                cmocka_unit_test(test_config_file),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
