@@ -441,10 +441,10 @@ static int parse_choice(const char *v, const char *const *choices, int *ret)
 }
 
 /* A flag without a value (on): from the environment or the file, true or
- * false (1 or 0, yes or no). */
+ * false (or 0 and 1). */
 static int parse_switch(const char *v, bool *ret)
 {
-        static const char *const bools[] = { "false", "true", "0", "1", "no", "yes", NULL };
+        static const char *const bools[] = { "false", "true", "0", "1", NULL };
         int choice = 1;
         if (v && parse_choice(v, bools, &choice) < 0)
                 return -EINVAL;
@@ -535,7 +535,7 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
         case OPT_POLL_ONLY: r = parse_switch(v, &c->poll_only); break;
         case OPT_ALLOW_PRIVATE_URLS: r = parse_switch(v, &c->url_guard.allow_all); break;
         case OPT_ALLOW_URL_CIDR:
-                return netguard_allow_list(&c->url_guard, v, err) < 0 ? bc_error_prefix(err, label)
+                return netguard_allow_list(&c->url_guard, v, err) < 0 ? bc_error_prefix(err, "%s", label)
                                                                       : 0;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
         case OPT_WARM_SANDBOXES:

@@ -159,7 +159,7 @@ static void test_worker_flags(void **state)
         config_done(&c);
         setenv("BOXCAR_ALLOW_PRIVATE_URLS", "maybe", 1);
         assert_true(parse(&c, &err, NULL) < 0);
-        assert_non_null(strstr(bc_error_message(&err), "BOXCAR_ALLOW_PRIVATE_URLS: 'maybe'"));
+        assert_non_null(strstr(bc_error_message(&err), "BOXCAR_ALLOW_PRIVATE_URLS: invalid value 'maybe'"));
         bc_error_clear(&err);
         unsetenv("BOXCAR_ALLOW_PRIVATE_URLS");
         setenv("BOXCAR_ALLOW_URL_CIDRS", "10.2.3.4/16", 1);
