@@ -121,4 +121,5 @@ returns integer language sql stable as $$
      where c.queue = any (queues) and c.rate_per_s is not null and not c.paused
        and exists (select from boxcar.jobs j
                     where j.queue = c.queue and j.status = 'queued' and j.run_at <= now())
+    having count(*) > 0
 $$;
