@@ -2,11 +2,13 @@
 # also when the leader dies in the middle of its tick, and a run missed
 # during downtime runs once.
 source "$(dirname "$0")/../lib.sh"
+# sql_is QUERY VALUE: the query answers VALUE (for wait_for: evaluated at each try).
+sql_is() { [[ $(sql "$1") == "$2" ]]; }
 fresh_db e2e_schedules
 # Yearly schedules whose next_run_at the test moves into the past: no real
 # tick can fall inside the test.
 "$BOXCAR" schedule add y --cron '0 0 1 1 *' --queue sched -- true >/dev/null
-check "schedule add through the CLI" test "$(sql "select count(*) from boxcar.schedules where name = 'y'")" = 1
+check "schedule add through the CLI" sql_is "select count(*) from boxcar.schedules where name = 'y'" 1
 pids=()
 declare -A pid_of
 for w in a b c; do
@@ -14,7 +16,7 @@ for w in a b c; do
   pids+=("$WORKER_PID")
   pid_of[sched-$w]=$WORKER_PID
 done
-wait_for "a leader" 20 test "$(sql "select count(*) from boxcar.leaders where expires_at > now()")" = 1
+wait_for "a leader" 20 sql_is "select count(*) from boxcar.leaders where expires_at > now()" 1
 
 # Five due runs, each also ticked by three extra sessions at once (as
 # replicas that all believe they lead would).
@@ -28,7 +30,7 @@ for k in 1 2 3 4 5; do
 done
 is "five due runs, five jobs" "$(sql "select count(*) from boxcar.jobs where queue = 'sched'")" 5
 is "one job per scheduled time" "$(sql "select count(distinct idempotency_key) from boxcar.jobs where idempotency_key like 'schedule:y:%'")" 5
-wait_for "scheduled jobs run" 30 test "$(sql "select count(*) from boxcar.jobs where queue = 'sched' and status = 'succeeded'")" = 5 \
+wait_for "scheduled jobs run" 30 sql_is "select count(*) from boxcar.jobs where queue = 'sched' and status = 'succeeded'" 5 \
   && ok "the scheduled jobs ran" || not_ok "the scheduled jobs ran"
 
 # The leader dies inside its tick: a trigger holds the tick's insert for
