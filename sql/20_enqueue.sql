@@ -77,13 +77,20 @@ begin
 end $$;
 
 -- One NOTIFY per statement and queue, whatever the number of rows: a bulk
--- insert of 10,000 jobs wakes each worker once, not 10,000 times.
+-- insert of 10,000 jobs wakes each worker once, not 10,000 times.  A job
+-- that stops running in a queue with max_running frees a place for the
+-- next, which may wait on another replica: that wakes the workers too.
 create or replace function boxcar.notify_jobs() returns trigger
 language plpgsql as $$
 begin
     perform pg_notify('boxcar_jobs', q.queue)
        from (select distinct queue from new_rows
-              where status = 'queued' and run_at <= now()) q;
+              where status = 'queued' and run_at <= now()
+             union
+             select distinct r.queue from new_rows r
+              where r.status in ('succeeded', 'failed', 'cancelled')
+                and exists (select from boxcar.queue_config c
+                             where c.queue = r.queue and c.max_running is not null)) q;
     return null;
 end $$;
 

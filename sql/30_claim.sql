@@ -21,6 +21,11 @@ $$;
 -- hand, or left by an older version) is failed, not run.  Blocked jobs
 -- wait behind an earlier one on their artifact storage
 -- (sql/35_artifact_order.sql).
+--
+-- Two paths.  The fast one, for queues with no row in queue_config and of
+-- one scope, is a single SKIP LOCKED index scan.  The other
+-- (claim_limited, below) honours pause, max_running and rate_per_s, and
+-- shares the slots fairly between the scopes of "scope/name" queues.
 drop function if exists boxcar.claim(text, text[], integer, interval);
 create or replace function boxcar.claim(worker_id text, queues text[], n integer default 1,
                                         lease interval default '30 seconds',
@@ -31,15 +36,31 @@ begin
     if claim.n < 1 or claim.n > 1000 then
         raise exception 'n: must be between 1 and 1000' using errcode = '22023';
     end if;
+    if exists (select from boxcar.queue_config c where c.queue = any (claim.queues))
+       or exists (select from unnest(claim.queues) q
+                   where boxcar.queue_scope(q) <> boxcar.queue_scope(claim.queues[1])) then
+        return query select * from boxcar.claim_limited(claim.worker_id, claim.queues, claim.n,
+                                                        claim.lease, claim.instance);
+        return;
+    end if;
+    -- One ordered index scan per queue (queue = any (queues) cannot use
+    -- the index's order: with 100,000 jobs queued it read and sorted them
+    -- all, about a second per claim).  Each queue locks at most n; those
+    -- not taken are unlocked when the claim's transaction ends.
     return query
     with picked as (
-        select j.id, j.attempts >= j.max_attempts as exhausted
-          from boxcar.jobs j
-         where j.status = 'queued' and not j.blocked and j.queue = any (claim.queues)
-           and j.run_at <= now()
-         order by j.priority desc, j.run_at, j.id
+        select o.id, o.exhausted
+          from (select distinct q from unnest(claim.queues) q) u
+         cross join lateral (
+               select j.id, j.priority, j.run_at, j.attempts >= j.max_attempts as exhausted
+                 from boxcar.jobs j
+                where j.status = 'queued' and not j.blocked and j.queue = u.q
+                  and j.run_at <= now()
+                order by j.priority desc, j.run_at, j.id
+                limit claim.n
+                  for update skip locked) o
+         order by o.priority desc, o.run_at, o.id
          limit claim.n
-           for update skip locked
     ), exhausted as (
         update boxcar.jobs j
            set status = 'failed', finished_at = clock_timestamp(), lease_expires_at = null,
@@ -68,6 +89,141 @@ begin
         select c.id, 'claimed', claim.worker_id, c.attempts from claimed c
     )
     select * from claimed c order by c.priority desc, c.run_at, c.id;
+end $$;
+
+-- The tenant of a queue: "a" for "a/x"; a queue without a scope is its own.
+create or replace function boxcar.queue_scope(queue text)
+returns text language sql immutable as $$
+    select case when strpos(queue, '/') > 0 then split_part(queue, '/', 1) else queue end
+$$;
+
+-- Claims the jobs ids (locked by the caller), as the fast path does.
+create or replace function boxcar.claim_ids(worker_id text, ids uuid[], lease interval,
+                                            instance text)
+returns setof boxcar.jobs language sql volatile as $$
+    with picked as (
+        select j.id, j.attempts >= j.max_attempts as exhausted
+          from boxcar.jobs j where j.id = any (claim_ids.ids)
+    ), exhausted as (
+        update boxcar.jobs j
+           set status = 'failed', finished_at = clock_timestamp(), lease_expires_at = null,
+               error = jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
+                           format('not run: attempts (%s) already at max_attempts (%s)',
+                                  j.attempts, j.max_attempts))
+          from picked
+         where j.id = picked.id and picked.exhausted
+        returning j.id, j.attempts, j.error
+    ), exhausted_events as (
+        insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
+        select x.id, 'finished', claim_ids.worker_id, x.attempts,
+               jsonb_build_object('status', 'failed', 'error', x.error)
+          from exhausted x
+    ), claimed as (
+        update boxcar.jobs j
+           set status = 'running', attempts = j.attempts + 1, worker_id = claim_ids.worker_id,
+               worker_instance = claim_ids.instance,
+               lease_expires_at = now() + claim_ids.lease, started_at = clock_timestamp(),
+               finished_at = null
+          from picked
+         where j.id = picked.id and not picked.exhausted
+        returning j.*
+    ), events as (
+        insert into boxcar.job_events (job_id, kind, worker_id, attempt)
+        select c.id, 'claimed', claim_ids.worker_id, c.attempts from claimed c
+    )
+    select * from claimed c order by c.priority desc, c.run_at, c.id
+$$;
+
+-- The claim with limits and fair share.
+--
+-- Limits: the queue_config rows of the claimed queues are locked (in name
+-- order, so two claims never wait on each other in a cycle), so every
+-- claim of a limited queue, on any replica, sees the running count and the
+-- tokens the previous one left: max_running and rate_per_s hold however
+-- many workers claim at once.  Paused queues are left out.
+--
+-- Fair share: each queue offers its first jobs (as many as it may start),
+-- and the slots go first to the scope with the fewest jobs running,
+-- counting those taken in this claim (its second job counts one more): a
+-- scope with a million jobs queued gets no more slots than one with a few.
+-- Priority orders jobs within a scope.  Running jobs are counted from the
+-- running rows (as many as the cluster's slots), not from the queue.
+create or replace function boxcar.claim_limited(worker_id text, queues text[], n integer,
+                                                lease interval, instance text)
+returns setof boxcar.jobs language plpgsql volatile as $$
+#variable_conflict use_variable
+declare
+    c boxcar.queue_config;
+    allow integer;
+    now_at timestamptz;
+    names text[] := '{}';
+    allows integer[] := '{}';
+    limited text[] := '{}';
+    ids uuid[];
+begin
+    for c in select * from boxcar.queue_config x where x.queue = any (queues)
+              order by x.queue for update loop
+        continue when c.paused;
+        allow := n;
+        if c.max_running is not null then
+            allow := least(allow, c.max_running - (select count(*) from boxcar.jobs j
+                                                   where j.status = 'running' and j.queue = c.queue));
+        end if;
+        if c.rate_per_s is not null then
+            now_at := clock_timestamp();
+            update boxcar.queue_config x
+               set tokens = least(boxcar.rate_burst(c.rate_per_s),
+                                  c.tokens + greatest(0, extract(epoch from now_at - coalesce(c.tokens_at, now_at)))
+                                             * c.rate_per_s),
+                   tokens_at = now_at
+             where x.queue = c.queue
+            returning x.tokens into c.tokens;
+            allow := least(allow, floor(c.tokens)::integer);
+            limited := limited || c.queue;
+        end if;
+        names := names || c.queue;
+        allows := allows || greatest(allow, 0);
+    end loop;
+    -- Queues without a row: as many as asked.
+    select names || coalesce(array_agg(q), '{}'), allows || coalesce(array_agg(n), '{}')
+      into names, allows
+      from (select distinct q from unnest(queues) q
+             where not exists (select from boxcar.queue_config x where x.queue = q)) u;
+
+    ids := array(
+        with offer as (
+            select o.id, o.priority, o.run_at, boxcar.queue_scope(q.queue) as scope
+              from unnest(names, allows) as q(queue, allow)
+              cross join lateral (
+                  select j.id, j.priority, j.run_at from boxcar.jobs j
+                   where j.status = 'queued' and not j.blocked and j.queue = q.queue
+                     and j.run_at <= now()
+                   order by j.priority desc, j.run_at, j.id
+                   limit q.allow
+                     for update skip locked) o
+             where q.allow > 0
+        ), running as (
+            select boxcar.queue_scope(j.queue) as scope, count(*) as n
+              from boxcar.jobs j
+             where j.status = 'running' and j.queue = any (names)
+             group by 1
+        ), ranked as (
+            select o.*, row_number() over (partition by o.scope
+                                           order by o.priority desc, o.run_at, o.id) as r
+              from offer o
+        )
+        select r.id from ranked r left join running u on u.scope = r.scope
+         order by coalesce(u.n, 0) + r.r, r.priority desc, r.run_at, r.id
+         limit n);
+
+    return query select * from boxcar.claim_ids(worker_id, ids, lease, instance);
+
+    -- The tokens the claimed jobs used.
+    update boxcar.queue_config x set tokens = x.tokens - u.used
+      from (select j.queue, count(*) as used from boxcar.jobs j
+             where j.id = any (ids) and j.status = 'running' and j.queue = any (limited)
+             group by j.queue) u
+     where x.queue = u.queue;
 end $$;
 
 -- Extends the lease of every job the worker instance holds and returns

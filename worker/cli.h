@@ -24,6 +24,10 @@ int cmd_sandbox(int argc, char **argv);
 int cmd_storage(int argc, char **argv);
 int cmd_webhooks(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
+int cmd_schedule(int argc, char **argv);
+int cmd_queue(int argc, char **argv);
+extern const char schedule_usage[];
+extern const char queue_usage[];
 extern const char logs_usage[];
 extern const char webhooks_usage[];
 extern const char storage_usage[];
@@ -38,6 +42,11 @@ int sandbox_check_usable(const struct worker_config *cfg, struct bc_error *err);
  * --help, removed from argv in place.  Returns 0 on success, 1 when --help
  * was handled (usage printed), 2 on a usage error (message printed). */
 int cli_common_options(int *argc, char **argv, const char *usage, const char **ret_url);
+
+/* A job spec for the CLI: the file at path ('-': stdin, at most 4 MiB),
+ * or {"command": argv}.  The caller frees the text (NULL: out of memory). */
+int cli_read_spec_file(const char *path, char **ret, struct bc_error *err);
+char *cli_command_spec(int argc, char **argv);
 
 /* Prints "boxcar NAME: message" to stderr; returns the exit status for
  * the error's kind (2 for usage, 1 otherwise). */

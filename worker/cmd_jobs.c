@@ -22,26 +22,6 @@ static int fail(const char *name, struct bc_error *err)
         return st;
 }
 
-static int read_spec_file(const char *path, char **ret, struct bc_error *err)
-{
-        size_t len = 0;
-        int r = bc_read_all(path, 4u << 20, ret, &len, err);
-        if (r < 0) {
-                err->code = BC_USAGE;
-                return bc_error_prefix(err, "--spec");
-        }
-        return 0;
-}
-
-static char *command_spec(int argc, char **argv)
-{
-        _cleanup_(cJSON_Deletep) cJSON *spec = cJSON_CreateObject();
-        cJSON *cmd = cJSON_AddArrayToObject(spec, "command");
-        for (int i = 0; i < argc; i++)
-                cJSON_AddItemToArray(cmd, cJSON_CreateString(argv[i]));
-        return cJSON_PrintUnformatted(spec);
-}
-
 struct enqueue_args {
         const char *queue, *spec_file, *priority, *run_at, *max_attempts, *key, *webhook;
 };
@@ -100,10 +80,10 @@ int cmd_enqueue(int argc, char **argv)
         if (parse_enqueue(argc, argv, &a, &cmd_index, &err) < 0)
                 return fail("enqueue", &err);
         _cleanup_free_ char *spec = NULL;
-        if (a.spec_file && read_spec_file(a.spec_file, &spec, &err) < 0)
+        if (a.spec_file && cli_read_spec_file(a.spec_file, &spec, &err) < 0)
                 return fail("enqueue", &err);
         if (!a.spec_file) {
-                spec = command_spec(argc - cmd_index, argv + cmd_index);
+                spec = cli_command_spec(argc - cmd_index, argv + cmd_index);
                 if (!spec)
                         return 1;
         }

@@ -53,7 +53,8 @@ struct loop {
         bool draining;
         bool stopping_all;         /* drain deadline passed or second signal */
         unsigned reconnect_ms;     /* current backoff */
-        uint64_t next_reconnect, next_poll, next_heartbeat, next_rescue, drain_deadline;
+        uint64_t next_reconnect, next_poll, next_heartbeat, next_rescue, next_schedule,
+                drain_deadline;
         uint64_t watchdog_ms, next_watchdog; /* systemd WATCHDOG=1; 0: none asked */
 };
 
@@ -239,6 +240,28 @@ static void claim(struct loop *l)
         /* A full batch means more may be waiting: claim again as soon as a
          * slot frees up, without waiting for a notification. */
         l->want_claim = got == n;
+        /* A short one may be a rate limit: claim again at its next token
+         * (no notification says when), not at the next poll. */
+        int delay = got < n ? queue_claim_delay_ms(l->conn, l->cfg, &err) : 0;
+        if (delay < 0)
+                control_failed(l, "claim_delay_ms", &err);
+        else if (delay > 0 && slots_now_ms() + (uint64_t)delay < l->next_poll)
+                l->next_poll = slots_now_ms() + (uint64_t)delay;
+}
+
+/* Every second on the leader: enqueue the periodic jobs that are due. */
+static void schedule_tick(struct loop *l)
+{
+        l->next_schedule = slots_now_ms() + 1000;
+        struct bc_error err = BC_ERROR_INIT;
+        int n = queue_schedule_tick(l->conn, &err);
+        if (n < 0) {
+                control_failed(l, "schedule_tick", &err);
+                return;
+        }
+        if (n > 0)
+                log_event(LOG_INFO, "schedules.enqueued", "worker_id", l->cfg->worker_id,
+                          LOG_INT("count", n), NULL);
 }
 
 static void heartbeat(struct loop *l)
@@ -391,6 +414,8 @@ static int next_timeout(const struct loop *l)
                         next = l->next_heartbeat;
                 if (l->leader && l->next_rescue < next)
                         next = l->next_rescue;
+                if (l->leader && l->next_schedule < next)
+                        next = l->next_schedule;
                 if (l->next_lead < next)
                         next = l->next_lead;
         }
@@ -431,6 +456,8 @@ static void do_timers(struct loop *l)
                 lead(l);
         if (l->conn && l->leader && now >= l->next_rescue)
                 rescue(l);
+        if (l->conn && l->leader && now >= l->next_schedule)
+                schedule_tick(l);
         if (l->conn && l->leader && l->cfg->retention_s > 0 && now >= l->next_prune)
                 prune(l);
         if (l->conn && l->metrics && now >= l->next_stats)

@@ -89,6 +89,8 @@ const struct cli_command cli_commands[] = {
         { "cancel", "cancel a job", cancel_usage, cmd_cancel },
         { "events", "print a job's audit trail", events_usage, cmd_events },
         { "logs", "print a job's output, or follow it while it runs", logs_usage, cmd_logs },
+        { "schedule", "add, list, remove and pause periodic jobs", schedule_usage, cmd_schedule },
+        { "queue", "limit, pause and resume queues across all workers", queue_usage, cmd_queue },
         { "webhooks", "list, redrive and verify webhook deliveries", webhooks_usage, cmd_webhooks },
         { "storage", "push, pull, list and link storage versions", storage_usage, cmd_storage },
         { "sandbox", "show the isolation this host supports", sandbox_usage, cmd_sandbox },

@@ -198,6 +198,24 @@ int queue_prune(PGconn *conn, double retention_s, struct bc_error *err)
         return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
 }
 
+int queue_schedule_tick(PGconn *conn, struct bc_error *err)
+{
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.schedule_tick()", 0, NULL, err);
+        return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
+}
+
+int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, struct bc_error *err)
+{
+        _cleanup_free_ char *queues = queues_literal(cfg->queues);
+        const char *p[] = { queues };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.claim_delay_ms($1::text[])", 1, p, err);
+        if (!res)
+                return -EPROTO;
+        return PQgetisnull(res, 0, 0) ? 0 : atoi(PQgetvalue(res, 0, 0));
+}
+
 PGresult *queue_stats(PGconn *conn, struct bc_error *err)
 {
         return db_exec(conn, "select queue, queued, scheduled, running, oldest_queued_age_s "

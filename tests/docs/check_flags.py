@@ -36,6 +36,9 @@ SAMPLE_ARGS = {
     "logs": [UUID], "storage push": ["n", "/nonexistent"], "storage pull": ["n", "/nonexistent"],
     "storage ls": [], "storage url": ["n"], "webhooks ls": [], "webhooks retry": ["1"],
     "webhooks verify": [], "sandbox detect": [], "version": [], "help": [],
+    "schedule add": ["n", "--cron", "@daily", "--", "true"], "schedule ls": [],
+    "schedule rm": ["n"], "schedule pause": ["n"], "schedule resume": ["n"],
+    "queue config": ["q"], "queue pause": ["q"], "queue resume": ["q"], "queue ls": [],
 }
 GLOBAL = {"--help", "--database-url"}
 FLAG = r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-z])(?![\w-])"
@@ -201,7 +204,8 @@ for path, flags in sorted(readme_flags.items()):
 for c, text in sorted(helps.items()):
     if "--database-url" not in help_flags(text):
         continue
-    path = {"storage": "storage ls", "webhooks": "webhooks ls", "sandbox": "sandbox detect"}.get(c, c)
+    path = {"storage": "storage ls", "webhooks": "webhooks ls", "sandbox": "sandbox detect",
+            "schedule": "schedule ls", "queue": "queue ls"}.get(c, c)
     words = path.split()
     rc_u, out_u = run([BOXCAR, *words, UNKNOWN, "postgresql://x@127.0.0.1:1/none",
                        *SAMPLE_ARGS[path]])
