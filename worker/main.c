@@ -88,6 +88,8 @@ const struct cli_command cli_commands[] = {
         { "status", "print a job as JSON", status_usage, cmd_status },
         { "cancel", "cancel a job", cancel_usage, cmd_cancel },
         { "events", "print a job's audit trail", events_usage, cmd_events },
+        { "jobs", "list jobs a page at a time; retry a failed one", jobs_usage, cmd_jobs },
+        { "queues", "per-queue depth, running, rates and latency", queues_usage, cmd_queues },
         { "logs", "print a job's output, or follow it while it runs", logs_usage, cmd_logs },
         { "webhooks", "list, redrive and verify webhook deliveries", webhooks_usage, cmd_webhooks },
         { "storage", "push, pull, list and link storage versions", storage_usage, cmd_storage },
