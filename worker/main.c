@@ -93,6 +93,7 @@ const struct cli_command cli_commands[] = {
         { "logs", "print a job's output, or follow it while it runs", logs_usage, cmd_logs },
         { "webhooks", "list, redrive and verify webhook deliveries", webhooks_usage, cmd_webhooks },
         { "storage", "push, pull, list and link storage versions", storage_usage, cmd_storage },
+        { "ui", "serve the web dashboard", ui_usage, cmd_ui },
         { "sandbox", "show the isolation this host supports", sandbox_usage, cmd_sandbox },
         { "version", "print the version", version_usage, cmd_version },
         { NULL, NULL, NULL, NULL },
