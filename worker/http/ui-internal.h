@@ -102,6 +102,9 @@ bool ui_is_uuid(const char *s);
 /* A form field of an urlencoded body, decoded into out (cut at size). */
 bool ui_form_value(const struct dynbuf *body, const char *name, char *out, size_t size);
 
+/* Sends body with the security headers; set_cookie is a Set-Cookie value,
+ * NULL, or UI_CHALLENGE for a 401 that asks for basic auth. */
+extern const char UI_CHALLENGE[];
 enum MHD_Result ui_send(struct MHD_Connection *c, unsigned status, const char *type, char *body,
                         size_t len, enum MHD_ResponseMemoryMode mode, const char *set_cookie);
 enum MHD_Result ui_send_page(struct MHD_Connection *c, unsigned status, struct dynbuf *b);

@@ -66,7 +66,9 @@ static enum MHD_Result unauthenticated(struct ui_req *r)
                                                          MHD_HTTP_HEADER_ACCEPT);
         if (strcmp(r->method, MHD_HTTP_METHOD_GET) == 0 && is_page(accept))
                 return ui_redirect(r->c, "/login", NULL);
-        return ui_send_text(r->c, MHD_HTTP_UNAUTHORIZED, "authentication required\n");
+        static const char msg[] = "authentication required\n";
+        return ui_send(r->c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8", (char *)msg,
+                       strlen(msg), MHD_RESPMEM_PERSISTENT, UI_CHALLENGE);
 }
 
 static enum MHD_Result serve_asset(struct MHD_Connection *c, const char *type, const char *text)

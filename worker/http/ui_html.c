@@ -208,16 +208,20 @@ enum MHD_Result ui_send(struct MHD_Connection *c, unsigned status, const char *t
         enum MHD_Result r = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
         for (size_t i = 0; r == MHD_YES && i < sizeof(fixed) / sizeof(fixed[0]); i++)
                 r = MHD_add_response_header(resp, fixed[i][0], fixed[i][1] ? fixed[i][1] : csp);
-        if (r == MHD_YES && set_cookie)
-                r = MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, set_cookie);
-        if (r == MHD_YES && status == MHD_HTTP_UNAUTHORIZED)
+        /* Only a request without credentials is challenged: a challenge
+         * on the login form's answer would make a browser prompt. */
+        if (r == MHD_YES && set_cookie == UI_CHALLENGE)
                 r = MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                                             "Basic realm=\"boxcar\", charset=\"UTF-8\"");
+        else if (r == MHD_YES && set_cookie)
+                r = MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, set_cookie);
         if (r == MHD_YES)
                 r = MHD_queue_response(c, status, resp);
         MHD_destroy_response(resp);
         return r;
 }
+
+const char UI_CHALLENGE[] = "challenge";
 
 enum MHD_Result ui_send_page(struct MHD_Connection *c, unsigned status, struct dynbuf *b)
 {
