@@ -10,7 +10,7 @@ RUN_PKGS=(postgresql-15 postgresql-client-15 ca-certificates procps iproute2
           util-linux e2fsprogs)
 TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            python3 python3-botocore python3-jsonschema curl bubblewrap hyperfine pgbouncer
-           valgrind docker-compose nodejs npm clang libclang-rt-14-dev)
+           valgrind docker-compose nodejs npm clang libclang-rt-14-dev chromium)
 
 want=("${BUILD_PKGS[@]}")
 case "${1:-all}" in
