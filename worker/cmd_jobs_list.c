@@ -194,16 +194,22 @@ static int retry(PGconn *conn, const char *id, const char *by, bool json, struct
         return 0;
 }
 
-static int jobs_retry(PGconn *conn, int argc, char **argv, struct bc_error *err)
+struct retry_args {
+        char by[300];
+        bool json;
+        const char *id;
+};
+
+/* Checked before connecting, as ls: a usage error needs no database. */
+static int parse_retry(int argc, char **argv, struct retry_args *a, struct bc_error *err)
 {
         static const struct option opts[] = {
                 { "by", required_argument, NULL, 'b' },
                 { "json", no_argument, NULL, 'j' },
                 { NULL, 0, NULL, 0 },
         };
-        char by[300];
-        default_requester(by, sizeof(by));
-        bool json = false;
+        default_requester(a->by, sizeof(a->by));
+        a->json = false;
         optind = 0;
         opterr = 0;
         for (;;) {
@@ -211,16 +217,17 @@ static int jobs_retry(PGconn *conn, int argc, char **argv, struct bc_error *err)
                 if (o == -1)
                         break;
                 if (o == 'b')
-                        snprintf(by, sizeof(by), "%s", optarg);
+                        snprintf(a->by, sizeof(a->by), "%s", optarg);
                 else if (o == 'j')
-                        json = true;
+                        a->json = true;
                 else
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "unknown or incomplete option '%s'", argv[optind - 1]);
         }
         if (argc - optind != 1)
                 return bc_error_set(err, BC_USAGE, EINVAL, "expected one job id (see boxcar help jobs)");
-        return retry(conn, argv[optind], by, json, err);
+        a->id = argv[optind];
+        return 0;
 }
 
 int cmd_jobs(int argc, char **argv)
@@ -237,13 +244,16 @@ int cmd_jobs(int argc, char **argv)
         }
         const char *name = is_ls ? "jobs ls" : "jobs retry";
         struct bc_error err = BC_ERROR_INIT;
-        struct ls_args ls;
-        if (is_ls && parse_ls(argc - 1, argv + 1, &ls, &err) < 0)
+        struct ls_args ls = { 0 };
+        struct retry_args ra = { 0 };
+        r = is_ls ? parse_ls(argc - 1, argv + 1, &ls, &err)
+                  : parse_retry(argc - 1, argv + 1, &ra, &err);
+        if (r < 0)
                 return fail(name, &err);
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return fail(name, &err);
-        r = is_ls ? list(conn, &ls, &err) : jobs_retry(conn, argc - 1, argv + 1, &err);
+        r = is_ls ? list(conn, &ls, &err) : retry(conn, ra.id, ra.by, ra.json, &err);
         return r < 0 ? fail(name, &err) : 0;
 }
 
