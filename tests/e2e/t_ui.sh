@@ -120,6 +120,8 @@ read -r na na_pid < "$BOXCAR_DEV/test-logs/ui_noauth.url"
 _bg_pids+=("$na_pid")
 is "--no-auth on loopback serves without credentials" "$(code "$na/")" "200"
 is "but only to a loopback Host (DNS rebinding)" "$(code -H 'Host: evil.example' "$na/")" "421"
+check "an action is logged with who asked" grep -q "event=ui.action action=cancel id=$victim who=token" "$BOXCAR_DEV/test-logs/ui_actions.log"
+check "and so is the retry clicked in the browser" grep -q "event=ui.action action=retry id=$FAIL_ID who=admin" "$BOXCAR_DEV/test-logs/ui_actions.log"
 check "no log line holds the token" bash -c "! grep -rqF '$TOKEN' '$BOXCAR_DEV'/test-logs/ui_*.log"
 rm -f "$jar"
 tap_done

@@ -9,6 +9,10 @@
  *   ui_actions.c  cancel, retry, drain, redrive (POST only)
  *   ui_assets.c   the stylesheet and the script, served from the binary
  *
+ * A schedules page (periodic jobs, boxcar.schedules) is to come: its nav
+ * entry goes in ui_html.c's nav table, its route in ui.c's route_get, its
+ * page in a ui_schedules.c of its own, as ui_pages.c does for workers.
+ *
  * Every request is handled on the server's one thread, so the database
  * connection and the session table need no lock. */
 #ifndef BC_WORKER_HTTP_UI_INTERNAL_H

@@ -165,13 +165,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         r->c = c;
         r->method = method;
         r->url = url;
-        enum MHD_Result res = route(ui, r);
-        /* One line per request: method, path and who, never a header,
-         * a query (filters are harmless, but a mistaken paste may not be)
-         * or a form value. */
-        log_event(LOG_DEBUG, "ui.request", "method", method, "path", url, "who",
-                  r->who[0] ? r->who : NULL, NULL);
-        return res;
+        return route(ui, r);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -358,6 +352,8 @@ int cmd_ui(int argc, char **argv)
         int st = r < 0 ? cli_fail("ui", &err) : 0;
         bc_error_clear(&err);
         PQfinish(ui->conn);
+        if (ui->token)
+                explicit_bzero(ui->token, strlen(ui->token));
         free(ui->token);
         free(ui);
         return st;

@@ -7,6 +7,7 @@
 
 #include "worker/db.h"
 #include "worker/http/ui-internal.h"
+#include "worker/log.h"
 
 struct action {
         const char *path;
@@ -53,6 +54,10 @@ enum MHD_Result ui_action(struct ui *ui, struct ui_req *r)
         PGconn *conn = ui_db(ui, &err);
         const char *p[] = { id, r->who };
         _cleanup_pgresult_ PGresult *res = conn ? db_exec(conn, a->sql, a->nparams, p, &err) : NULL;
+        /* The operator's actions are an audit trail: what, on what, by
+         * whom, and whether it took; never a header, token or form. */
+        log_event(res ? LOG_INFO : LOG_WARN, "ui.action", "action", a->path + 9, "id", id, "who",
+                  r->who, "error", res ? NULL : bc_error_message(&err), NULL);
         if (!res) {
                 enum MHD_Result sent = ui_error_page(ui, r, MHD_HTTP_CONFLICT,
                                                      bc_error_message(&err));
