@@ -9,6 +9,11 @@
 -- succeeded one is not re-run (enqueue it again instead).  The job's
 -- webhook event is sent again when it finishes (a new delivery per run).
 -- A job on an artifact storage waits behind that storage's active jobs.
+-- The new run's attempts count from 1 again, so the previous run's live
+-- log (job_logs, keyed by attempt) moves out of their way, below zero:
+-- attempt - 1000 * (the retries before this one + 1).  It is kept, but a
+-- reader starting from attempt 0 (boxcar logs, the dashboard) shows only
+-- the current run, as the job's result does.
 -- Returns the job as boxcar.job_json does.
 create or replace function boxcar.retry(id uuid, requested_by text)
 returns jsonb language plpgsql volatile as $$
@@ -41,6 +46,8 @@ begin
            cancel_requested_at = null, result = null, error = null,
            started_at = null, finished_at = null, manual_retries = x.manual_retries + 1
      where x.id = j.id;
+    update boxcar.job_logs l set attempt = l.attempt - 1000 * (j.manual_retries + 1)
+     where l.job_id = j.id and l.attempt > 0;
     perform boxcar.add_event(j.id, 'retry_requested', null, j.attempts,
                              jsonb_build_object('requested_by', requested_by,
                                                 'previous_status', j.status,

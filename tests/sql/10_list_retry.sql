@@ -1,5 +1,5 @@
 begin;
-select plan(27);
+select plan(30);
 
 -- retry: failed and cancelled jobs run again, with a fresh budget and an event.
 create temp table f as select boxcar.enqueue('r', '{"command":["x"]}', max_attempts => 1) as id;
@@ -38,6 +38,21 @@ select throws_ok(format('select boxcar.retry(%L, %L)', gen_random_uuid(), 'bob')
                  'an unknown job is an error');
 select throws_ok(format('select boxcar.retry(%L, %L)', (select id from c), ' '), '22023', null,
                  'requested_by must name someone');
+
+-- The previous run's log moves below zero; the new run logs from attempt 1 again.
+create temp table lg as select boxcar.enqueue('lg', '{"command":["x"]}') as id;
+select count(*) from boxcar.claim('w3', array['lg'], 1);
+select boxcar.append_logs((select id from lg), 1, 1, array[1, 1]::smallint[], array['a'::bytea, 'b'::bytea]);
+select boxcar.complete((select id from lg), 'w3', 'failed', null, '{"code":"NONZERO_EXIT"}');
+select boxcar.retry((select id from lg), 'bob');
+select count(*) from boxcar.claim('w3', array['lg'], 1);
+select lives_ok(format($$select boxcar.append_logs(%L, 1, 1, array[2]::smallint[], array['c'::bytea])$$, (select id from lg)),
+                'the retried run appends its log at attempt 1 again');
+select is((select string_agg(convert_from(data, 'UTF8'), '') from boxcar.job_logs_after((select id from lg), 0, 0)),
+          'c', 'a reader from attempt 0 sees the current run only');
+select is((select string_agg(attempt || ':' || convert_from(data, 'UTF8'), ' ' order by attempt, seq)
+             from boxcar.job_logs where job_id = (select id from lg) and attempt < 0),
+          '-999:a -999:b', 'the previous run''s log is kept below zero');
 
 -- The webhook event is written again for the new run.
 create temp table h as select boxcar.enqueue('r', '{"command":["z"]}', webhook_url => 'http://h.example/') as id;
