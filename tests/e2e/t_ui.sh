@@ -108,6 +108,22 @@ is "the log API's type is JSON (never sniffed as HTML)" "$(curl -s -o /dev/null 
 q=$(curl -s "${auth[@]}" "$base/jobs?queue=%22%3E%3Cscript%3Ex%3C/script%3E")
 check "a hostile filter value is escaped back into the form" grep -qF 'value="&quot;&gt;&lt;script&gt;x&lt;/script&gt;"' <<<"$q"
 
+# ---- the artifact link and the next page ----
+art=$(sql "insert into boxcar.jobs (queue, spec, status, result) values ('idle', '{\"command\":[\"x\"]}', 'succeeded',
+  '{\"artifact\": {\"storage\": \"s1\", \"sha256\": \"ab12\", \"url\": \"https://s3.example/k?X-Amz-Signature=f00&x=<b>\"}}') returning id")
+page=$(curl -s "${auth[@]}" "$base/jobs/$art")
+check "a job's page links its artifact's presigned URL, escaped" \
+  grep -qF 'id="artifact" rel="noreferrer noopener" href="https://s3.example/k?X-Amz-Signature=f00&amp;x=&lt;b&gt;"' <<<"$page"
+bad=$(sql "insert into boxcar.jobs (queue, spec, status, result) values ('idle', '{\"command\":[\"x\"]}', 'succeeded',
+  '{\"artifact\": {\"storage\": \"s1\", \"sha256\": \"ab12\", \"url\": \"javascript:alert(1)\"}}') returning id")
+check "a result's javascript: URL is never a link" bash -c '! curl -s "$@" | grep -q "id=\"artifact\""' _ "${auth[@]}" "$base/jobs/$bad"
+p1=$(curl -s "${auth[@]}" "$base/jobs?limit=2")
+next=$(grep -o 'id="next" href="[^"]*"' <<<"$p1" | cut -d'"' -f4 | sed 's/&amp;/\&/g')
+p2=$(curl -s "${auth[@]}" "$base$next")
+ids() { grep -o 'tr data-id="[^"]*"' | cut -d'"' -f2 | tr '\n' ' '; }
+is "the jobs page's Next link continues the keyset" "$(ids <<<"$p1")$(ids <<<"$p2")" \
+   "$(sql "select string_agg(job->>'id', ' ') || ' ' from boxcar.jobs_list(lim => 4)")"
+
 # ---- starting ----
 "$BOXCAR" ui --listen 0.0.0.0:0 --no-auth 2>/dev/null
 is "--no-auth on a public address is refused (usage)" "$?" "2"

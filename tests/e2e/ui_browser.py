@@ -198,8 +198,11 @@ class Browser:
     def wait_until(self, expr, timeout=30):
         deadline = time.time() + timeout
         while time.time() < deadline:
-            if self.eval(expr):
-                return True
+            try:
+                if self.eval(expr):
+                    return True
+            except RuntimeError:
+                pass    # the page is being replaced (the log's reload)
             time.sleep(0.2)
         return False
 
@@ -334,8 +337,10 @@ def cancel_and_retry(b, base, ids):
             break
         time.sleep(0.2)
     check("and the worker stops the job", done)
-    b.goto(base + "/jobs/" + long_id)
-    check("the page shows it cancelled", b.eval("document.getElementById('status').textContent") == "cancelled")
+    # The page the cancel led to follows the job and reloads once it ends.
+    check("the page, left open, shows it cancelled",
+          b.wait_until("document.getElementById('status').textContent === 'cancelled'"
+                       " && document.getElementById('log').dataset.state === 'done'"))
     b.shot("job-cancelled")
 
     fail_id = ids["FAIL_ID"]
@@ -347,8 +352,10 @@ def cancel_and_retry(b, base, ids):
     check("retry through the page queues the job again, its event naming the operator", by == "ui:admin", by)
     check("with a fresh attempt budget",
           sql(f"select manual_retries from boxcar.jobs where id = '{fail_id}'") == "1")
-    check("the page shows the retried job", b.eval("document.getElementById('status').textContent") in
-          ("queued", "running", "failed"))
+    check("the page follows the retried job to its end (it fails again)",
+          b.wait_until("document.getElementById('status').textContent === 'failed'"
+                       " && document.getElementById('log').dataset.state === 'done'"
+                       " && /failing/.test(document.getElementById('log').textContent)", 60))
     b.shot("job-retried")
 
 
