@@ -44,10 +44,12 @@ $(shell mkdir -p $(BUILD)/gen && echo '#define BOXCAR_VERSION "$(FULL_VERSION)"'
         (cmp -s $(BUILD)/gen/version.h.new $(BUILD)/gen/version.h || mv $(BUILD)/gen/version.h.new $(BUILD)/gen/version.h))
 
 # One static library per module directory; a module's main.c (if any) is
-# its executable, not part of the library.
+# its executable, not part of the library.  A module's rooms (subfolders
+# by concern) are part of its library.
 MODULES := common storage sandbox worker
+worker_ROOMS := http
 define module_rules
-$(1)_SRCS := $$(filter-out $(1)/main.c,$$(wildcard $(1)/*.c))
+$(1)_SRCS := $$(filter-out $(1)/main.c,$$(wildcard $(1)/*.c $$(foreach r,$$($(1)_ROOMS),$(1)/$$(r)/*.c)))
 $(1)_OBJS := $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS))
 $(BUILD)/lib$(1).a: $$($(1)_OBJS)
 	@rm -f $$@
@@ -187,12 +189,12 @@ dev-down:
 	@scripts/s3.sh stop
 
 lint:
-	clang-tidy --quiet $(foreach m,$(MODULES),$(wildcard $(m)/*.c)) -- $(CPPFLAGS) -std=c17
+	clang-tidy --quiet $(foreach m,$(MODULES),$(wildcard $(m)/*.c $(foreach r,$($(m)_ROOMS),$(m)/$(r)/*.c))) -- $(CPPFLAGS) -std=c17
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	  --suppress=missingIncludeSystem -I. $(MODULES)
 
 format:
-	clang-format -i $(foreach m,$(MODULES),$(wildcard $(m)/*.[ch])) tests/unit/*.c
+	clang-format -i $(foreach m,$(MODULES),$(wildcard $(m)/*.[ch] $(foreach r,$($(m)_ROOMS),$(m)/$(r)/*.[ch]))) tests/unit/*.c
 
 clean:
 	rm -rf $(BUILD) build-fuzz

@@ -17,8 +17,8 @@ begin
     if url is null then
         return null;
     end if;
-    insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body)
-    values ('msg_' || replace(gen_random_uuid()::text, '-', ''), new.id, kind, url,
+    insert into boxcar.webhook_deliveries (id, job_id, event_type, run, url, body)
+    values ('msg_' || replace(gen_random_uuid()::text, '-', ''), new.id, kind, new.manual_retries, url,
             jsonb_build_object(
                 'type', kind,
                 'timestamp', to_char(coalesce(new.finished_at, clock_timestamp()) at time zone 'UTC',
@@ -26,7 +26,7 @@ begin
                 'data', jsonb_build_object('job_id', new.id, 'queue', new.queue,
                                            'status', new.status, 'attempts', new.attempts,
                                            'error', new.error, 'result', new.result))::text)
-    on conflict (job_id, event_type) do nothing;
+    on conflict (job_id, event_type, run) do nothing;
     perform pg_notify('boxcar_webhooks', '');
     return null;
 end $$;

@@ -17,7 +17,7 @@
 #include "worker/backend.h"
 #include "worker/db.h"
 #include "worker/deliver.h"
-#include "worker/http_server.h"
+#include "worker/http/server.h"
 #include "worker/wmetrics.h"
 #include "worker/ws_pool.h"
 #include "worker/log.h"

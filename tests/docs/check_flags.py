@@ -39,6 +39,7 @@ SAMPLE_ARGS = {
     "schedule add": ["n", "--cron", "@daily", "--", "true"], "schedule ls": [],
     "schedule rm": ["n"], "schedule pause": ["n"], "schedule resume": ["n"],
     "queue config": ["q"], "queue pause": ["q"], "queue resume": ["q"], "queue ls": [],
+    "jobs ls": [], "jobs retry": [UUID], "queues": [], "ui": [],
 }
 GLOBAL = {"--help", "--database-url"}
 FLAG = r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-z])(?![\w-])"
@@ -205,7 +206,8 @@ for c, text in sorted(helps.items()):
     if "--database-url" not in help_flags(text):
         continue
     path = {"storage": "storage ls", "webhooks": "webhooks ls", "sandbox": "sandbox detect",
-            "schedule": "schedule ls", "queue": "queue ls"}.get(c, c)
+            "schedule": "schedule ls", "queue": "queue ls",
+            "jobs": "jobs ls"}.get(c, c)
     words = path.split()
     rc_u, out_u = run([BOXCAR, *words, UNKNOWN, "postgresql://x@127.0.0.1:1/none",
                        *SAMPLE_ARGS[path]])
@@ -224,12 +226,11 @@ report(not unknown, f"every --flag the README mentions ({len(mentioned)}) is def
 # 4. every flag the sources parse is in some help text
 parsed = set()
 for d in ("worker", "sandbox"):
-    for name in sorted(os.listdir(os.path.join(SOURCE_ROOT, d))):
-        if not name.endswith(".c"):
-            continue
-        src = open(os.path.join(SOURCE_ROOT, d, name), encoding="utf-8").read()
-        parsed |= {"--" + n for n in re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:required|no|optional)_argument', src)}
-        parsed |= set(re.findall(r'strn?cmp\((?:opt|a|argv\[[^]]+\]|verb), "(--?[a-z][a-z0-9-]*)=?"', src))
+    for dirpath, _, names in sorted(os.walk(os.path.join(SOURCE_ROOT, d))):
+        for name in sorted(n for n in names if n.endswith(".c")):
+            src = open(os.path.join(dirpath, name), encoding="utf-8").read()
+            parsed |= {"--" + n for n in re.findall(r'\{\s*"([a-z][a-z0-9-]*)",\s*(?:required|no|optional)_argument', src)}
+            parsed |= set(re.findall(r'strn?cmp\((?:opt|a|argv\[[^]]+\]|verb), "(--?[a-z][a-z0-9-]*)=?"', src))
 undocumented = sorted(parsed - all_help_flags - {"-h"})
 report(len(parsed) >= 40 and not undocumented,
        f"every flag the sources parse ({len(parsed)}) is in a help text",

@@ -23,7 +23,7 @@
 #include "common/cleanup.h"
 #include "common/dynbuf.h"
 #include "common/error.h"
-#include "worker/http_server.h"
+#include "worker/http/server.h"
 #include "worker/metrics.h"
 
 #define DROPPED_HEAD                                                                        \

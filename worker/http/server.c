@@ -1,4 +1,4 @@
-#include "worker/http_server.h"
+#include "worker/http/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -1,0 +1,381 @@
+#!/usr/bin/env python3
+"""Drives headless Chromium through boxcar ui with the DevTools protocol
+(a small websocket client, standard library only): logs in through the
+form, loads every page, checks what it shows against the database, follows
+a running job's log, cancels it and retries a failed job with real mouse
+clicks, checks that hostile job text stays text, and saves a screenshot of
+each page.  Prints "PASS desc" / "FAIL desc" lines for t_ui.sh.
+
+usage: ui_browser.py BASE_URL TOKEN SHOTS_DIR  (jobs' ids in the environment)
+"""
+import base64
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+
+class WebSocket:
+    """Just enough RFC 6455 for the DevTools protocol: text frames,
+    client-masked, fragments and 64-bit lengths (screenshots)."""
+
+    def __init__(self, url):
+        u = urllib.parse.urlparse(url)
+        self.sock = socket.create_connection((u.hostname, u.port), timeout=30)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET {u.path} HTTP/1.1\r\nHost: {u.hostname}:{u.port}\r\n"
+                           "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        self.buf = bytearray()
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, _, rest = bytes(self.buf).partition(b"\r\n\r\n")
+        if b" 101 " not in head.split(b"\r\n")[0]:
+            raise RuntimeError("websocket handshake refused: %r" % head[:100])
+        self.buf = bytearray(rest)
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise EOFError("devtools connection closed")
+        self.buf += chunk
+
+    def send(self, text):
+        data = text.encode()
+        n = len(data)
+        head = bytearray([0x81])
+        if n < 126:
+            head.append(0x80 | n)
+        elif n < 65536:
+            head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+        else:
+            head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i & 3] for i, b in enumerate(data))
+        self.sock.sendall(bytes(head) + mask + masked)
+
+    def _frame(self):
+        """One whole frame from the buffer, or None (nothing consumed)."""
+        if len(self.buf) < 2:
+            return None
+        b0, b1 = self.buf[0], self.buf[1]
+        n, off = b1 & 0x7F, 2
+        if n == 126:
+            if len(self.buf) < 4:
+                return None
+            n, off = int.from_bytes(self.buf[2:4], "big"), 4
+        elif n == 127:
+            if len(self.buf) < 10:
+                return None
+            n, off = int.from_bytes(self.buf[2:10], "big"), 10
+        if len(self.buf) < off + n:
+            return None
+        payload = bytes(self.buf[off:off + n])
+        del self.buf[:off + n]
+        return b0, payload
+
+    def recv(self, timeout=None):
+        """The next text message; socket.timeout when none came in time
+        (a partial frame stays in the buffer)."""
+        msg = b""
+        deadline = None if timeout is None else time.time() + timeout
+        while True:
+            f = self._frame()
+            if f is None:
+                left = None if deadline is None else deadline - time.time()
+                if left is not None and left <= 0:
+                    raise socket.timeout()
+                self.sock.settimeout(left if left is not None else 60)
+                self._fill()
+                continue
+            b0, payload = f
+            op = b0 & 0x0F
+            if op == 8:
+                raise EOFError("devtools closed the connection")
+            if op in (9, 10):
+                continue
+            msg += payload
+            if b0 & 0x80:
+                return msg.decode()
+
+
+class Browser:
+    def __init__(self, shots):
+        self.shots = shots
+        self.profile = tempfile.mkdtemp(prefix="boxcar-ui-chromium-")
+        self.proc = subprocess.Popen(
+            ["chromium", "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-extensions", "--disable-dev-shm-usage", "--remote-debugging-port=0",
+             f"--user-data-dir={self.profile}", "--window-size=1280,900", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        port = None
+        deadline = time.time() + 60
+        while time.time() < deadline and port is None:
+            line = self.proc.stderr.readline()
+            if not line and self.proc.poll() is not None:
+                raise RuntimeError("chromium exited at start")
+            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+            if m:
+                port = int(m.group(1))
+        if port is None:
+            raise RuntimeError("chromium did not open its DevTools port")
+        targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws = WebSocket(page["webSocketDebuggerUrl"])
+        self.next_id = 0
+        self.events = []
+        self.call("Page.enable")
+        self.call("Runtime.enable")
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def call(self, method, **params):
+        self.next_id += 1
+        my = self.next_id
+        self.ws.send(json.dumps({"id": my, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv(timeout=60))
+            if m.get("id") == my:
+                if "error" in m:
+                    raise RuntimeError(f"{method}: {m['error']}")
+                return m.get("result", {})
+            self.events.append(m)
+
+    def wait_event(self, name, timeout=30):
+        deadline = time.time() + timeout
+        while True:
+            for i, e in enumerate(self.events):
+                if e.get("method") == name:
+                    del self.events[i]
+                    return e
+            left = deadline - time.time()
+            if left <= 0:
+                raise TimeoutError(name)
+            try:
+                self.events.append(json.loads(self.ws.recv(timeout=left)))
+            except socket.timeout:
+                pass
+
+    def eval(self, expr):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError(f"{expr}: {r['exceptionDetails'].get('text')}")
+        return r["result"].get("value")
+
+    def goto(self, url):
+        self.events.clear()
+        self.call("Page.navigate", url=url)
+        self.wait_event("Page.loadEventFired")
+
+    def click(self, selector, navigates=True):
+        """A real mouse click (pressed, released) at the element's centre."""
+        box = self.eval(f"(() => {{ const e = document.querySelector({json.dumps(selector)});"
+                        " if (!e) return null; e.scrollIntoView({block: 'center'});"
+                        " const r = e.getBoundingClientRect();"
+                        " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        if box is None:
+            raise RuntimeError(f"no element {selector}")
+        self.events.clear()
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left",
+                      clickCount=1)
+        if navigates:
+            self.wait_event("Page.loadEventFired")
+
+    def wait_until(self, expr, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                if self.eval(expr):
+                    return True
+            except RuntimeError:
+                pass    # the page is being replaced (the log's reload)
+            time.sleep(0.2)
+        return False
+
+    def shot(self, name):
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+        with open(os.path.join(self.shots, name + ".png"), "wb") as f:
+            f.write(base64.b64decode(data))
+
+
+def sql(query):
+    return subprocess.run(["psql", "-X", "-qtA", "-v", "ON_ERROR_STOP=1", os.environ["DATABASE_URL"],
+                           "-c", query], check=True, capture_output=True, text=True).stdout.strip()
+
+
+failures = 0
+
+
+def check(desc, cond, detail=""):
+    global failures
+    print(("PASS " if cond else "FAIL ") + desc, flush=True)
+    if not cond:
+        failures += 1
+        if detail:
+            print("# " + str(detail)[:500], flush=True)
+
+
+def texts(b, selector):
+    return b.eval(f"[...document.querySelectorAll({json.dumps(selector)})].map(e => e.textContent)")
+
+
+def login(b, base, token):
+    b.goto(base + "/jobs")
+    check("without a session a page sends the browser to the login form",
+          b.eval("location.pathname") == "/login", b.eval("location.href"))
+    b.eval("document.getElementById('token').value = 'wrong-token-0123456789'")
+    b.click("#login")
+    check("a wrong token is refused on the form",
+          b.eval("document.querySelector('p.error') && document.querySelector('p.error').textContent") == "wrong token")
+    b.eval(f"document.getElementById('token').value = {json.dumps(token)}")
+    b.shot("login")
+    b.click("#login")
+    check("the token opens a session and lands on the queues page",
+          b.eval("document.querySelector('h1').textContent") == "Queues")
+    cookies = b.call("Network.getCookies", urls=[base + "/"])["cookies"]
+    c = next((c for c in cookies if c["name"] == "boxcar_session"), None)
+    check("the session cookie is HttpOnly and SameSite=Strict",
+          c is not None and c["httpOnly"] and c.get("sameSite") == "Strict", cookies)
+
+
+def overview_pages(b, base):
+    shown = b.eval("[...document.querySelectorAll('#queues tbody tr')].map(r => [r.dataset.queue,"
+                   " r.querySelector('.queued').textContent, r.querySelector('.running').textContent,"
+                   " r.querySelector('.failed').textContent].join(':')).join(' ')")
+    want = sql("select string_agg(queue || ':' || queued || ':' || running || ':' || failed_last_hour,"
+               " ' ' order by queue) from boxcar.queue_overview()")
+    check("the queues page shows queue_overview's queues, depth, running and failures", shown == want,
+          f"{shown!r} != {want!r}")
+    b.shot("queues")
+
+    b.goto(base + "/workers")
+    shown = b.eval("[...document.querySelectorAll('#workers tbody tr')].map(r => r.dataset.id + ':' +"
+                   " r.querySelector('.state').textContent).join(' ')")
+    want = sql("select string_agg(id || ':' || state, ' ' order by id) from boxcar.worker_status")
+    check("the workers page shows worker_status", shown == want, f"{shown!r} != {want!r}")
+    check("a running worker has a drain button",
+          b.eval("!!document.querySelector('#workers button[data-action=drain]')"))
+    b.shot("workers")
+
+    b.goto(base + "/webhooks")
+    shown = b.eval("[...document.querySelectorAll('#webhooks tbody tr')].map(r => r.dataset.id).join(' ')")
+    want = sql("select string_agg(d->>'id', ' ') from boxcar.webhook_list(false, 200) d")
+    check("the webhooks page lists the deliveries of webhook_list", shown == want and want != "",
+          f"{shown!r} != {want!r}")
+    check("an undelivered delivery has a redrive button",
+          b.eval("!!document.querySelector('#webhooks button[data-action=redrive]')"))
+    b.shot("webhooks")
+
+
+def job_list(b, base):
+    b.goto(base + "/jobs")
+    ids = texts(b, "#jobs tbody td.id")
+    want = sql("select string_agg(job->>'id', ' ') from boxcar.jobs_list(lim => 50)").split()
+    check("the jobs page lists jobs newest first, as jobs_list", ids == want, f"{ids} != {want}")
+    b.eval("document.querySelector('#filters select').value = 'failed'")
+    b.click("#filters button")
+    ids = texts(b, "#jobs tbody td.id")
+    want = sql("select string_agg(job->>'id', ' ') from boxcar.jobs_list(status => 'failed')").split()
+    check("filtering by status through the form lists the failed jobs", ids == want and want, f"{ids} != {want}")
+    b.shot("jobs-failed")
+
+
+def job_pages(b, base, ids):
+    b.goto(base + "/jobs/" + ids["OK_ID"])
+    check("a job page shows the job's status", b.eval("document.getElementById('status').textContent") ==
+          sql(f"select status from boxcar.jobs where id = '{ids['OK_ID']}'"))
+    n = sql(f"select count(*) from boxcar.job_events where job_id = '{ids['OK_ID']}'")
+    check("and its events", str(b.eval("document.querySelectorAll('#events tbody tr').length")) == n)
+    check("and its spec", "hello from the job" in b.eval("document.querySelector('#spec pre').textContent"))
+    b.wait_until("document.getElementById('log').dataset.state === 'done'")
+    check("and its log", "hello from the job" in b.eval("document.getElementById('log').textContent"),
+          b.eval("document.getElementById('log').textContent"))
+    b.shot("job")
+
+    b.goto(base + "/jobs/" + ids["XSS_ID"])
+    b.wait_until("document.getElementById('log').dataset.state === 'done'")
+    check("a hostile spec is shown as text",
+          "<img src=x onerror=" in b.eval("document.querySelector('#spec pre').textContent"))
+    check("a hostile log is shown as text",
+          "<img src=x onerror=" in b.eval("document.getElementById('log').textContent"),
+          b.eval("document.getElementById('log').textContent"))
+    check("and neither became markup: no img, no script ran",
+          b.eval("document.querySelectorAll('main img, main script').length === 0"
+                 " && document.title === 'boxcar: Job' && window.pwned === undefined"))
+    b.shot("job-hostile")
+
+
+def cancel_and_retry(b, base, ids):
+    long_id = ids["LONG_ID"]
+    b.goto(base + "/jobs/" + long_id)
+    ok = b.wait_until("/tick 2\\b/.test(document.getElementById('log').textContent)", 60)
+    first = b.eval("document.getElementById('log').textContent")
+    grew = ok and b.wait_until(f"document.getElementById('log').textContent.length > {len(first)}", 15)
+    check("the log follows the running job", ok and grew, first)
+    b.shot("job-running")
+    b.click("button[data-action=cancel]")
+    check("cancel through the page asks the database to cancel",
+          sql(f"select status = 'cancelled' or cancel_requested_at is not null from boxcar.jobs where id = '{long_id}'") == "t")
+    done = False
+    for _ in range(100):
+        if sql(f"select status from boxcar.jobs where id = '{long_id}'") == "cancelled":
+            done = True
+            break
+        time.sleep(0.2)
+    check("and the worker stops the job", done)
+    # The page the cancel led to follows the job and reloads once it ends.
+    check("the page, left open, shows it cancelled",
+          b.wait_until("document.getElementById('status').textContent === 'cancelled'"
+                       " && document.getElementById('log').dataset.state === 'done'"))
+    b.shot("job-cancelled")
+
+    fail_id = ids["FAIL_ID"]
+    b.goto(base + "/jobs/" + fail_id)
+    check("a failed job has a retry button", b.eval("!!document.querySelector('button[data-action=retry]')"))
+    b.click("button[data-action=retry]")
+    by = sql(f"select details->>'requested_by' from boxcar.job_events where job_id = '{fail_id}'"
+             " and kind = 'retry_requested'")
+    check("retry through the page queues the job again, its event naming the operator", by == "ui:admin", by)
+    check("with a fresh attempt budget",
+          sql(f"select manual_retries from boxcar.jobs where id = '{fail_id}'") == "1")
+    check("the page follows the retried job to its end (it fails again)",
+          b.wait_until("document.getElementById('status').textContent === 'failed'"
+                       " && document.getElementById('log').dataset.state === 'done'"
+                       " && /failing/.test(document.getElementById('log').textContent)", 60))
+    b.shot("job-retried")
+
+
+def main():
+    base, token, shots = sys.argv[1:4]
+    os.makedirs(shots, exist_ok=True)
+    ids = {k: os.environ[k] for k in ("OK_ID", "FAIL_ID", "LONG_ID", "XSS_ID")}
+    b = Browser(shots)
+    try:
+        login(b, base, token)
+        overview_pages(b, base)
+        job_list(b, base)
+        job_pages(b, base, ids)
+        cancel_and_retry(b, base, ids)
+    except Exception as e:  # a broken step is a failure, not a crash
+        check(f"the browser session ran to its end ({type(e).__name__}: {e})", False)
+    finally:
+        b.close()
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+/* Unit tests for the dashboard's text handling (worker/http/ui_html.c,
+ * ui_auth.c): escaping makes any text inert in element text and quoted
+ * attributes, URL encoding leaves only unreserved characters, form fields
+ * decode (and never overrun), ids are checked, and the secret comparison
+ * matches exactly. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "worker/http/ui-internal.h"
+
+static char *esc(const char *s, size_t n)
+{
+        static char out[1024];
+        struct dynbuf b;
+        dynbuf_init(&b, sizeof(out) - 1);
+        ui_esc_n(&b, s, n);
+        snprintf(out, sizeof(out), "%s", b.data ? b.data : "");
+        dynbuf_done(&b);
+        return out;
+}
+
+static void test_escape(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *in, *out;
+        } cases[] = {
+                { "plain text", "plain text" },
+                { "<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;" },
+                { "\"><img src=x onerror=alert(1)>", "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" },
+                { "' onmouseover='x", "&#39; onmouseover=&#39;x" },
+                { "a & b &amp;", "a &amp; b &amp;amp;" },
+                { "", "" },
+                { "é ✓", "é ✓" },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                assert_string_equal(esc(cases[i].in, strlen(cases[i].in)), cases[i].out);
+        /* A NUL inside the text is shown, not a place where it ends. */
+        assert_string_equal(esc("a\0<b", 4), "a\xef\xbf\xbd&lt;b");
+}
+
+static void test_urlenc(void **state)
+{
+        (void)state;
+        struct dynbuf b;
+        dynbuf_init(&b, 1024);
+        ui_urlenc(&b, "a/b c&d=e\"<>?#%~._-Z9");
+        assert_string_equal(b.data, "a%2Fb%20c%26d%3De%22%3C%3E%3F%23%25~._-Z9");
+        dynbuf_done(&b);
+}
+
+static void test_form_value(void **state)
+{
+        (void)state;
+        struct dynbuf b;
+        dynbuf_init(&b, 1024);
+        dynbuf_addstr(&b, "csrf=ab12&id=a%2Fb+c%zz&idx=no&empty=&last=%41");
+        char v[64];
+        assert_true(ui_form_value(&b, "csrf", v, sizeof(v)));
+        assert_string_equal(v, "ab12");
+        assert_true(ui_form_value(&b, "id", v, sizeof(v)));
+        assert_string_equal(v, "a/b c%zz");     /* a bad escape stays as sent */
+        assert_true(ui_form_value(&b, "empty", v, sizeof(v)));
+        assert_string_equal(v, "");
+        assert_true(ui_form_value(&b, "last", v, sizeof(v)));
+        assert_string_equal(v, "A");
+        assert_false(ui_form_value(&b, "i", v, sizeof(v)));
+        assert_false(ui_form_value(&b, "token", v, sizeof(v)));
+        char small[4];
+        assert_true(ui_form_value(&b, "csrf", small, sizeof(small)));
+        assert_string_equal(small, "ab1");      /* cut, never overrun */
+        dynbuf_done(&b);
+}
+
+static void test_uuid(void **state)
+{
+        (void)state;
+        assert_true(ui_is_uuid("0b6f3c2e-1a2b-4c3d-8e9f-0123456789ab"));
+        assert_true(ui_is_uuid("0B6F3C2E-1A2B-4C3D-8E9F-0123456789AB"));
+        assert_false(ui_is_uuid("0b6f3c2e-1a2b-4c3d-8e9f-0123456789a"));
+        assert_false(ui_is_uuid("0b6f3c2e-1a2b-4c3d-8e9f-0123456789abc"));
+        assert_false(ui_is_uuid("0b6f3c2e11a2b-4c3d-8e9f-0123456789ab"));
+        assert_false(ui_is_uuid("0b6f3c2e-1a2b-4c3d-8e9f-0123456789a<"));
+        assert_false(ui_is_uuid(""));
+        assert_false(ui_is_uuid(NULL));
+}
+
+static void test_equal(void **state)
+{
+        (void)state;
+        assert_true(ui_auth_equal("secret-token-123", "secret-token-123"));
+        assert_false(ui_auth_equal("secret-token-12", "secret-token-123"));
+        assert_false(ui_auth_equal("secret-token-1234", "secret-token-123"));
+        assert_false(ui_auth_equal("", "secret-token-123"));
+        assert_false(ui_auth_equal("secret-token-124", "secret-token-123"));
+        assert_true(ui_auth_equal("", ""));
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_escape),
+                cmocka_unit_test(test_urlenc),
+                cmocka_unit_test(test_form_value),
+                cmocka_unit_test(test_uuid),
+                cmocka_unit_test(test_equal),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,343 @@
+/* The job list (boxcar.jobs_list, a page at a time), a job's own page
+ * (boxcar.job_json, boxcar.job_events_json) and its live log as JSON for
+ * the page's script (boxcar.job_logs_after). */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/db.h"
+#include "worker/http/ui-internal.h"
+
+BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
+
+#define LOG_CHUNKS_PER_CALL 500
+
+static const char *arg(struct ui_req *r, const char *name)
+{
+        const char *v = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
+        return v && *v ? v : NULL;
+}
+
+static const char *jstr(const cJSON *o, const char *key, const char *dflt)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+static PGresult *query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql,
+                       int n, const char *const *params, enum MHD_Result *ret_sent)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        PGconn *conn = ui_db(ui, &err);
+        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
+        if (!res) {
+                *ret_sent = ui_error_page(ui, r, fail_status, bc_error_message(&err));
+                bc_error_clear(&err);
+        }
+        return res;
+}
+
+static void filter_form(struct dynbuf *b, const char *queue, const char *status, const char *since)
+{
+        static const char *const statuses[] = { "queued", "running", "succeeded", "failed",
+                                                "cancelled", NULL };
+        dynbuf_addstr(b, "<form method=\"get\" action=\"/jobs\" id=\"filters\"><label>Queue "
+                         "<input name=\"queue\" value=\"");
+        ui_esc(b, queue);
+        dynbuf_addstr(b, "\"></label> <label>Status <select name=\"status\">"
+                         "<option value=\"\">any</option>");
+        for (const char *const *s = statuses; *s; s++)
+                dynbuf_printf(b, "<option%s>%s</option>",
+                              status && strcmp(status, *s) == 0 ? " selected" : "", *s);
+        dynbuf_addstr(b, "</select></label> <label>Since <input name=\"since\" "
+                         "placeholder=\"2026-01-02 03:04:05+00\" value=\"");
+        ui_esc(b, since);
+        dynbuf_addstr(b, "\"></label> <button>Filter</button></form>\n");
+}
+
+static void job_row(struct dynbuf *b, const cJSON *j)
+{
+        const char *id = jstr(j, "id", "");
+        const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
+        const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_attempts");
+        const cJSON *error = cJSON_GetObjectItemCaseSensitive(j, "error");
+        dynbuf_addstr(b, "<tr data-id=\"");
+        ui_esc(b, id);
+        dynbuf_addstr(b, "\"><td class=\"id\"><a href=\"/jobs/");
+        ui_urlenc(b, id);
+        dynbuf_addstr(b, "\">");
+        ui_esc(b, id);
+        dynbuf_addstr(b, "</a></td><td class=\"status\">");
+        ui_esc(b, jstr(j, "status", ""));
+        dynbuf_addstr(b, "</td><td class=\"queue\">");
+        ui_esc(b, jstr(j, "queue", ""));
+        dynbuf_printf(b, "</td><td class=\"attempts\">%d/%d</td><td class=\"created\">",
+                      cJSON_IsNumber(att) ? att->valueint : 0,
+                      cJSON_IsNumber(max) ? max->valueint : 0);
+        ui_esc(b, jstr(j, "created_at", ""));
+        dynbuf_addstr(b, "</td><td class=\"error\">");
+        ui_esc(b, jstr(error, "code", ""));
+        dynbuf_addstr(b, "</td></tr>\n");
+}
+
+static void next_link(struct dynbuf *b, struct ui_req *r, const char *limit, const char *cursor)
+{
+        static const char *const keep[] = { "queue", "status", "since", NULL };
+        dynbuf_addstr(b, "<p><a id=\"next\" href=\"/jobs?");
+        for (const char *const *k = keep; *k; k++) {
+                const char *v = arg(r, *k);
+                if (v) {
+                        dynbuf_printf(b, "%s=", *k);
+                        ui_urlenc(b, v);
+                        dynbuf_addstr(b, "&amp;");
+                }
+        }
+        dynbuf_addstr(b, "limit=");
+        ui_urlenc(b, limit);
+        dynbuf_addstr(b, "&amp;after=");
+        ui_urlenc(b, cursor);
+        dynbuf_addstr(b, "\">Next page</a></p>\n");
+}
+
+enum MHD_Result ui_page_jobs(struct ui *ui, struct ui_req *r)
+{
+        const char *limit = arg(r, "limit") ? arg(r, "limit") : "50";
+        char *end = NULL;
+        long n = strtol(limit, &end, 10);
+        if (end == limit || *end || n < 1 || n > 1000)
+                return ui_error_page(ui, r, MHD_HTTP_BAD_REQUEST, "limit: 1 to 1000");
+        char lim1[24];
+        snprintf(lim1, sizeof(lim1), "%ld", n + 1);
+        const char *p[] = { arg(r, "queue"), arg(r, "status"), arg(r, "since"), lim1,
+                            arg(r, "after") };
+        enum MHD_Result sent = MHD_NO;
+        _cleanup_pgresult_ PGresult *res = query(
+                ui, r, MHD_HTTP_BAD_REQUEST,
+                "select job, cursor from boxcar.jobs_list($1, $2, $3::timestamptz, $4::int, $5)",
+                5, p, &sent);
+        if (!res)
+                return sent;
+        struct dynbuf b;
+        dynbuf_init(&b, UI_PAGE_MAX);
+        ui_page_begin(&b, ui, r, "Jobs");
+        filter_form(&b, p[0], p[1], p[2]);
+        dynbuf_addstr(&b, "<table id=\"jobs\"><thead><tr><th>id</th><th>status</th><th>queue"
+                          "</th><th>attempts</th><th>created</th><th>error</th></tr></thead>"
+                          "<tbody>\n");
+        int rows = PQntuples(res);
+        int shown = rows > n ? (int)n : rows;
+        for (int i = 0; i < shown; i++) {
+                _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, i, 0));
+                if (j)
+                        job_row(&b, j);
+        }
+        dynbuf_addstr(&b, "</tbody></table>\n");
+        if (shown == 0)
+                dynbuf_addstr(&b, "<p>No jobs match.</p>");
+        if (rows > n)
+                next_link(&b, r, limit, PQgetvalue(res, shown - 1, 1));
+        ui_page_end(&b);
+        return ui_send_page(r->c, MHD_HTTP_OK, &b);
+}
+
+/* ---- one job ---- */
+
+static void field(struct dynbuf *b, const char *name, const char *id, const char *value)
+{
+        dynbuf_printf(b, "<dt>%s</dt><dd%s%s%s>", name, id ? " id=\"" : "", id ? id : "",
+                      id ? "\"" : "");
+        ui_esc(b, value ? value : "-");
+        dynbuf_addstr(b, "</dd>");
+}
+
+static void json_section(struct dynbuf *b, const char *title, const char *id, const cJSON *v)
+{
+        if (!v || cJSON_IsNull(v))
+                return;
+        _cleanup_free_ char *text = cJSON_PrintUnformatted(v);
+        dynbuf_printf(b, "<section id=\"%s\"><h2>%s</h2>", id, title);
+        ui_json_block(b, text);
+        dynbuf_addstr(b, "</section>\n");
+}
+
+static void artifact(struct dynbuf *b, const cJSON *result)
+{
+        const cJSON *a = cJSON_GetObjectItemCaseSensitive(result, "artifact");
+        if (!cJSON_IsObject(a))
+                return;
+        const char *url = jstr(a, "url", NULL);
+        dynbuf_addstr(b, "<section><h2>Artifact</h2><p>storage <code>");
+        ui_esc(b, jstr(a, "storage", "?"));
+        dynbuf_addstr(b, "</code>, version <code>");
+        ui_esc(b, jstr(a, "sha256", "?"));
+        dynbuf_addstr(b, "</code>");
+        /* Only a web link: never javascript: or data: from a hostile result. */
+        if (url && (strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0)) {
+                dynbuf_addstr(b, " &middot; <a id=\"artifact\" rel=\"noreferrer noopener\" href=\"");
+                ui_esc(b, url);
+                dynbuf_addstr(b, "\">download (presigned link; it expires)</a>");
+        }
+        dynbuf_addstr(b, "</p></section>\n");
+}
+
+static void events(struct dynbuf *b, PGresult *res)
+{
+        dynbuf_addstr(b, "<section><h2>Events</h2><table id=\"events\"><thead><tr><th>at</th>"
+                         "<th>event</th><th>worker</th><th>attempt</th><th>details</th></tr>"
+                         "</thead><tbody>\n");
+        for (int i = 0; i < PQntuples(res); i++) {
+                _cleanup_(cJSON_Deletep) cJSON *e = cJSON_Parse(PQgetvalue(res, i, 0));
+                const cJSON *att = cJSON_GetObjectItemCaseSensitive(e, "attempt");
+                const cJSON *det = cJSON_GetObjectItemCaseSensitive(e, "details");
+                _cleanup_free_ char *d = det && !cJSON_IsNull(det) ? cJSON_PrintUnformatted(det)
+                                                                   : NULL;
+                dynbuf_addstr(b, "<tr><td>");
+                ui_esc(b, jstr(e, "at", ""));
+                dynbuf_addstr(b, "</td><td class=\"kind\">");
+                ui_esc(b, jstr(e, "kind", ""));
+                dynbuf_addstr(b, "</td><td>");
+                ui_esc(b, jstr(e, "worker_id", ""));
+                dynbuf_addstr(b, "</td><td>");
+                if (cJSON_IsNumber(att))
+                        dynbuf_printf(b, "%d", att->valueint);
+                dynbuf_addstr(b, "</td><td><code>");
+                if (d)
+                        ui_esc_n(b, d, strlen(d) > 4096 ? 4096 : strlen(d));
+                dynbuf_addstr(b, "</code></td></tr>\n");
+        }
+        dynbuf_addstr(b, "</tbody></table></section>\n");
+}
+
+static void summary(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJSON *j)
+{
+        const char *id = jstr(j, "id", ""), *status = jstr(j, "status", "");
+        const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
+        const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_attempts");
+        const cJSON *pri = cJSON_GetObjectItemCaseSensitive(j, "priority");
+        char attempts[64], priority[16];
+        snprintf(attempts, sizeof(attempts), "%d of %d", cJSON_IsNumber(att) ? att->valueint : 0,
+                 cJSON_IsNumber(max) ? max->valueint : 0);
+        snprintf(priority, sizeof(priority), "%d", cJSON_IsNumber(pri) ? pri->valueint : 0);
+        dynbuf_addstr(b, "<dl class=\"job\">");
+        field(b, "id", "job-id", id);
+        field(b, "queue", "queue", jstr(j, "queue", NULL));
+        field(b, "status", "status", status);
+        field(b, "attempts", "attempts", attempts);
+        field(b, "priority", NULL, priority);
+        field(b, "worker", NULL, jstr(j, "worker_id", NULL));
+        field(b, "created", NULL, jstr(j, "created_at", NULL));
+        field(b, "due", NULL, jstr(j, "run_at", NULL));
+        field(b, "started", NULL, jstr(j, "started_at", NULL));
+        field(b, "finished", NULL, jstr(j, "finished_at", NULL));
+        dynbuf_addstr(b, "</dl>\n<p class=\"actions\">");
+        if (strcmp(status, "queued") == 0 || strcmp(status, "running") == 0)
+                ui_action_button(b, ui, r, "cancel", id, "Cancel");
+        if (strcmp(status, "failed") == 0 || strcmp(status, "cancelled") == 0)
+                ui_action_button(b, ui, r, "retry", id, "Retry");
+        dynbuf_addstr(b, "</p>\n");
+}
+
+enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
+{
+        const char *p[] = { id };
+        enum MHD_Result sent = MHD_NO;
+        _cleanup_pgresult_ PGresult *job = query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                                 "select boxcar.job_json($1::uuid)", 1, p, &sent);
+        if (!job)
+                return sent;
+        if (PQgetisnull(job, 0, 0))
+                return ui_error_page(ui, r, MHD_HTTP_NOT_FOUND, "no such job");
+        _cleanup_pgresult_ PGresult *ev = query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                                "select boxcar.job_events_json($1::uuid)", 1, p,
+                                                &sent);
+        if (!ev)
+                return sent;
+        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(job, 0, 0));
+        if (!j)
+                return ui_error_page(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable job");
+        const cJSON *result = cJSON_GetObjectItemCaseSensitive(j, "result");
+        struct dynbuf b;
+        dynbuf_init(&b, UI_PAGE_MAX);
+        ui_page_begin(&b, ui, r, "Job");
+        summary(&b, ui, r, j);
+        json_section(&b, "Error", "error", cJSON_GetObjectItemCaseSensitive(j, "error"));
+        artifact(&b, result);
+        dynbuf_addstr(&b, "<section><h2>Log</h2><pre id=\"log\" data-job=\"");
+        ui_esc(&b, id);
+        dynbuf_addstr(&b, "\" data-status=\"");
+        ui_esc(&b, jstr(j, "status", ""));
+        dynbuf_addstr(&b, "\"></pre></section>\n");
+        events(&b, ev);
+        json_section(&b, "Spec", "spec", cJSON_GetObjectItemCaseSensitive(j, "spec"));
+        json_section(&b, "Result", "result", result);
+        ui_page_end(&b);
+        return ui_send_page(r->c, MHD_HTTP_OK, &b);
+}
+
+/* ---- the live log ---- */
+
+static cJSON *chunk(PGresult *res, int i)
+{
+        size_t len = 0;
+        unsigned char *data = PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 3), &len);
+        if (!data)
+                return NULL;
+        /* cJSON strings end at a NUL: shown as U+FFFD's stand-in '?'. */
+        for (size_t k = 0; k < len; k++)
+                if (data[k] == '\0')
+                        data[k] = '?';
+        char *text = malloc(len + 1);
+        if (text) {
+                memcpy(text, data, len);
+                text[len] = '\0';
+        }
+        PQfreemem(data);
+        cJSON *c = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c, "attempt", atoi(PQgetvalue(res, i, 0)));
+        cJSON_AddNumberToObject(c, "stream", atoi(PQgetvalue(res, i, 2)));
+        cJSON_AddStringToObject(c, "text", text ? text : "");
+        free(text);
+        return c;
+}
+
+enum MHD_Result ui_api_log(struct ui *ui, struct ui_req *r, const char *id)
+{
+        const char *attempt = arg(r, "attempt") ? arg(r, "attempt") : "0";
+        const char *seq = arg(r, "seq") ? arg(r, "seq") : "0";
+        const char *p[] = { id, attempt, seq };
+        struct bc_error err = BC_ERROR_INIT;
+        PGconn *conn = ui_db(ui, &err);
+        _cleanup_pgresult_ PGresult *st =
+                conn ? db_exec(conn, "select status from boxcar.jobs where id = $1::uuid", 1, p,
+                               &err)
+                     : NULL;
+        _cleanup_pgresult_ PGresult *res =
+                st ? db_exec(conn, "select attempt, seq, stream, data from "
+                                   "boxcar.job_logs_after($1::uuid, $2::int, $3::int, 500)",
+                             3, p, &err)
+                   : NULL;
+        if (!res) {
+                bc_error_clear(&err);
+                return ui_send_text(r->c, MHD_HTTP_BAD_REQUEST, "cannot read the log\n");
+        }
+        if (PQntuples(st) == 0)
+                return ui_send_text(r->c, MHD_HTTP_NOT_FOUND, "no such job\n");
+        _cleanup_(cJSON_Deletep) cJSON *doc = cJSON_CreateObject();
+        cJSON_AddStringToObject(doc, "status", PQgetvalue(st, 0, 0));
+        cJSON *chunks = cJSON_AddArrayToObject(doc, "chunks");
+        int n = PQntuples(res);
+        for (int i = 0; i < n; i++) {
+                cJSON *c = chunk(res, i);
+                if (c)
+                        cJSON_AddItemToArray(chunks, c);
+        }
+        cJSON_AddNumberToObject(doc, "attempt", n ? atoi(PQgetvalue(res, n - 1, 0)) : atoi(attempt));
+        cJSON_AddNumberToObject(doc, "seq", n ? atoi(PQgetvalue(res, n - 1, 1)) : atoi(seq));
+        cJSON_AddBoolToObject(doc, "more", n == LOG_CHUNKS_PER_CALL);
+        char *text = cJSON_PrintUnformatted(doc);
+        if (!text)
+                return MHD_NO;
+        return ui_send(r->c, MHD_HTTP_OK, "application/json", text, strlen(text),
+                       MHD_RESPMEM_MUST_FREE, NULL);
+}
