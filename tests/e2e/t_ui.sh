@@ -17,6 +17,9 @@ export XSS_ID=$(python3 -c 'import json,sys; print(json.dumps({"command": ["echo
 for id in $OK_ID $FAIL_ID $XSS_ID; do "$BOXCAR" status --wait --timeout 60s "$id" >/dev/null; done
 export LONG_ID=$("$BOXCAR" enqueue --queue web -- sh -c 'for i in $(seq 1 120); do echo tick $i; sleep 0.5; done')
 "$BOXCAR" enqueue --queue idle -- true >/dev/null
+"$BOXCAR" schedule add nightly-report --cron "30 2 * * *" --time-zone Europe/Paris --queue web -- true >/dev/null
+"$BOXCAR" schedule add hourly-sync --cron "@hourly" --queue web -- true >/dev/null &&
+  "$BOXCAR" schedule pause hourly-sync >/dev/null
 
 # ui_start NAME ARGS...: boxcar ui on a free port; its base URL in UI_URL.
 ui_start() {

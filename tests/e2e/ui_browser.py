@@ -280,6 +280,17 @@ def overview_pages(b, base):
           b.eval("!!document.querySelector('#webhooks button[data-action=redrive]')"))
     b.shot("webhooks")
 
+    b.goto(base + "/schedules")
+    shown = b.eval("[...document.querySelectorAll('#schedules tbody tr')].map(r => [r.dataset.id,"
+                   " r.querySelector('.cron').textContent, r.querySelector('.tz').textContent,"
+                   " r.querySelector('.state').textContent].join(':')).join(' ')")
+    want = sql("select string_agg(concat_ws(':', s->>'name', s->>'cron', s->>'time_zone',"
+               " case when (s->>'enabled')::boolean then 'enabled' else 'paused' end), ' ')"
+               " from boxcar.schedule_ls() s")
+    check("the schedules page shows schedule_ls's schedules, cron, zone and state",
+          shown == want and want.count(":") == 6, f"{shown!r} != {want!r}")
+    b.shot("schedules")
+
 
 def job_list(b, base):
     b.goto(base + "/jobs")

@@ -4,14 +4,10 @@
  *   ui_auth.c     who is asking (token, session cookie, basic auth), login
  *                 sessions, CSRF tokens and the Origin check
  *   ui_html.c     escaping, the page shell, responses with security headers
- *   ui_pages.c    queues, workers and webhook deliveries
+ *   ui_pages.c    queues, workers, webhook deliveries and schedules
  *   ui_jobs.c     the job list, a job's page and its live log
  *   ui_actions.c  cancel, retry, drain, redrive (POST only)
  *   ui_assets.c   the stylesheet and the script, served from the binary
- *
- * A schedules page (periodic jobs, boxcar.schedules) is to come: its nav
- * entry goes in ui_html.c's nav table, its route in ui.c's route_get, its
- * page in a ui_schedules.c of its own, as ui_pages.c does for workers.
  *
  * Every request is handled on the server's one thread, so the database
  * connection and the session table need no lock. */
@@ -124,6 +120,7 @@ enum MHD_Result ui_login_page(struct MHD_Connection *c, unsigned status, const c
 enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r);
+enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_jobs(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id);
 enum MHD_Result ui_api_log(struct ui *ui, struct ui_req *r, const char *id);

@@ -57,9 +57,6 @@ void ui_urlenc(struct dynbuf *b, const char *s)
         }
 }
 
-/* Schedules: once boxcar.schedules exists (periodic jobs), add
- * { "/schedules", "Schedules" } here and route it in ui.c's dispatch to a
- * ui_page_schedules() in its own file, as ui_pages.c does for workers. */
 static const struct {
         const char *path, *title;
 } nav[] = {
@@ -67,6 +64,7 @@ static const struct {
         { "/jobs", "Jobs" },
         { "/workers", "Workers" },
         { "/webhooks", "Webhooks" },
+        { "/schedules", "Schedules" },
 };
 
 void ui_page_begin(struct dynbuf *b, const struct ui *ui, const struct ui_req *r, const char *title)

@@ -1,5 +1,6 @@
 /* The overview pages: queues (boxcar.queue_overview), workers
- * (boxcar.worker_status) and webhook deliveries (boxcar.webhook_list). */
+ * (boxcar.worker_status), webhook deliveries (boxcar.webhook_list) and
+ * periodic jobs (boxcar.schedule_ls). */
 #include <cjson/cJSON.h>
 #include <string.h>
 
@@ -193,6 +194,59 @@ enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r)
         dynbuf_addstr(&b, "</tbody></table>\n<p class=\"note\">The 200 newest. Redrive sends a "
                           "delivery again now, with the same webhook-id and a fresh retry "
                           "schedule.</p>");
+        ui_page_end(&b);
+        return ui_send_page(r->c, MHD_HTTP_OK, &b);
+}
+
+static void schedule_row(struct dynbuf *b, const cJSON *s)
+{
+        const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enabled");
+        dynbuf_addstr(b, "<tr data-id=\"");
+        ui_esc(b, jstr(s, "name"));
+        dynbuf_addstr(b, "\">");
+        cell(b, "name", jstr(s, "name"));
+        cell(b, "cron", jstr(s, "cron"));
+        cell(b, "tz", jstr(s, "time_zone"));
+        cell(b, "queue", jstr(s, "queue"));
+        cell(b, "state", cJSON_IsTrue(en) ? "enabled" : "paused");
+        cell(b, "next", cJSON_IsTrue(en) ? jstr(s, "next_run_at") : "");
+        cell(b, "last", jstr(s, "last_run_at"));
+        const char *job = jstr(s, "last_job_id");
+        dynbuf_addstr(b, "<td class=\"job\">");
+        if (*job) {
+                dynbuf_addstr(b, "<a href=\"/jobs/");
+                ui_urlenc(b, job);
+                dynbuf_addstr(b, "\">");
+                ui_esc(b, job);
+                dynbuf_addstr(b, "</a>");
+        }
+        dynbuf_addstr(b, "</td>");
+        cell(b, "error", jstr(s, "last_error"));
+        dynbuf_addstr(b, "</tr>\n");
+}
+
+enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r)
+{
+        enum MHD_Result sent = MHD_NO;
+        _cleanup_pgresult_ PGresult *res = query(ui, r, "select boxcar.schedule_ls()", 0, NULL,
+                                                 &sent);
+        if (!res)
+                return sent;
+        struct dynbuf b;
+        dynbuf_init(&b, UI_PAGE_MAX);
+        ui_page_begin(&b, ui, r, "Schedules");
+        static const char *const cols[] = { "name", "cron", "time zone", "queue", "state",
+                                            "next run", "last run", "last job", "last error",
+                                            NULL };
+        head(&b, "schedules", cols);
+        for (int i = 0; i < PQntuples(res); i++) {
+                _cleanup_(cJSON_Deletep) cJSON *s = cJSON_Parse(PQgetvalue(res, i, 0));
+                if (s)
+                        schedule_row(&b, s);
+        }
+        dynbuf_addstr(&b, "</tbody></table>\n<p class=\"note\">Managed with <code>boxcar "
+                          "schedule add|rm|pause|resume</code>. Times are UTC; each cron "
+                          "expression is read on its time zone's clock.</p>");
         ui_page_end(&b);
         return ui_send_page(r->c, MHD_HTTP_OK, &b);
 }
