@@ -3,11 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 #include "worker/config.h"
 #include "worker/db.h"
 #include "worker/log.h"
-#include "worker/loop.h"
+#include "worker/daemon/loop.h"
 #include "version.h"
 
 static const char migrate_usage[] =

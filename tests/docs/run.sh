@@ -72,7 +72,7 @@ fi
 # and every one `boxcar worker --help` names, is in the README; the help
 # names none the code does not read.
 if [[ -x $BOXCAR ]]; then
-  code_env=$(grep -ohE '"(AWS|BOXCAR)_[A-Z0-9_]+"' storage/*.c worker/*.c | tr -d '"' | sort -u)
+  code_env=$(grep -ohE '"(AWS|BOXCAR)_[A-Z0-9_]+"' storage/*.c worker/*.c worker/*/*.c | tr -d '"' | sort -u)
   help_env=$("$BOXCAR" worker --help | grep -oE '\b(AWS|BOXCAR)_[A-Z0-9_]+' | sort -u)
   readme_env=$(grep -oE '\b(AWS|BOXCAR)_[A-Z0-9_]+' README.md | sort -u)
   missing=$(comm -23 <(printf '%s\n%s\n' "$code_env" "$help_env" | sort -u) <(echo "$readme_env") | tr '\n' ' ')
@@ -116,10 +116,10 @@ check "and a bad value is not (the check can fail)" conf_rejected "$W/bad.conf"
 
 # ---- metric families ----------------------------------------------------------------------
 
-# The families the worker registers (worker/wmetrics.c) and the registry's
-# own counter (worker/metrics.c).
-families=$( { grep -oE '\{ "boxcar_[a-z_]+"' worker/wmetrics.c | tr -d '{ "'
-              sed -n 's/^#define DROPPED_NAME "\(boxcar_[a-z_]*\)"$/\1/p' worker/metrics.c; } | sort -u)
+# The families the worker registers (worker/http/wmetrics.c) and the registry's
+# own counter (worker/http/metrics.c).
+families=$( { grep -oE '\{ "boxcar_[a-z_]+"' worker/http/wmetrics.c | tr -d '{ "'
+              sed -n 's/^#define DROPPED_NAME "\(boxcar_[a-z_]*\)"$/\1/p' worker/http/metrics.c; } | sort -u)
 missing=()
 # `name` or `name{labels}`: a family is not documented by a longer name's prefix.
 for f in $families; do grep -qE "\`$f(\`|\{)" README.md || missing+=("$f"); done

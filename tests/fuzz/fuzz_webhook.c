@@ -1,11 +1,11 @@
-/* libFuzzer: Standard Webhooks verification (worker/webhook_sign.c): the
+/* libFuzzer: Standard Webhooks verification (worker/webhook/webhook_sign.c): the
  * webhook-id, webhook-timestamp and webhook-signature headers and the body
  * as a receiver gets them, split on the first three NUL bytes. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/webhook_sign.h"
+#include "worker/webhook/webhook_sign.h"
 #include "tests/fuzz/fuzz-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

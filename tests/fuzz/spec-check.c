@@ -6,7 +6,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/io.h"
-#include "worker/spec.h"
+#include "worker/job/spec.h"
 
 int main(int argc, char **argv)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "worker/spec.h"
+#include "worker/job/spec.h"
 
 static struct job_spec *parse_ok(const char *json)
 {

@@ -12,9 +12,9 @@
 #include <cmocka.h>
 
 #include "common/error.h"
-#include "worker/webhook_post-internal.h"
-#include "worker/webhook_post.h"
-#include "worker/webhook_sign.h"
+#include "worker/webhook/webhook_post-internal.h"
+#include "worker/webhook/webhook_post.h"
+#include "worker/webhook/webhook_sign.h"
 
 /* https://github.com/standard-webhooks/standard-webhooks (spec test vector) */
 #define VEC_SECRET "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

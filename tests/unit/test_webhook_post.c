@@ -20,7 +20,7 @@
 #include <cmocka.h>
 
 #include "common/error.h"
-#include "worker/webhook_post.h"
+#include "worker/webhook/webhook_post.h"
 
 #define BIG_BODY (1u << 20)
 

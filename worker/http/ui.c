@@ -16,7 +16,7 @@
 #include <sys/random.h>
 
 #include "common/io.h"
-#include "worker/cli.h"
+#include "worker/cli/cli.h"
 #include "worker/db.h"
 #include "worker/http/server.h"
 #include "worker/http/ui-internal.h"

@@ -1,0 +1,297 @@
+/* Job subcommands for people and scripts: enqueue, status, cancel, events. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/dynbuf.h"
+#include "common/io.h"
+#include "worker/cli/cli.h"
+#include "worker/config.h"
+#include "worker/db.h"
+
+BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
+
+static int fail(const char *name, struct bc_error *err)
+{
+        int st = cli_fail(name, err);
+        bc_error_clear(err);
+        return st;
+}
+
+struct enqueue_args {
+        const char *queue, *spec_file, *priority, *run_at, *max_attempts, *key, *webhook;
+};
+
+static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret_cmd_index,
+                         struct bc_error *err)
+{
+        static const struct option opts[] = {
+                { "queue", required_argument, NULL, 'q' },
+                { "spec", required_argument, NULL, 's' },
+                { "priority", required_argument, NULL, 'p' },
+                { "run-at", required_argument, NULL, 'r' },
+                { "max-attempts", required_argument, NULL, 'm' },
+                { "idempotency-key", required_argument, NULL, 'k' },
+                { "webhook-url", required_argument, NULL, 'w' },
+                { NULL, 0, NULL, 0 },
+        };
+        optind = 0;
+        opterr = 0;
+        for (;;) {
+                int o = getopt_long(argc, argv, "+", opts, NULL);
+                if (o == -1)
+                        break;
+                switch (o) {
+                case 'q': a->queue = optarg; break;
+                case 's': a->spec_file = optarg; break;
+                case 'p': a->priority = optarg; break;
+                case 'r': a->run_at = optarg; break;
+                case 'm': a->max_attempts = optarg; break;
+                case 'k': a->key = optarg; break;
+                case 'w': a->webhook = optarg; break;
+                default:
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "unknown or incomplete option '%s'", argv[optind - 1]);
+                }
+        }
+        if (!a->queue)
+                a->queue = "default";
+        bool has_cmd = optind < argc;
+        if (has_cmd == !!a->spec_file)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "give either --spec FILE or -- CMD ARGS... (see --help)");
+        *ret_cmd_index = optind;
+        return 0;
+}
+
+int cmd_enqueue(int argc, char **argv)
+{
+        const char *url = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[2].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        struct bc_error err = BC_ERROR_INIT;
+        struct enqueue_args a = { 0 };
+        int cmd_index = 0;
+        if (parse_enqueue(argc, argv, &a, &cmd_index, &err) < 0)
+                return fail("enqueue", &err);
+        _cleanup_free_ char *spec = NULL;
+        if (a.spec_file && cli_read_spec_file(a.spec_file, &spec, &err) < 0)
+                return fail("enqueue", &err);
+        if (!a.spec_file) {
+                spec = cli_command_spec(argc - cmd_index, argv + cmd_index);
+                if (!spec)
+                        return 1;
+        }
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("enqueue", &err);
+        const char *p[] = { a.queue, spec, a.priority, a.run_at, a.max_attempts, a.key, a.webhook };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn,
+                "select boxcar.enqueue(queue => $1, spec => $2::jsonb,"
+                " priority => coalesce($3::int, 0), run_at => $4::timestamptz,"
+                " max_attempts => coalesce($5::int, 3), idempotency_key => $6,"
+                " webhook_url => $7)",
+                7, p, &err);
+        if (!res)
+                return fail("enqueue", &err);
+        printf("%s\n", PQgetvalue(res, 0, 0));
+        return 0;
+}
+
+static int one_job_arg(const char *name, int argc, char **argv, const char **ret_id)
+{
+        if (argc != 2) {
+                fprintf(stderr, "boxcar %s: expected one job id (see boxcar help %s)\n", name,
+                        name);
+                return 2;
+        }
+        *ret_id = argv[1];
+        return 0;
+}
+
+/* boxcar status --wait --timeout: the job had not finished in time. */
+#define STATUS_TIMED_OUT 124
+
+static void sleep_ms(long msec)
+{
+        struct timespec ts = { msec / 1000, (msec % 1000) * 1000000 };
+        nanosleep(&ts, NULL);
+}
+
+/* Copies the job's status into ret_status; true when it is final. */
+static bool is_final(const char *job_json, char ret_status[16])
+{
+        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(job_json);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+        snprintf(ret_status, 16, "%s", cJSON_IsString(st) ? st->valuestring : "?");
+        return strcmp(ret_status, "succeeded") == 0 || strcmp(ret_status, "failed") == 0 ||
+               strcmp(ret_status, "cancelled") == 0;
+}
+
+static long now_ms(void)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+struct status_args {
+        bool wait;
+        const char *timeout;    /* as given, for the message */
+        long timeout_ms;        /* 0: none */
+        const char *id;
+};
+
+/* Prints the usage error itself; returns 0 or the exit status 2. */
+static int parse_status(int argc, char **argv, struct status_args *a)
+{
+        static const struct option opts[] = {
+                { "wait", no_argument, NULL, 'w' },
+                { "timeout", required_argument, NULL, 't' },
+                { NULL, 0, NULL, 0 },
+        };
+        optind = 0;
+        opterr = 0;
+        for (;;) {
+                int o = getopt_long(argc, argv, "", opts, NULL);
+                if (o == -1)
+                        break;
+                double secs = 0;
+                switch (o) {
+                case 'w': a->wait = true; break;
+                case 't':
+                        if (config_parse_duration(optarg, false, &secs) < 0) {
+                                fprintf(stderr, "boxcar status: --timeout: '%s' is not a duration "
+                                        "(250ms, 30s, 5m, 2h)\n", optarg);
+                                return 2;
+                        }
+                        a->timeout = optarg;
+                        a->timeout_ms = secs * 1000 < 1 ? 1 : (long)(secs * 1000);
+                        break;
+                default:
+                        fprintf(stderr, "boxcar status: unknown or incomplete option '%s' "
+                                "(see boxcar help status)\n", argv[optind - 1]);
+                        return 2;
+                }
+        }
+        if (a->timeout && !a->wait) {
+                fprintf(stderr, "boxcar status: --timeout goes with --wait\n");
+                return 2;
+        }
+        if (argc - optind != 1) {
+                fprintf(stderr, "boxcar status: expected one job id (see boxcar help status)\n");
+                return 2;
+        }
+        a->id = argv[optind];
+        return 0;
+}
+
+int cmd_status(int argc, char **argv)
+{
+        const char *url = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[3].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        struct status_args a = { 0 };
+        r = parse_status(argc, argv, &a);
+        if (r)
+                return r;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("status", &err);
+        long deadline = now_ms() + a.timeout_ms;
+        for (;;) {
+                const char *p[] = { a.id };
+                _cleanup_pgresult_ PGresult *res =
+                        db_exec(conn, "select boxcar.job_json($1::uuid)", 1, p, &err);
+                if (!res)
+                        return fail("status", &err);
+                if (PQgetisnull(res, 0, 0)) {
+                        fprintf(stderr, "boxcar status: job %s not found\n", a.id);
+                        return 1;
+                }
+                char status[16];
+                if (!a.wait || is_final(PQgetvalue(res, 0, 0), status)) {
+                        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, 0, 0));
+                        _cleanup_free_ char *pretty = cJSON_Print(j);
+                        printf("%s\n", pretty ? pretty : PQgetvalue(res, 0, 0));
+                        return 0;
+                }
+                long left = deadline - now_ms();
+                if (a.timeout_ms && left <= 0) {
+                        /* Its own exit status, as timeout(1) has: a script
+                         * can tell "still running" from "failed". */
+                        fprintf(stderr, "boxcar status: job %s is still %s after --timeout %s\n",
+                                a.id, status, a.timeout);
+                        return STATUS_TIMED_OUT;
+                }
+                sleep_ms(a.timeout_ms && left < 100 ? left : 100);
+        }
+}
+
+int cmd_cancel(int argc, char **argv)
+{
+        const char *url = NULL, *id = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[4].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        r = one_job_arg("cancel", argc, argv, &id);
+        if (r)
+                return r;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("cancel", &err);
+        const char *p[] = { id };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.cancel($1::uuid)", 1, p, &err);
+        if (!res)
+                return fail("cancel", &err);
+        const char *st = PQgetvalue(res, 0, 0);
+        if (strcmp(st, "running") == 0)
+                printf("cancel requested: the worker running %s stops it now\n", id);
+        else if (strcmp(st, "cancelled") == 0)
+                printf("cancelled\n");
+        else
+                printf("not cancelled: the job already %s\n", st);
+        return 0;
+}
+
+int cmd_events(int argc, char **argv)
+{
+        const char *url = NULL, *id = NULL;
+        int r = cli_common_options(&argc, argv, cli_commands[5].usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        r = one_job_arg("events", argc, argv, &id);
+        if (r)
+                return r;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (!conn)
+                return fail("events", &err);
+        const char *p[] = { id };
+        /* A job may have no events yet: ask whether it exists. */
+        _cleanup_pgresult_ PGresult *job =
+                db_exec(conn, "select boxcar.job_json($1::uuid) is not null", 1, p, &err);
+        if (!job)
+                return fail("events", &err);
+        if (strcmp(PQgetvalue(job, 0, 0), "t") != 0) {
+                fprintf(stderr, "boxcar events: job %s not found\n", id);
+                return 1;
+        }
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.job_events_json($1::uuid)", 1, p, &err);
+        if (!res)
+                return fail("events", &err);
+        for (int i = 0; i < PQntuples(res); i++)
+                printf("%s\n", PQgetvalue(res, i, 0));
+        return 0;
+}

@@ -1,0 +1,137 @@
+/* `boxcar logs [-f] ID`: a job's output as it was written, stdout to
+ * stdout and stderr to stderr; -f follows until the job finishes. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/io.h"
+#include "worker/cli/cli.h"
+#include "worker/db.h"
+
+const char logs_usage[] =
+        "usage: boxcar logs [--database-url URL] [-f|--follow] ID\n"
+        "\n"
+        "Prints the job's output as the worker stored it while the job ran (stdout to\n"
+        "stdout, stderr to stderr, in order; at most the worker's --max-log-bytes).\n"
+        "\n"
+        "  -f, --follow           keep printing until the job finishes, then exit with the\n"
+        "                         job's exit code (1 when it failed without one)\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
+
+struct cursor {
+        int attempt, seq;
+};
+
+/* Prints every chunk after the cursor; returns how many, or negative. */
+static int print_new(PGconn *conn, const char *id, struct cursor *c, struct bc_error *err)
+{
+        int total = 0;
+        for (;;) {
+                char a[16], s[16];
+                snprintf(a, sizeof(a), "%d", c->attempt);
+                snprintf(s, sizeof(s), "%d", c->seq);
+                const char *p[] = { id, a, s };
+                _cleanup_pgresult_ PGresult *res = db_exec(
+                        conn, "select attempt, seq, stream, data "
+                              "from boxcar.job_logs_after($1::uuid, $2::int, $3::int, 500)",
+                        3, p, err);
+                if (!res)
+                        return -EPROTO;
+                int n = PQntuples(res);
+                for (int i = 0; i < n; i++) {
+                        size_t len = 0;
+                        unsigned char *data =
+                                PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 3), &len);
+                        if (data) {
+                                int fd = atoi(PQgetvalue(res, i, 2)) == 2 ? STDERR_FILENO
+                                                                          : STDOUT_FILENO;
+                                bc_write_all(fd, data, len);
+                                PQfreemem(data);
+                        }
+                        c->attempt = atoi(PQgetvalue(res, i, 0));
+                        c->seq = atoi(PQgetvalue(res, i, 1));
+                }
+                total += n;
+                if (n < 500)
+                        return total;
+        }
+}
+
+/* Returns -1 while the job runs, else the exit status to end with. */
+static int final_status(PGconn *conn, const char *id, struct bc_error *err)
+{
+        const char *p[] = { id };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select status, (result->>'exit_code')::int from boxcar.jobs where id = $1::uuid",
+                1, p, err);
+        if (!res)
+                return -2;
+        if (PQntuples(res) == 0) {
+                bc_error_set(err, BC_NOT_FOUND, ENOENT, "job %s not found", id);
+                return -2;
+        }
+        const char *st = PQgetvalue(res, 0, 0);
+        if (strcmp(st, "succeeded") == 0)
+                return 0;
+        if (strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0) {
+                int code = PQgetisnull(res, 0, 1) ? 1 : atoi(PQgetvalue(res, 0, 1));
+                return code > 0 && code < 256 ? code : 1;
+        }
+        return -1;
+}
+
+static int follow(PGconn *conn, const char *id, struct cursor *c, struct bc_error *err)
+{
+        if (db_exec_script(conn, "listen boxcar_logs", err) < 0)
+                return -2;
+        for (;;) {
+                int st = final_status(conn, id, err);
+                if (st == -2 || print_new(conn, id, c, err) < 0)
+                        return -2;
+                if (st >= 0)
+                        return st;
+                /* Woken by the job's batches; the timeout catches its end. */
+                struct pollfd pfd = { .fd = PQsocket(conn), .events = POLLIN };
+                poll(&pfd, 1, 500);
+                if (!PQconsumeInput(conn)) {
+                        db_conn_error(conn, err);
+                        return -2;
+                }
+                for (PGnotify *n = PQnotifies(conn); n; n = PQnotifies(conn))
+                        PQfreemem(n);
+        }
+}
+
+int cmd_logs(int argc, char **argv)
+{
+        const char *url = NULL;
+        int r = cli_common_options(&argc, argv, logs_usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        bool f = argc == 3 && (strcmp(argv[1], "-f") == 0 || strcmp(argv[1], "--follow") == 0);
+        if (argc != 2 && !f) {
+                fputs(logs_usage, stderr);
+                return 2;
+        }
+        const char *id = argv[argc - 1];
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        struct cursor c = { 0, 0 };
+        int st = 0;
+        if (!conn)
+                st = -2;
+        else if (f)
+                st = follow(conn, id, &c, &err);
+        else if (final_status(conn, id, &err) == -2 || print_new(conn, id, &c, &err) < 0)
+                st = -2;
+        if (st == -2) {
+                int code = cli_fail("logs", &err);
+                bc_error_clear(&err);
+                return code;
+        }
+        return st;
+}

@@ -1,0 +1,108 @@
+/* `boxcar webhooks ls|retry|verify`. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/cli/cli.h"
+#include "worker/cli/cmd_webhooks_verify.h"
+#include "worker/db.h"
+
+const char webhooks_usage[] =
+        "usage: boxcar webhooks ls [--failed] [--limit N]\n"
+        "       boxcar webhooks retry ID\n"
+        "       boxcar webhooks verify [OPTIONS]\n"
+        "\n"
+        "  ls      recent deliveries, newest first, one JSON object per line: --failed\n"
+        "          only those that gave up, --limit at most N (1-10000, default: 100)\n"
+        "  retry   redrive a failed delivery now (same webhook-id, fresh retry schedule)\n"
+        "  verify  check a received webhook's signature, as a consumer would (its own\n"
+        "          options: boxcar webhooks verify --help)\n"
+        "\n"
+        "  --database-url URL     PostgreSQL URL, for ls and retry (default: $DATABASE_URL)\n";
+
+struct ls_args {
+        const char *failed, *limit;
+};
+
+/* Checked before connecting: a usage error needs no database. */
+static int parse_ls(int argc, char **argv, struct ls_args *a, struct bc_error *err)
+{
+        *a = (struct ls_args){ "false", "100" };
+        for (int i = 2; i < argc; i++) {
+                if (strcmp(argv[i], "--failed") == 0)
+                        a->failed = "true";
+                else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc)
+                        a->limit = argv[++i];
+                else if (strcmp(argv[i], "--limit") == 0)
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--limit needs a value");
+                else
+                        return bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'",
+                                            argv[i]);
+        }
+        char *end = NULL;
+        long n = strtol(a->limit, &end, 10);
+        if (end == a->limit || *end || n < 1 || n > 10000)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "--limit: '%s' is not a number from 1 to 10000", a->limit);
+        return 0;
+}
+
+static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)
+{
+        const char *p[] = { a->failed, a->limit };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.webhook_list($1::boolean, $2::int)", 2, p, err);
+        if (!res)
+                return -1;
+        for (int i = 0; i < PQntuples(res); i++)
+                printf("%s\n", PQgetvalue(res, i, 0));
+        return 0;
+}
+
+static int retry(PGconn *conn, const char *id, struct bc_error *err)
+{
+        const char *p[] = { id };
+        _cleanup_pgresult_ PGresult *res =
+                db_exec(conn, "select boxcar.webhook_retry($1)", 1, p, err);
+        if (!res)
+                return -1;
+        const char *st = PQgetvalue(res, 0, 0);
+        if (strcmp(st, "pending") == 0)
+                printf("%s: queued for delivery\n", id);
+        else
+                printf("%s: not retried, it is %s\n", id, st);
+        return 0;
+}
+
+int cmd_webhooks(int argc, char **argv)
+{
+        if (argc >= 2 && strcmp(argv[1], "verify") == 0)
+                return webhooks_verify_main(argc - 1, argv + 1);
+        const char *url = NULL;
+        int r = cli_common_options(&argc, argv, webhooks_usage, &url);
+        if (r)
+                return r == 1 ? 0 : 2;
+        bool is_ls = argc >= 2 && strcmp(argv[1], "ls") == 0;
+        bool is_retry = argc == 3 && strcmp(argv[1], "retry") == 0;
+        if (!is_ls && !is_retry) {
+                fputs(webhooks_usage, stderr);
+                return 2;
+        }
+        struct bc_error err = BC_ERROR_INIT;
+        struct ls_args ls;
+        if (is_ls && parse_ls(argc, argv, &ls, &err) < 0) {
+                int st = cli_fail("webhooks ls", &err);
+                bc_error_clear(&err);
+                return st;
+        }
+        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+        if (conn)
+                r = is_ls ? list(conn, &ls, &err) : retry(conn, argv[2], &err);
+        if (!conn || r < 0) {
+                int st = cli_fail(is_ls ? "webhooks ls" : "webhooks retry", &err);
+                bc_error_clear(&err);
+                return st;
+        }
+        return 0;
+}

@@ -1,0 +1,763 @@
+#include "worker/daemon/loop.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "common/io.h"
+#include "sandbox/sandbox.h"
+#include "worker/job/backend.h"
+#include "worker/db.h"
+#include "worker/webhook/deliver.h"
+#include "worker/http/server.h"
+#include "worker/http/wmetrics.h"
+#include "worker/warm/ws_pool.h"
+#include "worker/log.h"
+#include "worker/migrate.h"
+#include "worker/daemon/notify.h"
+#include "worker/daemon/queue.h"
+#include "worker/daemon/s3_check.h"
+#include "worker/warm/sandbox_pool.h"
+#include "worker/daemon/slots.h"
+#include "worker/job/store.h"
+#include "version.h"
+
+struct loop {
+        const struct worker_config *cfg;
+        char instance[33];         /* new at every start; leases are held by it */
+        struct slots slots;
+        struct store store;
+        struct deliverer deliverer;
+        struct metrics *metrics;       /* NULL without --metrics-addr */
+        struct ws_pool *ws_pool;       /* ready workspace filesystems, or NULL */
+        struct http_server *http;
+        struct s3_check *s3_check;     /* NULL without S3 */
+        _Atomic bool ready_db;         /* read by the HTTP thread */
+        _Atomic bool ready_draining;
+        uint64_t next_stats;
+        PGconn *conn;              /* control connection: claim, heartbeat, housekeeping */
+        PGconn *listen;            /* LISTEN: conn itself, a direct connection, or NULL */
+        bool leader;               /* holds the housekeeping lease */
+        uint64_t next_lead, next_prune;
+        int signal_fd;
+        bool private_mounts;       /* job mounts live in our own mount namespace */
+        bool want_claim;
+        bool draining;
+        bool stopping_all;         /* drain deadline passed or second signal */
+        unsigned reconnect_ms;     /* current backoff */
+        uint64_t next_reconnect, next_poll, next_heartbeat, next_rescue, next_schedule,
+                drain_deadline;
+        uint64_t watchdog_ms, next_watchdog; /* systemd WATCHDOG=1; 0: none asked */
+};
+
+static uint64_t ms(double seconds)
+{
+        return (uint64_t)(seconds * 1000);
+}
+
+static void lose_connection(struct loop *l, const struct bc_error *err)
+{
+        log_event(LOG_WARN, "db.lost", "worker_id", l->cfg->worker_id, "error",
+                  bc_error_message(err), LOG_INT("retry_ms", 100), NULL);
+        if (l->listen && l->listen != l->conn)
+                PQfinish(l->listen);
+        PQfinish(l->conn);
+        l->conn = NULL;
+        l->listen = NULL;
+        l->ready_db = false;
+        wmetrics_db_up(l->metrics, false);
+        if (!l->draining)
+                notify_status(false, "database connection lost, reconnecting");
+        l->reconnect_ms = 100;
+        l->next_reconnect = slots_now_ms() + l->reconnect_ms;
+}
+
+/* Called for every failed control statement: a lost connection is retried
+ * later, a statement error is logged and the loop goes on. */
+static void control_failed(struct loop *l, const char *what, struct bc_error *err)
+{
+        if (db_connection_lost(l->conn)) {
+                lose_connection(l, err);
+        } else {
+                log_event(LOG_ERROR, "db.error", "worker_id", l->cfg->worker_id, "call", what,
+                          "error", bc_error_message(err), NULL);
+        }
+        bc_error_clear(err);
+}
+
+static void catch_up_cancels(struct loop *l)
+{
+        _cleanup_free_ char *running = slots_running_ids(&l->slots);
+        if (!running || !*running)
+                return;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_free_ char *ids = NULL;
+        if (queue_cancel_requested(l->conn, running, &ids, &err) < 0) {
+                control_failed(l, "cancel_requested", &err);
+                return;
+        }
+        for (char *id = ids; id && *id;) {
+                size_t n = strcspn(id, " ");
+                char one[40];
+                snprintf(one, sizeof(one), "%.*s", (int)n, id);
+                slots_stop(&l->slots, one, JOB_STOP_CANCEL);
+                id += n + (id[n] == ' ');
+        }
+}
+
+/* LISTEN on the control connection, or on a direct one when the control
+ * connection goes through PgBouncer; nothing with --poll-only. */
+static int open_listen(struct loop *l, PGconn *conn, PGconn **ret_listen, struct bc_error *err)
+{
+        *ret_listen = NULL;
+        if (l->cfg->poll_only)
+                return 0;
+        PGconn *listen = l->cfg->listen_database_url
+                                 ? db_connect(l->cfg->listen_database_url, "boxcar-listen", err)
+                                 : conn;
+        if (listen && queue_listen(listen, err) >= 0) {
+                *ret_listen = listen;
+                return 0;
+        }
+        if (listen != conn)
+                PQfinish(listen);
+        return -EPROTO;
+}
+
+/* Before the first claim: jobs this name still holds belong to a process
+ * of the same name that is gone (kill -9, a restarted host or pod). */
+static int rescue_orphans(struct loop *l, PGconn *conn, struct bc_error *err)
+{
+        int n = queue_rescue_orphans(conn, l->cfg->worker_id, l->instance, err);
+        if (n > 0)
+                log_event(LOG_WARN, "jobs.rescued", "worker_id", l->cfg->worker_id,
+                          LOG_INT("count", n), "reason",
+                          "left behind by an earlier process of this worker id", NULL);
+        return n < 0 ? n : 0;
+}
+
+static void try_connect(struct loop *l)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        PGconn *conn = db_connect(l->cfg->database_url, "boxcar-worker", &err);
+        PGconn *listen = NULL;
+        if (conn && open_listen(l, conn, &listen, &err) >= 0 &&
+            queue_register(conn, l->cfg, l->instance, &err) >= 0 &&
+            rescue_orphans(l, conn, &err) >= 0 &&
+            (!l->cfg->webhook_default_url ||
+             queue_set_default_webhook(conn, l->cfg->webhook_default_url, &err) >= 0) &&
+            (!l->draining || queue_set_state(conn, l->cfg->worker_id, "draining", &err) >= 0)) {
+                l->conn = conn;
+                l->listen = listen;
+                l->next_lead = 0;
+                l->ready_db = true;
+                wmetrics_db_up(l->metrics, true);
+                l->want_claim = true;
+                l->next_heartbeat = 0;
+                log_event(LOG_INFO, "db.connected", "worker_id", l->cfg->worker_id, NULL);
+                /* READY=1 here, the first time: registered, orphans
+                 * rescued, LISTEN on, the next loop pass claims. */
+                if (!l->draining) {
+                        char queues[256] = "";
+                        for (char *const *q = l->cfg->queues; *q; q++)
+                                snprintf(queues + strlen(queues), sizeof(queues) - strlen(queues),
+                                         "%s%s", q == l->cfg->queues ? "" : ",", *q);
+                        notify_status(true, "serving %s with %u slots as %s", queues,
+                                      l->cfg->concurrency, l->cfg->worker_id);
+                }
+                catch_up_cancels(l);
+                return;
+        }
+        if (listen && listen != conn)
+                PQfinish(listen);
+        PQfinish(conn);
+        log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
+                  bc_error_message(&err), LOG_INT("retry_ms", l->reconnect_ms), NULL);
+        bc_error_clear(&err);
+        l->next_reconnect = slots_now_ms() + l->reconnect_ms;
+        l->reconnect_ms = l->reconnect_ms * 2 > 5000 ? 5000 : l->reconnect_ms * 2;
+}
+
+static bool wanted_queue(const struct loop *l, const char *queue)
+{
+        for (char *const *q = l->cfg->queues; *q; q++)
+                if (strcmp(*q, queue) == 0)
+                        return true;
+        return false;
+}
+
+static void start_drain(struct loop *l, const char *why);
+
+static void handle_notifies(struct loop *l)
+{
+        if (!PQconsumeInput(l->listen)) {
+                struct bc_error err = BC_ERROR_INIT;
+                db_conn_error(l->listen, &err);
+                lose_connection(l, &err);
+                bc_error_clear(&err);
+                return;
+        }
+        for (PGnotify *n = PQnotifies(l->listen); n; n = PQnotifies(l->listen)) {
+                if (strcmp(n->relname, "boxcar_jobs") == 0 && wanted_queue(l, n->extra))
+                        l->want_claim = true;
+                else if (strcmp(n->relname, "boxcar_cancel") == 0)
+                        slots_stop(&l->slots, n->extra, JOB_STOP_CANCEL);
+                else if (strcmp(n->relname, "boxcar_webhooks") == 0)
+                        deliverer_kick(&l->deliverer);
+                else if (strcmp(n->relname, "boxcar_drain") == 0 &&
+                         strcmp(n->extra, l->cfg->worker_id) == 0 && !l->draining)
+                        start_drain(l, "boxcar worker drain");
+                PQfreemem(n);
+        }
+}
+
+static void claim(struct loop *l)
+{
+        unsigned n = slots_free(&l->slots);
+        struct claimed_job **jobs = NULL;
+        size_t got = 0;
+        struct bc_error err = BC_ERROR_INIT;
+        l->want_claim = false;
+        l->next_poll = slots_now_ms() + ms(l->cfg->poll_interval_s);
+        if (queue_claim(l->conn, l->cfg, l->instance, n, &jobs, &got, &err) < 0) {
+                control_failed(l, "claim", &err);
+                return;
+        }
+        for (size_t i = 0; i < got; i++) {
+                wmetrics_claimed(l->metrics, jobs[i]->queue, jobs[i]->pickup_s);
+                slots_assign(&l->slots, jobs[i]);
+        }
+        wmetrics_slots(l->metrics, l->slots.busy, l->slots.n);
+        free(jobs);
+        /* A full batch means more may be waiting: claim again as soon as a
+         * slot frees up, without waiting for a notification. */
+        l->want_claim = got == n;
+        /* A short one may be a rate limit: claim again at its next token
+         * (no notification says when), not at the next poll. */
+        int delay = got < n ? queue_claim_delay_ms(l->conn, l->cfg, &err) : 0;
+        if (delay < 0)
+                control_failed(l, "claim_delay_ms", &err);
+        else if (delay > 0 && slots_now_ms() + (uint64_t)delay < l->next_poll)
+                l->next_poll = slots_now_ms() + (uint64_t)delay;
+}
+
+/* Every second on the leader: enqueue the periodic jobs that are due. */
+static void schedule_tick(struct loop *l)
+{
+        l->next_schedule = slots_now_ms() + 1000;
+        struct bc_error err = BC_ERROR_INIT;
+        int n = queue_schedule_tick(l->conn, &err);
+        if (n < 0) {
+                control_failed(l, "schedule_tick", &err);
+                return;
+        }
+        if (n > 0)
+                log_event(LOG_INFO, "schedules.enqueued", "worker_id", l->cfg->worker_id,
+                          LOG_INT("count", n), NULL);
+}
+
+static void heartbeat(struct loop *l)
+{
+        uint64_t sent = slots_now_ms();
+        l->next_heartbeat = sent + ms(l->cfg->lease_s / 3);
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_free_ char *held = NULL;
+        if (queue_heartbeat(l->conn, l->cfg, l->instance, &held, &err) < 0) {
+                control_failed(l, "heartbeat", &err);
+                return;
+        }
+        slots_stop_unheld(&l->slots, held, sent);
+}
+
+/* Every lease/3: renew leadership (housekeeping runs on the leader only)
+ * and notice a drain requested from another host, in case its NOTIFY was
+ * missed. */
+static void lead(struct loop *l)
+{
+        l->next_lead = slots_now_ms() + ms(l->cfg->lease_s / 3);
+        struct bc_error err = BC_ERROR_INIT;
+        int r = queue_try_lead(l->conn, l->cfg, &err);
+        if (r < 0) {
+                control_failed(l, "try_lead", &err);
+                return;
+        }
+        if (r != l->leader)
+                log_event(LOG_INFO, r ? "leader.elected" : "leader.lost", "worker_id",
+                          l->cfg->worker_id, NULL);
+        l->leader = r;
+        wmetrics_leader(l->metrics, l->leader);
+        r = l->draining ? 0 : queue_drain_requested(l->conn, l->cfg->worker_id, &err);
+        if (r < 0)
+                control_failed(l, "drain_requested", &err);
+        else if (r > 0)
+                start_drain(l, "boxcar worker drain");
+}
+
+static void prune(struct loop *l)
+{
+        l->next_prune = slots_now_ms() + 10 * 60 * 1000;
+        struct bc_error err = BC_ERROR_INIT;
+        int n = queue_prune(l->conn, l->cfg->retention_s, &err);
+        if (n < 0) {
+                control_failed(l, "prune", &err);
+                return;
+        }
+        log_event(n ? LOG_INFO : LOG_DEBUG, "jobs.pruned", "worker_id", l->cfg->worker_id,
+                  LOG_INT("count", n), NULL);
+}
+
+static void rescue(struct loop *l)
+{
+        l->next_rescue = slots_now_ms() + ms(l->cfg->lease_s / 2);
+        struct bc_error err = BC_ERROR_INIT;
+        int n = queue_rescue(l->conn, &err);
+        if (n < 0) {
+                control_failed(l, "rescue_expired", &err);
+                return;
+        }
+        if (n > 0)
+                log_event(LOG_INFO, "jobs.rescued", "worker_id", l->cfg->worker_id,
+                          LOG_INT("count", n), NULL);
+}
+
+/* The queue depth gauges, refreshed every poll interval. */
+static void refresh_queue_stats(struct loop *l)
+{
+        l->next_stats = slots_now_ms() + ms(l->cfg->poll_interval_s);
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_pgresult_ PGresult *res = queue_stats(l->conn, &err);
+        if (!res) {
+                control_failed(l, "queue_stats", &err);
+                return;
+        }
+        wmetrics_queue_depth_begin(l->metrics);
+        for (int i = 0; i < PQntuples(res); i++)
+                wmetrics_queue_depth(l->metrics, PQgetvalue(res, i, 0), atof(PQgetvalue(res, i, 1)),
+                                     atof(PQgetvalue(res, i, 2)), atof(PQgetvalue(res, i, 3)),
+                                     atof(PQgetvalue(res, i, 4)));
+}
+
+/* /readyz: the database is reachable, the worker takes jobs, and its
+ * bucket answered the last check (worker/daemon/s3_check.h). */
+static bool is_ready(void *ctx, char *reason, size_t size)
+{
+        struct loop *l = ctx;
+        if (l->ready_draining) {
+                snprintf(reason, size, "draining");
+                return false;
+        }
+        if (!l->ready_db) {
+                snprintf(reason, size, "database unreachable");
+                return false;
+        }
+        return s3_check_ready(l->s3_check, reason, size);
+}
+
+static int start_metrics(struct loop *l, struct bc_error *err)
+{
+        if (!l->cfg->metrics_addr)
+                return 0;
+        int r = wmetrics_new(&l->metrics, l->cfg->concurrency, err);
+        if (r < 0)
+                return bc_error_prefix(err, "metrics");
+        /* Its messages name --metrics-addr already. */
+        return http_server_start(l->cfg->metrics_addr, l->metrics, is_ready, l, &l->http, err);
+}
+
+static void start_drain(struct loop *l, const char *why)
+{
+        if (l->draining) {
+                /* A second signal: stop now, handing every job back. */
+                l->stopping_all = true;
+                l->slots.hard = true;
+                slots_stop(&l->slots, NULL, JOB_STOP_DRAIN);
+                log_event(LOG_WARN, "worker.stop_now", "worker_id", l->cfg->worker_id, NULL);
+                return;
+        }
+        l->draining = true;
+        l->ready_draining = true;
+        wmetrics_draining(l->metrics, true);
+        l->drain_deadline = slots_now_ms() + ms(l->cfg->drain_timeout_s);
+        notify_stopping(why);
+        log_event(LOG_INFO, "worker.draining", "worker_id", l->cfg->worker_id, "reason", why,
+                  NULL);
+        struct bc_error err = BC_ERROR_INIT;
+        if (l->conn && queue_set_state(l->conn, l->cfg->worker_id, "draining", &err) < 0)
+                control_failed(l, "set_worker_state", &err);
+}
+
+static void handle_signals(struct loop *l)
+{
+        struct signalfd_siginfo si;
+        while (read(l->signal_fd, &si, sizeof(si)) == sizeof(si))
+                start_drain(l, si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static int next_timeout(const struct loop *l)
+{
+        uint64_t now = slots_now_ms();
+        uint64_t next = now + 60000;
+        if (!l->conn)
+                next = l->next_reconnect < next ? l->next_reconnect : next;
+        else {
+                if (!l->draining && slots_free(&l->slots) && l->next_poll < next)
+                        next = l->next_poll;
+                if (l->next_heartbeat < next)
+                        next = l->next_heartbeat;
+                if (l->leader && l->next_rescue < next)
+                        next = l->next_rescue;
+                if (l->leader && l->next_schedule < next)
+                        next = l->next_schedule;
+                if (l->next_lead < next)
+                        next = l->next_lead;
+        }
+        if (l->draining && !l->stopping_all && l->drain_deadline < next)
+                next = l->drain_deadline;
+        if (l->stopping_all && !l->slots.hard && l->drain_deadline + 10000 < next)
+                next = l->drain_deadline + 10000;
+        if (l->watchdog_ms && l->next_watchdog < next)
+                next = l->next_watchdog;
+        return next <= now ? 0 : (int)(next - now);
+}
+
+static void do_timers(struct loop *l)
+{
+        uint64_t now = slots_now_ms();
+        /* From the main loop itself: a loop stuck in a call stops the
+         * pings, and systemd restarts the worker. */
+        if (l->watchdog_ms && now >= l->next_watchdog) {
+                notify_watchdog();
+                l->next_watchdog = now + l->watchdog_ms;
+        }
+        if (!l->conn && now >= l->next_reconnect)
+                try_connect(l);
+        if (l->draining && !l->stopping_all && now >= l->drain_deadline && l->slots.busy) {
+                l->stopping_all = true;
+                log_event(LOG_WARN, "worker.drain_timeout", "worker_id", l->cfg->worker_id,
+                          "detail", "handing running jobs back to the queue", NULL);
+                slots_stop(&l->slots, NULL, JOB_STOP_DRAIN);
+        }
+        /* Reports still retrying 10 s after the deadline (the database is
+         * away): give up, the jobs are rescued once their leases expire. */
+        if (l->stopping_all && !l->slots.hard && now >= l->drain_deadline + 10000)
+                l->slots.hard = true;
+        /* Also when idle: it keeps this worker's row alive in worker_status. */
+        if (l->conn && now >= l->next_heartbeat)
+                heartbeat(l);
+        if (l->conn && now >= l->next_lead)
+                lead(l);
+        if (l->conn && l->leader && now >= l->next_rescue)
+                rescue(l);
+        if (l->conn && l->leader && now >= l->next_schedule)
+                schedule_tick(l);
+        if (l->conn && l->leader && l->cfg->retention_s > 0 && now >= l->next_prune)
+                prune(l);
+        if (l->conn && l->metrics && now >= l->next_stats)
+                refresh_queue_stats(l);
+        if (l->conn && !l->draining && slots_free(&l->slots) &&
+            (l->want_claim || now >= l->next_poll))
+                claim(l);
+}
+
+static int setup_signals(struct loop *l, struct bc_error *err)
+{
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        /* Blocked before the slot threads start, so only signalfd sees them. */
+        if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+                return bc_error_set(err, BC_INTERNAL, errno, "sigmask: %m");
+        signal(SIGPIPE, SIG_IGN);
+        l->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (l->signal_fd < 0)
+                return bc_error_set(err, BC_INTERNAL, errno, "signalfd: %m");
+        return 0;
+}
+
+static int new_instance_id(char ret_id[33], struct bc_error *err)
+{
+        unsigned char raw[16];
+        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+                return bc_error_set(err, BC_INTERNAL, errno, "getrandom: %m");
+        for (size_t i = 0; i < sizeof(raw); i++)
+                snprintf(ret_id + 2 * i, 3, "%02x", raw[i]);
+        return 0;
+}
+
+/* The work dir and its parents, 0700: a fresh checkout or host has none
+ * of them, and only the worker needs to look inside. */
+static int setup_work_dir(const struct worker_config *cfg, bool *ret_private,
+                          struct bc_error *err)
+{
+        _cleanup_free_ char *jobs = NULL;
+        if (asprintf(&jobs, "%s/jobs", cfg->work_dir) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        if (bc_mkdir_p(jobs, 0700, err) < 0) {
+                err->code = BC_CONFIG;
+                return bc_error_prefix(err, "--work-dir %s", cfg->work_dir);
+        }
+        if (cfg->sandbox == BACKEND_NAMESPACE) {
+                char why[128];
+                struct bc_error e = BC_ERROR_INIT;
+                if (!sandbox_workspace_available(why, sizeof(why)))
+                        log_event(LOG_WARN, "sandbox.workspace", "error", why, "effect",
+                                  "jobs fail with SANDBOX_SETUP: a workspace cannot be bounded here",
+                                  NULL);
+                else if (sandbox_workspace_private_mounts(&e) < 0)
+                        /* Still safe: the start-up cleanup below is the net. */
+                        log_event(LOG_WARN, "sandbox.workspace", "error", bc_error_message(&e),
+                                  "effect", "job mounts live in the host's namespace; no "
+                                  "workspaces are made ahead", NULL);
+                else
+                        *ret_private = true;
+                bc_error_clear(&e);
+        }
+        /* What a worker killed before private mounts existed (or without
+         * them) left: workspace mounts, their loop devices, directories. */
+        job_dirs_cleanup(cfg->work_dir);
+        ws_pool_cleanup(cfg->work_dir);
+        return 0;
+}
+
+/* Workspace filesystems made ahead, of the spec's default size, when this
+ * worker makes them at all, in a mount namespace of its own (a pool's
+ * mounts must die with the worker; and a mount under a shared parent
+ * cannot be moved).  A failure is not fatal: jobs make theirs. */
+/* --warm-sandboxes / --warm-workspaces: the number given, or by default
+ * the concurrency plus the pools' prefetch of 2. */
+static unsigned warm_max(int given, const struct worker_config *cfg)
+{
+        return given < 0 ? cfg->concurrency + WS_POOL_PREFETCH : (unsigned)given;
+}
+
+static void start_ws_pool(struct loop *l)
+{
+        const struct worker_config *cfg = l->cfg;
+        if (cfg->sandbox != BACKEND_NAMESPACE || !l->private_mounts)
+                return;
+        struct ws_pool_options o = {
+                .work_dir = cfg->work_dir, .concurrency = cfg->concurrency,
+                .max_ready = warm_max(cfg->warm_workspaces, cfg),
+                .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES,
+                .metrics = l->metrics,
+        };
+        struct bc_error err = BC_ERROR_INIT;
+        if (ws_pool_start(&l->ws_pool, &o, &err) < 0) {
+                log_event(LOG_WARN, "workspace.pool", "error", bc_error_message(&err), "effect",
+                          "every job makes its workspace filesystem when it starts", NULL);
+                ws_pool_stop(l->ws_pool);
+                l->ws_pool = NULL;
+        }
+        bc_error_clear(&err);
+        l->slots.ws_pool = l->ws_pool;
+}
+
+/* cgroup v2: moves the worker into a leaf of its cgroup so that cgroup
+ * can give job cgroups their controllers (see sandbox.h).  Must run while
+ * the process is single-threaded.  A failure is not fatal: jobs without
+ * limits still run, and jobs with limits fail with the helper's reason. */
+static char *setup_cgroup(const struct worker_config *cfg)
+{
+        if (cfg->sandbox != BACKEND_NAMESPACE)
+                return NULL;
+        char *parent = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        if (sandbox_cgroup_prepare_worker(NULL, &parent, &err) < 0) {
+                log_event(LOG_WARN, "sandbox.cgroup", "parent", "none", "error",
+                          bc_error_message(&err), NULL);
+                bc_error_clear(&err);
+                return NULL;
+        }
+        log_event(LOG_INFO, "sandbox.cgroup", "parent", parent ? parent : "none", "mode",
+                  parent ? "v2 delegated: worker in a leaf, jobs beside it"
+                         : "jobs under the helper's own cgroup", NULL);
+        backend_sandbox_set_cgroup_parent(parent);
+        return parent;
+}
+
+/* Warm sandboxes, made by the pool's own thread: they die with it, and it
+ * is stopped only after the slots are joined.  Without a pool every
+ * sandbox is cold. */
+static void start_pool(const struct worker_config *cfg, const char *cgroup_parent,
+                       struct storage_cache *images, struct metrics *m,
+                       struct sandbox_pool **ret)
+{
+        *ret = NULL;
+        if (cfg->sandbox != BACKEND_NAMESPACE)
+                return;
+        unsigned max = warm_max(cfg->warm_sandboxes, cfg);
+        struct bc_error err = BC_ERROR_INIT;
+        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, images, m, ret, &err) < 0) {
+                log_event(LOG_WARN, "sandbox.pool", "error", bc_error_message(&err), "effect",
+                          "every sandbox starts cold", NULL);
+                bc_error_clear(&err);
+                return;
+        }
+        log_event(LOG_INFO, "sandbox.pool", LOG_INT("max", *ret ? max : 0), "mode",
+                  *ret ? "warm sandboxes made ahead of jobs"
+                       : max ? "off: warm sandboxes need root" : "off (--warm-sandboxes 0)", NULL);
+        backend_sandbox_set_pool(*ret, m);
+}
+
+/* Before any job or delivery thread starts: the schema must be one this
+ * binary knows, or the worker exits with the reason (once, not a retry
+ * loop of raw SQL errors).  Waits out an unreachable database like the main
+ * loop; returns 1 when a signal asks to stop meanwhile. */
+static int wait_for_schema(struct loop *l, struct bc_error *err)
+{
+        unsigned backoff = 100;
+        for (;;) {
+                _cleanup_pgconn_ PGconn *conn =
+                        db_connect(l->cfg->database_url, "boxcar-worker", err);
+                int r = conn ? migrate_check_schema(conn, sql_files, sql_files_count, err)
+                             : -ECONNREFUSED;
+                if (r >= 0 || (conn && !db_connection_lost(conn)))
+                        return r;
+                log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
+                          bc_error_message(err), LOG_INT("retry_ms", backoff), NULL);
+                bc_error_clear(err);
+                notify_status(false, "waiting for the database");
+                notify_watchdog();
+                struct pollfd p = { .fd = l->signal_fd, .events = POLLIN };
+                unsigned wait = backoff;
+                if (l->watchdog_ms && l->watchdog_ms < wait)
+                        wait = (unsigned)l->watchdog_ms;
+                if (poll(&p, 1, (int)wait) > 0)
+                        return 1;
+                backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+        }
+}
+
+static void run_loop(struct loop *l)
+{
+        while (!(l->draining && l->slots.busy == 0)) {
+                struct pollfd p[3] = {
+                        { .fd = l->signal_fd, .events = POLLIN },
+                        { .fd = l->slots.done_fd, .events = POLLIN },
+                        { .fd = l->listen ? PQsocket(l->listen) : -1, .events = POLLIN },
+                };
+                int n = poll(p, 3, next_timeout(l));
+                if (n < 0 && errno != EINTR)
+                        break;
+                if (p[0].revents)
+                        handle_signals(l);
+                if (p[1].revents) {
+                        slots_collect(&l->slots);
+                        wmetrics_slots(l->metrics, l->slots.busy, l->slots.n);
+                }
+                if (l->listen && p[2].revents)
+                        handle_notifies(l);
+                do_timers(l);
+        }
+}
+
+int worker_run(const struct worker_config *cfg, struct bc_error *err)
+{
+        struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100,
+                          .watchdog_ms = notify_watchdog_interval_ms() };
+        int r = new_instance_id(l.instance, err);
+        if (r >= 0)
+                r = setup_work_dir(cfg, &l.private_mounts, err);
+        if (r >= 0)
+                r = setup_signals(&l, err);
+        /* Before start_metrics: the first thread of the process. */
+        _cleanup_free_ char *cgroup_parent = r >= 0 ? setup_cgroup(cfg) : NULL;
+        if (r >= 0)
+                r = start_metrics(&l, err);
+        l.slots.metrics = l.metrics;
+        l.deliverer.metrics = l.metrics;
+        _cleanup_free_ char *cache_dir = NULL, *image_dir = NULL;
+        if (r >= 0 && (asprintf(&cache_dir, "%s/volumes", cfg->work_dir) < 0 ||
+                       asprintf(&image_dir, "%s/images", cfg->work_dir) < 0))
+                r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        bool store_open_ok = false;
+        if (r >= 0) {
+                r = store_open(&l.store, cache_dir, image_dir, cfg->volume_cache_bytes,
+                               (long)cfg->artifact_url_ttl_s, err);
+                store_open_ok = r >= 0;
+                l.store.url_guard = &cfg->url_guard;
+        }
+        /* Always checked: a missing bucket or a wrong key shows at start
+         * in the log (and in /readyz), not in the first job. */
+        if (r >= 0 && l.store.s3)
+                r = s3_check_start(l.store.s3, cfg->worker_id, &l.s3_check, err);
+        int stop = 0;
+        if (r >= 0) {
+                stop = wait_for_schema(&l, err);
+                r = stop < 0 ? stop : 0;
+        }
+        struct sandbox_pool *pool = NULL;
+        if (r >= 0 && !stop)
+                start_pool(cfg, cgroup_parent, l.store.images, l.metrics, &pool);
+        if (r >= 0 && !stop)
+                start_ws_pool(&l);
+        if (r >= 0 && !stop)
+                r = slots_start(&l.slots, cfg, &l.store, err);
+        const char *no_webhooks = NULL;
+        bool deliverer_ok = false;
+        if (r >= 0 && !stop) {
+                r = deliverer_start(&l.deliverer, cfg, &no_webhooks, err);
+                deliverer_ok = true;
+        }
+        if (r < 0 || stop) {
+                http_server_stop(l.http);
+                s3_check_stop(l.s3_check);
+                metrics_free(l.metrics);
+                if (deliverer_ok)
+                        deliverer_stop(&l.deliverer);
+                if (l.slots.slot)
+                        slots_join(&l.slots);
+                backend_sandbox_set_pool(NULL, NULL);
+                sandbox_pool_stop(pool);
+                ws_pool_stop(l.ws_pool);
+                if (store_open_ok)
+                        store_close(&l.store);
+                if (l.signal_fd >= 0)
+                        close(l.signal_fd);
+                backend_sandbox_set_cgroup_parent(NULL);
+                return r < 0 ? r : 0;
+        }
+        log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id,
+                  LOG_INT("concurrency", cfg->concurrency),
+                  "sandbox", cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none",
+                  "s3", l.store.s3 ? "configured" : "not configured",
+                  "version", BOXCAR_VERSION, "instance", l.instance, NULL);
+        if (no_webhooks)
+                log_event(LOG_WARN, "webhooks.disabled", "worker_id", cfg->worker_id, "reason",
+                          no_webhooks, "detail", "this worker delivers no webhooks; workers "
+                          "with a secret deliver them", NULL);
+        try_connect(&l);
+        run_loop(&l);
+        if (l.conn) {
+                struct bc_error ignored = BC_ERROR_INIT;
+                if (l.leader)
+                        queue_resign(l.conn, cfg->worker_id, &ignored);
+                queue_set_state(l.conn, cfg->worker_id, "stopped", &ignored);
+                bc_error_clear(&ignored);
+        }
+        slots_join(&l.slots);
+        backend_sandbox_set_pool(NULL, NULL);
+        sandbox_pool_stop(pool);
+        ws_pool_stop(l.ws_pool);
+        backend_sandbox_set_cgroup_parent(NULL);
+        deliverer_stop(&l.deliverer);
+        http_server_stop(l.http);
+        s3_check_stop(l.s3_check);
+        store_close(&l.store);
+        metrics_free(l.metrics);
+        if (l.listen && l.listen != l.conn)
+                PQfinish(l.listen);
+        PQfinish(l.conn);
+        close(l.signal_fd);
+        log_event(LOG_INFO, "worker.stopped", "worker_id", cfg->worker_id, NULL);
+        return 0;
+}

@@ -1,0 +1,74 @@
+/* The job slots of one worker: --concurrency threads, each running one job
+ * at a time with its own database connection for reporting, so a slow or
+ * reconnecting report never stalls the main loop's claims. */
+#ifndef BC_WORKER_SLOTS_H
+#define BC_WORKER_SLOTS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "worker/config.h"
+#include "worker/job/job.h"
+
+struct slot;
+
+struct store;
+
+struct slots {
+        const struct worker_config *cfg;
+        struct store *store;
+        struct metrics *metrics;    /* or NULL */
+        struct ws_pool *ws_pool;    /* or NULL; set before slots_start */
+        struct slot *slot;
+        unsigned n;
+        unsigned busy;          /* main thread's count of assigned slots */
+        int done_fd;            /* eventfd: readable when a slot finished */
+        pthread_mutex_t lock;
+        _Atomic bool closing;   /* threads exit once idle */
+        _Atomic bool hard;      /* stop retrying reports: exiting now */
+        /* The reporter thread records finished slots' results, several
+         * per call (boxcar.report_batch); a queue of slots under
+         * report_lock. */
+        pthread_t reporter;
+        bool reporter_started;
+        pthread_mutex_t report_lock;
+        pthread_cond_t report_wake;        /* the reporter: work queued */
+        pthread_cond_t report_recorded;    /* the slots: a batch is done */
+        struct slot *report_head, *report_tail;
+        bool report_stop;
+};
+
+/* Starts cfg->concurrency slot threads.  Signals must already be blocked
+ * in the caller, so the threads inherit the mask. */
+int slots_start(struct slots *s, const struct worker_config *cfg, struct store *store,
+                struct bc_error *err);
+
+/* Hands job to an idle slot (takes ownership).  Returns 0, or -EBUSY when
+ * every slot is busy (the job is not taken then). */
+int slots_assign(struct slots *s, struct claimed_job *job);
+
+/* Marks slots that finished as idle; call when done_fd is readable.
+ * Returns how many became free. */
+unsigned slots_collect(struct slots *s);
+
+unsigned slots_free(const struct slots *s);
+
+/* Asks the slot running job_id (or every busy slot when job_id is NULL) to
+ * stop for the given reason.  Returns how many slots were asked. */
+unsigned slots_stop(struct slots *s, const char *job_id, enum job_stop why);
+
+/* Space-separated ids of the jobs the slots run (caller frees). */
+char *slots_running_ids(struct slots *s);
+
+/* Drops jobs from ids_held-complement: stops every running job whose id is
+ * not in held (space-separated) and that was assigned before since_ms. */
+void slots_stop_unheld(struct slots *s, const char *held, uint64_t since_ms);
+
+/* Waits for the threads to finish their jobs and exit, then frees. */
+void slots_join(struct slots *s);
+
+uint64_t slots_now_ms(void);
+
+#endif

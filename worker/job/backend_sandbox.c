@@ -1,0 +1,236 @@
+/* --sandbox namespace: the job runs inside boxcar-sandbox, a single-
+ * threaded helper that sets up namespaces, seccomp and cgroups (this
+ * multi-threaded worker never does), and reports a JSON status on fd 3. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+#include "sandbox/sandbox.h"
+#include "worker/job/backend.h"
+#include "worker/warm/sandbox_pool.h"
+
+#define STATUS_MAX (64 * 1024)
+/* The helper enforces the job's timeout itself; the worker only steps in
+ * when the helper is stuck, this long after it. */
+#define HELPER_EXTRA_TIMEOUT_S 15.0
+
+/* Written before the slot threads exist, only read by them. */
+static const char *cgroup_parent;
+static struct sandbox_pool *pool;
+static struct metrics *pool_metrics;
+
+void backend_sandbox_set_cgroup_parent(const char *parent)
+{
+        cgroup_parent = parent;
+}
+
+void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
+{
+        pool = p;
+        pool_metrics = m;
+}
+
+static int read_status(int fd, char *buf, size_t size, size_t *ret_len)
+{
+        size_t len = 0;
+        while (len < size) {
+                ssize_t n = read(fd, buf + len, size - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                len += (size_t)n;
+        }
+        *ret_len = len;
+        return 0;
+}
+
+/* Folds the helper's status into the result, or turns a setup failure
+ * into the SANDBOX_SETUP error that gets the job retried. */
+static int apply_status(const struct sandbox_status *st, struct backend_result *ret,
+                        struct bc_error *err)
+{
+        if (st->setup_failed)
+                return bc_error_set(err, BC_SANDBOX_SETUP, st->setup_errno ? st->setup_errno : EIO,
+                                    "sandbox setup failed at %s%s%s: %s",
+                                    st->setup_step ? st->setup_step : "?",
+                                    st->setup_path ? " " : "", st->setup_path ? st->setup_path : "",
+                                    st->message ? st->message : "unknown error");
+        struct proc_outcome *p = &ret->proc;
+        p->exit_code = st->exit_code;
+        p->signal = st->signal;
+        p->timed_out = st->timed_out;
+        p->cancelled = p->cancelled || st->cancelled;
+        p->wall_ms = st->wall_ms;
+        p->cpu_ms = st->cpu_ms;
+        p->max_rss_kb = st->max_rss_kb;
+        ret->oom_killed = st->oom_killed;
+        /* exec failures (126/127) are already on the job's stderr, written
+         * by the helper itself. */
+        return 0;
+}
+
+static int build_argv(const struct backend_job *j, int status_fd, char ***ret_argv,
+                      struct bc_error *err)
+{
+        const struct job_spec *spec = j->spec;
+        bool chdir_first = strcmp(spec->workdir, "/workspace") != 0;
+        char **cmd = backend_command(j->argv, chdir_first ? spec->workdir : NULL);
+        char **env = backend_env(spec, "/workspace");
+        struct sandbox_bind binds[1 + 32];
+        size_t n = 0;
+        binds[n++] = (struct sandbox_bind){ .src = j->meta_dir, .dest = BACKEND_META_DIR };
+        for (size_t i = 0; i < spec->n_volumes && i < 32; i++)
+                binds[n++] = (struct sandbox_bind){ .src = j->volume_paths[i],
+                                                    .dest = spec->volumes[i].mount };
+        struct sandbox_opts o = {
+                .workspace = j->workspace, .scratch = j->scratch, .ro_binds = binds, .n_ro_binds = n, .env = env,
+                .argv = cmd, .timeout_s = j->timeout_s,
+                .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
+                .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,
+                .network = spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE,
+                .cgroup_parent = cgroup_parent,
+                .image = j->image_path,
+        };
+        int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, status_fd, ret_argv, err)
+                           : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        backend_strv_free(cmd);
+        backend_strv_free(env);
+        return r;
+}
+
+/* A warm sandbox's start, for proc_run: the handoff. */
+struct warm_start {
+        struct sandbox_warm *w;
+        char **argv;
+        int status_w;
+        uint64_t send_us;
+};
+
+static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc_error *err)
+{
+        struct warm_start *ws = ctx;
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w, err);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ws->send_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+        if (r >= 0)
+                *ret_pid = ws->w->pid;
+        return r;
+}
+
+/* One run of the helper: cold (spawned with argv, the status on fd 3) or
+ * warm (w: handed the job).  Fills ret from the status.  On failure,
+ * *ret_sandbox_fault says whether the sandbox itself failed (a warm one
+ * may be replaced by a cold one) rather than the job's own options or
+ * workspace (which fail the same anywhere). */
+static int run_helper(const struct backend_job *j, char **argv, struct sandbox_warm *w,
+                      struct backend_result *ret, bool *ret_sandbox_fault, struct bc_error *err)
+{
+        *ret_sandbox_fault = true;
+        int status_pipe[2];
+        if (pipe2(status_pipe, O_CLOEXEC) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "status pipe: %m");
+        uint64_t cap = j->spec->limits.output_bytes < j->cfg->max_output_bytes
+                               ? j->spec->limits.output_bytes : j->cfg->max_output_bytes;
+        /* The helper gets an empty environment: it sets the job's from argv. */
+        char *empty_env[] = { NULL };
+        struct warm_start ws = { .w = w, .argv = argv, .status_w = status_pipe[1] };
+        struct proc_request req = {
+                .argv = argv, .envp = empty_env, .cwd = NULL,
+                .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
+                .output_cap = (size_t)cap, .cancel_fd = j->cancel_fd, .on_output = j->on_output, .ctx = j->output_ctx,
+                /* SIGTERM: the helper kills the sandbox and still reports. */
+                .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = w ? -1 : status_pipe[1],
+                .start = w ? start_warm : NULL, .start_ctx = &ws,
+        };
+        proc_outcome_done(&ret->proc);
+        int r = proc_run(&req, &ret->proc, err);
+        close(status_pipe[1]);
+        if (r < 0) {
+                close(status_pipe[0]);
+                return r;
+        }
+        _cleanup_free_ char *buf = malloc(STATUS_MAX);
+        size_t len = 0;
+        if (buf)
+                read_status(status_pipe[0], buf, STATUS_MAX, &len);
+        close(status_pipe[0]);
+        if (!ret->proc.spawned)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT,
+                                    "cannot start the sandbox helper %s", j->cfg->sandbox_helper);
+        if (len == 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, EIO,
+                                    "the sandbox helper ended without a status (exit %d%s)",
+                                    ret->proc.exit_code,
+                                    ret->proc.signal ? ", killed by a signal" : "");
+        struct sandbox_status st;
+        uint64_t helper_wall_ms = ret->proc.wall_ms;
+        r = sandbox_status_parse(buf, len, &st, err);
+        if (r < 0)
+                return bc_error_prefix(err, "sandbox status");
+        *ret_sandbox_fault = !st.setup_failed || !st.setup_step ||
+                             (strcmp(st.setup_step, "options") != 0 &&
+                              strcmp(st.setup_step, "workspace") != 0);
+        r = apply_status(&st, ret, err);
+        ret->overhead_ms = helper_wall_ms > ret->proc.wall_ms ? helper_wall_ms - ret->proc.wall_ms : 0;
+        /* Warm: the handoff as the worker saw it, plus the helper's part. */
+        ret->setup_us = st.setup_us + ws.send_us;
+        sandbox_status_done(&st);
+        return r;
+}
+
+static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct sandbox_warm *w,
+                            struct backend_result *ret, struct bc_error *err)
+{
+        if (have_warm) {
+                char **argv = NULL;
+                bool sandbox_fault = false;
+                int r = build_argv(j, -1, &argv, err);
+                if (r >= 0)
+                        r = run_helper(j, argv, w, ret, &sandbox_fault, err);
+                sandbox_argv_free(argv);
+                if (r >= 0) {
+                        sandbox_pool_count_start(pool_metrics, true);
+                        sandbox_pool_observe_handoff(pool_metrics, (double)ret->setup_us / 1e6);
+                        return r;
+                }
+                /* The handoff itself failed: the sandbox never ran (proc_run
+                 * waited for any that did). */
+                if (w->ctl >= 0)
+                        sandbox_pool_discard(pool, w);
+                /* A warm sandbox that failed before the job could start: the
+                 * job gets a cold one, in the same attempt. */
+                if (!sandbox_fault || ret->proc.cancelled)
+                        return r;
+                bc_error_clear(err);
+        }
+        sandbox_pool_count_start(pool_metrics, false);
+        char **argv = NULL;
+        bool sandbox_fault;
+        int r = build_argv(j, 3, &argv, err);
+        if (r >= 0)
+                r = run_helper(j, argv, NULL, ret, &sandbox_fault, err);
+        sandbox_argv_free(argv);
+        return r;
+}
+
+int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
+                        struct bc_error *err)
+{
+        ret->backend = "namespace";
+        enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
+        struct sandbox_warm w;
+        /* The job counts as in flight for the pool's sizing, warm or not. */
+        bool have_warm = sandbox_pool_take(pool, net, j->image_sha, &w);
+        int r = run_warm_or_cold(j, have_warm, &w, ret, err);
+        sandbox_pool_release(pool, net, j->image_sha);
+        return r;
+}

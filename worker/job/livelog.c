@@ -1,0 +1,149 @@
+#include "worker/job/livelog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cleanup.h"
+#include "worker/db.h"
+
+#define FLUSH_BYTES (64 * 1024)
+#define FLUSH_MS 200
+
+static uint64_t now_ms(void)
+{
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t cap,
+                  PGconn *(*conn)(void *ctx, struct bc_error *err), void *conn_ctx)
+{
+        memset(l, 0, sizeof(*l));
+        l->job_id = job_id;
+        l->attempt = attempt;
+        l->cap = cap;
+        l->next_seq = 1;
+        l->conn = conn;
+        l->conn_ctx = conn_ctx;
+        dynbuf_init(&l->pending, FLUSH_BYTES * 2);
+}
+
+/* Text array literal of the streams, bytea array literal of the chunks in
+ * hex: {"\\x6869","\\x0a"}. */
+static int build_arrays(const struct livelog *l, char **ret_streams, char **ret_chunks)
+{
+        struct dynbuf s, c;
+        dynbuf_init(&s, 4096);
+        dynbuf_init(&c, (size_t)FLUSH_BYTES * 5 + 4096);
+        int r = dynbuf_addstr(&s, "{") | dynbuf_addstr(&c, "{");
+        static const char hex[] = "0123456789abcdef";
+        char pair[2];
+        size_t off = 0;
+        for (size_t i = 0; i < l->n_chunks && r == 0; i++) {
+                r |= dynbuf_printf(&s, "%s%d", i ? "," : "", l->chunk_stream[i]);
+                r |= dynbuf_addstr(&c, i ? ",\"\\\\x" : "\"\\\\x");
+                for (size_t k = 0; k < l->chunk_len[i] && r == 0; k++) {
+                        unsigned char byte = (unsigned char)l->pending.data[off + k];
+                        pair[0] = hex[byte >> 4];
+                        pair[1] = hex[byte & 15];
+                        r |= dynbuf_add(&c, pair, 2);
+                }
+                r |= dynbuf_addstr(&c, "\"");
+                off += l->chunk_len[i];
+        }
+        r |= dynbuf_addstr(&s, "}") | dynbuf_addstr(&c, "}");
+        if (r != 0) {
+                dynbuf_done(&s);
+                dynbuf_done(&c);
+                return -1;
+        }
+        *ret_streams = dynbuf_steal(&s);
+        *ret_chunks = dynbuf_steal(&c);
+        return 0;
+}
+
+void livelog_flush(struct livelog *l)
+{
+        if (!l->n_chunks)
+                return;
+        _cleanup_free_ char *streams = NULL, *chunks = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        PGconn *conn = l->conn(l->conn_ctx, &err);
+        bool stored = false;
+        if (conn && build_arrays(l, &streams, &chunks) == 0) {
+                char attempt[16], seq[16];
+                snprintf(attempt, sizeof(attempt), "%d", l->attempt);
+                snprintf(seq, sizeof(seq), "%d", l->next_seq);
+                const char *p[] = { l->job_id, attempt, seq, streams, chunks };
+                _cleanup_pgresult_ PGresult *res = db_exec(
+                        conn, "select boxcar.append_logs($1::uuid, $2::int, $3::int, "
+                              "$4::smallint[], $5::bytea[])", 5, p, &err);
+                stored = res != NULL;
+        }
+        if (stored) {
+                l->next_seq += (int)l->n_chunks;
+                l->stored += l->pending.len;
+        } else {
+                l->dropped += l->pending.len;
+        }
+        bc_error_clear(&err);
+        dynbuf_reset(&l->pending);
+        l->n_chunks = 0;
+        l->first_pending_ms = 0;
+}
+
+static void add_chunk(struct livelog *l, int stream, const char *data, size_t len)
+{
+        if (l->n_chunks == LIVELOG_MAX_CHUNKS || l->pending.len + len > FLUSH_BYTES * 2)
+                livelog_flush(l);
+        /* Consecutive writes to one stream share a chunk. */
+        if (l->n_chunks && l->chunk_stream[l->n_chunks - 1] == stream) {
+                dynbuf_add(&l->pending, data, len);
+                l->chunk_len[l->n_chunks - 1] += len;
+        } else {
+                dynbuf_add(&l->pending, data, len);
+                l->chunk_stream[l->n_chunks] = (short)stream;
+                l->chunk_len[l->n_chunks++] = len;
+        }
+        if (!l->first_pending_ms)
+                l->first_pending_ms = now_ms();
+}
+
+void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
+{
+        if (l->cap == 0)
+                return;     /* live logs turned off */
+        if (stream == 1 || stream == 2) {
+                uint64_t room = l->stored + l->pending.len < l->cap
+                                        ? l->cap - l->stored - l->pending.len : 0;
+                size_t take = len < room ? len : (size_t)room;
+                while (take > 0) {
+                        size_t part = take > FLUSH_BYTES ? FLUSH_BYTES : take;
+                        add_chunk(l, stream, data, part);
+                        data += part;
+                        take -= part;
+                        len -= part;
+                        if (l->pending.len >= FLUSH_BYTES)
+                                livelog_flush(l);
+                }
+                if (len > 0 && !l->capped) {
+                        l->capped = true;
+                        static const char marker[] = "\n[boxcar: log limit reached; the rest "
+                                                     "of the output is only in the result's tail]\n";
+                        add_chunk(l, 2, marker, sizeof(marker) - 1);
+                }
+                l->dropped += len;
+        }
+        if (l->n_chunks && (l->pending.len >= FLUSH_BYTES ||
+                            now_ms() - l->first_pending_ms >= FLUSH_MS))
+                livelog_flush(l);
+}
+
+void livelog_done(struct livelog *l)
+{
+        livelog_flush(l);
+        dynbuf_done(&l->pending);
+}

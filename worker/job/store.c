@@ -1,0 +1,299 @@
+#include "worker/job/store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cleanup.h"
+#include "worker/db.h"
+
+int store_open(struct store *st, const char *cache_dir, const char *image_dir,
+               uint64_t cache_bytes, long url_ttl_s, struct bc_error *err)
+{
+        memset(st, 0, sizeof(*st));
+        st->url_ttl_s = url_ttl_s;
+        const char *bucket = getenv("BOXCAR_S3_BUCKET");
+        if (bucket && *bucket) {
+                int r = storage_config_from_env(&st->s3, err);
+                if (r < 0)
+                        return bc_error_prefix(err, "S3 settings");
+        }
+        int r = storage_cache_new(cache_dir, cache_bytes, st->s3, NULL, &st->cache, err);
+        if (r < 0) {
+                storage_config_free(st->s3);
+                st->s3 = NULL;
+                return bc_error_prefix(err, "volume cache %s", cache_dir);
+        }
+        storage_limits_default(&st->image_limits);
+        st->image_limits.image = true;
+        r = image_dir ? storage_cache_new(image_dir, cache_bytes, st->s3, &st->image_limits,
+                                          &st->images, err) : 0;
+        if (r < 0) {
+                storage_cache_free(st->cache);
+                storage_config_free(st->s3);
+                st->cache = NULL;
+                st->s3 = NULL;
+                return bc_error_prefix(err, "image cache %s", image_dir);
+        }
+        return 0;
+}
+
+void store_close(struct store *st)
+{
+        storage_cache_free(st->images);
+        storage_cache_free(st->cache);
+        storage_config_free(st->s3);
+        memset(st, 0, sizeof(*st));
+}
+
+void store_version_done(struct store_version *v)
+{
+        if (!v)
+                return;
+        free(v->s3_key);
+        v->s3_key = NULL;
+}
+
+/* Row 0 of a query returning sha256, s3_key, size, file_count from column
+ * `first` on: a version, or 0 when those columns are null (no version). */
+static int version_from_row(const PGresult *res, int first, struct store_version *ret,
+                            struct bc_error *err)
+{
+        if (PQntuples(res) == 0 || PQgetisnull(res, 0, first))
+                return 0;
+        memset(ret, 0, sizeof(*ret));
+        snprintf(ret->sha256, sizeof(ret->sha256), "%s", PQgetvalue(res, 0, first));
+        ret->s3_key = strdup(PQgetvalue(res, 0, first + 1));
+        ret->size = strtoull(PQgetvalue(res, 0, first + 2), NULL, 10);
+        ret->file_count = strtoull(PQgetvalue(res, 0, first + 3), NULL, 10);
+        if (!ret->s3_key)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        return 1;
+}
+
+int store_resolve(PGconn *conn, const char *storage, const char *version,
+                  struct store_version *ret, struct bc_error *err)
+{
+        const char *p[] = { storage, version };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select sha256, s3_key, size, file_count "
+                      "from boxcar.resolve_storage_version($1, $2)", 2, p, err);
+        if (!res)
+                return -EPROTO;
+        return version_from_row(res, 0, ret, err);
+}
+
+static int need_s3(const struct store *st, const char *what, struct bc_error *err)
+{
+        if (st->s3)
+                return 0;
+        /* A worker without S3 settings cannot serve this job; another may. */
+        return bc_error_set(err, BC_FETCH_FAILED, ENOTSUP,
+                            "%s: S3 is not configured on this worker (set BOXCAR_S3_BUCKET and "
+                            "the AWS_* variables)", what);
+}
+
+int store_presign_get(const struct store *st, const struct store_version *v, long ttl_s,
+                      char **ret_url, struct bc_error *err)
+{
+        int r = need_s3(st, "presign", err);
+        if (r < 0)
+                return r;
+        return storage_presign(st->s3, STORAGE_GET, v->s3_key, ttl_s, ret_url, err);
+}
+
+/* Presigned URL and digest for a volume given by storage + version. */
+static int resolve_volume(struct store *st, PGconn *conn, const struct spec_volume *vol,
+                          char **ret_url, char ret_sha[65], struct bc_error *err)
+{
+        struct store_version v = { 0 };
+        int found = store_resolve(conn, vol->storage, vol->version, &v, err);
+        if (found < 0)
+                return bc_error_prefix(err, "resolve storage %s", vol->storage);
+        if (found == 0)
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT, "storage %s has no version %s",
+                                    vol->storage, vol->version);
+        int r = need_s3(st, "storage volume", err);
+        if (r >= 0)
+                r = store_presign_get(st, &v, 900, ret_url, err);
+        memcpy(ret_sha, v.sha256, 65);
+        store_version_done(&v);
+        return r;
+}
+
+int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec *spec,
+                          struct store_mounts *ret, struct bc_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (!spec->n_volumes)
+                return 0;
+        ret->entries = calloc(spec->n_volumes, sizeof(*ret->entries));
+        if (!ret->entries)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        for (size_t i = 0; i < spec->n_volumes; i++) {
+                const struct spec_volume *vol = &spec->volumes[i];
+                char field[64], sha[65] = "";
+                snprintf(field, sizeof(field), "volumes[%zu] (%s)", i, vol->name);
+                _cleanup_free_ char *url = NULL;
+                int r = 0;
+                if (vol->storage)
+                        r = resolve_volume(st, conn, vol, &url, sha, err);
+                if (r >= 0)
+                        r = storage_cache_acquire(st->cache, vol->storage ? url : vol->url,
+                                                  vol->storage ? sha : vol->sha256,
+                                                  vol->storage ? NULL : st->url_guard,
+                                                  &ret->entries[i], err);
+                if (r < 0) {
+                        store_release_volumes(st, ret);
+                        return bc_error_prefix(err, "%s", field);
+                }
+                ret->n = i + 1;
+        }
+        return 0;
+}
+
+const char *store_mount_path(const struct store_mounts *m, size_t i)
+{
+        return storage_cache_entry_path(m->entries[i]);
+}
+
+void store_release_volumes(struct store *st, struct store_mounts *m)
+{
+        for (size_t i = 0; i < m->n; i++)
+                storage_cache_release(st->cache, m->entries[i]);
+        free(m->entries);
+        memset(m, 0, sizeof(*m));
+}
+
+int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *spec,
+                        struct storage_cache_entry **ret, struct bc_error *err)
+{
+        *ret = NULL;
+        if (!spec->image_storage)
+                return 0;
+        if (!st->images)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP, "image: no image cache");
+        const char *p[] = { spec->image_storage, spec->image_version };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select kind, sha256, s3_key, size, file_count "
+                      "from boxcar.resolve_image($1, $2)", 2, p, err);
+        if (!res)
+                return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
+        if (PQntuples(res) == 0)
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT, "image.storage: no storage %s",
+                                    spec->image_storage);
+        if (strcmp(PQgetvalue(res, 0, 0), "image") != 0)
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                    "image.storage: %s is a storage of kind %s, not an image "
+                                    "(push one with boxcar storage push --kind image)",
+                                    spec->image_storage, PQgetvalue(res, 0, 0));
+        struct store_version v = { 0 };
+        int found = version_from_row(res, 1, &v, err);
+        if (found < 0)
+                return found;
+        if (found == 0)
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT,
+                                    "image.version: storage %s has no version %s",
+                                    spec->image_storage, spec->image_version);
+        _cleanup_free_ char *url = NULL;
+        int r = need_s3(st, "image", err);
+        if (r >= 0)
+                r = store_presign_get(st, &v, 900, &url, err);
+        if (r >= 0)
+                r = storage_cache_acquire(st->images, url, v.sha256, NULL, ret, err);
+        store_version_done(&v);
+        return r < 0 ? bc_error_prefix(err, "image %s", spec->image_storage) : 0;
+}
+
+int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
+                           const char *workspace, struct store_artifact_start *ret,
+                           uint64_t *ret_downloaded, struct bc_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        *ret_downloaded = 0;
+        if (!spec->artifact_storage)
+                return 0;
+        /* The head and the base in one read: "latest" is the head read here,
+         * the one the new version may later replace, and no other. */
+        const char *p[] = { spec->artifact_storage, spec->artifact_base };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select head, sha256, s3_key, size, file_count "
+                      "from boxcar.artifact_start($1, $2)", 2, p, err);
+        if (!res)
+                return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
+        snprintf(ret->head_sha, sizeof(ret->head_sha), "%s",
+                 PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
+        bool latest = strcmp(spec->artifact_base, "latest") == 0;
+        if (strcmp(spec->artifact_base, "empty") == 0 || (latest && !ret->head_sha[0]))
+                return 0;   /* a new artifact starts empty */
+        struct store_version v = { 0 };
+        int found = version_from_row(res, 1, &v, err);
+        if (found < 0)
+                return found;
+        if (found == 0)
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT, "artifact.base: storage %s has no "
+                                    "version %s", spec->artifact_storage, spec->artifact_base);
+        _cleanup_free_ char *url = NULL;
+        int r = store_presign_get(st, &v, 900, &url, err);
+        struct storage_fetch_result fr;
+        if (r >= 0)
+                r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, NULL, &fr, err);
+        if (r >= 0) {
+                memcpy(ret->base_sha, v.sha256, 65);
+                *ret_downloaded = fr.size;
+        }
+        store_version_done(&v);
+        return r < 0 ? bc_error_prefix(err, "artifact %s base", spec->artifact_storage) : 0;
+}
+
+void store_artifact_done(struct store_artifact *a)
+{
+        if (!a)
+                return;
+        free(a->url);
+        a->url = NULL;
+}
+
+int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
+                        const char *workspace, const char *tmp_dir,
+                        const struct store_artifact_start *start, const char *job_id,
+                        const struct storage_pack_limits *limits, struct store_artifact *ret,
+                        struct bc_error *err)
+{
+        int r = need_s3(st, "artifact", err);
+        if (r < 0) {
+                err->code = BC_UPLOAD_FAILED;
+                return r;
+        }
+        struct storage_push_result push;
+        r = storage_push_dir(st->s3, workspace, tmp_dir, limits, &push, err);
+        if (r < 0)
+                return bc_error_prefix(err, "artifact %s: workspace", spec->artifact_storage);
+        char size[32], count[32];
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)push.pack.size);
+        snprintf(count, sizeof(count), "%llu", (unsigned long long)push.pack.file_count);
+        const char *p[] = { spec->artifact_storage, push.pack.sha256, push.key, size, count,
+                            start->base_sha[0] ? start->base_sha : NULL, job_id,
+                            start->head_sha[0] ? start->head_sha : NULL };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.add_artifact_version($1, $2, $3, $4::bigint, $5::bigint, $6, "
+                      "$7::uuid, $8)", 8, p, err);
+        struct store_version v = { .s3_key = push.key };
+        memset(ret, 0, sizeof(*ret));
+        if (res)
+                r = store_presign_get(st, &v, st->url_ttl_s, &ret->url, err);
+        else
+                r = bc_error_prefix(err, "artifact %s: record version", spec->artifact_storage);
+        if (r >= 0) {
+                memcpy(ret->sha256, push.pack.sha256, 65);
+                ret->size = push.pack.size;
+                ret->file_count = push.pack.file_count;
+                ret->uploaded = push.uploaded;
+                ret->is_head = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+        } else if (err->code == BC_DATABASE) {
+                err->code = BC_UPLOAD_FAILED;
+        }
+        storage_push_result_done(&push);
+        return r;
+}

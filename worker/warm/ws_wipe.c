@@ -1,0 +1,112 @@
+/* See ws_wipe.h. */
+#include "worker/warm/ws_wipe.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+#define WIPE_SLACK_BLOCKS 16
+
+/* Removes everything under the directory dfd, on device dev only, never
+ * following a symlink; dfd stays open (the caller's). */
+static int wipe_tree(int dfd, dev_t dev, unsigned depth)
+{
+        if (depth > WS_WIPE_MAX_DEPTH)
+                return -ELOOP;
+        int fd = dup(dfd);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return -e;
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (de = readdir(d))) {
+                const char *name = de->d_name;
+                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+                        continue;
+                struct stat st;
+                if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = -errno;
+                } else if (st.st_dev != dev) {
+                        r = -EXDEV;   /* a mount: never ours to enter */
+                } else if (S_ISDIR(st.st_mode)) {
+                        _cleanup_fd_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY |
+                                                      O_NOFOLLOW | O_CLOEXEC);
+                        r = sub < 0 ? -errno : wipe_tree(sub, dev, depth + 1);
+                        if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+                                r = -errno;
+                } else if (unlinkat(dfd, name, 0) < 0) {
+                        r = -errno;
+                }
+        }
+        closedir(d);
+        return r;
+}
+
+/* The filesystem's root holds lost+found, ws and scratch: anything else is
+ * a surprise, and a surprise is discarded, not wiped. */
+static int check_root(int root)
+{
+        int fd = dup(root);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d) {
+                if (fd >= 0)
+                        close(fd);
+                return -EIO;
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (de = readdir(d))) {
+                const char *n = de->d_name;
+                if (strcmp(n, ".") && strcmp(n, "..") && strcmp(n, "lost+found") &&
+                    strcmp(n, "ws") && strcmp(n, "scratch"))
+                        r = -EEXIST;
+        }
+        closedir(d);
+        return r;
+}
+
+int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_blocks)
+{
+        _cleanup_fd_ int root = open(fs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (root < 0 || fstat(root, &st) < 0)
+                return -errno;
+        if (st.st_dev != dev)
+                return -EXDEV;
+        int r = check_root(root);
+        static const char *const dirs[] = { "ws", "scratch" };
+        for (size_t i = 0; r == 0 && i < ELEMENTSOF(dirs); i++) {
+                struct stat ds;
+                _cleanup_fd_ int d = openat(root, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                            O_CLOEXEC);
+                if (d < 0 || fstat(d, &ds) < 0)
+                        r = d < 0 && errno == ENOENT ? 0 : -errno;
+                else if (ds.st_dev != dev)
+                        r = -EXDEV;
+                else
+                        r = wipe_tree(d, dev, 0);
+                if (r == 0 && d >= 0 && unlinkat(root, dirs[i], AT_REMOVEDIR) < 0)
+                        r = -errno;
+                if (r == 0 && mkdirat(root, dirs[i], 0755) < 0)
+                        r = -errno;
+        }
+        struct statvfs sv;
+        if (r == 0 && statvfs(fs, &sv) < 0)
+                r = -errno;
+        /* Every inode the job made is gone, its blocks with them (a few
+         * blocks of slack: directory blocks may be laid out anew). */
+        if (r == 0 && ((sv.f_flag & ST_RDONLY) || sv.f_files - sv.f_ffree != base_inodes ||
+                       sv.f_blocks - sv.f_bfree > base_blocks + WIPE_SLACK_BLOCKS))
+                r = -ENOTEMPTY;
+        return r;
+}
