@@ -16,126 +16,15 @@
 #include "common/io.h"
 #include "common/utf8.h"
 #include "sandbox/sandbox.h"
-#include "worker/job/backend.h"
-#include "worker/job/code.h"
-#include "worker/job/livelog.h"
-#include "worker/warm/ws_pool.h"
-#include "worker/job/wsfile.h"
 #include "worker/http/wmetrics.h"
-#include "worker/job/spec.h"
+#include "worker/job/code.h"
+#include "worker/job/job-internal.h"
+#include "worker/job/livelog.h"
 #include "worker/job/store.h"
+#include "worker/job/wsfile.h"
 
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
-
-void claimed_job_free(struct claimed_job *job)
-{
-        if (!job)
-                return;
-        free(job->queue);
-        free(job->spec_json);
-        free(job);
-}
-
-void job_outcome_done(struct job_outcome *o)
-{
-        if (!o)
-                return;
-        free(o->result_json);
-        free(o->error_json);
-        free(o->error_code);
-        memset(o, 0, sizeof(*o));
-}
-
-static void set_error(struct job_outcome *o, enum bc_code code, const char *message)
-{
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "code", bc_code_name(code));
-        cJSON_AddStringToObject(e, "message", message);
-        free(o->error_json);
-        free(o->error_code);
-        o->error_json = cJSON_PrintUnformatted(e);
-        o->error_code = strdup(bc_code_name(code));
-        cJSON_Delete(e);
-}
-
-/* At the job's end: its workspace filesystem goes back to the pool (to be
- * wiped or discarded there, off this slot's path), the rest is removed.
- * The mount table is read only when a filesystem may still be mounted
- * there (the namespace backend, not taken back by the pool). */
-static void release_job_dir(const struct job_services *svc, const char *dir)
-{
-        _cleanup_free_ char *img = NULL, *fs = NULL;
-        bool mounted = svc->cfg->sandbox == BACKEND_NAMESPACE;
-        if (mounted && svc->ws_pool && asprintf(&img, "%s/ws.img", dir) >= 0 &&
-            asprintf(&fs, "%s/fs", dir) >= 0)
-                mounted = !ws_pool_release(svc->ws_pool, img, fs);
-        if (mounted)
-                sandbox_workspace_remove_dir(dir);
-        else
-                sandbox_workspace_remove_tree(dir);
-}
-
-void job_dirs_cleanup(const char *work_dir)
-{
-        _cleanup_free_ char *jobs = NULL;
-        if (asprintf(&jobs, "%s/jobs", work_dir) >= 0)
-                bc_remove_unlocked_dirs(jobs, sandbox_workspace_remove_dir);
-}
-
-/* The job's directory: meta/, and its workspace.  Under the namespace
- * backend the workspace is a filesystem of its own (ws.img mounted at fs/,
- * see sandbox_workspace_make): fs/ws is /workspace, fs/scratch holds /tmp
- * and /dev/shm, all within limits.disk_mb and limits.files; a ready one
- * from the pool when it has one of that size (see ws_pool.h).  Under
- * --sandbox none it is a plain, unbounded directory.  lock is held while
- * the job runs, so a worker starting on the same --work-dir leaves it be. */
-static int make_job_dir(const struct job_services *svc, const struct claimed_job *job,
-                        const struct job_spec *spec, char **ret_dir, char **ret_ws,
-                        char **ret_scratch, int *ret_lock, struct bc_error *err)
-{
-        const struct worker_config *cfg = svc->cfg;
-        _cleanup_free_ char *dir = NULL, *ws = NULL, *img = NULL, *fs = NULL, *sc = NULL,
-                           *lock = NULL;
-        bool bounded = cfg->sandbox == BACKEND_NAMESPACE;
-        if (asprintf(&dir, "%s/jobs/%s.%d", cfg->work_dir, job->id, job->attempt) < 0 ||
-            asprintf(&lock, "%s/lock", dir) < 0 || asprintf(&img, "%s/ws.img", dir) < 0 ||
-            asprintf(&fs, "%s/fs", dir) < 0 ||
-            asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||
-            (bounded && asprintf(&sc, "%s/fs/scratch", dir) < 0))
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        /* A leftover from a crashed run of this attempt (rare: the mount
-         * table is only read when there is one). */
-        if (access(dir, F_OK) == 0)
-                sandbox_workspace_remove_dir(dir);
-        if (mkdir(dir, 0700) < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
-        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-                int e = errno;
-                if (fd >= 0)
-                        close(fd);
-                return bc_error_set(err, BC_SANDBOX_SETUP, e, "lock %s: %s", lock, strerror(e));
-        }
-        *ret_lock = fd;
-        *ret_dir = steal_pointer(&dir);
-        if (bounded) {
-                char why[128];
-                if (!sandbox_workspace_available(why, sizeof(why)))
-                        return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
-                                            "this worker cannot make bounded workspaces: %s "
-                                            "(see boxcar sandbox detect)", why);
-                int r = ws_pool_acquire(svc->ws_pool, img, fs, spec->limits.disk_mb,
-                                        spec->limits.files, err);
-                if (r < 0)
-                        return r;
-        } else if (mkdir(ws, 0755) < 0) {
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
-        }
-        *ret_ws = steal_pointer(&ws);
-        *ret_scratch = steal_pointer(&sc);
-        return 0;
-}
 
 /* PATH, HOME and LANG, then exactly the spec's variables: nothing of the
  * worker's own environment (database URL, S3 keys) reaches the job. */
@@ -164,87 +53,6 @@ static const char *unsupported_feature(const struct worker_config *cfg,
                 return "network: \"host\" is not allowed for this queue on this worker "
                        "(see boxcar worker --allow-host-network)";
         return NULL;
-}
-
-static void add_stream(cJSON *res, const char *name, const struct tailbuf *t)
-{
-        size_t len = 0;
-        _cleanup_free_ char *raw = tailbuf_copy(t, &len);
-        _cleanup_free_ char *text = raw ? utf8_sanitize(raw, len) : NULL;
-        char key[32];
-        cJSON_AddStringToObject(res, name, text ? text : "");
-        snprintf(key, sizeof(key), "%s_truncated", name);
-        cJSON_AddBoolToObject(res, key, tailbuf_truncated(t));
-        snprintf(key, sizeof(key), "%s_bytes", name);
-        cJSON_AddNumberToObject(res, key, (double)t->total);
-}
-
-static cJSON *result_json(const struct backend_result *r)
-{
-        const struct proc_outcome *p = &r->proc;
-        cJSON *res = cJSON_CreateObject();
-        if (!res)
-                return NULL;
-        cJSON_AddNumberToObject(res, "exit_code", p->exit_code);
-        if (p->signal)
-                cJSON_AddNumberToObject(res, "signal", p->signal);
-        else
-                cJSON_AddNullToObject(res, "signal");
-        cJSON_AddBoolToObject(res, "timed_out", p->timed_out);
-        cJSON_AddBoolToObject(res, "oom_killed", r->oom_killed);
-        cJSON_AddNumberToObject(res, "wall_ms", (double)p->wall_ms);
-        cJSON_AddNumberToObject(res, "cpu_ms", (double)p->cpu_ms);
-        cJSON_AddNumberToObject(res, "max_rss_kb", (double)p->max_rss_kb);
-        char when[64];
-        struct tm tm;
-        gmtime_r(&p->started_at.tv_sec, &tm);
-        snprintf(when, sizeof(when), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                 p->started_at.tv_nsec / 1000);
-        cJSON_AddStringToObject(res, "started_at", when);
-        cJSON_AddStringToObject(res, "sandbox", r->backend);
-        add_stream(res, "stdout", &p->out);
-        add_stream(res, "stderr", &p->err);
-        return res;
-}
-
-static void decide(const struct job_spec *spec, const struct backend_result *r, int stop,
-                   struct job_outcome *o)
-{
-        const struct proc_outcome *p = &r->proc;
-        char msg[128];
-        o->action = JOB_COMPLETE;
-        if (stop == JOB_STOP_DRAIN || stop == JOB_STOP_LOST) {
-                o->action = stop == JOB_STOP_DRAIN ? JOB_RELEASE : JOB_DROP;
-        } else if (p->cancelled) {
-                o->status = "cancelled";
-                set_error(o, BC_CANCELLED, "cancelled while running");
-        } else if (r->oom_killed) {
-                o->status = "failed";
-                snprintf(msg, sizeof(msg), "killed for exceeding its %llu MiB memory limit",
-                         (unsigned long long)spec->limits.memory_mb);
-                set_error(o, BC_OOM, msg);
-                if (spec->retry_on & SPEC_RETRY_OOM)
-                        o->action = JOB_RETRY;
-        } else if (p->timed_out) {
-                o->status = "failed";
-                snprintf(msg, sizeof(msg), "killed after the %gs timeout", spec->limits.timeout_s);
-                set_error(o, BC_TIMEOUT, msg);
-                if (spec->retry_on & SPEC_RETRY_TIMEOUT)
-                        o->action = JOB_RETRY;
-        } else if (p->exit_code != 0) {
-                o->status = "failed";
-                if (p->signal)
-                        snprintf(msg, sizeof(msg), "killed by signal %d (%s)", p->signal,
-                                 strsignal(p->signal));
-                else
-                        snprintf(msg, sizeof(msg), "exited with status %d", p->exit_code);
-                set_error(o, BC_NONZERO_EXIT, msg);
-                if (spec->retry_on & SPEC_RETRY_NONZERO_EXIT)
-                        o->action = JOB_RETRY;
-        } else {
-                o->status = "succeeded";
-        }
 }
 
 /* Scripts are written to files and run by path: their text is never
@@ -285,21 +93,6 @@ static int make_workdir(const struct job_spec *spec, const char *ws, struct bc_e
         if (mkdir(path, 0755) < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m", spec->workdir);
         return 0;
-}
-
-/* Failures before or after the command: the infrastructure's are retried,
- * the job's own (bad archive, checksum, spec) are final. */
-static void fail_with(struct job_outcome *o, const struct bc_error *err, enum bc_code infra)
-{
-        enum bc_code code = err->code;
-        if (code == BC_DATABASE || code == BC_INTERNAL || code == BC_IO || code == BC_CONFIG ||
-            code == BC_OK || code == BC_NOT_FOUND || code == BC_USAGE)
-                code = infra;
-        bool final = code == BC_BAD_SPEC || code == BC_CHECKSUM_MISMATCH || code == BC_BAD_ARCHIVE ||
-                     code == BC_WORKSPACE_LIMIT;
-        o->action = final ? JOB_COMPLETE : JOB_RETRY;
-        o->status = "failed";
-        set_error(o, code, bc_error_message(err));
 }
 
 struct job_run {
@@ -472,7 +265,7 @@ static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *st
         struct backend_result res;
         int r = run_inner(run, argv, spec->startup_timeout_s, cancel_fd, &res, err);
         if (r >= 0) {
-                cJSON *out = result_json(&res);
+                cJSON *out = job_result_json(&res);
                 cJSON_AddBoolToObject(out, "skipped", false);
                 cJSON_AddStringToObject(out, "sha256", sha);
                 cJSON_ReplaceItemInObjectCaseSensitive(run->result, "startup", out);
@@ -485,7 +278,7 @@ static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *st
                          res.proc.exit_code, res.proc.timed_out ? "true" : "false");
                 run->svc->event(run->svc->conn_ctx, run->job, "startup_done", details);
                 if (res.proc.cancelled || *stop != JOB_STOP_NONE) {
-                        decide(spec, &res, *stop, o);
+                        job_outcome_decide(spec, &res, *stop, o);
                         r = 1;
                 }
         }
@@ -512,7 +305,7 @@ static void collect_return_value(struct job_run *run, cJSON *res, struct job_out
         if (!value) {
                 cJSON_AddNullToObject(res, "return_value");
                 o->status = "failed";
-                set_error(o, BC_NONZERO_EXIT, "main() returned a value that is not JSON");
+                job_outcome_set_error(o, BC_NONZERO_EXIT, "main() returned a value that is not JSON");
                 return;
         }
         cJSON_AddItemToObject(res, "return_value", value);
@@ -547,8 +340,8 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
                       spec->limits.timeout_s, cancel_fd, &res, err);
         backend_strv_free(argv);
         if (r >= 0) {
-                cJSON *main_res = result_json(&res);
-                decide(spec, &res, *stop, o);
+                cJSON *main_res = job_result_json(&res);
+                job_outcome_decide(spec, &res, *stop, o);
                 o->duration_s = (double)res.proc.wall_ms / 1000;
                 if (spec->mode == SPEC_CODE)
                         collect_return_value(run, main_res, o);
@@ -594,7 +387,7 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
                 /* The job's own tree over a limit is final (and the head
                  * stays where it was); anything else is the upload's. */
                 bool own = err.code == BC_WORKSPACE_LIMIT;
-                fail_with(o, &err, BC_UPLOAD_FAILED);
+                job_outcome_fail(o, &err, BC_UPLOAD_FAILED);
                 if (!own)
                         o->action = JOB_RETRY;
                 bc_error_clear(&err);
@@ -632,14 +425,14 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
         struct bc_error err = BC_ERROR_INIT;
         if (asprintf(&run->meta, "%s/meta", run->dir) < 0) {
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
-                fail_with(o, &err, BC_SANDBOX_SETUP);
+                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else if (prepare_meta(run->spec, run->meta, &err) < 0 ||
                    make_workdir(run->spec, run->ws, &err) < 0) {
-                fail_with(o, &err, BC_SANDBOX_SETUP);
+                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else if (stage_inputs(run, &err) < 0) {
-                fail_with(o, &err, BC_FETCH_FAILED);
+                job_outcome_fail(o, &err, BC_FETCH_FAILED);
         } else if (run_command(run, cancel_fd, stop, o, &err) < 0) {
-                fail_with(o, &err, BC_SANDBOX_SETUP);
+                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else {
                 save_outputs(run, o);
         }
@@ -662,7 +455,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         _cleanup_(spec_freep) struct job_spec *spec = NULL;
         if (spec_parse(job->spec_json, strlen(job->spec_json), &spec, &err) < 0) {
                 /* A bad spec never reaches a process and is never retried. */
-                fail_with(ret, &err, BC_BAD_SPEC);
+                job_outcome_fail(ret, &err, BC_BAD_SPEC);
                 bc_error_clear(&err);
                 return;
         }
@@ -670,14 +463,14 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue);
         if (unsupported) {
                 bc_error_set(&err, BC_BAD_SPEC, EINVAL, "%s", unsupported);
-                fail_with(ret, &err, BC_BAD_SPEC);
+                job_outcome_fail(ret, &err, BC_BAD_SPEC);
                 bc_error_clear(&err);
                 return;
         }
         _cleanup_free_ char *dir = NULL, *ws = NULL, *scratch = NULL;
         _cleanup_fd_ int lock = -1;
-        if (make_job_dir(svc, job, spec, &dir, &ws, &scratch, &lock, &err) < 0) {
-                fail_with(ret, &err, BC_SANDBOX_SETUP);
+        if (job_dir_make(svc, job, spec, &dir, &ws, &scratch, &lock, &err) < 0) {
+                job_outcome_fail(ret, &err, BC_SANDBOX_SETUP);
                 bc_error_clear(&err);
                 if (dir)
                         sandbox_workspace_remove_dir(dir);
@@ -695,5 +488,5 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         free(run.ws);
         free(run.scratch);
         free(run.meta);
-        release_job_dir(svc, dir);
+        job_dir_release(svc, dir);
 }

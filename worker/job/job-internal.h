@@ -1,0 +1,38 @@
+/* Shared by the parts of one job's run (job.c, job_dir.c, outcome.c); not
+ * part of the worker's API (job.h is). */
+#ifndef BC_WORKER_JOB_INTERNAL_H
+#define BC_WORKER_JOB_INTERNAL_H
+
+#include <cjson/cJSON.h>
+
+#include "common/error.h"
+#include "worker/job/backend.h"
+#include "worker/job/job.h"
+#include "worker/job/spec.h"
+
+/* ---- job_dir.c ---- */
+/* The job's directory: meta/, and its workspace.  Under the namespace
+ * backend the workspace is a filesystem of its own (a ready one from the
+ * pool when it has one of that size); under --sandbox none a plain,
+ * unbounded directory.  *ret_lock is held while the job runs, so a worker
+ * starting on the same --work-dir leaves it be. */
+int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
+                 const struct job_spec *spec, char **ret_dir, char **ret_ws, char **ret_scratch,
+                 int *ret_lock, struct bc_error *err);
+/* At the job's end: its workspace filesystem back to the pool, the rest
+ * removed. */
+void job_dir_release(const struct job_services *svc, const char *dir);
+
+/* ---- outcome.c ---- */
+void job_outcome_set_error(struct job_outcome *o, enum bc_code code, const char *message);
+/* A failure before or after the command: the infrastructure's (code
+ * mapped to infra) are retried, the job's own are final. */
+void job_outcome_fail(struct job_outcome *o, const struct bc_error *err, enum bc_code infra);
+/* The result object of a run that happened; NULL on ENOMEM. */
+cJSON *job_result_json(const struct backend_result *r);
+/* The status, error and action of a run from its result and why it was
+ * stopped (JOB_STOP_*). */
+void job_outcome_decide(const struct job_spec *spec, const struct backend_result *r, int stop,
+                        struct job_outcome *o);
+
+#endif
