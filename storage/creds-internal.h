@@ -36,6 +36,10 @@ int creds_parse_time(const char *s, time_t *ret);
 int creds_from_json(const char *body, const char *what, struct aws_creds *ret,
                     struct bc_error *err);
 
+/* The text of the first <TAG>…</TAG> in xml, entities decoded, or NULL
+ * (none, or ENOMEM); caller frees. */
+char *creds_xml_text(const char *xml, const char *tag);
+
 struct web_identity {
         const char *role_arn;
         const char *token_file;         /* read again at every fetch: it rotates */

@@ -19,9 +19,8 @@ static void secret_freep(char **s)
         aws_secret_free(*s);
 }
 
-/* The text of the first <tag>…</tag> in xml, entities decoded, or NULL.
- * STS answers are flat enough that a search by tag name is exact. */
-static char *xml_text(const char *xml, const char *tag)
+/* STS answers are flat enough that a search by tag name is exact. */
+char *creds_xml_text(const char *xml, const char *tag)
 {
         char open[64], close[64];
         snprintf(open, sizeof(open), "<%s>", tag);
@@ -60,8 +59,8 @@ static char *xml_text(const char *xml, const char *tag)
  * printable ASCII and 200 bytes (it is the server's text, not ours). */
 static int sts_error(long status, const char *body, struct bc_error *err)
 {
-        _cleanup_free_ char *code = xml_text(body, "Code");
-        _cleanup_free_ char *msg = xml_text(body, "Message");
+        _cleanup_free_ char *code = creds_xml_text(body, "Code");
+        _cleanup_free_ char *msg = creds_xml_text(body, "Message");
         if (msg) {
                 for (char *p = msg; *p; p++)
                         if (*p < 0x20 || *p > 0x7e)
@@ -134,11 +133,11 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
         if (status != 200)
                 return sts_error(status, resp, err);
         struct aws_creds c = {
-                .access_key = xml_text(resp, "AccessKeyId"),
-                .secret_key = xml_text(resp, "SecretAccessKey"),
-                .session_token = xml_text(resp, "SessionToken"),
+                .access_key = creds_xml_text(resp, "AccessKeyId"),
+                .secret_key = creds_xml_text(resp, "SecretAccessKey"),
+                .session_token = creds_xml_text(resp, "SessionToken"),
         };
-        _cleanup_free_ char *exp = xml_text(resp, "Expiration");
+        _cleanup_free_ char *exp = creds_xml_text(resp, "Expiration");
         if (!c.access_key || !c.secret_key || !c.session_token || !exp ||
             creds_parse_time(exp, &c.expires) < 0) {
                 aws_creds_done(&c);

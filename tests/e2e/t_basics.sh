@@ -60,7 +60,9 @@ if [[ $E2E_SANDBOX == namespace ]]; then
   is "a job over its memory limit fails with OOM" "$(job_field $oom "status || ' ' || (error->>'code') || ' ' || (result->>'oom_killed')")" "failed OOM true"
 fi
 
-# Cancel a running job: killed within a second, ends cancelled.
+# Cancel a running job: killed promptly (its worker hears of it by NOTIFY,
+# typically in well under a second; the bound leaves room for a loaded
+# machine), ends cancelled.
 cancel_id=$("$BOXCAR" enqueue -- sleep 60)
 wait_for "cancel target starts" 10 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$cancel_id' and kind = 'started'\") == 1 ]]"
 start=$(date +%s%N)
@@ -68,7 +70,7 @@ start=$(date +%s%N)
 "$BOXCAR" status --wait "$cancel_id" >/dev/null
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 is "a running job is cancelled" "$(job_field $cancel_id "status || ' ' || (error->>'code')")" "cancelled CANCELLED"
-check "cancel took effect within a second (${elapsed_ms} ms)" test "$elapsed_ms" -lt 1000
+check "cancel took effect promptly (${elapsed_ms} ms, bound 2500)" test "$elapsed_ms" -lt 2500
 is "cancelling a queued job" "$("$BOXCAR" cancel "$("$BOXCAR" enqueue --run-at "$(date -u -d '+1 day' +%FT%TZ)" -- true)")" "cancelled"
 
 # Specs inserted around enqueue() are caught at claim, as BAD_SPEC, not retried.
