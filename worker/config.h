@@ -62,6 +62,10 @@ int config_parse_schedule(const char *s, char **ret_literal);
  * against the queue name rule.  Caller frees with config_strv_free. */
 int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err);
 void config_strv_free(char **v);
+/* config_parse_queues, naming LABEL (a flag, a variable or FILE:LINE) in
+ * errors. */
+int config_parse_queues_as(const char *label, const char *s, char ***ret_queues,
+                           struct bc_error *err);
 
 /* Parses argv of `boxcar worker` (argv[0] is "worker") over the environment
  * (DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR,
