@@ -33,9 +33,13 @@ int creds_parse_time(const char *s, time_t *ret)
                 }
         long off = 0;
         if (*p == '+' || *p == '-') {
-                int hh = 0, mm = 0;
-                if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2)
+                /* Exactly "+HH:MM": sscanf alone would also take "+2:00",
+                 * and the six bytes skipped below must all be there. */
+                const char *d = p + 1;
+                if (!isdigit((unsigned char)d[0]) || !isdigit((unsigned char)d[1]) || d[2] != ':' ||
+                    !isdigit((unsigned char)d[3]) || !isdigit((unsigned char)d[4]))
                         return -EINVAL;
+                int hh = (d[0] - '0') * 10 + (d[1] - '0'), mm = (d[3] - '0') * 10 + (d[4] - '0');
                 off = (*p == '-' ? -1 : 1) * (hh * 3600L + mm * 60L);
                 p += 6;
         } else if (*p == 'Z') {

@@ -288,6 +288,11 @@ static void test_documents(void **state)
                 { "2026-11-23T17:04:05+02:00", 1795446245 },
                 { "2026-11-23 15:04:05", -1 },
                 { "2026-11-23T15:04:05Zjunk", -1 },
+                /* Found by fuzz_aws: a one-digit hour made the parser
+                 * step past the end of the string. */
+                { "2026-11-23T15:04:05.2026-2:00", -1 },
+                { "2026-11-23T15:04:05+02", -1 },
+                { "2026-11-23T13:04:05-02:00", 1795446245 },
         };
         for (size_t i = 0; i < ELEMENTSOF(times); i++) {
                 time_t t = 0;
