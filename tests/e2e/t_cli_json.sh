@@ -1,7 +1,7 @@
 # --json on every command that reads or changes the database: each output
 # parses with jq and holds the expected fields and values, checked against
 # the database (enqueue, status, cancel, events, logs, webhooks ls/retry,
-# storage push/pull/ls/url, worker drain, migrate).
+# storage push/pull/ls/url, workers, worker drain, migrate).
 source "$(dirname "$0")/../lib.sh"
 eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
 export BOXCAR_S3_PREFIX="e2e-json-$$"
@@ -114,9 +114,18 @@ jqis "webhooks retry --json of a delivered one: not queued, and its status" "$ou
 start_worker json-drain --poll-interval 500ms --sandbox "$E2E_SANDBOX"
 drain_pid=$WORKER_PID
 wait_for "the second worker registers" 30 bash -c "[[ \$(psql -X -qtA '$DATABASE_URL' -c \"select count(*) from boxcar.workers where id = 'json-drain' and state <> 'stopped'\") == 1 ]]"
+ws=$("$BOXCAR" workers --json)
+check "workers --json: one JSON object per line" lines_parse "$ws"
+is "one per worker in boxcar.worker_status, by id" "$(jq -r .id <<<"$ws" | tr '\n' ' ')" \
+   "$(sql "select string_agg(id, ' ' order by id) from boxcar.worker_status") "
+jqis "with its state, concurrency and queues" "$(jq -s . <<<"$ws")" \
+  '.[] | select(.id == "json-drain") | "\(.state) \(.concurrency) \(.queues | join(","))"' "running 4 default"
+is "workers (the table) has a header and a row per worker" "$("$BOXCAR" workers | wc -l)" "3"
 out=$("$BOXCAR" worker drain --json json-drain)
 jqis "worker drain --json" "$out" '"\(.worker_id) \(.drain_requested)"' "json-drain true"
 check "the drained worker exits" wait_for "it exits" 30 bash -c "! kill -0 $drain_pid 2>/dev/null"
+jqis "workers --json then shows it stopped, its drain requested" "$("$BOXCAR" workers --json | jq -s .)" \
+  '.[] | select(.id == "json-drain") | "\(.state) \(.drain_requested_at != null)"' "stopped true"
 "$BOXCAR" worker drain --json no-such-worker >"$tmp/out" 2>/dev/null
 is "worker drain --json of no worker exits 1" "$?" "1"
 is "with nothing on stdout" "$(cat "$tmp/out")" ""

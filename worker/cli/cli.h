@@ -32,6 +32,8 @@ extern const char schedule_usage[];
 extern const char queue_usage[];
 int cmd_jobs(int argc, char **argv);
 int cmd_queues(int argc, char **argv);
+int cmd_workers(int argc, char **argv);
+extern const char workers_usage[];
 int cmd_ui(int argc, char **argv);
 extern const char logs_usage[];
 extern const char jobs_usage[];
