@@ -4,8 +4,9 @@
 
 const char config_worker_usage[] =
         "usage: boxcar worker [OPTIONS]\n"
-        "       boxcar worker drain [--database-url URL] WORKER_ID\n"
+        "       boxcar worker drain [--database-url URL] [--json] WORKER_ID\n"
         "                                 ask a running worker, on any host, to drain\n"
+        "                                 (--json: {\"worker_id\", \"drain_requested\": true})\n"
         "\n"
         "Runs jobs from the database until SIGTERM/SIGINT (drain) or a second signal (stop now).\n"
         "\n"

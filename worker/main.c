@@ -1,4 +1,5 @@
 /* boxcar: one binary, git-style subcommands. */
+#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,12 +12,18 @@
 #include "version.h"
 
 static const char migrate_usage[] =
-        "usage: boxcar migrate [--database-url URL]\n"
+        "usage: boxcar migrate [--database-url URL] [--json]\n"
         "\n"
         "Applies migrations/ in order, once each, recorded with checksums in\n"
         "boxcar.schema_migrations, then re-applies the SQL API (sql/), all in one\n"
         "transaction under an advisory lock: concurrent runs are safe.  Refuses to\n"
-        "run when an applied migration was edited.\n";
+        "run when an applied migration was edited.\n"
+        "\n"
+        "  --json                 print one JSON object: {\"applied\": N,\n"
+        "                         \"already_applied\": N, \"api_files\": N,\n"
+        "                         \"migrations\": [{\"version\", \"applied_at\"}...]}\n"
+        "                         (every migration the database has applied, in order)\n"
+        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
 static const char enqueue_usage[] =
         "usage: boxcar enqueue [OPTIONS] (--spec FILE | -- CMD [ARGS...])\n"
@@ -36,17 +43,20 @@ static const char enqueue_usage[] =
         "  --idempotency-key K    the same request again returns the existing job's id;\n"
         "                         a different one under the key is an error\n"
         "  --webhook-url URL      where the result is posted\n"
+        "  --json                 print the job as JSON on one line (as boxcar status),\n"
+        "                         not only its id\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "  --help                 this text\n";
 
 static const char status_usage[] =
-        "usage: boxcar status [--database-url URL] [--wait [--timeout DURATION]] ID\n"
+        "usage: boxcar status [--database-url URL] [--wait [--timeout DURATION]] [--json] ID\n"
         "\n"
         "Prints the job as JSON.  --wait polls until it has finished (succeeded,\n"
         "failed or cancelled); --timeout gives up after DURATION (250ms, 30s, 5m, 2h).\n"
         "\n"
         "  --wait                 poll until the job has finished\n"
         "  --timeout DURATION     with --wait: give up after DURATION\n"
+        "  --json                 accepted for scripts: the job is JSON anyway\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "\n"
         "Exit status: 0 the job was printed (with --wait: it has finished, whatever\n"
@@ -54,19 +64,23 @@ static const char status_usage[] =
         "124 --timeout passed before the job finished (nothing on stdout).\n";
 
 static const char cancel_usage[] =
-        "usage: boxcar cancel [--database-url URL] ID\n"
+        "usage: boxcar cancel [--database-url URL] [--json] ID\n"
         "\n"
         "Cancels a queued job at once; a running job is killed by its worker within\n"
         "a second and ends 'cancelled' with error CANCELLED.\n"
         "\n"
+        "  --json                 print {\"id\", \"status\"}, the job's status after the\n"
+        "                         call: cancelled, running (its worker is stopping it),\n"
+        "                         or how it had already ended\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
 static const char events_usage[] =
-        "usage: boxcar events [--database-url URL] ID\n"
+        "usage: boxcar events [--database-url URL] [--json] ID\n"
         "\n"
         "Prints the job's audit trail (claimed, started, retried, finished ...), one\n"
         "JSON object per line.\n"
         "\n"
+        "  --json                 accepted for scripts: the output is JSON anyway\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
 static const char version_usage[] = "usage: boxcar version   (or boxcar --version)\n";
@@ -90,6 +104,7 @@ const struct cli_command cli_commands[] = {
         { "events", "print a job's audit trail", events_usage, cmd_events },
         { "jobs", "list jobs a page at a time; retry a failed one", jobs_usage, cmd_jobs },
         { "queues", "per-queue depth, running, rates and latency", queues_usage, cmd_queues },
+        { "workers", "list the workers, their state and load", workers_usage, cmd_workers },
         { "logs", "print a job's output, or follow it while it runs", logs_usage, cmd_logs },
         { "schedule", "add, list, remove and pause periodic jobs", schedule_usage, cmd_schedule },
         { "queue", "limit, pause and resume queues across all workers", queue_usage, cmd_queue },
@@ -108,8 +123,10 @@ static int worker_drain(int argc, char **argv)
         int r = cli_common_options(&argc, argv, config_worker_usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
+        bool json = cli_take_json(&argc, argv);
         if (argc != 3 || strcmp(argv[1], "drain") != 0) {
-                fprintf(stderr, "usage: boxcar worker [--database-url URL] drain WORKER_ID\n");
+                fprintf(stderr,
+                        "usage: boxcar worker drain [--database-url URL] [--json] WORKER_ID\n");
                 return 2;
         }
         struct bc_error err = BC_ERROR_INIT;
@@ -127,6 +144,12 @@ static int worker_drain(int argc, char **argv)
                         argv[2]);
                 return 1;
         }
+        if (json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "worker_id", argv[2]);
+                cJSON_AddBoolToObject(o, "drain_requested", true);
+                return cli_print_json(o) ? 0 : 1;
+        }
         printf("drain requested: %s stops claiming and exits once its jobs are done\n", argv[2]);
         return 0;
 }
@@ -136,7 +159,8 @@ static bool is_drain(int argc, char **argv)
 {
         int i = 1;
         while (i < argc && (strncmp(argv[i], "--database-url=", 15) == 0 ||
-                            strcmp(argv[i], "--database-url") == 0))
+                            strcmp(argv[i], "--database-url") == 0 ||
+                            strcmp(argv[i], "--json") == 0))
                 i += strcmp(argv[i], "--database-url") == 0 ? 2 : 1;
         return i < argc && strcmp(argv[i], "drain") == 0;
 }

@@ -39,7 +39,7 @@ SAMPLE_ARGS = {
     "schedule add": ["n", "--cron", "@daily", "--", "true"], "schedule ls": [],
     "schedule rm": ["n"], "schedule pause": ["n"], "schedule resume": ["n"],
     "queue config": ["q"], "queue pause": ["q"], "queue resume": ["q"], "queue ls": [],
-    "jobs ls": [], "jobs retry": [UUID], "queues": [], "ui": [],
+    "jobs ls": [], "jobs retry": [UUID], "queues": [], "workers": [], "ui": [],
 }
 GLOBAL = {"--help", "--database-url"}
 FLAG = r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-z])(?![\w-])"

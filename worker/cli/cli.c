@@ -42,6 +42,33 @@ int cli_common_options(int *argc, char **argv, const char *usage, const char **r
         return 0;
 }
 
+bool cli_take_json(int *argc, char **argv)
+{
+        bool found = false;
+        int out = 0, i = 0;
+        for (; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+                if (strcmp(argv[i], "--json") == 0)
+                        found = true;
+                else
+                        argv[out++] = argv[i];
+        }
+        while (i < *argc)
+                argv[out++] = argv[i++];
+        argv[out] = NULL;
+        *argc = out;
+        return found;
+}
+
+bool cli_print_json(cJSON *value)
+{
+        char *text = value ? cJSON_PrintUnformatted(value) : NULL;
+        if (text)
+                printf("%s\n", text);
+        free(text);
+        cJSON_Delete(value);
+        return text != NULL;
+}
+
 int cli_fail(const char *name, const struct bc_error *err)
 {
         fprintf(stderr, "boxcar %s: %s\n", name, bc_error_message(err));

@@ -3,6 +3,8 @@
 #ifndef BC_WORKER_CLI_H
 #define BC_WORKER_CLI_H
 
+#include <stdbool.h>
+
 struct bc_error;
 
 struct cli_command {
@@ -30,6 +32,8 @@ extern const char schedule_usage[];
 extern const char queue_usage[];
 int cmd_jobs(int argc, char **argv);
 int cmd_queues(int argc, char **argv);
+int cmd_workers(int argc, char **argv);
+extern const char workers_usage[];
 int cmd_ui(int argc, char **argv);
 extern const char logs_usage[];
 extern const char jobs_usage[];
@@ -48,6 +52,14 @@ int sandbox_check_usable(const struct worker_config *cfg, struct bc_error *err);
  * --help, removed from argv in place.  Returns 0 on success, 1 when --help
  * was handled (usage printed), 2 on a usage error (message printed). */
 int cli_common_options(int *argc, char **argv, const char *usage, const char **ret_url);
+
+/* Removes every "--json" before a "--" from argv (in place); returns
+ * whether there was one.  For the commands without a getopt table. */
+bool cli_take_json(int *argc, char **argv);
+
+/* Prints a cJSON value on one line and frees it; false when out of memory. */
+struct cJSON;
+bool cli_print_json(struct cJSON *value);
 
 /* A job spec for the CLI: the file at path ('-': stdin, at most 4 MiB),
  * or {"command": argv}.  The caller frees the text (NULL: out of memory). */

@@ -24,6 +24,7 @@ static int fail(const char *name, struct bc_error *err)
 
 struct enqueue_args {
         const char *queue, *spec_file, *priority, *run_at, *max_attempts, *key, *webhook;
+        bool json;
 };
 
 static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret_cmd_index,
@@ -37,6 +38,7 @@ static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret
                 { "max-attempts", required_argument, NULL, 'm' },
                 { "idempotency-key", required_argument, NULL, 'k' },
                 { "webhook-url", required_argument, NULL, 'w' },
+                { "json", no_argument, NULL, 'j' },
                 { NULL, 0, NULL, 0 },
         };
         optind = 0;
@@ -53,6 +55,7 @@ static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret
                 case 'm': a->max_attempts = optarg; break;
                 case 'k': a->key = optarg; break;
                 case 'w': a->webhook = optarg; break;
+                case 'j': a->json = true; break;
                 default:
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -100,7 +103,18 @@ int cmd_enqueue(int argc, char **argv)
                 7, p, &err);
         if (!res)
                 return fail("enqueue", &err);
-        printf("%s\n", PQgetvalue(res, 0, 0));
+        if (!a.json) {
+                printf("%s\n", PQgetvalue(res, 0, 0));
+                return 0;
+        }
+        /* The job as status prints it, on one line: with an idempotency
+         * key that matched, the job that already existed. */
+        const char *id[] = { PQgetvalue(res, 0, 0) };
+        _cleanup_pgresult_ PGresult *job =
+                db_exec(conn, "select boxcar.job_json($1::uuid)::text", 1, id, &err);
+        if (!job)
+                return fail("enqueue", &err);
+        printf("%s\n", PQgetvalue(job, 0, 0));
         return 0;
 }
 
@@ -154,6 +168,7 @@ static int parse_status(int argc, char **argv, struct status_args *a)
         static const struct option opts[] = {
                 { "wait", no_argument, NULL, 'w' },
                 { "timeout", required_argument, NULL, 't' },
+                { "json", no_argument, NULL, 'j' },
                 { NULL, 0, NULL, 0 },
         };
         optind = 0;
@@ -165,6 +180,7 @@ static int parse_status(int argc, char **argv, struct status_args *a)
                 double secs = 0;
                 switch (o) {
                 case 'w': a->wait = true; break;
+                case 'j': break; /* the job is printed as JSON anyway */
                 case 't':
                         if (config_parse_duration(optarg, false, &secs) < 0) {
                                 fprintf(stderr, "boxcar status: --timeout: '%s' is not a duration "
@@ -236,12 +252,22 @@ int cmd_status(int argc, char **argv)
         }
 }
 
+/* boxcar.cancel's answer as it is: the job's status after the call. */
+static bool print_cancel_json(const char *id, const char *st)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", id);
+        cJSON_AddStringToObject(o, "status", st);
+        return cli_print_json(o);
+}
+
 int cmd_cancel(int argc, char **argv)
 {
         const char *url = NULL, *id = NULL;
         int r = cli_common_options(&argc, argv, cli_commands[4].usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
+        bool json = cli_take_json(&argc, argv);
         r = one_job_arg("cancel", argc, argv, &id);
         if (r)
                 return r;
@@ -255,6 +281,8 @@ int cmd_cancel(int argc, char **argv)
         if (!res)
                 return fail("cancel", &err);
         const char *st = PQgetvalue(res, 0, 0);
+        if (json)
+                return print_cancel_json(id, st) ? 0 : 1;
         if (strcmp(st, "running") == 0)
                 printf("cancel requested: the worker running %s stops it now\n", id);
         else if (strcmp(st, "cancelled") == 0)
@@ -270,6 +298,7 @@ int cmd_events(int argc, char **argv)
         int r = cli_common_options(&argc, argv, cli_commands[5].usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
+        cli_take_json(&argc, argv); /* the events are JSON lines anyway */
         r = one_job_arg("events", argc, argv, &id);
         if (r)
                 return r;

@@ -1,7 +1,9 @@
-/* `boxcar logs [-f] ID`: a job's output as it was written, stdout to
- * stdout and stderr to stderr; -f follows until the job finishes. */
+/* `boxcar logs [-f] [--json] ID`: a job's output as it was written, stdout
+ * to stdout and stderr to stderr (--json: one object per stored chunk);
+ * -f follows until the job finishes. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <openssl/evp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,18 +15,69 @@
 #include "worker/db.h"
 
 const char logs_usage[] =
-        "usage: boxcar logs [--database-url URL] [-f|--follow] ID\n"
+        "usage: boxcar logs [--database-url URL] [-f|--follow] [--json] ID\n"
         "\n"
         "Prints the job's output as the worker stored it while the job ran (stdout to\n"
         "stdout, stderr to stderr, in order; at most the worker's --max-log-bytes).\n"
         "\n"
         "  -f, --follow           keep printing until the job finishes, then exit with the\n"
         "                         job's exit code (1 when it failed without one)\n"
+        "  --json                 one JSON object per stored chunk, all on stdout:\n"
+        "                         {\"attempt\", \"seq\", \"stream\": \"stdout\"|\"stderr\",\n"
+        "                         \"data\": TEXT}, or \"data_base64\" instead of \"data\" for\n"
+        "                         a chunk that is not whole UTF-8 text (a character cut\n"
+        "                         between chunks, binary output, a NUL byte)\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
 struct cursor {
         int attempt, seq;
+        bool json;
 };
+
+/* Whether data is UTF-8 that a JSON string can carry as it is: no NUL, no
+ * overlong form, surrogate or code point past U+10FFFF. */
+static bool is_text(const unsigned char *d, size_t len)
+{
+        for (size_t i = 0; i < len;) {
+                unsigned c = d[i];
+                size_t n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+                                        : (c & 0xf8) == 0xf0 ? 3 : 4;
+                if (c == 0 || n == 4 || i + n >= len)
+                        return false;
+                unsigned cp = n == 0 ? c : n == 1 ? c & 0x1f : n == 2 ? c & 0x0f : c & 0x07;
+                for (size_t k = 1; k <= n; k++) {
+                        if ((d[i + k] & 0xc0) != 0x80)
+                                return false;
+                        cp = cp << 6 | (d[i + k] & 0x3f);
+                }
+                static const unsigned min[] = { 0, 0x80, 0x800, 0x10000 };
+                if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                        return false;
+                i += n + 1;
+        }
+        return true;
+}
+
+/* False when out of memory. */
+static bool print_chunk_json(int attempt, int seq, int stream, const unsigned char *data,
+                             size_t len)
+{
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "attempt", attempt);
+        cJSON_AddNumberToObject(o, "seq", seq);
+        cJSON_AddStringToObject(o, "stream", stream == 2 ? "stderr" : "stdout");
+        bool text = is_text(data, len);
+        _cleanup_free_ char *s = text ? strndup((const char *)data, len)
+                                      : malloc(4 * ((len + 2) / 3) + 1);
+        if (!s) {
+                cJSON_Delete(o);
+                return false;
+        }
+        if (!text)
+                EVP_EncodeBlock((unsigned char *)s, data, (int)len);
+        cJSON_AddStringToObject(o, text ? "data" : "data_base64", s);
+        return cli_print_json(o);
+}
 
 /* Prints every chunk after the cursor; returns how many, or negative. */
 static int print_new(PGconn *conn, const char *id, struct cursor *c, struct bc_error *err)
@@ -46,7 +99,16 @@ static int print_new(PGconn *conn, const char *id, struct cursor *c, struct bc_e
                         size_t len = 0;
                         unsigned char *data =
                                 PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 3), &len);
-                        if (data) {
+                        if (data && c->json) {
+                                bool printed = print_chunk_json(atoi(PQgetvalue(res, i, 0)),
+                                                                atoi(PQgetvalue(res, i, 1)),
+                                                                atoi(PQgetvalue(res, i, 2)),
+                                                                data, len);
+                                PQfreemem(data);
+                                if (!printed)
+                                        return bc_error_set(err, BC_INTERNAL, ENOMEM,
+                                                            "out of memory");
+                        } else if (data) {
                                 int fd = atoi(PQgetvalue(res, i, 2)) == 2 ? STDERR_FILENO
                                                                           : STDOUT_FILENO;
                                 bc_write_all(fd, data, len);
@@ -112,6 +174,7 @@ int cmd_logs(int argc, char **argv)
         int r = cli_common_options(&argc, argv, logs_usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
+        bool json = cli_take_json(&argc, argv);
         bool f = argc == 3 && (strcmp(argv[1], "-f") == 0 || strcmp(argv[1], "--follow") == 0);
         if (argc != 2 && !f) {
                 fputs(logs_usage, stderr);
@@ -120,7 +183,7 @@ int cmd_logs(int argc, char **argv)
         const char *id = argv[argc - 1];
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
-        struct cursor c = { 0, 0 };
+        struct cursor c = { 0, 0, json };
         int st = 0;
         if (!conn)
                 st = -2;

@@ -1,4 +1,5 @@
 /* `boxcar storage push|pull|ls|url`: named storages from the command line. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +16,10 @@
 #include "worker/job/store.h"
 
 const char storage_usage[] =
-        "usage: boxcar storage push [--kind volume|artifact|image] NAME DIR|TARBALL\n"
-        "       boxcar storage pull NAME[@VERSION] DIR\n"
-        "       boxcar storage ls [--kind volume|artifact|image] [NAME]\n"
-        "       boxcar storage url [--expires DUR] NAME[@VERSION]\n"
+        "usage: boxcar storage push [--kind volume|artifact|image] [--json] NAME DIR|TARBALL\n"
+        "       boxcar storage pull [--json] NAME[@VERSION] DIR\n"
+        "       boxcar storage ls [--kind volume|artifact|image] [--json] [NAME]\n"
+        "       boxcar storage url [--expires DUR] [--json] NAME[@VERSION]\n"
         "\n"
         "  push    upload DIR as a new version of NAME (prints its sha256) and move the\n"
         "          head there; NAME is created when new, as --kind (default: artifact).\n"
@@ -34,6 +35,11 @@ const char storage_usage[] =
         "  url     a presigned GET URL of a version, valid for --expires (default: 1h,\n"
         "          at most 7d; durations: 250ms, 30s, 5m, 2h, 1d or plain seconds)\n"
         "\n"
+        "  --json                 print one JSON object: push, the new version as ls\n"
+        "                         NAME shows it, with \"name\", \"kind\" and \"uploaded\";\n"
+        "                         pull {\"name\", \"sha256\", \"dir\"}; url {\"name\",\n"
+        "                         \"sha256\", \"url\", \"expires_in_s\"}; ls: accepted, its\n"
+        "                         lines are JSON anyway\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "\n"
         "S3: BOXCAR_S3_BUCKET, BOXCAR_S3_PREFIX, BOXCAR_S3_FORCE_PATH_STYLE, and the\n"
@@ -82,7 +88,28 @@ static int unpack_tarball(const char *path, const char *tree, bool image, struct
         return r < 0 ? bc_error_prefix(err, "unpack %s", path) : 0;
 }
 
-static int push(PGconn *conn, const char *name, const char *dir, const char *kind,
+/* push --json: the version as `storage ls NAME` shows it, and more. */
+static int print_pushed(PGconn *conn, const char *name, const char *sha, bool uploaded,
+                        struct bc_error *err)
+{
+        const char *p[] = { name, sha, uploaded ? "true" : "false" };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn,
+                "select (v || jsonb_build_object('name', s.name, 'kind', s.kind,"
+                " 'uploaded', $3::boolean))::text"
+                " from boxcar.storage_versions_json($1) v, boxcar.storages s"
+                " where s.name = $1 and v->>'sha256' = $2",
+                3, p, err);
+        if (!res)
+                return -EPROTO;
+        if (PQntuples(res) != 1)
+                return bc_error_set(err, BC_INTERNAL, ENOENT, "version %s of %s not found", sha,
+                                    name);
+        printf("%s\n", PQgetvalue(res, 0, 0));
+        return 0;
+}
+
+static int push(PGconn *conn, const char *name, const char *dir, const char *kind, bool json,
                 struct bc_error *err)
 {
         _cleanup_(storage_config_freep) struct storage_config *s3 = NULL;
@@ -124,14 +151,17 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         _cleanup_pgresult_ PGresult *added = db_exec(
                 conn, "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6)",
                 6, p, err);
-        if (added) {
+        r = added ? 0 : -EPROTO;
+        if (added && json)
+                r = print_pushed(conn, name, res.pack.sha256, res.uploaded, err);
+        else if (added)
                 printf("%s\n", res.pack.sha256);
+        if (r >= 0)
                 fprintf(stderr, "%s: %s files, %s bytes, %s\n", name, count, size,
                         res.uploaded ? "uploaded" : "already stored (nothing uploaded)");
-        }
         storage_push_result_done(&res);
         store_version_done(&head);
-        return added ? 0 : -EPROTO;
+        return r;
 }
 
 static int resolve_url(PGconn *conn, char *ref, long ttl, char **ret_url, char ret_sha[65],
@@ -158,7 +188,7 @@ static int resolve_url(PGconn *conn, char *ref, long ttl, char **ret_url, char r
         return r;
 }
 
-static int pull(PGconn *conn, char *ref, const char *dir, struct bc_error *err)
+static int pull(PGconn *conn, char *ref, const char *dir, bool json, struct bc_error *err)
 {
         _cleanup_free_ char *url = NULL;
         char sha[65] = "";
@@ -172,6 +202,13 @@ static int pull(PGconn *conn, char *ref, const char *dir, struct bc_error *err)
                 r = storage_fetch_extract(s3, url, sha, dir, NULL, NULL, &fr, err);
         if (r >= 0)
                 fprintf(stderr, "%s: %s into %s\n", ref, sha, dir);
+        if (r >= 0 && json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "name", ref);
+                cJSON_AddStringToObject(o, "sha256", sha);
+                cJSON_AddStringToObject(o, "dir", dir);
+                cli_print_json(o);
+        }
         return r;
 }
 
@@ -194,6 +231,7 @@ struct storage_args {
         char *ref;         /* NAME or NAME[@VERSION] */
         const char *dir;   /* push, pull */
         double ttl_s;      /* url */
+        bool json;
 };
 
 /* The arguments' shape and values, checked before connecting: a usage
@@ -221,6 +259,13 @@ static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_e
                 i = 4;
         }
         int rest = argc - i;
+        /* No storage name or directory starts with '-': an option this verb
+         * does not take, rather than a NAME of "--kind". */
+        for (int k = i; k < argc; k++)
+                if (argv[k][0] == '-' && argv[k][1])
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "unknown option '%s' (see boxcar help storage)",
+                                            argv[k]);
         if (strcmp(verb, "push") == 0 && rest == 2)
                 a->verb = PUSH;
         else if (strcmp(verb, "pull") == 0 && rest == 2)
@@ -240,15 +285,23 @@ static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_e
 static int dispatch(PGconn *conn, struct storage_args *a, struct bc_error *err)
 {
         switch (a->verb) {
-        case PUSH: return push(conn, a->ref, a->dir, a->kind, err);
-        case PULL: return pull(conn, a->ref, a->dir, err);
+        case PUSH: return push(conn, a->ref, a->dir, a->kind, a->json, err);
+        case PULL: return pull(conn, a->ref, a->dir, a->json, err);
         case LS: return list(conn, a->ref, a->kind, err);
         case URL: {
                 _cleanup_free_ char *url = NULL;
                 char sha[65];
                 int r = resolve_url(conn, a->ref, (long)a->ttl_s, &url, sha, err);
-                if (r >= 0)
+                if (r >= 0 && a->json) {
+                        cJSON *o = cJSON_CreateObject();
+                        cJSON_AddStringToObject(o, "name", a->ref);
+                        cJSON_AddStringToObject(o, "sha256", sha);
+                        cJSON_AddStringToObject(o, "url", url);
+                        cJSON_AddNumberToObject(o, "expires_in_s", (long)a->ttl_s);
+                        cli_print_json(o);
+                } else if (r >= 0) {
                         printf("%s\n", url);
+                }
                 return r;
         }
         }
@@ -261,6 +314,7 @@ int cmd_storage(int argc, char **argv)
         int r = cli_common_options(&argc, argv, storage_usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
+        bool json = cli_take_json(&argc, argv);
         if (argc < 2) {
                 fputs(storage_usage, stderr);
                 return 2;
@@ -271,6 +325,7 @@ int cmd_storage(int argc, char **argv)
         struct storage_args a;
         if (parse_args(argc, argv, &a, &err) < 0)
                 return fail(what, &err);
+        a.json = json;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn || dispatch(conn, &a, &err) < 0)
                 return fail(what, &err);

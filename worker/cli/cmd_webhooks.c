@@ -1,4 +1,5 @@
 /* `boxcar webhooks ls|retry|verify`. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +10,8 @@
 #include "worker/db.h"
 
 const char webhooks_usage[] =
-        "usage: boxcar webhooks ls [--failed] [--limit N]\n"
-        "       boxcar webhooks retry ID\n"
+        "usage: boxcar webhooks ls [--failed] [--limit N] [--json]\n"
+        "       boxcar webhooks retry [--json] ID\n"
         "       boxcar webhooks verify [OPTIONS]\n"
         "\n"
         "  ls      recent deliveries, newest first, one JSON object per line: --failed\n"
@@ -19,6 +20,9 @@ const char webhooks_usage[] =
         "  verify  check a received webhook's signature, as a consumer would (its own\n"
         "          options: boxcar webhooks verify --help)\n"
         "\n"
+        "  --json                 ls: accepted, its lines are JSON anyway; retry: print\n"
+        "                         {\"id\", \"status\", \"queued\"} (queued: it was redriven;\n"
+        "                         otherwise status says what the delivery is)\n"
         "  --database-url URL     PostgreSQL URL, for ls and retry (default: $DATABASE_URL)\n";
 
 struct ls_args {
@@ -60,7 +64,7 @@ static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)
         return 0;
 }
 
-static int retry(PGconn *conn, const char *id, struct bc_error *err)
+static int retry(PGconn *conn, const char *id, bool json, struct bc_error *err)
 {
         const char *p[] = { id };
         _cleanup_pgresult_ PGresult *res =
@@ -68,6 +72,15 @@ static int retry(PGconn *conn, const char *id, struct bc_error *err)
         if (!res)
                 return -1;
         const char *st = PQgetvalue(res, 0, 0);
+        if (json) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "id", id);
+                cJSON_AddStringToObject(o, "status", st);
+                cJSON_AddBoolToObject(o, "queued", strcmp(st, "pending") == 0);
+                if (!cli_print_json(o))
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                return 0;
+        }
         if (strcmp(st, "pending") == 0)
                 printf("%s: queued for delivery\n", id);
         else
@@ -83,6 +96,7 @@ int cmd_webhooks(int argc, char **argv)
         int r = cli_common_options(&argc, argv, webhooks_usage, &url);
         if (r)
                 return r == 1 ? 0 : 2;
+        bool json = cli_take_json(&argc, argv); /* ls prints JSON lines anyway */
         bool is_ls = argc >= 2 && strcmp(argv[1], "ls") == 0;
         bool is_retry = argc == 3 && strcmp(argv[1], "retry") == 0;
         if (!is_ls && !is_retry) {
@@ -98,7 +112,7 @@ int cmd_webhooks(int argc, char **argv)
         }
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (conn)
-                r = is_ls ? list(conn, &ls, &err) : retry(conn, argv[2], &err);
+                r = is_ls ? list(conn, &ls, &err) : retry(conn, argv[2], json, &err);
         if (!conn || r < 0) {
                 int st = cli_fail(is_ls ? "webhooks ls" : "webhooks retry", &err);
                 bc_error_clear(&err);
