@@ -269,6 +269,7 @@ int creds_provider_get(struct creds_provider *p, struct aws_creds *ret, struct b
                 return copy_creds(&p->fixed, ret, err);
         pthread_mutex_lock(&p->lock);
         _cleanup_(unlockp) pthread_mutex_t *locked = &p->lock;
+        (void)locked; /* only its cleanup is wanted (clang warns otherwise) */
         time_t now = time(NULL);
         if (needs_fetch(p, now)) {
                 struct aws_creds fresh = { 0 };

@@ -6,14 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/io.h"
-#include "sandbox/sandbox.h"
 #include "worker/job/backend.h"
 #include "worker/db.h"
 #include "worker/webhook/deliver.h"
@@ -21,12 +17,12 @@
 #include "worker/http/wmetrics.h"
 #include "worker/warm/ws_pool.h"
 #include "worker/log.h"
-#include "worker/migrate.h"
 #include "worker/daemon/notify.h"
 #include "worker/daemon/queue.h"
 #include "worker/daemon/s3_check.h"
 #include "worker/warm/sandbox_pool.h"
 #include "worker/daemon/slots.h"
+#include "worker/daemon/startup.h"
 #include "worker/job/store.h"
 #include "version.h"
 
@@ -467,176 +463,6 @@ static void do_timers(struct loop *l)
                 claim(l);
 }
 
-static int setup_signals(struct loop *l, struct bc_error *err)
-{
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, SIGTERM);
-        sigaddset(&set, SIGINT);
-        /* Blocked before the slot threads start, so only signalfd sees them. */
-        if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
-                return bc_error_set(err, BC_INTERNAL, errno, "sigmask: %m");
-        signal(SIGPIPE, SIG_IGN);
-        l->signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-        if (l->signal_fd < 0)
-                return bc_error_set(err, BC_INTERNAL, errno, "signalfd: %m");
-        return 0;
-}
-
-static int new_instance_id(char ret_id[33], struct bc_error *err)
-{
-        unsigned char raw[16];
-        if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-                return bc_error_set(err, BC_INTERNAL, errno, "getrandom: %m");
-        for (size_t i = 0; i < sizeof(raw); i++)
-                snprintf(ret_id + 2 * i, 3, "%02x", raw[i]);
-        return 0;
-}
-
-/* The work dir and its parents, 0700: a fresh checkout or host has none
- * of them, and only the worker needs to look inside. */
-static int setup_work_dir(const struct worker_config *cfg, bool *ret_private,
-                          struct bc_error *err)
-{
-        _cleanup_free_ char *jobs = NULL;
-        if (asprintf(&jobs, "%s/jobs", cfg->work_dir) < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        if (bc_mkdir_p(jobs, 0700, err) < 0) {
-                err->code = BC_CONFIG;
-                return bc_error_prefix(err, "--work-dir %s", cfg->work_dir);
-        }
-        if (cfg->sandbox == BACKEND_NAMESPACE) {
-                char why[128];
-                struct bc_error e = BC_ERROR_INIT;
-                if (!sandbox_workspace_available(why, sizeof(why)))
-                        log_event(LOG_WARN, "sandbox.workspace", "error", why, "effect",
-                                  "jobs fail with SANDBOX_SETUP: a workspace cannot be bounded here",
-                                  NULL);
-                else if (sandbox_workspace_private_mounts(&e) < 0)
-                        /* Still safe: the start-up cleanup below is the net. */
-                        log_event(LOG_WARN, "sandbox.workspace", "error", bc_error_message(&e),
-                                  "effect", "job mounts live in the host's namespace; no "
-                                  "workspaces are made ahead", NULL);
-                else
-                        *ret_private = true;
-                bc_error_clear(&e);
-        }
-        /* What a worker killed before private mounts existed (or without
-         * them) left: workspace mounts, their loop devices, directories. */
-        job_dirs_cleanup(cfg->work_dir);
-        ws_pool_cleanup(cfg->work_dir);
-        return 0;
-}
-
-/* Workspace filesystems made ahead, of the spec's default size, when this
- * worker makes them at all, in a mount namespace of its own (a pool's
- * mounts must die with the worker; and a mount under a shared parent
- * cannot be moved).  A failure is not fatal: jobs make theirs. */
-/* --warm-sandboxes / --warm-workspaces: the number given, or by default
- * the concurrency plus the pools' prefetch of 2. */
-static unsigned warm_max(int given, const struct worker_config *cfg)
-{
-        return given < 0 ? cfg->concurrency + WS_POOL_PREFETCH : (unsigned)given;
-}
-
-static void start_ws_pool(struct loop *l)
-{
-        const struct worker_config *cfg = l->cfg;
-        if (cfg->sandbox != BACKEND_NAMESPACE || !l->private_mounts)
-                return;
-        struct ws_pool_options o = {
-                .work_dir = cfg->work_dir, .concurrency = cfg->concurrency,
-                .max_ready = warm_max(cfg->warm_workspaces, cfg),
-                .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES,
-                .metrics = l->metrics,
-        };
-        struct bc_error err = BC_ERROR_INIT;
-        if (ws_pool_start(&l->ws_pool, &o, &err) < 0) {
-                log_event(LOG_WARN, "workspace.pool", "error", bc_error_message(&err), "effect",
-                          "every job makes its workspace filesystem when it starts", NULL);
-                ws_pool_stop(l->ws_pool);
-                l->ws_pool = NULL;
-        }
-        bc_error_clear(&err);
-        l->slots.ws_pool = l->ws_pool;
-}
-
-/* cgroup v2: moves the worker into a leaf of its cgroup so that cgroup
- * can give job cgroups their controllers (see sandbox.h).  Must run while
- * the process is single-threaded.  A failure is not fatal: jobs without
- * limits still run, and jobs with limits fail with the helper's reason. */
-static char *setup_cgroup(const struct worker_config *cfg)
-{
-        if (cfg->sandbox != BACKEND_NAMESPACE)
-                return NULL;
-        char *parent = NULL;
-        struct bc_error err = BC_ERROR_INIT;
-        if (sandbox_cgroup_prepare_worker(NULL, &parent, &err) < 0) {
-                log_event(LOG_WARN, "sandbox.cgroup", "parent", "none", "error",
-                          bc_error_message(&err), NULL);
-                bc_error_clear(&err);
-                return NULL;
-        }
-        log_event(LOG_INFO, "sandbox.cgroup", "parent", parent ? parent : "none", "mode",
-                  parent ? "v2 delegated: worker in a leaf, jobs beside it"
-                         : "jobs under the helper's own cgroup", NULL);
-        backend_sandbox_set_cgroup_parent(parent);
-        return parent;
-}
-
-/* Warm sandboxes, made by the pool's own thread: they die with it, and it
- * is stopped only after the slots are joined.  Without a pool every
- * sandbox is cold. */
-static void start_pool(const struct worker_config *cfg, const char *cgroup_parent,
-                       struct storage_cache *images, struct metrics *m,
-                       struct sandbox_pool **ret)
-{
-        *ret = NULL;
-        if (cfg->sandbox != BACKEND_NAMESPACE)
-                return;
-        unsigned max = warm_max(cfg->warm_sandboxes, cfg);
-        struct bc_error err = BC_ERROR_INIT;
-        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, images, m, ret, &err) < 0) {
-                log_event(LOG_WARN, "sandbox.pool", "error", bc_error_message(&err), "effect",
-                          "every sandbox starts cold", NULL);
-                bc_error_clear(&err);
-                return;
-        }
-        log_event(LOG_INFO, "sandbox.pool", LOG_INT("max", *ret ? max : 0), "mode",
-                  *ret ? "warm sandboxes made ahead of jobs"
-                       : max ? "off: warm sandboxes need root" : "off (--warm-sandboxes 0)", NULL);
-        backend_sandbox_set_pool(*ret, m);
-}
-
-/* Before any job or delivery thread starts: the schema must be one this
- * binary knows, or the worker exits with the reason (once, not a retry
- * loop of raw SQL errors).  Waits out an unreachable database like the main
- * loop; returns 1 when a signal asks to stop meanwhile. */
-static int wait_for_schema(struct loop *l, struct bc_error *err)
-{
-        unsigned backoff = 100;
-        for (;;) {
-                _cleanup_pgconn_ PGconn *conn =
-                        db_connect(l->cfg->database_url, "boxcar-worker", err);
-                int r = conn ? migrate_check_schema(conn, sql_files, sql_files_count, err)
-                             : -ECONNREFUSED;
-                if (r >= 0 || (conn && !db_connection_lost(conn)))
-                        return r;
-                log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
-                          bc_error_message(err), LOG_INT("retry_ms", backoff), NULL);
-                bc_error_clear(err);
-                notify_status(false, "waiting for the database");
-                notify_watchdog();
-                struct pollfd p = { .fd = l->signal_fd, .events = POLLIN };
-                unsigned wait = backoff;
-                if (l->watchdog_ms && l->watchdog_ms < wait)
-                        wait = (unsigned)l->watchdog_ms;
-                if (poll(&p, 1, (int)wait) > 0)
-                        return 1;
-                backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
-        }
-}
-
 static void run_loop(struct loop *l)
 {
         while (!(l->draining && l->slots.busy == 0)) {
@@ -664,13 +490,13 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
 {
         struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100,
                           .watchdog_ms = notify_watchdog_interval_ms() };
-        int r = new_instance_id(l.instance, err);
+        int r = worker_new_instance_id(l.instance, err);
         if (r >= 0)
-                r = setup_work_dir(cfg, &l.private_mounts, err);
+                r = worker_setup_work_dir(cfg, &l.private_mounts, err);
         if (r >= 0)
-                r = setup_signals(&l, err);
+                r = worker_setup_signals(&l.signal_fd, err);
         /* Before start_metrics: the first thread of the process. */
-        _cleanup_free_ char *cgroup_parent = r >= 0 ? setup_cgroup(cfg) : NULL;
+        _cleanup_free_ char *cgroup_parent = r >= 0 ? worker_setup_cgroup(cfg) : NULL;
         if (r >= 0)
                 r = start_metrics(&l, err);
         l.slots.metrics = l.metrics;
@@ -692,14 +518,16 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 r = s3_check_start(l.store.s3, cfg->worker_id, &l.s3_check, err);
         int stop = 0;
         if (r >= 0) {
-                stop = wait_for_schema(&l, err);
+                stop = worker_wait_for_schema(cfg, l.signal_fd, l.watchdog_ms, err);
                 r = stop < 0 ? stop : 0;
         }
         struct sandbox_pool *pool = NULL;
         if (r >= 0 && !stop)
-                start_pool(cfg, cgroup_parent, l.store.images, l.metrics, &pool);
-        if (r >= 0 && !stop)
-                start_ws_pool(&l);
+                worker_start_sandbox_pool(cfg, cgroup_parent, l.store.images, l.metrics, &pool);
+        if (r >= 0 && !stop) {
+                l.ws_pool = worker_start_ws_pool(cfg, l.private_mounts, l.metrics);
+                l.slots.ws_pool = l.ws_pool;
+        }
         if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
         const char *no_webhooks = NULL;
