@@ -10,7 +10,9 @@ source "$(dirname "$0")/../../scripts/env.sh"
 vm="$BOXCAR_DEV/vm"
 pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
 [[ -n $pkg ]] || { echo "vm: cannot tell which kernel package linux-image-amd64 depends on (apt-get update?)" >&2; exit 1; }
-out="$vm/$pkg"
+# Rebuilt when the kernel package, tests/vm/init or this script changes.
+recipe=$(cat "$BOXCAR_ROOT/tests/vm/init" "$0" | sha256sum | cut -c1-12)
+out="$vm/$pkg-$recipe"
 if [[ -s $out/initrd.gz && -s $out/vmlinuz ]]; then echo "$out"; exit 0; fi
 
 rm -rf "$out.tmp" && mkdir -p "$out.tmp/dl" && cd "$out.tmp/dl"
@@ -45,5 +47,5 @@ for m in "${order[@]}"; do cp "${path[$m]}" "$rd/lib/modules/$m.ko"; done
 printf '%s\n' "${order[@]}" > "$rd/modules.order"
 (cd "$rd" && find . | cpio -o -H newc --quiet | gzip -1) > initrd.gz
 rm -rf dl unpacked "$rd"
-rm -rf "$out" && mv "$out.tmp" "$out"
+rm -rf "$vm/$pkg"-* && mv "$out.tmp" "$out"
 echo "$out"
