@@ -47,5 +47,6 @@ for m in "${order[@]}"; do cp "${path[$m]}" "$rd/lib/modules/$m.ko"; done
 printf '%s\n' "${order[@]}" > "$rd/modules.order"
 (cd "$rd" && find . | cpio -o -H newc --quiet | gzip -1) > initrd.gz
 rm -rf dl unpacked "$rd"
-rm -rf "$vm/$pkg"-* && mv "$out.tmp" "$out"
+for old in "$vm/$pkg"-*; do [[ $old == "$out.tmp" ]] || rm -rf "$old"; done
+mv "$out.tmp" "$out"
 echo "$out"
