@@ -535,7 +535,7 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
         case OPT_POLL_ONLY: r = parse_switch(v, &c->poll_only); break;
         case OPT_ALLOW_PRIVATE_URLS: r = parse_switch(v, &c->url_guard.allow_all); break;
         case OPT_ALLOW_URL_CIDR:
-                return netguard_allow_list(&c->url_guard, v, err) < 0 ? bc_error_prefix(err, label)
+                return netguard_allow_list(&c->url_guard, v, err) < 0 ? bc_error_prefix(err, "%s", label)
                                                                       : 0;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
         case OPT_WARM_SANDBOXES:
