@@ -39,9 +39,13 @@ rn_up() {
 
 # The namespaces, veths and bridge a previous run may have left.
 rn_down_links() {
-  local ns
+  local ns l
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^${_rn_tag}-r"); do
     ip netns del "$ns"
+  done
+  # A veth goes with its namespace only once nothing holds that namespace.
+  for l in $(ip -o link show 2>/dev/null | grep -o "${_rn_tag}h[0-9]*" | sort -u); do
+    ip link del "$l" 2>/dev/null || true
   done
   ip link del "$RN_BRIDGE" 2>/dev/null || true
 }
@@ -56,4 +60,10 @@ rn_down() {
 rn_url() { printf 'postgresql://boxcar:boxcar@%s:%s/%s\n' "$RN_HOST" "$BOXCAR_PG_PORT" "$1"; }
 
 # rn_exec I CMD...: CMD inside replica I's namespace.
-rn_exec() { local i=$1; shift; ip netns exec "$(rn_ns "$i")" "$@"; }
+rn_exec() { local i=$1; shift; nsenter --net="$(rn_netns "$i")" -- "$@"; }
+# The namespace's file, for a background process started as
+#   nsenter --net="$(rn_netns I)" -- CMD &
+# (nsenter execs CMD, so $! is CMD's pid; `ip netns exec` forks and
+# waits, and a shell function in the background is a subshell: killing
+# either would leave CMD running.)
+rn_netns() { echo "/run/netns/$(rn_ns "$1")"; }

@@ -4,7 +4,11 @@
 source "$(dirname "$0")/../lib.sh"
 source "$BOXCAR_ROOT/scripts/replicas-net.sh"
 if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-  skip "replicas in network namespaces need root and ip netns"; tap_done; exit
+  skip "replicas in network namespaces need root and ip netns"; for p in "${wpids[@]}"; do kill -TERM "$p"; done
+rcs=""
+for p in "${wpids[@]}"; do wait "$p"; rcs+="$? "; done
+is "the four replicas drain and exit 0 on SIGTERM" "$rcs" "0 0 0 0 "
+tap_done; exit
 fi
 fresh_db e2e_replicas
 trap 'cleanup_bg; rn_down >/dev/null 2>&1' EXIT
@@ -15,10 +19,11 @@ check "a namespace reaches PostgreSQL on the bridge's address" ns_psql
 check "and not over the host's loopback (its own is empty)" \
       bash -c "! ip netns exec $(rn_ns 1) psql -X -qtA '$(db_url e2e_replicas)' -c 'select 1' >/dev/null 2>&1"
 mkdir -p "$BOXCAR_DEV/work"
+wpids=()
 for i in 1 2 3 4; do
-  DATABASE_URL=$url rn_exec "$i" "$BOXCAR" worker --worker-id "ns-$i" --work-dir "$BOXCAR_DEV/work/ns-$i" \
+  DATABASE_URL=$url nsenter --net="$(rn_netns "$i")" -- "$BOXCAR" worker --worker-id "ns-$i" --work-dir "$BOXCAR_DEV/work/ns-$i" \
       --concurrency 4 --sandbox none --poll-interval 1s >"$BOXCAR_DEV/test-logs/ns-$i.log" 2>&1 &
-  _bg_pids+=($!)
+  _bg_pids+=($!) wpids+=($!)
 done
 registered() { [[ $(sql "select count(*) from boxcar.workers where state = 'running'") == 4 ]]; }
 check "the four replicas register" wait_for "registered" 30 registered
@@ -33,4 +38,8 @@ is "no job claimed twice" "$(sql "select count(*) from (select job_id from boxca
 is "one claimed event per job" "$(sql "select count(*) from boxcar.job_events where kind = 'claimed'")" 800
 is "every job on its first attempt" "$(sql "select count(*) from boxcar.jobs where attempts <> 1")" 0
 is "all four replicas took jobs" "$(sql "select count(distinct worker_id) from boxcar.jobs")" 4
+for p in "${wpids[@]}"; do kill -TERM "$p"; done
+rcs=""
+for p in "${wpids[@]}"; do wait "$p"; rcs+="$? "; done
+is "the four replicas drain and exit 0 on SIGTERM" "$rcs" "0 0 0 0 "
 tap_done
