@@ -68,7 +68,7 @@ cleanup() {
   for i in "${!wpid[@]}"; do kill -9 "${wpid[$i]}" 2>/dev/null; done
   [[ -n $recv_pid ]] && kill -9 "$recv_pid" 2>/dev/null
   "$BOXCAR_ROOT/scripts/s3.sh" start >/dev/null 2>&1
-  wait 2>/dev/null
+  { wait; } 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
