@@ -1,5 +1,5 @@
 # boxcar build.  `make` builds build/boxcar, build/boxcar-guard and build/boxcar-sandbox;
-# `make test` runs every suite; `make run` runs the demo; SAN=1 builds with
+# `make test` runs every suite; `make chaos` the full chaos run; `make run` runs the demo; SAN=1 builds with
 # AddressSanitizer + UndefinedBehaviorSanitizer.
 
 SAN ?= 0
@@ -139,7 +139,7 @@ fuzz-bins: $(FUZZ_BINS) $(BUILD)/fuzz/spec-check
 BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
 
 .DEFAULT_GOAL := all
-.PHONY: all deps test test-vm unit-tests run bench lint format clean distclean dev-up dev-down \
+.PHONY: all deps test test-vm chaos unit-tests run bench lint format clean distclean dev-up dev-down \
         fuzz fuzz-bins deb
 
 all: deps-build $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
@@ -160,6 +160,13 @@ test: deps
 test-vm: deps
 	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
 	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) scripts/test.sh vm
+
+# Chaos at scale, full size: 100,000 jobs (tests/chaos/chaos.sh; the chaos
+# suite of `make test` runs 10,000).  CHAOS_JOBS=N for another size.
+CHAOS_JOBS ?= 100000
+chaos: deps
+	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
+	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) CHAOS_JOBS=$(CHAOS_JOBS) scripts/test.sh chaos
 
 run: deps
 	@$(MAKE) --no-print-directory all

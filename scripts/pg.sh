@@ -2,6 +2,10 @@
 # Local PostgreSQL 15 cluster for development and tests, run as the
 # `postgres` user (PostgreSQL refuses root), data under .dev/pg.
 #   pg.sh start | stop | restart | status | createdb NAME | dropdb NAME | psql [ARGS]
+#   pg.sh listen ADDR CIDR   also listen on ADDR and let the boxcar role in
+#                            from CIDR (scram), then restart: replicas in
+#                            their own network namespaces reach it there
+#   pg.sh unlisten           back to 127.0.0.1 alone, then restart
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -70,6 +74,24 @@ createdb() {
        -c "create extension if not exists pgtap" >/dev/null 2>&1 || true
 }
 
+# The pg_hba.conf lines `listen` adds end with this marker.
+HBA_MARK="# boxcar: pg.sh listen"
+listen() {
+  local addr=$1 cidr=$2 hba="$BOXCAR_PG_DATA/pg_hba.conf"
+  psql_admin -qc "alter system set listen_addresses = '127.0.0.1,$addr'" >/dev/null
+  if ! grep -qF "$cidr scram-sha-256 $HBA_MARK" "$hba"; then
+    as_pg sh -c "echo 'host all boxcar $cidr scram-sha-256 $HBA_MARK' >> '$hba'"
+  fi
+  stop; start
+}
+
+unlisten() {
+  local hba="$BOXCAR_PG_DATA/pg_hba.conf"
+  psql_admin -qc "alter system reset listen_addresses" >/dev/null
+  as_pg sed -i "/$HBA_MARK\$/d" "$hba"
+  stop; start
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
@@ -79,5 +101,7 @@ case "${1:-}" in
   dropdb) psql_admin -qc "drop database if exists \"$2\" with (force)" >/dev/null ;;
   psql) shift; psql_admin "$@" ;;
   url) db_url "${2:-boxcar}" ;;
-  *) echo "usage: $0 start|stop|restart|status|createdb NAME|dropdb NAME|psql|url [DB]" >&2; exit 2 ;;
+  listen) listen "$2" "$3" ;;
+  unlisten) unlisten ;;
+  *) echo "usage: $0 start|stop|restart|status|createdb NAME|dropdb NAME|psql|url [DB]|listen ADDR CIDR|unlisten" >&2; exit 2 ;;
 esac

@@ -49,6 +49,7 @@ struct s3_call {
         const struct sigv4_pair *headers; /* extra signed headers */
         size_t n_headers;
         struct put_body *body;          /* PUT only (upload.c) */
+        int64_t length;                 /* out: the answer's Content-Length, -1 if none */
 };
 
 /* The header list for c signed now, with credentials from s3_credentials

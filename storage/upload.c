@@ -70,7 +70,7 @@ static void slist_freep(struct curl_slist **l)
 }
 
 /* One attempt; *ret_status is the HTTP status (0 on transport failure). */
-static CURLcode s3_attempt(const struct s3_call *c, const struct http_policy *p, long *ret_status,
+static CURLcode s3_attempt(struct s3_call *c, const struct http_policy *p, long *ret_status,
                            char what[static 256], struct bc_error *err)
 {
         _cleanup_(slist_freep) struct curl_slist *h = NULL;
@@ -105,6 +105,10 @@ static CURLcode s3_attempt(const struct s3_call *c, const struct http_policy *p,
         CURLcode cc = curl_easy_perform(curl);
         long status = 0;
         curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+        curl_off_t length = -1;
+        if (curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) != CURLE_OK)
+                length = -1;
+        c->length = length;
         http_describe(cc, status, errbuf, body.data, what);
         curl_easy_cleanup(curl);
         dynbuf_done(&body);
@@ -114,7 +118,7 @@ static CURLcode s3_attempt(const struct s3_call *c, const struct http_policy *p,
 
 /* Runs a call with retries.  Returns the final HTTP status (>= 200), or a
  * negative errno with BC_UPLOAD_FAILED when every attempt failed. */
-static long s3_call_run(const struct s3_call *c, struct bc_error *err)
+static long s3_call_run(struct s3_call *c, struct bc_error *err)
 {
         struct http_policy p;
         http_policy_of(c->cfg, &p);
@@ -168,11 +172,18 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
         long status = s3_call_run(&head, err);
         if (status < 0)
                 return (int)status;
-        if (status == 200) {
+        /* An object of another size under this content address is not
+         * these bytes: a store that is not atomic (s3rver, a gateway over a
+         * plain filesystem) keeps what a PUT cut short left, and the next
+         * job with the same bytes would skip its upload and record a
+         * version nobody can fetch.  It is written again, unconditionally.
+         * (S3 itself never shows a partial object.) */
+        bool broken = status == 200 && head.length >= 0 && (uint64_t)head.length != size;
+        if (status == 200 && !broken) {
                 *ret_uploaded = false;
                 return 0;
         }
-        if (status != 404)
+        if (status != 404 && !broken)
                 return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "HEAD %s: HTTP %ld", t.url, status);
 
         /* The payload hash is the content address itself: S3 rejects the
@@ -183,7 +194,8 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
         };
         struct put_body body = { .fd = fd, .size = size };
         struct s3_call put = { .cfg = cfg, .method = "PUT", .target = &t, .payload_sha256 = sha256,
-                               .headers = put_headers, .n_headers = ELEMENTSOF(put_headers),
+                               .headers = put_headers,
+                               .n_headers = ELEMENTSOF(put_headers) - broken,
                                .body = &body };
         status = s3_call_run(&put, err);
         if (status < 0)
