@@ -41,8 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         storage_limits_default(&limits);
         limits.max_bytes = 8 << 20;
         limits.max_entries = 2000;
+        if (limits.ratio_floor > limits.max_bytes)
+                limits.ratio_floor = limits.max_bytes;
         struct storage_fetch_result res;
         struct bc_error err = BC_ERROR_INIT;
+        /* Limits the library refuses would make every run stop before
+         * extracting anything: the harness would fuzz nothing. */
+        if (storage_limits_validate(&limits, &err) < 0)
+                abort();
         storage_extract_file(archive, NULL, dest, &limits, &res, &err);
         bc_error_clear(&err);
         fs_rm_rf(dest);  /* read-only directories included */
