@@ -85,6 +85,25 @@ static void test_script_mode(void **state)
         spec_free(s);
 }
 
+/* Duplicate keys: the last one counts, as in jsonb (what enqueue stored
+ * and validated); the fuzz corpus found a spec where C read the first. */
+static void test_duplicate_keys_last_wins(void **state)
+{
+        (void)state;
+        struct job_spec *s = parse_ok("{\"script\": \"first\", \"env\": {\"A\": \"1\", \"A\": \"2\"}, "
+                                      "\"script\": \"last\"}");
+        assert_string_equal(s->script, "last");
+        spec_free(s);
+        struct bc_error err = BC_ERROR_INIT;
+        const char *overlap = "{\"command\": [\"x\"], \"volumes\": [{\"name\": \"a\", \"mount\": \"/zz\", "
+                              "\"mount\": \"/mnt/a\", \"url\": \"https://s3/x\"}, {\"name\": \"b\", "
+                              "\"mount\": \"/mnt/a/b\", \"url\": \"https://s3/y\"}]}";
+        s = NULL;
+        assert_true(spec_parse(overlap, strlen(overlap), &s, &err) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "overlaps another volume at /mnt/a"));
+        bc_error_clear(&err);
+}
+
 static void test_not_json(void **state)
 {
         (void)state;
@@ -133,6 +152,7 @@ int main(void)
                 cmocka_unit_test(test_full_spec),
                 cmocka_unit_test(test_script_mode),
                 cmocka_unit_test(test_not_json),
+                cmocka_unit_test(test_duplicate_keys_last_wins),
                 cmocka_unit_test(test_bad_spec_corpus),
         };
         return cmocka_run_group_tests_name("spec", tests, NULL, NULL);

@@ -347,6 +347,45 @@ static int set_defaults(struct job_spec *spec, struct bc_error *err)
         return 0;
 }
 
+struct member {
+        cJSON *item;
+        size_t index;
+};
+
+static int member_cmp(const void *a, const void *b)
+{
+        const struct member *x = a, *y = b;
+        int c = strcmp(x->item->string, y->item->string);
+        return c ? c : (x->index > y->index) - (x->index < y->index);
+}
+
+/* jsonb keeps the last of duplicate keys ({"a": 1, "a": 2} is {"a": 2});
+ * cJSON finds the first.  Dropping the earlier ones makes the worker read
+ * what enqueue validated (the fuzz corpus found a spec where they
+ * differed).  Sorted, not compared pairwise: a spec may have many keys. */
+static int keep_last_keys(cJSON *node)
+{
+        size_t n = 0;
+        for (cJSON *c = node->child; c; c = c->next)
+                n++;
+        if (cJSON_IsObject(node) && n > 1) {
+                _cleanup_free_ struct member *m = calloc(n, sizeof(*m));
+                if (!m)
+                        return -ENOMEM;
+                size_t i = 0;
+                for (cJSON *c = node->child; c; c = c->next, i++)
+                        m[i] = (struct member){ c, i };
+                qsort(m, n, sizeof(*m), member_cmp);
+                for (i = 0; i + 1 < n; i++)
+                        if (strcmp(m[i].item->string, m[i + 1].item->string) == 0)
+                                cJSON_Delete(cJSON_DetachItemViaPointer(node, m[i].item));
+        }
+        for (cJSON *c = node->child; c; c = c->next)
+                if (keep_last_keys(c) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 int spec_parse(const char *json, size_t len, struct job_spec **ret_spec, struct bc_error *err)
 {
         if (len > SPEC_MAX_BYTES)
@@ -362,6 +401,8 @@ int spec_parse(const char *json, size_t len, struct job_spec **ret_spec, struct 
         _cleanup_(cJSON_Deletep) cJSON *root = cJSON_ParseWithLength(json, len);
         if (!root)
                 return bad(err, "spec: not valid JSON");
+        if (keep_last_keys(root) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "spec: out of memory");
         if (!cJSON_IsObject(root))
                 return bad(err, "spec: must be a JSON object");
         int r = spec_unknown_field(root, "", top_fields, err);
