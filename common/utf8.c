@@ -39,6 +39,15 @@ static size_t valid_sequence(const unsigned char *p, size_t avail)
         return n;
 }
 
+bool utf8_valid(const char *data, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)data;
+        for (size_t i = 0, n; i < len; i += n)
+                if (!(n = valid_sequence(p + i, len - i)))
+                        return false;
+        return true;
+}
+
 char *utf8_sanitize(const char *data, size_t len)
 {
         const unsigned char *p = (const unsigned char *)data;

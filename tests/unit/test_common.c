@@ -94,6 +94,10 @@ static void test_utf8_sanitize(void **state)
                 char *got = utf8_sanitize(cases[i].in, cases[i].len);
                 assert_non_null(got);
                 assert_string_equal(got, cases[i].want);
+                /* Valid exactly when sanitizing changes nothing. */
+                assert_int_equal(utf8_valid(cases[i].in, cases[i].len),
+                                 strlen(cases[i].want) == cases[i].len &&
+                                         memcmp(got, cases[i].in, cases[i].len) == 0);
                 free(got);
         }
 }

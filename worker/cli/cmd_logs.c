@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/io.h"
+#include "common/utf8.h"
 #include "worker/cli/cli.h"
 #include "worker/db.h"
 
@@ -34,30 +35,6 @@ struct cursor {
         bool json;
 };
 
-/* Whether data is UTF-8 that a JSON string can carry as it is: no NUL, no
- * overlong form, surrogate or code point past U+10FFFF. */
-static bool is_text(const unsigned char *d, size_t len)
-{
-        for (size_t i = 0; i < len;) {
-                unsigned c = d[i];
-                size_t n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
-                                        : (c & 0xf8) == 0xf0 ? 3 : 4;
-                if (c == 0 || n == 4 || i + n >= len)
-                        return false;
-                unsigned cp = n == 0 ? c : n == 1 ? c & 0x1f : n == 2 ? c & 0x0f : c & 0x07;
-                for (size_t k = 1; k <= n; k++) {
-                        if ((d[i + k] & 0xc0) != 0x80)
-                                return false;
-                        cp = cp << 6 | (d[i + k] & 0x3f);
-                }
-                static const unsigned min[] = { 0, 0x80, 0x800, 0x10000 };
-                if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-                        return false;
-                i += n + 1;
-        }
-        return true;
-}
-
 /* False when out of memory. */
 static bool print_chunk_json(int attempt, int seq, int stream, const unsigned char *data,
                              size_t len)
@@ -66,7 +43,7 @@ static bool print_chunk_json(int attempt, int seq, int stream, const unsigned ch
         cJSON_AddNumberToObject(o, "attempt", attempt);
         cJSON_AddNumberToObject(o, "seq", seq);
         cJSON_AddStringToObject(o, "stream", stream == 2 ? "stderr" : "stdout");
-        bool text = is_text(data, len);
+        bool text = utf8_valid((const char *)data, len);
         _cleanup_free_ char *s = text ? strndup((const char *)data, len)
                                       : malloc(4 * ((len + 2) / 3) + 1);
         if (!s) {
