@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 
 struct aws_profile {
@@ -42,5 +43,6 @@ char *aws_default_path(const char *env, const char *leaf);
 
 /* Overwrites a secret with zeros and frees it.  NULL-safe. */
 void aws_secret_free(char *s);
+BC_DEFINE_CLEANUP(char *, aws_secret_free)
 
 #endif
