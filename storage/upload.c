@@ -177,7 +177,9 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
                 return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "HEAD %s: HTTP %ld", t.url, status);
 
         /* The payload hash is the content address itself: S3 rejects the
-         * PUT if the file changed since it was packed. */
+         * PUT if the file changed since it was packed.  If-None-Match
+         * stays last: it is left off (n_headers below) to overwrite a
+         * broken object. */
         static const struct sigv4_pair put_headers[] = {
                 { "Content-Type", "application/gzip" },
                 { "If-None-Match", "*" },
