@@ -17,6 +17,10 @@ struct dynbuf {
 void dynbuf_init(struct dynbuf *b, size_t cap);
 /* Frees the contents; the buffer can be reused after dynbuf_init. NULL-safe. */
 void dynbuf_done(struct dynbuf *b);
+static inline void dynbuf_donep(struct dynbuf *b)
+{
+        dynbuf_done(b);
+}
 void dynbuf_reset(struct dynbuf *b);
 
 /* Appends; returns 0, -ENOMEM, or -E2BIG when the cap would be exceeded

@@ -41,7 +41,8 @@ void aws_profile_done(struct aws_profile *p)
         memset(p, 0, sizeof(*p));
 }
 
-char *aws_default_path(const char *env, const char *leaf)
+/* $env, else "~/.aws/<leaf>" with $HOME expanded; caller frees. */
+static char *aws_default_path(const char *env, const char *leaf)
 {
         const char *v = getenv(env);
         if (v && *v)

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 
 struct aws_profile {
@@ -37,10 +38,8 @@ struct aws_profile {
 int aws_profile_load(struct aws_profile *ret, struct bc_error *err);
 void aws_profile_done(struct aws_profile *p);
 
-/* "~/.aws/credentials" style paths: $HOME expanded; caller frees. */
-char *aws_default_path(const char *env, const char *leaf);
-
 /* Overwrites a secret with zeros and frees it.  NULL-safe. */
 void aws_secret_free(char *s);
+BC_DEFINE_CLEANUP(char *, aws_secret_free)
 
 #endif

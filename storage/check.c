@@ -28,27 +28,6 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
-static void slist_freep(struct curl_slist **l)
-{
-        curl_slist_free_all(*l);
-}
-
-static void target_donep(struct s3_target *t)
-{
-        s3_target_done(t);
-}
-
-static void curl_easy_cleanupp(CURL **c)
-{
-        if (*c)
-                curl_easy_cleanup(*c);
-}
-
-static void dynbuf_donep(struct dynbuf *b)
-{
-        dynbuf_done(b);
-}
-
 int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 160],
                          struct bc_error *err)
 {
@@ -56,7 +35,7 @@ int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 1
         int r = http_global_init(err);
         if (r < 0)
                 return r;
-        _cleanup_(target_donep) struct s3_target t = { 0 };
+        _cleanup_(s3_target_donep) struct s3_target t = { 0 };
         r = s3_target_bucket(cfg, &t, err);
         if (r < 0)
                 return r;
@@ -74,7 +53,7 @@ int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 1
         struct s3_call call = { .cfg = cfg, .method = "GET", .target = &t, .query = query,
                                 .n_query = ELEMENTSOF(query),
                                 .payload_sha256 = SIGV4_EMPTY_SHA256 };
-        _cleanup_(slist_freep) struct curl_slist *h = NULL;
+        _cleanup_(curl_slist_free_allp) struct curl_slist *h = NULL;
         r = s3_signed_headers(&call, &h, err);
         if (r < 0) {
                 snprintf(ret_why, 160, "credentials: %.140s", bc_error_message(err));

@@ -207,15 +207,10 @@ int s3_credentials(const struct storage_config *cfg, struct aws_creds *ret, stru
         return 0;
 }
 
-static void creds_donep(struct aws_creds *c)
-{
-        aws_creds_done(c);
-}
-
 int storage_credentials_key_id(const struct storage_config *cfg, char **ret,
                                struct bc_error *err)
 {
-        _cleanup_(creds_donep) struct aws_creds c = { 0 };
+        _cleanup_(aws_creds_donep) struct aws_creds c = { 0 };
         int r = s3_credentials(cfg, &c, err);
         if (r < 0)
                 return r;
@@ -367,7 +362,7 @@ int s3_presign_at(const struct storage_config *cfg, enum storage_method method, 
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "presign: expiry must be %d..%d seconds, got %ld",
                                     STORAGE_PRESIGN_MIN_S, STORAGE_PRESIGN_MAX_S, expires_s);
-        _cleanup_(creds_donep) struct aws_creds creds = { 0 };
+        _cleanup_(aws_creds_donep) struct aws_creds creds = { 0 };
         int r = s3_credentials(cfg, &creds, err);
         if (r < 0)
                 return r;

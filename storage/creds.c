@@ -21,7 +21,6 @@ enum creds_kind { CREDS_FIXED, CREDS_WEB_IDENTITY, CREDS_CONTAINER, CREDS_IMDS }
 struct creds_provider {
         enum creds_kind kind;
         char source[160];
-        bool imds_fallback;             /* IMDS because nothing else was configured */
         struct aws_creds fixed;
         char *role_arn, *token_file, *session_name, *sts_endpoint;
         char *url, *auth_token, *auth_token_file;
@@ -175,7 +174,6 @@ static int pick_imds(struct creds_provider *p)
         bool oom = false;
         p->imds_endpoint = dup_endpoint(ep ? ep : "http://169.254.169.254", &oom);
         p->kind = CREDS_IMDS;
-        p->imds_fallback = true;
         snprintf(p->source, sizeof(p->source), "IMDS");
         return oom ? -ENOMEM : 1;
 }
@@ -284,7 +282,9 @@ int creds_provider_get(struct creds_provider *p, struct aws_creds *ret, struct b
                         p->next_try = now + RETRY_AFTER_FAILURE_S;
                         bc_error_clear(&e);
                 } else {
-                        int r = p->imds_fallback
+                        /* IMDS is the last source, taken only when
+                         * nothing else was configured. */
+                        int r = p->kind == CREDS_IMDS
                                         ? bc_error_prefix(&e, "no AWS credentials found: tried env, "
                                                               "shared files, web identity, "
                                                               "container, IMDS")

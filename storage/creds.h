@@ -37,6 +37,10 @@ struct aws_creds {
 
 /* Wipes and frees the strings; c itself is the caller's.  NULL-safe. */
 void aws_creds_done(struct aws_creds *c);
+static inline void aws_creds_donep(struct aws_creds *c)
+{
+        aws_creds_done(c);
+}
 
 struct creds_provider;
 

@@ -69,15 +69,10 @@ static int read_token(const struct container_source *c, char **ret, struct bc_er
         return c->auth_token && !*ret ? bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory") : 0;
 }
 
-static void secret_freep(char **s)
-{
-        aws_secret_free(*s);
-}
-
 int creds_container_fetch(const struct container_source *c, struct aws_creds *ret,
                           struct bc_error *err)
 {
-        _cleanup_(secret_freep) char *token = NULL;
+        _cleanup_(aws_secret_freep) char *token = NULL;
         int r = read_token(c, &token, err);
         if (r < 0)
                 return r;
@@ -86,7 +81,7 @@ int creds_container_fetch(const struct container_source *c, struct aws_creds *re
         if (token && strpbrk(token, "\r\n"))
                 return bc_error_set(err, BC_CONFIG, EINVAL,
                                     "the container authorization token holds a line break");
-        _cleanup_(secret_freep) char *auth = NULL;
+        _cleanup_(aws_secret_freep) char *auth = NULL;
         if (token && asprintf(&auth, "Authorization: %s", token) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         const char *headers[] = { "Accept: application/json", auth, NULL };
@@ -95,7 +90,7 @@ int creds_container_fetch(const struct container_source *c, struct aws_creds *re
                 .connect_timeout_ms = 2000, .timeout_ms = 5000,
         };
         long status = 0;
-        _cleanup_(secret_freep) char *body = NULL;
+        _cleanup_(aws_secret_freep) char *body = NULL;
         r = creds_http(&req, &status, &body, err);
         if (r < 0)
                 return r;

@@ -21,17 +21,6 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
         return dynbuf_add(b, ptr, n) == 0 ? n : 0;
 }
 
-static void slist_freep(struct curl_slist **l)
-{
-        curl_slist_free_all(*l);
-}
-
-static void curl_easy_cleanupp(CURL **c)
-{
-        if (*c)
-                curl_easy_cleanup(*c);
-}
-
 int creds_http(const struct creds_http_request *req, long *ret_status, char **ret_body,
                struct bc_error *err)
 {
@@ -41,7 +30,7 @@ int creds_http(const struct creds_http_request *req, long *ret_status, char **re
         _cleanup_(curl_easy_cleanupp) CURL *c = curl_easy_init();
         if (!c)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "curl_easy_init failed");
-        _cleanup_(slist_freep) struct curl_slist *h = NULL;
+        _cleanup_(curl_slist_free_allp) struct curl_slist *h = NULL;
         for (const char *const *p = req->headers; p && *p; p++) {
                 struct curl_slist *n = curl_slist_append(h, *p);
                 if (!n)

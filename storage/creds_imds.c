@@ -12,11 +12,6 @@
 
 #define ROLES_PATH "/latest/meta-data/iam/security-credentials/"
 
-static void secret_freep(char **s)
-{
-        aws_secret_free(*s);
-}
-
 /* One IMDS call; the SDKs give the service a second at most per step. */
 static int imds_call(const char *endpoint, const char *method, const char *path,
                      const char *header, char **ret_body, struct bc_error *err)
@@ -47,7 +42,7 @@ static int imds_call(const char *endpoint, const char *method, const char *path,
 
 int creds_imds_fetch(const char *endpoint, struct aws_creds *ret, struct bc_error *err)
 {
-        _cleanup_(secret_freep) char *token = NULL;
+        _cleanup_(aws_secret_freep) char *token = NULL;
         int r = imds_call(endpoint, "PUT", "/latest/api/token",
                           "X-aws-ec2-metadata-token-ttl-seconds: 21600", &token, err);
         if (r < 0)
@@ -55,7 +50,7 @@ int creds_imds_fetch(const char *endpoint, struct aws_creds *ret, struct bc_erro
         token[strcspn(token, "\r\n")] = '\0';
         if (!*token)
                 return bc_error_set(err, BC_FETCH_FAILED, EPROTO, "IMDS returned an empty token");
-        _cleanup_(secret_freep) char *hdr = NULL;
+        _cleanup_(aws_secret_freep) char *hdr = NULL;
         if (asprintf(&hdr, "X-aws-ec2-metadata-token: %s", token) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         _cleanup_free_ char *roles = NULL;
@@ -72,7 +67,7 @@ int creds_imds_fetch(const char *endpoint, struct aws_creds *ret, struct bc_erro
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s%s", ROLES_PATH, roles) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        _cleanup_(secret_freep) char *doc = NULL;
+        _cleanup_(aws_secret_freep) char *doc = NULL;
         r = imds_call(endpoint, "GET", path, hdr, &doc, err);
         if (r < 0)
                 return r;

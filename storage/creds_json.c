@@ -54,10 +54,7 @@ int creds_parse_time(const char *s, time_t *ret)
         return 0;
 }
 
-static void cjson_deletep(cJSON **j)
-{
-        cJSON_Delete(*j);
-}
+BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
 static const char *str_field(const cJSON *o, const char *name)
 {
@@ -68,7 +65,7 @@ static const char *str_field(const cJSON *o, const char *name)
 int creds_from_json(const char *body, const char *what, struct aws_creds *ret,
                     struct bc_error *err)
 {
-        _cleanup_(cjson_deletep) cJSON *j = cJSON_ParseWithLength(body, strlen(body));
+        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_ParseWithLength(body, strlen(body));
         if (!cJSON_IsObject(j))
                 return bc_error_set(err, BC_FETCH_FAILED, EPROTO, "%s: response is not a JSON object",
                                     what);

@@ -14,11 +14,6 @@
 
 #define WEB_TOKEN_MAX (64 * 1024)
 
-static void secret_freep(char **s)
-{
-        aws_secret_free(*s);
-}
-
 /* STS answers are flat enough that a search by tag name is exact. */
 char *creds_xml_text(const char *xml, const char *tag)
 {
@@ -103,7 +98,7 @@ static int form_body(const struct web_identity *w, const char *token, char **ret
 int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret,
                              struct bc_error *err)
 {
-        _cleanup_(secret_freep) char *token = NULL;
+        _cleanup_(aws_secret_freep) char *token = NULL;
         size_t len = 0;
         int r = bc_read_all(w->token_file, WEB_TOKEN_MAX, &token, &len, err);
         if (r < 0)
@@ -113,7 +108,7 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
         if (!len)
                 return bc_error_set(err, BC_FETCH_FAILED, EINVAL, "token file %s is empty",
                                     w->token_file);
-        _cleanup_(secret_freep) char *body = NULL;
+        _cleanup_(aws_secret_freep) char *body = NULL;
         if (form_body(w, token, &body) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         _cleanup_free_ char *url = NULL;
@@ -126,7 +121,7 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
                 .connect_timeout_ms = 5000, .timeout_ms = 15000,
         };
         long status = 0;
-        _cleanup_(secret_freep) char *resp = NULL;
+        _cleanup_(aws_secret_freep) char *resp = NULL;
         r = creds_http(&req, &status, &resp, err);
         if (r < 0)
                 return bc_error_prefix(err, "STS AssumeRoleWithWebIdentity");

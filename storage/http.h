@@ -9,7 +9,11 @@
 
 #include <curl/curl.h>
 
+#include "common/cleanup.h"
 #include "storage/storage.h"
+
+BC_DEFINE_CLEANUP(CURL *, curl_easy_cleanup)
+BC_DEFINE_CLEANUP(struct curl_slist *, curl_slist_free_all)
 
 /* Transfer policy of cfg, or the defaults when cfg is NULL. */
 struct http_policy {

@@ -23,6 +23,10 @@ int s3_target_init(const struct storage_config *cfg, const char *key, struct s3_
 /* The bucket itself (for bucket-level requests such as ListObjectsV2). */
 int s3_target_bucket(const struct storage_config *cfg, struct s3_target *ret, struct bc_error *err);
 void s3_target_done(struct s3_target *t);
+static inline void s3_target_donep(struct s3_target *t)
+{
+        s3_target_done(t);
+}
 
 const char *s3_method_name(enum storage_method m);
 

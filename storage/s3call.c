@@ -8,17 +8,8 @@
 #include <curl/curl.h>
 
 #include "common/cleanup.h"
+#include "storage/http.h"
 #include "storage/s3.h"
-
-static void slist_freep(struct curl_slist **l)
-{
-        curl_slist_free_all(*l);
-}
-
-static void creds_donep(struct aws_creds *c)
-{
-        aws_creds_done(c);
-}
 
 static int add_header(struct curl_slist **l, const char *name, const char *value)
 {
@@ -35,7 +26,7 @@ static int add_header(struct curl_slist **l, const char *name, const char *value
 
 int s3_signed_headers(const struct s3_call *c, struct curl_slist **ret, struct bc_error *err)
 {
-        _cleanup_(creds_donep) struct aws_creds creds = { 0 };
+        _cleanup_(aws_creds_donep) struct aws_creds creds = { 0 };
         int r = s3_credentials(c->cfg, &creds, err);
         if (r < 0)
                 return r;
@@ -54,7 +45,7 @@ int s3_signed_headers(const struct s3_call *c, struct curl_slist **ret, struct b
         r = sigv4_authorization(&req, &auth, err);
         if (r < 0)
                 return r;
-        _cleanup_(slist_freep) struct curl_slist *l = NULL;
+        _cleanup_(curl_slist_free_allp) struct curl_slist *l = NULL;
         for (size_t i = 0; r == 0 && i < c->n_headers; i++)
                 r = add_header(&l, c->headers[i].name, c->headers[i].value);
         r = r ? r : add_header(&l, "x-amz-date", date);

@@ -18,10 +18,6 @@
 #define SIGV4_MAX 65536
 #define SIGV4_MAX_PAIRS 64
 
-static void dynbuf_donep(struct dynbuf *b)
-{
-        dynbuf_done(b);
-}
 #define _cleanup_dynbuf_ _cleanup_(dynbuf_donep)
 
 static bool unreserved(unsigned char c)

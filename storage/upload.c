@@ -64,16 +64,11 @@ static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
         return n;
 }
 
-static void slist_freep(struct curl_slist **l)
-{
-        curl_slist_free_all(*l);
-}
-
 /* One attempt; *ret_status is the HTTP status (0 on transport failure). */
 static CURLcode s3_attempt(struct s3_call *c, const struct http_policy *p, long *ret_status,
                            char what[static 256], struct bc_error *err)
 {
-        _cleanup_(slist_freep) struct curl_slist *h = NULL;
+        _cleanup_(curl_slist_free_allp) struct curl_slist *h = NULL;
         if (s3_signed_headers(c, &h, err) < 0)
                 return CURLE_ABORTED_BY_CALLBACK;
         CURL *curl = curl_easy_init();
@@ -150,11 +145,6 @@ static long s3_call_run(struct s3_call *c, struct bc_error *err)
         }
 }
 
-static void target_donep(struct s3_target *t)
-{
-        s3_target_done(t);
-}
-
 int storage_upload(const struct storage_config *cfg, int fd, const char *sha256, uint64_t size,
                    bool *ret_uploaded, struct bc_error *err)
 {
@@ -162,7 +152,7 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
         int r = storage_object_key(cfg, sha256, &key, err);
         if (r < 0)
                 return r;
-        _cleanup_(target_donep) struct s3_target t = { 0 };
+        _cleanup_(s3_target_donep) struct s3_target t = { 0 };
         r = s3_target_init(cfg, key, &t, err);
         if (r < 0)
                 return r;
@@ -187,7 +177,9 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
                 return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "HEAD %s: HTTP %ld", t.url, status);
 
         /* The payload hash is the content address itself: S3 rejects the
-         * PUT if the file changed since it was packed. */
+         * PUT if the file changed since it was packed.  If-None-Match
+         * stays last: it is left off (n_headers below) to overwrite a
+         * broken object. */
         static const struct sigv4_pair put_headers[] = {
                 { "Content-Type", "application/gzip" },
                 { "If-None-Match", "*" },

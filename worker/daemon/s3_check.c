@@ -23,11 +23,9 @@ struct s3_check {
         char why[160];
 };
 
-static void report(struct s3_check *c, bool ok, bool changed, const char *why,
-                   const struct bc_error *err, unsigned retry_s)
+static void report(struct s3_check *c, bool ok, const char *why, const struct bc_error *err,
+                   unsigned retry_s)
 {
-        if (!changed)
-                return;
         if (ok)
                 log_event(LOG_INFO, "s3.ready", "worker_id", c->worker_id, "bucket",
                           c->cfg->bucket, "credentials", storage_credentials_source(c->cfg), NULL);
@@ -56,7 +54,8 @@ static void *run(void *arg)
                 if (!ok)
                         snprintf(c->why, sizeof(c->why), "%s", why);
                 pthread_mutex_unlock(&c->lock);
-                report(c, ok, changed, why, &err, retry_s);
+                if (changed)
+                        report(c, ok, why, &err, retry_s);
                 bc_error_clear(&err);
 
                 unsigned wait_s = ok ? S3_CHECK_OK_INTERVAL_S : retry_s;

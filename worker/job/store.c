@@ -21,8 +21,7 @@ int store_open(struct store *st, const char *cache_dir, const char *image_dir,
         }
         int r = storage_cache_new(cache_dir, cache_bytes, st->s3, NULL, &st->cache, err);
         if (r < 0) {
-                storage_config_free(st->s3);
-                st->s3 = NULL;
+                store_close(st);
                 return bc_error_prefix(err, "volume cache %s", cache_dir);
         }
         storage_limits_default(&st->image_limits);
@@ -30,10 +29,7 @@ int store_open(struct store *st, const char *cache_dir, const char *image_dir,
         r = image_dir ? storage_cache_new(image_dir, cache_bytes, st->s3, &st->image_limits,
                                           &st->images, err) : 0;
         if (r < 0) {
-                storage_cache_free(st->cache);
-                storage_config_free(st->s3);
-                st->cache = NULL;
-                st->s3 = NULL;
+                store_close(st);
                 return bc_error_prefix(err, "image cache %s", image_dir);
         }
         return 0;
