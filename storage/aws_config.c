@@ -131,6 +131,7 @@ static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
         }
         bool in = false;
         char nested[64] = "";
+        int r = 0;
         for (char *line = text, *next; line; line = next) {
                 next = strchr(line, '\n');
                 if (next)
@@ -153,7 +154,6 @@ static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
                         continue;
                 *eq = '\0';
                 char *key = trim(s), *value = trim(eq + 1);
-                int r;
                 if (indented && *nested) {
                         r = assign(p, creds_file, nested, key, value);
                 } else {
@@ -162,10 +162,14 @@ static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
                                 snprintf(nested, sizeof(nested), "%s", key);
                         r = assign(p, creds_file, NULL, key, value);
                 }
-                if (r < 0)
-                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                if (r < 0) {
+                        r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+                        break;
+                }
         }
-        return 0;
+        /* The text held the secret key, as aws_secret_free wipes a copy. */
+        explicit_bzero(text, len);
+        return r;
 }
 
 int aws_profile_load(struct aws_profile *ret, struct bc_error *err)

@@ -57,6 +57,9 @@ int creds_http(const struct creds_http_request *req, long *ret_status, char **re
                 curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
         CURLcode cc = curl_easy_perform(c);
         if (cc != CURLE_OK) {
+                /* A cut-off answer may already hold credentials. */
+                if (body.data)
+                        explicit_bzero(body.data, body.len);
                 dynbuf_done(&body);
                 _cleanup_free_ char *where = http_redact(req->url);
                 return bc_error_set(err, BC_FETCH_FAILED, EIO, "%s %s: %s", req->method, where,
