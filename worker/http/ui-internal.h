@@ -66,6 +66,10 @@ struct ui_req {
 /* ---- ui.c ---- */
 /* The database connection, reconnected when it was lost; NULL with err. */
 PGconn *ui_db(struct ui *ui, struct bc_error *err);
+/* One query for a page: its result, or NULL with an error page of
+ * fail_status already sent (*ret_sent) and nothing left to free. */
+PGresult *ui_query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql, int n,
+                   const char *const *params, enum MHD_Result *ret_sent);
 
 /* ---- ui_auth.c ---- */
 /* Fills r->auth, r->who and r->csrf from the request's credentials;

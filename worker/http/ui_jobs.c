@@ -25,19 +25,6 @@ static const char *jstr(const cJSON *o, const char *key, const char *dflt)
         return cJSON_IsString(v) ? v->valuestring : dflt;
 }
 
-static PGresult *query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql,
-                       int n, const char *const *params, enum MHD_Result *ret_sent)
-{
-        struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = ui_db(ui, &err);
-        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
-        if (!res) {
-                *ret_sent = ui_error_page(ui, r, fail_status, bc_error_message(&err));
-                bc_error_clear(&err);
-        }
-        return res;
-}
-
 static void filter_form(struct dynbuf *b, const char *queue, const char *status, const char *since)
 {
         static const char *const statuses[] = { "queued", "running", "succeeded", "failed",
@@ -112,7 +99,7 @@ enum MHD_Result ui_page_jobs(struct ui *ui, struct ui_req *r)
         const char *p[] = { arg(r, "queue"), arg(r, "status"), arg(r, "since"), lim1,
                             arg(r, "after") };
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(
+        _cleanup_pgresult_ PGresult *res = ui_query(
                 ui, r, MHD_HTTP_BAD_REQUEST,
                 "select job, cursor from boxcar.jobs_list($1, $2, $3::timestamptz, $4::int, $5)",
                 5, p, &sent);
@@ -242,13 +229,13 @@ enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
 {
         const char *p[] = { id };
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *job = query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+        _cleanup_pgresult_ PGresult *job = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                                                  "select boxcar.job_json($1::uuid)", 1, p, &sent);
         if (!job)
                 return sent;
         if (PQgetisnull(job, 0, 0))
                 return ui_error_page(ui, r, MHD_HTTP_NOT_FOUND, "no such job");
-        _cleanup_pgresult_ PGresult *ev = query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+        _cleanup_pgresult_ PGresult *ev = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                                                 "select boxcar.job_events_json($1::uuid)", 1, p,
                                                 &sent);
         if (!ev)

@@ -9,20 +9,6 @@
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
-static PGresult *query(struct ui *ui, struct ui_req *r, const char *sql, int n,
-                       const char *const *params, enum MHD_Result *ret_sent)
-{
-        struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = ui_db(ui, &err);
-        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
-        if (!res) {
-                *ret_sent = ui_error_page(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                                          bc_error_message(&err));
-                bc_error_clear(&err);
-        }
-        return res;
-}
-
 static void cell(struct dynbuf *b, const char *cls, const char *text)
 {
         if (cls)
@@ -44,8 +30,8 @@ static void head(struct dynbuf *b, const char *id, const char *const *cols)
 enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
 {
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(
-                ui, r,
+        _cleanup_pgresult_ PGresult *res = ui_query(
+                ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                 "select queue, queued, scheduled, running, round(oldest_queued_age_s::numeric, 1),"
                 " succeeded_last_hour, failed_last_hour,"
                 " coalesce(round(wait_avg_s::numeric, 2)::text, '-'),"
@@ -89,8 +75,8 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
 enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
 {
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(
-                ui, r,
+        _cleanup_pgresult_ PGresult *res = ui_query(
+                ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                 "select id, host, state, running || '/' || concurrency, version,"
                 " to_char(heartbeat_at, 'YYYY-MM-DD HH24:MI:SS'), is_leader,"
                 " drain_requested_at is not null, array_to_string(queues, ', ')"
@@ -173,7 +159,8 @@ enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r)
         const char *p[] = { failed ? "true" : "false" };
         enum MHD_Result sent = MHD_NO;
         _cleanup_pgresult_ PGresult *res =
-                query(ui, r, "select boxcar.webhook_list($1::boolean, 200)", 1, p, &sent);
+                ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                         "select boxcar.webhook_list($1::boolean, 200)", 1, p, &sent);
         if (!res)
                 return sent;
         struct dynbuf b;
@@ -228,8 +215,8 @@ static void schedule_row(struct dynbuf *b, const cJSON *s)
 enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r)
 {
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(ui, r, "select boxcar.schedule_ls()", 0, NULL,
-                                                 &sent);
+        _cleanup_pgresult_ PGresult *res = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                                    "select boxcar.schedule_ls()", 0, NULL, &sent);
         if (!res)
                 return sent;
         struct dynbuf b;
