@@ -363,11 +363,14 @@ static int apply_file_entry(const char *key, const char *value, const char *path
                         return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 return apply_option(c, o->val, value, label, err);
         }
+        char others[128] = "";
+        for (size_t i = 0; i < sizeof(file_env_keys) / sizeof(file_env_keys[0]); i++)
+                snprintf(others + strlen(others), sizeof(others) - strlen(others), "%s%s",
+                         i ? ", " : "", file_env_keys[i].key);
         return bc_error_set(err, BC_USAGE, EINVAL,
                             "%s:%u: unknown key '%s' (the keys are the long flags of boxcar "
                             "worker without '--', and %s; see boxcar help worker)",
-                            path, line, key,
-                            "s3-bucket, s3-prefix, aws-region, aws-endpoint-url-s3, webhook-url");
+                            path, line, key, others);
 }
 
 static int apply_environment(struct worker_config *c, struct bc_error *err)
