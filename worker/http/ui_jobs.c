@@ -12,6 +12,9 @@
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
 #define LOG_CHUNKS_PER_CALL 500
+/* The number spelled into the query's text. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const char *arg(struct ui_req *r, const char *name)
 {
@@ -301,7 +304,8 @@ enum MHD_Result ui_api_log(struct ui *ui, struct ui_req *r, const char *id)
                      : NULL;
         _cleanup_pgresult_ PGresult *res =
                 st ? db_exec(conn, "select attempt, seq, stream, data from "
-                                   "boxcar.job_logs_after($1::uuid, $2::int, $3::int, 500)",
+                                   "boxcar.job_logs_after($1::uuid, $2::int, $3::int, "
+                                   STR(LOG_CHUNKS_PER_CALL) ")",
                              3, p, &err)
                    : NULL;
         if (!res) {
