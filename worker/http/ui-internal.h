@@ -101,6 +101,9 @@ void ui_action_button(struct dynbuf *b, const struct ui *ui, const struct ui_req
                       const char *action, const char *id, const char *label);
 /* Pretty-prints a JSON text, escaped, in a <pre>, cut at UI_JSON_SHOWN_MAX. */
 void ui_json_block(struct dynbuf *b, const char *json_text);
+/* o's string member key, else dflt. */
+struct cJSON;
+const char *ui_jstr(const struct cJSON *o, const char *key, const char *dflt);
 /* True when s is a UUID in its text form (36 characters). */
 bool ui_is_uuid(const char *s);
 /* A form field of an urlencoded body, decoded into out (cut at size). */

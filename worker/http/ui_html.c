@@ -14,6 +14,12 @@
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
+const char *ui_jstr(const cJSON *o, const char *key, const char *dflt)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
 void ui_esc_n(struct dynbuf *b, const char *s, size_t n)
 {
         size_t start = 0;

@@ -115,15 +115,9 @@ enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
         return ui_send_page(r->c, MHD_HTTP_OK, &b);
 }
 
-static const char *jstr(const cJSON *o, const char *key)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static void webhook_row(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJSON *d)
 {
-        const char *id = jstr(d, "id"), *status = jstr(d, "status");
+        const char *id = ui_jstr(d, "id", ""), *status = ui_jstr(d, "status", "");
         const cJSON *att = cJSON_GetObjectItemCaseSensitive(d, "attempts");
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(d, "last_status");
         char n[32] = "", ls[32] = "";
@@ -136,16 +130,16 @@ static void webhook_row(struct dynbuf *b, struct ui *ui, struct ui_req *r, const
         dynbuf_addstr(b, "\">");
         cell(b, "id", id);
         dynbuf_addstr(b, "<td><a href=\"/jobs/");
-        ui_urlenc(b, jstr(d, "job_id"));
+        ui_urlenc(b, ui_jstr(d, "job_id", ""));
         dynbuf_addstr(b, "\">");
-        ui_esc(b, jstr(d, "job_id"));
+        ui_esc(b, ui_jstr(d, "job_id", ""));
         dynbuf_addstr(b, "</a></td>");
-        cell(b, "type", jstr(d, "type"));
+        cell(b, "type", ui_jstr(d, "type", ""));
         cell(b, "status", status);
         cell(b, "attempts", n);
         cell(b, "last", ls);
-        cell(b, "error", jstr(d, "last_error"));
-        cell(b, "created", jstr(d, "created_at"));
+        cell(b, "error", ui_jstr(d, "last_error", ""));
+        cell(b, "created", ui_jstr(d, "created_at", ""));
         dynbuf_addstr(b, "<td>");
         if (strcmp(status, "delivered") != 0)
                 ui_action_button(b, ui, r, "redrive", id, "Redrive");
@@ -189,16 +183,16 @@ static void schedule_row(struct dynbuf *b, const cJSON *s)
 {
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enabled");
         dynbuf_addstr(b, "<tr data-id=\"");
-        ui_esc(b, jstr(s, "name"));
+        ui_esc(b, ui_jstr(s, "name", ""));
         dynbuf_addstr(b, "\">");
-        cell(b, "name", jstr(s, "name"));
-        cell(b, "cron", jstr(s, "cron"));
-        cell(b, "tz", jstr(s, "time_zone"));
-        cell(b, "queue", jstr(s, "queue"));
+        cell(b, "name", ui_jstr(s, "name", ""));
+        cell(b, "cron", ui_jstr(s, "cron", ""));
+        cell(b, "tz", ui_jstr(s, "time_zone", ""));
+        cell(b, "queue", ui_jstr(s, "queue", ""));
         cell(b, "state", cJSON_IsTrue(en) ? "enabled" : "paused");
-        cell(b, "next", cJSON_IsTrue(en) ? jstr(s, "next_run_at") : "");
-        cell(b, "last", jstr(s, "last_run_at"));
-        const char *job = jstr(s, "last_job_id");
+        cell(b, "next", cJSON_IsTrue(en) ? ui_jstr(s, "next_run_at", "") : "");
+        cell(b, "last", ui_jstr(s, "last_run_at", ""));
+        const char *job = ui_jstr(s, "last_job_id", "");
         dynbuf_addstr(b, "<td class=\"job\">");
         if (*job) {
                 dynbuf_addstr(b, "<a href=\"/jobs/");
@@ -208,7 +202,7 @@ static void schedule_row(struct dynbuf *b, const cJSON *s)
                 dynbuf_addstr(b, "</a>");
         }
         dynbuf_addstr(b, "</td>");
-        cell(b, "error", jstr(s, "last_error"));
+        cell(b, "error", ui_jstr(s, "last_error", ""));
         dynbuf_addstr(b, "</tr>\n");
 }
 
