@@ -177,6 +177,8 @@ static const char *option_hint(int opt)
         case OPT_WH_SCHEDULE: return " (1 to 32 comma-separated durations: " DURATION_GRAMMAR ")";
         case OPT_LOG_FORMAT: return " (text or json)";
         case OPT_LOG_LEVEL: return " (debug, info, warn or error)";
+        case OPT_POLL_ONLY:
+        case OPT_ALLOW_PRIVATE_URLS: return " (true or false)";
         default: return "";
         }
 }
@@ -286,8 +288,9 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
         case OPT_POLL_ONLY: r = parse_switch(v, &c->poll_only); break;
         case OPT_ALLOW_PRIVATE_URLS: r = parse_switch(v, &c->url_guard.allow_all); break;
         case OPT_ALLOW_URL_CIDR:
-                return netguard_allow_list(&c->url_guard, v, err) < 0 ? bc_error_prefix(err, "%s", label)
-                                                                      : 0;
+                if (netguard_allow_list(&c->url_guard, v, err) < 0)
+                        return bc_error_prefix(err, "%s", label);
+                return 0;
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
         case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {
@@ -309,8 +312,7 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (r < 0)
                 return bc_error_set(err, BC_USAGE, EINVAL, "%s: invalid value '%s'%s", label,
-                                    v ? v : "", opt == OPT_POLL_ONLY || opt == OPT_ALLOW_PRIVATE_URLS ? " (true or false)"
-                                                                     : option_hint(opt));
+                                    v ? v : "", option_hint(opt));
         return 0;
 }
 
@@ -341,14 +343,6 @@ static int check_config(struct worker_config *c, struct bc_error *err)
         return 0;
 }
 
-static const struct option *option_by_val(int opt)
-{
-        for (const struct option *o = worker_options; o->name; o++)
-                if (o->val == opt)
-                        return o;
-        return NULL;
-}
-
 /* One "key = value" of the file: a flag's name, or a setting the
  * environment otherwise gives (file_env_keys). */
 static int apply_file_entry(const char *key, const char *value, const char *path, unsigned line,
@@ -369,11 +363,14 @@ static int apply_file_entry(const char *key, const char *value, const char *path
                         return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 return apply_option(c, o->val, value, label, err);
         }
+        char others[128] = "";
+        for (size_t i = 0; i < sizeof(file_env_keys) / sizeof(file_env_keys[0]); i++)
+                snprintf(others + strlen(others), sizeof(others) - strlen(others), "%s%s",
+                         i ? ", " : "", file_env_keys[i].key);
         return bc_error_set(err, BC_USAGE, EINVAL,
                             "%s:%u: unknown key '%s' (the keys are the long flags of boxcar "
                             "worker without '--', and %s; see boxcar help worker)",
-                            path, line, key,
-                            "s3-bucket, s3-prefix, aws-region, aws-endpoint-url-s3, webhook-url");
+                            path, line, key, others);
 }
 
 static int apply_environment(struct worker_config *c, struct bc_error *err)
@@ -452,7 +449,7 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                 if (opt == OPT_CONFIG)
                         continue;
                 _cleanup_free_ char *label = NULL;
-                if (asprintf(&label, "--%s", option_by_val(opt)->name) < 0)
+                if (asprintf(&label, "--%s", worker_options[idx].name) < 0)
                         r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 else
                         r = apply_option(&c, opt, optarg, label, err);

@@ -66,6 +66,10 @@ struct ui_req {
 /* ---- ui.c ---- */
 /* The database connection, reconnected when it was lost; NULL with err. */
 PGconn *ui_db(struct ui *ui, struct bc_error *err);
+/* One query for a page: its result, or NULL with an error page of
+ * fail_status already sent (*ret_sent) and nothing left to free. */
+PGresult *ui_query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql, int n,
+                   const char *const *params, enum MHD_Result *ret_sent);
 
 /* ---- ui_auth.c ---- */
 /* Fills r->auth, r->who and r->csrf from the request's credentials;
@@ -97,6 +101,9 @@ void ui_action_button(struct dynbuf *b, const struct ui *ui, const struct ui_req
                       const char *action, const char *id, const char *label);
 /* Pretty-prints a JSON text, escaped, in a <pre>, cut at UI_JSON_SHOWN_MAX. */
 void ui_json_block(struct dynbuf *b, const char *json_text);
+/* o's string member key, else dflt. */
+struct cJSON;
+const char *ui_jstr(const struct cJSON *o, const char *key, const char *dflt);
 /* True when s is a UUID in its text form (36 characters). */
 bool ui_is_uuid(const char *s);
 /* A form field of an urlencoded body, decoded into out (cut at size). */

@@ -53,6 +53,19 @@ PGconn *ui_db(struct ui *ui, struct bc_error *err)
         return ui->conn;
 }
 
+PGresult *ui_query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql, int n,
+                   const char *const *params, enum MHD_Result *ret_sent)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        PGconn *conn = ui_db(ui, &err);
+        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
+        if (!res) {
+                *ret_sent = ui_error_page(ui, r, fail_status, bc_error_message(&err));
+                bc_error_clear(&err);
+        }
+        return res;
+}
+
 /* ---- requests ---- */
 
 static bool is_page(const char *accept)

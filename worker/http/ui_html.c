@@ -9,9 +9,16 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "storage/sigv4.h"
 #include "worker/http/ui-internal.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
+
+const char *ui_jstr(const cJSON *o, const char *key, const char *dflt)
+{
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+        return cJSON_IsString(v) ? v->valuestring : dflt;
+}
 
 void ui_esc_n(struct dynbuf *b, const char *s, size_t n)
 {
@@ -40,21 +47,12 @@ void ui_esc(struct dynbuf *b, const char *s)
                 ui_esc_n(b, s, strlen(s));
 }
 
+/* RFC 3986's unreserved characters stay, all else is %XX: the encoding
+ * S3's signatures use too. */
 void ui_urlenc(struct dynbuf *b, const char *s)
 {
-        static const char hex[] = "0123456789ABCDEF";
-        for (; s && *s; s++) {
-                unsigned char ch = (unsigned char)*s;
-                bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                             (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' ||
-                             ch == '~';
-                if (plain) {
-                        dynbuf_add(b, s, 1);
-                } else {
-                        char e[3] = { '%', hex[ch >> 4], hex[ch & 15] };
-                        dynbuf_add(b, e, 3);
-                }
-        }
+        if (s)
+                sigv4_uri_encode(b, s, 0);
 }
 
 static const struct {

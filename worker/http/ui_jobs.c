@@ -12,30 +12,14 @@
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
 #define LOG_CHUNKS_PER_CALL 500
+/* The number spelled into the query's text. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 static const char *arg(struct ui_req *r, const char *name)
 {
         const char *v = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
         return v && *v ? v : NULL;
-}
-
-static const char *jstr(const cJSON *o, const char *key, const char *dflt)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsString(v) ? v->valuestring : dflt;
-}
-
-static PGresult *query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql,
-                       int n, const char *const *params, enum MHD_Result *ret_sent)
-{
-        struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = ui_db(ui, &err);
-        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
-        if (!res) {
-                *ret_sent = ui_error_page(ui, r, fail_status, bc_error_message(&err));
-                bc_error_clear(&err);
-        }
-        return res;
 }
 
 static void filter_form(struct dynbuf *b, const char *queue, const char *status, const char *since)
@@ -58,7 +42,7 @@ static void filter_form(struct dynbuf *b, const char *queue, const char *status,
 
 static void job_row(struct dynbuf *b, const cJSON *j)
 {
-        const char *id = jstr(j, "id", "");
+        const char *id = ui_jstr(j, "id", "");
         const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
         const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_attempts");
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(j, "error");
@@ -69,15 +53,15 @@ static void job_row(struct dynbuf *b, const cJSON *j)
         dynbuf_addstr(b, "\">");
         ui_esc(b, id);
         dynbuf_addstr(b, "</a></td><td class=\"status\">");
-        ui_esc(b, jstr(j, "status", ""));
+        ui_esc(b, ui_jstr(j, "status", ""));
         dynbuf_addstr(b, "</td><td class=\"queue\">");
-        ui_esc(b, jstr(j, "queue", ""));
+        ui_esc(b, ui_jstr(j, "queue", ""));
         dynbuf_printf(b, "</td><td class=\"attempts\">%d/%d</td><td class=\"created\">",
                       cJSON_IsNumber(att) ? att->valueint : 0,
                       cJSON_IsNumber(max) ? max->valueint : 0);
-        ui_esc(b, jstr(j, "created_at", ""));
+        ui_esc(b, ui_jstr(j, "created_at", ""));
         dynbuf_addstr(b, "</td><td class=\"error\">");
-        ui_esc(b, jstr(error, "code", ""));
+        ui_esc(b, ui_jstr(error, "code", ""));
         dynbuf_addstr(b, "</td></tr>\n");
 }
 
@@ -112,7 +96,7 @@ enum MHD_Result ui_page_jobs(struct ui *ui, struct ui_req *r)
         const char *p[] = { arg(r, "queue"), arg(r, "status"), arg(r, "since"), lim1,
                             arg(r, "after") };
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(
+        _cleanup_pgresult_ PGresult *res = ui_query(
                 ui, r, MHD_HTTP_BAD_REQUEST,
                 "select job, cursor from boxcar.jobs_list($1, $2, $3::timestamptz, $4::int, $5)",
                 5, p, &sent);
@@ -166,11 +150,11 @@ static void artifact(struct dynbuf *b, const cJSON *result)
         const cJSON *a = cJSON_GetObjectItemCaseSensitive(result, "artifact");
         if (!cJSON_IsObject(a))
                 return;
-        const char *url = jstr(a, "url", NULL);
+        const char *url = ui_jstr(a, "url", NULL);
         dynbuf_addstr(b, "<section><h2>Artifact</h2><p>storage <code>");
-        ui_esc(b, jstr(a, "storage", "?"));
+        ui_esc(b, ui_jstr(a, "storage", "?"));
         dynbuf_addstr(b, "</code>, version <code>");
-        ui_esc(b, jstr(a, "sha256", "?"));
+        ui_esc(b, ui_jstr(a, "sha256", "?"));
         dynbuf_addstr(b, "</code>");
         /* Only a web link: never javascript: or data: from a hostile result. */
         if (url && (strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0)) {
@@ -193,11 +177,11 @@ static void events(struct dynbuf *b, PGresult *res)
                 _cleanup_free_ char *d = det && !cJSON_IsNull(det) ? cJSON_PrintUnformatted(det)
                                                                    : NULL;
                 dynbuf_addstr(b, "<tr><td>");
-                ui_esc(b, jstr(e, "at", ""));
+                ui_esc(b, ui_jstr(e, "at", ""));
                 dynbuf_addstr(b, "</td><td class=\"kind\">");
-                ui_esc(b, jstr(e, "kind", ""));
+                ui_esc(b, ui_jstr(e, "kind", ""));
                 dynbuf_addstr(b, "</td><td>");
-                ui_esc(b, jstr(e, "worker_id", ""));
+                ui_esc(b, ui_jstr(e, "worker_id", ""));
                 dynbuf_addstr(b, "</td><td>");
                 if (cJSON_IsNumber(att))
                         dynbuf_printf(b, "%d", att->valueint);
@@ -211,7 +195,7 @@ static void events(struct dynbuf *b, PGresult *res)
 
 static void summary(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJSON *j)
 {
-        const char *id = jstr(j, "id", ""), *status = jstr(j, "status", "");
+        const char *id = ui_jstr(j, "id", ""), *status = ui_jstr(j, "status", "");
         const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
         const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_attempts");
         const cJSON *pri = cJSON_GetObjectItemCaseSensitive(j, "priority");
@@ -221,15 +205,15 @@ static void summary(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJS
         snprintf(priority, sizeof(priority), "%d", cJSON_IsNumber(pri) ? pri->valueint : 0);
         dynbuf_addstr(b, "<dl class=\"job\">");
         field(b, "id", "job-id", id);
-        field(b, "queue", "queue", jstr(j, "queue", NULL));
+        field(b, "queue", "queue", ui_jstr(j, "queue", NULL));
         field(b, "status", "status", status);
         field(b, "attempts", "attempts", attempts);
         field(b, "priority", NULL, priority);
-        field(b, "worker", NULL, jstr(j, "worker_id", NULL));
-        field(b, "created", NULL, jstr(j, "created_at", NULL));
-        field(b, "due", NULL, jstr(j, "run_at", NULL));
-        field(b, "started", NULL, jstr(j, "started_at", NULL));
-        field(b, "finished", NULL, jstr(j, "finished_at", NULL));
+        field(b, "worker", NULL, ui_jstr(j, "worker_id", NULL));
+        field(b, "created", NULL, ui_jstr(j, "created_at", NULL));
+        field(b, "due", NULL, ui_jstr(j, "run_at", NULL));
+        field(b, "started", NULL, ui_jstr(j, "started_at", NULL));
+        field(b, "finished", NULL, ui_jstr(j, "finished_at", NULL));
         dynbuf_addstr(b, "</dl>\n<p class=\"actions\">");
         if (strcmp(status, "queued") == 0 || strcmp(status, "running") == 0)
                 ui_action_button(b, ui, r, "cancel", id, "Cancel");
@@ -242,13 +226,13 @@ enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
 {
         const char *p[] = { id };
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *job = query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+        _cleanup_pgresult_ PGresult *job = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                                                  "select boxcar.job_json($1::uuid)", 1, p, &sent);
         if (!job)
                 return sent;
         if (PQgetisnull(job, 0, 0))
                 return ui_error_page(ui, r, MHD_HTTP_NOT_FOUND, "no such job");
-        _cleanup_pgresult_ PGresult *ev = query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+        _cleanup_pgresult_ PGresult *ev = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                                                 "select boxcar.job_events_json($1::uuid)", 1, p,
                                                 &sent);
         if (!ev)
@@ -266,7 +250,7 @@ enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
         dynbuf_addstr(&b, "<section><h2>Log</h2><pre id=\"log\" data-job=\"");
         ui_esc(&b, id);
         dynbuf_addstr(&b, "\" data-status=\"");
-        ui_esc(&b, jstr(j, "status", ""));
+        ui_esc(&b, ui_jstr(j, "status", ""));
         dynbuf_addstr(&b, "\"></pre></section>\n");
         events(&b, ev);
         json_section(&b, "Spec", "spec", cJSON_GetObjectItemCaseSensitive(j, "spec"));
@@ -314,7 +298,8 @@ enum MHD_Result ui_api_log(struct ui *ui, struct ui_req *r, const char *id)
                      : NULL;
         _cleanup_pgresult_ PGresult *res =
                 st ? db_exec(conn, "select attempt, seq, stream, data from "
-                                   "boxcar.job_logs_after($1::uuid, $2::int, $3::int, 500)",
+                                   "boxcar.job_logs_after($1::uuid, $2::int, $3::int, "
+                                   STR(LOG_CHUNKS_PER_CALL) ")",
                              3, p, &err)
                    : NULL;
         if (!res) {

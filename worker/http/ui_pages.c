@@ -9,20 +9,6 @@
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
-static PGresult *query(struct ui *ui, struct ui_req *r, const char *sql, int n,
-                       const char *const *params, enum MHD_Result *ret_sent)
-{
-        struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = ui_db(ui, &err);
-        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
-        if (!res) {
-                *ret_sent = ui_error_page(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                                          bc_error_message(&err));
-                bc_error_clear(&err);
-        }
-        return res;
-}
-
 static void cell(struct dynbuf *b, const char *cls, const char *text)
 {
         if (cls)
@@ -44,8 +30,8 @@ static void head(struct dynbuf *b, const char *id, const char *const *cols)
 enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
 {
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(
-                ui, r,
+        _cleanup_pgresult_ PGresult *res = ui_query(
+                ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                 "select queue, queued, scheduled, running, round(oldest_queued_age_s::numeric, 1),"
                 " succeeded_last_hour, failed_last_hour,"
                 " coalesce(round(wait_avg_s::numeric, 2)::text, '-'),"
@@ -89,8 +75,8 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
 enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
 {
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(
-                ui, r,
+        _cleanup_pgresult_ PGresult *res = ui_query(
+                ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
                 "select id, host, state, running || '/' || concurrency, version,"
                 " to_char(heartbeat_at, 'YYYY-MM-DD HH24:MI:SS'), is_leader,"
                 " drain_requested_at is not null, array_to_string(queues, ', ')"
@@ -129,15 +115,9 @@ enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
         return ui_send_page(r->c, MHD_HTTP_OK, &b);
 }
 
-static const char *jstr(const cJSON *o, const char *key)
-{
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-        return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static void webhook_row(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJSON *d)
 {
-        const char *id = jstr(d, "id"), *status = jstr(d, "status");
+        const char *id = ui_jstr(d, "id", ""), *status = ui_jstr(d, "status", "");
         const cJSON *att = cJSON_GetObjectItemCaseSensitive(d, "attempts");
         const cJSON *last = cJSON_GetObjectItemCaseSensitive(d, "last_status");
         char n[32] = "", ls[32] = "";
@@ -150,16 +130,16 @@ static void webhook_row(struct dynbuf *b, struct ui *ui, struct ui_req *r, const
         dynbuf_addstr(b, "\">");
         cell(b, "id", id);
         dynbuf_addstr(b, "<td><a href=\"/jobs/");
-        ui_urlenc(b, jstr(d, "job_id"));
+        ui_urlenc(b, ui_jstr(d, "job_id", ""));
         dynbuf_addstr(b, "\">");
-        ui_esc(b, jstr(d, "job_id"));
+        ui_esc(b, ui_jstr(d, "job_id", ""));
         dynbuf_addstr(b, "</a></td>");
-        cell(b, "type", jstr(d, "type"));
+        cell(b, "type", ui_jstr(d, "type", ""));
         cell(b, "status", status);
         cell(b, "attempts", n);
         cell(b, "last", ls);
-        cell(b, "error", jstr(d, "last_error"));
-        cell(b, "created", jstr(d, "created_at"));
+        cell(b, "error", ui_jstr(d, "last_error", ""));
+        cell(b, "created", ui_jstr(d, "created_at", ""));
         dynbuf_addstr(b, "<td>");
         if (strcmp(status, "delivered") != 0)
                 ui_action_button(b, ui, r, "redrive", id, "Redrive");
@@ -173,7 +153,8 @@ enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r)
         const char *p[] = { failed ? "true" : "false" };
         enum MHD_Result sent = MHD_NO;
         _cleanup_pgresult_ PGresult *res =
-                query(ui, r, "select boxcar.webhook_list($1::boolean, 200)", 1, p, &sent);
+                ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                         "select boxcar.webhook_list($1::boolean, 200)", 1, p, &sent);
         if (!res)
                 return sent;
         struct dynbuf b;
@@ -202,16 +183,16 @@ static void schedule_row(struct dynbuf *b, const cJSON *s)
 {
         const cJSON *en = cJSON_GetObjectItemCaseSensitive(s, "enabled");
         dynbuf_addstr(b, "<tr data-id=\"");
-        ui_esc(b, jstr(s, "name"));
+        ui_esc(b, ui_jstr(s, "name", ""));
         dynbuf_addstr(b, "\">");
-        cell(b, "name", jstr(s, "name"));
-        cell(b, "cron", jstr(s, "cron"));
-        cell(b, "tz", jstr(s, "time_zone"));
-        cell(b, "queue", jstr(s, "queue"));
+        cell(b, "name", ui_jstr(s, "name", ""));
+        cell(b, "cron", ui_jstr(s, "cron", ""));
+        cell(b, "tz", ui_jstr(s, "time_zone", ""));
+        cell(b, "queue", ui_jstr(s, "queue", ""));
         cell(b, "state", cJSON_IsTrue(en) ? "enabled" : "paused");
-        cell(b, "next", cJSON_IsTrue(en) ? jstr(s, "next_run_at") : "");
-        cell(b, "last", jstr(s, "last_run_at"));
-        const char *job = jstr(s, "last_job_id");
+        cell(b, "next", cJSON_IsTrue(en) ? ui_jstr(s, "next_run_at", "") : "");
+        cell(b, "last", ui_jstr(s, "last_run_at", ""));
+        const char *job = ui_jstr(s, "last_job_id", "");
         dynbuf_addstr(b, "<td class=\"job\">");
         if (*job) {
                 dynbuf_addstr(b, "<a href=\"/jobs/");
@@ -221,15 +202,15 @@ static void schedule_row(struct dynbuf *b, const cJSON *s)
                 dynbuf_addstr(b, "</a>");
         }
         dynbuf_addstr(b, "</td>");
-        cell(b, "error", jstr(s, "last_error"));
+        cell(b, "error", ui_jstr(s, "last_error", ""));
         dynbuf_addstr(b, "</tr>\n");
 }
 
 enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r)
 {
         enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = query(ui, r, "select boxcar.schedule_ls()", 0, NULL,
-                                                 &sent);
+        _cleanup_pgresult_ PGresult *res = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                                    "select boxcar.schedule_ls()", 0, NULL, &sent);
         if (!res)
                 return sent;
         struct dynbuf b;
