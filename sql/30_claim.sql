@@ -48,11 +48,11 @@ begin
     -- all, about a second per claim).  Each queue locks at most n; those
     -- not taken are unlocked when the claim's transaction ends.
     return query
-    with picked as (
-        select o.id, o.exhausted
+    select * from boxcar.claim_ids(claim.worker_id, array(
+        select o.id
           from (select distinct q from unnest(claim.queues) q) u
          cross join lateral (
-               select j.id, j.priority, j.run_at, j.attempts >= j.max_attempts as exhausted
+               select j.id, j.priority, j.run_at
                  from boxcar.jobs j
                 where j.status = 'queued' and not j.blocked and j.queue = u.q
                   and j.run_at <= now()
@@ -60,35 +60,7 @@ begin
                 limit claim.n
                   for update skip locked) o
          order by o.priority desc, o.run_at, o.id
-         limit claim.n
-    ), exhausted as (
-        update boxcar.jobs j
-           set status = 'failed', finished_at = clock_timestamp(), lease_expires_at = null,
-               error = jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
-                           format('not run: attempts (%s) already at max_attempts (%s)',
-                                  j.attempts, j.max_attempts))
-          from picked
-         where j.id = picked.id and picked.exhausted
-        returning j.id, j.attempts, j.error
-    ), exhausted_events as (
-        insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
-        select x.id, 'finished', claim.worker_id, x.attempts,
-               jsonb_build_object('status', 'failed', 'error', x.error)
-          from exhausted x
-    ), claimed as (
-        update boxcar.jobs j
-           set status = 'running', attempts = j.attempts + 1, worker_id = claim.worker_id,
-               worker_instance = claim.instance,
-               lease_expires_at = now() + claim.lease, started_at = clock_timestamp(),
-               finished_at = null
-          from picked
-         where j.id = picked.id and not picked.exhausted
-        returning j.*
-    ), events as (
-        insert into boxcar.job_events (job_id, kind, worker_id, attempt)
-        select c.id, 'claimed', claim.worker_id, c.attempts from claimed c
-    )
-    select * from claimed c order by c.priority desc, c.run_at, c.id;
+         limit claim.n), claim.lease, claim.instance);
 end $$;
 
 -- The tenant of a queue: "a" for "a/x"; a queue without a scope is its own.
@@ -97,10 +69,15 @@ returns text language sql immutable as $$
     select case when strpos(queue, '/') > 0 then split_part(queue, '/', 1) else queue end
 $$;
 
--- Claims the jobs ids (locked by the caller), as the fast path does.
+-- Claims the jobs ids, which the caller picked and locked (both claim
+-- paths end here).  plpgsql, not sql: a sql function called from plpgsql
+-- is planned again at every call, this statement's plan is kept.
 create or replace function boxcar.claim_ids(worker_id text, ids uuid[], lease interval,
                                             instance text)
-returns setof boxcar.jobs language sql volatile as $$
+returns setof boxcar.jobs language plpgsql volatile as $$
+#variable_conflict use_column
+begin
+    return query
     with picked as (
         select j.id, j.attempts >= j.max_attempts as exhausted
           from boxcar.jobs j where j.id = any (claim_ids.ids)
@@ -131,8 +108,8 @@ returns setof boxcar.jobs language sql volatile as $$
         insert into boxcar.job_events (job_id, kind, worker_id, attempt)
         select c.id, 'claimed', claim_ids.worker_id, c.attempts from claimed c
     )
-    select * from claimed c order by c.priority desc, c.run_at, c.id
-$$;
+    select * from claimed c order by c.priority desc, c.run_at, c.id;
+end $$;
 
 -- The claim with limits and fair share.
 --

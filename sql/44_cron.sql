@@ -37,15 +37,11 @@ begin
     end if;
     foreach part in array string_to_array(lower(field), ',') loop
         m := regexp_match(part, '^(\*|[a-z0-9]+)(?:-([a-z0-9]+))?(?:/([0-9]+))?$');
-        if m is null then
+        if m is null or (m[1] = '*' and m[2] is not null) then
             raise exception 'cron: % field: "%" is not N, N-M, * or one of them with /STEP', what, part
                 using errcode = '22023';
         end if;
         if m[1] = '*' then
-            if m[2] is not null then
-                raise exception 'cron: % field: "%" is not N, N-M, * or one of them with /STEP', what, part
-                    using errcode = '22023';
-            end if;
             a := lo;
             b := hi;
         else

@@ -40,11 +40,7 @@ begin
         raise exception 'name: must be 1 to 128 letters, digits, "_", ".", ":" or "-"'
             using errcode = '22023';
     end if;
-    if queue is null or queue !~ '^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?$'
-       or queue ~ '(^|/)\.\.?(/|$)' or length(queue) > 128 then
-        raise exception 'queue: must be "name" or "scope/name" of letters, digits, "_", "." or "-" (at most 128, not "." or "..")'
-            using errcode = '22023';
-    end if;
+    perform boxcar.check_queue_name(queue);
     if priority is null or priority not between -32768 and 32767 then
         raise exception 'priority: must be between -32768 and 32767' using errcode = '22023';
     end if;

@@ -69,10 +69,12 @@ bool cli_print_json(cJSON *value)
         return text != NULL;
 }
 
-int cli_fail(const char *name, const struct bc_error *err)
+int cli_fail(const char *name, struct bc_error *err)
 {
         fprintf(stderr, "boxcar %s: %s\n", name, bc_error_message(err));
-        return err->code == BC_USAGE ? 2 : 1;
+        int st = err->code == BC_USAGE ? 2 : 1;
+        bc_error_clear(err);
+        return st;
 }
 
 int cli_read_spec_file(const char *path, char **ret, struct bc_error *err)

@@ -66,8 +66,8 @@ bool cli_print_json(struct cJSON *value);
 int cli_read_spec_file(const char *path, char **ret, struct bc_error *err);
 char *cli_command_spec(int argc, char **argv);
 
-/* Prints "boxcar NAME: message" to stderr; returns the exit status for
- * the error's kind (2 for usage, 1 otherwise). */
-int cli_fail(const char *name, const struct bc_error *err);
+/* Prints "boxcar NAME: message" to stderr and clears err; returns the
+ * exit status for the error's kind (2 for usage, 1 otherwise). */
+int cli_fail(const char *name, struct bc_error *err);
 
 #endif

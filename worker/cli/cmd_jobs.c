@@ -15,13 +15,6 @@
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
-static int fail(const char *name, struct bc_error *err)
-{
-        int st = cli_fail(name, err);
-        bc_error_clear(err);
-        return st;
-}
-
 struct enqueue_args {
         const char *queue, *spec_file, *priority, *run_at, *max_attempts, *key, *webhook;
         bool json;
@@ -81,10 +74,10 @@ int cmd_enqueue(int argc, char **argv)
         struct enqueue_args a = { 0 };
         int cmd_index = 0;
         if (parse_enqueue(argc, argv, &a, &cmd_index, &err) < 0)
-                return fail("enqueue", &err);
+                return cli_fail("enqueue", &err);
         _cleanup_free_ char *spec = NULL;
         if (a.spec_file && cli_read_spec_file(a.spec_file, &spec, &err) < 0)
-                return fail("enqueue", &err);
+                return cli_fail("enqueue", &err);
         if (!a.spec_file) {
                 spec = cli_command_spec(argc - cmd_index, argv + cmd_index);
                 if (!spec)
@@ -92,7 +85,7 @@ int cmd_enqueue(int argc, char **argv)
         }
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail("enqueue", &err);
+                return cli_fail("enqueue", &err);
         const char *p[] = { a.queue, spec, a.priority, a.run_at, a.max_attempts, a.key, a.webhook };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn,
@@ -102,7 +95,7 @@ int cmd_enqueue(int argc, char **argv)
                 " webhook_url => $7)",
                 7, p, &err);
         if (!res)
-                return fail("enqueue", &err);
+                return cli_fail("enqueue", &err);
         if (!a.json) {
                 printf("%s\n", PQgetvalue(res, 0, 0));
                 return 0;
@@ -113,7 +106,7 @@ int cmd_enqueue(int argc, char **argv)
         _cleanup_pgresult_ PGresult *job =
                 db_exec(conn, "select boxcar.job_json($1::uuid)::text", 1, id, &err);
         if (!job)
-                return fail("enqueue", &err);
+                return cli_fail("enqueue", &err);
         printf("%s\n", PQgetvalue(job, 0, 0));
         return 0;
 }
@@ -221,14 +214,14 @@ int cmd_status(int argc, char **argv)
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail("status", &err);
+                return cli_fail("status", &err);
         long deadline = now_ms() + a.timeout_ms;
         for (;;) {
                 const char *p[] = { a.id };
                 _cleanup_pgresult_ PGresult *res =
                         db_exec(conn, "select boxcar.job_json($1::uuid)", 1, p, &err);
                 if (!res)
-                        return fail("status", &err);
+                        return cli_fail("status", &err);
                 if (PQgetisnull(res, 0, 0)) {
                         fprintf(stderr, "boxcar status: job %s not found\n", a.id);
                         return 1;
@@ -274,12 +267,12 @@ int cmd_cancel(int argc, char **argv)
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail("cancel", &err);
+                return cli_fail("cancel", &err);
         const char *p[] = { id };
         _cleanup_pgresult_ PGresult *res =
                 db_exec(conn, "select boxcar.cancel($1::uuid)", 1, p, &err);
         if (!res)
-                return fail("cancel", &err);
+                return cli_fail("cancel", &err);
         const char *st = PQgetvalue(res, 0, 0);
         if (json)
                 return print_cancel_json(id, st) ? 0 : 1;
@@ -305,13 +298,13 @@ int cmd_events(int argc, char **argv)
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail("events", &err);
+                return cli_fail("events", &err);
         const char *p[] = { id };
         /* A job may have no events yet: ask whether it exists. */
         _cleanup_pgresult_ PGresult *job =
                 db_exec(conn, "select boxcar.job_json($1::uuid) is not null", 1, p, &err);
         if (!job)
-                return fail("events", &err);
+                return cli_fail("events", &err);
         if (strcmp(PQgetvalue(job, 0, 0), "t") != 0) {
                 fprintf(stderr, "boxcar events: job %s not found\n", id);
                 return 1;
@@ -319,7 +312,7 @@ int cmd_events(int argc, char **argv)
         _cleanup_pgresult_ PGresult *res =
                 db_exec(conn, "select boxcar.job_events_json($1::uuid)", 1, p, &err);
         if (!res)
-                return fail("events", &err);
+                return cli_fail("events", &err);
         for (int i = 0; i < PQntuples(res); i++)
                 printf("%s\n", PQgetvalue(res, i, 0));
         return 0;

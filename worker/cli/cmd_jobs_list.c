@@ -48,13 +48,6 @@ const char queues_usage[] =
         "  --json                 a JSON array, one object per queue\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
-static int fail(const char *name, struct bc_error *err)
-{
-        int st = cli_fail(name, err);
-        bc_error_clear(err);
-        return st;
-}
-
 struct ls_args {
         const char *queue, *status, *since, *after;
         long limit;
@@ -249,12 +242,12 @@ int cmd_jobs(int argc, char **argv)
         r = is_ls ? parse_ls(argc - 1, argv + 1, &ls, &err)
                   : parse_retry(argc - 1, argv + 1, &ra, &err);
         if (r < 0)
-                return fail(name, &err);
+                return cli_fail(name, &err);
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail(name, &err);
+                return cli_fail(name, &err);
         r = is_ls ? list(conn, &ls, &err) : retry(conn, ra.id, ra.by, ra.json, &err);
-        return r < 0 ? fail(name, &err) : 0;
+        return r < 0 ? cli_fail(name, &err) : 0;
 }
 
 static int queues_json(PGconn *conn, struct bc_error *err)
@@ -304,7 +297,7 @@ int cmd_queues(int argc, char **argv)
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail("queues", &err);
+                return cli_fail("queues", &err);
         r = json ? queues_json(conn, &err) : queues_table(conn, &err);
-        return r < 0 ? fail("queues", &err) : 0;
+        return r < 0 ? cli_fail("queues", &err) : 0;
 }

@@ -29,13 +29,6 @@ const char queue_usage[] =
         "  --json                 print JSON (ls: one object per line)\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
-static int fail(const char *name, struct bc_error *err)
-{
-        int st = cli_fail(name, err);
-        bc_error_clear(err);
-        return st;
-}
-
 static void print_config(const char *json_text)
 {
         cJSON *c = cJSON_Parse(json_text);
@@ -87,18 +80,18 @@ int cmd_queue(int argc, char **argv)
                 else {
                         bc_error_set(&err, BC_USAGE, EINVAL, "unknown or incomplete option '%s'",
                                      argv[optind]);
-                        return fail(name, &err);
+                        return cli_fail(name, &err);
                 }
         }
         int rest = optind + 1;
         if (rest + (is_ls ? 0 : 1) != argc) {
                 bc_error_set(&err, BC_USAGE, EINVAL,
                              is_ls ? "ls takes no argument" : "expected one queue name Q");
-                return fail(name, &err);
+                return cli_fail(name, &err);
         }
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail(name, &err);
+                return cli_fail(name, &err);
         const char *p[] = { is_ls ? NULL : argv[rest], max_running, rate };
         const char *sql = is_ls       ? "select boxcar.queue_config_ls()"
                           : is_pause  ? "select boxcar.pause_queue($1)"
@@ -107,7 +100,7 @@ int cmd_queue(int argc, char **argv)
         _cleanup_pgresult_ PGresult *res =
                 db_exec(conn, sql, is_ls ? 0 : is_config ? 3 : 1, p, &err);
         if (!res)
-                return fail(name, &err);
+                return cli_fail(name, &err);
         for (int i = 0; i < PQntuples(res); i++) {
                 if (json)
                         printf("%s\n", PQgetvalue(res, i, 0));

@@ -46,13 +46,6 @@ struct sched_args {
         int rest;               /* index of the first positional argument */
 };
 
-static int fail(const char *name, struct bc_error *err)
-{
-        int st = cli_fail(name, err);
-        bc_error_clear(err);
-        return st;
-}
-
 /* Options after the subcommand (argv[0] is the subcommand).  add_opts:
  * whether add's options are accepted. */
 static int parse(int argc, char **argv, bool add_opts, struct sched_args *a, struct bc_error *err)
@@ -219,21 +212,21 @@ int cmd_schedule(int argc, char **argv)
         struct bc_error err = BC_ERROR_INIT;
         struct sched_args a;
         if (parse(argc - 1, argv + 1, is_add, &a, &err) < 0)
-                return fail(name, &err);
+                return cli_fail(name, &err);
         a.rest += 1;
         if ((is_ls && a.rest != argc) || (named && a.rest + 1 != argc)) {
                 bc_error_set(&err, BC_USAGE, EINVAL, is_ls ? "ls takes no argument"
                                                            : "expected one schedule NAME");
-                return fail(name, &err);
+                return cli_fail(name, &err);
         }
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
-                return fail(name, &err);
+                return cli_fail(name, &err);
         if (is_add)
                 r = add(conn, argc, argv, &a, &err);
         else if (is_ls)
                 r = list(conn, &a, &err);
         else
                 r = by_name(conn, verb, argv[a.rest], &a, &err);
-        return r < 0 ? fail(name, &err) : 0;
+        return r < 0 ? cli_fail(name, &err) : 0;
 }

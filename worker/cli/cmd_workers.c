@@ -59,10 +59,7 @@ int cmd_workers(int argc, char **argv)
         }
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
-        if (!conn || list(conn, json, &err) < 0) {
-                int st = cli_fail("workers", &err);
-                bc_error_clear(&err);
-                return st;
-        }
+        if (!conn || list(conn, json, &err) < 0)
+                return cli_fail("workers", &err);
         return 0;
 }
