@@ -110,10 +110,14 @@ $$;
 
 -- For a worker whose claim came back short: in how many milliseconds a
 -- rate-limited queue among queues (not paused, with a job waiting) has its
--- next token, or null when none is waiting on its rate.  The worker claims
--- again then instead of at its next poll.
+-- next token (0: none is waiting on its rate), or null when none of queues
+-- has a rate at all, so that the worker need not ask again until its next
+-- poll.  The worker claims again then instead of at its next poll.
 create or replace function boxcar.claim_delay_ms(queues text[])
 returns integer language sql stable as $$
+    select case when exists (select from boxcar.queue_config c
+                              where c.queue = any (queues) and c.rate_per_s is not null)
+           then coalesce((
     select ceil(greatest(0, min((1 - least(1, c.tokens + extract(epoch from clock_timestamp() - c.tokens_at)
                                                            * c.rate_per_s))
                                 / c.rate_per_s)) * 1000)::integer + 1
@@ -121,5 +125,6 @@ returns integer language sql stable as $$
      where c.queue = any (queues) and c.rate_per_s is not null and not c.paused
        and exists (select from boxcar.jobs j
                     where j.queue = c.queue and j.status = 'queued' and j.run_at <= now())
-    having count(*) > 0
+    having count(*) > 0), 0)
+           end
 $$;

@@ -52,6 +52,8 @@ struct loop {
         uint64_t next_reconnect, next_poll, next_heartbeat, next_rescue, next_schedule,
                 drain_deadline;
         uint64_t watchdog_ms, next_watchdog; /* systemd WATCHDOG=1; 0: none asked */
+        bool rated;                /* a queue of ours has a rate (claim_delay_ms) */
+        uint64_t next_rate_check;
 };
 
 static uint64_t ms(double seconds)
@@ -237,8 +239,14 @@ static void claim(struct loop *l)
          * slot frees up, without waiting for a notification. */
         l->want_claim = got == n;
         /* A short one may be a rate limit: claim again at its next token
-         * (no notification says when), not at the next poll. */
-        int delay = got < n ? queue_claim_delay_ms(l->conn, l->cfg, &err) : 0;
+         * (no notification says when), not at the next poll.  Asked only
+         * while one of our queues has a rate, and once a poll interval in
+         * case one was set since: not a second round trip per claim. */
+        uint64_t now = slots_now_ms();
+        bool ask = got < n && (l->rated || now >= l->next_rate_check);
+        if (ask)
+                l->next_rate_check = now + ms(l->cfg->poll_interval_s);
+        int delay = ask ? queue_claim_delay_ms(l->conn, l->cfg, &l->rated, &err) : 0;
         if (delay < 0)
                 control_failed(l, "claim_delay_ms", &err);
         else if (delay > 0 && slots_now_ms() + (uint64_t)delay < l->next_poll)

@@ -205,7 +205,8 @@ int queue_schedule_tick(PGconn *conn, struct bc_error *err)
         return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
 }
 
-int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, struct bc_error *err)
+int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, bool *ret_rated,
+                         struct bc_error *err)
 {
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
         const char *p[] = { queues };
@@ -213,7 +214,8 @@ int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, struct b
                 db_exec(conn, "select boxcar.claim_delay_ms($1::text[])", 1, p, err);
         if (!res)
                 return -EPROTO;
-        return PQgetisnull(res, 0, 0) ? 0 : atoi(PQgetvalue(res, 0, 0));
+        *ret_rated = !PQgetisnull(res, 0, 0);
+        return *ret_rated ? atoi(PQgetvalue(res, 0, 0)) : 0;
 }
 
 PGresult *queue_stats(PGconn *conn, struct bc_error *err)

@@ -52,8 +52,9 @@ int queue_drain_requested(PGconn *conn, const char *worker_id, struct bc_error *
 int queue_schedule_tick(PGconn *conn, struct bc_error *err);
 /* After a short claim: in how many ms a rate-limited queue of the worker's
  * has a token for a waiting job (at least 1), or 0 when none is waiting on
- * its rate. */
-int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, struct bc_error *err);
+ * its rate.  *ret_rated: whether any of the worker's queues has a rate. */
+int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, bool *ret_rated,
+                         struct bc_error *err);
 /* Deletes finished jobs older than retention_s; returns how many. */
 int queue_prune(PGconn *conn, double retention_s, struct bc_error *err);
 
