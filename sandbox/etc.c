@@ -45,8 +45,18 @@ static int copy_symlink(struct setup_ctx *x, const char *host, const char *rel)
         return 0;
 }
 
-/* Files up to this size are copied rather than bound. */
+/* Files up to this size are copied rather than bound, while the copies
+ * (in pages) stay within the budget: the root tmpfs is 1 MiB, and an
+ * image's /etc, shown whole, may hold more small files than fit; past the
+ * budget they are bound. */
 #define ETC_COPY_MAX (128 * 1024)
+#define ETC_COPY_BUDGET (512 * 1024)
+static uint64_t etc_copied;
+
+static uint64_t pages_of(off_t size)
+{
+        return ((uint64_t)size + 4095) & ~(uint64_t)4095;
+}
 
 /* Copies the regular file host (lstat'ed as st) to NEWROOT/rel, without
  * its owner and with at most mode 0644.  1 when copied, 0 when it turned
@@ -54,15 +64,17 @@ static int copy_symlink(struct setup_ctx *x, const char *host, const char *rel)
 static int copy_small(struct setup_ctx *x, const char *host, const char *rel,
                       const struct stat *st)
 {
-        if (st->st_size > ETC_COPY_MAX)
+        if (st->st_size > ETC_COPY_MAX || etc_copied + pages_of(st->st_size) > ETC_COPY_BUDGET)
                 return 0;
         /* O_NOFOLLOW + fstat: the file read is the one that was checked. */
         _cleanup_fd_ int in = open(host, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat fst;
         if (in < 0 || fstat(in, &fst) < 0)
                 return setup_fail(x, errno, host, "open");
-        if (!S_ISREG(fst.st_mode) || fst.st_size > ETC_COPY_MAX)
+        if (!S_ISREG(fst.st_mode) || fst.st_size > ETC_COPY_MAX ||
+            etc_copied + pages_of(fst.st_size) > ETC_COPY_BUDGET)
                 return 0;
+        etc_copied += pages_of(fst.st_size);
         char p[PATH_MAX];
         if (snprintf(p, sizeof(p), "%s/%s", SBX_NEWROOT, rel) >= (int)sizeof(p))
                 return setup_fail(x, ENAMETOOLONG, host, "copy");
@@ -220,6 +232,7 @@ static int etc_generated(struct setup_ctx *x)
 int rootfs_etc(struct setup_ctx *x)
 {
         x->step = SBX_STEP_MOUNT;
+        etc_copied = 0;
         int r = rootfs_mkdirs(x, "etc");
         if (r >= 0 && x->c->image)
                 r = etc_image(x);

@@ -44,23 +44,24 @@ enum place { PLACE_IMAGE, PLACE_ON_THE_WAY, PLACE_OURS };
 /* The image as opened before anything was mounted ("/proc/self/fd/N"):
  * the root tmpfs goes on SBX_NEWROOT (/tmp), which would hide an image
  * kept below it. */
+static int image_fd = -1;
 static char image_root[64];
 
 int rootfs_image_open(struct setup_ctx *x)
 {
         x->step = SBX_STEP_MOUNT;
-        int fd = open(x->c->image, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
+        image_fd = open(x->c->image, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (image_fd < 0)
                 return setup_fail(x, errno, x->c->image, "open image");
-        snprintf(image_root, sizeof(image_root), "/proc/self/fd/%d", fd);
+        snprintf(image_root, sizeof(image_root), "/proc/self/fd/%d", image_fd);
         return 0;
 }
 
 void rootfs_image_close(void)
 {
-        int fd = -1;
-        if (sscanf(image_root, "/proc/self/fd/%d", &fd) == 1 && fd >= 0)
-                close(fd);
+        if (image_fd >= 0)
+                close(image_fd);
+        image_fd = -1;
         image_root[0] = '\0';
 }
 

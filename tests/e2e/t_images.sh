@@ -3,8 +3,8 @@
 # image; the same job on each sees its own /etc/os-release and python3, and
 # none of the host's /usr; a setuid-root shell in an image gives no
 # privilege, whether pushed or planted in S3 directly; a tarball import is
-# the same version as the directory; bad image specs fail with BAD_SPEC
-# naming the field.  Needs root (mmdebstrap, the sandbox's setuid checks)
+# the same version as the directory; an image with a large /etc runs; bad
+# image specs fail with BAD_SPEC naming the field.  Needs root (mmdebstrap, the sandbox's setuid checks)
 # and the Debian mirror the first time.
 source "$(dirname "$0")/../lib.sh"
 eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
@@ -142,6 +142,17 @@ e=$(run_job '{"command": ["/suid-sh", "-p", "-c", "/usr/bin/id -u; test -u /suid
 is "a planted setuid shell gives no privilege: the bit is cleared, the device not made" "$(job_field $e "status || ' ' || (result->>'stdout')")" "succeeded 65534
 plain
 nodev"
+
+# An image's /etc is shown whole: more small files than the sandbox's 1 MiB
+# root holds as copies are bound instead (they used to fill it: every start
+# failed with ENOSPC).
+cp -a "$tmp/suid" "$tmp/bigetc" && mkdir "$tmp/bigetc/etc"
+for n in $(seq 1 10); do head -c 120000 /dev/urandom >"$tmp/bigetc/etc/big$n"; done
+"$BOXCAR" storage push --kind image bigetc "$tmp/bigetc" >/dev/null 2>&1
+g=$(run_job '{"command": ["/bin/sh", "-c", "for n in 1 5 10; do test -s /etc/big$n && echo big$n; done"], "image": {"storage": "bigetc"}}')
+is "an image whose /etc holds 1.2 MB of small files runs, all of them shown" "$(job_field $g "status || ' ' || (result->>'stdout')")" "succeeded big1
+big5
+big10"
 
 # Bad image specs.
 "$BOXCAR" storage push --kind volume vol "$tmp/suid" >/dev/null 2>&1

@@ -4,11 +4,7 @@
 source "$(dirname "$0")/../lib.sh"
 source "$BOXCAR_ROOT/scripts/replicas-net.sh"
 if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-  skip "replicas in network namespaces need root and ip netns"; for p in "${wpids[@]}"; do kill -TERM "$p"; done
-rcs=""
-for p in "${wpids[@]}"; do wait "$p"; rcs+="$? "; done
-is "the four replicas drain and exit 0 on SIGTERM" "$rcs" "0 0 0 0 "
-tap_done; exit
+  skip "replicas in network namespaces need root and ip netns"; tap_done; exit
 fi
 fresh_db e2e_replicas
 trap 'cleanup_bg; rn_down >/dev/null 2>&1' EXIT

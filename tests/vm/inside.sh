@@ -12,14 +12,21 @@ export BOXCAR_DEV=/tmp/vmdev TIME_SCALE=3
 [[ -f $out/env ]] && source "$out/env"
 cd "$repo" || exit 1
 start=$(date +%s)
+# A part that stops without a "not ok" of its own (a script error, an
+# early exit) still fails the suite: the host looks only for "not ok".
+part() {
+  local name=$1 rc; shift
+  "$@"; rc=$?
+  (( rc == 0 )) || echo "not ok - vm part '$name' exited $rc"
+}
 {
   echo "# kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB"
-  for part in ${VM_PARTS:-checks security worker}; do
-    case $part in
-      checks) echo "=== vm: kernel and detection"; bash tests/vm/checks.sh ;;
-      security) echo "=== vm: sandbox security suite"; bash tests/security/run.sh ;;
-      worker) echo "=== vm: workers in delegated cgroups"; bash tests/vm/worker.sh ;;
-      *) echo "not ok - unknown VM_PARTS entry: $part" ;;
+  for p in ${VM_PARTS:-checks security worker}; do
+    case $p in
+      checks) echo "=== vm: kernel and detection"; part checks bash tests/vm/checks.sh ;;
+      security) echo "=== vm: sandbox security suite"; part security bash tests/security/run.sh ;;
+      worker) echo "=== vm: workers in delegated cgroups"; part worker bash tests/vm/worker.sh ;;
+      *) echo "not ok - unknown VM_PARTS entry: $p" ;;
     esac
   done
   echo "# inside the VM: $(( $(date +%s) - start )) s"

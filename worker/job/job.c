@@ -3,18 +3,15 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
 #include "common/io.h"
-#include "common/utf8.h"
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
 #include "worker/job/code.h"

@@ -2,16 +2,12 @@
  * its workspace filesystem handed back to the pool (or removed) at the end. */
 #include "worker/job/job-internal.h"
 
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/cleanup.h"
@@ -23,76 +19,73 @@
  * wiped or discarded there, off this slot's path), the rest is removed.
  * The mount table is read only when a filesystem may still be mounted
  * there (the namespace backend, not taken back by the pool). */
-void job_dir_release(const struct job_services *svc, const char *dir) {
-  _cleanup_free_ char *img = NULL, *fs = NULL;
-  bool mounted = svc->cfg->sandbox == BACKEND_NAMESPACE;
-  if (mounted && svc->ws_pool && asprintf(&img, "%s/ws.img", dir) >= 0 &&
-      asprintf(&fs, "%s/fs", dir) >= 0)
-    mounted = !ws_pool_release(svc->ws_pool, img, fs);
-  if (mounted)
-    sandbox_workspace_remove_dir(dir);
-  else
-    sandbox_workspace_remove_tree(dir);
+void job_dir_release(const struct job_services *svc, const char *dir)
+{
+        _cleanup_free_ char *img = NULL, *fs = NULL;
+        bool mounted = svc->cfg->sandbox == BACKEND_NAMESPACE;
+        if (mounted && svc->ws_pool && asprintf(&img, "%s/ws.img", dir) >= 0 &&
+            asprintf(&fs, "%s/fs", dir) >= 0)
+                mounted = !ws_pool_release(svc->ws_pool, img, fs);
+        if (mounted)
+                sandbox_workspace_remove_dir(dir);
+        else
+                sandbox_workspace_remove_tree(dir);
 }
 
-void job_dirs_cleanup(const char *work_dir) {
-  _cleanup_free_ char *jobs = NULL;
-  if (asprintf(&jobs, "%s/jobs", work_dir) >= 0)
-    bc_remove_unlocked_dirs(jobs, sandbox_workspace_remove_dir);
+void job_dirs_cleanup(const char *work_dir)
+{
+        _cleanup_free_ char *jobs = NULL;
+        if (asprintf(&jobs, "%s/jobs", work_dir) >= 0)
+                bc_remove_unlocked_dirs(jobs, sandbox_workspace_remove_dir);
 }
 
-/* The job's directory: meta/, and its workspace.  Under the namespace
- * backend the workspace is a filesystem of its own (ws.img mounted at fs/,
- * see sandbox_workspace_make): fs/ws is /workspace, fs/scratch holds /tmp
- * and /dev/shm, all within limits.disk_mb and limits.files; a ready one
- * from the pool when it has one of that size (see ws_pool.h).  Under
- * --sandbox none it is a plain, unbounded directory.  lock is held while
- * the job runs, so a worker starting on the same --work-dir leaves it be. */
+/* Under the namespace backend the workspace is ws.img mounted at fs/ (see
+ * sandbox_workspace_make): fs/ws is /workspace, fs/scratch holds /tmp and
+ * /dev/shm, all within limits.disk_mb and limits.files (see ws_pool.h for
+ * the ready ones). */
 int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
-                 const struct job_spec *spec, char **ret_dir, char **ret_ws,
-                 char **ret_scratch, int *ret_lock, struct bc_error *err) {
-  const struct worker_config *cfg = svc->cfg;
-  _cleanup_free_ char *dir = NULL, *ws = NULL, *img = NULL, *fs = NULL,
-                      *sc = NULL, *lock = NULL;
-  bool bounded = cfg->sandbox == BACKEND_NAMESPACE;
-  if (asprintf(&dir, "%s/jobs/%s.%d", cfg->work_dir, job->id, job->attempt) <
-          0 ||
-      asprintf(&lock, "%s/lock", dir) < 0 ||
-      asprintf(&img, "%s/ws.img", dir) < 0 || asprintf(&fs, "%s/fs", dir) < 0 ||
-      asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||
-      (bounded && asprintf(&sc, "%s/fs/scratch", dir) < 0))
-    return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-  /* A leftover from a crashed run of this attempt (rare: the mount
-   * table is only read when there is one). */
-  if (access(dir, F_OK) == 0)
-    sandbox_workspace_remove_dir(dir);
-  if (mkdir(dir, 0700) < 0)
-    return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
-  int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0 || flock(fd, LOCK_EX) < 0) {
-    int e = errno;
-    if (fd >= 0)
-      close(fd);
-    return bc_error_set(err, BC_SANDBOX_SETUP, e, "lock %s: %s", lock,
-                        strerror(e));
-  }
-  *ret_lock = fd;
-  *ret_dir = steal_pointer(&dir);
-  if (bounded) {
-    char why[128];
-    if (!sandbox_workspace_available(why, sizeof(why)))
-      return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
-                          "this worker cannot make bounded workspaces: %s "
-                          "(see boxcar sandbox detect)",
-                          why);
-    int r = ws_pool_acquire(svc->ws_pool, img, fs, spec->limits.disk_mb,
-                            spec->limits.files, err);
-    if (r < 0)
-      return r;
-  } else if (mkdir(ws, 0755) < 0) {
-    return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
-  }
-  *ret_ws = steal_pointer(&ws);
-  *ret_scratch = steal_pointer(&sc);
-  return 0;
+                 const struct job_spec *spec, char **ret_dir, char **ret_ws, char **ret_scratch,
+                 int *ret_lock, struct bc_error *err)
+{
+        const struct worker_config *cfg = svc->cfg;
+        _cleanup_free_ char *dir = NULL, *ws = NULL, *img = NULL, *fs = NULL, *sc = NULL,
+                           *lock = NULL;
+        bool bounded = cfg->sandbox == BACKEND_NAMESPACE;
+        if (asprintf(&dir, "%s/jobs/%s.%d", cfg->work_dir, job->id, job->attempt) < 0 ||
+            asprintf(&lock, "%s/lock", dir) < 0 || asprintf(&img, "%s/ws.img", dir) < 0 ||
+            asprintf(&fs, "%s/fs", dir) < 0 ||
+            asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||
+            (bounded && asprintf(&sc, "%s/fs/scratch", dir) < 0))
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        /* A leftover from a crashed run of this attempt (rare: the mount
+         * table is only read when there is one). */
+        if (access(dir, F_OK) == 0)
+                sandbox_workspace_remove_dir(dir);
+        if (mkdir(dir, 0700) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e, "lock %s: %s", lock, strerror(e));
+        }
+        *ret_lock = fd;
+        *ret_dir = steal_pointer(&dir);
+        if (bounded) {
+                char why[128];
+                if (!sandbox_workspace_available(why, sizeof(why)))
+                        return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
+                                            "this worker cannot make bounded workspaces: %s "
+                                            "(see boxcar sandbox detect)", why);
+                int r = ws_pool_acquire(svc->ws_pool, img, fs, spec->limits.disk_mb,
+                                        spec->limits.files, err);
+                if (r < 0)
+                        return r;
+        } else if (mkdir(ws, 0755) < 0) {
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
+        }
+        *ret_ws = steal_pointer(&ws);
+        *ret_scratch = steal_pointer(&sc);
+        return 0;
 }
