@@ -428,11 +428,17 @@ $$;
 -- them, so two calls of one worker never wait on each other in a cycle.
 -- (A job with an artifact storage takes that storage's advisory lock when
 -- it finishes: the worker sends such a job in a call of its own.)
+-- artifacts[i]: the artifact version the job uploaded, recorded with a
+-- 'complete' or a 'retry' (see boxcar.record_job_artifact), or null;
+-- artifacts itself may be null.
 -- Returns one row per input row: its position (ord) and whether the worker
 -- still held the job.
+drop function if exists boxcar.report_batch(text, uuid[], integer[], text[], text[], jsonb[], jsonb[],
+                                            jsonb[]);
 create or replace function boxcar.report_batch(worker_id text, ids uuid[], attempts integer[],
                                                actions text[], statuses text[], results jsonb[],
-                                               errors jsonb[], events jsonb[])
+                                               errors jsonb[], events jsonb[],
+                                               artifacts jsonb[] default null)
 returns table (ord integer, held boolean) language plpgsql volatile as $$
 #variable_conflict use_variable
 declare
@@ -441,7 +447,8 @@ declare
 begin
     if coalesce(cardinality(attempts), 0) <> n or coalesce(cardinality(actions), 0) <> n
        or coalesce(cardinality(statuses), 0) <> n or coalesce(cardinality(results), 0) <> n
-       or coalesce(cardinality(errors), 0) <> n or coalesce(cardinality(events), 0) <> n then
+       or coalesce(cardinality(errors), 0) <> n or coalesce(cardinality(events), 0) <> n
+       or (artifacts is not null and cardinality(artifacts) <> n) then
         raise exception 'report_batch: the arrays must have the same length' using errcode = '22023';
     end if;
     for i in select s.i from generate_subscripts(ids, 1) s(i) order by ids[s.i], s.i loop
@@ -452,10 +459,17 @@ begin
         perform boxcar.add_worker_events(ids[i], worker_id, attempts[i], events[i]);
         ord := i;
         held := case actions[i]
-            when 'complete' then boxcar.complete(ids[i], worker_id, statuses[i], results[i],
+            when 'complete' then boxcar.complete(ids[i], worker_id, statuses[i],
+                                                 boxcar.record_job_artifact(ids[i], worker_id,
+                                                                            attempts[i], results[i],
+                                                                            artifacts[i]),
                                                  errors[i], attempts[i])
             when 'retry' then boxcar.retry_or_fail(ids[i], worker_id, errors[i], attempts[i],
-                                                   results[i]) is not null
+                                                   boxcar.record_job_artifact(ids[i], worker_id,
+                                                                              attempts[i],
+                                                                              results[i],
+                                                                              artifacts[i], true))
+                              is not null
             when 'release' then boxcar.release(ids[i], worker_id, attempts[i])
             else false end;
         return next;

@@ -149,3 +149,54 @@ begin
     return coalesce((select s.head_version = add_artifact_version.sha256 from boxcar.storages s
                       where s.name = add_artifact_version.storage), false);
 end $$;
+
+-- A finishing job's artifact version, recorded (and the head moved to it
+-- by compare-and-swap, as add_artifact_version does) in the transaction
+-- that records the job's end, and only while worker_id still holds the
+-- job's attempt.  An attempt lost after its upload (kill -9, a lost lease)
+-- thus leaves no version and the head where it was: its retry starts from
+-- the head the lost attempt started from, and the job's changes are
+-- applied once.  artifact: {"sha256", "s3_key", "size", "file_count",
+-- "parent_sha256", "expected_head"} (the head the job started from, null
+-- for a storage without versions), on the job's own artifact storage.
+-- With retrying (the attempt's outcome is a retry, see retry_or_fail), the
+-- version is recorded only when no attempt is left (the job then fails);
+-- otherwise it is not, and the next attempt starts over from the same
+-- base: result loses its "artifact" then.  Returns result with
+-- artifact.conflict set (true: the head had moved, the version is kept as
+-- a branch), or result as it was when artifact is null or the worker no
+-- longer holds the job (complete and retry_or_fail then refuse it).
+create or replace function boxcar.record_job_artifact(id uuid, worker_id text, attempt integer,
+                                                      result jsonb, artifact jsonb,
+                                                      retrying boolean default false)
+returns jsonb language plpgsql volatile as $$
+#variable_conflict use_column
+declare
+    a jsonb := record_job_artifact.artifact;
+    j boxcar.jobs;
+    is_head boolean;
+begin
+    if a is null then
+        return record_job_artifact.result;
+    end if;
+    select * into j from boxcar.jobs x
+     where x.id = record_job_artifact.id and x.worker_id = record_job_artifact.worker_id
+       and x.status = 'running'
+       and (record_job_artifact.attempt is null or x.attempts = record_job_artifact.attempt)
+       for update;
+    if not found then
+        return record_job_artifact.result;
+    end if;
+    if j.artifact_storage is null then
+        raise exception 'job % has no artifact storage', j.id using errcode = '22023';
+    end if;
+    if retrying and j.attempts < j.max_attempts then
+        return record_job_artifact.result - 'artifact';
+    end if;
+    is_head := boxcar.add_artifact_version(j.artifact_storage, a->>'sha256', a->>'s3_key',
+                                           (a->>'size')::bigint, (a->>'file_count')::bigint,
+                                           a->>'parent_sha256', j.id, a->>'expected_head');
+    return jsonb_set(coalesce(record_job_artifact.result, '{}'), '{artifact}',
+                     coalesce(record_job_artifact.result->'artifact', '{}')
+                     || jsonb_build_object('conflict', not is_head));
+end $$;

@@ -376,11 +376,8 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         lim.max_entries = run->spec->limits.files;
         lim.max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
                                   ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
-        PGconn *conn = run_conn(run, &err);
-        int r = conn ? store_save_artifact(run->svc->store, conn, run->spec, run->ws, run->dir,
-                                           &run->artifact_start, run->job->id, &lim, &a, &err)
-                     : -EIO;
-        if (r < 0) {
+        if (store_save_artifact(run->svc->store, run->spec, run->ws, run->dir, &lim, &a,
+                                &err) < 0) {
                 /* The job's own tree over a limit is final (and the head
                  * stays where it was); anything else is the upload's. */
                 bool own = err.code == BC_WORKSPACE_LIMIT;
@@ -390,28 +387,40 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
                 bc_error_clear(&err);
                 return;
         }
+        const char *parent = run->artifact_start.base_sha[0] ? run->artifact_start.base_sha : NULL;
+        const char *head = run->artifact_start.head_sha[0] ? run->artifact_start.head_sha : NULL;
+        /* "conflict" is added when the version is recorded, with the job's
+         * completion: whether the head moved under the job (a push, or a
+         * writer outside the queue's one-at-a-time order) is known then. */
         cJSON *art = cJSON_AddObjectToObject(run->result, "artifact");
         cJSON_AddStringToObject(art, "storage", run->spec->artifact_storage);
         cJSON_AddStringToObject(art, "sha256", a.sha256);
         cJSON_AddNumberToObject(art, "size", (double)a.size);
         cJSON_AddNumberToObject(art, "file_count", (double)a.file_count);
-        if (run->artifact_start.base_sha[0])
-                cJSON_AddStringToObject(art, "parent_sha256", run->artifact_start.base_sha);
+        if (parent)
+                cJSON_AddStringToObject(art, "parent_sha256", parent);
         else
                 cJSON_AddNullToObject(art, "parent_sha256");
         cJSON_AddBoolToObject(art, "uploaded", a.uploaded);
-        /* The head moved under the job (a push, or a writer outside the
-         * queue's one-at-a-time order): its version is kept, as a branch. */
-        cJSON_AddBoolToObject(art, "conflict", !a.is_head);
+        cJSON_AddStringToObject(art, "url", a.url);
+        _cleanup_(cJSON_Deletep) cJSON *rec = cJSON_CreateObject();
+        cJSON_AddStringToObject(rec, "sha256", a.sha256);
+        cJSON_AddStringToObject(rec, "s3_key", a.s3_key);
+        cJSON_AddNumberToObject(rec, "size", (double)a.size);
+        cJSON_AddNumberToObject(rec, "file_count", (double)a.file_count);
+        cJSON_AddItemToObject(rec, "parent_sha256",
+                              parent ? cJSON_CreateString(parent) : cJSON_CreateNull());
+        cJSON_AddItemToObject(rec, "expected_head",
+                              head ? cJSON_CreateString(head) : cJSON_CreateNull());
+        free(o->artifact_json);
+        o->artifact_json = cJSON_PrintUnformatted(rec);
         if (a.uploaded)
                 wmetrics_transfer(run->svc->metrics, "upload", "artifact", a.size);
-        cJSON_AddStringToObject(art, "url", a.url);
         char details[256];
         snprintf(details, sizeof(details),
-                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s, "
-                 "\"conflict\": %s}",
+                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s}",
                  run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
-                 a.uploaded ? "true" : "false", a.is_head ? "false" : "true");
+                 a.uploaded ? "true" : "false");
         run->svc->event(run->svc->conn_ctx, run->job, "artifact_uploaded", details);
         store_artifact_done(&a);
 }

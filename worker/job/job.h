@@ -51,6 +51,9 @@ struct job_outcome {
          * artifact storage, whose lock finishing takes (or its spec could
          * not be read to tell). */
         bool report_alone;
+        /* For JOB_COMPLETE: the artifact version the job uploaded, to be
+         * recorded with its completion (boxcar.record_job_artifact); or NULL. */
+        char *artifact_json;
 };
 
 void job_outcome_done(struct job_outcome *o);

@@ -28,6 +28,7 @@ void job_outcome_done(struct job_outcome *o)
         free(o->result_json);
         free(o->error_json);
         free(o->error_code);
+        free(o->artifact_json);
         memset(o, 0, sizeof(*o));
 }
 

@@ -247,16 +247,16 @@ void store_artifact_done(struct store_artifact *a)
 {
         if (!a)
                 return;
+        free(a->s3_key);
         free(a->url);
-        a->url = NULL;
+        a->s3_key = a->url = NULL;
 }
 
-int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                        const char *workspace, const char *tmp_dir,
-                        const struct store_artifact_start *start, const char *job_id,
-                        const struct storage_pack_limits *limits, struct store_artifact *ret,
-                        struct bc_error *err)
+int store_save_artifact(struct store *st, const struct job_spec *spec, const char *workspace,
+                        const char *tmp_dir, const struct storage_pack_limits *limits,
+                        struct store_artifact *ret, struct bc_error *err)
 {
+        memset(ret, 0, sizeof(*ret));
         int r = need_s3(st, "artifact", err);
         if (r < 0) {
                 err->code = BC_UPLOAD_FAILED;
@@ -266,29 +266,15 @@ int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *s
         r = storage_push_dir(st->s3, workspace, tmp_dir, limits, &push, err);
         if (r < 0)
                 return bc_error_prefix(err, "artifact %s: workspace", spec->artifact_storage);
-        char size[32], count[32];
-        snprintf(size, sizeof(size), "%llu", (unsigned long long)push.pack.size);
-        snprintf(count, sizeof(count), "%llu", (unsigned long long)push.pack.file_count);
-        const char *p[] = { spec->artifact_storage, push.pack.sha256, push.key, size, count,
-                            start->base_sha[0] ? start->base_sha : NULL, job_id,
-                            start->head_sha[0] ? start->head_sha : NULL };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select boxcar.add_artifact_version($1, $2, $3, $4::bigint, $5::bigint, $6, "
-                      "$7::uuid, $8)", 8, p, err);
         struct store_version v = { .s3_key = push.key };
-        memset(ret, 0, sizeof(*ret));
-        if (res)
-                r = store_presign_get(st, &v, st->url_ttl_s, &ret->url, err);
-        else
-                r = bc_error_prefix(err, "artifact %s: record version", spec->artifact_storage);
+        r = store_presign_get(st, &v, st->url_ttl_s, &ret->url, err);
         if (r >= 0) {
                 memcpy(ret->sha256, push.pack.sha256, 65);
                 ret->size = push.pack.size;
                 ret->file_count = push.pack.file_count;
                 ret->uploaded = push.uploaded;
-                ret->is_head = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-        } else if (err->code == BC_DATABASE) {
-                err->code = BC_UPLOAD_FAILED;
+                ret->s3_key = push.key;
+                push.key = NULL;
         }
         storage_push_result_done(&push);
         return r;

@@ -91,21 +91,17 @@ struct store_artifact {
         char sha256[65];
         uint64_t size, file_count;
         bool uploaded;             /* false when the same content was already stored */
-        bool is_head;              /* false: the head moved since the job started, and
-                                    * this version is kept beside it as a branch */
+        char *s3_key;
         char *url;                 /* presigned GET */
 };
 void store_artifact_done(struct store_artifact *a);
 
 /* Packs workspace within limits (over one: BC_WORKSPACE_LIMIT, and
- * nothing is uploaded or recorded), uploads it (unless stored already),
- * records the version
- * with its parent and job, and moves the storage's head to it if the head
- * is still start->head_sha (see boxcar.add_artifact_version). */
-int store_save_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
-                        const char *workspace, const char *tmp_dir,
-                        const struct store_artifact_start *start, const char *job_id,
-                        const struct storage_pack_limits *limits, struct store_artifact *ret,
-                        struct bc_error *err);
+ * nothing is uploaded) and uploads it unless stored already.  Nothing is
+ * recorded: the version is recorded, and the head moved, with the job's
+ * completion (boxcar.record_job_artifact). */
+int store_save_artifact(struct store *st, const struct job_spec *spec, const char *workspace,
+                        const char *tmp_dir, const struct storage_pack_limits *limits,
+                        struct store_artifact *ret, struct bc_error *err);
 
 #endif
