@@ -75,7 +75,7 @@ static int set_string(char **dst, const char *v)
 static int apply_defaults(struct worker_config *c, struct bc_error *err)
 {
         *c = (struct worker_config){
-                .concurrency = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
+                .concurrency = 4, .db_connections = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
                 .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
                 .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
@@ -89,7 +89,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
 }
 
 enum {
-        OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_LEASE, OPT_POLL, OPT_DRAIN,
+        OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_DB_CONNECTIONS, OPT_LEASE, OPT_POLL, OPT_DRAIN,
         OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
         OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
@@ -101,6 +101,7 @@ static const struct option worker_options[] = {
         { "database-url", required_argument, NULL, OPT_DATABASE_URL },
         { "queues", required_argument, NULL, OPT_QUEUES },
         { "concurrency", required_argument, NULL, OPT_CONCURRENCY },
+        { "db-connections", required_argument, NULL, OPT_DB_CONNECTIONS },
         { "lease", required_argument, NULL, OPT_LEASE },
         { "poll-interval", required_argument, NULL, OPT_POLL },
         { "drain-timeout", required_argument, NULL, OPT_DRAIN },
@@ -165,6 +166,7 @@ static const char *option_hint(int opt)
 {
         switch (opt) {
         case OPT_CONCURRENCY: return " (a number from 1 to 1024)";
+        case OPT_DB_CONNECTIONS: return " (a number from 1 to 64)";
         case OPT_WARM_WORKSPACES: return " (a number from 0 to 1024)";
         case OPT_WH_CONCURRENCY: return " (a number from 1 to 64)";
         case OPT_WARM_SANDBOXES: return " (a number from 0 to 256)";
@@ -241,6 +243,7 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
                 c->queues = NULL;
                 return config_parse_queues_as(label, v, &c->queues, err);
         case OPT_CONCURRENCY: r = parse_uint(v, 1, 1024, &c->concurrency); break;
+        case OPT_DB_CONNECTIONS: r = parse_uint(v, 1, 64, &c->db_connections); break;
         case OPT_LEASE: r = config_parse_duration(v, false, &c->lease_s); break;
         case OPT_POLL: r = config_parse_duration(v, false, &c->poll_interval_s); break;
         case OPT_DRAIN: r = config_parse_duration(v, true, &c->drain_timeout_s); break;

@@ -18,6 +18,7 @@ struct worker_config {
         char *database_url;
         char **queues;             /* NULL-terminated, never empty */
         unsigned concurrency;
+        unsigned db_connections;   /* the job slots' shared connections */
         double lease_s;
         double poll_interval_s;
         double drain_timeout_s;

@@ -13,6 +13,8 @@ const char config_worker_usage[] =
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "  --queues A,B           queues to take jobs from (default: $BOXCAR_QUEUES or 'default')\n"
         "  --concurrency N        jobs run at once, 1-1024 (default: $BOXCAR_CONCURRENCY or 4)\n"
+        "  --db-connections N     database connections the job slots share, 1-64, whatever\n"
+        "                         the concurrency (default: 4)\n"
         "  --listen-database-url URL  a direct connection for LISTEN/NOTIFY when\n"
         "                         --database-url goes through PgBouncer in transaction mode\n"
         "  --poll-only            no LISTEN: claim every --poll-interval (PgBouncer without\n"

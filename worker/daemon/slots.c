@@ -11,6 +11,7 @@
 #include "common/cleanup.h"
 #include "common/dynbuf.h"
 #include "worker/db.h"
+#include "worker/db_pool.h"
 #include "worker/log.h"
 #include "worker/daemon/queue.h"
 #include "worker/http/wmetrics.h"
@@ -27,7 +28,6 @@ struct slot {
         _Atomic int stop;            /* enum job_stop */
         _Atomic bool reporting;      /* the job ended; its outcome is being recorded */
         int cancel_fd;               /* eventfd the job's supervisor polls */
-        PGconn *conn;
         const struct claimed_job *current;  /* the slot thread's job */
         /* Events kept back to go with a later call: comma-separated JSON
          * objects, and when the first was kept (0: none). */
@@ -59,13 +59,6 @@ static void sleep_ms(unsigned ms)
 {
         struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
         nanosleep(&ts, NULL);
-}
-
-static PGconn *slot_conn(struct slot *sl, struct bc_error *err);
-
-static PGconn *svc_conn(void *ctx, struct bc_error *err)
-{
-        return slot_conn(ctx, err);
 }
 
 /* The events that follow from the command's run and are soon followed by
@@ -114,11 +107,12 @@ static void flush_events(struct slot *sl, const struct claimed_job *job)
         if (!json)
                 return;
         struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = slot_conn(sl, &err);
+        PGconn *conn = db_pool_get(sl->owner->db, &err);
         if (conn && queue_add_events(conn, sl->owner->cfg->worker_id, job, json, &err) >= 0)
                 forget_events(sl);
         else
                 sl->events_since_ms = slots_now_ms() + 900;   /* try again in a second */
+        db_pool_put(sl->owner->db, conn);
         bc_error_clear(&err);
 }
 
@@ -149,11 +143,6 @@ static PGconn *conn_get(PGconn **c, const struct worker_config *cfg, struct bc_e
         PQfinish(*c);
         *c = db_connect(cfg->database_url, "boxcar-worker", err);
         return *c;
-}
-
-static PGconn *slot_conn(struct slot *sl, struct bc_error *err)
-{
-        return conn_get(&sl->conn, sl->owner->cfg, err);
 }
 
 /* Records one batch of results, retrying through a lost database with
@@ -293,8 +282,8 @@ static void run_one(struct slot *sl, struct claimed_job *job)
                   LOG_INT("attempt", job->attempt), "worker_id", cfg->worker_id, NULL);
         struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
                                     .metrics = sl->owner->metrics,
-                                    .ws_pool = sl->owner->ws_pool, .conn = svc_conn,
-                                    .conn_ctx = sl, .event = svc_event, .tick = svc_tick };
+                                    .ws_pool = sl->owner->ws_pool, .db = sl->owner->db,
+                                    .ctx = sl, .event = svc_event, .tick = svc_tick };
         sl->current = job;
         struct job_outcome o;
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
@@ -334,8 +323,6 @@ static void *slot_main(void *arg)
                 ssize_t w = write(s->done_fd, &one, sizeof(one));
                 (void)w;
         }
-        PQfinish(sl->conn);
-        sl->conn = NULL;
         dynbuf_done(&sl->events);
         return NULL;
 }
@@ -356,7 +343,8 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         pthread_cond_init(&s->report_wake, NULL);
         pthread_cond_init(&s->report_recorded, NULL);
         s->slot = calloc(cfg->concurrency, sizeof(*s->slot));
-        if (s->done_fd < 0 || !s->slot)
+        s->db = db_pool_new(cfg->database_url, "boxcar-worker", cfg->db_connections);
+        if (s->done_fd < 0 || !s->slot || !s->db)
                 return bc_error_set(err, BC_INTERNAL, errno ? errno : ENOMEM, "slots: %m");
         int rr = pthread_create(&s->reporter, NULL, reporter_main, s);
         if (rr != 0)
@@ -505,6 +493,8 @@ void slots_join(struct slots *s)
                 pthread_join(s->reporter, NULL);
                 s->reporter_started = false;
         }
+        db_pool_free(s->db);
+        s->db = NULL;
         pthread_cond_destroy(&s->report_wake);
         pthread_cond_destroy(&s->report_recorded);
         pthread_mutex_destroy(&s->report_lock);

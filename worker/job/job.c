@@ -106,18 +106,13 @@ struct job_run {
         cJSON *result;
 };
 
-static PGconn *run_conn(struct job_run *run, struct bc_error *err)
-{
-        return run->svc->conn(run->svc->conn_ctx, err);
-}
-
 /* The job's image from the image cache, timed on a miss. */
-static int stage_image(struct job_run *run, PGconn *conn, struct bc_error *err)
+static int stage_image(struct job_run *run, struct bc_error *err)
 {
         struct store *st = run->svc->store;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = store_acquire_image(st, conn, run->spec, &run->image, err);
+        int r = store_acquire_image(st, run->svc->db, run->spec, &run->image, err);
         if (r < 0 || !run->image)
                 return r;
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -137,15 +132,9 @@ static int stage_image(struct job_run *run, PGconn *conn, struct bc_error *err)
 static int stage_inputs(struct job_run *run, struct bc_error *err)
 {
         const struct job_spec *spec = run->spec;
-        bool needs_db = spec->artifact_storage || spec->image_storage;
-        for (size_t i = 0; i < spec->n_volumes; i++)
-                needs_db |= spec->volumes[i].storage != NULL;
-        PGconn *conn = needs_db ? run_conn(run, err) : NULL;
-        if (needs_db && !conn)
-                return bc_error_prefix(err, "resolve storages");
-        int r = stage_image(run, conn, err);
+        int r = stage_image(run, err);
         if (r >= 0)
-                r = store_acquire_volumes(run->svc->store, conn, spec, &run->mounts, err);
+                r = store_acquire_volumes(run->svc->store, run->svc->db, spec, &run->mounts, err);
         for (size_t i = 0; r >= 0 && i < run->mounts.n; i++) {
                 const struct storage_cache_entry *e = run->mounts.entries[i];
                 wmetrics_cache(run->svc->metrics, !storage_cache_entry_downloaded(e));
@@ -155,7 +144,7 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         }
         uint64_t downloaded = 0;
         if (r >= 0)
-                r = store_restore_artifact(run->svc->store, conn, spec, run->ws,
+                r = store_restore_artifact(run->svc->store, run->svc->db, spec, run->ws,
                                            &run->artifact_start, &downloaded, err);
         if (downloaded)
                 wmetrics_transfer(run->svc->metrics, "download", "artifact", downloaded);
@@ -167,14 +156,14 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
         struct job_run *run = ctx;
         if (!run->started_noted) {
                 run->started_noted = true;
-                run->svc->event(run->svc->conn_ctx, run->job, "started",
+                run->svc->event(run->svc->ctx, run->job, "started",
                                 run->svc->cfg->sandbox == BACKEND_NAMESPACE
                                         ? "{\"sandbox\": \"namespace\"}"
                                         : "{\"sandbox\": \"none\"}");
         }
         livelog_write(&run->log, stream, data, len);
         if (run->svc->tick)
-                run->svc->tick(run->svc->conn_ctx);
+                run->svc->tick(run->svc->ctx);
 }
 
 static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
@@ -250,7 +239,7 @@ static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *st
         cJSON_AddStringToObject(startup, "sha256", sha);
         if (startup_done_before(run->ws, sha)) {
                 cJSON_AddBoolToObject(startup, "skipped", true);
-                run->svc->event(run->svc->conn_ctx, run->job, "startup_done", "{\"skipped\": true}");
+                run->svc->event(run->svc->ctx, run->job, "startup_done", "{\"skipped\": true}");
                 return 0;
         }
         const char *ws, *meta;
@@ -273,7 +262,7 @@ static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *st
                 snprintf(details, sizeof(details),
                          "{\"skipped\": false, \"exit_code\": %d, \"timed_out\": %s}",
                          res.proc.exit_code, res.proc.timed_out ? "true" : "false");
-                run->svc->event(run->svc->conn_ctx, run->job, "startup_done", details);
+                run->svc->event(run->svc->ctx, run->job, "startup_done", details);
                 if (res.proc.cancelled || *stop != JOB_STOP_NONE) {
                         job_outcome_decide(spec, &res, *stop, o);
                         r = 1;
@@ -353,7 +342,7 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
                          "\"timed_out\": %s, \"oom_killed\": %s}", res.proc.exit_code,
                          res.proc.signal, res.proc.timed_out ? "true" : "false",
                          res.oom_killed ? "true" : "false");
-                run->svc->event(run->svc->conn_ctx, run->job, "exited", details);
+                run->svc->event(run->svc->ctx, run->job, "exited", details);
         }
         backend_result_done(&res);
         return r;
@@ -421,7 +410,7 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
                  "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s}",
                  run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
                  a.uploaded ? "true" : "false");
-        run->svc->event(run->svc->conn_ctx, run->job, "artifact_uploaded", details);
+        run->svc->event(run->svc->ctx, run->job, "artifact_uploaded", details);
         store_artifact_done(&a);
 }
 
@@ -484,8 +473,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         }
         struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,
                                .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch) };
-        livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->conn,
-                     svc->conn_ctx);
+        livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
         run_job(&run, cancel_fd, stop, ret);
         livelog_done(&run.log);
         store_release_volumes(svc->store, &run.mounts);

@@ -58,16 +58,17 @@ struct job_outcome {
 
 void job_outcome_done(struct job_outcome *o);
 
+struct db_pool;
+
 /* What a job needs from the worker besides its spec. */
 struct job_services {
         const struct worker_config *cfg;
         struct store *store;                    /* volumes and artifacts */
         struct metrics *metrics;                /* or NULL */
         struct ws_pool *ws_pool;                /* ready workspaces, or NULL */
-        /* The slot's database connection, (re)connected on demand; NULL with
-         * err set when the database is away. */
-        PGconn *(*conn)(void *ctx, struct bc_error *err);
-        void *conn_ctx;
+        /* The worker's shared connections, each held only for a statement. */
+        struct db_pool *db;
+        void *ctx;                              /* the callbacks' */
         /* Appends to the job's audit trail (best effort). */
         void (*event)(void *ctx, const struct claimed_job *job, const char *kind,
                       const char *details_json);

@@ -7,6 +7,7 @@
 
 #include "common/cleanup.h"
 #include "worker/db.h"
+#include "worker/db_pool.h"
 
 #define FLUSH_BYTES (64 * 1024)
 #define FLUSH_MS 200
@@ -19,15 +20,14 @@ static uint64_t now_ms(void)
 }
 
 void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t cap,
-                  PGconn *(*conn)(void *ctx, struct bc_error *err), void *conn_ctx)
+                  struct db_pool *db)
 {
         memset(l, 0, sizeof(*l));
         l->job_id = job_id;
         l->attempt = attempt;
         l->cap = cap;
         l->next_seq = 1;
-        l->conn = conn;
-        l->conn_ctx = conn_ctx;
+        l->db = db;
         dynbuf_init(&l->pending, FLUSH_BYTES * 2);
 }
 
@@ -71,15 +71,14 @@ void livelog_flush(struct livelog *l)
                 return;
         _cleanup_free_ char *streams = NULL, *chunks = NULL;
         struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = l->conn(l->conn_ctx, &err);
         bool stored = false;
-        if (conn && build_arrays(l, &streams, &chunks) == 0) {
+        if (build_arrays(l, &streams, &chunks) == 0) {
                 char attempt[16], seq[16];
                 snprintf(attempt, sizeof(attempt), "%d", l->attempt);
                 snprintf(seq, sizeof(seq), "%d", l->next_seq);
                 const char *p[] = { l->job_id, attempt, seq, streams, chunks };
-                _cleanup_pgresult_ PGresult *res = db_exec(
-                        conn, "select boxcar.append_logs($1::uuid, $2::int, $3::int, "
+                _cleanup_pgresult_ PGresult *res = db_pool_exec(
+                        l->db, "select boxcar.append_logs($1::uuid, $2::int, $3::int, "
                               "$4::smallint[], $5::bytea[])", 5, p, &err);
                 stored = res != NULL;
         }

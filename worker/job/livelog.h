@@ -14,6 +14,8 @@
 #include "common/dynbuf.h"
 #include "common/error.h"
 
+struct db_pool;
+
 #define LIVELOG_MAX_CHUNKS 256
 
 struct livelog {
@@ -29,13 +31,11 @@ struct livelog {
         size_t n_chunks;
         size_t chunk_len[LIVELOG_MAX_CHUNKS];
         short chunk_stream[LIVELOG_MAX_CHUNKS];
-        /* The slot's connection, fetched at flush time. */
-        PGconn *(*conn)(void *ctx, struct bc_error *err);
-        void *conn_ctx;
+        struct db_pool *db;         /* a connection taken at flush time */
 };
 
 void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t cap,
-                  PGconn *(*conn)(void *ctx, struct bc_error *err), void *conn_ctx);
+                  struct db_pool *db);
 /* Adds output (stream 1 or 2); flushes when the batch is due.  Stream 0 with
  * no data is a timer tick. */
 void livelog_write(struct livelog *l, int stream, const char *data, size_t len);

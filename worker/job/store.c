@@ -7,6 +7,7 @@
 
 #include "common/cleanup.h"
 #include "worker/db.h"
+#include "worker/db_pool.h"
 
 int store_open(struct store *st, const char *cache_dir, const char *image_dir,
                uint64_t cache_bytes, long url_ttl_s, struct bc_error *err)
@@ -100,11 +101,13 @@ int store_presign_get(const struct store *st, const struct store_version *v, lon
 }
 
 /* Presigned URL and digest for a volume given by storage + version. */
-static int resolve_volume(struct store *st, PGconn *conn, const struct spec_volume *vol,
+static int resolve_volume(struct store *st, struct db_pool *db, const struct spec_volume *vol,
                           char **ret_url, char ret_sha[65], struct bc_error *err)
 {
         struct store_version v = { 0 };
-        int found = store_resolve(conn, vol->storage, vol->version, &v, err);
+        PGconn *conn = db_pool_get(db, err);
+        int found = conn ? store_resolve(conn, vol->storage, vol->version, &v, err) : -ECONNRESET;
+        db_pool_put(db, conn);
         if (found < 0)
                 return bc_error_prefix(err, "resolve storage %s", vol->storage);
         if (found == 0)
@@ -118,7 +121,7 @@ static int resolve_volume(struct store *st, PGconn *conn, const struct spec_volu
         return r;
 }
 
-int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec *spec,
+int store_acquire_volumes(struct store *st, struct db_pool *db, const struct job_spec *spec,
                           struct store_mounts *ret, struct bc_error *err)
 {
         memset(ret, 0, sizeof(*ret));
@@ -134,7 +137,7 @@ int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec 
                 _cleanup_free_ char *url = NULL;
                 int r = 0;
                 if (vol->storage)
-                        r = resolve_volume(st, conn, vol, &url, sha, err);
+                        r = resolve_volume(st, db, vol, &url, sha, err);
                 if (r >= 0)
                         r = storage_cache_acquire(st->cache, vol->storage ? url : vol->url,
                                                   vol->storage ? sha : vol->sha256,
@@ -162,7 +165,7 @@ void store_release_volumes(struct store *st, struct store_mounts *m)
         memset(m, 0, sizeof(*m));
 }
 
-int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *spec,
+int store_acquire_image(struct store *st, struct db_pool *db, const struct job_spec *spec,
                         struct storage_cache_entry **ret, struct bc_error *err)
 {
         *ret = NULL;
@@ -171,8 +174,8 @@ int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *s
         if (!st->images)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP, "image: no image cache");
         const char *p[] = { spec->image_storage, spec->image_version };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select kind, sha256, s3_key, size, file_count "
+        _cleanup_pgresult_ PGresult *res = db_pool_exec(
+                db, "select kind, sha256, s3_key, size, file_count "
                       "from boxcar.resolve_image($1, $2)", 2, p, err);
         if (!res)
                 return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
@@ -202,7 +205,7 @@ int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *s
         return r < 0 ? bc_error_prefix(err, "image %s", spec->image_storage) : 0;
 }
 
-int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
+int store_restore_artifact(struct store *st, struct db_pool *db, const struct job_spec *spec,
                            const char *workspace, struct store_artifact_start *ret,
                            uint64_t *ret_downloaded, struct bc_error *err)
 {
@@ -213,8 +216,8 @@ int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec
         /* The head and the base in one read: "latest" is the head read here,
          * the one the new version may later replace, and no other. */
         const char *p[] = { spec->artifact_storage, spec->artifact_base };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select head, sha256, s3_key, size, file_count "
+        _cleanup_pgresult_ PGresult *res = db_pool_exec(
+                db, "select head, sha256, s3_key, size, file_count "
                       "from boxcar.artifact_start($1, $2)", 2, p, err);
         if (!res)
                 return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);

@@ -12,6 +12,8 @@
 #include "storage/storage.h"
 #include "worker/job/spec.h"
 
+struct db_pool;
+
 struct store {
         struct storage_config *s3;    /* NULL when BOXCAR_S3_BUCKET is not set */
         struct storage_cache *cache;  /* volume cache, keyed by sha256 */
@@ -60,7 +62,7 @@ struct store_mounts {
  * ones acquired are released and err says which volume (FETCH_FAILED,
  * CHECKSUM_MISMATCH, BAD_ARCHIVE, or BAD_SPEC for a storage version that
  * does not exist). */
-int store_acquire_volumes(struct store *st, PGconn *conn, const struct job_spec *spec,
+int store_acquire_volumes(struct store *st, struct db_pool *db, const struct job_spec *spec,
                           struct store_mounts *ret, struct bc_error *err);
 const char *store_mount_path(const struct store_mounts *m, size_t i);
 void store_release_volumes(struct store *st, struct store_mounts *m);
@@ -70,7 +72,7 @@ void store_release_volumes(struct store *st, struct store_mounts *m);
  * not exist, is not an image, or lacks the version is BC_BAD_SPEC naming
  * image.storage or image.version; transfers fail as volumes do.  Release
  * with storage_cache_release(st->images, e). */
-int store_acquire_image(struct store *st, PGconn *conn, const struct job_spec *spec,
+int store_acquire_image(struct store *st, struct db_pool *db, const struct job_spec *spec,
                         struct storage_cache_entry **ret, struct bc_error *err);
 
 /* Where a job's artifact starts: the version unpacked into its workspace,
@@ -83,7 +85,7 @@ struct store_artifact_start {
 
 /* Reads the storage's head and unpacks the artifact's base version
  * ("latest" is that head) into workspace, which is empty. */
-int store_restore_artifact(struct store *st, PGconn *conn, const struct job_spec *spec,
+int store_restore_artifact(struct store *st, struct db_pool *db, const struct job_spec *spec,
                            const char *workspace, struct store_artifact_start *ret,
                            uint64_t *ret_downloaded, struct bc_error *err);
 
