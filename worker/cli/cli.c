@@ -1,6 +1,8 @@
 #include "worker/cli/cli.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +77,12 @@ int cli_fail(const char *name, struct bc_error *err)
         int st = err->code == BC_USAGE ? 2 : 1;
         bc_error_clear(err);
         return st;
+}
+
+int cli_bad_option(char **argv, struct bc_error *err)
+{
+        return bc_error_set(err, BC_USAGE, EINVAL, "unknown or incomplete option '%s'",
+                            argv[optind - 1]);
 }
 
 int cli_read_spec_file(const char *path, char **ret, struct bc_error *err)

@@ -70,4 +70,8 @@ char *cli_command_spec(int argc, char **argv);
  * exit status for the error's kind (2 for usage, 1 otherwise). */
 int cli_fail(const char *name, struct bc_error *err);
 
+/* After getopt_long returned '?' or ':': BC_USAGE naming the option it
+ * stopped at (argv[optind - 1]); returns -EINVAL. */
+int cli_bad_option(char **argv, struct bc_error *err);
+
 #endif

@@ -50,8 +50,7 @@ static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret
                 case 'w': a->webhook = optarg; break;
                 case 'j': a->json = true; break;
                 default:
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "unknown or incomplete option '%s'", argv[optind - 1]);
+                        return cli_bad_option(argv, err);
                 }
         }
         if (!a->queue)

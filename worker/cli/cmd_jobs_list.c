@@ -87,8 +87,7 @@ static int parse_ls(int argc, char **argv, struct ls_args *a, struct bc_error *e
                                                     optarg);
                         break;
                 default:
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "unknown or incomplete option '%s'", argv[optind - 1]);
+                        return cli_bad_option(argv, err);
                 }
         }
         if (optind < argc)
@@ -214,8 +213,7 @@ static int parse_retry(int argc, char **argv, struct retry_args *a, struct bc_er
                 else if (o == 'j')
                         a->json = true;
                 else
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "unknown or incomplete option '%s'", argv[optind - 1]);
+                        return cli_bad_option(argv, err);
         }
         if (argc - optind != 1)
                 return bc_error_set(err, BC_USAGE, EINVAL, "expected one job id (see boxcar help jobs)");

@@ -81,8 +81,7 @@ static int parse(int argc, char **argv, bool add_opts, struct sched_args *a, str
                 case 'r': a->replace = true; break;
                 case 'j': a->json = true; break;
                 default:
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "unknown or incomplete option '%s'", argv[optind - 1]);
+                        return cli_bad_option(argv, err);
                 }
         }
         a->rest = optind;

@@ -230,8 +230,7 @@ static int parse_args(int argc, char **argv, struct ui_args *a, struct bc_error 
                 case 'n': a->no_auth = true; break;
                 case 's': a->secure_cookie = true; break;
                 default:
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "unknown or incomplete option '%s'", argv[optind - 1]);
+                        return cli_bad_option(argv, err);
                 }
         }
         if (optind < argc)
