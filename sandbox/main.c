@@ -75,16 +75,7 @@ int main(int argc, char **argv)
                 helper_config_done(&cfg);
                 return code;
         }
-        struct sandbox_status st = { 0 };
-        int code = sbx_supervise(&cfg, &st);
-        if (st.setup_failed)
-                fprintf(stderr, "boxcar-sandbox: %s%s%s: %s\n", st.setup_step,
-                        st.setup_path ? " " : "", st.setup_path ? st.setup_path : "",
-                        st.message ? st.message : "failed");
-        else if (st.exec_failed)
-                fprintf(stderr, "boxcar-sandbox: %s\n", st.message ? st.message : "exec failed");
-        sbx_status_write(cfg.status_fd, &st);
-        sandbox_status_done(&st);
+        int code = sbx_supervise(&cfg);
         helper_config_done(&cfg);
         return code;
 }

@@ -91,3 +91,16 @@ void sbx_status_write(int fd, const struct sandbox_status *st)
         }
         free(json);
 }
+
+void sbx_report(int status_fd, int err_fd, const struct sandbox_status *st)
+{
+        if (st->setup_failed)
+                dprintf(err_fd, "boxcar-sandbox: %s%s%s: %s\n", st->setup_step,
+                        st->setup_path ? " " : "", st->setup_path ? st->setup_path : "",
+                        st->message ? st->message : "failed");
+        else if (st->exec_failed)
+                dprintf(err_fd, "boxcar-sandbox: %s\n", st->message ? st->message : "exec failed");
+        sbx_status_write(status_fd, st);
+        if (status_fd >= 0)
+                close(status_fd);
+}

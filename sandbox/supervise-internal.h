@@ -38,10 +38,11 @@ struct supervisor {
                 .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 }, \
         }
 
-/* Runs c->argv in a new sandbox and waits for it; fills *ret (strings
- * owned by the caller: sandbox_status_done) and returns the helper's exit
- * code.  Blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP/SIGQUIT for its own use. */
-int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret);
+/* Runs c->argv in a new sandbox and waits for it; reports how it ended
+ * (sbx_report: c->status_fd, stderr) before its own teardown, and returns
+ * the helper's exit code.  Blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP/SIGQUIT for
+ * its own use. */
+int sbx_supervise(const struct helper_config *c);
 /* --warm: makes the sandbox, reports it ready on c->control_fd, runs the
  * one job that comes over it; writes the status to the fd the job brought.
  * Returns the exit code. */

@@ -494,8 +494,21 @@ void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
                                    (uint64_t)s->start.tv_nsec / 1000000u);
 }
 
-int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
+/* The job's stdout and stderr are this process's own: once the job is
+ * over, the worker's pipes must see their EOF now, not after the teardown. */
+static void release_job_stdio(void)
 {
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (null < 0)
+                return;
+        dup2(null, STDOUT_FILENO);
+        dup2(null, STDERR_FILENO);
+        close(null);
+}
+
+int sbx_supervise(const struct helper_config *c)
+{
+        struct sandbox_status st = { 0 }, *ret = &st;
         struct supervisor s = SBX_SUPERVISOR_INIT(c);
         clock_gettime(CLOCK_MONOTONIC, &s.got_job);
         int sp[2] = { -1, -1 };
@@ -512,6 +525,9 @@ int sbx_supervise(const struct helper_config *c, struct sandbox_status *ret)
         int code = sbx_sup_finish(&s, ret);
         if (sp[1] >= 0)
                 close(sp[1]);
+        sbx_report(c->status_fd, STDERR_FILENO, ret);
+        sandbox_status_done(ret);
+        release_job_stdio();
         sbx_sup_done(&s);
         return code;
 }

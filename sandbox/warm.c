@@ -316,14 +316,9 @@ static int run_job(struct warm *w, int fds[4])
         struct sandbox_status st = { 0 };
         sbx_sup_set_wall(s, &st);
         int code = sbx_sup_finish(s, &st);
-        if (st.setup_failed)
-                dprintf(fds[2], "boxcar-sandbox: %s%s%s: %s\n", st.setup_step,
-                        st.setup_path ? " " : "", st.setup_path ? st.setup_path : "",
-                        st.message ? st.message : "failed");
-        else if (st.exec_failed)
-                dprintf(fds[2], "boxcar-sandbox: %s\n", st.message ? st.message : "exec failed");
+        sbx_report(w->status_fd, fds[2], &st);
+        w->status_fd = -1;
         close(fds[2]);
-        sbx_status_write(w->status_fd, &st);
         sandbox_status_done(&st);
         return code;
 }

@@ -57,6 +57,28 @@ id=$(run_job '{"command": ["true"]}')
 is "the next job still succeeds, warm" "$(job_field $id status) $(( $(metric 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" "succeeded 1"
 is "no attempt was spent on it" "$(job_field $id attempts)" "1"
 
+# Teardown is off the slot's path: a slot is free once the helper's status
+# has come; the helper then removes its cgroup, and the worker collects its
+# exit later.  Nothing of it may be left: no zombie, no cgroup.
+sandbox_cgroups() { find /sys/fs/cgroup -maxdepth 6 -type d -name 'boxcar-sandbox-*' 2>/dev/null | sort; }
+cgroups_before=$(mktemp); sandbox_cgroups >"$cgroups_before"
+ids=()
+for i in $(seq 8); do ids+=("$(echo '{"command": ["true"]}' | "$BOXCAR" enqueue --spec -)"); done
+for id in "${ids[@]}"; do "$BOXCAR" status --wait --timeout 60s "$id" >/dev/null; done
+zombies() { ps --ppid "$1" -o stat= | grep -c '^Z'; }
+# boxcar-sandbox-PID cgroups made since this test began whose helper is
+# gone (other runs on this host may have left theirs).
+stale_cgroups() {
+  sandbox_cgroups | comm -13 "$cgroups_before" - |
+    while read -r d; do kill -0 "${d##*-}" 2>/dev/null || echo "$d"; done | wc -l
+}
+export -f sandbox_cgroups stale_cgroups; export cgroups_before
+is "8 more jobs succeeded" "$(sql "select count(*) from boxcar.jobs where status = 'succeeded' and id = any('{$(IFS=,; echo "${ids[*]}")}')")" "8"
+wait_for "helpers collected" 10 bash -c "[[ \$(ps --ppid $WORKER_PID -o stat= | grep -c '^Z') == 0 ]]"
+is "their helpers' exits are collected: no zombie child of the worker" "$(zombies $WORKER_PID)" "0"
+wait_for "cgroups removed" 10 bash -c '[[ $(stale_cgroups) == 0 ]]'
+is "and no cgroup outlives its helper" "$(stale_cgroups)" "0"
+
 # kill -9 of the worker: the warm sandboxes go with it (they die with the
 # pool's thread), taking their cgroups; nothing is left to clean up.
 pids=$(warm_pids $WORKER_PID | tr '\n' ' ')
@@ -78,4 +100,8 @@ id=$(run_job '{"command": ["true"]}')
 is "--warm-sandboxes 0: the job succeeds on a cold sandbox, none warm" \
    "$(job_field $id status) $(metric 'boxcar_sandbox_starts_total{path="cold"}') $(metric 'boxcar_sandbox_starts_total{path="warm"}') $(warm_pids $WORKER_PID | wc -l)" \
    "succeeded 1 0 0"
+# A stopped worker waits for its helpers' teardown (their cgroups).
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+is "a stopped worker leaves no helper's cgroup behind" "$(stale_cgroups)" "0"
+rm -f "$cgroups_before"
 tap_done

@@ -23,6 +23,7 @@
 #include "worker/warm/sandbox_pool.h"
 #include "worker/daemon/slots.h"
 #include "worker/daemon/startup.h"
+#include "worker/job/proc_reaper.h"
 #include "worker/job/store.h"
 #include "version.h"
 
@@ -59,6 +60,17 @@ struct loop {
 static uint64_t ms(double seconds)
 {
         return (uint64_t)(seconds * 1000);
+}
+
+/* Sandbox helpers still in their teardown after reporting: the worker's
+ * exit would kill them (PDEATHSIG) and leave their cgroups behind. */
+static void reap_helpers(const struct worker_config *cfg)
+{
+        unsigned killed = proc_reaper_drain(10);
+        if (killed)
+                log_event(LOG_WARN, "sandbox.teardown_killed", "worker_id", cfg->worker_id,
+                          LOG_INT("helpers", killed), "detail", "sandbox helpers still tearing "
+                          "down 10 s after the worker stopped were killed", NULL);
 }
 
 static void lose_connection(struct loop *l, const struct bc_error *err)
@@ -554,6 +566,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                         slots_join(&l.slots);
                 backend_sandbox_set_pool(NULL, NULL);
                 sandbox_pool_stop(pool);
+                reap_helpers(cfg);
                 ws_pool_stop(l.ws_pool);
                 if (store_open_ok)
                         store_close(&l.store);
@@ -583,6 +596,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         slots_join(&l.slots);
         backend_sandbox_set_pool(NULL, NULL);
         sandbox_pool_stop(pool);
+        reap_helpers(cfg);
         ws_pool_stop(l.ws_pool);
         backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);

@@ -36,21 +36,6 @@ void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
         pool_metrics = m;
 }
 
-static int read_status(int fd, char *buf, size_t size, size_t *ret_len)
-{
-        size_t len = 0;
-        while (len < size) {
-                ssize_t n = read(fd, buf + len, size - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                len += (size_t)n;
-        }
-        *ret_len = len;
-        return 0;
-}
-
 /* Folds the helper's status into the result, or turns a setup failure
  * into the SANDBOX_SETUP error that gets the job retried. */
 static int apply_status(const struct sandbox_status *st, struct backend_result *ret,
@@ -142,6 +127,8 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
                                ? j->spec->limits.output_bytes : j->cfg->max_output_bytes;
         /* The helper gets an empty environment: it sets the job's from argv. */
         char *empty_env[] = { NULL };
+        _cleanup_(dynbuf_donep) struct dynbuf status;
+        dynbuf_init(&status, STATUS_MAX);
         struct warm_start ws = { .w = w, .argv = argv, .status_w = status_pipe[1] };
         struct proc_request req = {
                 .argv = argv, .envp = empty_env, .cwd = NULL,
@@ -150,19 +137,17 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
                 /* SIGTERM: the helper kills the sandbox and still reports. */
                 .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = w ? -1 : status_pipe[1],
                 .start = w ? start_warm : NULL, .start_ctx = &ws,
+                /* The job's end is the status's EOF, not the helper's exit
+                 * (its teardown): the slot is free as soon as it is read. */
+                .report = &status, .report_fd = status_pipe[0], .child_end = status_pipe[1],
         };
         proc_outcome_done(&ret->proc);
         int r = proc_run(&req, &ret->proc, err);
-        close(status_pipe[1]);
-        if (r < 0) {
-                close(status_pipe[0]);
-                return r;
-        }
-        _cleanup_free_ char *buf = malloc(STATUS_MAX);
-        size_t len = 0;
-        if (buf)
-                read_status(status_pipe[0], buf, STATUS_MAX, &len);
         close(status_pipe[0]);
+        if (r < 0)
+                return r;
+        const char *buf = status.data;
+        size_t len = status.len;
         if (!ret->proc.spawned)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT,
                                     "cannot start the sandbox helper %s", j->cfg->sandbox_helper);

@@ -17,6 +17,7 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "worker/job/proc-internal.h"
+#include "worker/job/proc_reaper.h"
 
 static uint64_t mono_ms(void)
 {
@@ -84,6 +85,8 @@ struct running {
         pid_t pid;
         int pidfd;
         int out_r, err_r;
+        int report_r;            /* -1: none, or at EOF */
+        bool reported;           /* the report came whole: the child's part is over */
         uint64_t start_ms;
         uint64_t kill_sent_ms;   /* 0 until the first kill signal */
         bool exited;
@@ -108,6 +111,28 @@ static void drain(struct running *run, int *fd, int stream)
         }
 }
 
+static void read_report(struct running *run)
+{
+        char buf[4096];
+        ssize_t n = read(run->report_r, buf, sizeof(buf));
+        if (n > 0) {
+                /* Over the cap: the report is cut, and fails to parse. */
+                dynbuf_add(run->req->report, buf, (size_t)n);
+                return;
+        }
+        if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+                run->report_r = -1;  /* the caller's to close */
+                /* An empty report is a child that died before writing one:
+                 * its exit status says more. */
+                run->reported = n == 0 && run->req->report->len > 0;
+        }
+}
+
+static bool child_done(const struct running *run)
+{
+        return run->exited || run->reported;
+}
+
 static void send_kill(struct running *run, int sig)
 {
         /* The group first (the job's own children), then the child itself in
@@ -127,11 +152,11 @@ static int poll_timeout(const struct running *run, uint64_t now)
         if (run->kill_sent_ms)
                 t = (int64_t)(run->kill_sent_ms + (uint64_t)(req->kill_grace_s * 1000)) -
                     (int64_t)now;
-        if (run->exited)
+        if (child_done(run))
                 t = 100;    /* stragglers holding the pipes get a moment, then the kill */
         if (req->on_output && (t < 0 || t > 200))
                 t = 200;    /* the output callback's timer tick */
-        if (run->pidfd < 0 && !run->exited && (t < 0 || t > 20))
+        if (run->pidfd < 0 && !child_done(run) && (t < 0 || t > 20))
                 t = 20;     /* no pidfd: look for the exit by polling */
         return t < 0 ? (t == -1 ? -1 : 0) : (int)(t > INT_MAX ? INT_MAX : t);
 }
@@ -153,20 +178,26 @@ static void supervise(struct running *run)
 {
         const struct proc_request *req = run->req;
         uint64_t exited_ms = 0;
-        while (run->out_r >= 0 || run->err_r >= 0 || !run->exited) {
-                struct pollfd p[4] = {
+        while (run->out_r >= 0 || run->err_r >= 0 || !child_done(run)) {
+                struct pollfd p[5] = {
                         { .fd = run->out_r, .events = POLLIN },
                         { .fd = run->err_r, .events = POLLIN },
                         { .fd = run->exited ? -1 : run->pidfd, .events = POLLIN },
                         { .fd = run->kill_sent_ms ? -1 : req->cancel_fd, .events = POLLIN },
+                        { .fd = run->report_r, .events = POLLIN },
                 };
-                int n = poll(p, 4, poll_timeout(run, mono_ms()));
+                int n = poll(p, 5, poll_timeout(run, mono_ms()));
                 if (n < 0 && errno != EINTR)
                         break;
                 if (p[0].revents)
                         drain(run, &run->out_r, 1);
                 if (p[1].revents)
                         drain(run, &run->err_r, 2);
+                if (p[4].revents) {
+                        read_report(run);
+                        if (run->reported && !exited_ms)
+                                exited_ms = mono_ms();
+                }
                 bool check_exit = p[2].revents || (run->pidfd < 0 && !run->exited);
                 if (check_exit && wait4(run->pid, &run->status, WNOHANG, &run->usage) == run->pid) {
                         run->exited = true;
@@ -185,7 +216,27 @@ static void supervise(struct running *run)
                          * behind holds the pipes: end the group. */
                         kill(-run->pid, SIGKILL);
                         exited_ms = now + 60000;
+                } else if (!run->exited && run->reported && now >= exited_ms + 100) {
+                        /* Reported but the pipes stay open: the child is in
+                         * its teardown, which must not be killed; stop
+                         * listening instead. */
+                        if (run->out_r >= 0)
+                                close(run->out_r);
+                        if (run->err_r >= 0)
+                                close(run->err_r);
+                        run->out_r = run->err_r = -1;
                 }
+        }
+        /* Exited before its report was read: the rest is in the pipe. */
+        while (run->report_r >= 0)
+                read_report(run);
+        if (!run->exited && run->reported) {
+                /* Its exit (the teardown after the report) is not this
+                 * job's time: reaped elsewhere, the group killed then. */
+                proc_reaper_adopt(run->pid, run->pidfd);
+                run->pidfd = -1;
+                run->o->reaped_later = true;
+                return;
         }
         if (!run->exited) {
                 send_kill(run, SIGKILL);
@@ -211,6 +262,8 @@ static void record_exit(struct running *run)
 {
         struct proc_outcome *o = run->o;
         o->wall_ms = mono_ms() - run->start_ms;
+        if (o->reaped_later)
+                return;
         o->cpu_ms = (uint64_t)(run->usage.ru_utime.tv_sec + run->usage.ru_stime.tv_sec) * 1000 +
                     (uint64_t)(run->usage.ru_utime.tv_usec + run->usage.ru_stime.tv_usec) / 1000;
         o->max_rss_kb = (uint64_t)run->usage.ru_maxrss;
@@ -222,9 +275,9 @@ static void record_exit(struct running *run)
         }
 }
 
-int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc_error *err)
+static int run_child(const struct proc_request *req, struct proc_outcome *ret, int *child_end,
+                     struct bc_error *err)
 {
-        memset(ret, 0, sizeof(*ret));
         if (tailbuf_init(&ret->out, req->output_cap) < 0 ||
             tailbuf_init(&ret->err, req->output_cap) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "output buffers: out of memory");
@@ -245,12 +298,17 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
                 return bc_error_set(err, BC_SANDBOX_SETUP, e, "pipe: %s", strerror(e));
         }
         struct running run = { .req = req, .o = ret, .out_r = out[0], .err_r = errp[0],
+                               .report_r = req->report ? req->report_fd : -1,
                                .pidfd = -1, .usage_r = -1, .start_ms = mono_ms() };
         int r = req->start ? req->start(req->start_ctx, out[1], errp[1], &run.pid, err)
                 : req->guard ? proc_guard_spawn(req, path, out[1], errp[1], &run.pid, &run.usage_r)
                              : spawn_child(req, path, out[1], errp[1], &run.pid);
         close(out[1]);
         close(errp[1]);
+        if (*child_end >= 0) {
+                close(*child_end);
+                *child_end = -1;
+        }
         if (r < 0) {
                 close(out[0]);
                 close(errp[0]);
@@ -277,6 +335,16 @@ int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc
         if (run.err_r >= 0)
                 close(run.err_r);
         return 0;
+}
+
+int proc_run(const struct proc_request *req, struct proc_outcome *ret, struct bc_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        int child_end = req->report ? req->child_end : -1;
+        int r = run_child(req, ret, &child_end, err);
+        if (child_end >= 0)
+                close(child_end);
+        return r;
 }
 
 void proc_outcome_done(struct proc_outcome *o)

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "common/dynbuf.h"
 #include "common/error.h"
 #include "common/tailbuf.h"
 
@@ -25,6 +26,14 @@ struct proc_request {
                                    * helper that reports before dying) */
         double kill_grace_s;      /* then SIGKILL after this long */
         int pass_fd;              /* given to the child as fd 3 (a status pipe); -1: none */
+        /* The read end of a pipe whose write end only the child holds (the
+         * caller's copy, child_end, is closed by proc_run once the child is
+         * started, whatever happens): the child writes its report there and
+         * closes it before its own teardown.  Once some report came and
+         * stdout/stderr are at EOF, proc_run returns without waiting for the
+         * child's exit; proc_reaper reaps it. */
+        struct dynbuf *report;    /* what came on report_fd; NULL: no report, wait for the exit */
+        int report_fd, child_end; /* used only with report */
         /* Instead of spawning argv: starts the process some other way (a
          * warm sandbox's handoff) with out_w/err_w as its stdout/stderr;
          * *ret_pid must be our child and lead its process group.  A
@@ -42,6 +51,7 @@ struct proc_request {
 
 struct proc_outcome {
         bool spawned;             /* false: the command could not be started */
+        bool reaped_later;        /* ended by its report: no exit status or usage here */
         int exit_code;            /* 0-255, or 128+signal */
         int signal;               /* 0, or the signal that ended it */
         bool timed_out;
