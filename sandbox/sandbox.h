@@ -154,8 +154,16 @@ int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, i
                          int status_w, struct bc_error *err);
 /* Tells an unused sandbox to go (SIGTERM: it tears itself down). */
 void sandbox_warm_discard(struct sandbox_warm *w);
-/* Reaps a discarded one: true once it is gone (force: SIGKILL first). */
-bool sandbox_warm_reap(struct sandbox_warm *w, bool force);
+/* Reaps a discarded one: true once it is gone (force: SIGKILL first).  A
+ * sandbox killed before its teardown has its cgroup removed here
+ * (cgroup_parent as given to sandbox_warm_start). */
+bool sandbox_warm_reap(struct sandbox_warm *w, bool force, const char *cgroup_parent);
+
+/* For a helper of this pid that was killed (so never removed its cgroup)
+ * and has been reaped: removes the cgroup it made, if still there and
+ * empty.  cgroup_parent: as the helper was given (--cgroup-parent), or
+ * NULL. */
+void sandbox_cgroup_remove_dead(pid_t pid, const char *cgroup_parent);
 
 /* cgroup v2 delegation, for the worker; call it ONCE at startup, before
  * the process has a second thread (the move below takes the whole thread

@@ -180,13 +180,16 @@ void sandbox_warm_discard(struct sandbox_warm *w)
         w->ctl = -1;
 }
 
-bool sandbox_warm_reap(struct sandbox_warm *w, bool force)
+bool sandbox_warm_reap(struct sandbox_warm *w, bool force, const char *cgroup_parent)
 {
         if (w->pid <= 0)
                 return true;
         if (force)
                 kill(w->pid, SIGKILL);
-        pid_t r = waitpid(w->pid, NULL, WNOHANG);
+        int status = 0;
+        pid_t r = waitpid(w->pid, &status, WNOHANG);
+        if (r == w->pid && WIFSIGNALED(status))
+                sandbox_cgroup_remove_dead(w->pid, cgroup_parent);
         if (r == w->pid || (r < 0 && errno == ECHILD)) {
                 w->pid = -1;
                 return true;

@@ -52,6 +52,10 @@ kill -9 "$victim"
 wait_for "failure counted" 10 bash -c "(( \$(curl -fsS http://127.0.0.1:$port/metrics | awk '\$1 == \"boxcar_warm_sandbox_failures_total\" { print \$2 }') > $fails0 ))" &&
   ok "a warm sandbox killed while waiting is noticed and counted" || not_ok "dead warm sandbox noticed"
 wait_for "replaced" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]] && ! kill -0 $victim 2>/dev/null"
+# Killed, it could not remove its cgroup: the worker that reaped it does.
+victim_cgroups() { find /sys/fs/cgroup -maxdepth 6 -type d -name "boxcar-sandbox-$victim" 2>/dev/null | wc -l; }
+wait_for "victim's cgroup removed" 10 bash -c "[[ \$(find /sys/fs/cgroup -maxdepth 6 -type d -name boxcar-sandbox-$victim | wc -l) == 0 ]]"
+is "and the cgroup it could not remove is removed by the worker" "$(victim_cgroups)" "0"
 warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
 id=$(run_job '{"command": ["true"]}')
 is "the next job still succeeds, warm" "$(job_field $id status) $(( $(metric 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" "succeeded 1"

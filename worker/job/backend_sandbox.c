@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +91,13 @@ static int build_argv(const struct backend_job *j, int status_fd, char ***ret_ar
         return r;
 }
 
+/* A helper killed before its teardown left its cgroup: ours to remove. */
+static void helper_reaped(pid_t pid, int wstatus)
+{
+        if (WIFSIGNALED(wstatus))
+                sandbox_cgroup_remove_dead(pid, cgroup_parent);
+}
+
 /* A warm sandbox's start, for proc_run: the handoff. */
 struct warm_start {
         struct sandbox_warm *w;
@@ -140,6 +148,7 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
                 /* The job's end is the status's EOF, not the helper's exit
                  * (its teardown): the slot is free as soon as it is read. */
                 .report = &status, .report_fd = status_pipe[0], .child_end = status_pipe[1],
+                .on_reaped = helper_reaped,
         };
         proc_outcome_done(&ret->proc);
         int r = proc_run(&req, &ret->proc, err);

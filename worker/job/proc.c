@@ -233,7 +233,7 @@ static void supervise(struct running *run)
         if (!run->exited && run->reported) {
                 /* Its exit (the teardown after the report) is not this
                  * job's time: reaped elsewhere, the group killed then. */
-                proc_reaper_adopt(run->pid, run->pidfd);
+                proc_reaper_adopt(run->pid, run->pidfd, req->on_reaped);
                 run->pidfd = -1;
                 run->o->reaped_later = true;
                 return;
@@ -243,6 +243,8 @@ static void supervise(struct running *run)
                 wait4(run->pid, &run->status, 0, &run->usage);
         }
         kill(-run->pid, SIGKILL);
+        if (req->on_reaped)
+                req->on_reaped(run->pid, run->status);
 }
 
 /* Under a guard, wait4 measured the guard, whose resident set counts the

@@ -34,6 +34,9 @@ struct proc_request {
          * child's exit; proc_reaper reaps it. */
         struct dynbuf *report;    /* what came on report_fd; NULL: no report, wait for the exit */
         int report_fd, child_end; /* used only with report */
+        /* Called once the child is collected (here or by proc_reaper, on
+         * its thread), with its wait status; NULL: nothing to do then. */
+        void (*on_reaped)(pid_t pid, int wstatus);
         /* Instead of spawning argv: starts the process some other way (a
          * warm sandbox's handoff) with out_w/err_w as its stdout/stderr;
          * *ret_pid must be our child and lead its process group.  A

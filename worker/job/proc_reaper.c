@@ -22,6 +22,7 @@ struct child {
         pid_t pid;
         int pidfd;
         uint64_t deadline_ms;
+        void (*on_reaped)(pid_t pid, int wstatus);
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -45,8 +46,12 @@ static void collect(const struct child *c, bool force)
         if (force)
                 kill(c->pid, SIGKILL);
         kill(-c->pid, SIGKILL);
-        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR)
+        int status = 0;
+        pid_t r;
+        while ((r = waitpid(c->pid, &status, 0)) < 0 && errno == EINTR)
                 ;
+        if (r == c->pid && c->on_reaped)
+                c->on_reaped(c->pid, status);
         if (c->pidfd >= 0)
                 close(c->pidfd);
 }
@@ -117,9 +122,10 @@ static bool start_thread(void)
         return started;
 }
 
-void proc_reaper_adopt(pid_t pid, int pidfd)
+void proc_reaper_adopt(pid_t pid, int pidfd, void (*on_reaped)(pid_t pid, int wstatus))
 {
-        struct child c = { .pid = pid, .pidfd = pidfd, .deadline_ms = mono_ms() + TEARDOWN_LIMIT_MS };
+        struct child c = { .pid = pid, .pidfd = pidfd, .deadline_ms = mono_ms() + TEARDOWN_LIMIT_MS,
+                           .on_reaped = on_reaped };
         pthread_mutex_lock(&lock);
         bool taken = n_children < MAX_CHILDREN && start_thread();
         if (taken)

@@ -136,7 +136,7 @@ static void discard(struct sandbox_pool *p, struct sandbox_warm *w)
         if (p->n_dying < MAX_DYING) {
                 p->dying[p->n_dying++] = (struct dying){ .w = *w, .since_ms = now_ms() };
         } else {
-                sandbox_warm_reap(w, true);
+                sandbox_warm_reap(w, true, p->cgroup_parent);
         }
 }
 
@@ -344,7 +344,7 @@ static void reap_dying(struct sandbox_pool *p, uint64_t now, bool force)
 {
         for (size_t i = 0; i < p->n_dying;) {
                 struct dying *d = &p->dying[i];
-                if (sandbox_warm_reap(&d->w, force || now - d->since_ms > DISCARD_GRACE_MS))
+                if (sandbox_warm_reap(&d->w, force || now - d->since_ms > DISCARD_GRACE_MS, p->cgroup_parent))
                         p->dying[i] = p->dying[--p->n_dying];
                 else
                         i++;
