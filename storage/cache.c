@@ -65,6 +65,9 @@ struct storage_cache {
         uint64_t max_bytes;
         const struct storage_config *cfg;
         const struct storage_limits *limits;
+        bool owned;             /* entries keep their modes, owned by uid:gid */
+        uid_t uid;
+        gid_t gid;
         pthread_mutex_t mu;
         pthread_cond_t cv;
         struct cache_ref *refs;
@@ -173,6 +176,18 @@ int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_
         remove_stale_tmp(c);
         global_unlock(c);
         *ret = steal_pointer(&c);
+        return 0;
+}
+
+int storage_cache_set_owner(struct storage_cache *c, uid_t uid, gid_t gid, struct bc_error *err)
+{
+        /* Entries are writable by uid (their modes as packed): only we may
+         * reach them, never uid itself. */
+        if (fchmod(c->dirfd, 0700) < 0)
+                return bc_error_set(err, BC_IO, errno, "cache: chmod 0700 %s: %m", c->dir);
+        c->owned = true;
+        c->uid = uid;
+        c->gid = gid;
         return 0;
 }
 
@@ -418,9 +433,12 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
         int r = storage_fetch_extract(c->cfg, url, sha, tmppath, c->limits, guard, &res, err);
         if (r == 0) {
                 _cleanup_fd_ int fd = open(tmppath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                r = fd < 0 ? -errno : fs_make_readonly(fd);
+                r = fd < 0 ? -errno : c->owned ? fs_chown_tree(fd, c->uid, c->gid)
+                                               : fs_make_readonly(fd);
                 if (r < 0) {
-                        bc_error_set(err, BC_IO, -r, "cache: make %s read-only: %s", tmppath, strerror(-r));
+                        bc_error_set(err, BC_IO, -r, "cache: %s %s: %s",
+                                     c->owned ? "give away" : "make read-only", tmppath,
+                                     strerror(-r));
                         (void)fs_rm_rf(tmppath);
                 }
         }

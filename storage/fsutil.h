@@ -48,6 +48,10 @@ int fs_empty_dir(int dirfd);
 
 /* Clears every write bit in the tree under dirfd (symlinks untouched). */
 int fs_make_readonly(int dirfd);
+/* Gives every entry of the tree under dirfd, itself included, to uid:gid
+ * (symlinks themselves, never followed; modes kept but for the set-id bits
+ * chown clears, which an artifact never has). */
+int fs_chown_tree(int dirfd, uid_t uid, gid_t gid);
 
 /* Quotes an untrusted name for an error message: non-printable bytes as
  * \xNN, at most ~200 bytes, into out (FS_QUOTE_MAX bytes). */

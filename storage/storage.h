@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/error.h"
 #include "common/netguard.h"
@@ -240,6 +241,12 @@ int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_
                       const struct storage_limits *limits, struct storage_cache **ret,
                       struct bc_error *err);
 void storage_cache_free(struct storage_cache *c);
+/* For trees that must stay as they were packed (an artifact's versions,
+ * under a job's overlay): entries keep their modes exactly, instead of
+ * losing their write bits, and belong to uid:gid (the job's identity, so
+ * that the job finds its files its own); the cache directory becomes
+ * 0700, so nobody but the worker reaches them.  Call before any acquire. */
+int storage_cache_set_owner(struct storage_cache *c, uid_t uid, gid_t gid, struct bc_error *err);
 
 /* Returns a read-only extracted volume.  With sha256 given, a cached entry
  * is returned without touching the network, and a miss downloads url,

@@ -68,6 +68,15 @@ static int prepare_meta(const struct job_spec *spec, const char *meta, struct bc
         return r;
 }
 
+/* mkdir, the new directory given to the workspace's owner (see
+ * wsfile_adopt). */
+static int make_ws_dir(const char *path, const struct stat *ws)
+{
+        if (mkdir(path, 0755) < 0)
+                return errno == EEXIST ? 0 : -errno;
+        return wsfile_adopt(ws, AT_FDCWD, path);
+}
+
 /* The workdir must exist before the job enters it. */
 static int make_workdir(const struct job_spec *spec, const char *ws, struct bc_error *err)
 {
@@ -75,20 +84,25 @@ static int make_workdir(const struct job_spec *spec, const char *ws, struct bc_e
         if (strncmp(spec->workdir, "/workspace", 10) != 0 || *rest != '/')
                 return 0;
         _cleanup_free_ char *path = NULL;
+        struct stat st;
         if (asprintf(&path, "%s%s", ws, rest) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        if (stat(ws, &st) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workspace %s: %m", ws);
         for (char *p = path + strlen(ws) + 1; *p; p++) {
                 if (*p != '/')
                         continue;
                 *p = '\0';
-                int r = mkdir(path, 0755);
+                int r = make_ws_dir(path, &st);
                 *p = '/';
-                if (r < 0 && errno != EEXIST)
-                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m",
-                                            spec->workdir);
+                if (r < 0)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, -r, "workdir %s: %s",
+                                            spec->workdir, strerror(-r));
         }
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m", spec->workdir);
+        int r = make_ws_dir(path, &st);
+        if (r < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "workdir %s: %s", spec->workdir,
+                                    strerror(-r));
         return 0;
 }
 
@@ -142,12 +156,9 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
                         wmetrics_transfer(run->svc->metrics, "download", "volume",
                                           storage_cache_entry_downloaded_bytes(e));
         }
-        uint64_t downloaded = 0;
         if (r >= 0)
-                r = store_restore_artifact(run->svc->store, run->svc->db, spec, run->ws,
-                                           &run->artifact_start, &downloaded, err);
-        if (downloaded)
-                wmetrics_transfer(run->svc->metrics, "download", "artifact", downloaded);
+                r = artifact_base_restore(run->svc, spec, run->dir, run->ws, &run->artifact_start,
+                                          err);
         return r;
 }
 
@@ -421,11 +432,13 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
         if (asprintf(&run->meta, "%s/meta", run->dir) < 0) {
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
-        } else if (prepare_meta(run->spec, run->meta, &err) < 0 ||
-                   make_workdir(run->spec, run->ws, &err) < 0) {
+        } else if (prepare_meta(run->spec, run->meta, &err) < 0) {
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else if (stage_inputs(run, &err) < 0) {
                 job_outcome_fail(o, &err, BC_FETCH_FAILED);
+        } else if (make_workdir(run->spec, run->ws, &err) < 0) {
+                /* After the base: an overlay would hide it. */
+                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else if (run_command(run, cancel_fd, stop, o, &err) < 0) {
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else {
@@ -476,6 +489,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
         run_job(&run, cancel_fd, stop, ret);
         livelog_done(&run.log);
+        artifact_base_release(svc, run.ws, &run.artifact_start);
         store_release_volumes(svc->store, &run.mounts);
         storage_cache_release(svc->store->images, run.image);
         cJSON_Delete(run.result);
