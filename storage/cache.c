@@ -359,13 +359,15 @@ static void empty_trash(struct storage_cache *c, char **trash, size_t n)
 }
 
 /* Moves a verified, read-only tree from tmp/ into v/<sha> (mutex held). */
-static int insert(struct storage_cache *c, const char *tmpname, const char *sha, uint64_t size)
+static int insert(struct storage_cache *c, const char *tmpname, const char *sha, uint64_t size,
+                  uint64_t entries)
 {
-        char name[96], buf[32];
+        char name[96], buf[64];
         global_lock(c);
         snprintf(name, sizeof(name), "%s.size", sha);
         int fd = openat(c->vfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        int len = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)size);
+        int len = snprintf(buf, sizeof(buf), "%llu %llu\n", (unsigned long long)size,
+                           (unsigned long long)entries);
         int r = fd < 0 ? -errno : bc_write_all(fd, buf, (size_t)len);
         if (fd >= 0)
                 close(fd);
@@ -451,7 +453,7 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
         if (r == 0) {
                 ref = take_ref(c, res.sha256);
                 if (!ref) {
-                        r = insert(c, tmpname, res.sha256, res.bytes);
+                        r = insert(c, tmpname, res.sha256, res.bytes, res.entries);
                         ref = r == 0 ? take_ref(c, res.sha256) : NULL;
                         if (r < 0)
                                 bc_error_set(err, BC_IO, -r, "cache: insert %s: %s", res.sha256, strerror(-r));
@@ -557,6 +559,19 @@ void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *
 const char *storage_cache_entry_path(const struct storage_cache_entry *e)
 {
         return e->ref->path;
+}
+
+void storage_cache_entry_stats(const struct storage_cache_entry *e, uint64_t *ret_bytes,
+                               uint64_t *ret_entries)
+{
+        char path[4200], buf[64] = "";
+        snprintf(path, sizeof(path), "%s.size", e->ref->path);
+        _cleanup_fd_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+        buf[k > 0 ? k : 0] = '\0';
+        char *end = NULL;
+        *ret_bytes = strtoull(buf, &end, 10);
+        *ret_entries = strtoull(end, NULL, 10);
 }
 
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e)

@@ -261,6 +261,10 @@ int storage_cache_acquire(struct storage_cache *c, const char *url, const char *
                           struct bc_error *err);
 const char *storage_cache_entry_path(const struct storage_cache_entry *e);
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e);
+/* The entry's extracted file bytes and entries (0 when unknown: an entry
+ * cached by an older version). */
+void storage_cache_entry_stats(const struct storage_cache_entry *e, uint64_t *ret_bytes,
+                               uint64_t *ret_entries);
 /* Whether this acquire had to download (false on a hit). */
 bool storage_cache_entry_downloaded(const struct storage_cache_entry *e);
 /* The compressed bytes this acquire downloaded (0 on a hit). */

@@ -91,10 +91,16 @@ is "the worker made nothing extracted per job: the cache has one entry" "$(ls "$
 # changing the 20 MiB file (a copy-up of all of it).
 BOUND='cat big | wc -c; if head -c 33554432 /dev/zero > new 2>/dev/null; then echo WROTE; else echo ENOSPC; fi; rm -f new; if echo x >> big 2>/dev/null; then echo APPENDED; else echo COPYUP-ENOSPC; fi'
 j4=$(run_job "$BOUND" s "$v1" '{"disk_mb": 16}')
-is "disk_mb 16 over a 20 MiB base: the base reads, 32 MiB of writes and a 20 MiB copy-up are refused" \
-   "$(job_field $j4 "result->>'stdout'")" "20971520
+is "disk_mb 16 over a 20 MiB base: the base reads, 32 MiB of writes and a 20 MiB copy-up are refused, and the base + changes pack" \
+   "$(job_field $j4 "status || ' ' || (result->>'stdout')")" "succeeded 20971520
 ENOSPC
 COPYUP-ENOSPC"
+
+# What the worker itself writes into an overlay workspace (the workdir,
+# .boxcar/state.json after a startup script) is the job's, as elsewhere.
+jw=$(jq -cn --arg b "$v1" '{script: "touch made && [ -O . ] && [ -O /workspace/w ] && [ -O /workspace/.boxcar ] && [ -O /workspace/.boxcar/state.json ] && echo OWN", workdir: "/workspace/w/x", startup_script: "true", artifact: {storage: "s", base: $b}}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$jw" >/dev/null
+is "the workdir and .boxcar the worker made are the job's own" "$(job_field $jw "status || ' ' || (result->>'stdout')")" "succeeded OWN"
 
 # A plain extraction (the --sandbox none worker extracts into a directory)
 # of version 1 with the same changes gives the same sha256.

@@ -19,7 +19,9 @@
 #include "common/cleanup.h"
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
+#include "storage/fsutil.h"
 #include "worker/job/store.h"
+#include "worker/log.h"
 
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
                           const char *dir, const char *ws, struct store_artifact_start *ret,
@@ -36,15 +38,19 @@ int artifact_base_restore(const struct job_services *svc, const struct job_spec 
         wmetrics_artifact_cache(svc->metrics, !storage_cache_entry_downloaded(ret->base));
         _cleanup_free_ char *state = NULL;
         if (asprintf(&state, "%s/fs/scratch/overlay", dir) < 0)
-                r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        else
-                r = sandbox_overlay_mount(storage_cache_entry_path(ret->base), state, ws,
-                                          SANDBOX_JOB_UID, SANDBOX_JOB_GID, err);
-        if (r < 0) {
-                store_artifact_start_done(svc->store, ret);
-                return bc_error_prefix(err, "artifact %s base", spec->artifact_storage);
-        }
-        return 0;
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        r = sandbox_overlay_mount(storage_cache_entry_path(ret->base), state, ws, SANDBOX_JOB_UID,
+                                  SANDBOX_JOB_GID, err);
+        if (r >= 0)
+                return 0;
+        /* Detected as possible, yet refused here (a kernel or filesystem
+         * corner): fall back to extracting, and say so. */
+        log_event(LOG_WARN, "artifact.overlay", "error", bc_error_message(err), "effect",
+                  "the base is extracted into the job's workspace", NULL);
+        bc_error_clear(err);
+        store_artifact_start_done(svc->store, ret);
+        (void)fs_rm_rf(state);
+        return store_restore_artifact(svc->store, svc->db, spec, ws, false, ret, &downloaded, err);
 }
 
 void artifact_base_release(const struct job_services *svc, const char *ws,

@@ -374,6 +374,14 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         storage_pack_limits_default(&lim);
         lim.max_bytes = run->spec->limits.disk_mb << 20;
         lim.max_entries = run->spec->limits.files;
+        /* Over a cached base (an overlay), the tree is that base plus at
+         * most what the job's own filesystem holds. */
+        if (run->artifact_start.base) {
+                uint64_t bytes = 0, entries = 0;
+                storage_cache_entry_stats(run->artifact_start.base, &bytes, &entries);
+                lim.max_bytes += bytes;
+                lim.max_entries += entries;
+        }
         lim.max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
                                   ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
         if (store_save_artifact(run->svc->store, run->spec, run->ws, run->dir, &lim, &a,
