@@ -85,7 +85,13 @@ int sandbox_overlay_mount(const char *lower, const char *state_dir, const char *
                 r = make_owned_dir(work, 0, 0, 0700, err);
         if (r < 0)
                 return r;
-        snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s", lower, upper, work);
+        /* redirect_dir and metacopy off: a merged name is then either in
+         * the upper or the lower's at the same path, which the worker
+         * relies on to cache the job's new version cheaply
+         * (fs_overlay_flatten); index off, as by default. */
+        snprintf(opts, sizeof(opts),
+                 "lowerdir=%s,upperdir=%s,workdir=%s,redirect_dir=off,metacopy=off,index=off",
+                 lower, upper, work);
         if (mount("overlay", mountpoint, "overlay", MS_NOSUID | MS_NODEV | MS_NOATIME, opts) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "mount overlay on %s: %m",
                                     mountpoint);

@@ -482,6 +482,44 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
         return r;
 }
 
+int storage_cache_promote(struct storage_cache *c, const struct storage_cache_entry *base,
+                          const char *merged, const char *upper, const char *sha256)
+{
+        if (!c->owned || !storage_sha256_valid(sha256))
+                return -EINVAL;
+        pthread_mutex_lock(&c->mu);
+        struct cache_ref *have = take_ref(c, sha256);
+        if (have)
+                release_ref(c, have);
+        pthread_mutex_unlock(&c->mu);
+        if (have)
+                return 0;   /* already there (the job changed nothing, say) */
+        unsigned char rnd[8];
+        RAND_bytes(rnd, sizeof(rnd));
+        char tmpname[64], tmppath[4200];
+        snprintf(tmpname, sizeof(tmpname), "pr-%d-%02x%02x%02x%02x%02x%02x", (int)getpid(), rnd[0],
+                 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+        snprintf(tmppath, sizeof(tmppath), "%s/tmp/%s", c->dir, tmpname);
+        if (mkdirat(c->tmpfd, tmpname, 0700) < 0)
+                return -errno;
+        uint64_t bytes = 0, entries = 0;
+        int r = fs_overlay_flatten(merged, upper, base->ref->path, tmppath, c->uid, c->gid, &bytes,
+                                   &entries);
+        char **trash = NULL;
+        size_t ntrash = 0;
+        if (r == 0) {
+                pthread_mutex_lock(&c->mu);
+                r = insert(c, tmpname, sha256, bytes, entries);
+                global_lock(c);
+                evict(c, &trash, &ntrash);
+                global_unlock(c);
+                pthread_mutex_unlock(&c->mu);
+        }
+        (void)fs_rm_rf_at(c->tmpfd, tmpname); /* no-op once renamed */
+        empty_trash(c, trash, ntrash);
+        return r == -ENOTEMPTY || r == -EEXIST ? 0 : r;  /* another made it meanwhile */
+}
+
 int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
                           const struct netguard *guard, struct storage_cache_entry **ret,
                           struct bc_error *err)

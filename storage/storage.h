@@ -269,6 +269,16 @@ void storage_cache_entry_stats(const struct storage_cache_entry *e, uint64_t *re
 bool storage_cache_entry_downloaded(const struct storage_cache_entry *e);
 /* The compressed bytes this acquire downloaded (0 on a hit). */
 uint64_t storage_cache_entry_downloaded_bytes(const struct storage_cache_entry *e);
+/* For an owned cache (storage_cache_set_owner): publishes as the entry
+ * sha256 the tree seen at merged, an overlay whose lower is base (held by
+ * the caller) and whose upper is upper (see fs_overlay_flatten): built in
+ * the cache's tmp/ and renamed in, its cost following the names and the
+ * changed bytes, not the tree's bytes.  The next job on that version then
+ * finds it cached.  The caller vouches that sha256 is the packed digest
+ * of that very tree.  0 (also when it is there already) or -errno;
+ * nothing is published on failure. */
+int storage_cache_promote(struct storage_cache *c, const struct storage_cache_entry *base,
+                          const char *merged, const char *upper, const char *sha256);
 /* Drops one reference; e is invalid afterwards.  NULL-safe. */
 void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *e);
 

@@ -84,7 +84,18 @@ is "job 3 succeeds" "$(job_field $j3 status)" "succeeded"
 is "job 3's base was a cache hit" "$(hits)/$(misses)" "1/1"
 is "and nothing was downloaded for it" "$(dl)" "$d0"
 is "same tree from the overlay, same sha256" "$(sha_of $j3)" "$v2"
-is "the worker made nothing extracted per job: the cache has one entry" "$(ls "$WD/artifacts/v" | grep -c '^[0-9a-f]*$')" "1"
+is "nothing extracted per job: the cache holds version 1 and version 2 only" "$(ls "$WD/artifacts/v" | grep '^[0-9a-f]*$' | sort | tr '\n' ' ')" "$(printf '%s\n' "$v1" "$v2" | sort | tr '\n' ' ')"
+
+# The session's next job starts from the cache too: job 2's new version
+# was put there from its changes (links to version 1's files, copies of
+# what changed), exactly version 2.
+listing "$WD/artifacts/v/$v2" > "$tmp/entry-v2.ls"
+if diff "$tmp/v2.ls" "$tmp/entry-v2.ls" > "$tmp/d"; then ok "job 2's version was cached from its changes: exactly version 2"
+else not_ok "promoted version 2"; diag "$(cat "$tmp/d")"; fi
+CHANGE2='echo more >> add.txt; ln -s add.txt l2; rm h1'
+jp=$(run_job "$CHANGE2" s "$v2")
+is "the next job of the session (base version 2) is a cache hit" "$(job_field $jp status) $(hits)/$(misses)" "succeeded 2/1"
+vp=$(sha_of $jp)
 
 # disk_mb bounds the job's changes (the upper), whatever the base's size:
 # 20 MiB of base under disk_mb 16 is fine, writing 32 MiB is not, nor is
@@ -102,12 +113,24 @@ jw=$(jq -cn --arg b "$v1" '{script: "touch made && [ -O . ] && [ -O /workspace/w
 "$BOXCAR" status --wait "$jw" >/dev/null
 is "the workdir and .boxcar the worker made are the job's own" "$(job_field $jw "status || ' ' || (result->>'stdout')")" "succeeded OWN"
 
+# The workdir is made once the base is there, never through a symlink of
+# the base: `w -> <a host directory>` fails the job (final), the host
+# directory stays empty.
+mkdir -p "$tmp/target"; chmod 777 "$tmp/target"
+jl=$(run_job "ln -s $tmp/target w" sym)
+jl2=$(jq -cn '{script: "true", workdir: "/workspace/w/x", artifact: {storage: "sym", base: "latest"}}' | "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait "$jl2" >/dev/null
+is "a workdir through the base's symlink: BAD_SPEC, not retried" "$(job_field $jl "status") $(job_field $jl2 "status || ' ' || (error->>'code') || ' ' || attempts")" "succeeded failed BAD_SPEC 1"
+is "and nothing was made in the directory it points to" "$(ls -A "$tmp/target" | wc -l)" "0"
+
 # A plain extraction (the --sandbox none worker extracts into a directory)
 # of version 1 with the same changes gives the same sha256.
 kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 start_worker ovl-none --concurrency 1 --lease 10s --poll-interval 300ms --sandbox none
 j5=$(run_job "$CHANGE" s "$v1")
 is "plain-extract restore + same changes = the overlay's sha256" "$(job_field $j5 status) $(sha_of $j5)" "succeeded $v2"
+j5b=$(run_job "$CHANGE2" s "$v2")
+is "and over version 2 as cached from job 2's changes, the same as a plain extraction of it" "$(job_field $j5b status) $(sha_of $j5b)" "succeeded $vp"
 check "that worker logs the extraction path" grep -q 'extracted into each job' "$BOXCAR_DEV/test-logs/ovl-none.log"
 kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/cleanup.h"
 #include "sandbox/sandbox.h"
@@ -51,6 +52,20 @@ int artifact_base_restore(const struct job_services *svc, const struct job_spec 
         store_artifact_start_done(svc->store, ret);
         (void)fs_rm_rf(state);
         return store_restore_artifact(svc->store, svc->db, spec, ws, false, ret, &downloaded, err);
+}
+
+void artifact_base_promote(const struct job_services *svc, const char *dir, const char *ws,
+                           const struct store_artifact_start *a, const char *sha256)
+{
+        if (!a->base)
+                return;
+        _cleanup_free_ char *upper = NULL;
+        if (asprintf(&upper, "%s/fs/scratch/overlay/upper", dir) < 0)
+                return;
+        int r = storage_cache_promote(svc->store->artifacts, a->base, ws, upper, sha256);
+        if (r < 0)
+                log_event(LOG_WARN, "artifact.cache", "sha256", sha256, "error", strerror(-r),
+                          "effect", "the next job on this version downloads and extracts it", NULL);
 }
 
 void artifact_base_release(const struct job_services *svc, const char *ws,

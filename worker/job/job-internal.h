@@ -31,6 +31,11 @@ struct store_artifact_start;
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
                           const char *dir, const char *ws, struct store_artifact_start *ret,
                           struct bc_error *err);
+/* After the new version (sha256) is packed from an overlay workspace:
+ * caches it too, built from the base's entry and the job's changes, so the
+ * session's next job starts from the cache (best effort, logged). */
+void artifact_base_promote(const struct job_services *svc, const char *dir, const char *ws,
+                           const struct store_artifact_start *a, const char *sha256);
 /* After the job: unmounts the overlay and releases the cache entry (a
  * no-op when the base was extracted or the artifact started empty). */
 void artifact_base_release(const struct job_services *svc, const char *ws,

@@ -68,41 +68,46 @@ static int prepare_meta(const struct job_spec *spec, const char *meta, struct bc
         return r;
 }
 
-/* mkdir, the new directory given to the workspace's owner (see
- * wsfile_adopt). */
-static int make_ws_dir(const char *path, const struct stat *ws)
-{
-        if (mkdir(path, 0755) < 0)
-                return errno == EEXIST ? 0 : -errno;
-        return wsfile_adopt(ws, AT_FDCWD, path);
-}
-
-/* The workdir must exist before the job enters it. */
+/* The workdir must exist before the job enters it.  Made after the
+ * artifact base is in place (an overlay would hide it), so a component
+ * may come from the base: each is opened without following a symlink (a
+ * base's `w -> /etc` must not lead the worker out of the workspace), and
+ * one that is not a directory is the job's own error, not retried.  What
+ * is made belongs to the workspace's owner (wsfile_adopt). */
 static int make_workdir(const struct job_spec *spec, const char *ws, struct bc_error *err)
 {
         const char *rest = spec->workdir + strlen("/workspace");
         if (strncmp(spec->workdir, "/workspace", 10) != 0 || *rest != '/')
                 return 0;
-        _cleanup_free_ char *path = NULL;
-        struct stat st;
-        if (asprintf(&path, "%s%s", ws, rest) < 0)
+        _cleanup_free_ char *path = strdup(rest + 1);
+        if (!path)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
-        if (stat(ws, &st) < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workspace %s: %m", ws);
-        for (char *p = path + strlen(ws) + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                int r = make_ws_dir(path, &st);
-                *p = '/';
+        struct stat st;
+        int fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e, "workspace %s: %s", ws, strerror(e));
+        }
+        char *save = NULL;
+        for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                int r = mkdirat(fd, c, 0755) == 0 ? wsfile_adopt(&st, fd, c)
+                                                   : errno == EEXIST ? 0 : -errno;
+                int sub = r < 0 ? -1 : openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (r >= 0 && sub < 0)
+                        r = -errno;
+                close(fd);
+                fd = sub;
+                if (r == -ENOTDIR || r == -ELOOP)
+                        return bc_error_set(err, BC_BAD_SPEC, -r, "workdir %s: %s in the workspace "
+                                            "is not a directory (a symlink is never followed)",
+                                            spec->workdir, c);
                 if (r < 0)
                         return bc_error_set(err, BC_SANDBOX_SETUP, -r, "workdir %s: %s",
                                             spec->workdir, strerror(-r));
         }
-        int r = make_ws_dir(path, &st);
-        if (r < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "workdir %s: %s", spec->workdir,
-                                    strerror(-r));
+        close(fd);
         return 0;
 }
 
@@ -430,6 +435,7 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
                  run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
                  a.uploaded ? "true" : "false");
         run->svc->event(run->svc->ctx, run->job, "artifact_uploaded", details);
+        artifact_base_promote(run->svc, run->dir, run->ws, &run->artifact_start, a.sha256);
         store_artifact_done(&a);
 }
 
