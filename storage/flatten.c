@@ -55,8 +55,10 @@ static int copy_sparse(int src, int dst, off_t size)
         off_t off = 0;
         while (off < size) {
                 off_t start = lseek(src, off, SEEK_DATA);
+                if (start < 0 && errno == ENXIO)
+                        break;  /* only a hole is left */
                 if (start < 0)
-                        break;  /* ENXIO: only a hole is left */
+                        return -errno;  /* never guess the data */
                 off_t end = lseek(src, start, SEEK_HOLE);
                 if (end < 0)
                         return -errno;
