@@ -92,9 +92,11 @@ is "nothing extracted per job: the cache holds version 1 and version 2 only" "$(
 listing "$WD/artifacts/v/$v2" > "$tmp/entry-v2.ls"
 if diff "$tmp/v2.ls" "$tmp/entry-v2.ls" > "$tmp/d"; then ok "job 2's version was cached from its changes: exactly version 2"
 else not_ok "promoted version 2"; diag "$(cat "$tmp/d")"; fi
+jsame=$(run_job "true" s "$v2")
+is "a job changing nothing over the cached version 2 packs version 2 again (links, holes, modes as packed)" "$(job_field $jsame status) $(sha_of $jsame)" "succeeded $v2"
 CHANGE2='echo more >> add.txt; ln -s add.txt l2; rm h1'
 jp=$(run_job "$CHANGE2" s "$v2")
-is "the next job of the session (base version 2) is a cache hit" "$(job_field $jp status) $(hits)/$(misses)" "succeeded 2/1"
+is "the next jobs of the session (base version 2) are cache hits" "$(job_field $jp status) $(hits)/$(misses)" "succeeded 3/1"
 vp=$(sha_of $jp)
 
 # disk_mb bounds the job's changes (the upper), whatever the base's size:
