@@ -83,8 +83,9 @@ check "the error names the URL without its signature" bash -c "m=\$(psql -XqtA '
 
 # S3 down: the job is retried with backoff and succeeds when S3 is back.
 # Its base is a version this worker never restored (pushed from outside):
-# one it has in its artifact cache would need no download at all.
-mkdir -p "$tmp/s2"; printf 'first\nsecond\n' > "$tmp/s2/notes.txt"
+# one it has in its artifact cache would need no download at all (the
+# nonce: the work dir, and its cache, outlive a run of this test).
+mkdir -p "$tmp/s2"; printf 'first\nsecond\n' > "$tmp/s2/notes.txt"; echo "$$-$RANDOM-$(date +%s%N)" > "$tmp/s2/nonce"
 a2=$("$BOXCAR" storage push session-2 "$tmp/s2" 2>/dev/null)
 "$BOXCAR_ROOT/scripts/s3.sh" stop
 down=$(echo '{"script": "cat notes.txt", "artifact": {"storage": "session-2", "base": "'"$a2"'"}}' | "$BOXCAR" enqueue --max-attempts 6 --spec -)
