@@ -147,6 +147,8 @@ int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err)
         c.clone3 = probe_clone3();
         c.kvm = probe_kvm();
         c.workspace_fs = sandbox_workspace_available(c.workspace_fs_why, sizeof(c.workspace_fs_why));
+        c.artifact_overlay = sandbox_overlay_available(c.artifact_overlay_why,
+                                                       sizeof(c.artifact_overlay_why));
         probe_cgroups(&c);
         c.backend = "namespace";
         c.backend_reason = "";
@@ -185,6 +187,7 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               "cgroup:           %s (memory %s, pids %s, cpu %s; %s)\n"
                               "kvm:              %s\n"
                               "workspace fs:     %s%s\n"
+                              "artifact base:    %s%s\n"
                               "project quotas:   %s%s%s\n"
                               "backend:          %s%s%s\n",
                               c->kernel, yn(c->running_as_root), yn(c->user_namespaces),
@@ -198,6 +201,11 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                                                 "and files enforced by the kernel)"
                                               : "no: ",
                               c->workspace_fs ? "" : c->workspace_fs_why,
+                              c->artifact_overlay
+                                      ? "overlay (the cached version, read-only, under the "
+                                        "job's changes: no extraction per job)"
+                                      : "extracted into each job's workspace: ",
+                              c->artifact_overlay ? "" : c->artifact_overlay_why,
                               yn(c->project_quota), c->project_quota ? "" : ": ",
                               c->project_quota
                                       ? " (not used: an image per job bounds blocks and "

@@ -49,8 +49,8 @@ const char *sbx_step_name(enum sbx_step s);
 int sbx_step_exit_code(enum sbx_step s);
 
 /* Default identity of the job inside the sandbox: nobody/nogroup. */
-#define SBX_DEFAULT_UID 65534
-#define SBX_DEFAULT_GID 65534
+#define SBX_DEFAULT_UID SANDBOX_JOB_UID
+#define SBX_DEFAULT_GID SANDBOX_JOB_GID
 
 struct helper_config {
         const char *workspace;         /* NULL: an empty, discarded /workspace */

@@ -230,6 +230,26 @@ enum sandbox_cgroup_version {
         SANDBOX_CGROUP_V2,
 };
 
+/* ---- An artifact base under a workspace (overlay.c) ----------------- */
+
+/* The identity jobs run as (boxcar-sandbox's default --uid/--gid, which
+ * the worker uses): nobody/nogroup. */
+#define SANDBOX_JOB_UID 65534
+#define SANDBOX_JOB_GID 65534
+
+/* Whether a job's workspace can be an overlay over a cached artifact
+ * version (root, workspace filesystems, the overlay filesystem); *why
+ * says what is missing ("" when nothing).  Where not, the worker
+ * extracts the base into the workspace, as before. */
+bool sandbox_overlay_available(char *why, size_t n);
+/* Mounts at mountpoint (nosuid, nodev) an overlay of lower (read-only,
+ * never modified) with its upper and work directories made under
+ * state_dir (which must not exist, and must lie on the filesystem that is
+ * to bound the job's writes).  The upper's root, hence the workspace's,
+ * belongs to uid:gid.  Undo with sandbox_workspace_unmount(mountpoint). */
+int sandbox_overlay_mount(const char *lower, const char *state_dir, const char *mountpoint,
+                          uid_t uid, gid_t gid, struct bc_error *err);
+
 /* What isolation this host offers, for `boxcar sandbox detect`. */
 struct sandbox_caps {
         bool running_as_root;
@@ -239,6 +259,8 @@ struct sandbox_caps {
         bool kvm;                   /* /dev/kvm is usable */
         bool workspace_fs;          /* per-job workspace filesystems can be made */
         char workspace_fs_why[128]; /* why not, when not */
+        bool artifact_overlay;      /* an artifact base is an overlay over the cache */
+        char artifact_overlay_why[128]; /* why not (then extracted per job) */
         bool project_quota;         /* ext4 project quotas work here (unused:
                                      * informational, see README); not probed
                                      * by sandbox_detect (it formats and

@@ -2,7 +2,7 @@
 # Workspace benchmark (issue 12), through a real worker on the namespace
 # backend: start and finish overhead of a job whose artifact is 10 MiB and
 # one whose artifact is ~1 GiB (second job of the session, changing one
-# file), packing speed against `tar | gzip -n | sha256sum` on the same tree,
+# file: its base from the worker's artifact cache, under an overlay), packing speed against `tar | gzip -n | sha256sum` on the same tree,
 # and the peak memory charged to the job's cgroup for a 1 GiB workspace
 # (bounded filesystem vs the old tmpfs); and the start of a job whose
 # workspace comes ready from the pool (--warm-workspaces) against one that
@@ -104,8 +104,9 @@ mktree "$B/tbig" "$SIZE_MB"
 "$BOXCAR" storage push ws10 "$B/t10" >/dev/null 2>&1
 "$BOXCAR" storage push wsbig "$B/tbig" >/dev/null 2>&1
 
+mport=$(( 22000 + BOXCAR_PG_PORT % 1000 ))
 "$BOXCAR" worker --worker-id bench-ws --work-dir "$B/work" --concurrency 1 --poll-interval 200ms \
-  --sandbox namespace >"$B/worker.log" 2>&1 &
+  --sandbox namespace --metrics-addr "127.0.0.1:$mport" >"$B/worker.log" 2>&1 &
 wpid=$!
 trap 'kill $wpid 2>/dev/null; wait $wpid 2>/dev/null || true' EXIT
 session_job() {  # storage -> job id (second job of the session: base latest, one file changed)
@@ -124,6 +125,14 @@ for s in ws10 wsbig; do
   pack[$s]=$(span "$id" exited artifact_uploaded)
   finish[$s]=$(span "$id" artifact_uploaded finished)
 done
+
+# How the measured jobs got their base: from the artifact cache (hit: an
+# overlay, no download, no extraction) or not.
+lookups=$(curl -s "http://127.0.0.1:$mport/metrics" | awk '
+  /^boxcar_artifact_cache_lookups_total\{result="hit"\}/ { h = $2 }
+  /^boxcar_artifact_cache_lookups_total\{result="miss"\}/ { m = $2 }
+  END { printf "%d hits, %d misses", h, m }')
+base_path=$(grep 'event=artifact.base' "$B/worker.log" | grep -o 'path="[^"]*"' | head -1 || true)
 
 # Packing vs tar | gzip -n | sha256sum on the big tree.
 TOOL="$BOXCAR_ROOT/build/storage-tests/storage-tool"
@@ -144,7 +153,7 @@ fi
 # reclaimable on a disk filesystem, not on tmpfs): hence the limit.
 peak() {  # helper args... -> "peak MiB, oom_killed"
   "$SB" --status-fd 3 "$@" --memory-mb 512 --timeout 120 -- sh -c \
-    'dd if=/dev/zero of=/workspace/g bs=1M count=1024 2>/dev/null; sync; echo written; sleep 3' \
+    "${PEAK_PRE:-}dd if=/dev/zero of=/workspace/g bs=1M count=1024 2>/dev/null; sync; echo written; sleep 3" \
     >"$B/peak.out" 2>&1 3>"$B/peak.status" &
   local p=$! init="" rel="" f=""
   for _ in $(seq 600); do grep -q written "$B/peak.out" && break; kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
@@ -164,6 +173,17 @@ mkdir -p "$B/peak"; mount -o loop,nosuid,nodev "$B/peak.img" "$B/peak"; mkdir -p
 peak_fs=$(peak --workspace "$B/peak/ws" --disk-mb $((SIZE_MB + 100)))
 umount "$B/peak"
 peak_tmpfs=$(peak --disk-mb $((SIZE_MB + 100)))
+# The same on an overlay workspace over the big tree (as a job over a
+# cached 1 GiB artifact sees it), the job reading all of the base first.
+peak_ovl="-"
+if [[ -d $B/tbig ]] && grep -qw overlay /proc/filesystems; then
+  mkdir -p "$B/peak"; mount -o loop,nosuid,nodev "$B/peak.img" "$B/peak"
+  rm -rf "$B/peak/up" "$B/peak/wk" "$B/peak/ws"; mkdir -p "$B/peak/up" "$B/peak/wk" "$B/ovl"
+  chown 65534:65534 "$B/peak/up"
+  mount -t overlay -o "lowerdir=$B/tbig,upperdir=$B/peak/up,workdir=$B/peak/wk,nosuid,nodev" overlay "$B/ovl"
+  peak_ovl=$(PEAK_PRE='find /workspace -type f -exec cat {} + >/dev/null; ' peak --workspace "$B/ovl" --disk-mb $((SIZE_MB + 100)))
+  umount "$B/ovl"; umount "$B/peak"
+fi
 
 if [[ ${BENCH_WS_ONLY:-} != peak ]]; then
 printf '\nworkspace benchmark (namespace backend, second job of a session, one file changed)\n\n'
@@ -171,6 +191,8 @@ printf '%-34s %10s %10s\n' "" "10 MiB" "$SIZE_MB MiB"
 printf '%-34s %8sms %8sms\n' "start (claimed -> started)" "${start[ws10]}" "${start[wsbig]}"
 printf '%-34s %8sms %8sms\n' "pack + upload (exited -> uploaded)" "${pack[ws10]}" "${pack[wsbig]}"
 printf '%-34s %8sms %8sms\n' "finish (uploaded -> finished)" "${finish[ws10]}" "${finish[wsbig]}"
+printf '%-34s %s (%s)\n' "artifact base from the cache" "$lookups" "$base_path"
 printf '\n%-34s %9ss\n%-34s %9ss\n' "pack + sha256 ($SIZE_MB MiB, boxcar)" "$bx" "tar | gzip -n -6 | sha256sum" "$gnu"
 fi
 printf '\n%-34s %s\n%-34s %s\n' "cgroup peak, 1 GiB ws, 512 MiB limit" "$peak_fs" "  same on a tmpfs /workspace" "$peak_tmpfs"
+printf '%-34s %s\n' "  same on an overlay over $SIZE_MB MiB" "$peak_ovl"

@@ -65,6 +65,9 @@ struct storage_cache {
         uint64_t max_bytes;
         const struct storage_config *cfg;
         const struct storage_limits *limits;
+        bool owned;             /* entries keep their modes, owned by uid:gid */
+        uid_t uid;
+        gid_t gid;
         pthread_mutex_t mu;
         pthread_cond_t cv;
         struct cache_ref *refs;
@@ -173,6 +176,18 @@ int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_
         remove_stale_tmp(c);
         global_unlock(c);
         *ret = steal_pointer(&c);
+        return 0;
+}
+
+int storage_cache_set_owner(struct storage_cache *c, uid_t uid, gid_t gid, struct bc_error *err)
+{
+        /* Entries are writable by uid (their modes as packed): only we may
+         * reach them, never uid itself. */
+        if (fchmod(c->dirfd, 0700) < 0)
+                return bc_error_set(err, BC_IO, errno, "cache: chmod 0700 %s: %m", c->dir);
+        c->owned = true;
+        c->uid = uid;
+        c->gid = gid;
         return 0;
 }
 
@@ -344,13 +359,15 @@ static void empty_trash(struct storage_cache *c, char **trash, size_t n)
 }
 
 /* Moves a verified, read-only tree from tmp/ into v/<sha> (mutex held). */
-static int insert(struct storage_cache *c, const char *tmpname, const char *sha, uint64_t size)
+static int insert(struct storage_cache *c, const char *tmpname, const char *sha, uint64_t size,
+                  uint64_t entries)
 {
-        char name[96], buf[32];
+        char name[96], buf[64];
         global_lock(c);
         snprintf(name, sizeof(name), "%s.size", sha);
         int fd = openat(c->vfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-        int len = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)size);
+        int len = snprintf(buf, sizeof(buf), "%llu %llu\n", (unsigned long long)size,
+                           (unsigned long long)entries);
         int r = fd < 0 ? -errno : bc_write_all(fd, buf, (size_t)len);
         if (fd >= 0)
                 close(fd);
@@ -418,9 +435,12 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
         int r = storage_fetch_extract(c->cfg, url, sha, tmppath, c->limits, guard, &res, err);
         if (r == 0) {
                 _cleanup_fd_ int fd = open(tmppath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                r = fd < 0 ? -errno : fs_make_readonly(fd);
+                r = fd < 0 ? -errno : c->owned ? fs_chown_tree(fd, c->uid, c->gid)
+                                               : fs_make_readonly(fd);
                 if (r < 0) {
-                        bc_error_set(err, BC_IO, -r, "cache: make %s read-only: %s", tmppath, strerror(-r));
+                        bc_error_set(err, BC_IO, -r, "cache: %s %s: %s",
+                                     c->owned ? "give away" : "make read-only", tmppath,
+                                     strerror(-r));
                         (void)fs_rm_rf(tmppath);
                 }
         }
@@ -433,7 +453,7 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
         if (r == 0) {
                 ref = take_ref(c, res.sha256);
                 if (!ref) {
-                        r = insert(c, tmpname, res.sha256, res.bytes);
+                        r = insert(c, tmpname, res.sha256, res.bytes, res.entries);
                         ref = r == 0 ? take_ref(c, res.sha256) : NULL;
                         if (r < 0)
                                 bc_error_set(err, BC_IO, -r, "cache: insert %s: %s", res.sha256, strerror(-r));
@@ -460,6 +480,44 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                 pthread_mutex_unlock(&c->mu);
         }
         return r;
+}
+
+int storage_cache_promote(struct storage_cache *c, const struct storage_cache_entry *base,
+                          const char *merged, const char *upper, const char *sha256)
+{
+        if (!c->owned || !storage_sha256_valid(sha256))
+                return -EINVAL;
+        pthread_mutex_lock(&c->mu);
+        struct cache_ref *have = take_ref(c, sha256);
+        if (have)
+                release_ref(c, have);
+        pthread_mutex_unlock(&c->mu);
+        if (have)
+                return 0;   /* already there (the job changed nothing, say) */
+        unsigned char rnd[8];
+        RAND_bytes(rnd, sizeof(rnd));
+        char tmpname[64], tmppath[4200];
+        snprintf(tmpname, sizeof(tmpname), "pr-%d-%02x%02x%02x%02x%02x%02x", (int)getpid(), rnd[0],
+                 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+        snprintf(tmppath, sizeof(tmppath), "%s/tmp/%s", c->dir, tmpname);
+        if (mkdirat(c->tmpfd, tmpname, 0700) < 0)
+                return -errno;
+        uint64_t bytes = 0, entries = 0;
+        int r = fs_overlay_flatten(merged, upper, base->ref->path, tmppath, c->uid, c->gid, &bytes,
+                                   &entries);
+        char **trash = NULL;
+        size_t ntrash = 0;
+        if (r == 0) {
+                pthread_mutex_lock(&c->mu);
+                r = insert(c, tmpname, sha256, bytes, entries);
+                global_lock(c);
+                evict(c, &trash, &ntrash);
+                global_unlock(c);
+                pthread_mutex_unlock(&c->mu);
+        }
+        (void)fs_rm_rf_at(c->tmpfd, tmpname); /* no-op once renamed */
+        empty_trash(c, trash, ntrash);
+        return r == -ENOTEMPTY || r == -EEXIST ? 0 : r;  /* another made it meanwhile */
 }
 
 int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
@@ -539,6 +597,19 @@ void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *
 const char *storage_cache_entry_path(const struct storage_cache_entry *e)
 {
         return e->ref->path;
+}
+
+void storage_cache_entry_stats(const struct storage_cache_entry *e, uint64_t *ret_bytes,
+                               uint64_t *ret_entries)
+{
+        char path[4200], buf[64] = "";
+        snprintf(path, sizeof(path), "%s.size", e->ref->path);
+        _cleanup_fd_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+        buf[k > 0 ? k : 0] = '\0';
+        char *end = NULL;
+        *ret_bytes = strtoull(buf, &end, 10);
+        *ret_entries = strtoull(end, NULL, 10);
 }
 
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e)

@@ -251,6 +251,45 @@ int fs_make_readonly(int dirfd)
         return readonly_at(dirfd, 0);
 }
 
+static int chown_at(int dirfd, uid_t uid, gid_t gid, int depth)
+{
+        if (depth > 2 * FS_MAX_DEPTH)
+                return -ELOOP;
+        int dup_fd = fs_reopen_dir(dirfd);
+        DIR *d = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+        if (!d) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                return -errno;
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (de = readdir(d))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                struct stat st;
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = -errno;
+                } else if (S_ISDIR(st.st_mode)) {
+                        int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        r = fd < 0 ? -errno : chown_at(fd, uid, gid, depth + 1);
+                        if (fd >= 0)
+                                close(fd);
+                } else if (fchownat(dirfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = -errno;
+                }
+        }
+        closedir(d);
+        if (r == 0 && fchown(dirfd, uid, gid) < 0)
+                r = -errno;
+        return r;
+}
+
+int fs_chown_tree(int dirfd, uid_t uid, gid_t gid)
+{
+        return chown_at(dirfd, uid, gid, 0);
+}
+
 const char *fs_quote(const char *name, char out[static FS_QUOTE_MAX])
 {
         size_t o = 0;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #define FS_MAX_PATH 4096  /* bytes of a relative path inside a tree */
@@ -48,6 +49,18 @@ int fs_empty_dir(int dirfd);
 
 /* Clears every write bit in the tree under dirfd (symlinks untouched). */
 int fs_make_readonly(int dirfd);
+/* Gives every entry of the tree under dirfd, itself included, to uid:gid
+ * (symlinks themselves, never followed; modes kept but for the set-id bits
+ * chown clears, which an artifact never has). */
+int fs_chown_tree(int dirfd, uid_t uid, gid_t gid);
+/* Builds in dest (an empty directory on lower's filesystem) the tree seen
+ * at merged, an overlay of upper over lower mounted with redirect_dir=off
+ * and metacopy=off: names absent from upper are hard links to lower's
+ * files, the rest copies (holes kept); everything owned by uid:gid with
+ * its permission bits.  *ret_bytes, *ret_entries: file bytes and names.
+ * 0 or -errno (-ENOTSUP: an entry the packer would not store). */
+int fs_overlay_flatten(const char *merged, const char *upper, const char *lower, const char *dest,
+                       uid_t uid, gid_t gid, uint64_t *ret_bytes, uint64_t *ret_entries);
 
 /* Quotes an untrusted name for an error message: non-printable bytes as
  * \xNN, at most ~200 bytes, into out (FS_QUOTE_MAX bytes). */

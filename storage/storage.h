@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/error.h"
 #include "common/netguard.h"
@@ -240,6 +241,12 @@ int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_
                       const struct storage_limits *limits, struct storage_cache **ret,
                       struct bc_error *err);
 void storage_cache_free(struct storage_cache *c);
+/* For trees that must stay as they were packed (an artifact's versions,
+ * under a job's overlay): entries keep their modes exactly, instead of
+ * losing their write bits, and belong to uid:gid (the job's identity, so
+ * that the job finds its files its own); the cache directory becomes
+ * 0700, so nobody but the worker reaches them.  Call before any acquire. */
+int storage_cache_set_owner(struct storage_cache *c, uid_t uid, gid_t gid, struct bc_error *err);
 
 /* Returns a read-only extracted volume.  With sha256 given, a cached entry
  * is returned without touching the network, and a miss downloads url,
@@ -254,10 +261,24 @@ int storage_cache_acquire(struct storage_cache *c, const char *url, const char *
                           struct bc_error *err);
 const char *storage_cache_entry_path(const struct storage_cache_entry *e);
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e);
+/* The entry's extracted file bytes and entries (0 when unknown: an entry
+ * cached by an older version). */
+void storage_cache_entry_stats(const struct storage_cache_entry *e, uint64_t *ret_bytes,
+                               uint64_t *ret_entries);
 /* Whether this acquire had to download (false on a hit). */
 bool storage_cache_entry_downloaded(const struct storage_cache_entry *e);
 /* The compressed bytes this acquire downloaded (0 on a hit). */
 uint64_t storage_cache_entry_downloaded_bytes(const struct storage_cache_entry *e);
+/* For an owned cache (storage_cache_set_owner): publishes as the entry
+ * sha256 the tree seen at merged, an overlay whose lower is base (held by
+ * the caller) and whose upper is upper (see fs_overlay_flatten): built in
+ * the cache's tmp/ and renamed in, its cost following the names and the
+ * changed bytes, not the tree's bytes.  The next job on that version then
+ * finds it cached.  The caller vouches that sha256 is the packed digest
+ * of that very tree.  0 (also when it is there already) or -errno;
+ * nothing is published on failure. */
+int storage_cache_promote(struct storage_cache *c, const struct storage_cache_entry *base,
+                          const char *merged, const char *upper, const char *sha256);
 /* Drops one reference; e is invalid afterwards.  NULL-safe. */
 void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *e);
 

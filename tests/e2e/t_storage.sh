@@ -82,9 +82,13 @@ is "an expired presigned URL fails with FETCH_FAILED" "$(job_field $expired "sta
 check "the error names the URL without its signature" bash -c "m=\$(psql -XqtA '$DATABASE_URL' -c \"select error->>'message' from boxcar.jobs where id = '$expired'\"); [[ \$m == *127.0.0.1* && \$m != *X-Amz-Signature* && \$m != *S3RVER* ]]"
 
 # S3 down: the job is retried with backoff and succeeds when S3 is back.
+# Its base is a version this worker never restored (pushed from outside):
+# one it has in its artifact cache would need no download at all (the
+# nonce: the work dir, and its cache, outlive a run of this test).
+mkdir -p "$tmp/s2"; printf 'first\nsecond\n' > "$tmp/s2/notes.txt"; echo "$$-$RANDOM-$(date +%s%N)" > "$tmp/s2/nonce"
+a2=$("$BOXCAR" storage push session-2 "$tmp/s2" 2>/dev/null)
 "$BOXCAR_ROOT/scripts/s3.sh" stop
-a2=$(job_field $j2 "result->'artifact'->>'sha256'")
-down=$(echo '{"script": "cat notes.txt", "artifact": {"storage": "session-1", "base": "'"$a2"'"}}' | "$BOXCAR" enqueue --max-attempts 6 --spec -)
+down=$(echo '{"script": "cat notes.txt", "artifact": {"storage": "session-2", "base": "'"$a2"'"}}' | "$BOXCAR" enqueue --max-attempts 6 --spec -)
 check "with S3 down the job is retried" wait_for "retried" 30 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$down' and kind = 'retried' and details->'error'->>'code' = 'FETCH_FAILED'\") -ge 1 ]]"
 eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
 check "and succeeds once S3 is back" wait_for "finished" 60 finished "$down"

@@ -279,8 +279,31 @@ except OSError as e:
   if [[ $RC -eq 124 ]] && grep -q "cannot be enforced" <<<"$(jget .setup_error.message)"; then
     ok "a nosuid directory on a large filesystem with --disk-mb 16 fails closed, saying why"
   else not_ok "large filesystem fails closed"; diag "rc=$RC $ST"; fi
+
+  # A workspace that is an overlay, as the worker makes over a cached
+  # artifact base: the lower (shared with other jobs) never changes, every
+  # write lands in the upper on the bounded filesystem, copy-ups included.
+  if grep -qw overlay /proc/filesystems; then
+    mkws ovl 16
+    rm -rf "$T/ovl-lower" "$T/ovl-merged"; mkdir -p "$T/ovl-lower/d" "$T/ovl/up" "$T/ovl/wk" "$T/ovl-merged"
+    echo original > "$T/ovl-lower/victim"; echo keep > "$T/ovl-lower/d/keep"
+    head -c 12582912 /dev/zero > "$T/ovl-lower/big12m"
+    chown -R 65534:65534 "$T/ovl-lower" "$T/ovl/up"
+    lower_state() { (cd "$T/ovl-lower" && find . -printf '%y %m %u %s %p\n' | sort && cat victim d/keep); }
+    before=$(lower_state)
+    mount -t overlay -o "lowerdir=$T/ovl-lower,upperdir=$T/ovl/up,workdir=$T/ovl/wk,nosuid,nodev" overlay "$T/ovl-merged"
+    sb --workspace "$T/ovl-merged" --scratch "$T/ovl/scratch" --disk-mb 16 -- sh -c '[ -O . ] && [ -O victim ] && echo OWNED; echo PWNED > victim; rm -rf d; chmod 4777 big12m && echo COPIED-UP; dd if=/dev/zero of=fill bs=1M count=64 2>/dev/null; echo "dd=$?"; ls'
+    upper=$(cat "$T/ovl/up/victim" 2>/dev/null); after=$(lower_state)
+    umount "$T/ovl-merged"
+    img=$(du -k "$T/ovl.img" | cut -f1)
+    if [[ $RC -eq 0 ]] && has "$OUT" OWNED && has "$OUT" COPIED-UP && has "$OUT" "dd=1" && [[ $upper == PWNED && $after == "$before" ]] && (( img <= 16384 )); then
+      ok "overlay workspace: the job owns the lower's files, but what it writes, removes or copies up lands in the 16 MiB upper (ENOSPC there), the lower unchanged"
+    else not_ok "overlay workspace leaves its lower alone"; diag "rc=$RC $OUT"; diag "upper=$upper img=$img"; diag "$(diff <(echo "$before") <(echo "$after"))"; fi
+  else
+    skip "overlay workspace (no overlayfs)"
+  fi
 else
-  for i in 1 2 3 4 5 6 7 8; do skip "bounded workspace checks (need root for loop mounts)"; done
+  for i in 1 2 3 4 5 6 7 8 9; do skip "bounded workspace checks (need root for loop mounts)"; done
 fi
 
 sb --cpus 0.2 --timeout 20 -- $PROBE spin 2

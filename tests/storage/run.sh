@@ -173,6 +173,21 @@ o=$(tool cache "$C" 100000000 get "${VURL[A]}" -)
 check "cache: by URL without sha256 finds the same entry" \
   test "$(field sha256 "$o")" = "${VSHA[A]}" -a "$(ls "$C/v" | grep -c '\.size$')" = 1
 
+# Artifact versions (owner mode): modes exact, owned by the job's uid, in a
+# directory only the worker reaches.
+if [[ $(id -u) -eq 0 ]]; then
+  chmod 640 "$W/volB/name"; chmod 750 "$W/volB"
+  o=$(tool push "$W/volB" "$W"); osha=$(field sha256 "$o"); ourl=$(tool presign GET "$(field key "$o")" 3600)
+  o=$(tool cache "$W/cache-own" 100000000 owner 65534 65534 get "$ourl" "$osha")
+  p=$(field path "$o")
+  is "cache owner: modes kept exactly (write bits too)" "$(stat -c %a "$p/data" "$p/name" | tr '\n' ' ')" "$(stat -c %a "$W/volB/data" "$W/volB/name" | tr '\n' ' ')"
+  is "cache owner: every entry owned by 65534:65534" "$(find "$p" ! -uid 65534 -o ! -gid 65534 | wc -l)" "0"
+  is "cache owner: the cache directory is 0700" "$(stat -c %a "$W/cache-own")" "700"
+  chmod 644 "$W/volB/name"; chmod 755 "$W/volB"
+else
+  skip "cache owner mode needs root (chown)"
+fi
+
 # LRU: room for two volumes of ~300 KB
 C2="$W/cache-lru"
 tool cache "$C2" 700000 get "${VURL[A]}" "${VSHA[A]}" get "${VURL[B]}" "${VSHA[B]}" \

@@ -13,7 +13,8 @@
  *                                     between them)
  *   creds-threads T N              -> T threads x N gets: "gets= failures="
  *   check                          -> "ok", or the error and "why=<reason>"
- *   cache DIR MAXBYTES OP...       OP: get URL|- SHA|-  (acquire+release)
+ *   cache DIR MAXBYTES OP...       OP: get URL|- SHA|-  (acquire+release),
+ *                                  owner UID GID (entries keep modes, owned)
  *                                      hold URL|- SHA|- (acquire, keep)
  *                                      size | time-hit SHA N
  *
@@ -318,7 +319,12 @@ static int cmd_cache(int argc, char **argv, struct bc_error *err)
         size_t nheld = 0;
         int rc = 0;
         for (int i = 2; i < argc && rc == 0; i++) {
-                if (strcmp(argv[i], "size") == 0) {
+                if (strcmp(argv[i], "owner") == 0 && i + 2 < argc) {
+                        if (storage_cache_set_owner(c, (uid_t)strtoul(argv[i + 1], NULL, 10),
+                                                    (gid_t)strtoul(argv[i + 2], NULL, 10), err) < 0)
+                                rc = fail(err);
+                        i += 2;
+                } else if (strcmp(argv[i], "size") == 0) {
                         printf("cache_size=%llu\n", (unsigned long long)storage_cache_size(c));
                 } else if (strcmp(argv[i], "time-hit") == 0 && i + 2 < argc) {
                         /* Average acquire+release of a cached entry. */

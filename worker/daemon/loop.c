@@ -521,13 +521,15 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 r = start_metrics(&l, err);
         l.slots.metrics = l.metrics;
         l.deliverer.metrics = l.metrics;
-        _cleanup_free_ char *cache_dir = NULL, *image_dir = NULL;
+        _cleanup_free_ char *cache_dir = NULL, *image_dir = NULL, *artifact_dir = NULL;
         if (r >= 0 && (asprintf(&cache_dir, "%s/volumes", cfg->work_dir) < 0 ||
-                       asprintf(&image_dir, "%s/images", cfg->work_dir) < 0))
+                       asprintf(&image_dir, "%s/images", cfg->work_dir) < 0 ||
+                       worker_artifact_cache_dir(cfg, &artifact_dir) < 0))
                 r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         bool store_open_ok = false;
         if (r >= 0) {
-                r = store_open(&l.store, cache_dir, image_dir, cfg->volume_cache_bytes,
+                r = store_open(&l.store, cache_dir, image_dir, artifact_dir,
+                               cfg->volume_cache_bytes,
                                (long)cfg->artifact_url_ttl_s, err);
                 store_open_ok = r >= 0;
                 l.store.url_guard = &cfg->url_guard;

@@ -87,6 +87,19 @@ int worker_setup_work_dir(const struct worker_config *cfg, bool *ret_private,
         return 0;
 }
 
+int worker_artifact_cache_dir(const struct worker_config *cfg, char **ret)
+{
+        *ret = NULL;
+        char why[128] = "the sandbox is off (--sandbox none)";
+        if (cfg->sandbox != BACKEND_NAMESPACE || !sandbox_overlay_available(why, sizeof(why))) {
+                log_event(LOG_INFO, "artifact.base", "path", "extracted into each job's workspace",
+                          "why", why, NULL);
+                return 0;
+        }
+        log_event(LOG_INFO, "artifact.base", "path", "overlay over the artifact cache", NULL);
+        return asprintf(ret, "%s/artifacts", cfg->work_dir) < 0 ? -ENOMEM : 0;
+}
+
 /* --warm-sandboxes / --warm-workspaces: the number given, or by default
  * the concurrency plus the pools' prefetch of 2. */
 static unsigned warm_max(int given, const struct worker_config *cfg)

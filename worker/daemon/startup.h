@@ -23,6 +23,10 @@ int worker_new_instance_id(char ret_id[33], struct bc_error *err);
  * when possible (*ret_private), and what a killed worker left there. */
 int worker_setup_work_dir(const struct worker_config *cfg, bool *ret_private,
                           struct bc_error *err);
+/* Where artifact versions are cached for overlay workspaces
+ * (<work-dir>/artifacts, caller frees), or *ret NULL where workspaces
+ * cannot be overlays (the bases are then extracted per job); logs which. */
+int worker_artifact_cache_dir(const struct worker_config *cfg, char **ret);
 /* cgroup v2: the worker moves into a leaf of its cgroup; returns the
  * parent for job cgroups (caller frees), NULL when not delegated.  Must
  * run while the process is single-threaded. */

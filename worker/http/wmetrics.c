@@ -45,6 +45,9 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                   METRICS_COUNTER, l_result, NULL, 0, 0 },
                 { "boxcar_image_cache_lookups_total", "Image cache lookups by result.",
                   METRICS_COUNTER, l_result, NULL, 0, 0 },
+                { "boxcar_artifact_cache_lookups_total",
+                  "Artifact bases taken from the artifact cache (a hit is neither downloaded "
+                  "nor extracted), by result.", METRICS_COUNTER, l_result, NULL, 0, 0 },
                 { "boxcar_images_cached", "Images unpacked in this worker's image cache.",
                   METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_image_cache_bytes", "Bytes of the images unpacked in the cache.",
@@ -140,6 +143,12 @@ void wmetrics_cache(struct metrics *m, bool hit)
 {
         const char *l[] = { hit ? "hit" : "miss" };
         metrics_counter_add(m, "boxcar_volume_cache_lookups_total", l, 1);
+}
+
+void wmetrics_artifact_cache(struct metrics *m, bool hit)
+{
+        const char *l[] = { hit ? "hit" : "miss" };
+        metrics_counter_add(m, "boxcar_artifact_cache_lookups_total", l, 1);
 }
 
 void wmetrics_image(struct metrics *m, bool hit, double extract_s, uint64_t cached,

@@ -20,6 +20,9 @@ void wmetrics_sandbox_overhead(struct metrics *m, double seconds);
 /* direction: download or upload; kind: volume or artifact */
 void wmetrics_transfer(struct metrics *m, const char *direction, const char *kind, uint64_t bytes);
 void wmetrics_cache(struct metrics *m, bool hit);
+/* An artifact base taken from the artifact cache (under an overlay): a hit
+ * costs no download and no extraction. */
+void wmetrics_artifact_cache(struct metrics *m, bool hit);
 /* An image lookup: hit or miss (then extract_s, the download and unpack
  * time), and the image cache's entries and bytes afterwards. */
 void wmetrics_image(struct metrics *m, bool hit, double extract_s, uint64_t cached,

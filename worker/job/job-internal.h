@@ -23,6 +23,24 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
  * removed. */
 void job_dir_release(const struct job_services *svc, const char *dir);
 
+/* ---- artifact_base.c ---- */
+struct store_artifact_start;
+/* Restores spec's artifact base for the job in dir: an overlay over the
+ * artifact cache mounted at ws when this worker can (ret->base then holds
+ * the cache entry), else extracted into ws. */
+int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
+                          const char *dir, const char *ws, struct store_artifact_start *ret,
+                          struct bc_error *err);
+/* After the new version (sha256) is packed from an overlay workspace:
+ * caches it too, built from the base's entry and the job's changes, so the
+ * session's next job starts from the cache (best effort, logged). */
+void artifact_base_promote(const struct job_services *svc, const char *dir, const char *ws,
+                           const struct store_artifact_start *a, const char *sha256);
+/* After the job: unmounts the overlay and releases the cache entry (a
+ * no-op when the base was extracted or the artifact started empty). */
+void artifact_base_release(const struct job_services *svc, const char *ws,
+                           struct store_artifact_start *a);
+
 /* ---- outcome.c ---- */
 void job_outcome_set_error(struct job_outcome *o, enum bc_code code, const char *message);
 /* A failure before or after the command: the infrastructure's (code

@@ -68,27 +68,46 @@ static int prepare_meta(const struct job_spec *spec, const char *meta, struct bc
         return r;
 }
 
-/* The workdir must exist before the job enters it. */
+/* The workdir must exist before the job enters it.  Made after the
+ * artifact base is in place (an overlay would hide it), so a component
+ * may come from the base: each is opened without following a symlink (a
+ * base's `w -> /etc` must not lead the worker out of the workspace), and
+ * one that is not a directory is the job's own error, not retried.  What
+ * is made belongs to the workspace's owner (wsfile_adopt). */
 static int make_workdir(const struct job_spec *spec, const char *ws, struct bc_error *err)
 {
         const char *rest = spec->workdir + strlen("/workspace");
         if (strncmp(spec->workdir, "/workspace", 10) != 0 || *rest != '/')
                 return 0;
-        _cleanup_free_ char *path = NULL;
-        if (asprintf(&path, "%s%s", ws, rest) < 0)
+        _cleanup_free_ char *path = strdup(rest + 1);
+        if (!path)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
-        for (char *p = path + strlen(ws) + 1; *p; p++) {
-                if (*p != '/')
-                        continue;
-                *p = '\0';
-                int r = mkdir(path, 0755);
-                *p = '/';
-                if (r < 0 && errno != EEXIST)
-                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m",
-                                            spec->workdir);
+        struct stat st;
+        int fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e, "workspace %s: %s", ws, strerror(e));
         }
-        if (mkdir(path, 0755) < 0 && errno != EEXIST)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m", spec->workdir);
+        char *save = NULL;
+        for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                int r = mkdirat(fd, c, 0755) == 0 ? wsfile_adopt(&st, fd, c)
+                                                   : errno == EEXIST ? 0 : -errno;
+                int sub = r < 0 ? -1 : openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (r >= 0 && sub < 0)
+                        r = -errno;
+                close(fd);
+                fd = sub;
+                if (r == -ENOTDIR || r == -ELOOP)
+                        return bc_error_set(err, BC_BAD_SPEC, -r, "workdir %s: %s in the workspace "
+                                            "is not a directory (a symlink is never followed)",
+                                            spec->workdir, c);
+                if (r < 0)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, -r, "workdir %s: %s",
+                                            spec->workdir, strerror(-r));
+        }
+        close(fd);
         return 0;
 }
 
@@ -142,12 +161,9 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
                         wmetrics_transfer(run->svc->metrics, "download", "volume",
                                           storage_cache_entry_downloaded_bytes(e));
         }
-        uint64_t downloaded = 0;
         if (r >= 0)
-                r = store_restore_artifact(run->svc->store, run->svc->db, spec, run->ws,
-                                           &run->artifact_start, &downloaded, err);
-        if (downloaded)
-                wmetrics_transfer(run->svc->metrics, "download", "artifact", downloaded);
+                r = artifact_base_restore(run->svc, spec, run->dir, run->ws, &run->artifact_start,
+                                          err);
         return r;
 }
 
@@ -363,6 +379,14 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         storage_pack_limits_default(&lim);
         lim.max_bytes = run->spec->limits.disk_mb << 20;
         lim.max_entries = run->spec->limits.files;
+        /* Over a cached base (an overlay), the tree is that base plus at
+         * most what the job's own filesystem holds. */
+        if (run->artifact_start.base) {
+                uint64_t bytes = 0, entries = 0;
+                storage_cache_entry_stats(run->artifact_start.base, &bytes, &entries);
+                lim.max_bytes += bytes;
+                lim.max_entries += entries;
+        }
         lim.max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
                                   ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
         if (store_save_artifact(run->svc->store, run->spec, run->ws, run->dir, &lim, &a,
@@ -411,6 +435,7 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
                  run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
                  a.uploaded ? "true" : "false");
         run->svc->event(run->svc->ctx, run->job, "artifact_uploaded", details);
+        artifact_base_promote(run->svc, run->dir, run->ws, &run->artifact_start, a.sha256);
         store_artifact_done(&a);
 }
 
@@ -421,11 +446,13 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
         if (asprintf(&run->meta, "%s/meta", run->dir) < 0) {
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
-        } else if (prepare_meta(run->spec, run->meta, &err) < 0 ||
-                   make_workdir(run->spec, run->ws, &err) < 0) {
+        } else if (prepare_meta(run->spec, run->meta, &err) < 0) {
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else if (stage_inputs(run, &err) < 0) {
                 job_outcome_fail(o, &err, BC_FETCH_FAILED);
+        } else if (make_workdir(run->spec, run->ws, &err) < 0) {
+                /* After the base: an overlay would hide it. */
+                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else if (run_command(run, cancel_fd, stop, o, &err) < 0) {
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else {
@@ -476,6 +503,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
         run_job(&run, cancel_fd, stop, ret);
         livelog_done(&run.log);
+        artifact_base_release(svc, run.ws, &run.artifact_start);
         store_release_volumes(svc->store, &run.mounts);
         storage_cache_release(svc->store->images, run.image);
         cJSON_Delete(run.result);

@@ -6,11 +6,23 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "sandbox/sandbox.h"
 #include "worker/db.h"
 #include "worker/db_pool.h"
 
+/* The artifact cache: trees owned by the job's identity, in a 0700 dir. */
+static int open_artifact_cache(struct store *st, const char *dir, uint64_t cache_bytes,
+                               struct bc_error *err)
+{
+        int r = storage_cache_new(dir, cache_bytes, st->s3, NULL, &st->artifacts, err);
+        if (r >= 0)
+                r = storage_cache_set_owner(st->artifacts, SANDBOX_JOB_UID, SANDBOX_JOB_GID, err);
+        return r;
+}
+
 int store_open(struct store *st, const char *cache_dir, const char *image_dir,
-               uint64_t cache_bytes, long url_ttl_s, struct bc_error *err)
+               const char *artifact_dir, uint64_t cache_bytes, long url_ttl_s,
+               struct bc_error *err)
 {
         memset(st, 0, sizeof(*st));
         st->url_ttl_s = url_ttl_s;
@@ -33,11 +45,17 @@ int store_open(struct store *st, const char *cache_dir, const char *image_dir,
                 store_close(st);
                 return bc_error_prefix(err, "image cache %s", image_dir);
         }
+        r = artifact_dir ? open_artifact_cache(st, artifact_dir, cache_bytes, err) : 0;
+        if (r < 0) {
+                store_close(st);
+                return bc_error_prefix(err, "artifact cache %s", artifact_dir);
+        }
         return 0;
 }
 
 void store_close(struct store *st)
 {
+        storage_cache_free(st->artifacts);
         storage_cache_free(st->images);
         storage_cache_free(st->cache);
         storage_config_free(st->s3);
@@ -206,7 +224,7 @@ int store_acquire_image(struct store *st, struct db_pool *db, const struct job_s
 }
 
 int store_restore_artifact(struct store *st, struct db_pool *db, const struct job_spec *spec,
-                           const char *workspace, struct store_artifact_start *ret,
+                           const char *workspace, bool cached, struct store_artifact_start *ret,
                            uint64_t *ret_downloaded, struct bc_error *err)
 {
         memset(ret, 0, sizeof(*ret));
@@ -235,15 +253,30 @@ int store_restore_artifact(struct store *st, struct db_pool *db, const struct jo
                                     "version %s", spec->artifact_storage, spec->artifact_base);
         _cleanup_free_ char *url = NULL;
         int r = store_presign_get(st, &v, 900, &url, err);
-        struct storage_fetch_result fr;
-        if (r >= 0)
+        struct storage_fetch_result fr = { 0 };
+        if (r >= 0 && cached) {
+                /* The same extractor and limits as below: a hostile tarball
+                 * is refused alike, and only a complete tree is published. */
+                r = storage_cache_acquire(st->artifacts, url, v.sha256, NULL, &ret->base, err);
+                if (r >= 0)
+                        fr.size = storage_cache_entry_downloaded_bytes(ret->base);
+        } else if (r >= 0) {
                 r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, NULL, &fr, err);
+        }
         if (r >= 0) {
                 memcpy(ret->base_sha, v.sha256, 65);
                 *ret_downloaded = fr.size;
         }
         store_version_done(&v);
         return r < 0 ? bc_error_prefix(err, "artifact %s base", spec->artifact_storage) : 0;
+}
+
+void store_artifact_start_done(struct store *st, struct store_artifact_start *a)
+{
+        if (a && a->base)
+                storage_cache_release(st->artifacts, a->base);
+        if (a)
+                a->base = NULL;
 }
 
 void store_artifact_done(struct store_artifact *a)

@@ -5,6 +5,7 @@
 #define BC_WORKER_STORE_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/cleanup.h"
@@ -19,6 +20,10 @@ struct store {
         struct storage_cache *cache;  /* volume cache, keyed by sha256 */
         struct storage_cache *images; /* image cache (image extraction rules) */
         struct storage_limits image_limits; /* the image cache's; lives as long */
+        /* Artifact versions kept extracted, with their modes, owned by the
+         * job's identity, for workspaces that are overlays over them (NULL:
+         * bases are extracted into each job's workspace). */
+        struct storage_cache *artifacts;
         long url_ttl_s;               /* lifetime of presigned URLs handed out */
         /* Checks the connections made for volume URLs taken from job specs
          * (not owned; NULL: none).  URLs the worker presigns itself for the
@@ -26,11 +31,13 @@ struct store {
         const struct netguard *url_guard;
 };
 
-/* Sets up S3 (when configured), the volume cache under cache_dir and the
- * image cache under image_dir (NULL: none), each bounded by cache_bytes.
- * st must not move while open (the image cache points into it). */
+/* Sets up S3 (when configured), the volume cache under cache_dir, the
+ * image cache under image_dir and the artifact cache under artifact_dir
+ * (each NULL: none), each bounded by cache_bytes.  st must not move while
+ * open (the image cache points into it). */
 int store_open(struct store *st, const char *cache_dir, const char *image_dir,
-               uint64_t cache_bytes, long url_ttl_s, struct bc_error *err);
+               const char *artifact_dir, uint64_t cache_bytes, long url_ttl_s,
+               struct bc_error *err);
 void store_close(struct store *st);
 
 BC_DEFINE_CLEANUP(struct storage_config *, storage_config_free)
@@ -81,13 +88,21 @@ int store_acquire_image(struct store *st, struct db_pool *db, const struct job_s
 struct store_artifact_start {
         char base_sha[65];
         char head_sha[65];
+        /* With cached: the base version in st->artifacts (NULL when the
+         * artifact starts empty), held until store_artifact_start_done. */
+        struct storage_cache_entry *base;
 };
 
-/* Reads the storage's head and unpacks the artifact's base version
- * ("latest" is that head) into workspace, which is empty. */
+/* Reads the storage's head and restores the artifact's base version
+ * ("latest" is that head): unpacked into workspace, which is empty, or,
+ * with cached (st->artifacts must exist), taken from the artifact cache
+ * (downloaded and extracted there on a miss) into ret->base, workspace
+ * untouched.  *ret_downloaded: compressed bytes fetched (0 on a hit). */
 int store_restore_artifact(struct store *st, struct db_pool *db, const struct job_spec *spec,
-                           const char *workspace, struct store_artifact_start *ret,
+                           const char *workspace, bool cached, struct store_artifact_start *ret,
                            uint64_t *ret_downloaded, struct bc_error *err);
+/* Releases ret->base (NULL-safe). */
+void store_artifact_start_done(struct store *st, struct store_artifact_start *a);
 
 struct store_artifact {
         char sha256[65];

@@ -13,10 +13,18 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 
+int wsfile_adopt(const struct stat *ws, int dirfd, const char *name)
+{
+        if (ws->st_uid == geteuid() && ws->st_gid == getegid())
+                return 0;
+        return fchownat(dirfd, name, ws->st_uid, ws->st_gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
 /* Opens the directory part of rel under workspace without following any
- * symlink; *ret_name points at the file name inside rel. */
+ * symlink; *ret_name points at the file name inside rel, *ret_ws is the
+ * workspace's stat. */
 static int open_parent(const char *workspace, const char *rel, bool create, const char **ret_name,
-                       struct bc_error *err)
+                       struct stat *ret_ws, struct bc_error *err)
 {
         const char *slash = strchr(rel, '/');
         char dir[NAME_MAX + 1];
@@ -25,10 +33,14 @@ static int open_parent(const char *workspace, const char *rel, bool create, cons
         memcpy(dir, rel, (size_t)(slash - rel));
         dir[slash - rel] = '\0';
         _cleanup_fd_ int ws = open(workspace, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (ws < 0)
+        if (ws < 0 || fstat(ws, ret_ws) < 0)
                 return bc_error_set(err, BC_IO, errno, "open workspace: %m");
-        if (create && mkdirat(ws, dir, 0755) < 0 && errno != EEXIST)
+        int made = create ? mkdirat(ws, dir, 0755) : -1;
+        if (create && made < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_IO, errno, "create /workspace/%s: %m", dir);
+        if (made == 0 && (made = wsfile_adopt(ret_ws, ws, dir)) < 0)
+                return bc_error_set(err, BC_IO, -made, "chown /workspace/%s: %s", dir,
+                                    strerror(-made));
         int fd = openat(ws, dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT)
                 return -ENOENT;
@@ -43,7 +55,8 @@ int wsfile_read(const char *workspace, const char *rel, size_t max, char **ret_d
                 size_t *ret_len, struct bc_error *err)
 {
         const char *name = NULL;
-        _cleanup_fd_ int dir = open_parent(workspace, rel, false, &name, err);
+        struct stat ws;
+        _cleanup_fd_ int dir = open_parent(workspace, rel, false, &name, &ws, err);
         if (dir == -ENOENT)
                 return 0;
         if (dir < 0)
@@ -80,7 +93,8 @@ int wsfile_read(const char *workspace, const char *rel, size_t max, char **ret_d
 int wsfile_write(const char *workspace, const char *rel, const char *text, struct bc_error *err)
 {
         const char *name = NULL;
-        _cleanup_fd_ int dir = open_parent(workspace, rel, true, &name, err);
+        struct stat ws;
+        _cleanup_fd_ int dir = open_parent(workspace, rel, true, &name, &ws, err);
         if (dir < 0)
                 return dir == -ENOENT ? bc_error_set(err, BC_IO, ENOENT, "%s: gone", rel) : dir;
         /* Replace whatever is there (a symlink included) by a new file. */
@@ -90,7 +104,9 @@ int wsfile_write(const char *workspace, const char *rel, const char *text, struc
                                      0644);
         if (fd < 0)
                 return bc_error_set(err, BC_IO, errno, "create /workspace/%s: %m", rel);
-        int r = bc_write_all(fd, text, strlen(text));
+        int r = wsfile_adopt(&ws, dir, name);
+        if (r >= 0)
+                r = bc_write_all(fd, text, strlen(text));
         if (r < 0)
                 return bc_error_set(err, BC_IO, -r, "write /workspace/%s: %s", rel, strerror(-r));
         return 0;
@@ -99,7 +115,8 @@ int wsfile_write(const char *workspace, const char *rel, const char *text, struc
 int wsfile_remove(const char *workspace, const char *rel, struct bc_error *err)
 {
         const char *name = NULL;
-        _cleanup_fd_ int dir = open_parent(workspace, rel, false, &name, err);
+        struct stat ws;
+        _cleanup_fd_ int dir = open_parent(workspace, rel, false, &name, &ws, err);
         if (dir == -ENOENT)
                 return 0;
         if (dir < 0)

@@ -6,6 +6,7 @@
 #define BC_WORKER_WSFILE_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "common/error.h"
 
@@ -22,5 +23,13 @@ int wsfile_write(const char *workspace, const char *rel, const char *text, struc
 /* Removes workspace/rel if it exists (a symlink itself is removed, never
  * followed). */
 int wsfile_remove(const char *workspace, const char *rel, struct bc_error *err);
+
+/* What the worker creates in a workspace belongs to the workspace's
+ * owner (ws: its root's stat): nothing to do where that is the worker
+ * (the sandbox then maps it to the job through an idmapped bind); where
+ * it is the job's identity (an overlay workspace, bound without an idmap)
+ * name under dirfd is given to it, so the job may change it as before.
+ * Never follows a symlink.  0 or -errno. */
+int wsfile_adopt(const struct stat *ws, int dirfd, const char *name);
 
 #endif

@@ -1,0 +1,232 @@
+/* A job's merged overlay workspace as a tree of its own, built cheaply
+ * beside the lower it came from (see storage_cache_promote): what the job
+ * did not touch is hard-linked from the lower (cache entries are never
+ * modified, so two entries may share an inode), what it changed or added
+ * is copied (holes kept, since where they are is part of the packed
+ * tree), so the cost follows the job's changes and the number of names,
+ * not the bytes of the tree.
+ *
+ * Which names the job did not touch: those absent from the upper
+ * directory.  That holds because the overlay is mounted with
+ * redirect_dir=off and metacopy=off (see sandbox_overlay_mount): a merged
+ * path not in the upper is the lower's file at the same path.  Anything
+ * unexpected (a type the packer would not store, a lower file that does
+ * not match) makes the build fail: then there is simply no entry, and the
+ * next job extracts the version as on any miss. */
+#include "storage/fsutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cleanup.h"
+
+struct link_seen {
+        dev_t dev;
+        ino_t ino;
+        char *path;   /* relative to the destination's root */
+};
+
+struct flatten {
+        int dest_root;
+        uid_t uid;
+        gid_t gid;
+        struct link_seen *seen;
+        size_t n_seen, alloc_seen;
+        uint64_t bytes, entries;
+};
+
+static int opt_openat(int dirfd, const char *name)
+{
+        if (dirfd < 0)
+                return -1;
+        return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Copies src to dst, data regions only (holes stay holes), then sizes it. */
+static int copy_sparse(int src, int dst, off_t size)
+{
+        char buf[65536];
+        off_t off = 0;
+        while (off < size) {
+                off_t start = lseek(src, off, SEEK_DATA);
+                if (start < 0 && errno == ENXIO)
+                        break;  /* only a hole is left */
+                if (start < 0)
+                        return -errno;  /* never guess the data */
+                off_t end = lseek(src, start, SEEK_HOLE);
+                if (end < 0)
+                        return -errno;
+                for (off_t p = start; p < end;) {
+                        size_t want = (size_t)(end - p) < sizeof(buf) ? (size_t)(end - p) : sizeof(buf);
+                        ssize_t k = pread(src, buf, want, p);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k <= 0)
+                                return k < 0 ? -errno : -EIO;
+                        for (ssize_t w = 0; w < k;) {
+                                ssize_t x = pwrite(dst, buf + w, (size_t)(k - w), p + w);
+                                if (x < 0 && errno != EINTR)
+                                        return -errno;
+                                w += x > 0 ? x : 0;
+                        }
+                        p += k;
+                }
+                off = end;
+        }
+        return ftruncate(dst, size) < 0 ? -errno : 0;
+}
+
+static int copy_file(struct flatten *f, int mdir, int ddir, const char *name, const struct stat *st)
+{
+        _cleanup_fd_ int src = openat(mdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (src < 0)
+                return -errno;
+        _cleanup_fd_ int dst = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                      0600);
+        if (dst < 0)
+                return -errno;
+        int r = copy_sparse(src, dst, st->st_size);
+        if (r == 0 && (fchown(dst, f->uid, f->gid) < 0 || fchmod(dst, st->st_mode & 0777) < 0))
+                r = -errno;
+        return r;
+}
+
+/* A second name of an inode already placed: a link to the first. */
+static int link_again(struct flatten *f, const struct stat *st, int ddir, const char *name,
+                      const char *rel, bool *ret_done)
+{
+        *ret_done = false;
+        if (st->st_nlink < 2)
+                return 0;
+        for (size_t i = 0; i < f->n_seen; i++)
+                if (f->seen[i].dev == st->st_dev && f->seen[i].ino == st->st_ino) {
+                        *ret_done = true;
+                        return linkat(f->dest_root, f->seen[i].path, ddir, name, 0) < 0 ? -errno : 0;
+                }
+        if (f->n_seen == f->alloc_seen) {
+                size_t na = f->alloc_seen ? 2 * f->alloc_seen : 64;
+                struct link_seen *n = realloc(f->seen, na * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                f->seen = n;
+                f->alloc_seen = na;
+        }
+        char *p = strdup(rel);
+        if (!p)
+                return -ENOMEM;
+        f->seen[f->n_seen++] = (struct link_seen){ .dev = st->st_dev, .ino = st->st_ino, .path = p };
+        return 0;
+}
+
+static int regular(struct flatten *f, int mdir, int udir, int ldir, int ddir, const char *name,
+                   const char *rel, const struct stat *st)
+{
+        bool done = false;
+        int r = link_again(f, st, ddir, name, rel, &done);
+        if (r < 0 || done)
+                return r;
+        f->bytes += (uint64_t)st->st_size;
+        struct stat us, ls;
+        bool changed = udir >= 0 && fstatat(udir, name, &us, AT_SYMLINK_NOFOLLOW) == 0;
+        if (!changed && ldir >= 0 && fstatat(ldir, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISREG(ls.st_mode) && ls.st_size == st->st_size && ls.st_mode == st->st_mode)
+                return linkat(ldir, name, ddir, name, 0) < 0 ? -errno : 0;
+        if (!changed)
+                return -ESTALE;  /* not in the upper, not as in the lower */
+        return copy_file(f, mdir, ddir, name, st);
+}
+
+static int walk(struct flatten *f, int mdir, int udir, int ldir, int ddir, const char *rel,
+                int depth);
+
+static int one(struct flatten *f, int mdir, int udir, int ldir, int ddir, const char *name,
+               const char *rel, int depth)
+{
+        struct stat st;
+        if (fstatat(mdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return -errno;
+        f->entries++;
+        if (S_ISREG(st.st_mode))
+                return regular(f, mdir, udir, ldir, ddir, name, rel, &st);
+        if (S_ISLNK(st.st_mode)) {
+                char target[4097];
+                ssize_t k = readlinkat(mdir, name, target, sizeof(target) - 1);
+                if (k < 0)
+                        return -errno;
+                target[k] = '\0';
+                if (symlinkat(target, ddir, name) < 0 ||
+                    fchownat(ddir, name, f->uid, f->gid, AT_SYMLINK_NOFOLLOW) < 0)
+                        return -errno;
+                return 0;
+        }
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTSUP;   /* the packer stores no such entry either */
+        if (mkdirat(ddir, name, 0700) < 0)
+                return -errno;
+        _cleanup_fd_ int m = opt_openat(mdir, name);
+        _cleanup_fd_ int u = opt_openat(udir, name);
+        _cleanup_fd_ int l = opt_openat(ldir, name);
+        _cleanup_fd_ int d = opt_openat(ddir, name);
+        if (m < 0 || d < 0)
+                return -errno;
+        int r = walk(f, m, u, l, d, rel, depth + 1);
+        if (r == 0 && (fchown(d, f->uid, f->gid) < 0 || fchmod(d, st.st_mode & 0777) < 0))
+                r = -errno;
+        return r;
+}
+
+static int walk(struct flatten *f, int mdir, int udir, int ldir, int ddir, const char *rel,
+                int depth)
+{
+        if (depth > 2 * FS_MAX_DEPTH)
+                return -ELOOP;
+        int dup_fd = fs_reopen_dir(mdir);
+        DIR *dir = dup_fd < 0 ? NULL : fdopendir(dup_fd);
+        if (!dir) {
+                if (dup_fd >= 0)
+                        close(dup_fd);
+                return -errno;
+        }
+        int r = 0;
+        struct dirent *de;
+        while (r == 0 && (de = readdir(dir))) {
+                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                        continue;
+                char *sub = NULL;
+                if (asprintf(&sub, "%s%s%s", rel, *rel ? "/" : "", de->d_name) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+                r = one(f, mdir, udir, ldir, ddir, de->d_name, sub, depth);
+                free(sub);
+        }
+        closedir(dir);
+        return r;
+}
+
+int fs_overlay_flatten(const char *merged, const char *upper, const char *lower, const char *dest,
+                       uid_t uid, gid_t gid, uint64_t *ret_bytes, uint64_t *ret_entries)
+{
+        _cleanup_fd_ int m = open(merged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fd_ int u = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fd_ int l = open(lower, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fd_ int d = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (m < 0 || u < 0 || l < 0 || d < 0)
+                return -errno;
+        struct flatten f = { .dest_root = d, .uid = uid, .gid = gid };
+        int r = walk(&f, m, u, l, d, "", 0);
+        if (r == 0 && fchown(d, uid, gid) < 0)
+                r = -errno;
+        for (size_t i = 0; i < f.n_seen; i++)
+                free(f.seen[i].path);
+        free(f.seen);
+        *ret_bytes = f.bytes;
+        *ret_entries = f.entries;
+        return r;
+}
