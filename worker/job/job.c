@@ -36,10 +36,18 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
         return 0;
 }
 
+/* Allow-list jobs pass the queue's cap, but this worker has no enforcement
+ * of the rules yet: refused rather than run with more or less network than
+ * asked for. */
+#define NETWORK_ALLOW_UNENFORCED                                                                \
+        "network.allow: this worker does not enforce allow-lists yet (use \"none\" or \"host\")"
+
 /* The features the plain-process backend does not provide yet are refused
- * rather than silently ignored. */
+ * rather than silently ignored; so is a network the queue may not have.
+ * The message goes into buf. */
 static const char *unsupported_feature(const struct worker_config *cfg,
-                                       const struct job_spec *spec, const char *queue)
+                                       const struct job_spec *spec, const char *queue,
+                                       char *buf, size_t size)
 {
         if (spec->n_volumes && cfg->sandbox == BACKEND_NONE)
                 return "volumes: need the isolating backend (this worker runs --sandbox none)";
@@ -49,6 +57,19 @@ static const char *unsupported_feature(const struct worker_config *cfg,
             !config_queue_allows_host_network(cfg, queue))
                 return "network: \"host\" is not allowed for this queue on this worker "
                        "(see boxcar worker --allow-host-network)";
+        if (spec->n_net_allow) {
+                ssize_t i = config_network_uncovered(cfg, queue, spec->net_allow,
+                                                     spec->n_net_allow);
+                if (i >= 0) {
+                        char rule[NETALLOW_NAME_MAX + 32];
+                        netallow_format(&spec->net_allow[i], rule, sizeof(rule));
+                        snprintf(buf, size,
+                                 "network.allow[%zd]: \"%s\" is not allowed for this queue on "
+                                 "this worker (see boxcar worker --network-allow)", i, rule);
+                        return buf;
+                }
+                return NETWORK_ALLOW_UNENFORCED;
+        }
         return NULL;
 }
 
@@ -455,7 +476,9 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 return;
         }
         ret->report_alone = spec->artifact_storage != NULL;
-        const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue);
+        char why[NETALLOW_NAME_MAX + 256];
+        const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue, why,
+                                                      sizeof(why));
         if (unsupported) {
                 bc_error_set(&err, BC_BAD_SPEC, EINVAL, "%s", unsupported);
                 job_outcome_fail(ret, &err, BC_BAD_SPEC);
