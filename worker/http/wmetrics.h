@@ -20,6 +20,10 @@ void wmetrics_sandbox_overhead(struct metrics *m, double seconds);
 /* direction: download or upload; kind: volume or artifact */
 void wmetrics_transfer(struct metrics *m, const char *direction, const char *kind, uint64_t bytes);
 void wmetrics_cache(struct metrics *m, bool hit);
+/* One network.allow job's egress: bytes through its proxy, connections
+ * let through and attempts refused. */
+void wmetrics_egress(struct metrics *m, uint64_t bytes_out, uint64_t bytes_in,
+                     uint64_t connections, uint64_t refused);
 /* An image lookup: hit or miss (then extract_s, the download and unpack
  * time), and the image cache's entries and bytes afterwards. */
 void wmetrics_image(struct metrics *m, bool hit, double extract_s, uint64_t cached,

@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "common/utf8.h"
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
 #include "worker/job/code.h"
@@ -35,12 +36,6 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
                 return bc_error_set(err, BC_SANDBOX_SETUP, -r, "write %s: %s", path, strerror(-r));
         return 0;
 }
-
-/* Allow-list jobs pass the queue's cap, but this worker has no enforcement
- * of the rules yet: refused rather than run with more or less network than
- * asked for. */
-#define NETWORK_ALLOW_UNENFORCED                                                                \
-        "network.allow: this worker does not enforce allow-lists yet (use \"none\" or \"host\")"
 
 /* The features the plain-process backend does not provide yet are refused
  * rather than silently ignored; so is a network the queue may not have.
@@ -68,7 +63,11 @@ static const char *unsupported_feature(const struct worker_config *cfg,
                                  "this worker (see boxcar worker --network-allow)", i, rule);
                         return buf;
                 }
-                return NETWORK_ALLOW_UNENFORCED;
+                /* Plain processes have the host's network: nothing to
+                 * enforce the rules with. */
+                if (cfg->sandbox == BACKEND_NONE)
+                        return "network.allow: needs the isolating backend (this worker runs "
+                               "--sandbox none)";
         }
         return NULL;
 }
@@ -208,6 +207,28 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)
                 wmetrics_sandbox_overhead(run->svc->metrics, (double)res->overhead_ms / 1000);
         return r;
+}
+
+/* network.allow: the proxy's counts to /metrics, and the refused attempts
+ * to the job's events (the first few distinct ones by name, all counted). */
+static void note_egress(struct job_run *run, const struct backend_result *res)
+{
+        wmetrics_egress(run->svc->metrics, res->net_bytes_out, res->net_bytes_in,
+                        res->net_connections, res->net_refused);
+        if (!res->net_refused)
+                return;
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "count", (double)res->net_refused);
+        cJSON *list = cJSON_AddArrayToObject(d, "targets");
+        for (size_t i = 0; i < res->n_net_refused_list; i++) {
+                _cleanup_free_ char *t = utf8_sanitize(res->net_refused_list[i],
+                                                       strlen(res->net_refused_list[i]));
+                cJSON_AddItemToArray(list, cJSON_CreateString(t ? t : "?"));
+        }
+        _cleanup_free_ char *json = cJSON_PrintUnformatted(d);
+        cJSON_Delete(d);
+        if (json)
+                run->svc->event(run->svc->ctx, run->job, "network_refused", json);
 }
 
 static void inner_paths(const struct job_run *run, const char **ret_ws, const char **ret_meta)
@@ -363,6 +384,8 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
                          "\"timed_out\": %s, \"oom_killed\": %s}", res.proc.exit_code,
                          res.proc.signal, res.proc.timed_out ? "true" : "false",
                          res.oom_killed ? "true" : "false");
+                if (res.has_network)
+                        note_egress(run, &res);
                 run->svc->event(run->svc->ctx, run->job, "exited", details);
         }
         backend_result_done(&res);
