@@ -43,6 +43,8 @@ struct sbx_egress {
         int fds[EGRESS_MAX_FDS];  /* [0] DNS, then the listeners */
         size_t n_fds;
         struct conn conns[EGRESS_MAX_CONNS];
+        size_t polled[EGRESS_MAX_CONNS];  /* the conns of the last poll, in order */
+        size_t n_polled;
         struct egress_names names;
         uint64_t bytes_out, bytes_in, connections, refused;
         char *refused_list[EGRESS_REFUSED_KEPT];
@@ -279,10 +281,12 @@ size_t sbx_egress_poll(struct sbx_egress *e, struct pollfd *p)
         size_t n = 0;
         for (size_t i = 0; i < e->n_fds; i++)
                 p[n++] = (struct pollfd){ .fd = e->fds[i], .events = POLLIN };
+        e->n_polled = 0;
         for (size_t i = 0; i < EGRESS_MAX_CONNS; i++) {
                 struct conn *k = &e->conns[i];
                 if (k->in < 0)
                         continue;
+                e->polled[e->n_polled++] = i;
                 short ein = 0, eout = 0;
                 if (k->connecting) {
                         eout = POLLOUT;
@@ -296,8 +300,11 @@ size_t sbx_egress_poll(struct sbx_egress *e, struct pollfd *p)
                         if (k->up.len > 0)
                                 eout |= POLLOUT;
                 }
-                p[n++] = (struct pollfd){ .fd = k->in, .events = ein };
-                p[n++] = (struct pollfd){ .fd = k->out, .events = eout };
+                /* A side we want nothing from is not polled: its POLLHUP
+                 * would wake us again and again (a job that closed while
+                 * the server has yet to answer). */
+                p[n++] = (struct pollfd){ .fd = ein ? k->in : -1, .events = ein };
+                p[n++] = (struct pollfd){ .fd = eout ? k->out : -1, .events = eout };
         }
         return n;
 }
@@ -344,11 +351,10 @@ static void on_conn(struct sbx_egress *e, struct conn *k, short rin, short rout)
                 }
                 k->connecting = false;
         }
-        bool broken = false;
-        if (rin || rout) {
+        bool broken = (rin & POLLERR) || (rout & POLLERR);
+        if (!broken && (rin || rout))
                 broken = pump(k->in, k->out, &k->up, &e->bytes_out) < 0 ||
                          pump(k->out, k->in, &k->down, &e->bytes_in) < 0;
-        }
         if (broken || (k->up.eof && k->down.eof && !k->up.len && !k->down.len))
                 conn_close(k);
 }
@@ -365,14 +371,10 @@ void sbx_egress_dispatch(struct sbx_egress *e, const struct pollfd *p, size_t n)
                         on_listener(e, e->fds[f]);
         }
         /* Connections in the order sbx_egress_poll listed them; those
-         * accepted above are not in p yet. */
-        for (; i + 1 < n; i += 2) {
-                for (size_t c = 0; c < EGRESS_MAX_CONNS; c++) {
-                        struct conn *k = &e->conns[c];
-                        if (k->in == p[i].fd && k->out == p[i + 1].fd) {
-                                on_conn(e, k, p[i].revents, p[i + 1].revents);
-                                break;
-                        }
-                }
+         * accepted above (into slots that were free then) are not in p. */
+        for (size_t c = 0; c < e->n_polled && i + 1 < n; c++, i += 2) {
+                struct conn *k = &e->conns[e->polled[c]];
+                if (k->in >= 0 && (p[i].revents || p[i + 1].revents))
+                        on_conn(e, k, p[i].revents, p[i + 1].revents);
         }
 }
