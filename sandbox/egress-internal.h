@@ -67,9 +67,11 @@ void sbx_egress_status(const struct sbx_egress *e, struct sandbox_status *st);
 /* Closes every socket and frees e.  NULL-safe. */
 void sbx_egress_free(struct sbx_egress *e);
 
-/* egress_dns.c: the answer to one DNS query in q (n bytes) into out
- * (room for 512 bytes); returns its length, 0 to drop the query.  *name
- * gets the name asked (lowercase, no trailing dot) or "". */
+/* egress_dns.c: the answer to one DNS query in q (n bytes, at most 512)
+ * into out (room for EGRESS_DNS_OUT bytes); returns its length, 0 to drop
+ * the query.  name gets the name asked (lowercase, no trailing dot, other
+ * bytes as '?') or "", *ret_refused whether it is outside the rules. */
+#define EGRESS_DNS_OUT (512 + 16)
 struct egress_names {
         char *name[EGRESS_MAX_NAMES]; /* [0] unused: i -> 100.127.i */
         size_t n;                     /* next free: starts at 1 */

@@ -6,7 +6,10 @@
  * copied both ways through two bounded buffers.  Names are resolved here,
  * and an address the SSRF guard refuses (loopback, private, link-local,
  * ...) is not connected unless --network-private: an allowed public name
- * that resolves to 169.254.169.254 reaches nothing.  Single-threaded, on
+ * that resolves to 169.254.169.254 reaches nothing.  An address under a
+ * CIDR rule is connected as written when the rule names its special
+ * network (10.2.0.0/16) or the address is an ordinary one; a wider rule
+ * (0.0.0.0/0) does not open loopback or the metadata service.  Single-threaded, on
  * the supervisor's poll loop; getaddrinfo blocks that loop (this job's
  * proxy only) while it resolves. */
 #include "sandbox/egress-internal.h"
@@ -138,7 +141,7 @@ void sbx_egress_status(const struct sbx_egress *e, struct sandbox_status *st)
 static void on_dns(struct sbx_egress *e)
 {
         for (int i = 0; i < 64; i++) {  /* a burst, then the others get their turn */
-                uint8_t q[513], out[600];
+                uint8_t q[513], out[EGRESS_DNS_OUT];
                 struct sockaddr_storage peer;
                 socklen_t plen = sizeof(peer);
                 ssize_t n = recvfrom(e->fds[0], q, sizeof(q), 0, (struct sockaddr *)&peer, &plen);
@@ -158,12 +161,41 @@ static void on_dns(struct sbx_egress *e)
 
 /* ---- Connecting ------------------------------------------------------------ */
 
-static bool addr_allowed(const struct sbx_egress *e, uint32_t addr, uint16_t port)
+static bool special(uint32_t addr, const char **ret_range)
 {
-        for (size_t i = 0; i < e->n_rules; i++)
-                if (netallow_match_addr(&e->rules[i], addr, port))
-                        return true;
-        return false;
+        static const struct netguard none;  /* refuses every special address */
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(addr) };
+        return !netguard_permits(&none, (struct sockaddr *)&sa, sizeof(sa), ret_range);
+}
+
+/* Whether a CIDR rule names a special-purpose network itself: all of it
+ * inside one such range (10.2.0.0/16:5432, 127.0.0.1:8080).  The queue's
+ * cap let the job ask for exactly that network.  A wider rule
+ * (0.0.0.0/0:443) reaches its special addresses only with
+ * --network-private: "anything on 443" does not mean the metadata service. */
+static bool names_special_network(const struct netallow_rule *r)
+{
+        uint32_t last = r->prefix >= 32 ? r->addr
+                        : r->prefix ? r->addr | (0xffffffffu >> r->prefix) : 0xffffffffu;
+        const char *a = NULL, *b = NULL;
+        return special(r->addr, &a) && special(last, &b) && a && b && strcmp(a, b) == 0;
+}
+
+/* 1: allowed; 0: no rule; -1: only by rules wider than the special range
+ * addr lies in (*ret_range names it). */
+static int addr_allowed(const struct sbx_egress *e, uint32_t addr, uint16_t port,
+                        const char **ret_range)
+{
+        int r = 0;
+        for (size_t i = 0; i < e->n_rules; i++) {
+                if (!netallow_match_addr(&e->rules[i], addr, port))
+                        continue;
+                if (e->guard.allow_all || !special(addr, ret_range) ||
+                    names_special_network(&e->rules[i]))
+                        return 1;
+                r = -1;
+        }
+        return r;
 }
 
 static bool name_port_allowed(const struct sbx_egress *e, const char *name, uint16_t port)
@@ -186,8 +218,33 @@ static int connect_to(const struct sockaddr *sa, socklen_t len)
         return fd;
 }
 
+struct refusal {
+        char addr[NETGUARD_ADDR_TEXT];  /* the first address the guard refused */
+        const char *range;
+};
+
+/* The first address of res in family that the guard lets through,
+ * connected; -1 when none. */
+static int connect_family(const struct sbx_egress *e, const struct addrinfo *res, int family,
+                          struct refusal *no)
+{
+        for (const struct addrinfo *a = res; a; a = a->ai_next) {
+                if (a->ai_family != family)
+                        continue;
+                const char *range = NULL;
+                if (netguard_permits(&e->guard, a->ai_addr, a->ai_addrlen, &range))
+                        return connect_to(a->ai_addr, a->ai_addrlen);
+                if (!no->addr[0]) {
+                        netguard_addr_text(a->ai_addr, a->ai_addrlen, no->addr);
+                        no->range = range;
+                }
+        }
+        return -1;
+}
+
 /* A name: resolved on the host, the first address the guard lets through
- * connected.  -1 (refused and recorded) otherwise. */
+ * connected (IPv4 first: the job asked for an IPv4 address).  -1 (refused
+ * and recorded) otherwise. */
 static int connect_name(struct sbx_egress *e, const char *name, uint16_t port)
 {
         char service[8];
@@ -198,21 +255,14 @@ static int connect_name(struct sbx_egress *e, const char *name, uint16_t port)
                 refuse(e, "%s:%u (does not resolve)", name, port);
                 return -1;
         }
-        int fd = -1;
-        char addr[NETGUARD_ADDR_TEXT] = "";
-        const char *range = NULL;
-        for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
-                if (!netguard_permits(&e->guard, a->ai_addr, a->ai_addrlen, &range)) {
-                        if (!addr[0])
-                                netguard_addr_text(a->ai_addr, a->ai_addrlen, addr);
-                        continue;
-                }
-                fd = connect_to(a->ai_addr, a->ai_addrlen);
-        }
+        struct refusal no = { .addr = "" };
+        int fd = connect_family(e, res, AF_INET, &no);
+        if (fd < 0)
+                fd = connect_family(e, res, AF_INET6, &no);
         freeaddrinfo(res);
-        if (fd < 0 && addr[0])
-                refuse(e, "%s:%u (resolves to %s, %s)", name, port, addr,
-                       range ? range : "a special-purpose address");
+        if (fd < 0 && no.addr[0])
+                refuse(e, "%s:%u (resolves to %s, %s)", name, port, no.addr,
+                       no.range ? no.range : "a special-purpose address");
         return fd;
 }
 
@@ -236,8 +286,13 @@ static int open_upstream(struct sbx_egress *e, int in)
         }
         char text[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &dst.sin_addr, text, sizeof(text));
-        if (!addr_allowed(e, addr, port)) {
-                refuse(e, "%s:%u", text, port);
+        const char *range = NULL;
+        int ok = addr_allowed(e, addr, port, &range);
+        if (ok <= 0) {
+                if (ok == 0)
+                        refuse(e, "%s:%u", text, port);
+                else
+                        refuse(e, "%s:%u (%s)", text, port, range ? range : "special-purpose");
                 return -1;
         }
         return connect_to((struct sockaddr *)&dst, len);
