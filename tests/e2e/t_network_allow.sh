@@ -199,6 +199,15 @@ check "the event names the name, the address and the range" \
   grep -qF "remote.boxcar.test:8080 (resolves to $remote, private 10.0.0.0/8)" <<<"$events"
 check "and the metadata one" grep -qF "metadata.boxcar.test:80 (resolves to 169.254.169.254, link-local" <<<"$events"
 
+# Plain processes (--sandbox none) have the host's network: an allow-list
+# cannot be enforced there, so it is refused.
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+start_worker plain --concurrency 1 --poll-interval 1s --sandbox none --queues net --network-allow "$caps"
+dev=$(enq net '{"command": ["true"], "network": {"allow": ["remote.boxcar.test:8080"]}}')
+waitall $dev
+is "--sandbox none: an allow-list job is BAD_SPEC" "$(row $dev)" \
+   "failed BAD_SPEC network.allow: needs the isolating backend (this worker runs --sandbox none)"
+
 # The worker refuses a malformed cap at start, naming the flag and the rule.
 out=$("$BOXCAR" worker --network-allow 'ci=pypi.org' 2>&1); rc=$?
 is "a malformed cap is a usage error (exit 2)" "$rc" "2"
