@@ -504,8 +504,21 @@ if [[ $IS_ROOT -eq 1 ]]; then
   elif [[ $rc -eq 122 && ($step == clone || $step == userns) && ! -e $T/nob/ws/x ]]; then
     ok "unprivileged: this host refuses user namespaces to nobody (control: unshare -r fails outside), and the helper refuses too (122, step $step): the job never runs unisolated"
   else not_ok "unprivileged run without user namespaces must be refused"; diag "control rc=$ctl_rc; rc=$rc step=$step $out"; fi
+  # An allow-list unprivileged: the routes and the listeners (port < 1024
+  # included) are made as root of the sandbox's user namespace; the proxy
+  # connects to the banner server on the worker's loopback (a rule that
+  # names it), and nothing else.
+  if [[ $ctl_rc -eq 0 ]]; then
+    out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --status-fd 3 --network allow \
+      --network-allow "127.0.0.1:$bport" --network-allow "pypi.org:443" -- /usr/bin/python3 -c "$banner" 127.0.0.1 \
+      2>&1 3>"$T/nobody-net"); rc=$?
+    if [[ $rc -eq 0 ]] && has "$out" "ESCAPED banner" && [[ $(jq -r .network.connections "$T/nobody-net") == 1 ]]; then
+      ok "unprivileged: an allow-list works (routes, listeners on 127.0.0.1:53 and 443, the proxy)"
+    else not_ok "unprivileged allow-list"; diag "rc=$rc $out $(cat "$T/nobody-net")"; fi
+  else skip "unprivileged allow-list (no user namespaces for nobody here)"; fi
 else
   skip "unprivileged checks (run as root to switch to nobody)"; skip "unprivileged basic run"
+  skip "unprivileged allow-list"
 fi
 
 tap_done
