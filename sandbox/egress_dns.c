@@ -89,8 +89,10 @@ size_t egress_dns_answer(const struct netallow_rule *rules, size_t n_rules,
         if (n < 12 || n > 512 || (q[2] & 0x80) || q[4] != 0 || q[5] != 1)
                 return 0;
         size_t end = read_qname(q, n, name);
-        if (end == 0 || end + 4 > n)
+        if (end == 0 || end + 4 > n) {
+                name[0] = '\0';  /* read_qname may have stopped halfway */
                 return 0;
+        }
         uint16_t type = (uint16_t)(q[end] << 8 | q[end + 1]);
         uint16_t class = (uint16_t)(q[end + 2] << 8 | q[end + 3]);
         end += 4;
