@@ -67,6 +67,22 @@ void sbx_egress_status(const struct sbx_egress *e, struct sandbox_status *st);
 /* Closes every socket and frees e.  NULL-safe. */
 void sbx_egress_free(struct sbx_egress *e);
 
+/* egress_connect.c: the job's accepted connection `in` (on a listener of
+ * the sandbox) checked against the rules and connected from here.  Returns
+ * the host-side socket (connect in progress), or -1; why gets the refused
+ * target ("pypi.org:8080", "10.0.0.5:443", "x.org:443 (resolves to
+ * 127.0.0.1, loopback 127.0.0.0/8)") when the rules refused it, "" when
+ * the connection merely failed. */
+struct netguard;
+struct egress_names;
+struct egress_policy {
+        const struct netallow_rule *rules;
+        size_t n_rules;
+        const struct netguard *guard;     /* allow_all: --network-private */
+        const struct egress_names *names;
+};
+int egress_open_upstream(const struct egress_policy *p, int in, char *why, size_t size);
+
 /* egress_dns.c: the answer to one DNS query in q (n bytes, at most 512)
  * into out (room for EGRESS_DNS_OUT bytes); returns its length, 0 to drop
  * the query.  name gets the name asked (lowercase, no trailing dot, other

@@ -1,23 +1,13 @@
 /* The supervisor's side of --network allow (see egress-internal.h): the
  * DNS socket and the listeners of the sandbox's namespace, served from the
- * worker's namespace.  Each accepted connection is checked on where the
- * job really connected (getsockname: the synthetic address of a name, or
- * an address under a CIDR rule, and the port), connected from here and
- * copied both ways through two bounded buffers.  Names are resolved here,
- * and an address the SSRF guard refuses (loopback, private, link-local,
- * ...) is not connected unless --network-private: an allowed public name
- * that resolves to 169.254.169.254 reaches nothing.  An address under a
- * CIDR rule is connected as written when the rule names its special
- * network (10.2.0.0/16) or the address is an ordinary one; a wider rule
- * (0.0.0.0/0) does not open loopback or the metadata service.  Single-threaded, on
- * the supervisor's poll loop; getaddrinfo blocks that loop (this job's
- * proxy only) while it resolves. */
+ * worker's namespace.  Each accepted connection goes to egress_connect.c,
+ * which decides and connects; then its bytes are copied both ways through
+ * two bounded buffers and counted.  Refusals are counted and the first
+ * distinct ones named.  Single-threaded, on the supervisor's poll loop. */
 #include "sandbox/egress-internal.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,145 +149,6 @@ static void on_dns(struct sbx_egress *e)
         }
 }
 
-/* ---- Connecting ------------------------------------------------------------ */
-
-static bool special(uint32_t addr, const char **ret_range)
-{
-        static const struct netguard none;  /* refuses every special address */
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(addr) };
-        return !netguard_permits(&none, (struct sockaddr *)&sa, sizeof(sa), ret_range);
-}
-
-/* Whether a CIDR rule names a special-purpose network itself: all of it
- * inside one such range (10.2.0.0/16:5432, 127.0.0.1:8080).  The queue's
- * cap let the job ask for exactly that network.  A wider rule
- * (0.0.0.0/0:443) reaches its special addresses only with
- * --network-private: "anything on 443" does not mean the metadata service. */
-static bool names_special_network(const struct netallow_rule *r)
-{
-        uint32_t last = r->prefix >= 32 ? r->addr
-                        : r->prefix ? r->addr | (0xffffffffu >> r->prefix) : 0xffffffffu;
-        const char *a = NULL, *b = NULL;
-        return special(r->addr, &a) && special(last, &b) && a && b && strcmp(a, b) == 0;
-}
-
-/* 1: allowed; 0: no rule; -1: only by rules wider than the special range
- * addr lies in (*ret_range names it). */
-static int addr_allowed(const struct sbx_egress *e, uint32_t addr, uint16_t port,
-                        const char **ret_range)
-{
-        int r = 0;
-        for (size_t i = 0; i < e->n_rules; i++) {
-                if (!netallow_match_addr(&e->rules[i], addr, port))
-                        continue;
-                if (e->guard.allow_all || !special(addr, ret_range) ||
-                    names_special_network(&e->rules[i]))
-                        return 1;
-                r = -1;
-        }
-        return r;
-}
-
-static bool name_port_allowed(const struct sbx_egress *e, const char *name, uint16_t port)
-{
-        for (size_t i = 0; i < e->n_rules; i++)
-                if (netallow_match_name(&e->rules[i], name, port))
-                        return true;
-        return false;
-}
-
-static int connect_to(const struct sockaddr *sa, socklen_t len)
-{
-        int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return -1;
-        if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
-                close(fd);
-                return -1;
-        }
-        return fd;
-}
-
-struct refusal {
-        char addr[NETGUARD_ADDR_TEXT];  /* the first address the guard refused */
-        const char *range;
-};
-
-/* The first address of res in family that the guard lets through,
- * connected; -1 when none. */
-static int connect_family(const struct sbx_egress *e, const struct addrinfo *res, int family,
-                          struct refusal *no)
-{
-        for (const struct addrinfo *a = res; a; a = a->ai_next) {
-                if (a->ai_family != family)
-                        continue;
-                const char *range = NULL;
-                if (netguard_permits(&e->guard, a->ai_addr, a->ai_addrlen, &range))
-                        return connect_to(a->ai_addr, a->ai_addrlen);
-                if (!no->addr[0]) {
-                        netguard_addr_text(a->ai_addr, a->ai_addrlen, no->addr);
-                        no->range = range;
-                }
-        }
-        return -1;
-}
-
-/* A name: resolved on the host, the first address the guard lets through
- * connected (IPv4 first: the job asked for an IPv4 address).  -1 (refused
- * and recorded) otherwise. */
-static int connect_name(struct sbx_egress *e, const char *name, uint16_t port)
-{
-        char service[8];
-        snprintf(service, sizeof(service), "%u", port);
-        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-        struct addrinfo *res = NULL;
-        if (getaddrinfo(name, service, &hints, &res) != 0) {
-                refuse(e, "%s:%u (does not resolve)", name, port);
-                return -1;
-        }
-        struct refusal no = { .addr = "" };
-        int fd = connect_family(e, res, AF_INET, &no);
-        if (fd < 0)
-                fd = connect_family(e, res, AF_INET6, &no);
-        freeaddrinfo(res);
-        if (fd < 0 && no.addr[0])
-                refuse(e, "%s:%u (resolves to %s, %s)", name, port, no.addr,
-                       no.range ? no.range : "a special-purpose address");
-        return fd;
-}
-
-/* Where the job's accepted connection was going, and the host-side socket
- * for it when the rules allow it; -1 when refused (recorded) or failed. */
-static int open_upstream(struct sbx_egress *e, int in)
-{
-        struct sockaddr_in dst;
-        socklen_t len = sizeof(dst);
-        if (getsockname(in, (struct sockaddr *)&dst, &len) < 0 || dst.sin_family != AF_INET)
-                return -1;
-        uint32_t addr = ntohl(dst.sin_addr.s_addr);
-        uint16_t port = ntohs(dst.sin_port);
-        const char *name = egress_names_lookup(&e->names, addr);
-        if (name) {
-                if (!name_port_allowed(e, name, port)) {
-                        refuse(e, "%s:%u", name, port);
-                        return -1;
-                }
-                return connect_name(e, name, port);
-        }
-        char text[INET_ADDRSTRLEN];
-        inet_ntop(AF_INET, &dst.sin_addr, text, sizeof(text));
-        const char *range = NULL;
-        int ok = addr_allowed(e, addr, port, &range);
-        if (ok <= 0) {
-                if (ok == 0)
-                        refuse(e, "%s:%u", text, port);
-                else
-                        refuse(e, "%s:%u (%s)", text, port, range ? range : "special-purpose");
-                return -1;
-        }
-        return connect_to((struct sockaddr *)&dst, len);
-}
-
 static void on_listener(struct sbx_egress *e, int lfd)
 {
         for (int i = 0; i < 16; i++) {
@@ -316,7 +167,12 @@ static void on_listener(struct sbx_egress *e, int lfd)
                         close(in);
                         continue;
                 }
-                int out = open_upstream(e, in);
+                const struct egress_policy pol = { .rules = e->rules, .n_rules = e->n_rules,
+                                                   .guard = &e->guard, .names = &e->names };
+                char why[NETALLOW_NAME_MAX + 128] = "";
+                int out = egress_open_upstream(&pol, in, why, sizeof(why));
+                if (why[0])
+                        refuse(e, "%s", why);
                 if (out < 0) {
                         free(up);
                         free(down);
