@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/netallow.h"
 #include "sandbox/helper-internal.h"
@@ -81,7 +82,23 @@ struct egress_policy {
         const struct netguard *guard;     /* allow_all: --network-private */
         const struct egress_names *names;
 };
-int egress_open_upstream(const struct egress_policy *p, int in, char *why, size_t size);
+/* A name being resolved and connected by a child process: wait for sock
+ * to be readable, then egress_pending_take. */
+struct egress_pending {
+        int sock;  /* -1: none */
+        pid_t pid;
+};
+#define EGRESS_PENDING (-2)
+/* Returns the socket (connecting), EGRESS_PENDING (a name: *pending is
+ * set), or -1. */
+int egress_open_upstream(const struct egress_policy *p, int in, struct egress_pending *pending,
+                         char *why, size_t size);
+/* The child's answer: its socket (connecting), -EAGAIN (not yet), or -1
+ * (why says why when refused).  Once answered, the child is reaped and
+ * *p cleared. */
+int egress_pending_take(struct egress_pending *p, char *why, size_t size);
+/* Kills and reaps the child, closes the socket.  Idempotent. */
+void egress_pending_abort(struct egress_pending *p);
 
 /* egress_dns.c: the answer to one DNS query in q (n bytes, at most 512)
  * into out (room for EGRESS_DNS_OUT bytes); returns its length, 0 to drop

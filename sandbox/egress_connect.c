@@ -11,7 +11,8 @@
  *     ordinary one or the rule names its special network (10.2.0.0/16:5432,
  *     the queue's cap being the operator's say-so); a wider rule
  *     (0.0.0.0/0:443) does not open loopback or the metadata service.
- * getaddrinfo blocks the supervisor's loop (this job's proxy only). */
+ * Names are resolved and connected in a short-lived child process, so that
+ * the resolver's timeouts never stall the supervisor's loop. */
 #include "sandbox/egress-internal.h"
 
 #include <arpa/inet.h>
@@ -20,7 +21,10 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/netguard.h"
@@ -131,7 +135,65 @@ static int connect_name(const struct egress_policy *e, const char *name, uint16_
         return fd;
 }
 
-int egress_open_upstream(const struct egress_policy *e, int in, char *why, size_t size)
+/* A name is resolved and connected in a child process: getaddrinfo may
+ * take the resolver's timeouts, which must not stall the supervisor's loop
+ * (the job's timeout, a cancel, the other connections).  The child sends
+ * the socket (its connect under way) or the refusal back on a socketpair
+ * and exits; the supervisor waits on the other end like on any socket. */
+static int resolve_in_child(const struct egress_policy *e, const char *name, uint16_t port,
+                            struct egress_pending *ret)
+{
+        int sp[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
+                return -1;
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(sp[0]);
+                close(sp[1]);
+                return -1;
+        }
+        if (pid == 0) {
+                /* Dies with the supervisor (a hung resolver included). */
+                prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+                struct sbx_msg m = { .type = SBX_MSG_EGRESS };
+                int fd = connect_name(e, name, port, m.path, sizeof(m.path));
+                (void)sbx_msg_send(sp[1], &m, fd);
+                _exit(0);
+        }
+        close(sp[1]);
+        *ret = (struct egress_pending){ .sock = sp[0], .pid = pid };
+        return 0;
+}
+
+int egress_pending_take(struct egress_pending *p, char *why, size_t size)
+{
+        struct sbx_msg m;
+        int fd = -1;
+        int r = sbx_msg_recv(p->sock, &m, &fd);
+        if (r == -EAGAIN || r == -EINTR)
+                return -EAGAIN;
+        if (r == 1 && m.path[0]) {
+                m.path[sizeof(m.path) - 1] = '\0';
+                snprintf(why, size, "%s", m.path);
+        }
+        egress_pending_abort(p);
+        return r == 1 && fd >= 0 ? fd : (fd >= 0 ? (close(fd), -1) : -1);
+}
+
+void egress_pending_abort(struct egress_pending *p)
+{
+        if (p->sock >= 0)
+                close(p->sock);
+        if (p->pid > 0) {
+                kill(p->pid, SIGKILL);
+                while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        *p = (struct egress_pending){ .sock = -1, .pid = 0 };
+}
+
+int egress_open_upstream(const struct egress_policy *e, int in, struct egress_pending *pending,
+                         char *why, size_t size)
 {
         struct sockaddr_in dst;
         socklen_t len = sizeof(dst);
@@ -145,7 +207,7 @@ int egress_open_upstream(const struct egress_policy *e, int in, char *why, size_
                         snprintf(why, size, "%s:%u", name, port);
                         return -1;
                 }
-                return connect_name(e, name, port, why, size);
+                return resolve_in_child(e, name, port, pending) < 0 ? -1 : EGRESS_PENDING;
         }
         char text[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &dst.sin_addr, text, sizeof(text));

@@ -24,7 +24,8 @@ struct half {
 };
 
 struct conn {
-        int in, out;     /* the job's side, the host's side; -1: free slot */
+        int in, out;     /* the job's side (-1: free slot), the host's side */
+        struct egress_pending pending;  /* a name being resolved: out is -1 */
         bool connecting;
         struct half up, down;  /* in -> out, out -> in */
 };
@@ -82,7 +83,7 @@ struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds,
         memcpy(e->fds, fds, n * sizeof(int));
         e->n_fds = n;
         for (size_t i = 0; i < EGRESS_MAX_CONNS; i++)
-                e->conns[i].in = e->conns[i].out = -1;
+                e->conns[i] = (struct conn){ .in = -1, .out = -1, .pending.sock = -1 };
         return e;
 }
 
@@ -92,9 +93,10 @@ static void conn_close(struct conn *k)
                 close(k->in);
         if (k->out >= 0)
                 close(k->out);
+        egress_pending_abort(&k->pending);
         free(k->up.buf);
         free(k->down.buf);
-        *k = (struct conn){ .in = -1, .out = -1 };
+        *k = (struct conn){ .in = -1, .out = -1, .pending.sock = -1 };
 }
 
 void sbx_egress_free(struct sbx_egress *e)
@@ -170,18 +172,21 @@ static void on_listener(struct sbx_egress *e, int lfd)
                 const struct egress_policy pol = { .rules = e->rules, .n_rules = e->n_rules,
                                                    .guard = &e->guard, .names = &e->names };
                 char why[NETALLOW_NAME_MAX + 128] = "";
-                int out = egress_open_upstream(&pol, in, why, sizeof(why));
+                struct egress_pending pending = { .sock = -1 };
+                int out = egress_open_upstream(&pol, in, &pending, why, sizeof(why));
                 if (why[0])
                         refuse(e, "%s", why);
-                if (out < 0) {
+                if (out < 0 && out != EGRESS_PENDING) {
                         free(up);
                         free(down);
-                        close(in);  /* the job sees its connection reset */
+                        close(in);  /* the job sees its connection closed */
                         continue;
                 }
-                e->connections++;
-                *k = (struct conn){ .in = in, .out = out, .connecting = true,
-                                    .up = { .buf = up }, .down = { .buf = down } };
+                if (out >= 0)
+                        e->connections++;
+                *k = (struct conn){ .in = in, .out = out < 0 ? -1 : out, .pending = pending,
+                                    .connecting = true, .up = { .buf = up },
+                                    .down = { .buf = down } };
         }
 }
 
@@ -199,6 +204,11 @@ size_t sbx_egress_poll(struct sbx_egress *e, struct pollfd *p)
                         continue;
                 e->polled[e->n_polled++] = i;
                 short ein = 0, eout = 0;
+                if (k->pending.sock >= 0) {
+                        p[n++] = (struct pollfd){ .fd = -1 };
+                        p[n++] = (struct pollfd){ .fd = k->pending.sock, .events = POLLIN };
+                        continue;
+                }
                 if (k->connecting) {
                         eout = POLLOUT;
                 } else {
@@ -251,6 +261,21 @@ static int pump(int from, int to, struct half *h, uint64_t *count)
 
 static void on_conn(struct sbx_egress *e, struct conn *k, short rin, short rout)
 {
+        if (k->pending.sock >= 0) {
+                char why[NETALLOW_NAME_MAX + 128] = "";
+                int fd = egress_pending_take(&k->pending, why, sizeof(why));
+                if (fd == -EAGAIN)
+                        return;
+                if (why[0])
+                        refuse(e, "%s", why);
+                if (fd < 0) {
+                        conn_close(k);
+                        return;
+                }
+                k->out = fd;
+                e->connections++;
+                return;  /* connecting: polled for POLLOUT next */
+        }
         if (k->connecting) {
                 if (!rout)
                         return;

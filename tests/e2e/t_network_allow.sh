@@ -60,18 +60,22 @@ wait_for "the remote host's servers" 20 bash -c "curl -sf http://$remote:8080/he
 # cloud metadata address.
 printf '127.0.0.1 localhost\n%s remote.boxcar.test\n169.254.169.254 metadata.boxcar.test\n' \
   "$remote" > "$tmp/hosts"
+# A resolver for one of them: an address on the remote's network where
+# nobody answers, so that a name outside /etc/hosts takes seconds to fail.
+printf 'nameserver %s.3\noptions timeout:3 attempts:2\n' "$net" > "$tmp/resolv.conf"
 # ns_worker NAME ARGS...: start_worker in a mount namespace with that file
-# as /etc/hosts.
+# as /etc/hosts, and $RESOLV (default: the host's) as /etc/resolv.conf.
 ns_worker() {
   local name=$1; shift
   mkdir -p "$BOXCAR_DEV/test-logs" "$BOXCAR_DEV/work"
-  unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$tmp/hosts" \
+  unshare -m sh -c 'mount --bind "$0" /etc/hosts && mount --bind "$1" /etc/resolv.conf && shift && exec "$@"' \
+    "$tmp/hosts" "${RESOLV:-/etc/resolv.conf}" \
     "$BOXCAR" worker --worker-id "$name" --work-dir "$BOXCAR_DEV/work/$name" "$@" \
     >"$BOXCAR_DEV/test-logs/$name.log" 2>&1 &
   WORKER_PID=$!
   _bg_pids+=($!)
 }
-caps="net=remote.boxcar.test:8080,other.boxcar.test:8081,$net.0/24:8080,metadata.boxcar.test:80"
+caps="net=remote.boxcar.test:8080,slow.boxcar.test:8080,other.boxcar.test:8081,$net.0/24:8080,metadata.boxcar.test:80"
 # Worker 1: lib.sh's opt-in (BOXCAR_ALLOW_PRIVATE_URLS=1), warm sandboxes.
 mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
@@ -174,6 +178,29 @@ is "/metrics counts the bytes in" "$(metric 'boxcar_egress_bytes_total{direction
 is "/metrics counts the refused attempts" "$(metric 'boxcar_egress_connections_total{result="refused"}')" \
    "$(res refused)"
 is "a job without an allow-list has no network accounting" "$(job_field $control "result ? 'network'")" "f"
+
+# A name whose resolution hangs (the resolver does not answer) stalls
+# neither the job's other connections nor its timeout: the worker's side
+# resolves it in a process of its own.
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+RESOLV=$tmp/resolv.conf ns_worker slowdns --concurrency 1 --poll-interval 1s --sandbox namespace \
+  --queues net --network-allow "$caps"
+slow_probe='
+t0=$(date +%s%N)
+curl -sS -m 30 http://slow.boxcar.test:8080/hello.txt >/dev/null 2>&1 &
+sleep 0.5
+out=$(curl -sS -m 10 http://'$remote':8080/hello.txt)
+echo "fast: $out $(( ($(date +%s%N) - t0) / 1000000 ))"
+sleep 60'
+slow=$(enq net "$(jq -cn --arg s "$slow_probe" '{command: ["sh", "-c", $s], limits: {timeout_s: 4}, network: {allow: ["slow.boxcar.test:8080", "'$net'.0/24:8080"]}}')")
+waitall $slow
+fast=$(job_field $slow "result->>'stdout'")
+diag "while resolving: $fast, wall $(job_field $slow "result->>'wall_ms'") ms"
+check "a connection to an allowed address goes through while a name is being resolved" \
+  bash -c '[[ $1 =~ ^fast:\ hello\ from\ the\ remote\ host\ ([0-9]+)$ ]] && (( BASH_REMATCH[1] < 2500 ))' _ "$fast"
+slow_wall=$(job_field $slow "result->>'wall_ms'")
+is "and the job is killed at its timeout" "$(job_field $slow "error->>'code'")" "TIMEOUT"
+check "at it, not after the resolver's seconds ($slow_wall ms)" test "$slow_wall" -lt 5500
 
 # Worker 2: no opt-in for private addresses, no warm sandboxes (the cold
 # path).  An allowed name that resolves to a private or metadata address
