@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -153,8 +154,13 @@ static int resolve_in_child(const struct egress_policy *e, const char *name, uin
                 return -1;
         }
         if (pid == 0) {
-                /* Dies with the supervisor (a hung resolver included). */
+                /* Dies with the supervisor (a hung resolver included), and
+                 * holds none of its sockets: a connection the supervisor
+                 * closes must close now, not when this child exits. */
                 prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+                if (sp[1] > 3)
+                        syscall(SYS_close_range, 3u, (unsigned)sp[1] - 1, 0u);
+                syscall(SYS_close_range, (unsigned)sp[1] + 1, ~0u, 0u);
                 struct sbx_msg m = { .type = SBX_MSG_EGRESS };
                 int fd = connect_name(e, name, port, m.path, sizeof(m.path));
                 (void)sbx_msg_send(sp[1], &m, fd);
