@@ -90,8 +90,18 @@ static int validate(const struct sandbox_opts *o, struct bc_error *err)
         if (o->cgroup_parent && sbx_check_cgroup_parent(o->cgroup_parent) < 0)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL,
                                     "cgroup parent: want an absolute, normalised path");
-        if (o->network != SANDBOX_NET_NONE && o->network != SANDBOX_NET_HOST)
-                return bc_error_set(err, BC_BAD_SPEC, EINVAL, "network: none or host");
+        if (o->network != SANDBOX_NET_NONE && o->network != SANDBOX_NET_HOST &&
+            o->network != SANDBOX_NET_ALLOW)
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL, "network: none, host or allow");
+        if ((o->network == SANDBOX_NET_ALLOW) != (o->n_net_allow > 0))
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                    "network: an allow-list needs rules, and only it has them");
+        for (size_t i = 0; i < o->n_net_allow; i++) {
+                struct netallow_rule rule;
+                if (netallow_parse(o->net_allow[i], &rule) != NETALLOW_OK)
+                        return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                            "network.allow[%zu]: bad rule", i);
+        }
         return 0;
 }
 
@@ -126,7 +136,13 @@ static int build(struct argv_builder *b, const struct sandbox_opts *o, const cha
         if (r >= 0 && o->disk_mb > 0)
                 r = add_fmt(b, "--disk-mb", "%llu", (unsigned long long)o->disk_mb);
         if (r >= 0)
-                r = add_fmt(b, "--network", "%s", o->network == SANDBOX_NET_HOST ? "host" : "none");
+                r = add_fmt(b, "--network", "%s", o->network == SANDBOX_NET_HOST    ? "host"
+                                                  : o->network == SANDBOX_NET_ALLOW ? "allow"
+                                                                                    : "none");
+        for (size_t i = 0; r >= 0 && i < o->n_net_allow; i++)
+                r = add_fmt(b, "--network-allow", "%s", o->net_allow[i]);
+        if (r >= 0 && o->n_net_allow && o->net_private)
+                r = add(b, "--network-private");
         if (r >= 0 && o->cgroup_parent)
                 r = add_fmt(b, "--cgroup-parent", "%s", o->cgroup_parent);
         if (r >= 0 && o->image)

@@ -27,6 +27,7 @@
 
 #include "common/cleanup.h"
 #include "sandbox/cgroup-internal.h"
+#include "sandbox/egress-internal.h"
 #include "sandbox/privs-internal.h"
 #include "sandbox/rootfs-internal.h"
 #include "sandbox/seccomp-internal.h"
@@ -92,7 +93,22 @@ static int setup_uts_net(struct setup_ctx *x)
         x->step = SBX_STEP_NETWORK;
         if (sethostname(x->c->hostname, strlen(x->c->hostname)) < 0)
                 return setup_fail(x, errno, "hostname", "sethostname");
-        return x->c->network == SANDBOX_NET_NONE ? loopback_up(x) : 0;
+        return x->c->network != SANDBOX_NET_HOST ? loopback_up(x) : 0;
+}
+
+/* --network allow: the routes and sockets of the job's rules, handed to
+ * the supervisor, which serves them (egress-internal.h). */
+static int send_egress(int sock, struct setup_ctx *x)
+{
+        int fds[EGRESS_MAX_FDS];
+        int n = sbx_egress_setup(x, fds);
+        if (n < 0)
+                return n;
+        struct sbx_msg m = { .type = SBX_MSG_EGRESS };
+        int r = sbx_msg_send_fds(sock, &m, fds, (size_t)n);
+        for (int i = 0; i < n; i++)
+                close(fds[i]);
+        return r < 0 ? setup_fail(x, -r, NULL, "cannot hand the egress sockets over") : 0;
 }
 
 /* Cold: the job's trees are cloned here, before anything is mounted over
@@ -348,6 +364,9 @@ void sbx_child_main(const struct child_args *a)
                 if (idmap_fd >= 0)
                         close(idmap_fd);
         }
+        x.c = c;
+        if (c->network == SANDBOX_NET_ALLOW && send_egress(sock, &x) < 0)
+                report_and_exit(sock, &x);
         struct sbx_msg m = { .type = SBX_MSG_READY };
         if (sbx_msg_send(sock, &m, -1) < 0)
                 _exit(SBX_EXIT_INTERNAL);

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "common/error.h"
+#include "common/netallow.h"
 #include "sandbox/sandbox.h"
 
 /* Exit codes of the helper itself.  0..255 otherwise are the command's
@@ -65,6 +66,9 @@ struct helper_config {
         uint32_t pids;                 /* 0: none */
         double cpus;                   /* 0: none */
         enum sandbox_network network;
+        struct netallow_rule *net_rules; /* --network-allow (owned) */
+        size_t n_net_rules;
+        bool net_private;              /* --network-private */
         const char *cgroup_parent;     /* v2: --cgroup-parent; NULL: own cgroup */
         const char *image;             /* --image: the root's source; NULL: the host's */
         int status_fd;                 /* -1: none */
@@ -131,6 +135,7 @@ enum sbx_msg_type {
         SBX_MSG_JOB_STATUS,     /* init -> supervisor: the job's wait status */
         SBX_MSG_WARM,           /* warm supervisor -> worker: ready for a job */
         SBX_MSG_JOB,            /* worker -> warm supervisor -> child: the job (+ fds) */
+        SBX_MSG_EGRESS,         /* child -> supervisor: the egress sockets (+ fds) */
 };
 
 /* The largest job options blob a warm sandbox takes (argv + env). */

@@ -100,7 +100,20 @@ const char *helper_usage(void)
                "                      the read-only root instead of the host's /usr, /bin,\n"
                "                      /lib* and /etc entries; its setuid bits and device\n"
                "                      nodes are inert (nosuid, nodev)\n"
-               "  --network none|host loopback only (default), or the host's network\n"
+               "  --network none|host|allow\n"
+               "                      loopback only (default), the host's network, or\n"
+               "                      loopback plus the --network-allow rules: connections\n"
+               "                      the rules allow go out through this helper's proxy,\n"
+               "                      nothing else leaves (README: Network allow-lists)\n"
+               "  --network-allow RULE  with --network allow: name:port, *.name:port or\n"
+               "                      a.b.c.d/bits:port (repeatable, at most 64).  Names\n"
+               "                      resolve through the sandbox's own DNS responder (at\n"
+               "                      127.0.0.1, the default resolver) and are connected by\n"
+               "                      name from the host's side\n"
+               "  --network-private   allowed names may resolve to loopback, private,\n"
+               "                      link-local (cloud metadata) and other special\n"
+               "                      addresses, and a CIDR rule wider than such a range\n"
+               "                      (0.0.0.0/0) may reach into it: refused by default\n"
                "  --cgroup-parent DIR cgroup v2: make the sandbox's cgroup in DIR (absolute,\n"
                "                      under the cgroup2 mount) instead of in our own cgroup,\n"
                "                      which v2 forbids while it holds processes (the worker\n"
@@ -212,8 +225,10 @@ void helper_config_done(struct helper_config *c)
                 return;
         free(c->ro_binds);
         free(c->env);
+        free(c->net_rules);
         c->ro_binds = NULL;
         c->env = NULL;
+        c->net_rules = NULL;
 }
 
 /* One option with its value(s); returns 0 or a BC_USAGE error. */
@@ -260,8 +275,19 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                         c->network = SANDBOX_NET_NONE;
                 else if (strcmp(val[0], "host") == 0)
                         c->network = SANDBOX_NET_HOST;
+                else if (strcmp(val[0], "allow") == 0)
+                        c->network = SANDBOX_NET_ALLOW;
                 else
-                        return bc_error_set(err, BC_USAGE, EINVAL, "--network: none or host");
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--network: none, host or allow");
+        } else if (strcmp(opt, "--network-allow") == 0) {
+                if (c->n_net_rules >= NETALLOW_MAX_RULES)
+                        return bc_error_set(err, BC_USAGE, E2BIG, "--network-allow: at most %d",
+                                            NETALLOW_MAX_RULES);
+                if (netallow_parse(val[0], &c->net_rules[c->n_net_rules]) != NETALLOW_OK)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--network-allow: bad rule '%s' (name:port, "
+                                            "*.name:port or a.b.c.d/bits:port)", val[0]);
+                c->n_net_rules++;
         } else if (strcmp(opt, "--cgroup-parent") == 0) {
                 if (sbx_check_cgroup_parent(val[0]) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL,
@@ -304,7 +330,8 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
 
 static int option_arity(const char *opt)
 {
-        if (strcmp(opt, "--help") == 0 || strcmp(opt, "--warm") == 0)
+        if (strcmp(opt, "--help") == 0 || strcmp(opt, "--warm") == 0 ||
+            strcmp(opt, "--network-private") == 0)
                 return 0;
         if (strcmp(opt, "--ro-bind") == 0)
                 return 2;
@@ -324,7 +351,8 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
         /* Every option takes at least one argv slot, so argc bounds both arrays. */
         c.ro_binds = calloc((size_t)argc + 1, sizeof(*c.ro_binds));
         c.env = calloc((size_t)argc + 1, sizeof(*c.env));
-        if (!c.ro_binds || !c.env) {
+        c.net_rules = calloc(NETALLOW_MAX_RULES, sizeof(*c.net_rules));
+        if (!c.ro_binds || !c.env || !c.net_rules) {
                 r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 goto out;
         }
@@ -333,7 +361,8 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
                 const char *opt = argv[i];
                 int n = option_arity(opt);
                 if (n == 0) {
-                        *(strcmp(opt, "--help") == 0 ? &c.help : &c.warm) = true;
+                        *(strcmp(opt, "--help") == 0 ? &c.help
+                          : strcmp(opt, "--warm") == 0 ? &c.warm : &c.net_private) = true;
                         i++;
                         continue;
                 }
@@ -346,6 +375,12 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
                 if (r < 0)
                         goto out;
                 i += n + 1;
+        }
+        if ((c.network == SANDBOX_NET_ALLOW) != (c.n_net_rules > 0) && !c.help) {
+                r = bc_error_set(err, BC_USAGE, EINVAL,
+                                 "--network allow needs at least one --network-allow RULE, "
+                                 "and --network-allow needs --network allow");
+                goto out;
         }
         if (c.warm && !c.help) {
                 if (i < argc || c.control_fd < 0) {

@@ -28,6 +28,9 @@ struct sandbox_bind {
 enum sandbox_network {
         SANDBOX_NET_NONE,  /* a fresh network namespace with loopback only */
         SANDBOX_NET_HOST,  /* the host's network (only if the queue allows it) */
+        SANDBOX_NET_ALLOW, /* a fresh namespace whose only way out is the
+                            * supervisor's egress proxy, for the allow-list
+                            * (sandbox/egress.h) */
 };
 
 /* Zero for a numeric limit means "not set" (the helper's default applies). */
@@ -52,6 +55,12 @@ struct sandbox_opts {
         /* A root filesystem (an unpacked image, absolute host path) to run
          * on instead of the host's system directories; NULL: the host's. */
         const char *image;
+        /* SANDBOX_NET_ALLOW: the rules ("pypi.org:443", ...), and whether
+         * names may resolve to private and other special addresses (the
+         * worker's --allow-private-urls). */
+        char *const *net_allow;
+        size_t n_net_allow;
+        bool net_private;
 };
 
 /* Builds the argv that execs `helper_path` (argv[0]) for these options, the
@@ -213,6 +222,12 @@ struct sandbox_status {
         char *setup_step;  /* owned; NULL unless setup_failed */
         char *setup_path;  /* owned; NULL when no path applies */
         char *message;     /* owned; NULL when nothing failed */
+        /* SANDBOX_NET_ALLOW: what went through the egress proxy, and the
+         * first refused attempts ("name:port" or "address:port", owned). */
+        bool has_network;
+        uint64_t net_bytes_out, net_bytes_in, net_connections, net_refused;
+        char **net_refused_list;
+        size_t n_net_refused_list;
 };
 
 /* Decodes one status object (len bytes, need not be NUL-terminated, at most

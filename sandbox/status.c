@@ -87,6 +87,38 @@ static int parse_error_object(const cJSON *e, struct sandbox_status *s)
         return r;
 }
 
+/* "network" (--network allow): counters and the refused attempts. */
+static int parse_network(const cJSON *n, struct sandbox_status *s)
+{
+        if (!cJSON_IsObject(n))
+                return -EINVAL;
+        s->has_network = true;
+        int r = get_u64(n, "bytes_out", &s->net_bytes_out);
+        if (r >= 0)
+                r = get_u64(n, "bytes_in", &s->net_bytes_in);
+        if (r >= 0)
+                r = get_u64(n, "connections", &s->net_connections);
+        if (r >= 0)
+                r = get_u64(n, "refused", &s->net_refused);
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "refused_list");
+        if (r < 0 || !list)
+                return r;
+        if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) > 64)
+                return -EINVAL;
+        s->net_refused_list = calloc((size_t)cJSON_GetArraySize(list) + 1, sizeof(char *));
+        if (!s->net_refused_list)
+                return -ENOMEM;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, list) {
+                if (!cJSON_IsString(it))
+                        return -EINVAL;
+                if (!(s->net_refused_list[s->n_net_refused_list] = strdup(it->valuestring)))
+                        return -ENOMEM;
+                s->n_net_refused_list++;
+        }
+        return 0;
+}
+
 static int parse_root(const cJSON *root, struct sandbox_status *s)
 {
         int r = get_int(root, "exit_code", 0, 255, &s->exit_code);
@@ -119,6 +151,9 @@ static int parse_root(const cJSON *root, struct sandbox_status *s)
                 s->exec_failed = true;
                 r = parse_error_object(exec, s);
         }
+        const cJSON *net = cJSON_GetObjectItemCaseSensitive(root, "network");
+        if (r >= 0 && net && !cJSON_IsNull(net))
+                r = parse_network(net, s);
         return r;
 }
 

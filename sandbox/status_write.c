@@ -19,15 +19,18 @@ void sandbox_status_done(struct sandbox_status *s)
         free(s->setup_step);
         free(s->setup_path);
         free(s->message);
+        for (size_t i = 0; i < s->n_net_refused_list; i++)
+                free(s->net_refused_list[i]);
+        free(s->net_refused_list);
         memset(s, 0, sizeof(*s));
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped;
  * other bytes as they are (the reader takes them as UTF-8, and what a
  * path or message holds is sanitised by the worker before it is shown). */
-static void add_string(struct dynbuf *b, const char *key, const char *v)
+static void add_quoted(struct dynbuf *b, const char *v)
 {
-        dynbuf_printf(b, ",\"%s\":\"", key);
+        dynbuf_addstr(b, "\"");
         for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
                 if (*p == '"' || *p == '\\')
                         dynbuf_printf(b, "\\%c", *p);
@@ -39,6 +42,12 @@ static void add_string(struct dynbuf *b, const char *key, const char *v)
         dynbuf_addstr(b, "\"");
 }
 
+static void add_string(struct dynbuf *b, const char *key, const char *v)
+{
+        dynbuf_printf(b, ",\"%s\":", key);
+        add_quoted(b, v);
+}
+
 static void add_error_object(struct dynbuf *b, const char *key, const struct sandbox_status *s)
 {
         dynbuf_printf(b, ",\"%s\":{\"errno\":%d", key, s->setup_errno);
@@ -48,6 +57,21 @@ static void add_error_object(struct dynbuf *b, const char *key, const struct san
                 add_string(b, "path", s->setup_path);
         add_string(b, "message", s->message ? s->message : "");
         dynbuf_addstr(b, "}");
+}
+
+/* "network": what went through the egress proxy (--network allow). */
+static void add_network(struct dynbuf *b, const struct sandbox_status *s)
+{
+        dynbuf_printf(b, ",\"network\":{\"bytes_out\":%llu,\"bytes_in\":%llu,"
+                         "\"connections\":%llu,\"refused\":%llu,\"refused_list\":[",
+                      (unsigned long long)s->net_bytes_out, (unsigned long long)s->net_bytes_in,
+                      (unsigned long long)s->net_connections, (unsigned long long)s->net_refused);
+        for (size_t i = 0; i < s->n_net_refused_list; i++) {
+                if (i)
+                        dynbuf_addstr(b, ",");
+                add_quoted(b, s->net_refused_list[i]);
+        }
+        dynbuf_addstr(b, "]}");
 }
 
 char *sbx_status_to_json(const struct sandbox_status *s)
@@ -65,6 +89,8 @@ char *sbx_status_to_json(const struct sandbox_status *s)
                 add_error_object(&b, "setup_error", s);
         else if (s->exec_failed)
                 add_error_object(&b, "exec_error", s);
+        if (s->has_network)
+                add_network(&b, s);
         if (dynbuf_addstr(&b, "}") < 0) {
                 dynbuf_done(&b);
                 return NULL;

@@ -30,6 +30,7 @@ struct supervisor {
         uint64_t cpu_base_us;     /* the cgroup's CPU time before the job (warm setup) */
         struct timespec start;    /* the job's start (GO) */
         struct timespec got_job;  /* when the supervisor had the job */
+        struct sbx_egress *egress; /* --network allow: the proxy, once set up */
 };
 
 #define SBX_SUPERVISOR_INIT(cfg)                                                              \

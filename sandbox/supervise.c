@@ -31,6 +31,7 @@
 #include "common/cleanup.h"
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/child-internal.h"
+#include "sandbox/egress-internal.h"
 
 static uint64_t now_ms(void)
 {
@@ -109,8 +110,9 @@ static void on_ready(struct supervisor *s)
 void sbx_sup_on_message(struct supervisor *s)
 {
         struct sbx_msg m;
-        int fd = -1;
-        int r = sbx_msg_recv(s->sock, &m, &fd);
+        int fds[SBX_MSG_FDS_MAX];
+        size_t n_fds = 0;
+        int r = sbx_msg_recv_fds(s->sock, &m, fds, ELEMENTSOF(fds), &n_fds);
         if (r <= 0) {
                 s->sock_eof = true;  /* EOF, or EAGAIN once drained */
                 return;
@@ -136,11 +138,23 @@ void sbx_sup_on_message(struct supervisor *s)
                 s->job_cpu_us = m.cpu_us;
                 s->job_rss_kb = m.max_rss_kb;
                 break;
+        case SBX_MSG_EGRESS:
+                /* Once, for a job that asked (the sockets are its rules'). */
+                if (s->c->network == SANDBOX_NET_ALLOW && !s->egress) {
+                        s->egress = sbx_egress_new(s->c, fds, n_fds);
+                        n_fds = 0;
+                        if (!s->egress) {
+                                sbx_sup_fail(s, SBX_STEP_NETWORK, ENOMEM, NULL,
+                                             "cannot start the egress proxy");
+                                sbx_sup_kill(s);
+                        }
+                }
+                break;
         default:
                 break;
         }
-        if (fd >= 0)
-                close(fd);
+        for (size_t i = 0; i < n_fds; i++)
+                close(fds[i]);
 }
 
 void sbx_sup_on_signal(struct supervisor *s)
@@ -170,12 +184,13 @@ void sbx_sup_on_timer(struct supervisor *s)
 void sbx_sup_loop(struct supervisor *s)
 {
         while (!s->reaped) {
-                struct pollfd p[3] = {
+                struct pollfd p[3 + EGRESS_MAX_POLL] = {
                         { .fd = s->sock_eof ? -1 : s->sock, .events = POLLIN },
                         { .fd = s->sigfd, .events = POLLIN },
                         { .fd = s->timerfd, .events = POLLIN },
                 };
-                if (poll(p, 3, -1) < 0) {
+                size_t n_egress = s->egress ? sbx_egress_poll(s->egress, p + 3) : 0;
+                if (poll(p, 3 + n_egress, -1) < 0) {
                         if (errno == EINTR)
                                 continue;
                         sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
@@ -193,6 +208,8 @@ void sbx_sup_loop(struct supervisor *s)
                         sbx_sup_on_signal(s);
                 if (p[2].revents)
                         sbx_sup_on_timer(s);
+                if (s->egress)
+                        sbx_egress_dispatch(s->egress, p + 3, n_egress);
         }
         /* Messages sent just before init exited are still queued. */
         fcntl(s->sock, F_SETFL, O_NONBLOCK);
@@ -216,7 +233,7 @@ static void attach_by_pid(struct supervisor *s)
 int sbx_sup_start_child(struct supervisor *s, int *sock_child)
 {
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
-        if (s->c->network == SANDBOX_NET_NONE)
+        if (s->c->network != SANDBOX_NET_HOST)
                 flags |= CLONE_NEWNET;
         bool userns = geteuid() != 0;
         if (userns)
@@ -441,6 +458,8 @@ int sbx_sup_finish(struct supervisor *s, struct sandbox_status *st)
         st->cpu_ms = cs.have_cpu ? (cs.cpu_us > s->cpu_base_us ? cs.cpu_us - s->cpu_base_us : 0) / 1000
                                  : s->job_cpu_us / 1000;
         st->max_rss_kb = (uint64_t)ru.ru_maxrss > s->job_rss_kb ? (uint64_t)ru.ru_maxrss : s->job_rss_kb;
+        if (s->egress)
+                sbx_egress_status(s->egress, st);
         if (s->failed) {
                 st->setup_failed = true;
                 st->setup_errno = s->failure.errnum;
@@ -473,6 +492,8 @@ void sbx_sup_done(struct supervisor *s)
 {
         sbx_cgroup_destroy(&s->cg);
         sbx_seccomp_prog_done(&s->seccomp);
+        sbx_egress_free(s->egress);  /* the job is over: its connections end */
+        s->egress = NULL;
         int *fds[] = { &s->sock, &s->sigfd, &s->timerfd, &s->idmap_fd };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (*fds[i] >= 0) {

@@ -209,7 +209,11 @@ static bool same_str(const char *a, const char *b)
 static int check_fits(struct warm *w)
 {
         const struct helper_config *j = &w->job, *c = w->wc;
-        const char *what = j->network != c->network ? "--network"
+        /* An allow-list is set up at handoff in the sandbox's own network
+         * namespace, which a "none" sandbox has. */
+        bool net_fits = j->network == c->network ||
+                        (j->network == SANDBOX_NET_ALLOW && c->network == SANDBOX_NET_NONE);
+        const char *what = !net_fits ? "--network"
                            : j->uid != c->uid || j->gid != c->gid ? "--uid/--gid"
                            : !same_str(j->hostname, c->hostname) ? "--hostname"
                            : !same_str(j->cgroup_parent, c->cgroup_parent) ? "--cgroup-parent"

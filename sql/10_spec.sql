@@ -157,6 +157,72 @@ begin
     return null;
 end $$;
 
+-- One egress rule (common/netallow.h has the grammar; the C parser gives
+-- the same messages): name:port, *.name:port, a.b.c.d[/bits]:port.
+create or replace function boxcar.network_rule_error(field text, rule text)
+returns text language plpgsql immutable as $$
+declare
+    octet constant text := '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+    label constant text := '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
+    last_label constant text := '[a-z]([a-z0-9-]{0,61}[a-z0-9])?';
+    syntax constant text := field || ': must be "name:port", "*.name:port" or "a.b.c.d/bits:port"';
+    host text := substring(rule from '^(.*):[^:]*$');
+    port text := substring(rule from ':([^:]*)$');
+    name text;
+    is_ip boolean;
+begin
+    if host is null or port !~ '^[0-9]+$' then
+        return syntax;
+    end if;
+    is_ip := host ~ ('^' || octet || '(\.' || octet || '){3}(/(3[0-2]|[12]?[0-9]))?$');
+    name := regexp_replace(host, '^\*\.', '');
+    if not is_ip and (length(name) > 253
+                      or name !~ ('^(' || label || '\.)*' || last_label || '$')) then
+        return syntax;
+    end if;
+    if port !~ '^[1-9][0-9]{0,4}$' then
+        return field || ': port must be between 1 and 65535';
+    end if;
+    if port::int > 65535 then
+        return field || ': port must be between 1 and 65535';
+    end if;
+    if is_ip and host(host::inet) <> host(network(host::inet)) then
+        return field || ': address has bits set past the prefix (the network is '
+               || network(host::inet)::text || ')';
+    end if;
+    return null;
+end $$;
+
+-- "none", "host" or {"allow": [rules]}.
+create or replace function boxcar.network_error(v jsonb)
+returns text language plpgsql immutable as $$
+declare
+    e text;
+    i int;
+begin
+    if v in ('"none"'::jsonb, '"host"'::jsonb) then
+        return null;
+    end if;
+    if jsonb_typeof(v) <> 'object' then
+        return 'network: must be "none", "host" or {"allow": [rules]}';
+    end if;
+    select 'network.' || key || ': unknown field' into e from jsonb_object_keys(v) key
+     where key <> 'allow' limit 1;
+    if e is not null then return e; end if;
+    if jsonb_typeof(v -> 'allow') is distinct from 'array' or jsonb_array_length(v -> 'allow') = 0
+       or jsonb_array_length(v -> 'allow') > 64 then
+        return 'network.allow: must be a non-empty array of at most 64 rules';
+    end if;
+    for i in 0 .. jsonb_array_length(v -> 'allow') - 1 loop
+        if jsonb_typeof(v -> 'allow' -> i) <> 'string' then
+            return 'network.allow[' || i || ']: must be a string';
+        end if;
+        e := boxcar.network_rule_error('network.allow[' || i || ']', v -> 'allow' ->> i);
+        if e is not null then return e; end if;
+    end loop;
+    return null;
+end $$;
+
 create or replace function boxcar.spec_error(spec jsonb)
 returns text language plpgsql immutable as $$
 declare
@@ -302,8 +368,9 @@ begin
         e := boxcar.limits_error(spec -> 'limits');
         if e is not null then return e; end if;
     end if;
-    if spec ? 'network' and (spec -> 'network') not in ('"none"'::jsonb, '"host"'::jsonb) then
-        return 'network: must be "none" or "host"';
+    if spec ? 'network' then
+        e := boxcar.network_error(spec -> 'network');
+        if e is not null then return e; end if;
     end if;
     if spec ? 'webhook' then
         v := spec -> 'webhook';

@@ -94,7 +94,7 @@ enum {
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
         OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
         OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES,
-        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_CONFIG, OPT_HELP,
+        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_NETWORK_ALLOW, OPT_CONFIG, OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -127,6 +127,7 @@ static const struct option worker_options[] = {
         { "warm-workspaces", required_argument, NULL, OPT_WARM_WORKSPACES },
         { "allow-private-urls", no_argument, NULL, OPT_ALLOW_PRIVATE_URLS },
         { "allow-url-cidr", required_argument, NULL, OPT_ALLOW_URL_CIDR },
+        { "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
         { "config", required_argument, NULL, OPT_CONFIG },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
@@ -294,6 +295,7 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
                 if (netguard_allow_list(&c->url_guard, v, err) < 0)
                         return bc_error_prefix(err, "%s", label);
                 return 0;
+        case OPT_NETWORK_ALLOW: return config_network_allow(c, label, v, err);
         case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
         case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {
@@ -476,6 +478,7 @@ void config_done(struct worker_config *c)
         free(c->database_url);
         config_strv_free(c->queues);
         config_strv_free(c->host_network_queues);
+        config_network_caps_free(c);
         free(c->sandbox_helper);
         free(c->work_dir);
         free(c->worker_id);

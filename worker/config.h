@@ -6,13 +6,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "common/error.h"
+#include "common/netallow.h"
 #include "common/netguard.h"
 
 enum sandbox_backend { BACKEND_NONE, BACKEND_NAMESPACE };
 enum log_format { LOG_TEXT, LOG_JSON };
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+/* What the jobs of one queue may ask for in "network": {"allow": [...]}. */
+struct network_cap {
+        char *queue;
+        struct netallow_rule *rules;
+        size_t n_rules;
+};
 
 struct worker_config {
         char *database_url;
@@ -30,6 +39,8 @@ struct worker_config {
         enum log_level log_level;
         unsigned max_output_bytes; /* cap on a job's kept stdout/stderr tail */
         char **host_network_queues; /* queues whose jobs may ask for network "host" */
+        struct network_cap *network_caps; /* --network-allow: per queue */
+        size_t n_network_caps;
         uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
         double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
         char *metrics_addr;           /* --metrics-addr HOST:PORT, or NULL */
@@ -80,6 +91,24 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
 void config_done(struct worker_config *c);
 
 bool config_queue_allows_host_network(const struct worker_config *c, const char *queue);
+
+/* --network-allow "QUEUE=RULE,RULE;QUEUE2=RULE": adds to c's caps (the
+ * flag is repeatable; ';' separates queues in one value, for the
+ * configuration file, whose keys are given once).  BC_USAGE naming label
+ * and the bad part. (worker/config_network.c) */
+int config_network_allow(struct worker_config *c, const char *label, const char *value,
+                         struct bc_error *err);
+
+/* The index of the first of a job's rules that queue's cap does not cover
+ * (every rule when the queue has no cap), or -1 when all are covered. */
+ssize_t config_network_uncovered(const struct worker_config *c, const char *queue,
+                                 const struct netallow_rule *rules, size_t n);
+
+/* Frees the caps (config_done calls it). */
+void config_network_caps_free(struct worker_config *c);
+
+/* Whether q is a queue name (name or scope/name). */
+bool config_valid_queue(const char *q);
 
 extern const char config_worker_usage[];
 

@@ -84,7 +84,7 @@ int config_parse_schedule(const char *s, char **ret_literal)
         return 0;
 }
 
-static bool valid_queue(const char *q)
+bool config_valid_queue(const char *q)
 {
         size_t n = strlen(q);
         if (n == 0 || n > 128)
@@ -130,7 +130,7 @@ int config_parse_queues_as(const char *label, const char *s, char ***ret_queues,
         for (const char *p = s;; p++) {
                 size_t len = strcspn(p, ",");
                 v[i] = strndup(p, len);
-                if (!v[i] || !valid_queue(v[i])) {
+                if (!v[i] || !config_valid_queue(v[i])) {
                         int r = v[i] ? bc_error_set(err, BC_USAGE, EINVAL,
                                                     "%s: '%s' is not a queue name "
                                                     "(name or scope/name of letters, digits, "

@@ -378,6 +378,57 @@ sb -- $PROBE sockets
 check "netlink, vsock, packet sockets and io_uring denied (EPERM)" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]] && grep -q "ESCAPED control unix-socket" <<<"$1"' _ "$OUT"
 
+# --- network allow-lists -----------------------------------------------------
+# Through the egress proxy a refused connection is accepted by the sandbox's
+# listener and then closed: the sign of getting out is the host server's
+# banner, read back inside.
+bport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c "
+import socket
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$bport)); s.listen(50)
+while True:
+    c, _ = s.accept(); c.sendall(b'banner-$bport\n'); c.close()" &
+_bg_pids+=($!)
+wait_for "banner listener" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $bport), 0.5).close()"
+banner="import socket, sys
+try:
+    c = socket.create_connection((sys.argv[1], $bport), 3); d = c.recv(100)
+    print('ESCAPED banner' if d.startswith(b'banner-') else 'BLOCKED banner closed')
+except OSError as e:
+    print('BLOCKED banner', e.errno)"
+# A name for the worker's loopback, in an /etc/hosts only the helper sees
+# (the sandbox's own /etc/hosts maps localhost to its own loopback).
+printf '127.0.0.1 localhost\n127.0.0.1 loopback.boxcar.test\n' > "$T/hosts"
+grab() {
+  unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$T/hosts" \
+    "$SB" --status-fd 3 --network allow "$@" -- /usr/bin/python3 -c "$banner" "$GRAB_HOST" \
+    >"$T/out" 2>&1 3>"$T/status"
+  OUT=$(cat "$T/out") ST=$(cat "$T/status")
+}
+GRAB_HOST=127.0.0.1 grab --network-allow "0.0.0.0/0:$bport"
+check "allow 0.0.0.0/0: the worker's loopback is not reached through the proxy" blocked "$OUT" banner
+check "and the refusal is in the status" has "$(jget '.network.refused_list[]')" "127.0.0.1:$bport (loopback"
+GRAB_HOST=loopback.boxcar.test grab --network-allow "loopback.boxcar.test:$bport"
+check "allow a name that resolves to loopback: refused by the SSRF guard" blocked "$OUT" banner
+check "and the refusal names the address" has "$(jget '.network.refused_list[]')" \
+  "loopback.boxcar.test:$bport (resolves to 127.0.0.1, loopback"
+GRAB_HOST=loopback.boxcar.test grab --network-allow "loopback.boxcar.test:$bport" --network-private
+check "control: with --network-private the same name reaches it" has "$OUT" "ESCAPED banner"
+GRAB_HOST=127.0.0.1 grab --network-allow "127.0.0.1:$bport"
+check "control: a rule naming the loopback address itself reaches it" has "$OUT" "ESCAPED banner"
+sb --network allow --network-allow "pypi.org:443" -- $PROBE sockets
+check "allow-list: netlink, vsock, packet sockets and io_uring still denied (no route changes)" \
+  bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]]' _ "$OUT"
+sb --network allow --network-allow "pypi.org:443" -- /usr/bin/python3 -c "
+import socket
+for host, port in (('1.1.1.1', 443), ('127.0.0.1', $bport), ('100.127.0.1', 443)):
+    try:
+        d = socket.create_connection((host, port), 2).recv(1)
+        print('ESCAPED' if d else 'BLOCKED', host, 'closed')
+    except OSError as e: print('BLOCKED', host, e.errno)"
+check "allow-list: raw addresses outside the rules, loopback and an unassigned synthetic address get nothing" \
+  bash -c '[[ $(grep -c "^BLOCKED" <<<"$1") -eq 3 ]] && ! grep -q ESCAPED <<<"$1"' _ "$OUT"
+
 # --- syscalls ----------------------------------------------------------------
 sb -- $PROBE namespaces
 check "unshare (user/mount/net), clone(CLONE_NEWUSER), mount, setns, chroot fail" \
@@ -476,8 +527,21 @@ if [[ $IS_ROOT -eq 1 ]]; then
   elif [[ $rc -eq 122 && ($step == clone || $step == userns) && ! -e $T/nob/ws/x ]]; then
     ok "unprivileged: this host refuses user namespaces to nobody (control: unshare -r fails outside), and the helper refuses too (122, step $step): the job never runs unisolated"
   else not_ok "unprivileged run without user namespaces must be refused"; diag "control rc=$ctl_rc; rc=$rc step=$step $out"; fi
+  # An allow-list unprivileged: the routes and the listeners (port < 1024
+  # included) are made as root of the sandbox's user namespace; the proxy
+  # connects to the banner server on the worker's loopback (a rule that
+  # names it), and nothing else.
+  if [[ $ctl_rc -eq 0 ]]; then
+    out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --status-fd 3 --network allow \
+      --network-allow "127.0.0.1:$bport" --network-allow "pypi.org:443" -- /usr/bin/python3 -c "$banner" 127.0.0.1 \
+      2>&1 3>"$T/nobody-net"); rc=$?
+    if [[ $rc -eq 0 ]] && has "$out" "ESCAPED banner" && [[ $(jq -r .network.connections "$T/nobody-net") == 1 ]]; then
+      ok "unprivileged: an allow-list works (routes, listeners on 127.0.0.1:53 and 443, the proxy)"
+    else not_ok "unprivileged allow-list"; diag "rc=$rc $out $(cat "$T/nobody-net")"; fi
+  else skip "unprivileged allow-list (no user namespaces for nobody here)"; fi
 else
   skip "unprivileged checks (run as root to switch to nobody)"; skip "unprivileged basic run"
+  skip "unprivileged allow-list"
 fi
 
 tap_done

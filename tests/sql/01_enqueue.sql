@@ -1,5 +1,5 @@
 begin;
-select plan(24);
+select plan(28);
 
 select isa_ok(boxcar.enqueue(queue => 'default', spec => '{"command":["echo","hi"]}'), 'uuid',
               'enqueue with named arguments and defaults returns a uuid');
@@ -25,6 +25,19 @@ select throws_ok($$select boxcar.enqueue('bad queue!', '{"command":["x"]}')$$, '
                  'a bad queue name is rejected');
 select throws_ok($$select boxcar.enqueue('default', '{"command":["x"]}', max_attempts => 0)$$, '22023',
                  'max_attempts: must be between 1 and 100', 'max_attempts is range-checked');
+
+-- Egress allow-lists (the malformed ones are in tests/data/bad_specs.tsv).
+select is(boxcar.spec_error('{"command":["x"], "network": {"allow": ["pypi.org:443",
+          "*.githubusercontent.com:443", "10.2.0.0/16:5432", "10.2.0.5:5432", "localhost:80",
+          "0.0.0.0/0:65535"]}}'), null, 'network allow-lists of names, wildcards and CIDRs are accepted');
+select is(boxcar.spec_error(jsonb_build_object('command', '["x"]'::jsonb, 'network',
+          jsonb_build_object('allow', jsonb_build_array(rpad('', 252, 'a.') || 'a:1')))), null,
+          'a 253-character name is accepted');
+select is(boxcar.spec_error(jsonb_build_object('command', '["x"]'::jsonb, 'network',
+          jsonb_build_object('allow', jsonb_build_array(rpad('', 254, 'a.') || 'a:1')))),
+          'network.allow[0]: must be "name:port", "*.name:port" or "a.b.c.d/bits:port"',
+          'a 255-character name is not');
+select is(boxcar.spec_error('{"command":["x"], "network": "host"}'), null, '"host" is still accepted');
 
 -- Idempotency keys
 select is(boxcar.enqueue('default', '{"command":["a"]}', idempotency_key => 'order-42'),

@@ -1,5 +1,6 @@
 /* `boxcar worker` flag parsing: durations, queue lists, every flag, and the
  * errors that name the bad flag. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -178,6 +179,50 @@ static void test_worker_flags(void **state)
         unsetenv("BOXCAR_CONCURRENCY");
 }
 
+static void test_network_allow(void **state)
+{
+        (void)state;
+        setenv("DATABASE_URL", "postgresql://env/db", 1);
+        struct worker_config c;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(parse(&c, &err, "--network-allow", "ci=pypi.org:443, *.pythonhosted.org:443",
+                               "--network-allow", "db = 10.2.0.0/16:5432; ci=files.example.com:443",
+                               NULL), 0);
+        assert_int_equal(c.n_network_caps, 2);
+        struct netallow_rule job[3];
+        assert_int_equal(netallow_parse("files.pythonhosted.org:443", &job[0]), NETALLOW_OK);
+        assert_int_equal(netallow_parse("pypi.org:443", &job[1]), NETALLOW_OK);
+        assert_int_equal(netallow_parse("files.example.com:443", &job[2]), NETALLOW_OK);
+        assert_int_equal(config_network_uncovered(&c, "ci", job, 3), -1);
+        /* A queue without a cap may ask for nothing. */
+        assert_int_equal(config_network_uncovered(&c, "other", job, 3), 0);
+        assert_int_equal(netallow_parse("10.2.9.0/24:5432", &job[2]), NETALLOW_OK);
+        assert_int_equal(config_network_uncovered(&c, "ci", job, 3), 2);
+        assert_int_equal(config_network_uncovered(&c, "db", &job[2], 1), -1);
+        assert_int_equal(config_network_uncovered(&c, "db", job, 3), 0);
+        config_done(&c);
+
+        static const struct {
+                const char *value, *want;
+        } bad[] = {
+                { "pypi.org:443", "--network-allow: 'pypi.org:443' is not QUEUE=RULE,RULE" },
+                { "ci=", "--network-allow: no rules for queue 'ci'" },
+                { "a b=pypi.org:443", "--network-allow: 'a b' is not a queue name" },
+                { "ci=pypi.org", "--network-allow: 'pypi.org': must be \"name:port\"" },
+                { "ci=pypi.org:70000", "--network-allow: 'pypi.org:70000': port must be" },
+                { "ci=10.2.3.4/16:1", "--network-allow: '10.2.3.4/16:1': address has bits set "
+                                      "past the prefix (the network is 10.2.0.0/16)" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(parse(&c, &err, "--network-allow", bad[i].value, NULL), -EINVAL);
+                if (!strstr(bc_error_message(&err), bad[i].want))
+                        fail_msg("%s: got '%s', want '%s'", bad[i].value, bc_error_message(&err),
+                                 bad[i].want);
+                assert_int_equal(err.code, BC_USAGE);
+                bc_error_clear(&err);
+        }
+}
+
 static void test_worker_flag_errors(void **state)
 {
         (void)state;
@@ -251,7 +296,8 @@ static void test_config_file(void **state)
                                      "database-url = postgresql://h/db?application_name=a#b\n"
                                      "poll-only = true\n"
                                      "s3-bucket = from-file\n"
-                                     "s3-prefix = pfx\n");
+                                     "s3-prefix = pfx\n"
+                                     "network-allow = ci=pypi.org:443; db=10.2.0.0/16:5432\n");
         struct worker_config c;
         struct bc_error err = BC_ERROR_INIT;
         /* File alone. */
@@ -263,6 +309,8 @@ static void test_config_file(void **state)
         assert_string_equal(c.worker_id, "  spaced id ");
         assert_string_equal(c.database_url, "postgresql://h/db?application_name=a#b");
         assert_true(c.poll_only);
+        assert_int_equal(c.n_network_caps, 2);
+        assert_int_equal(c.network_caps[1].rules[0].port, 5432);
         /* The environment wins over the file for environment-only keys. */
         assert_string_equal(getenv("BOXCAR_S3_BUCKET"), "from-env");
         assert_string_equal(getenv("BOXCAR_S3_PREFIX"), "pfx");
@@ -272,7 +320,11 @@ static void test_config_file(void **state)
         setenv("BOXCAR_CONFIG", path, 1);
         setenv("BOXCAR_CONCURRENCY", "9", 1);
         setenv("BOXCAR_QUEUES", "envq", 1);
-        assert_int_equal(parse(&c, &err, "--queues", "flagq", NULL), 0);
+        assert_int_equal(parse(&c, &err, "--queues", "flagq", "--network-allow", "ci=x.org:443",
+                               NULL), 0);
+        /* --network-allow adds to the file's caps. */
+        assert_int_equal(c.n_network_caps, 2);
+        assert_int_equal(c.network_caps[0].n_rules, 2);
         assert_int_equal(c.concurrency, 9);
         assert_string_equal(c.queues[0], "flagq");
         assert_null(c.queues[1]);
@@ -307,6 +359,7 @@ static void test_config_file(void **state)
                 { "worker-id = \"abc\n", ":1: worker-id: unbalanced quotes" },
                 { "lease = 1m\n\nlease = 2m\n", ":3: lease: set twice (first at line 1)" },
                 { "sandbox = docker\n", ":1: sandbox: 'docker' is not a backend" },
+                { "network-allow = ci=pypi.org\n", ":1: network-allow: 'pypi.org': must be" },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 path = conf_file(bad[i].text);
@@ -350,6 +403,7 @@ int main(void)
                 cmocka_unit_test(test_queues),
                 cmocka_unit_test(test_worker_flags),
                 cmocka_unit_test(test_worker_flag_errors),
+                cmocka_unit_test(test_network_allow),
                 cmocka_unit_test(test_config_file),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -104,6 +104,28 @@ static void test_duplicate_keys_last_wins(void **state)
         bc_error_clear(&err);
 }
 
+static void test_network_allow(void **state)
+{
+        (void)state;
+        struct job_spec *s = parse_ok("{\"command\": [\"x\"], \"network\": {\"allow\": "
+                                      "[\"pypi.org:443\", \"*.githubusercontent.com:443\", "
+                                      "\"10.2.0.0/16:5432\"]}}");
+        assert_false(s->network_host);
+        assert_int_equal(s->n_net_allow, 3);
+        assert_string_equal(s->net_allow[0].name, "pypi.org");
+        assert_false(s->net_allow[0].wildcard);
+        assert_true(s->net_allow[1].wildcard);
+        assert_string_equal(s->net_allow[1].name, "githubusercontent.com");
+        assert_true(s->net_allow[2].is_cidr);
+        assert_int_equal(s->net_allow[2].prefix, 16);
+        assert_int_equal(s->net_allow[2].port, 5432);
+        spec_free(s);
+        s = parse_ok("{\"command\": [\"x\"], \"network\": \"none\"}");
+        assert_int_equal(s->n_net_allow, 0);
+        assert_null(s->net_allow);
+        spec_free(s);
+}
+
 static void test_not_json(void **state)
 {
         (void)state;
@@ -151,6 +173,7 @@ int main(void)
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_full_spec),
                 cmocka_unit_test(test_script_mode),
+                cmocka_unit_test(test_network_allow),
                 cmocka_unit_test(test_not_json),
                 cmocka_unit_test(test_duplicate_keys_last_wins),
                 cmocka_unit_test(test_bad_spec_corpus),

@@ -14,6 +14,7 @@ static const char *const l_depth[] = { "queue", "state", NULL };
 static const char *const l_version[] = { "version", NULL };
 static const char *const l_event[] = { "event", NULL };
 static const char *const l_where[] = { "where", NULL };
+static const char *const l_direction[] = { "direction", NULL };
 
 static const double sandbox_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                           0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
@@ -41,6 +42,14 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                   NULL, sandbox_buckets, sizeof(sandbox_buckets) / sizeof(sandbox_buckets[0]), 0 },
                 { "boxcar_transfer_bytes_total", "Bytes moved from and to S3.", METRICS_COUNTER,
                   l_transfer, NULL, 0, 0 },
+                { "boxcar_egress_bytes_total",
+                  "Bytes through the egress proxy of network.allow jobs: out (from the job) "
+                  "and in.", METRICS_COUNTER, l_direction, NULL, 0, 0 },
+                { "boxcar_egress_connections_total",
+                  "Connections of network.allow jobs: allowed (proxied) or refused (a name, "
+                  "address or port outside the rules, or a name resolving to a guarded "
+                  "address; DNS queries for names outside them included).",
+                  METRICS_COUNTER, l_result, NULL, 0, 0 },
                 { "boxcar_volume_cache_lookups_total", "Volume cache lookups by result.",
                   METRICS_COUNTER, l_result, NULL, 0, 0 },
                 { "boxcar_image_cache_lookups_total", "Image cache lookups by result.",
@@ -137,6 +146,17 @@ void wmetrics_transfer(struct metrics *m, const char *direction, const char *kin
 {
         const char *l[] = { direction, kind };
         metrics_counter_add(m, "boxcar_transfer_bytes_total", l, (double)bytes);
+}
+
+void wmetrics_egress(struct metrics *m, uint64_t bytes_out, uint64_t bytes_in,
+                     uint64_t connections, uint64_t refused)
+{
+        const char *out[] = { "out" }, *in[] = { "in" };
+        metrics_counter_add(m, "boxcar_egress_bytes_total", out, (double)bytes_out);
+        metrics_counter_add(m, "boxcar_egress_bytes_total", in, (double)bytes_in);
+        const char *ok[] = { "allowed" }, *no[] = { "refused" };
+        metrics_counter_add(m, "boxcar_egress_connections_total", ok, (double)connections);
+        metrics_counter_add(m, "boxcar_egress_connections_total", no, (double)refused);
 }
 
 void wmetrics_cache(struct metrics *m, bool hit)

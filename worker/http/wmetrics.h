@@ -23,6 +23,10 @@ void wmetrics_cache(struct metrics *m, bool hit);
 /* An artifact base taken from the artifact cache (under an overlay): a hit
  * costs no download and no extraction. */
 void wmetrics_artifact_cache(struct metrics *m, bool hit);
+/* One network.allow job's egress: bytes through its proxy, connections
+ * let through and attempts refused. */
+void wmetrics_egress(struct metrics *m, uint64_t bytes_out, uint64_t bytes_in,
+                     uint64_t connections, uint64_t refused);
 /* An image lookup: hit or miss (then extract_s, the download and unpack
  * time), and the image cache's entries and bytes afterwards. */
 void wmetrics_image(struct metrics *m, bool hit, double extract_s, uint64_t cached,

@@ -97,6 +97,12 @@ int backend_run(const struct backend_job *j, struct backend_result *ret, struct 
 
 void backend_result_done(struct backend_result *r)
 {
-        if (r)
-                proc_outcome_done(&r->proc);
+        if (!r)
+                return;
+        proc_outcome_done(&r->proc);
+        for (size_t i = 0; i < r->n_net_refused_list; i++)
+                free(r->net_refused_list[i]);
+        free(r->net_refused_list);
+        r->net_refused_list = NULL;
+        r->n_net_refused_list = 0;
 }

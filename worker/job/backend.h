@@ -38,6 +38,12 @@ struct backend_result {
         const char *backend;       /* "none" or "namespace" */
         uint64_t overhead_ms;      /* the sandbox's own setup + teardown time */
         uint64_t setup_us;         /* from having the job to its start (sandbox) */
+        /* network.allow: what the egress proxy let through and refused;
+         * net_refused_list (owned) names the first refused attempts. */
+        bool has_network;
+        uint64_t net_bytes_out, net_bytes_in, net_connections, net_refused;
+        char **net_refused_list;
+        size_t n_net_refused_list;
 };
 
 /* Runs the job to completion.  Returns 0 when it ran (whatever its exit

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/netallow.h"
 #include "sandbox/sandbox.h"
 #include "worker/job/backend.h"
 #include "worker/warm/sandbox_pool.h"
@@ -39,7 +40,7 @@ void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
 
 /* Folds the helper's status into the result, or turns a setup failure
  * into the SANDBOX_SETUP error that gets the job retried. */
-static int apply_status(const struct sandbox_status *st, struct backend_result *ret,
+static int apply_status(struct sandbox_status *st, struct backend_result *ret,
                         struct bc_error *err)
 {
         if (st->setup_failed)
@@ -57,6 +58,15 @@ static int apply_status(const struct sandbox_status *st, struct backend_result *
         p->cpu_ms = st->cpu_ms;
         p->max_rss_kb = st->max_rss_kb;
         ret->oom_killed = st->oom_killed;
+        ret->has_network = st->has_network;
+        ret->net_bytes_out = st->net_bytes_out;
+        ret->net_bytes_in = st->net_bytes_in;
+        ret->net_connections = st->net_connections;
+        ret->net_refused = st->net_refused;
+        ret->net_refused_list = st->net_refused_list;  /* taken */
+        ret->n_net_refused_list = st->n_net_refused_list;
+        st->net_refused_list = NULL;
+        st->n_net_refused_list = 0;
         /* exec failures (126/127) are already on the job's stderr, written
          * by the helper itself. */
         return 0;
@@ -70,6 +80,13 @@ static int build_argv(const struct backend_job *j, int status_fd, char ***ret_ar
         char **cmd = backend_command(j->argv, chdir_first ? spec->workdir : NULL);
         char **env = backend_env(spec, "/workspace");
         struct sandbox_bind binds[1 + 32];
+        char rules[NETALLOW_MAX_RULES][NETALLOW_NAME_MAX + 32];
+        char *rule_ptrs[NETALLOW_MAX_RULES];
+        size_t n_rules = 0;
+        for (; n_rules < spec->n_net_allow && n_rules < NETALLOW_MAX_RULES; n_rules++) {
+                netallow_format(&spec->net_allow[n_rules], rules[n_rules], sizeof(rules[0]));
+                rule_ptrs[n_rules] = rules[n_rules];
+        }
         size_t n = 0;
         binds[n++] = (struct sandbox_bind){ .src = j->meta_dir, .dest = BACKEND_META_DIR };
         for (size_t i = 0; i < spec->n_volumes && i < 32; i++)
@@ -80,9 +97,15 @@ static int build_argv(const struct backend_job *j, int status_fd, char ***ret_ar
                 .argv = cmd, .timeout_s = j->timeout_s,
                 .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
                 .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,
-                .network = spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE,
+                .network = spec->network_host ? SANDBOX_NET_HOST
+                           : n_rules             ? SANDBOX_NET_ALLOW
+                                                 : SANDBOX_NET_NONE,
                 .cgroup_parent = cgroup_parent,
                 .image = j->image_path,
+                .net_allow = rule_ptrs, .n_net_allow = n_rules,
+                /* The SSRF guard on the names' addresses is the worker's
+                 * own (--allow-private-urls lifts both). */
+                .net_private = j->cfg->url_guard.allow_all,
         };
         int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, status_fd, ret_argv, err)
                            : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
@@ -220,6 +243,9 @@ int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
                         struct bc_error *err)
 {
         ret->backend = "namespace";
+        /* An allow-list job runs in a warm sandbox of network "none" (its
+         * own namespace with loopback): the routes and proxy sockets of its
+         * rules are added at handoff, before the job runs. */
         enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
         struct sandbox_warm w;
         /* The job counts as in flight for the pool's sizing, warm or not. */

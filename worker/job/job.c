@@ -12,6 +12,7 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "common/utf8.h"
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
 #include "worker/job/code.h"
@@ -37,9 +38,11 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
 }
 
 /* The features the plain-process backend does not provide yet are refused
- * rather than silently ignored. */
+ * rather than silently ignored; so is a network the queue may not have.
+ * The message goes into buf. */
 static const char *unsupported_feature(const struct worker_config *cfg,
-                                       const struct job_spec *spec, const char *queue)
+                                       const struct job_spec *spec, const char *queue,
+                                       char *buf, size_t size)
 {
         if (spec->n_volumes && cfg->sandbox == BACKEND_NONE)
                 return "volumes: need the isolating backend (this worker runs --sandbox none)";
@@ -49,6 +52,23 @@ static const char *unsupported_feature(const struct worker_config *cfg,
             !config_queue_allows_host_network(cfg, queue))
                 return "network: \"host\" is not allowed for this queue on this worker "
                        "(see boxcar worker --allow-host-network)";
+        if (spec->n_net_allow) {
+                ssize_t i = config_network_uncovered(cfg, queue, spec->net_allow,
+                                                     spec->n_net_allow);
+                if (i >= 0) {
+                        char rule[NETALLOW_NAME_MAX + 32];
+                        netallow_format(&spec->net_allow[i], rule, sizeof(rule));
+                        snprintf(buf, size,
+                                 "network.allow[%zd]: \"%s\" is not allowed for this queue on "
+                                 "this worker (see boxcar worker --network-allow)", i, rule);
+                        return buf;
+                }
+                /* Plain processes have the host's network: nothing to
+                 * enforce the rules with. */
+                if (cfg->sandbox == BACKEND_NONE)
+                        return "network.allow: needs the isolating backend (this worker runs "
+                               "--sandbox none)";
+        }
         return NULL;
 }
 
@@ -205,6 +225,28 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
         return r;
 }
 
+/* network.allow: the proxy's counts to /metrics, and the refused attempts
+ * to the job's events (the first few distinct ones by name, all counted). */
+static void note_egress(struct job_run *run, const struct backend_result *res)
+{
+        wmetrics_egress(run->svc->metrics, res->net_bytes_out, res->net_bytes_in,
+                        res->net_connections, res->net_refused);
+        if (!res->net_refused)
+                return;
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddNumberToObject(d, "count", (double)res->net_refused);
+        cJSON *list = cJSON_AddArrayToObject(d, "targets");
+        for (size_t i = 0; i < res->n_net_refused_list; i++) {
+                _cleanup_free_ char *t = utf8_sanitize(res->net_refused_list[i],
+                                                       strlen(res->net_refused_list[i]));
+                cJSON_AddItemToArray(list, cJSON_CreateString(t ? t : "?"));
+        }
+        _cleanup_free_ char *json = cJSON_PrintUnformatted(d);
+        cJSON_Delete(d);
+        if (json)
+                run->svc->event(run->svc->ctx, run->job, "network_refused", json);
+}
+
 static void inner_paths(const struct job_run *run, const char **ret_ws, const char **ret_meta)
 {
         struct backend_job bj = { .cfg = run->svc->cfg, .workspace = run->ws,
@@ -358,6 +400,8 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
                          "\"timed_out\": %s, \"oom_killed\": %s}", res.proc.exit_code,
                          res.proc.signal, res.proc.timed_out ? "true" : "false",
                          res.oom_killed ? "true" : "false");
+                if (res.has_network)
+                        note_egress(run, &res);
                 run->svc->event(run->svc->ctx, run->job, "exited", details);
         }
         backend_result_done(&res);
@@ -482,7 +526,9 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 return;
         }
         ret->report_alone = spec->artifact_storage != NULL;
-        const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue);
+        char why[NETALLOW_NAME_MAX + 256];
+        const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue, why,
+                                                      sizeof(why));
         if (unsupported) {
                 bc_error_set(&err, BC_BAD_SPEC, EINVAL, "%s", unsupported);
                 job_outcome_fail(ret, &err, BC_BAD_SPEC);

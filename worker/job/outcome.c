@@ -81,6 +81,13 @@ cJSON *job_result_json(const struct backend_result *r)
                  p->started_at.tv_nsec / 1000);
         cJSON_AddStringToObject(res, "started_at", when);
         cJSON_AddStringToObject(res, "sandbox", r->backend);
+        if (r->has_network) {
+                cJSON *net = cJSON_AddObjectToObject(res, "network");
+                cJSON_AddNumberToObject(net, "bytes_out", (double)r->net_bytes_out);
+                cJSON_AddNumberToObject(net, "bytes_in", (double)r->net_bytes_in);
+                cJSON_AddNumberToObject(net, "connections", (double)r->net_connections);
+                cJSON_AddNumberToObject(net, "refused", (double)r->net_refused);
+        }
         add_stream(res, "stdout", &p->out);
         add_stream(res, "stderr", &p->err);
         return res;

@@ -256,13 +256,47 @@ static int parse_mode(const cJSON *root, struct job_spec *spec, struct bc_error 
         return parse_code(code, spec, err);
 }
 
+#define NETWORK_SHAPE "network: must be \"none\", \"host\" or {\"allow\": [rules]}"
+
+static int parse_network_allow(const cJSON *allow, struct job_spec *spec, struct bc_error *err)
+{
+        int n = cJSON_GetArraySize(allow);
+        if (!cJSON_IsArray(allow) || n == 0 || n > NETALLOW_MAX_RULES)
+                return bad(err, "network.allow: must be a non-empty array of at most %d rules",
+                           NETALLOW_MAX_RULES);
+        spec->net_allow = calloc((size_t)n, sizeof(*spec->net_allow));
+        if (!spec->net_allow)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "spec: out of memory");
+        int i = 0;
+        for (const cJSON *c = allow->child; c; c = c->next, i++) {
+                if (!cJSON_IsString(c))
+                        return bad(err, "network.allow[%d]: must be a string", i);
+                struct netallow_rule *r = &spec->net_allow[i];
+                enum netallow_problem p = netallow_parse(c->valuestring, r);
+                if (p != NETALLOW_OK) {
+                        char why[160];
+                        return bad(err, "network.allow[%d]: %s", i,
+                                   netallow_problem_text(p, r, why, sizeof(why)));
+                }
+                spec->n_net_allow++;
+        }
+        return 0;
+}
+
 static int parse_network(const cJSON *v, struct job_spec *spec, struct bc_error *err)
 {
-        if (!cJSON_IsString(v) || (strcmp(v->valuestring, "none") != 0 &&
-                                   strcmp(v->valuestring, "host") != 0))
-                return bad(err, "network: must be \"none\" or \"host\"");
-        spec->network_host = strcmp(v->valuestring, "host") == 0;
-        return 0;
+        if (cJSON_IsString(v) && (strcmp(v->valuestring, "none") == 0 ||
+                                  strcmp(v->valuestring, "host") == 0)) {
+                spec->network_host = strcmp(v->valuestring, "host") == 0;
+                return 0;
+        }
+        if (!cJSON_IsObject(v))
+                return bad(err, NETWORK_SHAPE);
+        static const char *const fields[] = { "allow", NULL };
+        int r = spec_unknown_field(v, "network.", fields, err);
+        if (r < 0)
+                return r;
+        return parse_network_allow(cJSON_GetObjectItemCaseSensitive(v, "allow"), spec, err);
 }
 
 static int parse_webhook(const cJSON *v, struct job_spec *spec, struct bc_error *err)
@@ -458,5 +492,6 @@ void spec_free(struct job_spec *spec)
         free(spec->image_storage);
         free(spec->image_version);
         free(spec->webhook_url);
+        free(spec->net_allow);
         free(spec);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/netallow.h"
 
 enum spec_mode { SPEC_COMMAND, SPEC_SCRIPT, SPEC_CODE };
 
@@ -62,6 +63,10 @@ struct job_spec {
         char *image_version;      /* "latest" or a sha256 */
         struct spec_limits limits;
         bool network_host;
+        /* "network": {"allow": [...]}: the rules (common/netallow.h), or
+         * NULL with n_net_allow 0 for "none" and "host". */
+        struct netallow_rule *net_allow;
+        size_t n_net_allow;
         char *webhook_url;        /* or NULL */
         unsigned retry_on;        /* enum spec_retry bits */
 };
