@@ -185,9 +185,12 @@ struct storage_push_result {
 };
 
 /* storage_pack_dir into an unnamed temporary file under tmp_dir, then
- * storage_upload.  Call storage_push_result_done(ret) afterwards. */
+ * storage_upload.  on_packed (or NULL) is called with the packed version's
+ * sha256 between the two, for work that can overlap the upload.  Call
+ * storage_push_result_done(ret) afterwards. */
 int storage_push_dir(const struct storage_config *cfg, const char *dir,
                      const char *tmp_dir, const struct storage_pack_limits *limits,
+                     void (*on_packed)(void *ctx, const char *sha256), void *ctx,
                      struct storage_push_result *ret, struct bc_error *err);
 void storage_push_result_done(struct storage_push_result *r);
 

@@ -226,8 +226,9 @@ void storage_push_result_done(struct storage_push_result *r)
 }
 
 int storage_push_dir(const struct storage_config *cfg, const char *dir, const char *tmp_dir,
-                     const struct storage_pack_limits *limits, struct storage_push_result *ret,
-                     struct bc_error *err)
+                     const struct storage_pack_limits *limits,
+                     void (*on_packed)(void *ctx, const char *sha256), void *ctx,
+                     struct storage_push_result *ret, struct bc_error *err)
 {
         _cleanup_fd_ int fd = open_tmpfile(tmp_dir, err);
         if (fd < 0)
@@ -236,6 +237,8 @@ int storage_push_dir(const struct storage_config *cfg, const char *dir, const ch
         int r = storage_pack_dir(dir, fd, limits, &res.pack, err);
         if (r < 0)
                 return r;
+        if (on_packed)
+                on_packed(ctx, res.pack.sha256);
         r = storage_object_key(cfg, res.pack.sha256, &res.key, err);
         r = r ? r : storage_upload(cfg, fd, res.pack.sha256, res.pack.size, &res.uploaded, err);
         if (r < 0) {

@@ -145,7 +145,7 @@ static int cmd_push(int argc, char **argv, struct bc_error *err)
         if (!cfg)
                 return fail(err);
         struct storage_push_result r;
-        int rc = storage_push_dir(cfg, argv[0], argv[1], NULL, &r, err);
+        int rc = storage_push_dir(cfg, argv[0], argv[1], NULL, NULL, NULL, &r, err);
         storage_config_free(cfg);
         if (rc < 0)
                 return fail(err);

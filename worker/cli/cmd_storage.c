@@ -135,7 +135,7 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         r = tarball ? unpack_tarball(dir, tree, strcmp(kind, "image") == 0, err) : 0;
         struct storage_push_result res;
         if (r >= 0)
-                r = storage_push_dir(s3, tarball ? tree : dir, tmp, NULL, &res, err);
+                r = storage_push_dir(s3, tarball ? tree : dir, tmp, NULL, NULL, NULL, &res, err);
         if (tarball)
                 sandbox_workspace_remove_tree(tree);
         rmdir(tmp);

@@ -54,18 +54,37 @@ int artifact_base_restore(const struct job_services *svc, const struct job_spec 
         return store_restore_artifact(svc->store, svc->db, spec, ws, false, ret, &downloaded, err);
 }
 
-void artifact_base_promote(const struct job_services *svc, const char *dir, const char *ws,
-                           const struct store_artifact_start *a, const char *sha256)
+static void *promote(void *arg)
 {
-        if (!a->base)
-                return;
+        struct artifact_promote *p = arg;
         _cleanup_free_ char *upper = NULL;
-        if (asprintf(&upper, "%s/fs/scratch/overlay/upper", dir) < 0)
-                return;
-        int r = storage_cache_promote(svc->store->artifacts, a->base, ws, upper, sha256);
+        if (asprintf(&upper, "%s/fs/scratch/overlay/upper", p->dir) < 0)
+                return NULL;
+        int r = storage_cache_promote(p->svc->store->artifacts, p->a->base, p->ws, upper, p->sha256);
         if (r < 0)
-                log_event(LOG_WARN, "artifact.cache", "sha256", sha256, "error", strerror(-r),
+                log_event(LOG_WARN, "artifact.cache", "sha256", p->sha256, "error", strerror(-r),
                           "effect", "the next job on this version downloads and extracts it", NULL);
+        return NULL;
+}
+
+/* Caching a version that then fails to upload is harmless: entries are
+ * named by their content, and one no job names is evicted in time. */
+void artifact_base_on_packed(void *arg, const char *sha256)
+{
+        struct artifact_promote *p = arg;
+        if (!p->a->base)
+                return;
+        snprintf(p->sha256, sizeof(p->sha256), "%s", sha256);
+        p->running = pthread_create(&p->thread, NULL, promote, p) == 0;
+        if (!p->running)
+                promote(p);
+}
+
+void artifact_base_promote_wait(struct artifact_promote *p)
+{
+        if (p->running)
+                pthread_join(p->thread, NULL);
+        p->running = false;
 }
 
 void artifact_base_release(const struct job_services *svc, const char *ws,

@@ -3,6 +3,7 @@
 #ifndef BC_WORKER_JOB_INTERNAL_H
 #define BC_WORKER_JOB_INTERNAL_H
 
+#include <pthread.h>
 #include <cjson/cJSON.h>
 
 #include "common/error.h"
@@ -31,11 +32,22 @@ struct store_artifact_start;
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
                           const char *dir, const char *ws, struct store_artifact_start *ret,
                           struct bc_error *err);
-/* After the new version (sha256) is packed from an overlay workspace:
- * caches it too, built from the base's entry and the job's changes, so the
- * session's next job starts from the cache (best effort, logged). */
-void artifact_base_promote(const struct job_services *svc, const char *dir, const char *ws,
-                           const struct store_artifact_start *a, const char *sha256);
+/* Once the new version is packed from an overlay workspace, it is cached
+ * too, built from the base's entry and the job's changes, so the session's
+ * next job starts from the cache (best effort, logged).  That walks the
+ * whole tree: it runs on a thread of its own while the version uploads,
+ * not after it.  Zero-initialise, give it as on_packed's ctx
+ * (artifact_base_on_packed), and wait for it after the upload. */
+struct artifact_promote {
+        const struct job_services *svc;
+        const char *dir, *ws;
+        const struct store_artifact_start *a;
+        char sha256[65];
+        pthread_t thread;
+        bool running;
+};
+void artifact_base_on_packed(void *promote, const char *sha256);
+void artifact_base_promote_wait(struct artifact_promote *p);
 /* After the job: unmounts the overlay and releases the cache entry (a
  * no-op when the base was extracted or the artifact started empty). */
 void artifact_base_release(const struct job_services *svc, const char *ws,

@@ -433,8 +433,12 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
         }
         lim.max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
                                   ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
-        if (store_save_artifact(run->svc->store, run->spec, run->ws, run->dir, &lim, &a,
-                                &err) < 0) {
+        struct artifact_promote promote = { .svc = run->svc, .dir = run->dir, .ws = run->ws,
+                                            .a = &run->artifact_start };
+        int saved = store_save_artifact(run->svc->store, run->spec, run->ws, run->dir, &lim,
+                                        artifact_base_on_packed, &promote, &a, &err);
+        artifact_base_promote_wait(&promote);
+        if (saved < 0) {
                 /* The job's own tree over a limit is final (and the head
                  * stays where it was); anything else is the upload's. */
                 bool own = err.code == BC_WORKSPACE_LIMIT;
@@ -479,7 +483,6 @@ static void save_outputs(struct job_run *run, struct job_outcome *o)
                  run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
                  a.uploaded ? "true" : "false");
         run->svc->event(run->svc->ctx, run->job, "artifact_uploaded", details);
-        artifact_base_promote(run->svc, run->dir, run->ws, &run->artifact_start, a.sha256);
         store_artifact_done(&a);
 }
 

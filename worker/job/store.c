@@ -290,6 +290,7 @@ void store_artifact_done(struct store_artifact *a)
 
 int store_save_artifact(struct store *st, const struct job_spec *spec, const char *workspace,
                         const char *tmp_dir, const struct storage_pack_limits *limits,
+                        void (*on_packed)(void *ctx, const char *sha256), void *ctx,
                         struct store_artifact *ret, struct bc_error *err)
 {
         memset(ret, 0, sizeof(*ret));
@@ -299,7 +300,7 @@ int store_save_artifact(struct store *st, const struct job_spec *spec, const cha
                 return r;
         }
         struct storage_push_result push;
-        r = storage_push_dir(st->s3, workspace, tmp_dir, limits, &push, err);
+        r = storage_push_dir(st->s3, workspace, tmp_dir, limits, on_packed, ctx, &push, err);
         if (r < 0)
                 return bc_error_prefix(err, "artifact %s: workspace", spec->artifact_storage);
         struct store_version v = { .s3_key = push.key };

@@ -114,11 +114,13 @@ struct store_artifact {
 void store_artifact_done(struct store_artifact *a);
 
 /* Packs workspace within limits (over one: BC_WORKSPACE_LIMIT, and
- * nothing is uploaded) and uploads it unless stored already.  Nothing is
+ * nothing is uploaded) and uploads it unless stored already; on_packed as
+ * for storage_push_dir.  Nothing is
  * recorded: the version is recorded, and the head moved, with the job's
  * completion (boxcar.record_job_artifact). */
 int store_save_artifact(struct store *st, const struct job_spec *spec, const char *workspace,
                         const char *tmp_dir, const struct storage_pack_limits *limits,
+                        void (*on_packed)(void *ctx, const char *sha256), void *ctx,
                         struct store_artifact *ret, struct bc_error *err);
 
 #endif
