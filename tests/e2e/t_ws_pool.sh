@@ -106,8 +106,8 @@ else not_ok "stale pool dir removed"; diag "$(ls "$WD/pool")"; fi
 "$BOXCAR" status --wait "$id" >/dev/null   # the cancelled sleeper is settled
 wait_for "new pool" 20 bash -c "(( \$(curl -s http://127.0.0.1:$PORT/metrics | awk '\$1 == \"boxcar_workspaces_ready\" { print \$2 }') >= 3 ))"
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
-is "a worker stopping cleanly unmounts and removes its pool" \
-   "$(ls "$WD/pool" | wc -l) $(losetup -a | grep -c "$WD/")" "0 0"
+is "a worker stopping cleanly unmounts and removes its pool, and every job's directory" \
+   "$(ls "$WD/pool" | wc -l) $(losetup -a | grep -c "$WD/") $(ls "$WD/jobs" | wc -l)" "0 0 0"
 
 # --warm-workspaces 0: no pool; every job makes its own.
 start_worker wsp-w --concurrency 1 --lease 10s --poll-interval 300ms --sandbox namespace \

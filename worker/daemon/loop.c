@@ -23,6 +23,7 @@
 #include "worker/warm/sandbox_pool.h"
 #include "worker/daemon/slots.h"
 #include "worker/daemon/startup.h"
+#include "worker/job/janitor.h"
 #include "worker/job/proc_reaper.h"
 #include "worker/job/store.h"
 #include "version.h"
@@ -569,6 +570,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 backend_sandbox_set_pool(NULL, NULL);
                 sandbox_pool_stop(pool);
                 reap_helpers(cfg);
+                janitor_drain();
                 ws_pool_stop(l.ws_pool);
                 if (store_open_ok)
                         store_close(&l.store);
@@ -599,6 +601,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         backend_sandbox_set_pool(NULL, NULL);
         sandbox_pool_stop(pool);
         reap_helpers(cfg);
+        janitor_drain();
         ws_pool_stop(l.ws_pool);
         backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);

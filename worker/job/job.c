@@ -17,6 +17,7 @@
 #include "worker/http/wmetrics.h"
 #include "worker/job/code.h"
 #include "worker/job/job-internal.h"
+#include "worker/job/janitor.h"
 #include "worker/job/livelog.h"
 #include "worker/job/store.h"
 #include "worker/job/wsfile.h"
@@ -514,6 +515,35 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
         bc_error_clear(&err);
 }
 
+/* What a job leaves once its result is known: its overlay and workspace
+ * mounted, cache entries held, its directory locked.  Released on the
+ * janitor's thread, so the slot's result is recorded without waiting for
+ * unmounts whose cost grows with what the job touched. */
+struct job_leftovers {
+        struct job_services svc;   /* a copy: the slot's goes with the slot's turn */
+        char *dir, *ws;
+        int lock;                  /* held until the directory is gone */
+        struct store_mounts mounts;
+        struct storage_cache_entry *image;
+        struct store_artifact_start artifact_start;
+        bool heap;
+};
+
+static void release_leftovers(void *arg)
+{
+        struct job_leftovers *l = arg;
+        const struct job_services *svc = &l->svc;
+        artifact_base_release(svc, l->ws, &l->artifact_start);
+        store_release_volumes(svc->store, &l->mounts);
+        storage_cache_release(svc->store->images, l->image);
+        job_dir_release(svc, l->dir);
+        close(l->lock);
+        free(l->ws);
+        free(l->dir);
+        if (l->heap)
+                free(l);
+}
+
 void job_execute(const struct job_services *svc, const struct claimed_job *job, int cancel_fd,
                  const _Atomic int *stop, struct job_outcome *ret)
 {
@@ -552,12 +582,18 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
         run_job(&run, cancel_fd, stop, ret);
         livelog_done(&run.log);
-        artifact_base_release(svc, run.ws, &run.artifact_start);
-        store_release_volumes(svc->store, &run.mounts);
-        storage_cache_release(svc->store->images, run.image);
         cJSON_Delete(run.result);
-        free(run.ws);
         free(run.scratch);
         free(run.meta);
-        job_dir_release(svc, dir);
+        struct job_leftovers here = { .svc = *svc, .dir = steal_pointer(&dir), .ws = run.ws,
+                                      .lock = steal_fd(&lock), .mounts = run.mounts,
+                                      .image = run.image, .artifact_start = run.artifact_start };
+        struct job_leftovers *l = malloc(sizeof(*l));
+        if (!l) {
+                release_leftovers(&here);
+                return;
+        }
+        *l = here;
+        l->heap = true;
+        janitor_run_later(release_leftovers, l);
 }

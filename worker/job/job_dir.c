@@ -57,10 +57,15 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
             asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||
             (bounded && asprintf(&sc, "%s/fs/scratch", dir) < 0))
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        /* A leftover from a crashed run of this attempt (rare: the mount
-         * table is only read when there is one). */
-        if (access(dir, F_OK) == 0)
+        /* A leftover of this attempt: from a crashed run (rare: the mount
+         * table is only read when there is one), or a released run whose
+         * directory the janitor still holds, locked, until it is gone. */
+        if (access(dir, F_OK) == 0) {
+                _cleanup_fd_ int held = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+                if (held >= 0)
+                        flock(held, LOCK_EX);
                 sandbox_workspace_remove_dir(dir);
+        }
         if (mkdir(dir, 0700) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
         int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
