@@ -31,8 +31,10 @@ mkws() {
     && mkdir -p "$T/$1" && mount -o loop,nosuid,nodev "$T/$1.img" "$T/$1" && mkdir -p "$T/$1/ws" "$T/$1/scratch" \
     && _ws_mounts+=("$T/$1")
 }
+_own_addrs=()
 cleanup_all() {
   cleanup_bg; mountpoint -q "$T/vol/sub" && umount "$T/vol/sub"
+  for a in "${_own_addrs[@]}"; do ip addr del "$a/32" dev lo 2>/dev/null; done
   for m in "${_ws_mounts[@]}"; do umount "$m" 2>/dev/null; done
   rm -rf "$T"
 }
@@ -416,6 +418,34 @@ GRAB_HOST=loopback.boxcar.test grab --network-allow "loopback.boxcar.test:$bport
 check "control: with --network-private the same name reaches it" has "$OUT" "ESCAPED banner"
 GRAB_HOST=127.0.0.1 grab --network-allow "127.0.0.1:$bport"
 check "control: a rule naming the loopback address itself reaches it" has "$OUT" "ESCAPED banner"
+# The worker host's own address that no special range covers (a public
+# one, as on a cloud VM with a public IP), with a service on it: added to
+# lo here.  A wide rule or a name resolving there must not reach it.
+if [[ $IS_ROOT -eq 1 ]] && own=11.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)) \
+    && ip addr add "$own/32" dev lo 2>/dev/null; then
+  _own_addrs+=("$own")
+  python3 -c "
+import socket
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$own',$bport)); s.listen(50)
+while True:
+    c, _ = s.accept(); c.sendall(b'banner-own\n'); c.close()" &
+  _bg_pids+=($!)
+  wait_for "own-address listener" 10 python3 -c "import socket; socket.create_connection(('$own', $bport), 0.5).close()"
+  printf '127.0.0.1 localhost\n127.0.0.1 loopback.boxcar.test\n%s own.boxcar.test\n' "$own" > "$T/hosts"
+  GRAB_HOST=$own grab --network-allow "0.0.0.0/0:$bport"
+  check "allow 0.0.0.0/0: the worker's own (public-looking) address is not reached through the proxy" \
+    blocked "$OUT" banner
+  check "and the refusal names it as the worker's" has "$(jget '.network.refused_list[]')" \
+    "$own:$bport (an address of the worker host)"
+  GRAB_HOST=own.boxcar.test grab --network-allow "own.boxcar.test:$bport"
+  check "allow a name that resolves to the worker's own address: refused" blocked "$OUT" banner
+  check "and the refusal names the address" has "$(jget '.network.refused_list[]')" \
+    "own.boxcar.test:$bport (resolves to $own, an address of the worker host)"
+  GRAB_HOST=$own grab --network-allow "$own:$bport"
+  check "control: a rule naming that address alone reaches it" has "$OUT" "ESCAPED banner"
+else
+  skip "the worker's own address (needs root to add one to lo)"
+fi
 sb --network allow --network-allow "pypi.org:443" -- $PROBE sockets
 check "allow-list: netlink, vsock, packet sockets and io_uring still denied (no route changes)" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]]' _ "$OUT"
