@@ -446,6 +446,30 @@ while True:
 else
   skip "the worker's own address (needs root to add one to lo)"
 fi
+# A job that never reads: 64 connections to a server that sends without
+# end.  What the supervisor has read (bytes_in) is what it parked in the
+# job's side of each connection (its buffer, the kernel's socket buffers,
+# the job's own receive buffer): bounded per connection, not the megabytes
+# each that autotuned socket buffers grow to (charged to the worker).
+fport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c "
+import socket, threading
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$fport)); s.listen(128)
+def flood(c):
+    try:
+        while True: c.sendall(b'x' * 65536)
+    except OSError: pass
+while True:
+    c, _ = s.accept(); threading.Thread(target=flood, args=(c,), daemon=True).start()" &
+_bg_pids+=($!)
+wait_for "flood listener" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $fport), 0.5).close()"
+sb --network allow --network-allow "127.0.0.1:$fport" -- /usr/bin/python3 -c "
+import socket, time
+s = [socket.create_connection(('127.0.0.1', $fport), 3) for i in range(64)]
+print('RAN flood', len(s), flush=True); time.sleep(4)"
+fin=$(jget .network.bytes_in)
+check "a job that never reads 64 floods: the supervisor parks at most 1.5 MiB a connection ($fin bytes in all)" \
+  bash -c '[[ $1 == *"RAN flood 64"* && $2 -gt 0 && $2 -lt $((64 * 1536 * 1024)) ]]' _ "$OUT" "$fin"
 sb --network allow --network-allow "pypi.org:443" -- $PROBE sockets
 check "allow-list: netlink, vsock, packet sockets and io_uring still denied (no route changes)" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]]' _ "$OUT"
