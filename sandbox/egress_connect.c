@@ -21,6 +21,7 @@
 #include <linux/rtnetlink.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <resolv.h>
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
@@ -248,6 +249,14 @@ static int resolve_in_child(const struct egress_policy *e, const char *name, uin
                 if (sp[1] > 3)
                         syscall(SYS_close_range, 3u, (unsigned)sp[1] - 1, 0u);
                 syscall(SYS_close_range, (unsigned)sp[1] + 1, ~0u, 0u);
+                /* The name as written and nothing else: with resolv.conf's
+                 * search list (ndots:5, as in Kubernetes, tries it first)
+                 * "x.allowed.test" could be answered for
+                 * "x.allowed.test.corp.internal", a name no rule allows.
+                 * (A trailing dot would do the same for DNS but stop
+                 * /etc/hosts from matching.) */
+                if (res_init() == 0)
+                        _res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
                 struct sbx_msg m = { .type = SBX_MSG_EGRESS };
                 int fd = connect_name(e, name, port, m.path, sizeof(m.path));
                 (void)sbx_msg_send(sp[1], &m, fd);

@@ -401,8 +401,9 @@ except OSError as e:
 # A name for the worker's loopback, in an /etc/hosts only the helper sees
 # (the sandbox's own /etc/hosts maps localhost to its own loopback).
 printf '127.0.0.1 localhost\n127.0.0.1 loopback.boxcar.test\n' > "$T/hosts"
+# GRAB_RESOLV=FILE: and that file as /etc/resolv.conf.
 grab() {
-  unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$T/hosts" \
+  unshare -m sh -c 'mount --bind "$0" /etc/hosts && { [ -z "$GRAB_RESOLV" ] || mount --bind "$GRAB_RESOLV" /etc/resolv.conf; } && exec "$@"' "$T/hosts" \
     "$SB" --status-fd 3 --network allow "$@" -- /usr/bin/python3 -c "$banner" "$GRAB_HOST" \
     >"$T/out" 2>&1 3>"$T/status"
   OUT=$(cat "$T/out") ST=$(cat "$T/status")
@@ -446,6 +447,38 @@ while True:
 else
   skip "the worker's own address (needs root to add one to lo)"
 fi
+# The worker's resolver with a search list (ndots:5 tries it first, as in
+# Kubernetes): a name under an allowed wildcard must be resolved as
+# written, not as name.search.domain, a name no rule allows.  A small DNS
+# server answers only x.allowed.boxcar.test.search.boxcar.test (loopback,
+# so --network-private) and NXDOMAIN for the rest.
+dns=127.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+python3 -c "
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('$dns', 53))
+while True:
+    q, peer = s.recvfrom(512)
+    off, labels = 12, []
+    while q[off]:
+        labels.append(q[off + 1:off + 1 + q[off]].decode().lower()); off += 1 + q[off]
+    name, qtype, end = '.'.join(labels), struct.unpack('>H', q[off + 1:off + 3])[0], off + 5
+    known = name == 'x.allowed.boxcar.test.search.boxcar.test'
+    hit = known and qtype == 1
+    r = q[:2] + struct.pack('>HHHHH', 0x8180 | (0 if known else 3), 1, int(hit), 0, 0) + q[12:end]
+    s.sendto(r + (b'\xc0\x0c' + struct.pack('>HHIH', 1, 1, 5, 4) + bytes([127, 0, 0, 1]) if hit else b''), peer)" &
+_bg_pids+=($!)
+printf 'nameserver %s\nsearch search.boxcar.test\noptions ndots:5 timeout:1 attempts:2\n' "$dns" > "$T/resolv.conf"
+resolve_ctl() {
+  GRAB_RESOLV=$T/resolv.conf unshare -m sh -c 'mount --bind "$GRAB_RESOLV" /etc/resolv.conf && exec "$@"' \
+    sh python3 -c "import socket; print(socket.gethostbyname('x.allowed.boxcar.test'))" 2>&1
+}
+resolves_ctl() { [[ $(resolve_ctl) == 127.0.0.1 ]]; }
+wait_for "the DNS server" 10 resolves_ctl
+ctl=$(resolve_ctl)
+GRAB_HOST=x.allowed.boxcar.test GRAB_RESOLV=$T/resolv.conf grab --network-allow "*.allowed.boxcar.test:$bport" --network-private
+if [[ $ctl == 127.0.0.1 ]] && blocked "$OUT" banner && has "$(jget '.network.refused_list[]')" "x.allowed.boxcar.test:$bport (does not resolve)"; then
+  ok "an allowed name is resolved as written, not through the search list (control: outside, it resolves through it)"
+else not_ok "an allowed name is resolved as written, not through the search list"; diag "control: $ctl"; diag "$OUT $ST"; fi
 # A job that never reads: 64 connections to a server that sends without
 # end.  What the supervisor has read (bytes_in) is what it parked in the
 # job's side of each connection (its buffer, the kernel's socket buffers,
