@@ -17,8 +17,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <resolv.h>
@@ -53,67 +51,6 @@ static bool names_special_network(const struct netallow_rule *r)
         return special(r->addr, &a) && special(last, &b) && a && b && strcmp(a, b) == 0;
 }
 
-#define HOST_OWN "an address of the worker host"
-
-/* Whether sa is an address of the worker host itself (the kernel's route
- * to it is `local`, as `ip route get` says): a connection there reaches
- * the worker's own services (its database, S3, metrics, anything bound to
- * 0.0.0.0) however public the address looks, which the SSRF guard's ranges
- * cannot know.  True when the kernel cannot be asked: fail closed. */
-static bool host_local(const struct sockaddr *sa)
-{
-        struct {
-                struct nlmsghdr nh;
-                struct rtmsg rt;
-                char attrs[32];
-        } req;
-        memset(&req, 0, sizeof(req));
-        const void *dst = NULL;
-        size_t dlen = 0;
-        uint8_t family = AF_INET;
-        if (sa->sa_family == AF_INET) {
-                dst = &((const struct sockaddr_in *)sa)->sin_addr;
-                dlen = 4;
-        } else if (sa->sa_family == AF_INET6) {
-                const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-                /* ::ffff:a.b.c.d is connected over IPv4: ask about a.b.c.d. */
-                bool mapped = IN6_IS_ADDR_V4MAPPED(a6);
-                dst = mapped ? (const void *)(a6->s6_addr + 12) : (const void *)a6;
-                dlen = mapped ? 4 : 16;
-                family = mapped ? AF_INET : AF_INET6;
-        } else {
-                return true;
-        }
-        req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
-        req.nh.nlmsg_type = RTM_GETROUTE;
-        req.nh.nlmsg_flags = NLM_F_REQUEST;
-        req.rt.rtm_family = family;
-        req.rt.rtm_dst_len = (unsigned char)(dlen * 8);
-        struct rtattr *a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
-        a->rta_type = RTA_DST;
-        a->rta_len = (unsigned short)RTA_LENGTH(dlen);
-        memcpy(RTA_DATA(a), dst, dlen);
-        req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(a->rta_len);
-        int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-        if (nl < 0)
-                return true;
-        union {
-                struct nlmsghdr nh;
-                char buf[4096];
-        } ans;
-        ssize_t n = -1;
-        if (send(nl, &req, req.nh.nlmsg_len, 0) >= 0)
-                while ((n = recv(nl, &ans, sizeof(ans), 0)) < 0 && errno == EINTR)
-                        ;
-        close(nl);
-        if (n < 0 || !NLMSG_OK(&ans.nh, (size_t)n))
-                return true;
-        if (ans.nh.nlmsg_type == NLMSG_ERROR)  /* no route at all: not ours */
-                return ((struct nlmsgerr *)NLMSG_DATA(&ans.nh))->error == 0;
-        return ans.nh.nlmsg_type != RTM_NEWROUTE ||
-               ((struct rtmsg *)NLMSG_DATA(&ans.nh))->rtm_type == RTN_LOCAL;
-}
-
 /* 1: allowed; 0: no rule; -1: only by rules wider than the special range
  * addr lies in, or than the worker host's own address (*ret_range names
  * it). */
@@ -139,11 +76,11 @@ static int addr_allowed(const struct egress_policy *e, uint32_t addr, uint16_t p
                 if (local < 0) {
                         struct sockaddr_in sa = { .sin_family = AF_INET,
                                                   .sin_addr.s_addr = htonl(addr) };
-                        local = host_local((struct sockaddr *)&sa);
+                        local = netguard_host_local((struct sockaddr *)&sa, sizeof(sa));
                 }
                 if (!local || rule->prefix == 32)
                         return 1;
-                *ret_range = HOST_OWN;
+                *ret_range = NETGUARD_HOST_OWN;
                 r = -1;
         }
         return r;
@@ -186,11 +123,8 @@ static int connect_family(const struct egress_policy *e, const struct addrinfo *
                 /* The guard's ranges, then the worker's own addresses: an
                  * allowed name that resolves to the worker's public address
                  * must not reach the services it serves there. */
-                if (netguard_permits(e->guard, a->ai_addr, a->ai_addrlen, &range)) {
-                        if (e->guard->allow_all || !host_local(a->ai_addr))
-                                return connect_to(a->ai_addr, a->ai_addrlen);
-                        range = HOST_OWN;
-                }
+                if (netguard_permits_connect(e->guard, a->ai_addr, a->ai_addrlen, &range))
+                        return connect_to(a->ai_addr, a->ai_addrlen);
                 if (!no->addr[0]) {
                         netguard_addr_text(a->ai_addr, a->ai_addrlen, no->addr);
                         no->range = range;
