@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,81 @@ bool netguard_permits(const struct netguard *g, const struct sockaddr *sa, sockl
         if (what && ret_range)
                 *ret_range = what;
         return !what;
+}
+
+/* See netguard.h: asked as `ip route get` does (RTM_GETROUTE). */
+bool netguard_host_local(const struct sockaddr *sa, socklen_t len)
+{
+        struct {
+                struct nlmsghdr nh;
+                struct rtmsg rt;
+                char attrs[32];
+        } req;
+        memset(&req, 0, sizeof(req));
+        const void *dst = NULL;
+        size_t dlen = 0;
+        uint8_t family = AF_INET;
+        if (!sa) {
+                return true;
+        } else if (sa->sa_family == AF_INET && len >= (socklen_t)sizeof(struct sockaddr_in)) {
+                dst = &((const struct sockaddr_in *)sa)->sin_addr;
+                dlen = 4;
+        } else if (sa->sa_family == AF_INET6 && len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+                const struct in6_addr *a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+                /* ::ffff:a.b.c.d is connected over IPv4: ask about a.b.c.d. */
+                bool mapped = IN6_IS_ADDR_V4MAPPED(a6);
+                dst = mapped ? (const void *)(a6->s6_addr + 12) : (const void *)a6;
+                dlen = mapped ? 4 : 16;
+                family = mapped ? AF_INET : AF_INET6;
+        } else {
+                return true;
+        }
+        req.nh.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
+        req.nh.nlmsg_type = RTM_GETROUTE;
+        req.nh.nlmsg_flags = NLM_F_REQUEST;
+        req.rt.rtm_family = family;
+        req.rt.rtm_dst_len = (unsigned char)(dlen * 8);
+        struct rtattr *a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
+        a->rta_type = RTA_DST;
+        a->rta_len = (unsigned short)RTA_LENGTH(dlen);
+        memcpy(RTA_DATA(a), dst, dlen);
+        req.nh.nlmsg_len = NLMSG_ALIGN(req.nh.nlmsg_len) + RTA_ALIGN(a->rta_len);
+        int nl = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+        if (nl < 0)
+                return true;
+        union {
+                struct nlmsghdr nh;
+                char buf[4096];
+        } ans;
+        ssize_t n = -1;
+        if (send(nl, &req, req.nh.nlmsg_len, 0) >= 0)
+                while ((n = recv(nl, &ans, sizeof(ans), 0)) < 0 && errno == EINTR)
+                        ;
+        close(nl);
+        if (n < 0 || !NLMSG_OK(&ans.nh, (size_t)n))
+                return true;
+        if (ans.nh.nlmsg_type == NLMSG_ERROR)  /* no route at all: not ours */
+                return ((struct nlmsgerr *)NLMSG_DATA(&ans.nh))->error == 0;
+        return ans.nh.nlmsg_type != RTM_NEWROUTE ||
+               ((struct rtmsg *)NLMSG_DATA(&ans.nh))->rtm_type == RTN_LOCAL;
+}
+
+bool netguard_permits_connect(const struct netguard *g, const struct sockaddr *sa, socklen_t len,
+                              const char **ret_range)
+{
+        if (!netguard_permits(g, sa, len, ret_range))
+                return false;
+        if (g && g->allow_all)
+                return true;
+        uint8_t a[16], v4[16];
+        if (g && to_bytes(sa, len, a) &&
+            (allowed_by_list(g, a) || (embedded_v4(a, v4) && allowed_by_list(g, v4))))
+                return true;
+        if (!netguard_host_local(sa, len))
+                return true;
+        if (ret_range)
+                *ret_range = NETGUARD_HOST_OWN;
+        return false;
 }
 
 void netguard_addr_text(const struct sockaddr *sa, socklen_t len,

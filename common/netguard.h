@@ -58,6 +58,22 @@ int netguard_allow_list(struct netguard *g, const char *list, struct bc_error *e
 bool netguard_permits(const struct netguard *g, const struct sockaddr *sa, socklen_t len,
                       const char **ret_range);
 
+/* Whether sa is an address of this host itself (the kernel's route to it
+ * is `local`, as `ip route get` says): a connection there reaches the
+ * worker's own services (its database, S3, metrics, anything bound to
+ * 0.0.0.0) however public the address looks, which no range can know.
+ * True when the kernel cannot be asked: fail closed.  ::ffff:a.b.c.d is
+ * asked as a.b.c.d. */
+bool netguard_host_local(const struct sockaddr *sa, socklen_t len);
+#define NETGUARD_HOST_OWN "an address of the worker host"
+
+/* netguard_permits, and then an ordinary address that is this host's own
+ * (netguard_host_local) is refused too (*ret_range NETGUARD_HOST_OWN),
+ * unless allow_all or the allow list lets it through.  What to call on
+ * the address about to be connected. */
+bool netguard_permits_connect(const struct netguard *g, const struct sockaddr *sa, socklen_t len,
+                              const char **ret_range);
+
 /* The address of sa as text ("10.0.0.1", "fe80::1"), or "?". */
 void netguard_addr_text(const struct sockaddr *sa, socklen_t len,
                         char out[static NETGUARD_ADDR_TEXT]);

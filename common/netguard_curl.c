@@ -15,7 +15,7 @@ static curl_socket_t open_socket(void *clientp, curlsocktype purpose, struct cur
         struct netguard_curl *ctx = clientp;
         (void)purpose;
         const char *range = NULL;
-        if (ctx->guard && !netguard_permits(ctx->guard, &a->addr, a->addrlen, &range)) {
+        if (ctx->guard && !netguard_permits_connect(ctx->guard, &a->addr, a->addrlen, &range)) {
                 if (!ctx->refused) {
                         ctx->refused = true;
                         ctx->range = range;

@@ -41,6 +41,9 @@
 #define EGRESS_MAX_CONNS 64
 /* Each direction of a connection: one buffer of this size. */
 #define EGRESS_BUF (64 * 1024)
+/* SO_SNDBUF and SO_RCVBUF of the job's side of a connection (the kernel
+ * doubles it): not autotuned, see on_listener. */
+#define EGRESS_SOCKBUF (256 * 1024)
 #define EGRESS_REFUSED_KEPT 20
 /* DNS socket + one listener per distinct port. */
 #define EGRESS_MAX_FDS (1 + NETALLOW_MAX_RULES)

@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <resolv.h>
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
@@ -51,17 +52,35 @@ static bool names_special_network(const struct netallow_rule *r)
 }
 
 /* 1: allowed; 0: no rule; -1: only by rules wider than the special range
- * addr lies in (*ret_range names it). */
+ * addr lies in, or than the worker host's own address (*ret_range names
+ * it). */
 static int addr_allowed(const struct egress_policy *e, uint32_t addr, uint16_t port,
                         const char **ret_range)
 {
-        int r = 0;
+        int r = 0, local = -1;  /* -1: not asked yet */
         for (size_t i = 0; i < e->n_rules; i++) {
-                if (!netallow_match_addr(&e->rules[i], addr, port))
+                const struct netallow_rule *rule = &e->rules[i];
+                if (!netallow_match_addr(rule, addr, port))
                         continue;
-                if (e->guard->allow_all || !special(addr, ret_range) ||
-                    names_special_network(&e->rules[i]))
+                if (e->guard->allow_all)
                         return 1;
+                if (special(addr, ret_range)) {
+                        if (names_special_network(rule))
+                                return 1;
+                        r = -1;
+                        continue;
+                }
+                /* An ordinary address that is the worker's own: only a rule
+                 * naming it alone (a.b.c.d:port) reaches it, not
+                 * 0.0.0.0/0:443 nor the public network it lies in. */
+                if (local < 0) {
+                        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                                  .sin_addr.s_addr = htonl(addr) };
+                        local = netguard_host_local((struct sockaddr *)&sa, sizeof(sa));
+                }
+                if (!local || rule->prefix == 32)
+                        return 1;
+                *ret_range = NETGUARD_HOST_OWN;
                 r = -1;
         }
         return r;
@@ -101,7 +120,10 @@ static int connect_family(const struct egress_policy *e, const struct addrinfo *
                 if (a->ai_family != family)
                         continue;
                 const char *range = NULL;
-                if (netguard_permits(e->guard, a->ai_addr, a->ai_addrlen, &range))
+                /* The guard's ranges, then the worker's own addresses: an
+                 * allowed name that resolves to the worker's public address
+                 * must not reach the services it serves there. */
+                if (netguard_permits_connect(e->guard, a->ai_addr, a->ai_addrlen, &range))
                         return connect_to(a->ai_addr, a->ai_addrlen);
                 if (!no->addr[0]) {
                         netguard_addr_text(a->ai_addr, a->ai_addrlen, no->addr);
@@ -161,6 +183,14 @@ static int resolve_in_child(const struct egress_policy *e, const char *name, uin
                 if (sp[1] > 3)
                         syscall(SYS_close_range, 3u, (unsigned)sp[1] - 1, 0u);
                 syscall(SYS_close_range, (unsigned)sp[1] + 1, ~0u, 0u);
+                /* The name as written and nothing else: with resolv.conf's
+                 * search list (ndots:5, as in Kubernetes, tries it first)
+                 * "x.allowed.test" could be answered for
+                 * "x.allowed.test.corp.internal", a name no rule allows.
+                 * (A trailing dot would do the same for DNS but stop
+                 * /etc/hosts from matching.) */
+                if (res_init() == 0)
+                        _res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
                 struct sbx_msg m = { .type = SBX_MSG_EGRESS };
                 int fd = connect_name(e, name, port, m.path, sizeof(m.path));
                 (void)sbx_msg_send(sp[1], &m, fd);

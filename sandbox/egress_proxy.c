@@ -157,6 +157,16 @@ static void on_listener(struct sbx_egress *e, int lfd)
                 int in = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
                 if (in < 0)
                         return;
+                /* The job's side of a connection is on this host: small
+                 * fixed kernel buffers cost it no throughput, and they
+                 * bound what a job that stops reading (or whose server
+                 * stops reading) parks in the supervisor's sockets.
+                 * Autotuned, each grows to megabytes (tcp_wmem, tcp_rmem),
+                 * charged to the worker's memory, not the job's: 64
+                 * connections that never read held 4 MiB each. */
+                int buf = EGRESS_SOCKBUF;
+                (void)setsockopt(in, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+                (void)setsockopt(in, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
                 struct conn *k = NULL;
                 for (size_t j = 0; j < EGRESS_MAX_CONNS && !k; j++)
                         if (e->conns[j].in < 0)

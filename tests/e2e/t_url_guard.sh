@@ -7,7 +7,8 @@ source "$(dirname "$0")/../lib.sh"
 unset BOXCAR_ALLOW_PRIVATE_URLS BOXCAR_ALLOW_URL_CIDRS
 fresh_db e2e_url_guard
 tmp=$(mktemp -d)
-trap 'cleanup_bg; rm -rf "$tmp"' EXIT
+own=""  # the worker host's own public-looking address, added to lo below (root)
+trap 'cleanup_bg; [[ -z $own ]] || ip addr del "$own/32" dev lo 2>/dev/null; rm -rf "$tmp"' EXIT
 finished() { [[ $(sql "select status from boxcar.jobs where id = '$1'") =~ ^(succeeded|failed|cancelled)$ ]]; }
 run_job() { # QUEUE SPEC: enqueue with one attempt, wait, print the id
   local id
@@ -71,6 +72,24 @@ j=$(run_job ug "$(vol_spec "http://169.254.169.254/latest/meta-data/")")
 msg=$(job_field "$j" "error->>'message'")
 check "the cloud metadata address is refused: $msg" grep -q 'refused to connect to 169.254.169.254 (link-local 169.254.0.0/16 (cloud metadata))' <<<"$msg"
 is "no request reached 127.0.0.1 in all that" "$(got_get "$tmp/srv1.log")" 0
+# The worker host's own address that no special range covers (a public IP
+# on a cloud VM), with the volume server on it: still the worker's own
+# services, refused.
+cand=11.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+if [[ $(id -u) -eq 0 ]] && ip addr add "$cand/32" dev lo 2>/dev/null; then
+  own=$cand
+  bg python3 -u -m http.server "$port" --bind "$own" --directory "$tmp/www" >/dev/null 2>>"$tmp/srv3.log"
+  wait_for "server on $own" 10 curl -sf "http://$own:$port/v.tar.gz" -o /dev/null
+  : > "$tmp/srv3.log"
+  j=$(run_job ug "$(vol_spec "http://$own:$port/v.tar.gz")")
+  msg=$(job_field "$j" "error->>'message'")
+  check "an address of the worker host itself is refused: $msg" \
+    grep -q "refused to connect to $own (an address of the worker host)" <<<"$msg"
+  is "and its server got no request" "$(got_get "$tmp/srv3.log")" 0
+else
+  skip "an address of the worker host itself (needs root to add one to lo)"
+  skip "and its server got no request"
+fi
 
 j=$(run_job ug '{"command": ["true"], "webhook": {"url": "'"$hook"'"}}')
 is "a job with a webhook on 127.0.0.1 succeeds" "$(job_field "$j" status)" succeeded

@@ -31,8 +31,10 @@ mkws() {
     && mkdir -p "$T/$1" && mount -o loop,nosuid,nodev "$T/$1.img" "$T/$1" && mkdir -p "$T/$1/ws" "$T/$1/scratch" \
     && _ws_mounts+=("$T/$1")
 }
+_own_addrs=()
 cleanup_all() {
   cleanup_bg; mountpoint -q "$T/vol/sub" && umount "$T/vol/sub"
+  for a in "${_own_addrs[@]}"; do ip addr del "$a/32" dev lo 2>/dev/null; done
   for m in "${_ws_mounts[@]}"; do umount "$m" 2>/dev/null; done
   rm -rf "$T"
 }
@@ -399,8 +401,9 @@ except OSError as e:
 # A name for the worker's loopback, in an /etc/hosts only the helper sees
 # (the sandbox's own /etc/hosts maps localhost to its own loopback).
 printf '127.0.0.1 localhost\n127.0.0.1 loopback.boxcar.test\n' > "$T/hosts"
+# GRAB_RESOLV=FILE: and that file as /etc/resolv.conf.
 grab() {
-  unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$T/hosts" \
+  unshare -m sh -c 'mount --bind "$0" /etc/hosts && { [ -z "$GRAB_RESOLV" ] || mount --bind "$GRAB_RESOLV" /etc/resolv.conf; } && exec "$@"' "$T/hosts" \
     "$SB" --status-fd 3 --network allow "$@" -- /usr/bin/python3 -c "$banner" "$GRAB_HOST" \
     >"$T/out" 2>&1 3>"$T/status"
   OUT=$(cat "$T/out") ST=$(cat "$T/status")
@@ -416,6 +419,90 @@ GRAB_HOST=loopback.boxcar.test grab --network-allow "loopback.boxcar.test:$bport
 check "control: with --network-private the same name reaches it" has "$OUT" "ESCAPED banner"
 GRAB_HOST=127.0.0.1 grab --network-allow "127.0.0.1:$bport"
 check "control: a rule naming the loopback address itself reaches it" has "$OUT" "ESCAPED banner"
+# The worker host's own address that no special range covers (a public
+# one, as on a cloud VM with a public IP), with a service on it: added to
+# lo here.  A wide rule or a name resolving there must not reach it.
+if [[ $IS_ROOT -eq 1 ]] && own=11.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)) \
+    && ip addr add "$own/32" dev lo 2>/dev/null; then
+  _own_addrs+=("$own")
+  python3 -c "
+import socket
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('$own',$bport)); s.listen(50)
+while True:
+    c, _ = s.accept(); c.sendall(b'banner-own\n'); c.close()" &
+  _bg_pids+=($!)
+  wait_for "own-address listener" 10 python3 -c "import socket; socket.create_connection(('$own', $bport), 0.5).close()"
+  printf '127.0.0.1 localhost\n127.0.0.1 loopback.boxcar.test\n%s own.boxcar.test\n' "$own" > "$T/hosts"
+  GRAB_HOST=$own grab --network-allow "0.0.0.0/0:$bport"
+  check "allow 0.0.0.0/0: the worker's own (public-looking) address is not reached through the proxy" \
+    blocked "$OUT" banner
+  check "and the refusal names it as the worker's" has "$(jget '.network.refused_list[]')" \
+    "$own:$bport (an address of the worker host)"
+  GRAB_HOST=own.boxcar.test grab --network-allow "own.boxcar.test:$bport"
+  check "allow a name that resolves to the worker's own address: refused" blocked "$OUT" banner
+  check "and the refusal names the address" has "$(jget '.network.refused_list[]')" \
+    "own.boxcar.test:$bport (resolves to $own, an address of the worker host)"
+  GRAB_HOST=$own grab --network-allow "$own:$bport"
+  check "control: a rule naming that address alone reaches it" has "$OUT" "ESCAPED banner"
+else
+  skip "the worker's own address (needs root to add one to lo)"
+fi
+# The worker's resolver with a search list (ndots:5 tries it first, as in
+# Kubernetes): a name under an allowed wildcard must be resolved as
+# written, not as name.search.domain, a name no rule allows.  A small DNS
+# server answers only x.allowed.boxcar.test.search.boxcar.test (loopback,
+# so --network-private) and NXDOMAIN for the rest.
+dns=127.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+python3 -c "
+import socket, struct
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('$dns', 53))
+while True:
+    q, peer = s.recvfrom(512)
+    off, labels = 12, []
+    while q[off]:
+        labels.append(q[off + 1:off + 1 + q[off]].decode().lower()); off += 1 + q[off]
+    name, qtype, end = '.'.join(labels), struct.unpack('>H', q[off + 1:off + 3])[0], off + 5
+    known = name == 'x.allowed.boxcar.test.search.boxcar.test'
+    hit = known and qtype == 1
+    r = q[:2] + struct.pack('>HHHHH', 0x8180 | (0 if known else 3), 1, int(hit), 0, 0) + q[12:end]
+    s.sendto(r + (b'\xc0\x0c' + struct.pack('>HHIH', 1, 1, 5, 4) + bytes([127, 0, 0, 1]) if hit else b''), peer)" &
+_bg_pids+=($!)
+printf 'nameserver %s\nsearch search.boxcar.test\noptions ndots:5 timeout:1 attempts:2\n' "$dns" > "$T/resolv.conf"
+resolve_ctl() {
+  GRAB_RESOLV=$T/resolv.conf unshare -m sh -c 'mount --bind "$GRAB_RESOLV" /etc/resolv.conf && exec "$@"' \
+    sh python3 -c "import socket; print(socket.gethostbyname('x.allowed.boxcar.test'))" 2>&1
+}
+resolves_ctl() { [[ $(resolve_ctl) == 127.0.0.1 ]]; }
+wait_for "the DNS server" 10 resolves_ctl
+ctl=$(resolve_ctl)
+GRAB_HOST=x.allowed.boxcar.test GRAB_RESOLV=$T/resolv.conf grab --network-allow "*.allowed.boxcar.test:$bport" --network-private
+if [[ $ctl == 127.0.0.1 ]] && blocked "$OUT" banner && has "$(jget '.network.refused_list[]')" "x.allowed.boxcar.test:$bport (does not resolve)"; then
+  ok "an allowed name is resolved as written, not through the search list (control: outside, it resolves through it)"
+else not_ok "an allowed name is resolved as written, not through the search list"; diag "control: $ctl"; diag "$OUT $ST"; fi
+# A job that never reads: 64 connections to a server that sends without
+# end.  What the supervisor has read (bytes_in) is what it parked in the
+# job's side of each connection (its buffer, the kernel's socket buffers,
+# the job's own receive buffer): bounded per connection, not the megabytes
+# each that autotuned socket buffers grow to (charged to the worker).
+fport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+python3 -c "
+import socket, threading
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$fport)); s.listen(128)
+def flood(c):
+    try:
+        while True: c.sendall(b'x' * 65536)
+    except OSError: pass
+while True:
+    c, _ = s.accept(); threading.Thread(target=flood, args=(c,), daemon=True).start()" &
+_bg_pids+=($!)
+wait_for "flood listener" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $fport), 0.5).close()"
+sb --network allow --network-allow "127.0.0.1:$fport" -- /usr/bin/python3 -c "
+import socket, time
+s = [socket.create_connection(('127.0.0.1', $fport), 3) for i in range(64)]
+print('RAN flood', len(s), flush=True); time.sleep(4)"
+fin=$(jget .network.bytes_in)
+check "a job that never reads 64 floods: the supervisor parks at most 1.5 MiB a connection ($fin bytes in all)" \
+  bash -c '[[ $1 == *"RAN flood 64"* && $2 -gt 0 && $2 -lt $((64 * 1536 * 1024)) ]]' _ "$OUT" "$fin"
 sb --network allow --network-allow "pypi.org:443" -- $PROBE sockets
 check "allow-list: netlink, vsock, packet sockets and io_uring still denied (no route changes)" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]]' _ "$OUT"

@@ -207,6 +207,38 @@ static void test_curl_hook_judges_resolved_address(void **state)
         assert_false(ctx3.refused);
 }
 
+/* The kernel's answer on this host: loopback, in every spelling, is
+ * local; addresses nobody assigns here are not.  And the connect-time
+ * check refuses a local address that no range covers only through
+ * netguard_host_local (the ordinary case is the public address). */
+static bool host_local(const char *text)
+{
+        struct sockaddr_storage ss;
+        socklen_t len = sockaddr_of(text, &ss);
+        return netguard_host_local((struct sockaddr *)&ss, len);
+}
+
+static void test_host_local(void **state)
+{
+        (void)state;
+        assert_true(host_local("127.0.0.1"));
+        assert_true(host_local("127.3.4.5"));
+        assert_true(host_local("::ffff:127.0.0.1"));
+        assert_false(host_local("1.1.1.1"));
+        assert_false(host_local("198.51.100.77"));
+        assert_false(host_local("2001:db8::77"));
+        assert_true(netguard_host_local(NULL, 0));  /* fails closed */
+        struct netguard g = { 0 }, all = { .allow_all = true }, list = { 0 };
+        assert_int_equal(netguard_allow_cidr(&list, "127.0.0.0/8", NULL), 0);
+        struct sockaddr_storage ss;
+        socklen_t len = sockaddr_of("8.8.8.8", &ss);
+        assert_true(netguard_permits_connect(&g, (struct sockaddr *)&ss, len, NULL));
+        len = sockaddr_of("127.0.0.1", &ss);
+        assert_false(netguard_permits_connect(&g, (struct sockaddr *)&ss, len, NULL));
+        assert_true(netguard_permits_connect(&all, (struct sockaddr *)&ss, len, NULL));
+        assert_true(netguard_permits_connect(&list, (struct sockaddr *)&ss, len, NULL));
+}
+
 int main(void)
 {
         curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -216,6 +248,7 @@ int main(void)
                 cmocka_unit_test(test_allow_list),
                 cmocka_unit_test(test_allow_list_malformed),
                 cmocka_unit_test(test_curl_hook_judges_resolved_address),
+                cmocka_unit_test(test_host_local),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
