@@ -182,6 +182,18 @@ is "the holder read its base to the end" "$(job_field $jhold "status || ' ' || (
 wait_for "unpinned version 1 evicted" 10 bash -c "[[ ! -e '$entry' ]]"
 check "once released, version 1 was evicted (over the 1 MiB budget)" test ! -e "$entry"
 
+# The budget charges a tree's entries too, not only its data bytes: a
+# version of 3,000 empty files (no bytes) is charged about a block each,
+# 12 MiB, over the 1 MiB budget, so it is not kept once no job holds it
+# (charged nothing, a session adding empty files every job would fill
+# the worker's inodes with versions that never go).
+jmany=$(run_job 'mkdir m; cd m; i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done' u "$vu")
+vmany=$(sha_of $jmany)
+is "a job adds 3,000 empty files" "$(job_field $jmany "status || ' ' || ((result->'artifact'->>'file_count')::int >= 3000)")" "succeeded true"
+check "a version of empty files is charged for its entries: not kept over the budget" test ! -e "$WD/artifacts/v/$vmany"
+jm2=$(run_job 'ls m | wc -l' u "$vmany")
+is "and the next job on it still gets it (downloaded)" "$(job_field $jm2 "status || ' ' || (result->>'stdout')")" "succeeded 3000"
+
 # Nothing of it outlives the jobs: no overlay left mounted.
 is "no overlay is left mounted in the worker" "$(grep " $WD/" /proc/$WORKER_PID/mountinfo | grep -c ' - overlay ')" "0"
 tap_done
