@@ -129,6 +129,33 @@ static int copy_file(struct flatten *f, int mdir, int ddir, const char *name, co
         return r;
 }
 
+/* A file's data bytes, holes left out: what packing counts, what a
+ * download of the version is charged, and so what the cache's budget is
+ * charged for it.  Its size instead would let a job's 1 TiB sparse file
+ * (a few blocks on disk, holes kept) be charged 1 TiB and evict every
+ * other entry on the worker, other sessions' included.  Only a file with
+ * fewer blocks than its size may have holes: only those are looked at. */
+static uint64_t data_bytes(int mdir, const char *name, const struct stat *st)
+{
+        if ((uint64_t)st->st_blocks * 512 >= (uint64_t)st->st_size)
+                return (uint64_t)st->st_size;
+        _cleanup_fd_ int fd = openat(mdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return (uint64_t)st->st_size;
+        uint64_t n = 0;
+        for (off_t off = 0; off < st->st_size;) {
+                off_t start = lseek(fd, off, SEEK_DATA);
+                off_t end = start < 0 ? -1 : lseek(fd, start, SEEK_HOLE);
+                if (start < 0 && errno == ENXIO)
+                        break;
+                if (end < 0)
+                        return (uint64_t)st->st_size;  /* unknown: its size, as before */
+                n += (uint64_t)(end - start);
+                off = end;
+        }
+        return n;
+}
+
 /* A second name of an inode already placed: a link to the first. */
 static int link_again(struct flatten *f, const struct stat *st, int ddir, const char *name,
                       const char *rel, bool *ret_done)
@@ -158,7 +185,7 @@ static int regular(struct flatten *f, int mdir, int udir, int ldir, int ddir, co
         int r = link_again(f, st, ddir, name, rel, &done);
         if (r < 0 || done)
                 return r;
-        f->bytes += (uint64_t)st->st_size;
+        f->bytes += data_bytes(mdir, name, st);
         struct stat us, ls;
         bool changed = udir >= 0 && fstatat(udir, name, &us, AT_SYMLINK_NOFOLLOW) == 0;
         if (!changed && ldir >= 0 && fstatat(ldir, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 &&

@@ -99,6 +99,15 @@ jp=$(run_job "$CHANGE2" s "$v2")
 is "the next jobs of the session (base version 2) are cache hits" "$(job_field $jp status) $(hits)/$(misses)" "succeeded 3/1"
 vp=$(sha_of $jp)
 
+# A sparse file is charged to the cache's budget as stored (its data),
+# not its size: a 1 GiB hole charged 1 GiB would evict every other
+# session's entries.
+jsp=$(run_job 'truncate -s 1G sparse; echo end >> sparse' s "$v2")
+vsp=$(sha_of $jsp)
+is "a job adds a 1 GiB sparse file over version 2" "$(job_field $jsp status)" "succeeded"
+charged=$(cut -d' ' -f1 "$WD/artifacts/v/$vsp.size")
+check "its cached version is charged its data, not 1 GiB ($charged bytes)" test "$charged" -lt $((64 << 20))
+
 # disk_mb bounds the job's changes (the upper), whatever the base's size:
 # 20 MiB of base under disk_mb 16 is fine, writing 32 MiB is not, nor is
 # changing the 20 MiB file (a copy-up of all of it).
