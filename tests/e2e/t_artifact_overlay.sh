@@ -107,6 +107,8 @@ vsp=$(sha_of $jsp)
 is "a job adds a 1 GiB sparse file over version 2" "$(job_field $jsp status)" "succeeded"
 charged=$(cut -d' ' -f1 "$WD/artifacts/v/$vsp.size")
 check "its cached version is charged its data, not 1 GiB ($charged bytes)" test "$charged" -lt $((64 << 20))
+jsp2=$(run_job 'echo x > small' s "$vsp" '{"disk_mb": 16}')
+is "and the next job over it, disk_mb 16, still packs it (its data bytes, the base's, are within the limit)" "$(job_field $jsp2 "status || ' ' || coalesce(error->>'code', '')")" "succeeded "
 
 # disk_mb bounds the job's changes (the upper), whatever the base's size:
 # 20 MiB of base under disk_mb 16 is fine, writing 32 MiB is not, nor is
