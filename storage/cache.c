@@ -4,7 +4,9 @@
  *   lock              flock(LOCK_EX) while the index changes (insert, evict,
  *                     take a reference), so processes sharing the dir agree
  *   v/<sha>/          the extracted tree, read-only on disk
- *   v/<sha>.size      its size in bytes (decimal), written before it appears
+ *   v/<sha>.size      its data bytes and entry count (decimal), written
+ *                     before it appears; the budget charges both (see
+ *                     CACHE_ENTRY_COST)
  *   v/<sha>.lock      held LOCK_SH by every process using the entry; its
  *                     mtime is the entry's last use (the LRU clock)
  *   tmp/              downloads in progress and entries being deleted
@@ -36,6 +38,15 @@
 #include "storage/storage.h"
 
 #define STALE_TMP_S (24 * 3600)
+
+/* What an entry (file, directory, symlink) is charged against the budget
+ * beside its data bytes: about one block, what a directory or an inode
+ * costs the disk.  Without it a tree of empty files or directories is
+ * charged nothing: a session whose every job adds `files` empty files
+ * (promoted versions, storage_cache_promote) would be kept forever and
+ * exhaust the worker's inodes and directory blocks, whatever
+ * --volume-cache-mb says. */
+#define CACHE_ENTRY_COST 4096
 
 struct cache_ref {
         char sha[STORAGE_SHA256_HEX_LEN + 1];
@@ -291,7 +302,10 @@ static int scan(struct storage_cache *c, struct victim **ret, size_t *ret_n, uin
                 _cleanup_fd_ int fd = openat(c->vfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
                 buf[k > 0 ? k : 0] = '\0';
-                x->size = strtoull(buf, NULL, 10);
+                char *end = NULL;
+                uint64_t bytes = strtoull(buf, &end, 10);
+                uint64_t entries = strtoull(end, NULL, 10);
+                x->size = bytes + entries * CACHE_ENTRY_COST;
                 char lock[80];
                 snprintf(lock, sizeof(lock), "%s.lock", x->sha);
                 struct stat st;

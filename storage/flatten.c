@@ -36,10 +36,42 @@ struct flatten {
         int dest_root;
         uid_t uid;
         gid_t gid;
+        /* Inodes with other names, by (dev, ino): an open-addressing hash
+         * table (a slot with a NULL path is free), never more than half
+         * full.  Not a list scanned per name: a job can make every one of
+         * its `files` inodes a link (and a session's versions add up), so
+         * a scan would cost the worker quadratic time, unbounded by any
+         * job limit (100,000 linked inodes took 10 s, 1,000,000 would take
+         * a quarter of an hour). */
         struct link_seen *seen;
-        size_t n_seen, alloc_seen;
+        size_t n_seen, alloc_seen;   /* alloc_seen: 0 or a power of two */
         uint64_t bytes, entries;
 };
+
+static size_t seen_slot(const struct link_seen *v, size_t alloc, dev_t dev, ino_t ino)
+{
+        uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32 | (uint64_t)dev >> 32)) *
+                     UINT64_C(0x9E3779B97F4A7C15);
+        size_t i = (size_t)(h >> 17) & (alloc - 1);
+        while (v[i].path && (v[i].dev != dev || v[i].ino != ino))
+                i = (i + 1) & (alloc - 1);
+        return i;
+}
+
+static int seen_grow(struct flatten *f)
+{
+        size_t na = f->alloc_seen ? 2 * f->alloc_seen : 1024;
+        struct link_seen *n = calloc(na, sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->alloc_seen; i++)
+                if (f->seen[i].path)
+                        n[seen_slot(n, na, f->seen[i].dev, f->seen[i].ino)] = f->seen[i];
+        free(f->seen);
+        f->seen = n;
+        f->alloc_seen = na;
+        return 0;
+}
 
 static int opt_openat(int dirfd, const char *name)
 {
@@ -97,6 +129,36 @@ static int copy_file(struct flatten *f, int mdir, int ddir, const char *name, co
         return r;
 }
 
+/* A file's data bytes, holes left out: what packing counts, what a
+ * download of the version is charged, and so what the cache's budget is
+ * charged for it.  Its size instead would let a job's 1 TiB sparse file
+ * (a few blocks on disk, holes kept) be charged 1 TiB and evict every
+ * other entry on the worker, other sessions' included.  Only a file with
+ * fewer blocks than its size may have holes: only those are looked at. */
+static uint64_t data_bytes(int mdir, const char *name, const struct stat *st)
+{
+        if ((uint64_t)st->st_blocks * 512 >= (uint64_t)st->st_size)
+                return (uint64_t)st->st_size;
+        _cleanup_fd_ int fd = openat(mdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return (uint64_t)st->st_size;
+        uint64_t n = 0;
+        for (off_t off = 0; off < st->st_size;) {
+                off_t start = lseek(fd, off, SEEK_DATA);
+                off_t end = start < 0 ? -1 : lseek(fd, start, SEEK_HOLE);
+                if (start < 0 && errno == ENXIO)
+                        break;
+                if (end < 0)
+                        return (uint64_t)st->st_size;  /* unknown: its size, as before */
+                n += (uint64_t)(end - start);
+                /* Packing widens each region to 4 KiB boundaries
+                 * (PACK_HOLE_ALIGN): count as much, never beyond the size. */
+                n += (uint64_t)(start % 4096) + (end % 4096 ? 4096 - (uint64_t)(end % 4096) : 0);
+                off = end;
+        }
+        return n < (uint64_t)st->st_size ? n : (uint64_t)st->st_size;
+}
+
 /* A second name of an inode already placed: a link to the first. */
 static int link_again(struct flatten *f, const struct stat *st, int ddir, const char *name,
                       const char *rel, bool *ret_done)
@@ -104,23 +166,18 @@ static int link_again(struct flatten *f, const struct stat *st, int ddir, const 
         *ret_done = false;
         if (st->st_nlink < 2)
                 return 0;
-        for (size_t i = 0; i < f->n_seen; i++)
-                if (f->seen[i].dev == st->st_dev && f->seen[i].ino == st->st_ino) {
-                        *ret_done = true;
-                        return linkat(f->dest_root, f->seen[i].path, ddir, name, 0) < 0 ? -errno : 0;
-                }
-        if (f->n_seen == f->alloc_seen) {
-                size_t na = f->alloc_seen ? 2 * f->alloc_seen : 64;
-                struct link_seen *n = realloc(f->seen, na * sizeof(*n));
-                if (!n)
-                        return -ENOMEM;
-                f->seen = n;
-                f->alloc_seen = na;
+        if (2 * (f->n_seen + 1) > f->alloc_seen && seen_grow(f) < 0)
+                return -ENOMEM;
+        struct link_seen *s = &f->seen[seen_slot(f->seen, f->alloc_seen, st->st_dev, st->st_ino)];
+        if (s->path) {
+                *ret_done = true;
+                return linkat(f->dest_root, s->path, ddir, name, 0) < 0 ? -errno : 0;
         }
         char *p = strdup(rel);
         if (!p)
                 return -ENOMEM;
-        f->seen[f->n_seen++] = (struct link_seen){ .dev = st->st_dev, .ino = st->st_ino, .path = p };
+        *s = (struct link_seen){ .dev = st->st_dev, .ino = st->st_ino, .path = p };
+        f->n_seen++;
         return 0;
 }
 
@@ -131,7 +188,7 @@ static int regular(struct flatten *f, int mdir, int udir, int ldir, int ddir, co
         int r = link_again(f, st, ddir, name, rel, &done);
         if (r < 0 || done)
                 return r;
-        f->bytes += (uint64_t)st->st_size;
+        f->bytes += data_bytes(mdir, name, st);
         struct stat us, ls;
         bool changed = udir >= 0 && fstatat(udir, name, &us, AT_SYMLINK_NOFOLLOW) == 0;
         if (!changed && ldir >= 0 && fstatat(ldir, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -223,7 +280,7 @@ int fs_overlay_flatten(const char *merged, const char *upper, const char *lower,
         int r = walk(&f, m, u, l, d, "", 0);
         if (r == 0 && fchown(d, uid, gid) < 0)
                 r = -errno;
-        for (size_t i = 0; i < f.n_seen; i++)
+        for (size_t i = 0; i < f.alloc_seen; i++)
                 free(f.seen[i].path);
         free(f.seen);
         *ret_bytes = f.bytes;

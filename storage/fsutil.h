@@ -57,7 +57,8 @@ int fs_chown_tree(int dirfd, uid_t uid, gid_t gid);
  * at merged, an overlay of upper over lower mounted with redirect_dir=off
  * and metacopy=off: names absent from upper are hard links to lower's
  * files, the rest copies (holes kept); everything owned by uid:gid with
- * its permission bits.  *ret_bytes, *ret_entries: file bytes and names.
+ * its permission bits.  *ret_bytes, *ret_entries: file bytes as stored
+ * (a sparse file's holes not counted) and names.
  * 0 or -errno (-ENOTSUP: an entry the packer would not store). */
 int fs_overlay_flatten(const char *merged, const char *upper, const char *lower, const char *dest,
                        uid_t uid, gid_t gid, uint64_t *ret_bytes, uint64_t *ret_entries);

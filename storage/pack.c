@@ -23,7 +23,7 @@
  * Hard links stay links: of the paths sharing an inode, the first in the
  * sorted order carries the data, the others are hard-link entries to it
  * (so the choice depends on the paths only).  Sparse files stay sparse:
- * a file with holes (SEEK_HOLE, at the filesystem's block granularity) is
+ * a file with holes (SEEK_HOLE, widened to 4 KiB boundaries: PACK_HOLE_ALIGN) is
  * written as a GNU sparse 1.0 pax entry, its holes neither read nor
  * stored; "the same tree" then includes where its holes are.
  *
@@ -318,6 +318,16 @@ static int count_bytes(struct packer *p, uint64_t n, const char *path, struct bc
 
 /* The data regions of fd (SEEK_DATA/SEEK_HOLE) as sparse entries of p->e;
  * *ret_sparse says whether there is any hole, *ret_data the bytes of data. */
+/* Data regions are widened to PACK_HOLE_ALIGN boundaries, and joined
+ * where they then touch: a filesystem reports holes at its block size,
+ * 1 KiB on a small ext4 (a job's own filesystem) and 4 KiB on most
+ * others, and the packed tree must not depend on which one the same file
+ * sits on.  Otherwise the version an overlay job packs and the one a
+ * plain extraction of it packs get two names, and an artifact cache entry
+ * (on the worker's disk) repacks to another sha256 than the one it is
+ * filed under.  What the widening takes in is read, as zeros. */
+#define PACK_HOLE_ALIGN 4096
+
 static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uint64_t *ret_data)
 {
         *ret_sparse = false;
@@ -326,6 +336,8 @@ static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uin
         if (hole < 0 || hole >= size)
                 return 0;  /* no hole (or no SEEK_HOLE): a plain file */
         uint64_t data = 0;
+        off_t ps = -1, pe = -1;  /* the region not yet added */
+        bool added = false;
         for (off_t off = 0; off < size;) {
                 off_t start = lseek(fd, off, SEEK_DATA);
                 if (start < 0 && errno == ENXIO)
@@ -335,11 +347,29 @@ static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uin
                 off_t end = lseek(fd, start, SEEK_HOLE);
                 if (end < 0)
                         return -errno;
+                off = end;
+                start -= start % PACK_HOLE_ALIGN;
+                if (end % PACK_HOLE_ALIGN)
+                        end += PACK_HOLE_ALIGN - end % PACK_HOLE_ALIGN;
                 if (end > size)
                         end = size;
-                archive_entry_sparse_add_entry(p->e, start, end - start);
-                data += (uint64_t)(end - start);
-                off = end;
+                if (ps >= 0 && start <= pe) {
+                        pe = end > pe ? end : pe;
+                        continue;
+                }
+                if (ps >= 0) {
+                        archive_entry_sparse_add_entry(p->e, ps, pe - ps);
+                        data += (uint64_t)(pe - ps);
+                        added = true;
+                }
+                ps = start;
+                pe = end;
+        }
+        if (ps == 0 && pe == size && !added)
+                return 0;  /* no hole as large as PACK_HOLE_ALIGN: a plain file */
+        if (ps >= 0) {
+                archive_entry_sparse_add_entry(p->e, ps, pe - ps);
+                data += (uint64_t)(pe - ps);
         }
         /* libarchive wants the end of the file marked by an empty entry
          * when it ends in a hole. */

@@ -99,6 +99,21 @@ jp=$(run_job "$CHANGE2" s "$v2")
 is "the next jobs of the session (base version 2) are cache hits" "$(job_field $jp status) $(hits)/$(misses)" "succeeded 3/1"
 vp=$(sha_of $jp)
 
+# A sparse file is charged to the cache's budget as stored (its data),
+# not its size: a 1 GiB hole charged 1 GiB would evict every other
+# session's entries.
+# Its holes are packed at 4 KiB granularity whatever the filesystem's
+# block (a small job filesystem has 1 KiB blocks, the worker's disk 4 KiB):
+# the cached version, on the worker's disk, repacks to its own sha256.
+jsp=$(run_job 'truncate -s 1G sparse; echo end >> sparse; printf x | dd of=sparse bs=1 seek=500000000 conv=notrunc 2>/dev/null' s "$v2" '{"disk_mb": 16}')
+vsp=$(sha_of $jsp)
+is "a job adds a 1 GiB sparse file over version 2" "$(job_field $jsp status)" "succeeded"
+charged=$(cut -d' ' -f1 "$WD/artifacts/v/$vsp.size")
+check "its cached version is charged its data, not 1 GiB ($charged bytes)" test "$charged" -lt $((64 << 20))
+is "the cached version (holes on another filesystem) repacks to the same sha256" "$("$BOXCAR" storage push sparse-check "$WD/artifacts/v/$vsp" 2>/dev/null | tail -1)" "$vsp"
+jsp2=$(run_job 'echo x > small' s "$vsp" '{"disk_mb": 16}')
+is "and the next job over it, disk_mb 16, still packs it (its data bytes, the base's, are within the limit)" "$(job_field $jsp2 "status || ' ' || coalesce(error->>'code', '')")" "succeeded "
+
 # disk_mb bounds the job's changes (the upper), whatever the base's size:
 # 20 MiB of base under disk_mb 16 is fine, writing 32 MiB is not, nor is
 # changing the 20 MiB file (a copy-up of all of it).
@@ -181,6 +196,18 @@ check "the pinned version 1 survived that eviction" test -d "$entry"
 is "the holder read its base to the end" "$(job_field $jhold "status || ' ' || (result->>'stdout')")" "succeeded keep"
 wait_for "unpinned version 1 evicted" 10 bash -c "[[ ! -e '$entry' ]]"
 check "once released, version 1 was evicted (over the 1 MiB budget)" test ! -e "$entry"
+
+# The budget charges a tree's entries too, not only its data bytes: a
+# version of 3,000 empty files (no bytes) is charged about a block each,
+# 12 MiB, over the 1 MiB budget, so it is not kept once no job holds it
+# (charged nothing, a session adding empty files every job would fill
+# the worker's inodes with versions that never go).
+jmany=$(run_job 'mkdir m; cd m; i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done' u "$vu")
+vmany=$(sha_of $jmany)
+is "a job adds 3,000 empty files" "$(job_field $jmany "status || ' ' || ((result->'artifact'->>'file_count')::int >= 3000)")" "succeeded true"
+check "a version of empty files is charged for its entries: not kept over the budget" test ! -e "$WD/artifacts/v/$vmany"
+jm2=$(run_job 'ls m | wc -l' u "$vmany")
+is "and the next job on it still gets it (downloaded)" "$(job_field $jm2 "status || ' ' || (result->>'stdout')")" "succeeded 3000"
 
 # Nothing of it outlives the jobs: no overlay left mounted.
 is "no overlay is left mounted in the worker" "$(grep " $WD/" /proc/$WORKER_PID/mountinfo | grep -c ' - overlay ')" "0"
