@@ -202,56 +202,18 @@ int fs_empty_dir(int dirfd)
         return empty_dir(dirfd, 0);
 }
 
-static int readonly_at(int dirfd, int depth)
-{
-        if (depth > 2 * FS_MAX_DEPTH)
-                return -ELOOP;
-        int dup_fd = fs_reopen_dir(dirfd);
-        if (dup_fd < 0)
-                return -errno;
-        DIR *d = fdopendir(dup_fd);
-        if (!d) {
-                close(dup_fd);
-                return -errno;
-        }
-        int r = 0;
-        struct dirent *de;
-        while (r == 0 && (de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                struct stat st;
-                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        r = -errno;
-                } else if (S_ISDIR(st.st_mode)) {
-                        int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (fd < 0)
-                                r = -errno;
-                        else {
-                                r = readonly_at(fd, depth + 1);
-                                close(fd);
-                        }
-                } else if (S_ISREG(st.st_mode)) {
-                        /* fstatat said regular: the tree is private to us,
-                         * so fchmodat cannot be raced into a symlink. */
-                        if (fchmodat(dirfd, de->d_name, st.st_mode & 07555, 0) < 0)
-                                r = -errno;
-                }
-        }
-        closedir(d);
-        if (r < 0)
-                return r;
-        struct stat st;
-        if (fstat(dirfd, &st) < 0 || fchmod(dirfd, st.st_mode & 07555) < 0)
-                return -errno;
-        return 0;
-}
+/* Visits every entry below dirfd without following a symlink: leaf() for
+ * each one that is not a directory (with its lstat), then dir() for each
+ * directory, the deepest first (so a mode change cannot lock the walk
+ * out of what it still has to visit). */
+struct tree_visit {
+        int (*leaf)(int dirfd, const char *name, const struct stat *st, const struct tree_visit *v);
+        int (*dir)(int dirfd, const struct tree_visit *v);
+        uid_t uid;
+        gid_t gid;
+};
 
-int fs_make_readonly(int dirfd)
-{
-        return readonly_at(dirfd, 0);
-}
-
-static int chown_at(int dirfd, uid_t uid, gid_t gid, int depth)
+static int visit_tree(int dirfd, const struct tree_visit *v, int depth)
 {
         if (depth > 2 * FS_MAX_DEPTH)
                 return -ELOOP;
@@ -272,22 +234,59 @@ static int chown_at(int dirfd, uid_t uid, gid_t gid, int depth)
                         r = -errno;
                 } else if (S_ISDIR(st.st_mode)) {
                         int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        r = fd < 0 ? -errno : chown_at(fd, uid, gid, depth + 1);
+                        r = fd < 0 ? -errno : visit_tree(fd, v, depth + 1);
                         if (fd >= 0)
                                 close(fd);
-                } else if (fchownat(dirfd, de->d_name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-                        r = -errno;
+                } else {
+                        r = v->leaf(dirfd, de->d_name, &st, v);
                 }
         }
         closedir(d);
-        if (r == 0 && fchown(dirfd, uid, gid) < 0)
-                r = -errno;
-        return r;
+        return r < 0 ? r : v->dir(dirfd, v);
+}
+
+static int readonly_leaf(int dirfd, const char *name, const struct stat *st,
+                         const struct tree_visit *v)
+{
+        (void)v;
+        /* lstat said regular: the tree is private to us, so fchmodat cannot
+         * be raced into a symlink. */
+        if (S_ISREG(st->st_mode) && fchmodat(dirfd, name, st->st_mode & 07555, 0) < 0)
+                return -errno;
+        return 0;
+}
+
+static int readonly_dir(int dirfd, const struct tree_visit *v)
+{
+        (void)v;
+        struct stat st;
+        if (fstat(dirfd, &st) < 0 || fchmod(dirfd, st.st_mode & 07555) < 0)
+                return -errno;
+        return 0;
+}
+
+int fs_make_readonly(int dirfd)
+{
+        static const struct tree_visit v = { .leaf = readonly_leaf, .dir = readonly_dir };
+        return visit_tree(dirfd, &v, 0);
+}
+
+static int chown_leaf(int dirfd, const char *name, const struct stat *st,
+                      const struct tree_visit *v)
+{
+        (void)st;
+        return fchownat(dirfd, name, v->uid, v->gid, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+static int chown_dir(int dirfd, const struct tree_visit *v)
+{
+        return fchown(dirfd, v->uid, v->gid) < 0 ? -errno : 0;
 }
 
 int fs_chown_tree(int dirfd, uid_t uid, gid_t gid)
 {
-        return chown_at(dirfd, uid, gid, 0);
+        const struct tree_visit v = { .leaf = chown_leaf, .dir = chown_dir, .uid = uid, .gid = gid };
+        return visit_tree(dirfd, &v, 0);
 }
 
 const char *fs_quote(const char *name, char out[static FS_QUOTE_MAX])
