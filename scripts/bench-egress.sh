@@ -22,25 +22,9 @@ done
 make --no-print-directory -s build/boxcar build/boxcar-sandbox >/dev/null
 
 tmp=$(mktemp -d /tmp/boxcar-bench-egress.XXXXXX)
-ns=bcbe$$ va=bcbe$$a vb=bcbe$$b
-net="10.$((200 + RANDOM % 50)).$((RANDOM % 250))"
-remote=$net.2
-cleanup() {
-  cleanup_bg
-  ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-  ip link del "$va" 2>/dev/null
-  ip netns del "$ns" 2>/dev/null
-  rm -rf "$tmp"
-}
+cleanup() { cleanup_bg; remote_host_down; rm -rf "$tmp"; }
 trap cleanup EXIT
-ip netns add "$ns"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$vb" netns "$ns"
-ip addr add "$net.1/24" dev "$va"
-ip link set "$va" up
-ip -n "$ns" addr add "$remote/24" dev "$vb"
-ip -n "$ns" link set "$vb" up
-ip -n "$ns" link set lo up
+remote_host bcbe
 mkdir -p "$tmp/www"
 head -c $((100 << 20)) /dev/urandom > "$tmp/www/big"
 bg ip netns exec "$ns" python3 -m http.server 8080 --bind "$remote" --directory "$tmp/www" >/dev/null 2>&1

@@ -62,6 +62,31 @@ cleanup_bg() {
 }
 trap cleanup_bg EXIT
 
+# remote_host PREFIX: a "remote host" for network tests (needs root): the
+# network namespace $ns behind a veth pair, $va on this side ($net.1/24),
+# $vb inside ($remote = $net.2), its loopback up.  remote_host_down
+# removes it and whatever runs in it.
+remote_host() {
+  ns=$1$$ va=$1$$a vb=$1$$b
+  net="10.$((200 + RANDOM % 50)).$((RANDOM % 250))"
+  remote=$net.2
+  ip netns add "$ns"
+  ip link add "$va" type veth peer name "$vb"
+  ip link set "$vb" netns "$ns"
+  ip addr add "$net.1/24" dev "$va"
+  ip link set "$va" up
+  ip -n "$ns" addr add "$remote/24" dev "$vb"
+  ip -n "$ns" link set "$vb" up
+  ip -n "$ns" link set lo up
+}
+remote_host_down() {
+  [[ -n ${ns:-} ]] || return 0
+  ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+  ip link del "$va" 2>/dev/null
+  ip netns del "$ns" 2>/dev/null
+  return 0
+}
+
 # start_worker NAME [ARGS...]: a worker in the background on DATABASE_URL,
 # logging to $BOXCAR_DEV/test-logs/NAME.log; its pid in WORKER_PID.
 start_worker() {

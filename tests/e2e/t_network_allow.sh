@@ -12,32 +12,16 @@ if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1 || [[ $E2E_SANDBOX !=
 fi
 fresh_db e2e_network_allow
 tmp=$(mktemp -d)
-ns=bcna$$ va=bcna$$a vb=bcna$$b
-net="10.$((200 + RANDOM % 50)).$((RANDOM % 250))"
 v6="fd00:bc:$((RANDOM % 9000 + 1000))"
-remote=$net.2
 alt=172.31.$((RANDOM % 250))  # the remote's second address: outside every rule
-cleanup() {
-  cleanup_bg
-  ip netns pids "$ns" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-  ip link del "$va" 2>/dev/null
-  ip netns del "$ns" 2>/dev/null
-  rm -rf "$tmp"
-}
+cleanup() { cleanup_bg; remote_host_down; rm -rf "$tmp"; }
 trap cleanup EXIT
 
-ip netns add "$ns"
-ip link add "$va" type veth peer name "$vb"
-ip link set "$vb" netns "$ns"
-ip addr add "$net.1/24" dev "$va"
+remote_host bcna
 ip addr add "$alt.1/24" dev "$va"
 ip -6 addr add "$v6::1/64" dev "$va" nodad
-ip link set "$va" up
-ip -n "$ns" addr add "$remote/24" dev "$vb"
 ip -n "$ns" addr add "$alt.2/24" dev "$vb"
 ip -n "$ns" -6 addr add "$v6::2/64" dev "$vb" nodad
-ip -n "$ns" link set "$vb" up
-ip -n "$ns" link set lo up
 mkdir -p "$tmp/www"
 echo "hello from the remote host" > "$tmp/www/hello.txt"
 echo "the other port" > "$tmp/www/other.txt"
