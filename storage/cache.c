@@ -372,6 +372,23 @@ static void empty_trash(struct storage_cache *c, char **trash, size_t n)
         free(trash);
 }
 
+/* After an insert (mutex held): back within the budget, with the other
+ * workers sharing the directory (global lock). */
+static void evict_shared(struct storage_cache *c, char ***ret_trash, size_t *ret_ntrash)
+{
+        global_lock(c);
+        evict(c, ret_trash, ret_ntrash);
+        global_unlock(c);
+}
+
+/* Unlocked: the temporary tree (gone already once renamed in) and what
+ * eviction set aside. */
+static void drop_tmp(struct storage_cache *c, const char *tmpname, char **trash, size_t ntrash)
+{
+        (void)fs_rm_rf_at(c->tmpfd, tmpname);
+        empty_trash(c, trash, ntrash);
+}
+
 /* Moves a verified, read-only tree from tmp/ into v/<sha> (mutex held). */
 static int insert(struct storage_cache *c, const char *tmpname, const char *sha, uint64_t size,
                   uint64_t entries)
@@ -476,15 +493,11 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                 }
                 /* Evict only once our reference exists, so the fresh
                  * entry is never the victim. */
-                if (ref) {
-                        global_lock(c);
-                        evict(c, &trash, &ntrash);
-                        global_unlock(c);
-                }
+                if (ref)
+                        evict_shared(c, &trash, &ntrash);
         }
         pthread_mutex_unlock(&c->mu);
-        (void)fs_rm_rf_at(c->tmpfd, tmpname); /* no-op once renamed */
-        empty_trash(c, trash, ntrash);
+        drop_tmp(c, tmpname, trash, ntrash);
         if (r < 0)
                 return r;
         r = new_handle(ref, true, res.size, ret, err);
@@ -524,13 +537,10 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
         if (r == 0) {
                 pthread_mutex_lock(&c->mu);
                 r = insert(c, tmpname, sha256, bytes, entries);
-                global_lock(c);
-                evict(c, &trash, &ntrash);
-                global_unlock(c);
+                evict_shared(c, &trash, &ntrash);
                 pthread_mutex_unlock(&c->mu);
         }
-        (void)fs_rm_rf_at(c->tmpfd, tmpname); /* no-op once renamed */
-        empty_trash(c, trash, ntrash);
+        drop_tmp(c, tmpname, trash, ntrash);
         return r == -ENOTEMPTY || r == -EEXIST ? 0 : r;  /* another made it meanwhile */
 }
 
