@@ -109,6 +109,33 @@ kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 is "a worker stopping cleanly unmounts and removes its pool, and every job's directory" \
    "$(ls "$WD/pool" | wc -l) $(losetup -a | grep -c "$WD/") $(ls "$WD/jobs" | wc -l)" "0 0 0"
 
+# Jobs take and give back filesystems one by one, so between two bursts of
+# the same size the pool keeps what the first one needed: the second one
+# makes (mke2fs) and discards next to nothing.  (Judged by the ready
+# count alone, a filesystem given back while a few slots were between
+# jobs was discarded, and made again when they filled.)
+start_worker wsp-w --concurrency 4 --lease 10s --poll-interval 300ms --sandbox namespace \
+  --metrics-addr "127.0.0.1:$PORT"
+wait_for "metrics up" 10 curl -sf -o /dev/null "http://127.0.0.1:$PORT/metrics"
+all_done() { [[ $(psql -XqtA "$DATABASE_URL" -c "select count(*) from boxcar.jobs
+                    where status not in ('succeeded', 'failed', 'cancelled')") == 0 ]]; }
+jobs_released() { [[ -z $(ls -A "$WD/jobs") ]]; }
+burst() {  # burst N: N quick jobs at once; returns when all are done and their filesystems back
+  psql -XqtA "$DATABASE_URL" -c "select boxcar.enqueue('default', '{\"command\": [\"true\"]}'::jsonb)
+                                  from generate_series(1, $1)" >/dev/null
+  wait_for "burst done" 60 all_done || diag "burst not done"
+  wait_for "job directories released" 20 jobs_released || diag "job directories left: $(ls "$WD/jobs")"
+  sleep 1   # the pool's thread wipes what came back
+}
+burst 40
+made1=$(( $(events made) + $(events cold) )); discarded1=$(events discarded); taken1=$(events taken)
+burst 40
+made2=$(( $(events made) + $(events cold) - made1 )); discarded2=$(( $(events discarded) - discarded1 ))
+if (( $(events taken) - taken1 >= 30 && made2 <= 2 && discarded2 <= 2 )); then
+  ok "a second burst of 40 jobs on 4 slots reuses the first one's filesystems ($made2 made, $discarded2 discarded; $made1 made for the first)"
+else not_ok "second burst reuses"; diag "made2=$made2 discarded2=$discarded2 made1=$made1 taken=$(( $(events taken) - taken1 ))"; fi
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+
 # --warm-workspaces 0: no pool; every job makes its own.
 start_worker wsp-w --concurrency 1 --lease 10s --poll-interval 300ms --sandbox namespace \
   --metrics-addr "127.0.0.1:$PORT" --warm-workspaces 0

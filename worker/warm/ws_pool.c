@@ -90,6 +90,7 @@ struct ws_pool {
         struct ws_entry *ready;      /* most recently made or wiped first */
         unsigned n_ready;
         struct ws_entry *returned;   /* to wipe or discard */
+        unsigned n_returned;
         struct ws_entry *taken;      /* in jobs' directories */
         unsigned n_taken;
         unsigned next_k;
@@ -203,6 +204,20 @@ static unsigned target_locked(struct ws_pool *p)
         return want < p->max_ready ? want : p->max_ready;
 }
 
+/* A ready filesystem is surplus only when there are more than the target
+ * ready and more in all (ready, in use, being wiped) than the target plus
+ * the peak in use.  Not by the ready count alone: jobs take and return
+ * filesystems one by one, so with a few slots between jobs the ready count
+ * is briefly above the target, and one discarded then must be made anew
+ * (mke2fs, often on a job's path) when the slots fill again.  Measured on
+ * 400 jobs at concurrency 8: 63 made and 63 discarded with the ready count
+ * alone, against the 18 the peak needs. */
+static bool surplus_locked(struct ws_pool *p, unsigned want)
+{
+        unsigned peak = p->peak_prev > p->peak_cur ? p->peak_prev : p->peak_cur;
+        return p->n_ready > want && p->n_ready + p->n_taken + p->n_returned > want + peak;
+}
+
 static void push_ready_locked(struct ws_pool *p, struct ws_entry *e)
 {
         e->next = p->ready;
@@ -289,9 +304,10 @@ static void *pool_main(void *arg)
                 unsigned want = target_locked(p);
                 if (e) {
                         p->returned = e->next;
+                        p->n_returned--;
                         pthread_mutex_unlock(&p->lock);
                         recycle(p, e);
-                } else if (p->n_ready > want) {
+                } else if (surplus_locked(p, want)) {
                         e = pop_oldest_locked(p);
                         pthread_mutex_unlock(&p->lock);
                         discard(p, e);
@@ -445,6 +461,7 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                         e->discard = true;
                         e->next = p->returned;
                         p->returned = e;
+                        p->n_returned++;
                         pthread_cond_signal(&p->wake);
                         pthread_mutex_unlock(&p->lock);
                         e = NULL;
@@ -547,6 +564,7 @@ bool ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoin
         pthread_mutex_lock(&p->lock);
         e->next = p->returned;
         p->returned = e;
+        p->n_returned++;
         pthread_cond_signal(&p->wake);
         pthread_mutex_unlock(&p->lock);
         return true;
