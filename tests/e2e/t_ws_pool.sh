@@ -120,12 +120,14 @@ wait_for "metrics up" 10 curl -sf -o /dev/null "http://127.0.0.1:$PORT/metrics"
 all_done() { [[ $(psql -XqtA "$DATABASE_URL" -c "select count(*) from boxcar.jobs
                     where status not in ('succeeded', 'failed', 'cancelled')") == 0 ]]; }
 jobs_released() { [[ -z $(ls -A "$WD/jobs") ]]; }
+# Every filesystem made and not discarded is ready again: all wiped.
+pool_settled() { (( $(metric boxcar_workspaces_ready) == $(events made) + $(events cold) - $(events discarded) )); }
 burst() {  # burst N: N quick jobs at once; returns when all are done and their filesystems back
   psql -XqtA "$DATABASE_URL" -c "select boxcar.enqueue('default', '{\"command\": [\"true\"]}'::jsonb)
                                   from generate_series(1, $1)" >/dev/null
   wait_for "burst done" 60 all_done || diag "burst not done"
   wait_for "job directories released" 20 jobs_released || diag "job directories left: $(ls "$WD/jobs")"
-  sleep 1   # the pool's thread wipes what came back
+  wait_for "the pool wiped what came back" 20 pool_settled || diag "pool not settled"
 }
 burst 40
 made1=$(( $(events made) + $(events cold) )); discarded1=$(events discarded); taken1=$(events taken)
