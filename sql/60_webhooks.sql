@@ -2,11 +2,13 @@
 -- status (complete, retry_or_fail, rescue_expired, cancel: every path), so
 -- the event exists if and only if the job's transition commits.
 
+-- plpgsql, not sql: see boxcar.add_event.
 create or replace function boxcar.job_webhook_url(j boxcar.jobs)
-returns text language sql stable as $$
-    select coalesce(j.webhook_url, j.spec -> 'webhook' ->> 'url',
-                    (select value from boxcar.settings where name = 'default_webhook_url'))
-$$;
+returns text language plpgsql stable as $$
+begin
+    return coalesce(j.webhook_url, j.spec -> 'webhook' ->> 'url',
+                    (select value from boxcar.settings where name = 'default_webhook_url'));
+end $$;
 
 create or replace function boxcar.write_webhook() returns trigger
 language plpgsql as $$
