@@ -341,9 +341,10 @@ fresh_db "$DB_BX"
 fresh_db "$DB_GW"
 DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" migrate >/dev/null
 mkdir -p "$TMP/work"
+MPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" worker --worker-id bench-queue --queues default \
   --concurrency "$C" --sandbox "$BACKEND" --poll-interval "${POLL_S}s" --work-dir "$TMP/work" \
-  2> "$TMP/boxcar.log" &
+  --metrics-addr "127.0.0.1:$MPORT" 2> "$TMP/boxcar.log" &
 PIDS[boxcar]=$!
 DATABASE_URL=$(db_url "$DB_GW") BENCH_CONCURRENCY=$C BENCH_POLL_MS=$((POLL_S * 1000)) \
   BENCH_STARTS="$TMP/graphile.starts" BENCH_READY="$TMP/graphile.ready" \
@@ -385,6 +386,13 @@ warm_memory() {
 }
 [[ $SANDBOX == 1 ]] && read -r R[warm_n] R[warm_pss_kb] R[warm_cg_kb] < <(warm_memory "${PIDS[boxcar]}")
 
+# boxcar's sandbox starts so far: "warm cold" (its /metrics).
+sb_starts() {
+  curl -fsS "http://127.0.0.1:$MPORT/metrics" 2>/dev/null |
+    awk '$1 == "boxcar_sandbox_starts_total{path=\"warm\"}" { w = $2 }
+         $1 == "boxcar_sandbox_starts_total{path=\"cold\"}" { c = $2 } END { print w + 0, c + 0 }'
+}
+
 # --- load: warm-up, throughput rounds alternating, then latency --------------------
 T0=$(now_us)
 log "warm-up, $ROUNDS throughput rounds each (alternating), latency phases"
@@ -393,14 +401,18 @@ for s in boxcar graphile; do
   use "$s"
   wait_sql 60 "${DONE[$s]}" || { alive "$s"; die "$s: warm-up jobs did not finish in 60 s"; }
 done
+read -r w0 c0 < <(sb_starts)
 for r in $(seq "$ROUNDS"); do
   tp_round boxcar "$r"
   sleep 0.3
   tp_round graphile "$r"
   sleep 0.3
 done
+read -r w1 c1 < <(sb_starts)
 sleep 0.5
 lat_phase boxcar
+read -r w2 c2 < <(sb_starts)
+R[starts]="throughput rounds $((w1 - w0)) warm, $((c1 - c0)) cold; latency phase $((w2 - w1)) warm, $((c2 - c1)) cold"
 sleep 0.5
 lat_phase graphile
 sleep 0.3
@@ -532,6 +544,7 @@ if [[ $SANDBOX == 1 ]]; then
   else
     echo "warm sandboxes held by the idle worker: none (pool off, or not root)"
   fi
+  echo "boxcar sandbox starts: ${R[starts]}"
 fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
