@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -290,12 +291,30 @@ static int send_job(struct warm *w, const int fds[4])
         return 0;
 }
 
+/* The worker's pool made this sandbox at a lower priority (background
+ * work, worker/warm/sandbox_pool.c): the job runs at the worker's, as a
+ * cold one does.  Its init is the only process in the sandbox yet. */
+static int restore_priority(struct warm *w)
+{
+        errno = 0;
+        int nice = getpriority(PRIO_PROCESS, (id_t)getppid());
+        if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) < 0 ||
+            setpriority(PRIO_PROCESS, (id_t)w->s.child, nice) < 0) {
+                sbx_sup_fail(&w->s, SBX_STEP_INTERNAL, errno, NULL,
+                             "setpriority: the job's priority (the worker's)");
+                return -1;
+        }
+        return 0;
+}
+
 static int run_job(struct warm *w, int fds[4])
 {
         struct supervisor *s = &w->s;
         clock_gettime(CLOCK_MONOTONIC, &s->got_job);
         w->status_fd = fds[3];
-        int r = read_options(w, fds[0]);
+        int r = restore_priority(w);
+        if (r >= 0)
+                r = read_options(w, fds[0]);
         if (r >= 0)
                 r = check_fits(w);
         if (r >= 0) {

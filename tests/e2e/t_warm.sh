@@ -35,6 +35,17 @@ is "it was a warm start, not a cold one" "$warm/$cold" "1/0"
 handoffs=$(metric 'boxcar_sandbox_handoff_seconds_count')
 is "the handoff time is observed" "$handoffs" "1"
 
+# Made ahead as background work, at a lower priority; the job itself runs
+# at the worker's, as a cold one does.
+wnice=$(ps -o ni= -p "$WORKER_PID" | tr -d ' ')
+wait_for "pool refilled" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]]"
+is "a waiting warm sandbox runs at the worker's nice + 5" \
+   "$(ps -o ni= -p "$(warm_pids $WORKER_PID | head -1)" | tr -d ' ')" "$(( wnice + 5 > 19 ? 19 : wnice + 5 ))"
+warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
+id=$(run_job '{"command": ["cut", "-d", " ", "-f19", "/proc/self/stat"]}')
+is "a job on the warm path runs at the worker's nice" \
+   "$(job_field $id "result->>'stdout'" | tr -d '\n') $(( $(metric 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" "$wnice 1"
+
 # Limits on the warm path: they are written into the sandbox's cgroup at
 # handoff, the warm-up having had none.
 id=$(run_job '{"script": "python3 -c \"x = bytearray(400 * 1024 * 1024)\"", "limits": {"memory_mb": 64}}')
