@@ -133,7 +133,10 @@ burst 40
 made1=$(( $(events made) + $(events cold) )); discarded1=$(events discarded); taken1=$(events taken)
 burst 40
 made2=$(( $(events made) + $(events cold) - made1 )); discarded2=$(( $(events discarded) - discarded1 ))
-if (( $(events taken) - taken1 >= 30 && made2 <= 2 && discarded2 <= 2 )); then
+# A few are made when a job finds every spare filesystem still being wiped
+# (a loaded host: 3 made, 2 discarded seen in a full `make test`); before
+# the pool kept what came back, the second burst made and discarded 9.
+if (( $(events taken) - taken1 >= 30 && made2 <= made1 / 3 && discarded2 <= made1 / 3 )); then
   ok "a second burst of 40 jobs on 4 slots reuses the first one's filesystems ($made2 made, $discarded2 discarded; $made1 made for the first)"
 else not_ok "second burst reuses"; diag "made2=$made2 discarded2=$discarded2 made1=$made1 taken=$(( $(events taken) - taken1 ))"; fi
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
