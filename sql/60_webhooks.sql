@@ -2,9 +2,10 @@
 -- status (complete, retry_or_fail, rescue_expired, cancel: every path), so
 -- the event exists if and only if the job's transition commits.
 
--- plpgsql, not sql: see boxcar.add_event.
+-- plpgsql, not sql: see boxcar.add_event; generic plans: see boxcar.claim.
 create or replace function boxcar.job_webhook_url(j boxcar.jobs)
-returns text language plpgsql stable as $$
+returns text language plpgsql stable
+set plan_cache_mode = force_generic_plan as $$
 begin
     return coalesce(j.webhook_url, j.spec -> 'webhook' ->> 'url',
                     (select value from boxcar.settings where name = 'default_webhook_url'));
@@ -58,7 +59,10 @@ end $$;
 -- loses nothing: once the lease passes, any worker takes the row again.
 create or replace function boxcar.claim_deliveries(worker_id text, n integer default 10,
                                                    lease interval default '60 seconds')
-returns setof boxcar.webhook_deliveries language plpgsql volatile as $$
+returns setof boxcar.webhook_deliveries language plpgsql volatile
+-- Generic plans: see boxcar.claim (the same index scan, not planned again
+-- at every batch).
+set plan_cache_mode = force_generic_plan as $$
 #variable_conflict use_column
 begin
     return query
