@@ -64,6 +64,10 @@
 #define DEMAND_WINDOW_MS 60000
 /* After a failed make, the thread waits this long before the next one. */
 #define MAKE_BACKOFF_MS 5000
+/* A job that finds none ready while one of its size is being wiped waits
+ * this long for it: a wipe takes a fraction of a millisecond, making one
+ * on the job's path 15-40 ms. */
+#define WIPE_WAIT_MS 10
 
 struct ws_entry {
         struct ws_entry *next;
@@ -83,6 +87,7 @@ struct ws_pool {
         struct metrics *m;
         pthread_mutex_t lock;
         pthread_cond_t wake;
+        pthread_cond_t readied;      /* a filesystem went on the ready list */
         pthread_t thread;
         bool thread_started;
         /* under lock: */
@@ -90,6 +95,7 @@ struct ws_pool {
         struct ws_entry *ready;      /* most recently made or wiped first */
         unsigned n_ready;
         struct ws_entry *returned;   /* to wipe or discard */
+        struct ws_entry *wiping;     /* taken off returned, being wiped */
         struct ws_entry *taken;      /* in jobs' directories */
         unsigned n_taken;
         unsigned next_k;
@@ -227,6 +233,7 @@ static void push_ready_locked(struct ws_pool *p, struct ws_entry *e)
         p->ready = e;
         p->n_ready++;
         wmetrics_workspaces_ready(p->m, p->n_ready);
+        pthread_cond_broadcast(&p->readied);
 }
 
 /* The oldest ready filesystem, unlinked from the list. */
@@ -286,15 +293,20 @@ static void recycle(struct ws_pool *p, struct ws_entry *e)
 {
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        if (e->discard || wipe(p, e) < 0) {
-                discard(p, e);
-                return;
+        bool reuse = !e->discard && wipe(p, e) == 0;
+        if (reuse) {
+                wmetrics_workspace_wipe(p->m, since_s(&t0));
+                wmetrics_workspace(p->m, "reused");
         }
-        wmetrics_workspace_wipe(p->m, since_s(&t0));
-        wmetrics_workspace(p->m, "reused");
         pthread_mutex_lock(&p->lock);
-        push_ready_locked(p, e);
+        p->wiping = NULL;
+        if (reuse)
+                push_ready_locked(p, e);
+        else  /* a job waiting for it stops waiting */
+                pthread_cond_broadcast(&p->readied);
         pthread_mutex_unlock(&p->lock);
+        if (!reuse)
+                discard(p, e);
 }
 
 static void *pool_main(void *arg)
@@ -307,6 +319,7 @@ static void *pool_main(void *arg)
                 unsigned want = target_locked(p);
                 if (e) {
                         p->returned = e->next;
+                        p->wiping = e;
                         pthread_mutex_unlock(&p->lock);
                         recycle(p, e);
                 } else if (surplus_locked(p, want)) {
@@ -356,6 +369,7 @@ int ws_pool_start(struct ws_pool **ret, const struct ws_pool_options *o, struct 
         p->window_start_ms = now_ms();
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->wake, NULL);
+        pthread_cond_init(&p->readied, NULL);
         *ret = p;   /* ws_pool_stop undoes any part of what follows */
         if (o->max_ready == 0)
                 return 0;
@@ -401,6 +415,7 @@ void ws_pool_stop(struct ws_pool *p)
                 close(p->lock_fd);
         }
         pthread_cond_destroy(&p->wake);
+        pthread_cond_destroy(&p->readied);
         pthread_mutex_destroy(&p->lock);
         free(p->dir);
         free(p);
@@ -436,20 +451,54 @@ static int move_in(struct ws_pool *p, const struct ws_entry *e, const char *imag
         return 0;
 }
 
+/* Under the lock: a ready filesystem of this size, unlinked, or NULL. */
+static struct ws_entry *take_ready_locked(struct ws_pool *p, uint64_t disk_mb, uint64_t files)
+{
+        struct ws_entry **pp = &p->ready;
+        while (*pp && ((*pp)->disk_mb != disk_mb || (*pp)->files != files))
+                pp = &(*pp)->next;
+        struct ws_entry *e = *pp;
+        if (e) {
+                *pp = e->next;
+                p->n_ready--;
+                wmetrics_workspaces_ready(p->m, p->n_ready);
+        }
+        return e;
+}
+
+/* Under the lock: whether a filesystem of this size is being wiped or
+ * waits to be (a returned one the thread will not discard). */
+static bool coming_locked(const struct ws_pool *p, uint64_t disk_mb, uint64_t files)
+{
+        const struct ws_entry *w = p->wiping;
+        if (w && !w->discard && w->disk_mb == disk_mb && w->files == files)
+                return true;
+        for (const struct ws_entry *e = p->returned; e; e = e->next)
+                if (!e->discard && e->disk_mb == disk_mb && e->files == files)
+                        return true;
+        return false;
+}
+
 int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint,
                     uint64_t disk_mb, uint64_t files, struct bc_error *err)
 {
         struct ws_entry *e = NULL;
         if (p && p->thread_started) {
                 pthread_mutex_lock(&p->lock);
-                struct ws_entry **pp = &p->ready;
-                while (*pp && ((*pp)->disk_mb != disk_mb || (*pp)->files != files))
-                        pp = &(*pp)->next;
-                e = *pp;
-                if (e) {
-                        *pp = e->next;
-                        p->n_ready--;
-                        wmetrics_workspaces_ready(p->m, p->n_ready);
+                e = take_ready_locked(p, disk_mb, files);
+                if (!e && coming_locked(p, disk_mb, files)) {
+                        struct timespec until;
+                        clock_gettime(CLOCK_REALTIME, &until);
+                        until.tv_nsec += WIPE_WAIT_MS * 1000000L;
+                        if (until.tv_nsec >= 1000000000L) {
+                                until.tv_sec++;
+                                until.tv_nsec -= 1000000000L;
+                        }
+                        while (!e && !p->stopping && coming_locked(p, disk_mb, files) &&
+                               pthread_cond_timedwait(&p->readied, &p->lock, &until) == 0)
+                                e = take_ready_locked(p, disk_mb, files);
+                        if (!e)
+                                e = take_ready_locked(p, disk_mb, files);
                 }
                 pthread_mutex_unlock(&p->lock);
         }
