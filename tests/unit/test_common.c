@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "common/deadline.h"
 #include "common/dynbuf.h"
 #include "common/error.h"
 #include "common/io.h"
@@ -268,6 +270,31 @@ static void test_parse_size(void **state)
         assert_int_equal(bc_parse_size(NULL, 1, 1, &(uint64_t){ 0 }), -EINVAL);
 }
 
+static int64_t realtime_ns(struct timespec t)
+{
+        return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void test_realtime_after_ms(void **state)
+{
+        (void)state;
+        const uint64_t cases[] = { 0, 1, 999, 1000, 1500, 2999, 86400000 };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                struct timespec before, after;
+                clock_gettime(CLOCK_REALTIME, &before);
+                struct timespec d = bc_realtime_after_ms(cases[i]);
+                clock_gettime(CLOCK_REALTIME, &after);
+                int64_t want = (int64_t)cases[i] * 1000000;
+                if (d.tv_nsec < 0 || d.tv_nsec >= 1000000000)
+                        fail_msg("%llu ms: tv_nsec %ld not normalized",
+                                 (unsigned long long)cases[i], d.tv_nsec);
+                if (realtime_ns(d) < realtime_ns(before) + want ||
+                    realtime_ns(d) > realtime_ns(after) + want)
+                        fail_msg("%llu ms: the deadline is not that far from now",
+                                 (unsigned long long)cases[i]);
+        }
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -278,6 +305,7 @@ int main(void)
                 cmocka_unit_test(test_json_strict),
                 cmocka_unit_test(test_mkdir_p),
                 cmocka_unit_test(test_parse_size),
+                cmocka_unit_test(test_realtime_after_ms),
         };
         return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/deadline.h"
+
 /* A helper's teardown takes milliseconds (its cgroup removal retries for
  * at most a second per controller); past this it is stuck and killed. */
 #define TEARDOWN_LIMIT_MS 30000
@@ -143,14 +145,7 @@ void proc_reaper_adopt(pid_t pid, int pidfd, void (*on_reaped)(pid_t pid, int ws
 
 unsigned proc_reaper_drain(double timeout_s)
 {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += (time_t)timeout_s;
-        until.tv_nsec += (long)((timeout_s - (double)(time_t)timeout_s) * 1e9);
-        if (until.tv_nsec >= 1000000000L) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000L;
-        }
+        struct timespec until = bc_realtime_after_ms((uint64_t)(timeout_s * 1000));
         pthread_mutex_lock(&lock);
         while (n_children > 0)
                 if (pthread_cond_timedwait(&emptied, &lock, &until) == ETIMEDOUT)

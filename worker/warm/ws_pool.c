@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/deadline.h"
 #include "common/io.h"
 #include "sandbox/sandbox.h"
 #include "worker/log.h"
@@ -487,18 +488,12 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                 pthread_mutex_lock(&p->lock);
                 e = take_ready_locked(p, disk_mb, files);
                 if (!e && coming_locked(p, disk_mb, files)) {
-                        struct timespec until;
-                        clock_gettime(CLOCK_REALTIME, &until);
-                        until.tv_nsec += WIPE_WAIT_MS * 1000000L;
-                        if (until.tv_nsec >= 1000000000L) {
-                                until.tv_sec++;
-                                until.tv_nsec -= 1000000000L;
+                        struct timespec until = bc_realtime_after_ms(WIPE_WAIT_MS);
+                        int r = 0;
+                        while (!e && r == 0 && !p->stopping && coming_locked(p, disk_mb, files)) {
+                                r = pthread_cond_timedwait(&p->readied, &p->lock, &until);
+                                e = take_ready_locked(p, disk_mb, files);
                         }
-                        while (!e && !p->stopping && coming_locked(p, disk_mb, files) &&
-                               pthread_cond_timedwait(&p->readied, &p->lock, &until) == 0)
-                                e = take_ready_locked(p, disk_mb, files);
-                        if (!e)
-                                e = take_ready_locked(p, disk_mb, files);
                 }
                 pthread_mutex_unlock(&p->lock);
         }

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/deadline.h"
 #include "worker/db.h"
 #include "worker/log.h"
 #include "worker/http/wmetrics.h"
@@ -74,14 +75,7 @@ static double lease_s(const struct deliverer *d)
 
 static void wait_for_work(struct deliverer *d, unsigned ms)
 {
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += ms / 1000;
-        until.tv_nsec += (long)(ms % 1000) * 1000000;
-        if (until.tv_nsec >= 1000000000) {
-                until.tv_sec++;
-                until.tv_nsec -= 1000000000;
-        }
+        struct timespec until = bc_realtime_after_ms(ms);
         pthread_mutex_lock(&d->lock);
         while (!d->kicks && !d->closing)
                 if (pthread_cond_timedwait(&d->wake, &d->lock, &until) == ETIMEDOUT)
