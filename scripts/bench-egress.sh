@@ -50,7 +50,7 @@ cold() { jq ".results[] | select(.command==\"$1\") | .median * 1000" "$tmp/cold.
 
 # ---- pickup through the worker -----------------------------------------
 fresh_db bench_egress
-mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mport=$(free_port)
 metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 start_worker bench-egress --concurrency 1 --poll-interval 1s --sandbox namespace \
   --queues bench --network-allow "bench=$rule,pypi.org:443" --metrics-addr "127.0.0.1:$mport"

@@ -341,7 +341,7 @@ fresh_db "$DB_BX"
 fresh_db "$DB_GW"
 DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" migrate >/dev/null
 mkdir -p "$TMP/work"
-MPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+MPORT=$(free_port)
 DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" worker --worker-id bench-queue --queues default \
   --concurrency "$C" --sandbox "$BACKEND" --poll-interval "${POLL_S}s" --work-dir "$TMP/work" \
   --metrics-addr "127.0.0.1:$MPORT" 2> "$TMP/boxcar.log" &

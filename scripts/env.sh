@@ -31,3 +31,8 @@ export BOXCAR_PG_SOCKDIR="$BOXCAR_DEV/pg/run"
 export BOXCAR_ADMIN_URL="postgresql:///postgres?host=$BOXCAR_PG_SOCKDIR&port=$BOXCAR_PG_PORT&user=postgres"
 db_url() { printf 'postgresql://boxcar:boxcar@127.0.0.1:%s/%s\n' "$BOXCAR_PG_PORT" "$1"; }
 export PATH="/usr/lib/postgresql/15/bin:$PATH"
+# free_port [ADDR]: a TCP port that was free on ADDR (127.0.0.1) a moment ago.
+free_port() {
+  python3 -c 'import socket, sys; s = socket.socket(); s.bind((sys.argv[1], 0)); print(s.getsockname()[1])' \
+    "${1:-127.0.0.1}"
+}

@@ -9,7 +9,6 @@ cd "$BOXCAR_ROOT"
 
 dev=$(mktemp -d /tmp/boxcar-demo.XXXXXX)
 chmod 755 "$dev"   # initdb runs as postgres
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 pg_port=$(free_port)
 s3_port=$(free_port)
 while [[ $s3_port == "$pg_port" ]]; do s3_port=$(free_port); done

@@ -61,7 +61,7 @@ ns_worker() {
 }
 caps="net=remote.boxcar.test:8080,slow.boxcar.test:8080,other.boxcar.test:8081,$net.0/24:8080,metadata.boxcar.test:80"
 # Worker 1: lib.sh's opt-in (BOXCAR_ALLOW_PRIVATE_URLS=1), warm sandboxes.
-mport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+mport=$(free_port)
 metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 ns_worker netallow --concurrency 2 --poll-interval 1s --sandbox namespace \
   --metrics-addr "127.0.0.1:$mport" \

@@ -11,7 +11,6 @@ export BOXCAR_S3_PREFIX="e2e-ready-$$"
 fresh_db e2e_s3_ready
 tmp=$(mktemp -d)
 trap 'cleanup_bg; rm -rf "$tmp"' EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 S3=$AWS_ENDPOINT_URL_S3
 logof() { echo "$BOXCAR_DEV/test-logs/$1.log"; }
 readyz_is() { [[ $(curl -s "$1/readyz") == "$2" ]]; }

@@ -24,11 +24,11 @@ stop_worker() { kill -TERM "$1" 2>/dev/null; wait "$1" 2>/dev/null || true; }
 mkdir -p "$tmp/vol" "$tmp/www"
 echo guarded > "$tmp/vol/hello.txt"
 tar czf "$tmp/www/v.tar.gz" -C "$tmp/vol" .
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 bg python3 -u -m http.server "$port" --bind 127.0.0.1 --directory "$tmp/www" >/dev/null 2>>"$tmp/srv1.log"
 bg python3 -u -m http.server "$port" --bind 127.0.0.2 --directory "$tmp/www" >/dev/null 2>>"$tmp/srv2.log"
 # On 127.0.0.2 too: a server that redirects every request to 127.0.0.1.
-rport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.2", 0)); print(s.getsockname()[1])')
+rport=$(free_port 127.0.0.2)
 bg python3 -c '
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):

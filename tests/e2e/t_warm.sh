@@ -8,13 +8,15 @@ if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]]; then
   skip "warm sandboxes need the namespace backend as root"; tap_done; exit 0
 fi
 fresh_db e2e_warm
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 metrics() { curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null; }
 # metric NAME{LABELS}: its value, 0 when absent.
 metric() { metrics | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
 run_job() { local id; id=$(echo "$1" | "$BOXCAR" enqueue --spec -); "$BOXCAR" status --wait --timeout 60s "$id" >/dev/null; echo "$id"; }
 # The warm helpers of a worker: its children running boxcar-sandbox --warm.
 warm_pids() { pgrep -P "$1" -f 'boxcar-sandbox --warm' || true; }
+# Until the worker has 2 warm sandboxes again.
+wait_refilled() { wait_for "pool refilled" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]]"; }
 
 start_worker warm-w --concurrency 2 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
 wait_for "warm sandboxes ready" 30 bash -c "[[ \$(curl -fsS http://127.0.0.1:$port/metrics 2>/dev/null | awk '\$1 == \"boxcar_warm_sandboxes{state=\\\"ready\\\"}\" { print \$2 }') -ge 2 ]]"
@@ -38,7 +40,7 @@ is "the handoff time is observed" "$handoffs" "1"
 # Made ahead as background work, at a lower priority; the job itself runs
 # at the worker's, as a cold one does.
 wnice=$(ps -o ni= -p "$WORKER_PID" | tr -d ' ')
-wait_for "pool refilled" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]]"
+wait_refilled
 is "a waiting warm sandbox runs at the worker's nice + 5" \
    "$(ps -o ni= -p "$(warm_pids $WORKER_PID | head -1)" | tr -d ' ')" "$(( wnice + 5 > 19 ? 19 : wnice + 5 ))"
 warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
@@ -56,7 +58,7 @@ grep -qiE 'fork|resource temporarily unavailable|cannot' <<<"$err" && ok "pids a
   { not_ok "pids on the warm path"; diag "$(job_field $id "status || ' ' || coalesce(result::text, '')" | head -c 600)"; }
 
 # A warm sandbox that dies while it waits is replaced, and counted.
-wait_for "pool refilled" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]]"
+wait_refilled
 victim=$(warm_pids $WORKER_PID | head -1)
 fails0=$(metric boxcar_warm_sandbox_failures_total)
 kill -9 "$victim"

@@ -2,7 +2,7 @@
 # mode; LISTEN over a direct connection, and a poll-only worker.
 fresh_db ops_bouncer
 pgb_dir=$(mktemp -d /tmp/boxcar-pgb.XXXXXX); chmod 755 "$pgb_dir"
-pgb_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+pgb_port=$(free_port)
 cat > "$pgb_dir/pgbouncer.ini" <<INI
 [databases]
 ops_bouncer = host=127.0.0.1 port=$BOXCAR_PG_PORT dbname=ops_bouncer user=boxcar password=boxcar

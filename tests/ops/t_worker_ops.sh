@@ -3,7 +3,6 @@ eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
 export BOXCAR_S3_PREFIX="ops-$$"
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 fresh_db ops_worker
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port)
 M="http://127.0.0.1:$mport"
 status_of() { curl -s -o /dev/null -w '%{http_code}' "$1"; }

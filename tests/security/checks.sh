@@ -361,7 +361,7 @@ if [[ $rc -eq 137 && $(jget .cancelled) == true && $(jget .signal) == 9 ]] && no
 else not_ok "SIGTERM cancels"; diag "rc=$rc $ST"; fi
 
 # --- network -----------------------------------------------------------------
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 python3 -c "
 import socket,time
 u=socket.socket(socket.AF_UNIX); u.bind('\0boxcar-sec-$port'); u.listen(50)
@@ -386,7 +386,7 @@ check "netlink, vsock, packet sockets and io_uring denied (EPERM)" \
 # Through the egress proxy a refused connection is accepted by the sandbox's
 # listener and then closed: the sign of getting out is the host server's
 # banner, read back inside.
-bport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+bport=$(free_port)
 python3 -c "
 import socket
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$bport)); s.listen(50)
@@ -486,7 +486,7 @@ else not_ok "an allowed name is resolved as written, not through the search list
 # job's side of each connection (its buffer, the kernel's socket buffers,
 # the job's own receive buffer): bounded per connection, not the megabytes
 # each that autotuned socket buffers grow to (charged to the worker).
-fport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fport=$(free_port)
 python3 -c "
 import socket, threading
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$fport)); s.listen(128)

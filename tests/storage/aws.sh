@@ -4,7 +4,6 @@
 # and S3 behind a proxy that verifies every SigV4 signature and honours
 # If-None-Match (tests/storage/sigv4_proxy.py), since s3rver does neither.
 
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 A="$W/aws"; mkdir -p "$A"; : > "$A/keys"; : > "$A/out.log"
 ROLE=arn:aws:iam::123456789012:role/boxcar
 printf 'eyJhbGciOiJSUzI1NiJ9.oidc-web-identity-%s.sig\n' "$RANDOM$RANDOM" > "$A/web-token"

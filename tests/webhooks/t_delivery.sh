@@ -3,7 +3,7 @@ fresh_db e2e_webhooks
 tmp=$(mktemp -d)
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 RECV="$BOXCAR_ROOT/tests/webhooks/receiver.py"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 hook="http://127.0.0.1:$port/hook"
 receiver=""
 start_receiver() {   # MODE
