@@ -296,30 +296,40 @@ struct planned {
         const char *root;
 };
 
-/* Under the lock: the sandboxes to start to reach the targets, at most
- * MAX_STARTING being made at once.  They are started outside the lock
+/* Under the lock: per kind, the sandboxes to start to reach its target
+ * (at most MAX_STARTING being made at once, none while backing off), or
+ * one surplus ready sandbox out (shrinking is slow on purpose: demand
+ * comes back in bursts).  The starts are made outside the lock
  * (start_planned): a spawn takes about a millisecond, which a job's
  * sandbox_pool_take would otherwise wait for. */
-static size_t plan_refill(struct sandbox_pool *p, uint64_t now, struct planned *ret)
+static size_t rebalance(struct sandbox_pool *p, uint64_t now, struct planned *ret)
 {
-        if (now < p->backoff_until_ms)
-                return 0;
         size_t starting = 0, n = 0;
         for (size_t i = 0; i < p->n_kinds; i++)
                 for (size_t j = 0; j < p->kinds[i].n; j++)
                         starting += !p->kinds[i].items[j].ready;
+        size_t room = now < p->backoff_until_ms || starting >= MAX_STARTING ? 0
+                                                                          : MAX_STARTING - starting;
         for (size_t i = 0; i < p->n_kinds; i++) {
-                const struct pool_kind *k = &p->kinds[i];
+                struct pool_kind *k = &p->kinds[i];
                 unsigned t = target(p, k, now);
-                for (size_t have = k->n; have < t && starting < MAX_STARTING; have++, starting++)
+                for (size_t have = k->n; have < t && n < room; have++)
                         ret[n++] = (struct planned){
                                 .kind = i, .network = k->network,
                                 .root = k->image ? storage_cache_entry_path(k->image) : NULL };
+                if (k->n <= t)
+                        continue;
+                for (size_t j = 0; j < k->n; j++)
+                        if (k->items[j].ready) {
+                                discard(p, &k->items[j]);
+                                remove_at(k, j);
+                                break;
+                        }
         }
         return n;
 }
 
-/* Not under the lock: starts what plan_refill planned; the first failure
+/* Not under the lock: starts what rebalance planned; the first failure
  * backs off the rest. */
 static void start_planned(struct sandbox_pool *p, const struct planned *plan, size_t n,
                           uint64_t now)
@@ -340,23 +350,6 @@ static void start_planned(struct sandbox_pool *p, const struct planned *plan, si
                 bc_error_clear(&err);
                 if (r < 0)
                         return;
-        }
-}
-
-/* Under the lock: one surplus ready sandbox out per kind and round:
- * shrinking is slow on purpose (demand comes back in bursts). */
-static void trim_surplus(struct sandbox_pool *p, uint64_t now)
-{
-        for (size_t i = 0; i < p->n_kinds; i++) {
-                struct pool_kind *k = &p->kinds[i];
-                if (k->n <= target(p, k, now))
-                        continue;
-                for (size_t j = 0; j < k->n; j++)
-                        if (k->items[j].ready) {
-                                discard(p, &k->items[j]);
-                                remove_at(k, j);
-                                break;
-                        }
         }
 }
 
@@ -458,8 +451,7 @@ static void *pool_main(void *arg)
                 size_t n_idle = 0;
                 drop_idle_kinds(p, now, idle, &n_idle);
                 struct planned plan[MAX_STARTING];
-                size_t n_plan = plan_refill(p, now, plan);
-                trim_surplus(p, now);
+                size_t n_plan = rebalance(p, now, plan);
                 update_gauges(p);
                 size_t n = 0;
                 fds[n++] = (struct pollfd){ .fd = p->wake_fd, .events = POLLIN };
