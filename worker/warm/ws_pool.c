@@ -340,9 +340,7 @@ static void *pool_main(void *arg)
                 } else {
                         /* Wakes for returns and takes; once a second for
                          * the demand window and the backoff. */
-                        struct timespec ts;
-                        clock_gettime(CLOCK_REALTIME, &ts);
-                        ts.tv_sec += 1;
+                        struct timespec ts = bc_realtime_after_ms(1000);
                         pthread_cond_timedwait(&p->wake, &p->lock, &ts);
                         continue;
                 }
