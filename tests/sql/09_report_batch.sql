@@ -1,5 +1,5 @@
 begin;
-select plan(23);
+select plan(37);
 
 -- Four jobs claimed by w1; b is then rescued and claimed again by w2 (w1
 -- lost its lease), so a report of w1 for b must change nothing.
@@ -96,6 +96,86 @@ select boxcar.add_worker_events(pg_temp.jid('d'), 'w1', 1,
     '[{"kind":"started","at":"2026-01-01T00:00:09Z","details":null}]');
 select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('d') and kind = 'started'), 2,
           'events of one kind and attempt at other instants are all written, a resent one once');
+
+-- The common batch, every row a completion without an artifact, is
+-- recorded set-based: the same fencing, events and answers as row by row.
+select boxcar.enqueue('rc', '{"command":["e"]}', priority => 4);
+select boxcar.enqueue('rc', '{"command":["f"],"webhook":{"url":"http://hooks.test/f"}}', priority => 3);
+select boxcar.enqueue('rc', '{"command":["g"]}', priority => 2);
+select boxcar.enqueue('rc', '{"command":["h"]}', priority => 1);
+select count(*) from boxcar.claim('w3', array['rc'], 4);
+insert into ids select spec->'command'->>0, id from boxcar.jobs where queue = 'rc';
+-- g is no longer w3's (rescued, claimed by w4); h is at its second attempt.
+update boxcar.jobs set status = 'running', worker_id = 'w4', attempts = 2 where id = pg_temp.jid('g');
+update boxcar.jobs set attempts = 2 where id = pg_temp.jid('h');
+create temp table call2 as
+select * from boxcar.report_batch('w3',
+    array[pg_temp.jid('h'), pg_temp.jid('g'), pg_temp.jid('f'), pg_temp.jid('e')],
+    array[1, 1, 1, 1],
+    array['complete', 'complete', 'complete', 'complete'],
+    array['succeeded', 'succeeded', 'failed', 'succeeded'],
+    array[null, null, '{"exit_code":5}', '{"exit_code":0}']::jsonb[],
+    array[null, null, '{"code":"NONZERO_EXIT"}', null]::jsonb[],
+    array[null,
+          '[{"kind":"started","at":"2026-01-02T00:00:00.000002Z","details":null}]',
+          '[{"kind":"started","at":"2026-01-02T00:00:00.000003Z","details":{"sandbox":"none"}},
+            {"kind":"exited","at":"2026-01-02T00:00:01.000003Z","details":{"exit_code":5}}]',
+          '[{"kind":"started","at":"2026-01-02T00:00:00.000004Z","details":null},
+            {"kind":"exited","at":"2026-01-02T00:00:01.000004Z","details":{"exit_code":0}}]']::jsonb[],
+    null);
+select results_eq($$select ord, held from call2 order by ord$$,
+                  $$values (1, false), (2, false), (3, true), (4, true)$$,
+                  'completions: a stale attempt and a lost job answer false, by position');
+select is((select status || ':' || (result->>'exit_code') || ':' || (error->>'code') || ':'
+                  || (finished_at is not null) || ':' || (lease_expires_at is null)
+             from boxcar.jobs where id = pg_temp.jid('f')),
+          'failed:5:NONZERO_EXIT:true:true', 'completions: the status, result, error and finish are recorded');
+select is((select status from boxcar.jobs where id = pg_temp.jid('e')), 'succeeded',
+          'completions: every held row is recorded');
+select is((select status || ':' || worker_id from boxcar.jobs where id = pg_temp.jid('g')), 'running:w4',
+          'completions: the job w3 lost is left to w4');
+select is((select status from boxcar.jobs where id = pg_temp.jid('h')), 'running',
+          'completions: the stale attempt leaves the job running');
+select results_eq(
+    $$select kind, details from boxcar.job_events where job_id = pg_temp.jid('f') order by id$$,
+    $$values ('claimed', null::jsonb), ('started', '{"sandbox":"none"}'), ('exited', '{"exit_code":5}'),
+             ('finished', '{"status":"failed","error":{"code":"NONZERO_EXIT"}}')$$,
+    'completions: the kept-back events come before the finished event, with their details');
+select is((select at from boxcar.job_events where job_id = pg_temp.jid('e') and kind = 'exited'),
+          '2026-01-02T00:00:01.000004Z'::timestamptz, 'completions: an event keeps the worker''s instant');
+select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('g') and kind = 'started'), 1,
+          'completions: the lost job''s events are written all the same');
+select is((select count(*)::int from boxcar.job_events
+            where job_id in (pg_temp.jid('g'), pg_temp.jid('h')) and kind = 'finished'), 0,
+          'completions: no finished event for a row not held');
+select is((select string_agg(event_type || ' ' || url || ' ' || (body::jsonb -> 'data' ->> 'status'), ',')
+             from boxcar.webhook_deliveries where job_id = pg_temp.jid('f')),
+          'job.failed http://hooks.test/f failed', 'completions: the finished job''s webhook is written');
+
+-- The same batch resent (its answer was lost): nothing held, nothing twice.
+select results_eq(
+    $$select held from boxcar.report_batch('w3', array[pg_temp.jid('e'), pg_temp.jid('f')], array[1, 1],
+        array['complete', 'complete'], array['succeeded', 'failed'],
+        array['{"exit_code":0}', '{"exit_code":5}']::jsonb[], array[null, null]::jsonb[],
+        array['[{"kind":"started","at":"2026-01-02T00:00:00.000004Z","details":null},
+                {"kind":"exited","at":"2026-01-02T00:00:01.000004Z","details":{"exit_code":0}}]',
+              '[{"kind":"started","at":"2026-01-02T00:00:00.000003Z","details":{"sandbox":"none"}},
+                {"kind":"exited","at":"2026-01-02T00:00:01.000003Z","details":{"exit_code":5}}]']::jsonb[])$$,
+    $$values (false), (false)$$, 'completions: a resent batch finds the jobs already recorded');
+select is((select count(*)::int from boxcar.job_events where job_id in (pg_temp.jid('e'), pg_temp.jid('f'))),
+          8, 'completions: and writes each event exactly once');
+
+select throws_ok($$select * from boxcar.report_batch('w4', array[pg_temp.jid('g')], array[2],
+                     array['complete'], array['done'], array[null]::jsonb[], array[null]::jsonb[],
+                     array[null]::jsonb[])$$, '22023', 'status: must be succeeded, failed or cancelled',
+                 'completions: an unknown status is refused');
+-- A job twice in one batch goes row by row: recorded once, the second row
+-- finds it done.
+select results_eq(
+    $$select ord, held from boxcar.report_batch('w4', array[pg_temp.jid('g'), pg_temp.jid('g')],
+        array[2, 2], array['complete', 'complete'], array['succeeded', 'succeeded'],
+        array[null, null]::jsonb[], array[null, null]::jsonb[], array[null, null]::jsonb[]) order by ord$$,
+    $$values (1, true), (2, false)$$, 'a job twice in a batch is completed once');
 
 select throws_ok($$select * from boxcar.report_batch('w1', array[gen_random_uuid()], array[1, 2],
                      array['complete'], array['succeeded'], array[null]::jsonb[], array[null]::jsonb[],
