@@ -56,8 +56,9 @@ $(BUILD)/lib$(1).a: $$($(1)_OBJS)
 	$$(AR) rcs $$@ $$^
 endef
 $(foreach m,$(MODULES),$(eval $(call module_rules,$(m))))
-# The guard's wait loop is both boxcar-guard's and the worker's fallback's.
-$(BUILD)/libworker.a: $(BUILD)/obj/worker/guard/wait.o
+# The guard's wait loop is both boxcar-guard's and the worker's fallback's
+# (there through libc: sys_libc.c).
+$(BUILD)/libworker.a: $(BUILD)/obj/worker/guard/wait.o $(BUILD)/obj/worker/guard/sys_libc.o
 
 # The SQL in migrations/ and sql/ is compiled into the binary, so a worker
 # image needs nothing but the executable to migrate its database.
@@ -102,10 +103,22 @@ $(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUI
 $(BUILD)/sandbox-warm-run: tests/security/warm-run.c $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
 
-# The guard of a --sandbox none job (worker/guard/main.c): libc only, and
-# static (no dynamic loader at each job's start) unless sanitized.
-$(BUILD)/boxcar-guard: $(BUILD)/obj/worker/guard/main.o $(BUILD)/obj/worker/guard/wait.o
-	$(CC) $(if $(filter 0,$(SAN)),-static,$(LDFLAGS)) -o $@ $^
+# The guard of a --sandbox none job (worker/guard/main.c), exec'd at each
+# job's start: on x86-64 with no libc at all (worker/guard/sys.h says why),
+# its objects built freestanding; sanitized or on another architecture,
+# through libc (sys_libc.c), and static unless sanitized.
+GUARD_RAW := $(if $(and $(filter 0,$(SAN)),$(filter x86_64-%,$(shell $(CC) -dumpmachine))),1)
+GUARD_SRCS := worker/guard/main.c worker/guard/wait.c \
+              $(if $(GUARD_RAW),worker/guard/sys_raw.c,worker/guard/sys_libc.c)
+GUARD_OBJS := $(patsubst %.c,$(BUILD)/obj/guard/%.o,$(GUARD_SRCS))
+GUARD_CFLAGS := $(CFLAGS) $(if $(GUARD_RAW),-ffreestanding -fno-stack-protector -fno-pie \
+                                            -fcf-protection=none -fno-asynchronous-unwind-tables)
+$(BUILD)/obj/guard/%.o: %.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -D_FORTIFY_SOURCE=%,$(CPPFLAGS)) $(GUARD_CFLAGS) -c -o $@ $<
+$(BUILD)/boxcar-guard: $(GUARD_OBJS)
+	$(CC) $(if $(GUARD_RAW),-static -nostdlib -no-pie,$(if $(filter 0,$(SAN)),-static,$(LDFLAGS))) \
+	  -o $@ $^
 
 # Unit tests: tests/unit/test_<name>.c, each its own cmocka executable,
 # linked against the module libraries (never copies of their code).

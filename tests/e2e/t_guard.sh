@@ -9,7 +9,8 @@ exit_id=$(enq sh -c 'exit 3')
 sig_id=$(enq sh -c 'kill -SEGV $$')
 missing_id=$(enq no-such-command-xyz)
 fds_id=$(enq ls -l /proc/self/fd)
-for id in "$parent_id" "$exit_id" "$sig_id" "$missing_id" "$fds_id"; do
+sigstate_id=$(enq grep -E '^Sig(Blk|Ign):' /proc/self/status)
+for id in "$parent_id" "$exit_id" "$sig_id" "$missing_id" "$fds_id" "$sigstate_id"; do
   "$BOXCAR" status --wait "$id" >/dev/null 2>&1 || true
 done
 is "the job's parent is boxcar-guard" "$(job_field "$parent_id" "split_part(result->>'stdout', e'\n', 1)")" "boxcar-guard"
@@ -24,6 +25,9 @@ fd_lines=$(job_field "$fds_id" "result->>'stdout'" | grep -- ' -> ')
 foreign=$(awk '{ fd = $(NF-2); t = $NF } fd > 2 && t !~ "^/proc/[0-9]+/fd$" { print fd " -> " t }' <<<"$fd_lines")
 is "the job has stdin, stdout and stderr" "$(awk '$(NF-2) <= 2' <<<"$fd_lines" | wc -l)" 3
 is "the job inherits no descriptor of the worker" "$foreign" ""
+is "the job starts with no signal blocked or ignored" \
+   "$(job_field "$sigstate_id" "result->>'stdout'" | tr -s '\t\n' '  ')" \
+   "SigBlk: 0000000000000000 SigIgn: 0000000000000000 "
 # Without boxcar-guard next to the executable, the worker forks a guard of
 # its own: slower, the same behaviour.
 alone=$(mktemp -d); trap 'cleanup_bg; rm -rf "$alone"' EXIT

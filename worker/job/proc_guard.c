@@ -19,20 +19,6 @@
  * stdio, no locks another thread may have held at the fork). */
 
 
-/* The fork copied every descriptor of the worker (its database sockets,
- * other jobs' output pipes): keep none of them, or another job would never
- * see the end of its output while this one runs. */
-static void close_from(int first)
-{
-        if (syscall(SYS_close_range, (unsigned)first, ~0U, 0) == 0)
-                return;
-        struct rlimit rl;
-        int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur
-                                                                              : 65536;
-        for (int fd = first; fd < max; fd++)
-                close(fd);
-}
-
 static int setup_fds(const struct proc_request *req, int out_w, int err_w, int usage_w)
 {
         int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -42,7 +28,10 @@ static int setup_fds(const struct proc_request *req, int out_w, int err_w, int u
         /* fd 3 is the job's (a status pipe) when asked for, 4 the guard's. */
         if (dup2(req->pass_fd >= 0 ? req->pass_fd : null, 3) < 0 || dup2(usage_w, 4) < 0)
                 return -1;
-        close_from(5);
+        /* The fork copied every descriptor of the worker (its database
+         * sockets, other jobs' output pipes): keep none of them, or another
+         * job would never see the end of its output while this one runs. */
+        g_close_from(5);
         return 0;
 }
 
@@ -65,8 +54,7 @@ static _Noreturn void exec_job(const struct proc_request *req, const char *path)
 static _Noreturn void guard_main(const struct proc_request *req, const char *path, int out_w,
                                  int err_w, int usage_w, pid_t worker)
 {
-        sigset_t guard_sigs;
-        guard_begin(worker, &guard_sigs);
+        guard_sigset guard_sigs = guard_begin(worker);
         if (setup_fds(req, out_w, err_w, usage_w) < 0)
                 _exit(125);
         if (req->cwd && chdir(req->cwd) < 0) {
@@ -84,7 +72,7 @@ static _Noreturn void guard_main(const struct proc_request *req, const char *pat
         close(STDOUT_FILENO);
         close(STDERR_FILENO);
         close(3);
-        guard_wait(job, &guard_sigs);
+        guard_wait(job, guard_sigs);
 }
 
 /* boxcar-guard next to the running executable, or NULL (then the guard is
