@@ -36,7 +36,12 @@ cp "$BOXCAR" "$alone/boxcar"
   --work-dir "$BOXCAR_DEV/work/guard-b" >"$BOXCAR_DEV/test-logs/guard-b.log" 2>&1 &
 _bg_pids+=($!)
 fb_id=$("$BOXCAR" enqueue --queue guard-b -- sh -c 'cat /proc/$PPID/comm; exit 4')
+fb_sig_id=$("$BOXCAR" enqueue --queue guard-b -- grep -E '^Sig(Blk|Ign):' /proc/self/status)
 "$BOXCAR" status --wait "$fb_id" >/dev/null 2>&1 || true
+"$BOXCAR" status --wait "$fb_sig_id" >/dev/null 2>&1 || true
 is "without boxcar-guard the guard is a fork of the worker, and the exit code comes through" \
    "$(job_field "$fb_id" "split_part(result->>'stdout', e'\n', 1) || ':' || (result->>'exit_code')")" "boxcar:4"
+is "and the job starts with no signal blocked or ignored there too" \
+   "$(job_field "$fb_sig_id" "result->>'stdout'" | tr -s '\t\n' '  ')" \
+   "SigBlk: 0000000000000000 SigIgn: 0000000000000000 "
 tap_done

@@ -45,18 +45,8 @@ int main(int argc, char **argv, char **envp)
                 guard_say("boxcar: fork failed\n");
                 g_exit(126);
         }
-        if (job == 0) {
-                /* Nothing ignored either: posix_spawn (the worker's, of
-                 * this guard) leaves glibc's internal signals 32 and 33
-                 * ignored, and an exec keeps what is ignored. */
-                for (int sig = 1; sig <= 64; sig++)
-                        g_sig_default(sig);
-                g_sigprocmask(SIG_SETMASK, 0);
-                if (!pass_fd)
-                        g_close(3);
-                g_close(4);
-                guard_exec_failed(job_argv[0], (int)-g_execve(path, job_argv, envp));
-        }
+        if (job == 0)
+                guard_exec(path, job_argv, envp, pass_fd);
         g_close(0);
         g_close(1);
         g_close(2);

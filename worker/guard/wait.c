@@ -22,6 +22,18 @@ _Noreturn void guard_exec_failed(const char *argv0, int e)
         g_exit(e == ENOENT ? 127 : 126);
 }
 
+_Noreturn void guard_exec(const char *path, char *const argv[], char *const envp[],
+                          int keep_fd3)
+{
+        for (int sig = 1; sig <= 64; sig++)
+                g_sig_default(sig);
+        g_sigprocmask(SIG_SETMASK, 0);
+        if (!keep_fd3)
+                g_close(3);
+        g_close(4);
+        guard_exec_failed(argv[0], (int)-g_execve(path, argv, envp));
+}
+
 guard_sigset guard_begin(pid_t worker)
 {
         g_setpgid(0, 0);

@@ -20,6 +20,13 @@ void guard_say(const char *msg);
  * a shell would, and exits 127 (not found) or 126. */
 _Noreturn void guard_exec_failed(const char *argv0, int e);
 
+/* In the job's process: every signal at its default and none blocked (a
+ * posix_spawn leaves glibc's internal signals 32 and 33 ignored, and an
+ * exec keeps what is ignored), fd 3 closed unless keep_fd3, fd 4 closed,
+ * then the exec; if that fails, says so as guard_exec_failed does. */
+_Noreturn void guard_exec(const char *path, char *const argv[], char *const envp[],
+                          int keep_fd3);
+
 /* With stdio and fd 3 closed and sigs (SIGTERM, SIGCHLD) blocked: waits
  * for job; writes its struct rusage to fd 4 and exits the way it did
  * (its code, or re-raising its signal).  SIGTERM (the worker is gone)

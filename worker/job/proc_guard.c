@@ -35,22 +35,6 @@ static int setup_fds(const struct proc_request *req, int out_w, int err_w, int u
         return 0;
 }
 
-static _Noreturn void exec_job(const struct proc_request *req, const char *path)
-{
-        struct sigaction dfl = { .sa_handler = SIG_DFL };
-        for (int sig = 1; sig < NSIG; sig++)
-                sigaction(sig, &dfl, NULL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        if (req->pass_fd < 0)
-                close(3);
-        close(4);
-        execve(path, req->argv, req->envp);
-        guard_exec_failed(req->argv[0], errno);
-}
-
-
 static _Noreturn void guard_main(const struct proc_request *req, const char *path, int out_w,
                                  int err_w, int usage_w, pid_t worker)
 {
@@ -67,7 +51,7 @@ static _Noreturn void guard_main(const struct proc_request *req, const char *pat
                 _exit(126);
         }
         if (job == 0)
-                exec_job(req, path);
+                guard_exec(path, req->argv, req->envp, req->pass_fd >= 0);
         close(STDIN_FILENO);
         close(STDOUT_FILENO);
         close(STDERR_FILENO);
