@@ -35,21 +35,5 @@ int main(int argc, char **argv, char **envp)
         char **job_argv = argv + 5;
         guard_sigset sigs = guard_begin(worker);
         g_close_from(5);
-        if (cwd[0] && g_chdir(cwd) < 0) {
-                guard_say("boxcar: cannot enter the working directory\n");
-                g_exit(126);
-        }
-        /* A fork of this small process costs little (no libc, a few pages). */
-        pid_t job = g_fork();
-        if (job < 0) {
-                guard_say("boxcar: fork failed\n");
-                g_exit(126);
-        }
-        if (job == 0)
-                guard_exec(path, job_argv, envp, pass_fd);
-        g_close(0);
-        g_close(1);
-        g_close(2);
-        g_close(3);
-        guard_wait(job, sigs);
+        guard_run(cwd, path, job_argv, envp, pass_fd, sigs);
 }

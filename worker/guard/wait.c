@@ -79,3 +79,26 @@ _Noreturn void guard_wait(pid_t job, guard_sigset sigs)
                 }
         }
 }
+
+_Noreturn void guard_run(const char *cwd, const char *path, char *const argv[],
+                         char *const envp[], int keep_fd3, guard_sigset sigs)
+{
+        if (cwd && cwd[0] && g_chdir(cwd) < 0) {
+                guard_say("boxcar: cannot enter the working directory\n");
+                g_exit(126);
+        }
+        /* boxcar-guard is small (no libc, a few pages), and the fallback's
+         * fork is already a copy of the worker: the fork copies little. */
+        pid_t job = g_fork();
+        if (job < 0) {
+                guard_say("boxcar: fork failed\n");
+                g_exit(126);
+        }
+        if (job == 0)
+                guard_exec(path, argv, envp, keep_fd3);
+        g_close(0);
+        g_close(1);
+        g_close(2);
+        g_close(3);
+        guard_wait(job, sigs);
+}

@@ -41,22 +41,7 @@ static _Noreturn void guard_main(const struct proc_request *req, const char *pat
         guard_sigset guard_sigs = guard_begin(worker);
         if (setup_fds(req, out_w, err_w, usage_w) < 0)
                 _exit(125);
-        if (req->cwd && chdir(req->cwd) < 0) {
-                guard_say("boxcar: cannot enter the working directory\n");
-                _exit(126);
-        }
-        pid_t job = fork();
-        if (job < 0) {
-                guard_say("boxcar: fork failed\n");
-                _exit(126);
-        }
-        if (job == 0)
-                guard_exec(path, req->argv, req->envp, req->pass_fd >= 0);
-        close(STDIN_FILENO);
-        close(STDOUT_FILENO);
-        close(STDERR_FILENO);
-        close(3);
-        guard_wait(job, guard_sigs);
+        guard_run(req->cwd, path, req->argv, req->envp, req->pass_fd >= 0, guard_sigs);
 }
 
 /* boxcar-guard next to the running executable, or NULL (then the guard is
