@@ -139,8 +139,9 @@ made2=$(( $(events made) + $(events cold) - made1 )); discarded2=$(( $(events di
 if (( $(events taken) - taken1 >= 30 && made2 <= made1 / 3 && discarded2 <= made1 / 3 )); then
   ok "a second burst of 40 jobs on 4 slots reuses the first one's filesystems ($made2 made, $discarded2 discarded; $made1 made for the first)"
 else not_ok "second burst reuses"; diag "made2=$made2 discarded2=$discarded2 made1=$made1 taken=$(( $(events taken) - taken1 ))"; fi
-# A take leaves the entry's directory empty for the pool's thread to remove:
-# once settled, the pool holds one directory per ready filesystem.
+# A taken filesystem's entry directory waits, empty, for its return, and a
+# discarded one's is removed: once settled, the pool holds one directory per
+# ready filesystem.
 pooldir=$(ls -d "$WD"/pool/*/ 2>/dev/null | head -1)
 is "after 80 takes the pool holds only its ready filesystems' directories (directories, images)" \
    "$(ls "$pooldir" | grep -c '^[0-9]*$') $(ls "$pooldir" | grep '^[0-9]*$' | while read -r k; do [[ -f $pooldir/$k/ws.img ]] && echo; done | wc -l)" \

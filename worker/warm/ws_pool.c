@@ -72,19 +72,15 @@
 
 struct ws_entry {
         struct ws_entry *next;
-        unsigned k;                  /* <pool>/<k>/ while in the pool */
+        /* <pool>/<k>/: holds the filesystem while in the pool; while taken
+         * it stays, empty, for the return (neither the take nor the return
+         * makes or removes a directory: two rmdirs cost 0.2 ms here). */
+        unsigned k;
         uint64_t disk_mb, files;
         dev_t dev;                   /* of the mounted filesystem */
         uint64_t base_inodes, base_blocks; /* in use right after it was made */
         uint64_t block_size;
         bool discard;                /* returned: discard, don't wipe */
-};
-
-/* A pool entry's directory left empty by a take, for the thread to remove
- * (two rmdirs, 0.2 ms here, off the job's path). */
-struct ws_husk {
-        struct ws_husk *next;
-        unsigned k;
 };
 
 struct ws_pool {
@@ -105,7 +101,6 @@ struct ws_pool {
         struct ws_entry *returned;   /* to wipe or discard */
         struct ws_entry *wiping;     /* taken off returned, being wiped */
         struct ws_entry *taken;      /* in jobs' directories */
-        struct ws_husk *husks;       /* emptied entry directories to remove */
         unsigned n_taken;
         unsigned next_k;
         unsigned peak_prev, peak_cur;
@@ -132,7 +127,7 @@ static void entry_path(const struct ws_pool *p, unsigned k, const char *leaf, ch
 }
 
 /* Removes the emptied directory <pool>/<k>/ (and its fs/ mountpoint). */
-static void remove_husk(const struct ws_pool *p, unsigned k)
+static void remove_entry_dir(const struct ws_pool *p, unsigned k)
 {
         char fs[PATH_MAX], dir[PATH_MAX];
         entry_path(p, k, "fs", fs, sizeof(fs));
@@ -197,7 +192,7 @@ static void discard(struct ws_pool *p, struct ws_entry *e)
                           bc_error_message(&err), NULL);
         bc_error_clear(&err);
         unlink(img);
-        remove_husk(p, e->k);
+        remove_entry_dir(p, e->k);
         wmetrics_workspace(p->m, "discarded");
         free(e);
 }
@@ -296,7 +291,7 @@ static struct ws_entry *make_one(struct ws_pool *p, unsigned k)
         (void)sandbox_workspace_unmount(fs, &err);
         bc_error_clear(&err);
         unlink(img);
-        remove_husk(p, k);
+        remove_entry_dir(p, k);
         free(e);
         return NULL;
 }
@@ -333,16 +328,7 @@ static void *pool_main(void *arg)
         while (!p->stopping) {
                 struct ws_entry *e = p->returned;
                 unsigned want = target_locked(p);
-                if (p->husks) {
-                        struct ws_husk *h = p->husks;
-                        p->husks = NULL;
-                        pthread_mutex_unlock(&p->lock);
-                        for (struct ws_husk *next; h; h = next) {
-                                next = h->next;
-                                remove_husk(p, h->k);
-                                free(h);
-                        }
-                } else if (e) {
+                if (e) {
                         p->returned = e->next;
                         p->wiping = e;
                         pthread_mutex_unlock(&p->lock);
@@ -432,10 +418,6 @@ void ws_pool_stop(struct ws_pool *p)
                 next = e->next;
                 free(e);
         }
-        for (struct ws_husk *h = p->husks, *next; h; h = next) {
-                next = h->next;
-                free(h);   /* the directory goes with the pool's, below */
-        }
         wmetrics_workspaces_ready(p->m, 0);
         if (p->lock_fd >= 0) {
                 sandbox_workspace_remove_dir(p->dir);
@@ -457,8 +439,8 @@ void ws_pool_cleanup(const char *work_dir)
 
 /* Moves a ready filesystem into the job's place: its image renamed (same
  * filesystem: the work dir), its mount moved.  On failure everything is
- * back in the pool's directory.  The emptied entry directory is left for
- * the caller to remove. */
+ * back in the pool's directory.  The emptied entry directory stays for
+ * the filesystem's return. */
 static int move_in(struct ws_pool *p, const struct ws_entry *e, const char *image,
                    const char *mountpoint)
 {
@@ -522,15 +504,9 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                 pthread_mutex_unlock(&p->lock);
         }
         bool warm = false;
-        struct ws_husk *husk = NULL;
         if (e) {
                 if (move_in(p, e, image, mountpoint) == 0) {
                         warm = true;
-                        husk = malloc(sizeof(*husk));
-                        if (husk)
-                                husk->k = e->k;
-                        else
-                                remove_husk(p, e->k);
                 } else {
                         /* Not usable in place: the thread discards it. */
                         pthread_mutex_lock(&p->lock);
@@ -571,12 +547,9 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                 p->n_taken++;
                 if (p->n_taken > p->peak_cur)
                         p->peak_cur = p->n_taken;
-                if (husk) {
-                        husk->next = p->husks;
-                        p->husks = husk;
-                }
-                /* A take may bring the ready count under the target (and
-                 * leaves a directory to remove). */
+                if (!warm)   /* made on the job's path: a directory for its return */
+                        e->k = p->next_k++;
+                /* A take may bring the ready count under the target. */
                 pthread_cond_signal(&p->wake);
                 pthread_mutex_unlock(&p->lock);
         }
@@ -619,24 +592,22 @@ bool ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoin
                      u.inodes > e->base_inodes + REUSE_MAX_INODES ||
                      (u.blocks > e->base_blocks &&
                       (u.blocks - e->base_blocks) * e->block_size > REUSE_MAX_BYTES);
-        pthread_mutex_lock(&p->lock);
-        e->k = p->next_k++;
-        pthread_mutex_unlock(&p->lock);
+        /* Back into its entry's directory: still there when it came from
+         * the pool, made now for one made on the job's path. */
         char fs[PATH_MAX], img[PATH_MAX], dir[PATH_MAX];
         entry_path(p, e->k, "fs", fs, sizeof(fs));
         entry_path(p, e->k, "ws.img", img, sizeof(img));
         entry_path(p, e->k, "", dir, sizeof(dir));
-        if (mkdir(dir, 0700) < 0 || mkdir(fs, 0700) < 0 || rename(image, img) < 0) {
-                rmdir(fs);
-                rmdir(dir);
+        if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || (mkdir(fs, 0700) < 0 && errno != EEXIST) ||
+            rename(image, img) < 0) {
+                remove_entry_dir(p, e->k);
                 free(e);
                 wmetrics_workspace(p->m, "discarded");   /* by the caller */
                 return false;
         }
         if (mount(mountpoint, fs, NULL, MS_MOVE, NULL) < 0) {
                 (void)rename(img, image);
-                rmdir(fs);
-                rmdir(dir);
+                remove_entry_dir(p, e->k);
                 free(e);
                 wmetrics_workspace(p->m, "discarded");
                 return false;
