@@ -440,9 +440,8 @@ end $$;
 -- transition's own ('finished', 'retried', 'released'), so the trail keeps
 -- the order things happened in.  actions[i]: 'complete' (statuses[i] is
 -- the final status), 'retry', 'release', or 'none' (only the events: a
--- job the worker lost).  The rows the worker holds are locked first, in id
--- order, as heartbeat() locks them, so two calls of one worker never wait
--- on each other in a cycle.
+-- job the worker lost).  Rows are taken in id order, as heartbeat() locks
+-- them, so two calls of one worker never wait on each other in a cycle.
 -- (A job with an artifact storage takes that storage's advisory lock when
 -- it finishes: the worker sends such a job in a call of its own.)
 -- artifacts[i]: the artifact version the job uploaded, recorded with a
@@ -468,6 +467,7 @@ returns table (ord integer, held boolean) language plpgsql volatile as $$
 declare
     n integer := coalesce(cardinality(ids), 0);
     i integer;
+    completions boolean;
 begin
     if coalesce(cardinality(attempts), 0) <> n or coalesce(cardinality(actions), 0) <> n
        or coalesce(cardinality(statuses), 0) <> n or coalesce(cardinality(results), 0) <> n
@@ -475,19 +475,17 @@ begin
        or (artifacts is not null and cardinality(artifacts) <> n) then
         raise exception 'report_batch: the arrays must have the same length' using errcode = '22023';
     end if;
-    select min(s.i) into i from generate_subscripts(ids, 1) s(i)
-     where actions[s.i] is null or actions[s.i] not in ('complete', 'retry', 'release', 'none');
+    select min(s.i) filter (where actions[s.i] is null
+                                or actions[s.i] not in ('complete', 'retry', 'release', 'none')),
+           coalesce(bool_and(actions[s.i] = 'complete' and artifacts[s.i] is null), false)
+           and count(distinct ids[s.i]) = n
+      into i, completions
+      from generate_subscripts(ids, 1) s(i);
     if i is not null then
         raise exception 'actions[%]: must be complete, retry, release or none', i
             using errcode = '22023';
     end if;
-    perform from boxcar.jobs j
-     where j.id = any (ids) and j.worker_id = report_batch.worker_id and j.status = 'running'
-     order by j.id
-       for update;
-    if n > 0 and 'complete' = all (actions)
-       and (artifacts is null or (select bool_and(a is null) from unnest(artifacts) a))
-       and (select count(distinct x) from unnest(ids) x) = n then
+    if completions then
         return query select * from boxcar.report_completions(worker_id, ids, attempts, statuses,
                                                              results, errors, events);
         return;
@@ -515,8 +513,9 @@ end $$;
 
 -- Internal (report_batch's set-based path): completes the jobs ids, each
 -- at most once, fenced as complete() fences one, after writing their
--- kept-back events as add_worker_events() does.  The caller has locked the
--- rows.
+-- kept-back events as add_worker_events() does.  The rows the worker holds
+-- are locked first, in id order, as heartbeat() locks them (the update
+-- alone would lock them in its join's order).
 create or replace function boxcar.report_completions(worker_id text, ids uuid[], attempts integer[],
                                                      statuses text[], results jsonb[],
                                                      errors jsonb[], events jsonb[])
@@ -529,6 +528,11 @@ begin
                 where s is null or s not in ('succeeded', 'failed', 'cancelled')) then
         raise exception 'status: must be succeeded, failed or cancelled' using errcode = '22023';
     end if;
+    perform from boxcar.jobs j
+     where j.id = any (report_completions.ids) and j.worker_id = report_completions.worker_id
+       and j.status = 'running'
+     order by j.id
+       for update;
     insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
     select r.id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind', report_completions.worker_id,
            r.attempt, e.v -> 'details'
