@@ -110,12 +110,13 @@ $(BUILD)/sandbox-warm-run: tests/security/warm-run.c $(BUILD)/libsandbox.a $(BUI
 GUARD_RAW := $(if $(and $(filter 0,$(SAN)),$(filter x86_64-%,$(shell $(CC) -dumpmachine))),1)
 GUARD_SRCS := worker/guard/main.c worker/guard/wait.c \
               $(if $(GUARD_RAW),worker/guard/sys_raw.c,worker/guard/sys_libc.c)
-GUARD_OBJS := $(patsubst %.c,$(BUILD)/obj/guard/%.o,$(GUARD_SRCS))
-GUARD_CFLAGS := $(CFLAGS) $(if $(GUARD_RAW),-ffreestanding -fno-stack-protector -fno-pie \
-                                            -fcf-protection=none -fno-asynchronous-unwind-tables)
+# Through libc its objects are the plain build's (wait.o and sys_libc.o are
+# libworker's too); freestanding, they are built apart.
+GUARD_OBJS := $(patsubst %.c,$(BUILD)/obj$(if $(GUARD_RAW),/guard)/%.o,$(GUARD_SRCS))
 $(BUILD)/obj/guard/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(filter-out -D_FORTIFY_SOURCE=%,$(CPPFLAGS)) $(GUARD_CFLAGS) -c -o $@ $<
+	$(CC) $(filter-out -D_FORTIFY_SOURCE=%,$(CPPFLAGS)) $(CFLAGS) -ffreestanding \
+	  -fno-stack-protector -fno-pie -fcf-protection=none -fno-asynchronous-unwind-tables -c -o $@ $<
 $(BUILD)/boxcar-guard: $(GUARD_OBJS)
 	$(CC) $(if $(GUARD_RAW),-static -nostdlib -no-pie,$(if $(filter 0,$(SAN)),-static,$(LDFLAGS))) \
 	  -o $@ $^

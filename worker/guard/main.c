@@ -11,7 +11,6 @@
  * the pipe for the command's struct rusage; the environment is the job's.
  * CWD "" keeps the current directory.  Exit codes 125 (the worker is
  * gone), 126 and 127 as a shell's. */
-#include <signal.h>
 #include <sys/types.h>
 
 #include "worker/guard/sys.h"
