@@ -16,13 +16,16 @@ struct child_args {
                             * owner to the job's; -1: no idmapped binds */
         int cg_fds[4];     /* "tasks" files to move ourselves into */
         size_t n_cg_fds;
+        int job_sock;      /* warm: the socket the job will come over to the
+                            * job's process; -1 when cold */
 };
 
 /* Runs in the child cloned with the new namespaces: moves itself into the
- * cgroup, waits for GO, builds the root,
- * reports READY, waits for GO again, then becomes
- * init and forks the job.  Never returns; setup failures are sent over
- * the socket, then _exit. */
+ * cgroup, waits for GO, builds the root.  Cold: reports READY, waits for
+ * GO again, then becomes init and forks the job.  Warm: locks down, forks
+ * the job's process (which waits on job_sock for its job), reports WARM
+ * and becomes init.  Never returns; setup failures are sent over the
+ * socket, then _exit. */
 void sbx_child_main(const struct child_args *a) __attribute__((noreturn));
 
 #endif

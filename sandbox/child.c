@@ -4,7 +4,13 @@
  * the job (pid 2, inheriting both) and stays as a minimal init that
  * reaps orphans and reports the job's status.  When the job exits, init
  * exits, and the kernel kills whatever the job left behind (double-forked,
- * setsid'd, stopped: a pid namespace dies with its init). */
+ * setsid'd, stopped: a pid namespace dies with its init).
+ *
+ * A warm sandbox does all of that before there is a job: init locks down
+ * and forks the job's process, which waits, locked down too, on its own
+ * socket.  The job's trees are attached by the supervisor (warm.c), so
+ * nothing in the sandbox holds a privilege once it is warm, and the job
+ * only has to exec when it comes. */
 #include "sandbox/child-internal.h"
 
 #include <errno.h>
@@ -243,20 +249,23 @@ static void init_main(int sock, pid_t job)
         }
 }
 
-/* Only the socket and the idmap namespace survive into the sandbox: the status
- * fd and anything else the worker passed stay outside. */
-static void close_other_fds(int a, int b)
+/* Only the socket, the idmap namespace and a warm sandbox's job socket
+ * survive into the sandbox: the status fd and anything else the worker
+ * passed stay outside.  keep: in any order, -1 for none. */
+static void close_other_fds(const int *fds, size_t n_fds)
 {
-        int lo = a < b ? a : b, hi = a < b ? b : a;
-        if (lo < 0) {
-                lo = hi;
-                hi = -1;
+        int keep[4];
+        size_t n = 0;
+        for (size_t i = 0; i < n_fds && n < ELEMENTSOF(keep); i++) {
+                if (fds[i] < 0)
+                        continue;
+                size_t k = n++;
+                for (; k > 0 && keep[k - 1] > fds[i]; k--)
+                        keep[k] = keep[k - 1];
+                keep[k] = fds[i];
         }
         unsigned from = 3;
-        int keep[2] = { lo, hi };
-        for (int i = 0; i < 2; i++) {
-                if (keep[i] < 0)
-                        continue;
+        for (size_t i = 0; i < n; i++) {
                 if ((unsigned)keep[i] > from)
                         syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
                 from = (unsigned)keep[i] + 1;
@@ -273,32 +282,6 @@ static int read_job_options(int fd, struct helper_config *jc, struct setup_ctx *
         return helper_config_read_fd(fd, &blob, &argv, jc, &x->err);
 }
 
-/* The trees the supervisor captured, in the order it sent them. */
-static int take_trees(const struct helper_config *jc, const int *fds, size_t n,
-                      struct rootfs_trees *t, struct setup_ctx *x)
-{
-        size_t want = 3 + (jc->workspace ? 1 : 0) + (jc->scratch ? 2 : 0) + jc->n_ro_binds;
-        x->step = SBX_STEP_INTERNAL;
-        if (n != want || jc->n_ro_binds > ELEMENTSOF(t->binds))
-                return setup_fail(x, EBADMSG, NULL, "job handoff: wrong number of trees");
-        size_t i = 3;
-        if (jc->workspace)
-                t->ws = fds[i++];
-        if (jc->scratch) {
-                t->tmp = fds[i++];
-                t->shm = fds[i++];
-        }
-        for (size_t k = 0; k < jc->n_ro_binds; k++, i++) {
-                struct stat st;
-                t->binds[k].fd = fds[i];
-                t->n_binds = k + 1;
-                if (fstat(fds[i], &st) < 0)
-                        return setup_fail(x, errno, jc->ro_binds[k].src, "fstat");
-                t->binds[k].is_dir = S_ISDIR(st.st_mode);
-        }
-        return 0;
-}
-
 /* The job's stdout and stderr are the worker's pipes, sent with the job;
  * stdin stays /dev/null (the helper was started with it). */
 static int take_stdio(int out, int err, struct setup_ctx *x)
@@ -309,33 +292,77 @@ static int take_stdio(int out, int err, struct setup_ctx *x)
         return 0;
 }
 
-/* A warm sandbox: the root without the job, entered; then one job. */
-static const struct helper_config *warm_child(int sock, struct setup_ctx *x,
-                                              struct helper_config *jc)
+/* A warm sandbox's job process: init's identity and filters are already
+ * its own.  It waits for its job (options, stdout, stderr; the cgroup
+ * flag as in GO), which comes once the supervisor has attached the job's
+ * trees and sealed the root. */
+static void job_wait(int sock, int job_sock) __attribute__((noreturn));
+static void job_wait(int sock, int job_sock)
+{
+        struct setup_ctx x = { .step = SBX_STEP_INTERNAL, .err = BC_ERROR_INIT };
+        struct sbx_msg m;
+        int fds[3];
+        size_t n = 0;
+        if (sbx_msg_recv_fds(job_sock, &m, fds, ELEMENTSOF(fds), &n) != 1 ||
+            m.type != SBX_MSG_JOB || n != ELEMENTSOF(fds))
+                _exit(SBX_EXIT_INTERNAL);  /* the supervisor is gone or confused */
+        close(job_sock);
+        struct helper_config jc;
+        if (read_job_options(fds[0], &jc, &x) < 0)
+                report_and_exit(sock, &x);
+        x.c = &jc;
+        if (take_stdio(fds[1], fds[2], &x) < 0)
+                report_and_exit(sock, &x);
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        x.step = SBX_STEP_PIVOT_ROOT;
+        if (chdir("/workspace") < 0) {
+                setup_fail(&x, errno, "/workspace", "chdir");
+                report_and_exit(sock, &x);
+        }
+        job_main(&jc, sock, m.wstatus & SBX_GO_CGROUP);
+}
+
+/* The cgroup namespace (rooted at our cgroup: we are in it by now), the
+ * lock-down, then the fork of the job's process: 0 in it, its pid in
+ * init. */
+static pid_t lock_down_and_fork(const struct helper_config *c, const struct sbx_seccomp_prog *prog,
+                                int sock, struct setup_ctx *x)
+{
+        x->step = SBX_STEP_CGROUP;
+        if (unshare(CLONE_NEWCGROUP) < 0) {
+                setup_fail(x, errno, NULL, "unshare(CLONE_NEWCGROUP)");
+                report_and_exit(sock, x);
+        }
+        lock_down(c, prog, sock);
+        pid_t job = fork();
+        if (job < 0) {
+                x->step = SBX_STEP_CLONE;
+                setup_fail(x, errno, NULL, "fork");
+                report_and_exit(sock, x);
+        }
+        return job;
+}
+
+/* A warm sandbox: the root without the job, entered; the cgroup is ours
+ * already (the supervisor attaches a warm child before GO).  Init locks
+ * down, forks the job's process and says WARM. */
+static void warm_child(int sock, int job_sock, struct setup_ctx *x,
+                       const struct sbx_seccomp_prog *prog) __attribute__((noreturn));
+static void warm_child(int sock, int job_sock, struct setup_ctx *x,
+                       const struct sbx_seccomp_prog *prog)
 {
         x->step = SBX_STEP_MOUNT;
         if (rootfs_build_base(x) < 0 || setup_uts_net(x) < 0 || rootfs_pivot(x) < 0)
                 report_and_exit(sock, x);
+        pid_t job = lock_down_and_fork(x->c, prog, sock, x);
+        if (job == 0)
+                job_wait(sock, job_sock);
+        close(job_sock);
         struct sbx_msg m = { .type = SBX_MSG_WARM };
         if (sbx_msg_send(sock, &m, -1) < 0)
                 _exit(SBX_EXIT_INTERNAL);
-        int fds[SBX_MSG_FDS_MAX];
-        size_t n = 0;
-        if (sbx_msg_recv_fds(sock, &m, fds, ELEMENTSOF(fds), &n) != 1 || m.type != SBX_MSG_JOB ||
-            n < 3)
-                _exit(SBX_EXIT_INTERNAL);  /* the supervisor is gone or confused */
-        if (read_job_options(fds[0], jc, x) < 0)
-                report_and_exit(sock, x);
-        x->c = jc;
-        struct rootfs_trees t;
-        rootfs_trees_init(&t);
-        if (take_trees(jc, fds, n, &t, x) < 0 || rootfs_attach_job(x, &t) < 0 ||
-            rootfs_seal(x) < 0 || take_stdio(fds[1], fds[2], x) < 0)
-                report_and_exit(sock, x);
-        rootfs_trees_close(&t);
-        for (size_t i = 0; i < 3; i++)
-                close(fds[i]);
-        return jc;
+        init_main(sock, job);
 }
 
 void sbx_child_main(const struct child_args *a)
@@ -349,22 +376,18 @@ void sbx_child_main(const struct child_args *a)
                 setup_fail(&x, errno, "tasks", "move into cgroup");
                 report_and_exit(sock, &x);
         }
-        close_other_fds(sock, idmap_fd);
+        close_other_fds((const int[]){ sock, idmap_fd, a->job_sock }, 3);
         /* Dies with the supervisor; the check after it closes the race of
          * a supervisor that died before the prctl (the GO never comes). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
                 _exit(SBX_EXIT_INTERNAL);
-        struct helper_config job_config;
-        if (c->warm) {
-                c = warm_child(sock, &x, &job_config);
-        } else {
-                x.step = SBX_STEP_MOUNT;
-                if (setup_namespaces(&x, idmap_fd) < 0)
-                        report_and_exit(sock, &x);
-                if (idmap_fd >= 0)
-                        close(idmap_fd);
-        }
-        x.c = c;
+        if (c->warm)
+                warm_child(sock, a->job_sock, &x, prog);
+        x.step = SBX_STEP_MOUNT;
+        if (setup_namespaces(&x, idmap_fd) < 0)
+                report_and_exit(sock, &x);
+        if (idmap_fd >= 0)
+                close(idmap_fd);
         if (c->network == SANDBOX_NET_ALLOW && send_egress(sock, &x) < 0)
                 report_and_exit(sock, &x);
         struct sbx_msg m = { .type = SBX_MSG_READY };
@@ -375,18 +398,7 @@ void sbx_child_main(const struct child_args *a)
         bool in_cgroup = false;
         if (wait_go(sock, &in_cgroup) < 0)
                 _exit(SBX_EXIT_INTERNAL);
-        x.step = SBX_STEP_CGROUP;
-        if (unshare(CLONE_NEWCGROUP) < 0) {
-                setup_fail(&x, errno, NULL, "unshare(CLONE_NEWCGROUP)");
-                report_and_exit(sock, &x);
-        }
-        lock_down(c, prog, sock);
-        pid_t job = fork();
-        if (job < 0) {
-                x.step = SBX_STEP_CLONE;
-                setup_fail(&x, errno, NULL, "fork");
-                report_and_exit(sock, &x);
-        }
+        pid_t job = lock_down_and_fork(c, prog, sock, &x);
         if (job == 0)
                 job_main(c, sock, in_cgroup);
         init_main(sock, job);

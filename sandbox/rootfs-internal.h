@@ -51,11 +51,16 @@ int rootfs_capture_job(struct setup_ctx *x, int idmap_fd, struct rootfs_trees *t
  *                      read-only binds
  *   rootfs_seal        read-only root, cwd /workspace
  * A cold sandbox attaches before it pivots; a warm one pivots, waits for
- * its job, then attaches trees its supervisor captured. */
+ * its job, then its supervisor attaches the trees it captured. */
 int rootfs_build_base(struct setup_ctx *x);
 int rootfs_pivot(struct setup_ctx *x);
 int rootfs_attach_job(struct setup_ctx *x, const struct rootfs_trees *t);
 int rootfs_seal(struct setup_ctx *x);
+/* Whether this process is in the entered root (paths without the
+ * SBX_NEWROOT prefix): rootfs_pivot sets it; a warm supervisor, which
+ * attaches a job from inside the sandbox's mount namespace, sets it for
+ * that and back. */
+void rootfs_set_entered(bool entered);
 
 /* Parts of rootfs_build living in their own files. */
 /* The image (--image): opened before the root tmpfs is mounted, then its

@@ -382,8 +382,13 @@ int rootfs_pivot(struct setup_ctx *x)
                 return setup_fail(x, errno, SBX_NEWROOT, "pivot_root");
         if (umount2(".", MNT_DETACH) < 0)
                 return setup_fail(x, errno, "/", "detach old root");
-        root_prefix = "";
+        rootfs_set_entered(true);
         return 0;
+}
+
+void rootfs_set_entered(bool entered)
+{
+        root_prefix = entered ? "" : SBX_NEWROOT;
 }
 
 int rootfs_seal(struct setup_ctx *x)

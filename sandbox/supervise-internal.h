@@ -19,6 +19,9 @@ struct supervisor {
         int cg_fds[4];
         size_t n_cg_fds;
         int sock, sigfd, timerfd, idmap_fd;
+        /* Warm only: the job's process's socket (our end) and the
+         * sandbox's mount and network namespaces, opened at the clone. */
+        int job_sock, mnt_ns, net_ns;
         pid_t child;
         bool ready, reaped, sock_eof, job_reported, exec_failed;
         bool timed_out, cancelled;
@@ -36,6 +39,7 @@ struct supervisor {
 #define SBX_SUPERVISOR_INIT(cfg)                                                              \
         {                                                                                     \
                 .c = (cfg), .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,          \
+                .job_sock = -1, .mnt_ns = -1, .net_ns = -1,                                   \
                 .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 }, \
         }
 
@@ -59,7 +63,10 @@ void sbx_sup_kill(struct supervisor *s);
  * (idmap_owner/idmap_group: whose ids it maps; -1 when none). */
 int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group);
 int sbx_sup_prepare_signals(struct supervisor *s);
-int sbx_sup_start_child(struct supervisor *s, int *sock_child);
+/* Clones the sandbox's init with *sock_child (and, warm, *job_sock_child:
+ * the socket its job's process will wait on; NULL when cold), both
+ * closed here. */
+int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_child);
 int sbx_sup_make_idmap(uid_t owner, gid_t group, uid_t uid, gid_t gid);
 void sbx_sup_on_message(struct supervisor *s);
 void sbx_sup_on_signal(struct supervisor *s);

@@ -230,7 +230,26 @@ static void attach_by_pid(struct supervisor *s)
         }
 }
 
-int sbx_sup_start_child(struct supervisor *s, int *sock_child)
+/* A warm supervisor attaches the job's trees itself, from inside the
+ * sandbox's mount namespace, and sets up an allow-list in its network
+ * namespace: opened now, while init is still ours to open (once locked
+ * down it is not dumpable). */
+static int open_namespaces(struct supervisor *s)
+{
+        char p[64];
+        snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->child);
+        s->mnt_ns = open(p, O_RDONLY | O_CLOEXEC);
+        snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)s->child);
+        s->net_ns = s->mnt_ns >= 0 ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+        if (s->net_ns < 0) {
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, p, "cannot open the sandbox's namespaces");
+                sbx_sup_kill(s);
+                return -1;
+        }
+        return 0;
+}
+
+int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_child)
 {
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
         if (s->c->network != SANDBOX_NET_HOST)
@@ -250,7 +269,8 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child)
                 close(s->sigfd);
                 close(s->timerfd);
                 struct child_args a = { .c = s->c, .prog = &s->seccomp, .sock = *sock_child,
-                                        .idmap_fd = s->idmap_fd, .n_cg_fds = s->n_cg_fds };
+                                        .idmap_fd = s->idmap_fd, .n_cg_fds = s->n_cg_fds,
+                                        .job_sock = job_sock_child ? *job_sock_child : -1 };
                 memcpy(a.cg_fds, s->cg_fds, sizeof(a.cg_fds));
                 sbx_child_main(&a);
         }
@@ -265,18 +285,31 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child)
         s->n_cg_fds = 0;
         close(*sock_child);
         *sock_child = -1;
+        if (job_sock_child) {
+                close(*job_sock_child);
+                *job_sock_child = -1;
+        }
         if (userns && map_ids(s) < 0) {
                 sbx_sup_fail(s, SBX_STEP_USERNS, errno, "/proc/self/uid_map", "cannot map ids");
                 sbx_sup_kill(s);
                 return 0;
         }
+        if (s->c->warm && open_namespaces(s) < 0)
+                return 0;
+        /* A warm init never waits for a second GO: it must be in its
+         * cgroup before it makes its cgroup namespace. */
+        bool attach_now = s->cg.ops && !self_attaching;
+        if (attach_now && s->c->warm) {
+                attach_by_pid(s);
+                attach_now = false;
+        }
         struct sbx_msg go = { .type = SBX_MSG_GO };
-        if (sbx_msg_send(s->sock, &go, -1) < 0) {
+        if (!s->failed && sbx_msg_send(s->sock, &go, -1) < 0) {
                 sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "child vanished");
                 sbx_sup_kill(s);
                 return 0;
         }
-        if (s->cg.ops && !self_attaching)
+        if (attach_now)
                 attach_by_pid(s);
         /* Setup gets the job's timeout too: a hung bind source must not
          * hang the worker's slot forever. */
@@ -494,7 +527,8 @@ void sbx_sup_done(struct supervisor *s)
         sbx_seccomp_prog_done(&s->seccomp);
         sbx_egress_free(s->egress);  /* the job is over: its connections end */
         s->egress = NULL;
-        int *fds[] = { &s->sock, &s->sigfd, &s->timerfd, &s->idmap_fd };
+        int *fds[] = { &s->sock, &s->sigfd, &s->timerfd, &s->idmap_fd, &s->job_sock, &s->mnt_ns,
+                       &s->net_ns };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);
@@ -538,7 +572,7 @@ int sbx_supervise(const struct helper_config *c)
                         sbx_sup_fail(&s, SBX_STEP_INTERNAL, errno, NULL, "socketpair");
                 } else {
                         s.sock = sp[0];
-                        if (sbx_sup_start_child(&s, &sp[1]) >= 0)
+                        if (sbx_sup_start_child(&s, &sp[1], NULL) >= 0)
                                 sbx_sup_loop(&s);
                 }
         }

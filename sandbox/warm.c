@@ -2,29 +2,41 @@
  * does not depend on the job is done before there is one: the cgroup
  * (without limits), the namespaces, the root with the system binds, /etc,
  * /dev and /proc, pivot_root, the idmap namespace for root-owned
- * workspaces.  Then it says WARM on the control socket and waits.
+ * workspaces; then the sandbox's init locks down (identity, no
+ * capabilities, seccomp) and forks the job's process, which waits on its
+ * own socket, locked down too.  Then it says WARM on the control socket
+ * and waits.
  *
  * The job comes as one message: a memfd holding its options (the same
  * argv as a cold run, without --status-fd), and the job's stdout, stderr
  * and status fds.  The supervisor checks the options, writes the limits
- * into the cgroup, clones the job's trees from the host (open_tree; the
- * sandbox's own mount namespace no longer sees host paths) and passes
- * them to the sandbox's init, which attaches them (move_mount), seals the
- * root read-only and goes on as a cold sandbox does: READY, GO, lock
- * down, fork the job.  From there on it is the cold path's loop.
+ * into the cgroup, clones the job's trees from the host (open_tree),
+ * enters the sandbox's mount namespace to attach them (move_mount) and
+ * seal the root read-only, and its network namespace for an allow-list's
+ * routes and sockets, comes back, and hands the job to the waiting
+ * process, which only has to take its stdio and exec.  The handoff is
+ * one message to one process: no privilege is dropped, no filter loaded
+ * and nothing forked on the job's path.
  *
- * Detached mounts over a socket rather than mount propagation from a
- * per-sandbox host directory: nothing is shared between the host's mount
- * namespace and the sandbox's at any time (a propagation peer would be a
- * standing channel into every warm sandbox), and the trees are cloned
- * with their attributes (read-only, nosuid, nodev, idmap) already set, in
- * the supervisor, before the sandbox can see them.
+ * The trees are attached by the supervisor, not by the sandbox's init,
+ * so that init can lock down before there is a job: nothing inside a
+ * warm sandbox holds a privilege.  The supervisor enters the sandbox's
+ * namespaces only before the job's process has run anything, and only
+ * to attach what it cloned.  Detached mounts rather than mount
+ * propagation from a per-sandbox host directory: nothing is shared
+ * between the host's mount namespace and the sandbox's at any time (a
+ * propagation peer would be a standing channel into every warm sandbox),
+ * and the trees are cloned with their attributes (read-only, nosuid,
+ * nodev, idmap) already set, in the supervisor, before the sandbox can
+ * see them.
  *
  * One sandbox, one job: the process exits after it, like a cold one. */
 #include "sandbox/supervise-internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +48,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "sandbox/child-internal.h"
+#include "sandbox/egress-internal.h"
 #include "sandbox/rootfs-internal.h"
 
 /* A warm sandbox that is not built by then is stuck (a hung bind source,
@@ -252,40 +266,101 @@ static int apply_limits(struct warm *w)
         return 0;
 }
 
-/* Clones the job's trees and sends them, with its options and stdio, to
- * the sandbox's init. */
-static int send_job(struct warm *w, const int fds[4])
+/* Runs fn in the namespace ns (CLONE_NEWNS or CLONE_NEWNET, fd ns_fd)
+ * and comes back.  Not coming back is fatal: this process would go on
+ * inside the sandbox. */
+static int in_namespace(struct warm *w, int nstype, int ns_fd, int (*fn)(struct warm *, void *),
+                        void *arg)
+{
+        struct supervisor *s = &w->s;
+        const char *own_path = nstype == CLONE_NEWNS ? "/proc/self/ns/mnt" : "/proc/self/ns/net";
+        _cleanup_fd_ int own = open(own_path, O_RDONLY | O_CLOEXEC);
+        _cleanup_fd_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (own < 0 || cwd < 0 || setns(ns_fd, nstype) < 0) {
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL,
+                             "cannot enter the sandbox's namespace");
+                return -1;
+        }
+        int r = fn(w, arg);
+        if (setns(own, nstype) < 0 || fchdir(cwd) < 0) {
+                fprintf(stderr, "boxcar-sandbox: cannot leave the sandbox's namespace: %m\n");
+                sbx_sup_kill(s);
+                _exit(SBX_EXIT_INTERNAL);
+        }
+        return r;
+}
+
+static int fail_setup(struct warm *w, struct setup_ctx *x)
+{
+        sbx_sup_fail(&w->s, x->step, x->err.errnum, x->path[0] ? x->path : NULL,
+                     bc_error_message(&x->err));
+        bc_error_clear(&x->err);
+        return -1;
+}
+
+/* In the sandbox's mount namespace (at its root): the job's trees in
+ * place, the root sealed. */
+static int attach_trees(struct warm *w, void *arg)
+{
+        struct setup_ctx x = { .c = &w->job, .step = SBX_STEP_MOUNT, .err = BC_ERROR_INIT };
+        rootfs_set_entered(true);
+        int r = rootfs_attach_job(&x, arg);
+        if (r >= 0)
+                r = rootfs_seal(&x);
+        rootfs_set_entered(false);
+        return r < 0 ? fail_setup(w, &x) : 0;
+}
+
+/* In the sandbox's network namespace: an allow-list's routes and the
+ * sockets the proxy serves (egress-internal.h). */
+static int setup_egress(struct warm *w, void *arg)
+{
+        (void)arg;
+        struct supervisor *s = &w->s;
+        struct setup_ctx x = { .c = &w->job, .step = SBX_STEP_NETWORK, .err = BC_ERROR_INIT };
+        int fds[EGRESS_MAX_FDS];
+        int n = sbx_egress_setup(&x, fds);
+        if (n < 0)
+                return fail_setup(w, &x);
+        s->egress = sbx_egress_new(&w->job, fds, (size_t)n);
+        if (!s->egress) {
+                for (int i = 0; i < n; i++)
+                        close(fds[i]);
+                sbx_sup_fail(s, SBX_STEP_NETWORK, ENOMEM, NULL, "cannot start the egress proxy");
+                return -1;
+        }
+        return 0;
+}
+
+/* Clones the job's trees, attaches them inside the sandbox, then hands
+ * the job's options and stdio to its waiting process: the job starts. */
+static int start_job(struct warm *w, const int fds[4])
 {
         struct supervisor *s = &w->s;
         struct setup_ctx x = { .c = &w->job, .step = SBX_STEP_WORKSPACE, .err = BC_ERROR_INIT };
         struct rootfs_trees t;
         rootfs_trees_init(&t);
         int r = rootfs_capture_job(&x, s->idmap_fd, &t);
-        if (r < 0) {
-                sbx_sup_fail(s, x.step, x.err.errnum, x.path[0] ? x.path : NULL,
-                             bc_error_message(&x.err));
-                bc_error_clear(&x.err);
-                rootfs_trees_close(&t);
-                return -1;
-        }
-        int out[SBX_MSG_FDS_MAX];
-        size_t n = 0;
-        out[n++] = fds[0];
-        out[n++] = fds[1];
-        out[n++] = fds[2];
-        if (t.ws >= 0)
-                out[n++] = t.ws;
-        if (t.tmp >= 0) {
-                out[n++] = t.tmp;
-                out[n++] = t.shm;
-        }
-        for (size_t i = 0; i < t.n_binds; i++)
-                out[n++] = t.binds[i].fd;
-        struct sbx_msg m = { .type = SBX_MSG_JOB };
-        r = sbx_msg_send_fds(s->sock, &m, out, n);
+        if (r < 0)
+                r = fail_setup(w, &x);
+        if (r >= 0)
+                r = in_namespace(w, CLONE_NEWNS, s->mnt_ns, attach_trees, &t);
         rootfs_trees_close(&t);
-        if (r < 0) {
-                sbx_sup_fail(s, SBX_STEP_INTERNAL, -r, NULL, "the sandbox's init is gone");
+        if (r >= 0 && w->job.network == SANDBOX_NET_ALLOW)
+                r = in_namespace(w, CLONE_NEWNET, s->net_ns, setup_egress, NULL);
+        /* Held, they would keep the sandbox's mounts (the job's workspace
+         * among them) alive after its last process. */
+        close(s->mnt_ns);
+        close(s->net_ns);
+        s->mnt_ns = s->net_ns = -1;
+        if (r < 0)
+                return -1;
+        struct sbx_msg m = { .type = SBX_MSG_JOB, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
+        /* The job's time starts now: setup is not the job's to pay for. */
+        clock_gettime(CLOCK_MONOTONIC, &s->start);
+        s->ready = true;
+        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send_fds(s->job_sock, &m, fds, 3) < 0) {
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "the sandbox's job process is gone");
                 return -1;
         }
         return 0;
@@ -293,13 +368,14 @@ static int send_job(struct warm *w, const int fds[4])
 
 /* The worker's pool made this sandbox at a lower priority (background
  * work, worker/warm/sandbox_pool.c): the job runs at the worker's, as a
- * cold one does.  Its init is the only process in the sandbox yet. */
+ * cold one does.  This process group is ours (the worker spawns us in
+ * our own): it holds the sandbox's init and the job's process, which
+ * has not made its own session yet. */
 static int restore_priority(struct warm *w)
 {
         errno = 0;
         int nice = getpriority(PRIO_PROCESS, (id_t)getppid());
-        if ((nice == -1 && errno) || setpriority(PRIO_PROCESS, 0, nice) < 0 ||
-            setpriority(PRIO_PROCESS, (id_t)w->s.child, nice) < 0) {
+        if ((nice == -1 && errno) || setpriority(PRIO_PGRP, 0, nice) < 0) {
                 sbx_sup_fail(&w->s, SBX_STEP_INTERNAL, errno, NULL,
                              "setpriority: the job's priority (the worker's)");
                 return -1;
@@ -328,7 +404,7 @@ static int run_job(struct warm *w, int fds[4])
         if (r >= 0 && sbx_sup_arm_timer(s) < 0)
                 r = -1;
         if (r >= 0)
-                r = send_job(w, fds);
+                r = start_job(w, fds);
         /* The job's copies are in the sandbox now; stderr is kept for what
          * the helper itself has to say there, as a cold helper does. */
         close(fds[0]);
@@ -351,16 +427,18 @@ int sbx_supervise_warm(const struct helper_config *c)
         struct warm w = { .s = SBX_SUPERVISOR_INIT(c), .wc = c, .ctl = c->control_fd,
                           .status_fd = -1 };
         struct supervisor *s = &w.s;
-        int sp[2] = { -1, -1 };
+        int sp[2] = { -1, -1 }, jp[2] = { -1, -1 };
         int code = 0, fds[4];
         if (prepare(&w) < 0) {
                 code = report_warm_failure(&w);
-        } else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+        } else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 ||
+                   socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, jp) < 0) {
                 sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "socketpair");
                 code = report_warm_failure(&w);
         } else {
                 s->sock = sp[0];
-                int r = sbx_sup_start_child(s, &sp[1]);
+                s->job_sock = jp[0];
+                int r = sbx_sup_start_child(s, &sp[1], &jp[1]);
                 if (r >= 0)
                         make_idmap_ahead(&w);
                 r = r < 0 ? 0 : wait_built(&w);
@@ -377,6 +455,12 @@ int sbx_supervise_warm(const struct helper_config *c)
         }
         if (sp[1] >= 0)
                 close(sp[1]);
+        if (s->sock < 0 && sp[0] >= 0)
+                close(sp[0]);
+        if (jp[1] >= 0)
+                close(jp[1]);
+        if (s->job_sock < 0 && jp[0] >= 0)
+                close(jp[0]);
         if (w.status_fd >= 0)
                 close(w.status_fd);
         sbx_sup_done(s);

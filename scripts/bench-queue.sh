@@ -366,13 +366,15 @@ sql "$DB_GW" "create function bench.note_done() returns trigger language plpgsql
 sleep 1
 T_IDLE=$(now_us)
 # Memory held by the idle worker's warm sandboxes: the PSS of each
-# supervisor and its sandbox's init, and what its cgroup is charged (the
-# tmpfs root, kernel memory of the namespaces' objects).
+# supervisor, its sandbox's init and the job's process waiting in it, and
+# what its cgroup is charged (the tmpfs root, kernel memory of the
+# namespaces' objects).
 warm_memory() {
-  local n=0 pss=0 cg=0 p q path f
+  local n=0 pss=0 cg=0 p q path f init
   for p in $(pgrep -P "$1" -f 'boxcar-sandbox --warm'); do
     n=$((n + 1))
-    for q in $p $(pgrep -P "$p"); do
+    init=$(pgrep -P "$p" | head -1)
+    for q in $p $init ${init:+$(pgrep -P "$init")}; do
       pss=$(( pss + $(awk '/^Pss:/ { print $2 }' "/proc/$q/smaps_rollup" 2>/dev/null || echo 0) ))
     done
     q=$(pgrep -P "$p" | head -1)
@@ -540,7 +542,7 @@ echo "boxcar pickup p50 split: ${R[boxcar.split]}"
 if [[ $SANDBOX == 1 ]]; then
   if (( ${R[warm_n]:-0} > 0 )); then
     echo "warm sandboxes held by the idle worker: ${R[warm_n]}, each $(( R[warm_pss_kb] / R[warm_n] )) KiB PSS" \
-         "(supervisor + init) + $(( R[warm_cg_kb] / R[warm_n] )) KiB charged to its cgroup"
+         "(supervisor, init, waiting job process) + $(( R[warm_cg_kb] / R[warm_n] )) KiB charged to its cgroup"
   else
     echo "warm sandboxes held by the idle worker: none (pool off, or not root)"
   fi

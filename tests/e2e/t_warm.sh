@@ -25,6 +25,20 @@ ready=$(metric 'boxcar_warm_sandboxes{state="ready"}')
   { not_ok "warm sandboxes ready"; diag "$(metrics | grep warm)"; tail -5 "$BOXCAR_DEV/test-logs/warm-w.log"; }
 is "each is a boxcar-sandbox --warm child of the worker" "$(warm_pids $WORKER_PID | wc -l)" "$ready"
 
+# Waiting, a warm sandbox holds no privilege: its init and the job's
+# process (forked ahead, waiting for its job) are already as locked down
+# as the job will be; the supervisor outside attaches the job's trees.
+sup=$(warm_pids $WORKER_PID | head -1)
+init=$(pgrep -P "$sup" | head -1)
+jobp=$(pgrep -P "${init:-1}" | head -1)
+locked() {
+  awk '/^Uid:/ { u = $2 } /^CapEff:/ { c = $2 } /^CapBnd:/ { b = $2 } /^NoNewPrivs:/ { n = $2 }
+       /^Seccomp:/ { s = $2 } END { print u, c, b, n, s }' "/proc/$1/status" 2>/dev/null
+}
+is "a waiting warm sandbox's init: nobody, no capabilities, no_new_privs, seccomp" \
+   "$(locked "${init:-0}")" "65534 0000000000000000 0000000000000000 1 2"
+is "its job process, forked ahead: the same" "$(locked "${jobp:-0}")" "65534 0000000000000000 0000000000000000 1 2"
+
 id=$(run_job '{"script": "echo hello > /workspace/f; cat /workspace/f; id -u; cat /proc/self/status | grep -E \"^(NoNewPrivs|Seccomp):\" | tr -s \"\\t \" \" \""}')
 out=$(job_field $id "result->>'stdout'")
 if [[ $(job_field $id status) == succeeded ]] && grep -q '^hello$' <<<"$out" && grep -q '^65534$' <<<"$out" \
