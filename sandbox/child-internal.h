@@ -5,8 +5,10 @@
 #include "sandbox/helper-internal.h"
 #include "sandbox/seccomp-internal.h"
 
-/* Set in a GO message's wstatus when the sandbox is in a cgroup. */
+/* Set in a GO message's wstatus when the sandbox is in a cgroup; when
+ * the message carries the network namespace (its last fd). */
 #define SBX_GO_CGROUP 1
+#define SBX_GO_NETNS 2
 
 struct child_args {
         const struct helper_config *c;
@@ -18,11 +20,14 @@ struct child_args {
         size_t n_cg_fds;
         int job_sock;      /* warm: the socket the job will come over to the
                             * job's process; -1 when cold */
+        bool netns_later;  /* cloned without CLONE_NEWNET: the supervisor
+                            * makes the network namespace meanwhile */
 };
 
 /* Runs in the child cloned with the new namespaces: moves itself into the
- * cgroup, waits for GO, builds the root.  Cold: reports READY, waits for
- * GO again, then becomes init and forks the job.  Warm: locks down, forks
+ * cgroup (warm), waits for GO, builds the root.  Cold: reports READY,
+ * waits for GO again (with the cgroup and maybe the network namespace),
+ * then becomes init and forks the job.  Warm: locks down, forks
  * the job's process (which waits on job_sock for its job), reports WARM
  * and becomes init.  Never returns; setup failures are sent over the
  * socket, then _exit. */

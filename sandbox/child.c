@@ -15,13 +15,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -34,6 +32,7 @@
 #include "common/cleanup.h"
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/egress-internal.h"
+#include "sandbox/netns-internal.h"
 #include "sandbox/privs-internal.h"
 #include "sandbox/rootfs-internal.h"
 #include "sandbox/seccomp-internal.h"
@@ -61,45 +60,54 @@ static void reset_signals(void)
                         (void)sigaction(s, &sa, NULL);
 }
 
-/* GO carries SBX_GO_CGROUP in wstatus when the job is in a cgroup. */
-static int wait_go(int sock, bool *ret_cgroup)
+static int wait_go(int sock)
 {
         struct sbx_msg m;
         int r = sbx_msg_recv(sock, &m, NULL);
-        if (r != 1 || m.type != SBX_MSG_GO)
-                return -EPIPE;
-        if (ret_cgroup)
-                *ret_cgroup = m.wstatus & SBX_GO_CGROUP;
-        return 0;
+        return r == 1 && m.type == SBX_MSG_GO ? 0 : -EPIPE;
 }
 
-static int loopback_up(struct setup_ctx *x)
+/* A cold sandbox's second GO: SBX_GO_CGROUP in wstatus when the job is in
+ * a cgroup; with it the cgroup's "tasks" files to move ourselves in (v1;
+ * none when the supervisor moved us), and, with SBX_GO_NETNS, the network
+ * namespace the supervisor made meanwhile, last.  Returns whether we are
+ * in a cgroup. */
+static bool take_go(int sock, struct setup_ctx *x)
 {
-        x->step = SBX_STEP_NETWORK;
-        int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return setup_fail(x, errno, "lo", "socket");
-        struct ifreq ifr;
-        memset(&ifr, 0, sizeof(ifr));
-        snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
-        int r = 0;
-        if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
-                r = setup_fail(x, errno, "lo", "SIOCGIFFLAGS");
-        ifr.ifr_flags |= IFF_UP;
-        if (r >= 0 && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
-                r = setup_fail(x, errno, "lo", "SIOCSIFFLAGS");
-        close(fd);
-        return r;
+        struct sbx_msg m;
+        int fds[5];
+        size_t n = 0;
+        if (sbx_msg_recv_fds(sock, &m, fds, ELEMENTSOF(fds), &n) != 1 || m.type != SBX_MSG_GO)
+                _exit(SBX_EXIT_INTERNAL);
+        bool netns = m.wstatus & SBX_GO_NETNS;
+        if (netns && n == 0)
+                _exit(SBX_EXIT_INTERNAL);
+        size_t n_cg = n - (netns ? 1 : 0);
+        x->step = SBX_STEP_CGROUP;
+        if (sbx_cgroup_self_attach(fds, n_cg) < 0) {
+                setup_fail(x, errno, "tasks", "move into cgroup");
+                report_and_exit(sock, x);
+        }
+        if (netns) {
+                x->step = SBX_STEP_NETWORK;
+                if (setns(fds[n - 1], CLONE_NEWNET) < 0) {
+                        setup_fail(x, errno, NULL, "setns: the sandbox's network namespace");
+                        report_and_exit(sock, x);
+                }
+                close(fds[n - 1]);
+        }
+        return m.wstatus & SBX_GO_CGROUP;
 }
 
 /* What the sandbox's network namespace and hostname need (the root's
  * files already name the host). */
-static int setup_uts_net(struct setup_ctx *x)
+static int setup_uts_net(struct setup_ctx *x, bool own_netns)
 {
         x->step = SBX_STEP_NETWORK;
         if (sethostname(x->c->hostname, strlen(x->c->hostname)) < 0)
                 return setup_fail(x, errno, "hostname", "sethostname");
-        return x->c->network != SANDBOX_NET_HOST ? loopback_up(x) : 0;
+        int r = own_netns ? sbx_loopback_up() : 0;
+        return r < 0 ? setup_fail(x, -r, "lo", "bring the loopback up") : 0;
 }
 
 /* --network allow: the routes and sockets of the job's rules, handed to
@@ -119,7 +127,7 @@ static int send_egress(int sock, struct setup_ctx *x)
 
 /* Cold: the job's trees are cloned here, before anything is mounted over
  * SBX_NEWROOT, then the whole root is built and entered. */
-static int setup_namespaces(struct setup_ctx *x, int idmap_fd)
+static int setup_namespaces(struct setup_ctx *x, int idmap_fd, bool own_netns)
 {
         struct rootfs_trees t;
         rootfs_trees_init(&t);
@@ -130,7 +138,7 @@ static int setup_namespaces(struct setup_ctx *x, int idmap_fd)
                 r = rootfs_attach_job(x, &t);
         rootfs_trees_close(&t);
         if (r >= 0)
-                r = setup_uts_net(x);
+                r = setup_uts_net(x, own_netns);
         if (r >= 0)
                 r = rootfs_pivot(x);
         return r < 0 ? r : rootfs_seal(x);
@@ -353,7 +361,8 @@ static void warm_child(int sock, int job_sock, struct setup_ctx *x,
                        const struct sbx_seccomp_prog *prog)
 {
         x->step = SBX_STEP_MOUNT;
-        if (rootfs_build_base(x) < 0 || setup_uts_net(x) < 0 || rootfs_pivot(x) < 0)
+        if (rootfs_build_base(x) < 0 ||
+            setup_uts_net(x, x->c->network != SANDBOX_NET_HOST) < 0 || rootfs_pivot(x) < 0)
                 report_and_exit(sock, x);
         pid_t job = lock_down_and_fork(x->c, prog, sock, x);
         if (job == 0)
@@ -379,12 +388,12 @@ void sbx_child_main(const struct child_args *a)
         close_other_fds((const int[]){ sock, idmap_fd, a->job_sock }, 3);
         /* Dies with the supervisor; the check after it closes the race of
          * a supervisor that died before the prctl (the GO never comes). */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock) < 0)
                 _exit(SBX_EXIT_INTERNAL);
         if (c->warm)
                 warm_child(sock, a->job_sock, &x, prog);
         x.step = SBX_STEP_MOUNT;
-        if (setup_namespaces(&x, idmap_fd) < 0)
+        if (setup_namespaces(&x, idmap_fd, c->network != SANDBOX_NET_HOST && !a->netns_later) < 0)
                 report_and_exit(sock, &x);
         if (idmap_fd >= 0)
                 close(idmap_fd);
@@ -393,11 +402,9 @@ void sbx_child_main(const struct child_args *a)
         struct sbx_msg m = { .type = SBX_MSG_READY };
         if (sbx_msg_send(sock, &m, -1) < 0)
                 _exit(SBX_EXIT_INTERNAL);
-        /* The supervisor moves us into the cgroup, then says go.  The
-         * cgroup namespace is made after, so it is rooted at our cgroup. */
-        bool in_cgroup = false;
-        if (wait_go(sock, &in_cgroup) < 0)
-                _exit(SBX_EXIT_INTERNAL);
+        /* We move into the cgroup (or were moved), then the cgroup
+         * namespace is made, so it is rooted at our cgroup. */
+        bool in_cgroup = take_go(sock, &x);
         pid_t job = lock_down_and_fork(c, prog, sock, &x);
         if (job == 0)
                 job_main(c, sock, in_cgroup);

@@ -26,6 +26,8 @@ struct supervisor {
         bool ready, reaped, sock_eof, job_reported, exec_failed;
         bool timed_out, cancelled;
         bool warm_built;          /* a warm child reported its base root done */
+        bool netns_later;         /* cold, root, no network: we make the network
+                                   * namespace while the child builds its root */
         struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
         bool failed;
         int job_wstatus;

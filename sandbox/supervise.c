@@ -1,6 +1,7 @@
-/* The supervising side of boxcar-sandbox: creates the cgroup, clones the
- * child into new namespaces, maps its ids, places it in the cgroup, then
- * waits on one poll loop for the child's messages, signals (SIGCHLD, and
+/* The supervising side of boxcar-sandbox: clones the child into new
+ * namespaces, maps its ids, makes the cgroup (and, as root without
+ * network, the network namespace) while the child builds its root, hands
+ * them over with GO, then waits on one poll loop for the child's messages, signals (SIGCHLD, and
  * SIGTERM/SIGINT/SIGHUP meaning "cancel") and the wall-clock timer.  The
  * timeout and cancel paths kill the sandbox's init with SIGKILL: the pid
  * namespace then takes every process of the job with it, stopped or not.
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "sandbox/netns-internal.h"
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/child-internal.h"
 #include "sandbox/egress-internal.h"
@@ -93,18 +95,32 @@ static int map_ids(struct supervisor *s)
         return r;
 }
 
+/* GO hands over what the supervisor made while the child built its root
+ * (see prepare_behind): the cgroup's "tasks" files, the network
+ * namespace. */
 static void on_ready(struct supervisor *s)
 {
         if (s->failed)
                 return;  /* the cgroup step failed: the child is being killed */
         struct sbx_msg go = { .type = SBX_MSG_GO, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
+        int fds[ELEMENTSOF(s->cg_fds) + 1];
+        size_t n = s->n_cg_fds;
+        memcpy(fds, s->cg_fds, n * sizeof(int));
+        if (s->net_ns >= 0) {
+                fds[n++] = s->net_ns;
+                go.wstatus |= SBX_GO_NETNS;
+        }
         /* The job's time starts now: setup is not the job's to pay for. */
         clock_gettime(CLOCK_MONOTONIC, &s->start);
         s->ready = true;
-        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send(s->sock, &go, -1) < 0) {
+        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send_fds(s->sock, &go, fds, n) < 0) {
                 sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "cannot start the job");
                 sbx_sup_kill(s);
         }
+        for (size_t i = 0; i < n; i++)
+                close(fds[i]);
+        s->n_cg_fds = 0;
+        s->net_ns = -1;
 }
 
 void sbx_sup_on_message(struct supervisor *s)
@@ -252,7 +268,7 @@ static int open_namespaces(struct supervisor *s)
 int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_child)
 {
         unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | SIGCHLD;
-        if (s->c->network != SANDBOX_NET_HOST)
+        if (s->c->network != SANDBOX_NET_HOST && !s->netns_later)
                 flags |= CLONE_NEWNET;
         bool userns = geteuid() != 0;
         if (userns)
@@ -270,7 +286,8 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
                 close(s->timerfd);
                 struct child_args a = { .c = s->c, .prog = &s->seccomp, .sock = *sock_child,
                                         .idmap_fd = s->idmap_fd, .n_cg_fds = s->n_cg_fds,
-                                        .job_sock = job_sock_child ? *job_sock_child : -1 };
+                                        .job_sock = job_sock_child ? *job_sock_child : -1,
+                                        .netns_later = s->netns_later };
                 memcpy(a.cg_fds, s->cg_fds, sizeof(a.cg_fds));
                 sbx_child_main(&a);
         }
@@ -457,25 +474,46 @@ int sbx_sup_prepare_signals(struct supervisor *s)
 
 static int prepare(struct supervisor *s)
 {
-        const struct helper_config *c = s->c;
         if (sbx_sup_prepare_dirs(s, (uid_t)-1, (gid_t)-1) < 0)
                 return -1;
-        struct bc_error err = BC_ERROR_INIT;
         sbx_seccomp_builtin(&s->seccomp);
-        /* The cgroup is made before the clone: the child moves itself in
-         * first thing (cheaper than being moved, see cgroup-internal.h),
-         * so a tmpfs /tmp or /workspace is charged to it (tmpfs is memory);
-         * a bound --workspace lives on its own filesystem, not in memory. */
+        /* Made here, the network namespace would be made before the
+         * child could start on its root; as root we make it meanwhile. */
+        s->netns_later = geteuid() == 0 && s->c->network == SANDBOX_NET_NONE;
+        return sbx_sup_prepare_signals(s);
+}
+
+/* While the child builds its root (on another CPU, given one), the
+ * cgroup and, see prepare, the network namespace; the second GO hands
+ * them over (on_ready).  The child moves itself into the cgroup then
+ * (cheaper than being moved, see cgroup-internal.h), before anything of
+ * the job runs or is written: what its setup wrote into the root's
+ * tmpfs, a few pages of /etc, is charged to us. */
+static void prepare_behind(struct supervisor *s)
+{
+        const struct helper_config *c = s->c;
+        if (s->netns_later) {
+                int r = sbx_netns_make(&s->net_ns);
+                if (r < 0) {
+                        sbx_sup_fail(s, SBX_STEP_NETWORK, -r, NULL,
+                                     "cannot make the sandbox's network namespace");
+                        sbx_sup_kill(s);
+                        return;
+                }
+        }
+        struct bc_error err = BC_ERROR_INIT;
         struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
                                .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
         if (sbx_cgroup_create(&s->cg, &l, c->cgroup_parent, &err) < 0) {
                 sbx_sup_fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));
                 bc_error_clear(&err);
-                return -1;
+                sbx_sup_kill(s);
+                return;
         }
         int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
         s->n_cg_fds = n > 0 ? (size_t)n : 0;
-        return sbx_sup_prepare_signals(s);
+        if (s->cg.ops && s->n_cg_fds == 0)
+                attach_by_pid(s);
 }
 
 int sbx_sup_finish(struct supervisor *s, struct sandbox_status *st)
@@ -572,8 +610,10 @@ int sbx_supervise(const struct helper_config *c)
                         sbx_sup_fail(&s, SBX_STEP_INTERNAL, errno, NULL, "socketpair");
                 } else {
                         s.sock = sp[0];
-                        if (sbx_sup_start_child(&s, &sp[1], NULL) >= 0)
+                        if (sbx_sup_start_child(&s, &sp[1], NULL) >= 0) {
+                                prepare_behind(&s);
                                 sbx_sup_loop(&s);
+                        }
                 }
         }
         sbx_sup_set_wall(&s, ret);
