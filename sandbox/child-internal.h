@@ -22,6 +22,8 @@ struct child_args {
                             * job's process; -1 when cold */
         bool netns_later;  /* cloned without CLONE_NEWNET: the supervisor
                             * makes the network namespace meanwhile */
+        bool idmap_later;  /* the idmap namespace comes in a GO after the
+                            * first, while the base root is built */
 };
 
 /* Runs in the child cloned with the new namespaces: moves itself into the

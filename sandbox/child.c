@@ -125,15 +125,33 @@ static int send_egress(int sock, struct setup_ctx *x)
         return r < 0 ? setup_fail(x, -r, NULL, "cannot hand the egress sockets over") : 0;
 }
 
+/* The idmap namespace a root supervisor made after the clone: a GO with
+ * it, or a dead supervisor. */
+static int take_idmap(int sock)
+{
+        struct sbx_msg m;
+        int fd = -1;
+        if (sbx_msg_recv(sock, &m, &fd) != 1 || m.type != SBX_MSG_GO || fd < 0)
+                _exit(SBX_EXIT_INTERNAL);
+        return fd;
+}
+
 /* Cold: the job's trees are cloned here, before anything is mounted over
- * SBX_NEWROOT, then the whole root is built and entered. */
-static int setup_namespaces(struct setup_ctx *x, int idmap_fd, bool own_netns)
+ * SBX_NEWROOT, then the whole root is built and entered.  The read-write
+ * ones are idmapped once their idmap namespace is there (idmap_fd, or
+ * sent meanwhile when idmap_later). */
+static int setup_namespaces(struct setup_ctx *x, int sock, int idmap_fd, bool idmap_later,
+                            bool own_netns)
 {
         struct rootfs_trees t;
         rootfs_trees_init(&t);
         int r = rootfs_capture_job(x, idmap_fd, &t);
         if (r >= 0)
                 r = rootfs_build_base(x);
+        if (r >= 0 && idmap_later) {
+                _cleanup_fd_ int late = take_idmap(sock);
+                r = rootfs_idmap_trees(x, &t, late);
+        }
         if (r >= 0)
                 r = rootfs_attach_job(x, &t);
         rootfs_trees_close(&t);
@@ -393,7 +411,8 @@ void sbx_child_main(const struct child_args *a)
         if (c->warm)
                 warm_child(sock, a->job_sock, &x, prog);
         x.step = SBX_STEP_MOUNT;
-        if (setup_namespaces(&x, idmap_fd, c->network != SANDBOX_NET_HOST && !a->netns_later) < 0)
+        if (setup_namespaces(&x, sock, idmap_fd, a->idmap_later,
+                             c->network != SANDBOX_NET_HOST && !a->netns_later) < 0)
                 report_and_exit(sock, &x);
         if (idmap_fd >= 0)
                 close(idmap_fd);

@@ -41,6 +41,9 @@ void rootfs_trees_close(struct rootfs_trees *t);
  * Runs where the host paths are visible: the cold child before it mounts
  * anything, a warm sandbox's supervisor at handoff. */
 int rootfs_capture_job(struct setup_ctx *x, int idmap_fd, struct rootfs_trees *t);
+/* Idmaps the read-write trees captured without (idmap_fd -1) afterwards:
+ * they must not be attached yet. */
+int rootfs_idmap_trees(struct setup_ctx *x, const struct rootfs_trees *t, int idmap_fd);
 
 /* The sandbox's root, in the order a sandbox is made:
  *   rootfs_build_base  tmpfs root at SBX_NEWROOT with the system binds,

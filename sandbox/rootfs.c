@@ -182,23 +182,44 @@ static int system_dirs(struct setup_ctx *x)
  * mounted below it on the host stays outside).  With idmap_fd, the mount
  * maps the directory's owner to the job's uid/gid, so the job owns what
  * it finds, and what it creates stays the owner's on the host. */
+static int set_rw_attrs(struct setup_ctx *x, int fd, const char *src, uint64_t attrs, int idmap_fd)
+{
+        struct mount_attr a = { .attr_set = attrs };
+        if (idmap_fd >= 0) {
+                a.attr_set |= MOUNT_ATTR_IDMAP;
+                a.userns_fd = (uint64_t)idmap_fd;
+        }
+        if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+                return setup_fail(x, errno, src, idmap_fd >= 0 ? "idmapped mount (the filesystem "
+                                  "must support idmapped mounts)" : "mount_setattr");
+        return 0;
+}
+
 static int capture_rw(struct setup_ctx *x, const char *src, int idmap_fd, int *ret_fd)
 {
         int fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
         if (fd < 0)
                 return setup_fail(x, errno, src, "open_tree");
-        struct mount_attr a = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
-        if (idmap_fd >= 0) {
-                a.attr_set |= MOUNT_ATTR_IDMAP;
-                a.userns_fd = (uint64_t)idmap_fd;
-        }
-        if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
-                int e = errno;
+        int r = set_rw_attrs(x, fd, src, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, idmap_fd);
+        if (r < 0) {
                 close(fd);
-                return setup_fail(x, e, src, idmap_fd >= 0 ? "idmapped mount (the filesystem "
-                                  "must support idmapped mounts)" : "mount_setattr");
+                return r;
         }
         *ret_fd = fd;
+        return 0;
+}
+
+int rootfs_idmap_trees(struct setup_ctx *x, const struct rootfs_trees *t, int idmap_fd)
+{
+        x->step = SBX_STEP_WORKSPACE;
+        const struct { int fd; const char *src; } rw[] = {
+                { t->ws, x->c->workspace }, { t->tmp, x->c->scratch }, { t->shm, x->c->scratch },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(rw); i++) {
+                int r = rw[i].fd < 0 ? 0 : set_rw_attrs(x, rw[i].fd, rw[i].src, 0, idmap_fd);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 

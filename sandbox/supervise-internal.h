@@ -28,6 +28,9 @@ struct supervisor {
         bool warm_built;          /* a warm child reported its base root done */
         bool netns_later;         /* cold, root, no network: we make the network
                                    * namespace while the child builds its root */
+        bool idmap_later;         /* cold, root: the same for the idmap namespace */
+        uid_t idmap_owner;        /* whose ids it maps, when made later */
+        gid_t idmap_group;
         struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
         bool failed;
         int job_wstatus;
@@ -62,8 +65,10 @@ int sbx_sup_arm_timer(struct supervisor *s);
 void sbx_sup_kill(struct supervisor *s);
 /* Checks --workspace and --scratch of s->c and makes the idmap namespace
  * they need into s->idmap_fd, unless s->idmap_fd already maps their owner
- * (idmap_owner/idmap_group: whose ids it maps; -1 when none). */
-int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group);
+ * (idmap_owner/idmap_group: whose ids it maps; -1 when none).  With
+ * later, it only notes that one is needed (s->idmap_later, s->idmap_owner
+ * and _group) for sbx_sup_make_idmap after the clone. */
+int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group, bool later);
 int sbx_sup_prepare_signals(struct supervisor *s);
 /* Clones the sandbox's init with *sock_child (and, warm, *job_sock_child:
  * the socket its job's process will wait on; NULL when cold), both

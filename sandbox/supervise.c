@@ -287,7 +287,8 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
                 struct child_args a = { .c = s->c, .prog = &s->seccomp, .sock = *sock_child,
                                         .idmap_fd = s->idmap_fd, .n_cg_fds = s->n_cg_fds,
                                         .job_sock = job_sock_child ? *job_sock_child : -1,
-                                        .netns_later = s->netns_later };
+                                        .netns_later = s->netns_later,
+                                        .idmap_later = s->idmap_later };
                 memcpy(a.cg_fds, s->cg_fds, sizeof(a.cg_fds));
                 sbx_child_main(&a);
         }
@@ -423,7 +424,7 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
         return 0;
 }
 
-int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group)
+int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group, bool later)
 {
         const struct helper_config *c = s->c;
         struct stat ws, sc;
@@ -446,6 +447,13 @@ int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_gr
                 return 0;
         if (s->idmap_fd >= 0)
                 close(s->idmap_fd);
+        s->idmap_fd = -1;
+        if (later) {
+                s->idmap_later = true;
+                s->idmap_owner = own->st_uid;
+                s->idmap_group = own->st_gid;
+                return 0;
+        }
         s->idmap_fd = sbx_sup_make_idmap(own->st_uid, own->st_gid, c->uid, c->gid);
         if (s->idmap_fd < 0) {
                 sbx_sup_fail(s, SBX_STEP_WORKSPACE, -s->idmap_fd, NULL,
@@ -474,24 +482,41 @@ int sbx_sup_prepare_signals(struct supervisor *s)
 
 static int prepare(struct supervisor *s)
 {
-        if (sbx_sup_prepare_dirs(s, (uid_t)-1, (gid_t)-1) < 0)
+        /* Made here, the idmap and network namespaces would be made
+         * before the child could start on its root; as root we make them
+         * meanwhile. */
+        bool root = geteuid() == 0;
+        if (sbx_sup_prepare_dirs(s, (uid_t)-1, (gid_t)-1, root) < 0)
                 return -1;
         sbx_seccomp_builtin(&s->seccomp);
-        /* Made here, the network namespace would be made before the
-         * child could start on its root; as root we make it meanwhile. */
-        s->netns_later = geteuid() == 0 && s->c->network == SANDBOX_NET_NONE;
+        s->netns_later = root && s->c->network == SANDBOX_NET_NONE;
         return sbx_sup_prepare_signals(s);
 }
 
 /* While the child builds its root (on another CPU, given one), the
- * cgroup and, see prepare, the network namespace; the second GO hands
- * them over (on_ready).  The child moves itself into the cgroup then
+ * idmap namespace (sent at once), the cgroup and, see prepare, the
+ * network namespace; the second GO hands those two over (on_ready).  The child moves itself into the cgroup then
  * (cheaper than being moved, see cgroup-internal.h), before anything of
  * the job runs or is written: what its setup wrote into the root's
  * tmpfs, a few pages of /etc, is charged to us. */
 static void prepare_behind(struct supervisor *s)
 {
         const struct helper_config *c = s->c;
+        if (s->idmap_later) {
+                /* First: the child needs it as soon as its base root is
+                 * built, to attach the workspace. */
+                int fd = sbx_sup_make_idmap(s->idmap_owner, s->idmap_group, c->uid, c->gid);
+                struct sbx_msg m = { .type = SBX_MSG_GO };
+                if (fd < 0 || sbx_msg_send(s->sock, &m, fd) < 0) {
+                        sbx_sup_fail(s, SBX_STEP_WORKSPACE, fd < 0 ? -fd : errno, NULL,
+                                     "cannot make the user namespace for the idmapped workspace");
+                        sbx_sup_kill(s);
+                }
+                if (fd >= 0)
+                        close(fd);
+                if (s->failed)
+                        return;
+        }
         if (s->netns_later) {
                 int r = sbx_netns_make(&s->net_ns);
                 if (r < 0) {

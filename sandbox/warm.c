@@ -396,7 +396,7 @@ static int run_job(struct warm *w, int fds[4])
         if (r >= 0) {
                 s->c = &w->job;
                 /* The namespace made ahead, if any, maps 0:0. */
-                r = sbx_sup_prepare_dirs(s, 0, 0);
+                r = sbx_sup_prepare_dirs(s, 0, 0, false);
         }
         if (r >= 0)
                 r = apply_limits(w);
