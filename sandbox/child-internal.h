@@ -14,8 +14,6 @@ struct child_args {
         const struct helper_config *c;
         const struct sbx_seccomp_prog *prog;
         int sock;          /* our end of the supervisor's socket */
-        int idmap_fd;      /* user namespace whose ids map the workspace's
-                            * owner to the job's; -1: no idmapped binds */
         int cg_fds[4];     /* "tasks" files to move ourselves into */
         size_t n_cg_fds;
         int job_sock;      /* warm: the socket the job will come over to the

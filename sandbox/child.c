@@ -60,11 +60,12 @@ static void reset_signals(void)
                         (void)sigaction(s, &sa, NULL);
 }
 
-static int wait_go(int sock)
+/* A GO; with ret_fd, one that carries an fd (the idmap namespace). */
+static int wait_go(int sock, int *ret_fd)
 {
         struct sbx_msg m;
-        int r = sbx_msg_recv(sock, &m, NULL);
-        return r == 1 && m.type == SBX_MSG_GO ? 0 : -EPIPE;
+        int r = sbx_msg_recv(sock, &m, ret_fd);
+        return r == 1 && m.type == SBX_MSG_GO && (!ret_fd || *ret_fd >= 0) ? 0 : -EPIPE;
 }
 
 /* A cold sandbox's second GO: SBX_GO_CGROUP in wstatus when the job is in
@@ -125,32 +126,22 @@ static int send_egress(int sock, struct setup_ctx *x)
         return r < 0 ? setup_fail(x, -r, NULL, "cannot hand the egress sockets over") : 0;
 }
 
-/* The idmap namespace a root supervisor made after the clone: a GO with
- * it, or a dead supervisor. */
-static int take_idmap(int sock)
-{
-        struct sbx_msg m;
-        int fd = -1;
-        if (sbx_msg_recv(sock, &m, &fd) != 1 || m.type != SBX_MSG_GO || fd < 0)
-                _exit(SBX_EXIT_INTERNAL);
-        return fd;
-}
-
 /* Cold: the job's trees are cloned here, before anything is mounted over
- * SBX_NEWROOT, then the whole root is built and entered.  The read-write
- * ones are idmapped once their idmap namespace is there (idmap_fd, or
- * sent meanwhile when idmap_later). */
-static int setup_namespaces(struct setup_ctx *x, int sock, int idmap_fd, bool idmap_later,
-                            bool own_netns)
+ * SBX_NEWROOT, then the whole root is built and entered.  With
+ * idmap_later, the read-write ones are idmapped once the supervisor has
+ * sent their idmap namespace, made while the base root was built. */
+static int setup_namespaces(struct setup_ctx *x, int sock, bool idmap_later, bool own_netns)
 {
         struct rootfs_trees t;
         rootfs_trees_init(&t);
-        int r = rootfs_capture_job(x, idmap_fd, &t);
+        int r = rootfs_capture_job(x, -1, &t);
         if (r >= 0)
                 r = rootfs_build_base(x);
         if (r >= 0 && idmap_later) {
-                _cleanup_fd_ int late = take_idmap(sock);
-                r = rootfs_idmap_trees(x, &t, late);
+                _cleanup_fd_ int idmap = -1;
+                if (wait_go(sock, &idmap) < 0)
+                        _exit(SBX_EXIT_INTERNAL);
+                r = rootfs_idmap_trees(x, &t, idmap);
         }
         if (r >= 0)
                 r = rootfs_attach_job(x, &t);
@@ -275,23 +266,21 @@ static void init_main(int sock, pid_t job)
         }
 }
 
-/* Only the socket, the idmap namespace and a warm sandbox's job socket
- * survive into the sandbox: the status fd and anything else the worker
- * passed stay outside.  keep: in any order, -1 for none. */
-static void close_other_fds(const int *fds, size_t n_fds)
+/* Only the socket and a warm sandbox's job socket (-1 when cold) survive
+ * into the sandbox: the status fd and anything else the worker passed
+ * stay outside. */
+static void close_other_fds(int a, int b)
 {
-        int keep[4];
-        size_t n = 0;
-        for (size_t i = 0; i < n_fds && n < ELEMENTSOF(keep); i++) {
-                if (fds[i] < 0)
-                        continue;
-                size_t k = n++;
-                for (; k > 0 && keep[k - 1] > fds[i]; k--)
-                        keep[k] = keep[k - 1];
-                keep[k] = fds[i];
+        int lo = a < b ? a : b, hi = a < b ? b : a;
+        if (lo < 0) {
+                lo = hi;
+                hi = -1;
         }
         unsigned from = 3;
-        for (size_t i = 0; i < n; i++) {
+        int keep[2] = { lo, hi };
+        for (int i = 0; i < 2; i++) {
+                if (keep[i] < 0)
+                        continue;
                 if ((unsigned)keep[i] > from)
                         syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0);
                 from = (unsigned)keep[i] + 1;
@@ -396,26 +385,24 @@ void sbx_child_main(const struct child_args *a)
 {
         const struct helper_config *c = a->c;
         const struct sbx_seccomp_prog *prog = a->prog;
-        int sock = a->sock, idmap_fd = a->idmap_fd;
+        int sock = a->sock;
         reset_signals();
         struct setup_ctx x = { .c = c, .step = SBX_STEP_CGROUP, .err = BC_ERROR_INIT };
         if (sbx_cgroup_self_attach(a->cg_fds, a->n_cg_fds) < 0) {
                 setup_fail(&x, errno, "tasks", "move into cgroup");
                 report_and_exit(sock, &x);
         }
-        close_other_fds((const int[]){ sock, idmap_fd, a->job_sock }, 3);
+        close_other_fds(sock, a->job_sock);
         /* Dies with the supervisor; the check after it closes the race of
          * a supervisor that died before the prctl (the GO never comes). */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock) < 0)
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
                 _exit(SBX_EXIT_INTERNAL);
         if (c->warm)
                 warm_child(sock, a->job_sock, &x, prog);
         x.step = SBX_STEP_MOUNT;
-        if (setup_namespaces(&x, sock, idmap_fd, a->idmap_later,
+        if (setup_namespaces(&x, sock, a->idmap_later,
                              c->network != SANDBOX_NET_HOST && !a->netns_later) < 0)
                 report_and_exit(sock, &x);
-        if (idmap_fd >= 0)
-                close(idmap_fd);
         if (c->network == SANDBOX_NET_ALLOW && send_egress(sock, &x) < 0)
                 report_and_exit(sock, &x);
         struct sbx_msg m = { .type = SBX_MSG_READY };

@@ -19,8 +19,10 @@ struct supervisor {
         int cg_fds[4];
         size_t n_cg_fds;
         int sock, sigfd, timerfd, idmap_fd;
-        /* Warm only: the job's process's socket (our end) and the
-         * sandbox's mount and network namespaces, opened at the clone. */
+        /* Warm: the job's process's socket (our end) and the sandbox's
+         * mount and network namespaces, opened at the clone, closed at the
+         * handoff.  Cold (netns_later): net_ns is the namespace made for
+         * the child, until GO hands it over. */
         int job_sock, mnt_ns, net_ns;
         pid_t child;
         bool ready, reaped, sock_eof, job_reported, exec_failed;

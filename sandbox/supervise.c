@@ -1,8 +1,8 @@
 /* The supervising side of boxcar-sandbox: clones the child into new
- * namespaces, maps its ids, makes the cgroup (and, as root without
- * network, the network namespace) while the child builds its root, hands
- * them over with GO, then waits on one poll loop for the child's messages, signals (SIGCHLD, and
- * SIGTERM/SIGINT/SIGHUP meaning "cancel") and the wall-clock timer.  The
+ * namespaces, maps its ids, makes the cgroup (and, as root, the idmap and
+ * network namespaces) while the child builds its root, hands them over,
+ * then waits on one poll loop for the child's messages, signals (SIGCHLD,
+ * and SIGTERM/SIGINT/SIGHUP meaning "cancel") and the wall-clock timer.  The
  * timeout and cancel paths kill the sandbox's init with SIGKILL: the pid
  * namespace then takes every process of the job with it, stopped or not.
  * Afterwards it fills the status.  /workspace is the caller's directory,
@@ -234,8 +234,7 @@ void sbx_sup_loop(struct supervisor *s)
 }
 
 /* v2 (or a v1 whose tasks files could not be opened): move the child by
- * pid, while it builds its root.  The job is only forked after the next
- * GO, so it always starts inside the cgroup. */
+ * pid, before it makes its cgroup namespace and forks the job. */
 static void attach_by_pid(struct supervisor *s)
 {
         struct bc_error err = BC_ERROR_INIT;
@@ -285,7 +284,7 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
                 close(s->sigfd);
                 close(s->timerfd);
                 struct child_args a = { .c = s->c, .prog = &s->seccomp, .sock = *sock_child,
-                                        .idmap_fd = s->idmap_fd, .n_cg_fds = s->n_cg_fds,
+                                        .n_cg_fds = s->n_cg_fds,
                                         .job_sock = job_sock_child ? *job_sock_child : -1,
                                         .netns_later = s->netns_later,
                                         .idmap_later = s->idmap_later };
@@ -293,10 +292,6 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
                 sbx_child_main(&a);
         }
         s->child = pid;
-        if (s->idmap_fd >= 0) {
-                close(s->idmap_fd);  /* the child has its copy */
-                s->idmap_fd = -1;
-        }
         bool self_attaching = s->n_cg_fds > 0;
         for (size_t i = 0; i < s->n_cg_fds; i++)
                 close(s->cg_fds[i]);
@@ -314,21 +309,17 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
         }
         if (s->c->warm && open_namespaces(s) < 0)
                 return 0;
-        /* A warm init never waits for a second GO: it must be in its
-         * cgroup before it makes its cgroup namespace. */
-        bool attach_now = s->cg.ops && !self_attaching;
-        if (attach_now && s->c->warm) {
+        /* Only a warm sandbox has its cgroup by now (a cold one's is made
+         * behind the clone, see prepare_behind); its init never waits for
+         * a second GO, so it is moved in before the first. */
+        if (s->cg.ops && !self_attaching)
                 attach_by_pid(s);
-                attach_now = false;
-        }
         struct sbx_msg go = { .type = SBX_MSG_GO };
         if (!s->failed && sbx_msg_send(s->sock, &go, -1) < 0) {
                 sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "child vanished");
                 sbx_sup_kill(s);
                 return 0;
         }
-        if (attach_now)
-                attach_by_pid(s);
         /* Setup gets the job's timeout too: a hung bind source must not
          * hang the worker's slot forever. */
         if (sbx_sup_arm_timer(s) < 0)
@@ -485,11 +476,10 @@ static int prepare(struct supervisor *s)
         /* Made here, the idmap and network namespaces would be made
          * before the child could start on its root; as root we make them
          * meanwhile. */
-        bool root = geteuid() == 0;
-        if (sbx_sup_prepare_dirs(s, (uid_t)-1, (gid_t)-1, root) < 0)
+        if (sbx_sup_prepare_dirs(s, (uid_t)-1, (gid_t)-1, true) < 0)
                 return -1;
         sbx_seccomp_builtin(&s->seccomp);
-        s->netns_later = root && s->c->network == SANDBOX_NET_NONE;
+        s->netns_later = geteuid() == 0 && s->c->network == SANDBOX_NET_NONE;
         return sbx_sup_prepare_signals(s);
 }
 
