@@ -84,8 +84,13 @@ $$;
 create or replace function boxcar.claim_ids(worker_id text, ids uuid[], lease interval,
                                             instance text)
 returns setof boxcar.jobs language plpgsql volatile
--- Generic plans: see claim().
-set plan_cache_mode = force_generic_plan as $$
+-- Generic plans: see claim().  A session keeps them for as long as it
+-- lives (until an ANALYZE of the table), and made while the table was
+-- empty (a worker started against an empty queue) they read every row of
+-- it at each claim: seq scans are priced out, the plans go by the primary
+-- key whatever the table held (tests/sql/14_claim_plan.sql).
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off as $$
 #variable_conflict use_column
 begin
     return query
