@@ -1,6 +1,6 @@
 -- Views for dashboards and autoscalers (KEDA's postgresql scaler can point
--- at queue_stats: e.g. `select queued + running from boxcar.queue_stats
--- where queue = 'default'`).
+-- at active_queue_stats: e.g. `select queued + running from
+-- boxcar.active_queue_stats where queue = 'default'`).
 
 create or replace view boxcar.queue_stats as
 select queue,
@@ -14,6 +14,23 @@ select queue,
        count(*) filter (where status = 'failed' and finished_at > now() - interval '1 hour')
                                                                                    as failed_last_hour
   from boxcar.jobs
+ group by queue;
+
+-- The queue_stats columns over queued and running jobs only, for what
+-- asks often: every replica's queue gauges (/metrics, each poll interval)
+-- and an autoscaler (deploy/keda-scaledobject.yaml).  queue_stats groups
+-- the whole table, finished jobs included (a week of them by default),
+-- and a replica's main loop, its claims included, waited for that scan.
+-- A queue with nothing queued or running has no row.
+create or replace view boxcar.active_queue_stats as
+select queue,
+       count(*) filter (where status = 'queued' and run_at <= now())              as queued,
+       count(*) filter (where status = 'queued' and run_at > now())               as scheduled,
+       count(*) filter (where status = 'running')                                 as running,
+       coalesce(extract(epoch from now() - min(run_at)
+                filter (where status = 'queued' and run_at <= now())), 0)::float8 as oldest_queued_age_s
+  from boxcar.jobs
+ where status in ('queued', 'running')
  group by queue;
 
 -- A worker that missed three heartbeats (each lease/3) is reported 'gone'.

@@ -185,7 +185,7 @@ fi
 # ---- KEDA ---------------------------------------------------------------------
 
 KEDA=deploy/keda-scaledobject.yaml
-WANT_QUERY="select coalesce(sum(queued + running), 0) from boxcar.queue_stats where queue = 'default'"
+WANT_QUERY="select coalesce(sum(queued + running), 0) from boxcar.active_queue_stats where queue = 'default'"
 if have_yaml; then
   out=$(python3 - "$KEDA" "$WANT_QUERY" 2>&1 <<'EOF'
 import sys, yaml
@@ -208,7 +208,7 @@ assert t[0]["authenticationRef"]["name"] in ta, "authenticationRef names a Trigg
 print("ok")
 EOF
 )
-  is "KEDA ScaledObject: postgresql trigger on queue_stats for boxcar-worker" "$out" ok
+  is "KEDA ScaledObject: postgresql trigger on active_queue_stats for boxcar-worker" "$out" ok
 else
   # Without a YAML parser: the keys at their places, by indentation.
   check "KEDA ScaledObject has its keys" bash -c "

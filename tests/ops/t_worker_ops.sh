@@ -34,7 +34,8 @@ if [[ $E2E_SANDBOX == namespace ]]; then
 fi
 check "webhook attempts are counted by outcome" wait_for "webhook metric" 10 bash -c "curl -sf '$M/metrics' | grep -q '^boxcar_webhook_deliveries_total{outcome=\"retry\"} [1-9]'"
 sql "select boxcar.enqueue('ops-depth', '{\"command\":[\"true\"]}') from generate_series(1, 3)" >/dev/null
-check "queue depth comes from queue_stats" wait_for "depth" 5 bash -c "curl -sf '$M/metrics' | grep -q '^boxcar_queue_depth{queue=\"ops-depth\",state=\"queued\"} 3'"
+check "queue depth of a queue with jobs queued" wait_for "depth" 5 bash -c "curl -sf '$M/metrics' | grep -q '^boxcar_queue_depth{queue=\"ops-depth\",state=\"queued\"} 3'"
+check "a served queue with nothing queued or running shows as empty" bash -c "curl -sf '$M/metrics' | grep -q '^boxcar_queue_depth{queue=\"default\",state=\"queued\"} 0\$'"
 is "this lone worker leads housekeeping" "$(metric boxcar_is_leader)" "1"
 
 # A volume this worker has not cached: its download is counted under kind="volume".

@@ -221,7 +221,7 @@ int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, bool *re
 PGresult *queue_stats(PGconn *conn, struct bc_error *err)
 {
         return db_exec(conn, "select queue, queued, scheduled, running, oldest_queued_age_s "
-                             "from boxcar.queue_stats", 0, NULL, err);
+                             "from boxcar.active_queue_stats", 0, NULL, err);
 }
 
 int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct bc_error *err)

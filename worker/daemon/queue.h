@@ -58,8 +58,9 @@ int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, bool *re
 /* Deletes finished jobs older than retention_s; returns how many. */
 int queue_prune(PGconn *conn, double retention_s, struct bc_error *err);
 
-/* boxcar.queue_stats rows: queue, queued, scheduled, running,
- * oldest_queued_age_s (caller PQclear()s). */
+/* boxcar.active_queue_stats rows (queues with jobs queued or running):
+ * queue, queued, scheduled, running, oldest_queued_age_s (caller
+ * PQclear()s). */
 PGresult *queue_stats(PGconn *conn, struct bc_error *err);
 
 /* Which of the given job ids (space-separated) have a pending cancel. */
