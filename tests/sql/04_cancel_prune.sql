@@ -1,5 +1,5 @@
 begin;
-select plan(13);
+select plan(18);
 
 create temp table q as select boxcar.enqueue('c', '{"command":["x"]}') as id;
 select is(boxcar.cancel((select id from q)), 'cancelled', 'a queued job is cancelled at once');
@@ -30,6 +30,20 @@ select is((select count(*)::int from boxcar.jobs where id = (select id from old)
 select is((select count(*)::int from boxcar.job_events where job_id = (select id from old)), 0, 'with its events');
 select is((select count(*)::int from boxcar.jobs where id in (select id from live union select id from q)), 2,
           'queued and recently finished jobs stay');
+
+-- In batches, oldest first: three old jobs, two at a time.
+create temp table olds as
+    select boxcar.enqueue('p', '{"command":["x"]}') as id, i from generate_series(1, 3) i;
+create temp table cancelled as select boxcar.cancel(id) from olds;
+update boxcar.jobs j set finished_at = now() - make_interval(days => 10 - o.i)
+  from olds o where j.id = o.id;
+select is(boxcar.prune('1 day', max_rows => 2), 2, 'prune with max_rows deletes at most that many');
+select is((select array_agg(o.i order by o.i) from olds o join boxcar.jobs j on j.id = o.id), array[3],
+          'the oldest first');
+select is(boxcar.prune('1 day', max_rows => 2), 1, 'the next batch takes the rest');
+select is(boxcar.prune('1 day', max_rows => 2), 0, 'then nothing is left');
+select throws_ok($$select boxcar.prune('1 day', max_rows => 0)$$, '22023',
+                 'max_rows: must be at least 1 (or null: all)', 'a batch of no rows is a parameter error');
 
 select * from finish();
 rollback;

@@ -45,6 +45,7 @@ struct loop {
         PGconn *listen;            /* LISTEN: conn itself, a direct connection, or NULL */
         bool leader;               /* holds the housekeeping lease */
         uint64_t next_lead, next_prune;
+        unsigned pruned;           /* jobs deleted since the last jobs.pruned report */
         int signal_fd;
         bool private_mounts;       /* job mounts live in our own mount namespace */
         bool want_claim;
@@ -318,17 +319,32 @@ static void lead(struct loop *l)
                 start_drain(l, "boxcar worker drain");
 }
 
+/* Every ten minutes on the leader: jobs past --retention go, PRUNE_BATCH
+ * at a time with the loop's other work (claims) in between; each batch
+ * holds the loop about 10 ms. */
+#define PRUNE_BATCH 500
+#define PRUNE_GAP_MS 200
+
 static void prune(struct loop *l)
 {
         l->next_prune = slots_now_ms() + 10 * 60 * 1000;
         struct bc_error err = BC_ERROR_INIT;
-        int n = queue_prune(l->conn, l->cfg->retention_s, &err);
+        int n = queue_prune(l->conn, l->cfg->retention_s, PRUNE_BATCH, &err);
         if (n < 0) {
+                l->pruned = 0;
                 control_failed(l, "prune", &err);
                 return;
         }
-        log_event(n ? LOG_INFO : LOG_DEBUG, "jobs.pruned", "worker_id", l->cfg->worker_id,
+        l->pruned += (unsigned)n;
+        log_event(LOG_DEBUG, "jobs.prune_batch", "worker_id", l->cfg->worker_id,
                   LOG_INT("count", n), NULL);
+        if (n == PRUNE_BATCH) {
+                l->next_prune = slots_now_ms() + PRUNE_GAP_MS;
+                return;
+        }
+        log_event(l->pruned ? LOG_INFO : LOG_DEBUG, "jobs.pruned", "worker_id", l->cfg->worker_id,
+                  LOG_INT("count", l->pruned), NULL);
+        l->pruned = 0;
 }
 
 static void rescue(struct loop *l)
@@ -442,6 +458,8 @@ static int next_timeout(const struct loop *l)
                         next = l->next_rescue;
                 if (l->leader && l->next_schedule < next)
                         next = l->next_schedule;
+                if (l->leader && l->cfg->retention_s > 0 && l->next_prune < next)
+                        next = l->next_prune;
                 if (l->next_lead < next)
                         next = l->next_lead;
         }

@@ -188,13 +188,14 @@ int queue_drain_requested(PGconn *conn, const char *worker_id, struct bc_error *
         return bool_call(conn, "select boxcar.drain_requested($1)", 1, p, err);
 }
 
-int queue_prune(PGconn *conn, double retention_s, struct bc_error *err)
+int queue_prune(PGconn *conn, double retention_s, unsigned max_rows, struct bc_error *err)
 {
-        char older[32];
+        char older[32], max[16];
         snprintf(older, sizeof(older), "%.0f seconds", retention_s);
-        const char *p[] = { older };
+        snprintf(max, sizeof(max), "%u", max_rows);
+        const char *p[] = { older, max };
         _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.prune($1::interval)", 1, p, err);
+                db_exec(conn, "select boxcar.prune($1::interval, $2::int)", 2, p, err);
         return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
 }
 

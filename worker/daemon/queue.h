@@ -55,8 +55,9 @@ int queue_schedule_tick(PGconn *conn, struct bc_error *err);
  * its rate.  *ret_rated: whether any of the worker's queues has a rate. */
 int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, bool *ret_rated,
                          struct bc_error *err);
-/* Deletes finished jobs older than retention_s; returns how many. */
-int queue_prune(PGconn *conn, double retention_s, struct bc_error *err);
+/* Deletes at most max_rows finished jobs older than retention_s, oldest
+ * first; returns how many. */
+int queue_prune(PGconn *conn, double retention_s, unsigned max_rows, struct bc_error *err);
 
 /* boxcar.active_queue_stats rows (queues with jobs queued or running):
  * queue, queued, scheduled, running, oldest_queued_age_s (caller
