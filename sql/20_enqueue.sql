@@ -77,20 +77,13 @@ begin
 end $$;
 
 -- One NOTIFY per statement and queue, whatever the number of rows: a bulk
--- insert of 10,000 jobs wakes each worker once, not 10,000 times.  A job
--- that stops running in a queue with max_running frees a place for the
--- next, which may wait on another replica: that wakes the workers too.
+-- insert of 10,000 jobs wakes each worker once, not 10,000 times.
 create or replace function boxcar.notify_jobs() returns trigger
 language plpgsql as $$
 begin
     perform pg_notify('boxcar_jobs', q.queue)
        from (select distinct queue from new_rows
-              where status = 'queued' and run_at <= now()
-             union
-             select distinct r.queue from new_rows r
-              where r.status in ('succeeded', 'failed', 'cancelled')
-                and exists (select from boxcar.queue_config c
-                             where c.queue = r.queue and c.max_running is not null)) q;
+              where status = 'queued' and run_at <= now()) q;
     return null;
 end $$;
 
@@ -99,7 +92,39 @@ create or replace trigger jobs_notify_insert
     referencing new table as new_rows
     for each statement execute function boxcar.notify_jobs();
 
-create or replace trigger jobs_notify_update
+-- After an update, only the rows a worker may be waiting for: a job queued
+-- and due (retried, rescued, unblocked, moved), or one that finished in a
+-- queue with max_running (a place frees up for the next, which may wait on
+-- another replica).  Claims, heartbeats and the rest do not call it (the
+-- trigger's condition is checked without it).  pg_notify sends a queue's
+-- notification once per transaction however many rows repeat it.  This
+-- was a statement trigger over a transition table, like the insert's: a
+-- third of every claim's cost in the database (0.53 against 0.37 ms).
+create or replace function boxcar.notify_job_change() returns trigger
+language plpgsql as $$
+begin
+    if new.status = 'queued'
+       or exists (select from boxcar.queue_config c
+                   where c.queue = new.queue and c.max_running is not null) then
+        perform pg_notify('boxcar_jobs', new.queue);
+    end if;
+    return null;
+end $$;
+
+do $$
+begin
+    -- Only when it is there: dropping a trigger locks the table, which a
+    -- migration run beside working replicas should not do every time.
+    if exists (select from pg_trigger where tgrelid = 'boxcar.jobs'::regclass
+                                        and tgname = 'jobs_notify_update') then
+        drop trigger jobs_notify_update on boxcar.jobs;
+    end if;
+end $$;
+
+create or replace trigger jobs_notify_change
     after update on boxcar.jobs
-    referencing new table as new_rows
-    for each statement execute function boxcar.notify_jobs();
+    for each row
+    when ((new.status = 'queued' and new.run_at <= now() and not new.blocked)
+          or (new.status in ('succeeded', 'failed', 'cancelled')
+              and old.status is distinct from new.status))
+    execute function boxcar.notify_job_change();

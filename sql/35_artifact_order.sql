@@ -32,7 +32,7 @@ create or replace trigger jobs_block_artifact
     for each row execute function boxcar.block_artifact_job();
 
 -- Unblocks the first blocked job of a storage that has no unblocked active
--- job (the UPDATE's statement trigger, boxcar.notify_jobs, wakes the
+-- job (the update trigger, boxcar.notify_job_change, wakes the
 -- workers of its queue).  Returns its id, or null.
 create or replace function boxcar.unblock_artifact_next(storage text)
 returns uuid language plpgsql volatile as $$

@@ -99,6 +99,38 @@ wait $listener
 is "500 jobs in two queues in one statement send 2 notifications" "$(grep -c 'Asynchronous notification "boxcar_jobs"' "$notes")" "2"
 rm -f "$notes"
 
+# After an update, only what a worker waits for wakes it: a job queued
+# again, or a place freed in a queue with max_running; not a claim, a
+# heartbeat, or a job finishing in a queue without one.
+# notified SQL...: the boxcar_jobs payloads (queues) the statements send,
+# each in its own transaction.
+notified() {
+  local out; out=$(mktemp)
+  (psql -X "$DATABASE_URL" -c "listen boxcar_jobs" -c "select pg_sleep(1.5)" -c "select 1" > "$out" 2>&1) &
+  local l=$!
+  sleep 0.5
+  local st
+  for st in "$@"; do sql "$st" >/dev/null; done
+  wait $l
+  sed -n 's/.*Asynchronous notification "boxcar_jobs" with payload "\([^"]*\)".*/\1/p' "$out" | sort | paste -sd' '
+  rm -f "$out"
+}
+sql "insert into boxcar.queue_config (queue, max_running) values ('nl-lim', 5)" >/dev/null
+free=$(sql "select boxcar.enqueue('nl-free', '{\"command\":[\"true\"]}')")
+lim=$(sql "select boxcar.enqueue('nl-lim', '{\"command\":[\"true\"]}')")
+is "a claim wakes no worker" "$(notified "select count(*) from boxcar.claim('nl-w', array['nl-free'], 1)" \
+                                          "select count(*) from boxcar.claim('nl-w', array['nl-lim'], 1)")" ""
+is "nor does a heartbeat" "$(notified "select count(*) from boxcar.heartbeat('nl-w')")" ""
+is "a job finished in a queue with max_running wakes its workers, one without does not" \
+   "$(notified "select boxcar.complete('$free', 'nl-w', 'succeeded', '{}'::jsonb)" \
+               "select boxcar.complete('$lim', 'nl-w', 'failed', '{}'::jsonb)")" "nl-lim"
+is "a job queued again wakes its workers" \
+   "$(notified "select boxcar.retry('$lim', requested_by => 'test')")" "nl-lim"
+is "so does a job moved to a due time, once per queue and transaction" \
+   "$(notified "select boxcar.enqueue('nl-later', '{\"command\":[\"true\"]}', run_at => now() + interval '1 hour')
+                from generate_series(1, 2)" \
+               "update boxcar.jobs set run_at = now() where queue = 'nl-later'")" "nl-later"
+
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID"
 is "the worker exits 0 after SIGTERM" "$?" "0"
 is "the worker is recorded as stopped" "$(sql "select state from boxcar.worker_status where id = 'basics'")" "stopped"
