@@ -2,20 +2,6 @@
 -- at active_queue_stats: e.g. `select queued + running from
 -- boxcar.active_queue_stats where queue = 'default'`).
 
-create or replace view boxcar.queue_stats as
-select queue,
-       count(*) filter (where status = 'queued' and run_at <= now())              as queued,
-       count(*) filter (where status = 'queued' and run_at > now())               as scheduled,
-       count(*) filter (where status = 'running')                                 as running,
-       coalesce(extract(epoch from now() - min(run_at)
-                filter (where status = 'queued' and run_at <= now())), 0)::float8 as oldest_queued_age_s,
-       count(*) filter (where status = 'succeeded' and finished_at > now() - interval '1 hour')
-                                                                                   as succeeded_last_hour,
-       count(*) filter (where status = 'failed' and finished_at > now() - interval '1 hour')
-                                                                                   as failed_last_hour
-  from boxcar.jobs
- group by queue;
-
 -- The queue_stats columns over queued and running jobs only, for what
 -- asks often: every replica's queue gauges (/metrics, each poll interval)
 -- and an autoscaler (deploy/keda-scaledobject.yaml).  queue_stats groups
@@ -32,6 +18,20 @@ select queue,
   from boxcar.jobs
  where status in ('queued', 'running')
  group by queue;
+
+-- Every queue with a job in the table, and the last hour's outcomes.
+create or replace view boxcar.queue_stats as
+select f.queue, coalesce(a.queued, 0) as queued, coalesce(a.scheduled, 0) as scheduled,
+       coalesce(a.running, 0) as running, coalesce(a.oldest_queued_age_s, 0) as oldest_queued_age_s,
+       f.succeeded_last_hour, f.failed_last_hour
+  from (select queue,
+               count(*) filter (where status = 'succeeded' and finished_at > now() - interval '1 hour')
+                   as succeeded_last_hour,
+               count(*) filter (where status = 'failed' and finished_at > now() - interval '1 hour')
+                   as failed_last_hour
+          from boxcar.jobs
+         group by queue) f
+  left join boxcar.active_queue_stats a on a.queue = f.queue;
 
 -- A worker that missed three heartbeats (each lease/3) is reported 'gone'.
 create or replace view boxcar.worker_status as
