@@ -1,5 +1,8 @@
-/* The C validator's verdict on each file named on the command line, one
- * line each: "OK" or the error message (for tests/fuzz/spec_diff.py). */
+/* The C validator's verdict on each file named on the command line, each
+ * ended by a NUL: "OK" or the error message (for tests/fuzz/spec_diff.py).
+ * Not one per line: a message quotes the spec's field names, which may
+ * hold line breaks, and one verdict read as two shifted every later file's
+ * verdict onto the wrong spec. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -22,11 +25,12 @@ int main(int argc, char **argv)
                 struct job_spec *spec = NULL;
                 struct bc_error err = BC_ERROR_INIT;
                 if (spec_parse(text, len, &spec, &err) >= 0) {
-                        puts("OK");
+                        fputs("OK", stdout);
                         spec_free(spec);
                 } else {
-                        printf("%s\n", bc_error_message(&err));
+                        fputs(bc_error_message(&err), stdout);
                 }
+                putchar('\0');
                 bc_error_clear(&err);
         }
         return 0;

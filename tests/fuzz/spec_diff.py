@@ -10,7 +10,7 @@ Inputs PostgreSQL cannot take as text (NUL bytes, invalid UTF-8) cannot
 reach the SQL validator: the C one must refuse them.  Where both refuse a
 spec with several faults they may name different ones (each checks in its
 own order): those are counted, not failed."""
-import os, subprocess, sys
+import base64, os, subprocess, sys
 
 check, url, dirs = sys.argv[1], sys.argv[2], sys.argv[3:]
 files = sorted(os.path.join(d, f) for d in dirs if os.path.isdir(d) for f in os.listdir(d))
@@ -27,9 +27,15 @@ for path in files:
         continue
     texts.append((path, text))
 
+# NUL-ended verdicts (a message may hold any other character), line
+# breaks made spaces as on the SQL side.
 def c_verdicts(paths):
-    return subprocess.run([check] + paths, capture_output=True, text=True, errors="replace",
-                          check=True).stdout.splitlines() if paths else []
+    if not paths:
+        return []
+    out = subprocess.run([check] + paths, capture_output=True, text=True, errors="replace",
+                         check=True).stdout.split("\0")[:-1]
+    assert len(out) == len(paths), f"spec-check gave {len(out)} verdicts for {len(paths)} files"
+    return [" ".join(v.splitlines()) for v in out]
 
 c_out = c_verdicts([p for p, _ in texts])
 c_unholdable = [p for p, v in zip(unholdable, c_verdicts(unholdable)) if v == "OK"]
@@ -42,14 +48,20 @@ for i, (_, text) in enumerate(texts):
     tag = "q"
     while f"${tag}$" in text:
         tag += "q"
-    sql.append(f"select {i} || chr(9) || replace(pg_temp.verdict(${tag}${text}${tag}$), chr(10), ' ');")
+    sql.append(f"select {i} || chr(9) || encode(convert_to(pg_temp.verdict(${tag}${text}${tag}$), 'UTF8'), 'base64');")
 res = subprocess.run(["psql", "-X", "-qtA", "-v", "ON_ERROR_STOP=1", url], input="\n".join(sql),
                      capture_output=True, text=True, check=True)
-sql_out = {}
-for line in res.stdout.splitlines():
+# base64 (wrapped over lines by encode) keeps a verdict whole whatever it holds.
+sql_out, cur = {}, None
+for line in res.stdout.split("\n"):
     if "\t" in line:
-        i, verdict = line.split("\t", 1)
-        sql_out[int(i)] = verdict
+        cur, part = line.split("\t", 1)
+        cur = int(cur)
+        sql_out[cur] = part
+    elif cur is not None and line:
+        sql_out[cur] += line
+sql_out = {i: " ".join(base64.b64decode(v).decode("utf-8", "replace").splitlines())
+           for i, v in sql_out.items()}
 
 mismatch, msgdiff = [], 0
 for i, (path, text) in enumerate(texts):
