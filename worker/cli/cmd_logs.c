@@ -133,9 +133,18 @@ static int follow(PGconn *conn, const char *id, struct cursor *c, struct bc_erro
                         return -2;
                 if (st >= 0)
                         return st;
-                /* Woken by the job's batches; the timeout catches its end. */
+                /* Woken by the job's batches; the timeout catches its end.
+                 * A batch's notification that came during the queries above
+                 * was read with their results: libpq holds it, and the
+                 * socket has nothing for poll() to see. */
+                bool held = false;
+                for (PGnotify *n = PQnotifies(conn); n; n = PQnotifies(conn)) {
+                        held = true;
+                        PQfreemem(n);
+                }
                 struct pollfd pfd = { .fd = PQsocket(conn), .events = POLLIN };
-                poll(&pfd, 1, 500);
+                if (!held)
+                        poll(&pfd, 1, 500);
                 if (!PQconsumeInput(conn)) {
                         db_conn_error(conn, err);
                         return -2;
