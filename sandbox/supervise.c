@@ -415,6 +415,17 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
         return 0;
 }
 
+/* The user namespace mapping the workspace's owner to the job's ids, or
+ * -1 with the failure recorded. */
+static int make_workspace_idmap(struct supervisor *s, uid_t owner, gid_t group)
+{
+        int fd = sbx_sup_make_idmap(owner, group, s->c->uid, s->c->gid);
+        if (fd < 0)
+                sbx_sup_fail(s, SBX_STEP_WORKSPACE, -fd, NULL,
+                             "cannot make the user namespace for the idmapped workspace");
+        return fd < 0 ? -1 : fd;
+}
+
 int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group, bool later)
 {
         const struct helper_config *c = s->c;
@@ -445,13 +456,8 @@ int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_gr
                 s->idmap_group = own->st_gid;
                 return 0;
         }
-        s->idmap_fd = sbx_sup_make_idmap(own->st_uid, own->st_gid, c->uid, c->gid);
-        if (s->idmap_fd < 0) {
-                sbx_sup_fail(s, SBX_STEP_WORKSPACE, -s->idmap_fd, NULL,
-                             "cannot make the user namespace for the idmapped workspace");
-                return -1;
-        }
-        return 0;
+        s->idmap_fd = make_workspace_idmap(s, own->st_uid, own->st_gid);
+        return s->idmap_fd < 0 ? -1 : 0;
 }
 
 int sbx_sup_prepare_signals(struct supervisor *s)
@@ -485,27 +491,28 @@ static int prepare(struct supervisor *s)
 
 /* While the child builds its root (on another CPU, given one), the
  * idmap namespace (sent at once), the cgroup and, see prepare, the
- * network namespace; the second GO hands those two over (on_ready).  The child moves itself into the cgroup then
- * (cheaper than being moved, see cgroup-internal.h), before anything of
- * the job runs or is written: what its setup wrote into the root's
- * tmpfs, a few pages of /etc, is charged to us. */
+ * network namespace; the second GO hands those two over (on_ready).  The
+ * child moves itself into the cgroup then (cheaper than being moved, see
+ * cgroup-internal.h), before anything of the job runs or is written: what
+ * its setup wrote into the root's tmpfs, a few pages of /etc, is charged
+ * to us. */
 static void prepare_behind(struct supervisor *s)
 {
         const struct helper_config *c = s->c;
         if (s->idmap_later) {
                 /* First: the child needs it as soon as its base root is
                  * built, to attach the workspace. */
-                int fd = sbx_sup_make_idmap(s->idmap_owner, s->idmap_group, c->uid, c->gid);
-                struct sbx_msg m = { .type = SBX_MSG_GO };
-                if (fd < 0 || sbx_msg_send(s->sock, &m, fd) < 0) {
-                        sbx_sup_fail(s, SBX_STEP_WORKSPACE, fd < 0 ? -fd : errno, NULL,
-                                     "cannot make the user namespace for the idmapped workspace");
-                        sbx_sup_kill(s);
-                }
-                if (fd >= 0)
+                int fd = make_workspace_idmap(s, s->idmap_owner, s->idmap_group);
+                if (fd >= 0) {
+                        struct sbx_msg m = { .type = SBX_MSG_GO };
+                        if (sbx_msg_send(s->sock, &m, fd) < 0)
+                                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "child vanished");
                         close(fd);
-                if (s->failed)
+                }
+                if (s->failed) {
+                        sbx_sup_kill(s);
                         return;
+                }
         }
         if (s->netns_later) {
                 int r = sbx_netns_make(&s->net_ns);
