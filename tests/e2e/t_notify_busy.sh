@@ -7,7 +7,6 @@ source "$(dirname "$0")/../lib.sh"
 fresh_db e2e_notify_busy
 # A long poll interval: a job started within seconds was notified.
 start_worker nb-a --queues nb --concurrency 2 --sandbox none --lease 31s --poll-interval 30s
-wait_for "worker" 20 bash -c "[[ \$(psql -X -qtA '$DATABASE_URL' -c \"select state from boxcar.worker_status where id = 'nb-a'\") == running ]]"
 leader() { [[ $(sql "select count(*) from boxcar.leaders where worker_id = 'nb-a' and expires_at > now()") == 1 ]]; }
 check "the worker leads (it runs schedule_tick every second)" wait_for "leader" 20 leader
 first=$(sql "select boxcar.enqueue('nb', '{\"command\":[\"true\"]}')")

@@ -123,6 +123,17 @@ static int final_status(PGconn *conn, const char *id, struct bc_error *err)
         return -1;
 }
 
+/* Frees the notifications libpq holds; whether there were any. */
+static bool drop_notifies(PGconn *conn)
+{
+        bool any = false;
+        for (PGnotify *n = PQnotifies(conn); n; n = PQnotifies(conn)) {
+                any = true;
+                PQfreemem(n);
+        }
+        return any;
+}
+
 static int follow(PGconn *conn, const char *id, struct cursor *c, struct bc_error *err)
 {
         if (db_exec_script(conn, "listen boxcar_logs", err) < 0)
@@ -133,24 +144,19 @@ static int follow(PGconn *conn, const char *id, struct cursor *c, struct bc_erro
                         return -2;
                 if (st >= 0)
                         return st;
-                /* Woken by the job's batches; the timeout catches its end.
-                 * A batch's notification that came during the queries above
+                /* A batch's notification that came during the queries above
                  * was read with their results: libpq holds it, and the
-                 * socket has nothing for poll() to see. */
-                bool held = false;
-                for (PGnotify *n = PQnotifies(conn); n; n = PQnotifies(conn)) {
-                        held = true;
-                        PQfreemem(n);
-                }
+                 * socket has nothing for poll() to see.  Query again. */
+                if (drop_notifies(conn))
+                        continue;
+                /* Woken by the job's batches; the timeout catches its end. */
                 struct pollfd pfd = { .fd = PQsocket(conn), .events = POLLIN };
-                if (!held)
-                        poll(&pfd, 1, 500);
+                poll(&pfd, 1, 500);
                 if (!PQconsumeInput(conn)) {
                         db_conn_error(conn, err);
                         return -2;
                 }
-                for (PGnotify *n = PQnotifies(conn); n; n = PQnotifies(conn))
-                        PQfreemem(n);
+                drop_notifies(conn);
         }
 }
 

@@ -384,19 +384,15 @@ static void refresh_queue_stats(struct loop *l)
                 return;
         }
         wmetrics_queue_depth_begin(l->metrics);
+        /* The queues this worker serves show as empty rather than not at
+         * all when nothing is queued or running on them (a row below
+         * overwrites the zeros). */
+        for (char *const *q = l->cfg->queues; *q; q++)
+                wmetrics_queue_depth(l->metrics, *q, 0, 0, 0, 0);
         for (int i = 0; i < PQntuples(res); i++)
                 wmetrics_queue_depth(l->metrics, PQgetvalue(res, i, 0), atof(PQgetvalue(res, i, 1)),
                                      atof(PQgetvalue(res, i, 2)), atof(PQgetvalue(res, i, 3)),
                                      atof(PQgetvalue(res, i, 4)));
-        /* The queues this worker serves show as empty rather than not at
-         * all when nothing is queued or running on them. */
-        for (char *const *q = l->cfg->queues; *q; q++) {
-                bool listed = false;
-                for (int i = 0; i < PQntuples(res) && !listed; i++)
-                        listed = strcmp(PQgetvalue(res, i, 0), *q) == 0;
-                if (!listed)
-                        wmetrics_queue_depth(l->metrics, *q, 0, 0, 0, 0);
-        }
 }
 
 /* /readyz: the database is reachable, the worker takes jobs, and its
