@@ -66,6 +66,13 @@ struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds,
 size_t sbx_egress_poll(struct sbx_egress *e, struct pollfd *p);
 /* Handles the events of the pollfds sbx_egress_poll filled. */
 void sbx_egress_dispatch(struct sbx_egress *e, const struct pollfd *p, size_t n);
+/* Once the job is gone: what it had sent still goes out, as the kernel
+ * would deliver a closed socket's data (a job that writes and exits
+ * without waiting: `echo > /dev/tcp/...`), for at most timeout_ms, in
+ * case the name is still resolving or the server is slow to take it;
+ * the servers' answers are dropped, nothing new is accepted. */
+#define EGRESS_DRAIN_MS 2000
+void sbx_egress_drain(struct sbx_egress *e, int timeout_ms);
 /* The counters and the refused attempts into st (strings copied). */
 void sbx_egress_status(const struct sbx_egress *e, struct sandbox_status *st);
 /* Closes every socket and frees e.  NULL-safe. */

@@ -7,11 +7,13 @@
 #include "sandbox/egress-internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/netguard.h"
@@ -43,6 +45,7 @@ struct sbx_egress {
         uint64_t bytes_out, bytes_in, connections, refused;
         char *refused_list[EGRESS_REFUSED_KEPT];
         size_t n_refused_list;
+        bool draining;  /* the job is gone: sbx_egress_drain */
 };
 
 static void refuse(struct sbx_egress *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -206,7 +209,7 @@ size_t sbx_egress_poll(struct sbx_egress *e, struct pollfd *p)
 {
         size_t n = 0;
         for (size_t i = 0; i < e->n_fds; i++)
-                p[n++] = (struct pollfd){ .fd = e->fds[i], .events = POLLIN };
+                p[n++] = (struct pollfd){ .fd = e->draining ? -1 : e->fds[i], .events = POLLIN };
         e->n_polled = 0;
         for (size_t i = 0; i < EGRESS_MAX_CONNS; i++) {
                 struct conn *k = &e->conns[i];
@@ -221,6 +224,12 @@ size_t sbx_egress_poll(struct sbx_egress *e, struct pollfd *p)
                 }
                 if (k->connecting) {
                         eout = POLLOUT;
+                } else if (e->draining) {
+                        /* Only what the job sent: it takes no answer now. */
+                        if (k->up.len == 0 && !k->up.eof)
+                                ein |= POLLIN;
+                        if (k->up.len > 0)
+                                eout |= POLLOUT;
                 } else {
                         if (k->up.len == 0 && !k->up.eof)
                                 ein |= POLLIN;
@@ -298,6 +307,12 @@ static void on_conn(struct sbx_egress *e, struct conn *k, short rin, short rout)
                 k->connecting = false;
         }
         bool broken = (rin & POLLERR) || (rout & POLLERR);
+        if (e->draining) {
+                if (broken || pump(k->in, k->out, &k->up, &e->bytes_out) < 0 ||
+                    (k->up.eof && !k->up.len))
+                        conn_close(k);
+                return;
+        }
         if (!broken && (rin || rout))
                 broken = pump(k->in, k->out, &k->up, &e->bytes_out) < 0 ||
                          pump(k->out, k->in, &k->down, &e->bytes_in) < 0;
@@ -322,5 +337,33 @@ void sbx_egress_dispatch(struct sbx_egress *e, const struct pollfd *p, size_t n)
                 struct conn *k = &e->conns[e->polled[c]];
                 if (k->in >= 0 && (p[i].revents || p[i + 1].revents))
                         on_conn(e, k, p[i].revents, p[i + 1].revents);
+        }
+}
+
+/* ---- After the job ------------------------------------------------------ */
+
+static long elapsed_ms(const struct timespec *t0)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+void sbx_egress_drain(struct sbx_egress *e, int timeout_ms)
+{
+        e->draining = true;
+        struct timespec t0;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+                struct pollfd p[EGRESS_MAX_POLL];
+                size_t n = sbx_egress_poll(e, p);
+                long left = timeout_ms - elapsed_ms(&t0);
+                if (e->n_polled == 0 || left <= 0)
+                        return;
+                int r = poll(p, n, (int)left);
+                if (r < 0 && errno != EINTR)
+                        return;
+                if (r > 0)
+                        sbx_egress_dispatch(e, p, n);
         }
 }

@@ -231,6 +231,8 @@ void sbx_sup_loop(struct supervisor *s)
         fcntl(s->sock, F_SETFL, O_NONBLOCK);
         while (!s->sock_eof)
                 sbx_sup_on_message(s);
+        if (s->egress)
+                sbx_egress_drain(s->egress, EGRESS_DRAIN_MS);
 }
 
 /* v2 (or a v1 whose tasks files could not be opened): move the child by

@@ -453,10 +453,11 @@ fi
 # Kubernetes): a name under an allowed wildcard must be resolved as
 # written, not as name.search.domain, a name no rule allows.  A small DNS
 # server answers only x.allowed.boxcar.test.search.boxcar.test (loopback,
-# so --network-private) and NXDOMAIN for the rest.
+# so --network-private) and, 300 ms late, slow.boxcar.test (the next
+# check), NXDOMAIN for the rest.
 dns=127.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
 python3 -c "
-import socket, struct
+import socket, struct, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('$dns', 53))
 while True:
     q, peer = s.recvfrom(512)
@@ -464,7 +465,9 @@ while True:
     while q[off]:
         labels.append(q[off + 1:off + 1 + q[off]].decode().lower()); off += 1 + q[off]
     name, qtype, end = '.'.join(labels), struct.unpack('>H', q[off + 1:off + 3])[0], off + 5
-    known = name == 'x.allowed.boxcar.test.search.boxcar.test'
+    if name == 'slow.boxcar.test':
+        time.sleep(0.3)
+    known = name in ('x.allowed.boxcar.test.search.boxcar.test', 'slow.boxcar.test')
     hit = known and qtype == 1
     r = q[:2] + struct.pack('>HHHHH', 0x8180 | (0 if known else 3), 1, int(hit), 0, 0) + q[12:end]
     s.sendto(r + (b'\xc0\x0c' + struct.pack('>HHIH', 1, 1, 5, 4) + bytes([127, 0, 0, 1]) if hit else b''), peer)" &
@@ -481,6 +484,30 @@ GRAB_HOST=x.allowed.boxcar.test GRAB_RESOLV=$T/resolv.conf grab --network-allow 
 if [[ $ctl == 127.0.0.1 ]] && blocked "$OUT" banner && has "$(jget '.network.refused_list[]')" "x.allowed.boxcar.test:$bport (does not resolve)"; then
   ok "an allowed name is resolved as written, not through the search list (control: outside, it resolves through it)"
 else not_ok "an allowed name is resolved as written, not through the search list"; diag "control: $ctl"; diag "$OUT $ST"; fi
+# A job that writes and exits at once (`echo > /dev/tcp/...`, a client
+# that does not wait for an answer): its bytes were taken, so they go out,
+# as the kernel would send a closed socket's data.  Here the name takes
+# the worker's resolver 300 ms, long after the job is gone.
+cport=$(free_port)
+python3 -c "
+import socket
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$cport)); s.listen(50)
+while True:
+    c, _ = s.accept(); d = b''
+    while True:
+        b = c.recv(4096)
+        if not b: break
+        d += b
+    open('$T/collected', 'ab').write(d); c.close()" &
+_bg_pids+=($!)
+wait_for "collector" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $cport), 0.5).close()"
+: > "$T/collected"
+unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$T/resolv.conf" \
+  "$SB" --status-fd 3 --network allow --network-allow "slow.boxcar.test:$cport" --network-private \
+  -- /bin/bash -c "echo sent-before-exit > /dev/tcp/slow.boxcar.test/$cport" >"$T/out" 2>&1 3>"$T/status"
+wait_for "the bytes" 5 grep -q sent-before-exit "$T/collected"
+check "a job's bytes sent just before it exits still reach the server (its name resolves 300 ms later)" \
+  grep -qx sent-before-exit "$T/collected"
 # A job that never reads: 64 connections to a server that sends without
 # end.  What the supervisor has read (bytes_in) is what it parked in the
 # job's side of each connection (its buffer, the kernel's socket buffers,
