@@ -176,7 +176,8 @@ test-vm: deps
 	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) scripts/test.sh vm
 
 # Chaos at scale, full size: 100,000 jobs (tests/chaos/chaos.sh; the chaos
-# suite of `make test` runs 10,000).  CHAOS_JOBS=N for another size.
+# suite of `make test` runs 10,000), then its sandboxed run (2,000 jobs,
+# CHAOS_SANDBOX_JOBS=N).  CHAOS_JOBS=N for another size.
 CHAOS_JOBS ?= 100000
 chaos: deps
 	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)

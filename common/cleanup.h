@@ -4,6 +4,7 @@
 #ifndef BC_COMMON_CLEANUP_H
 #define BC_COMMON_CLEANUP_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,8 @@ static inline void bc_fclosep(FILE **f)
                 if (*p)                                      \
                         fn(*p);                              \
         }
+
+BC_DEFINE_CLEANUP(DIR *, closedir)
 
 static inline void *bc_steal_ptr(void **p)
 {

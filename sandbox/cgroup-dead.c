@@ -1,11 +1,17 @@
 /* A helper killed before its teardown (SIGKILL: by the OOM killer, by an
  * operator, or by the worker for one that was stuck) leaves its empty
- * cgroup behind; the worker that reaped it removes it.  Only the names a
- * helper of that pid makes (boxcar-sandbox-<pid>, where it makes them) are
- * touched, and only an empty cgroup can be removed. */
+ * cgroup behind; the worker that reaped it removes it, and a worker
+ * starting removes those that no worker reaped (its predecessor was
+ * killed with SIGKILL).  Only the names a helper makes
+ * (boxcar-sandbox-<pid>, where it makes them) are touched, only when that
+ * pid is gone, and only an empty cgroup can be removed. */
 #include "sandbox/cgroup-internal.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,8 +36,27 @@ static void remove_dir(const char *parent, pid_t pid)
         }
 }
 
-static void remove_v1(pid_t pid)
+/* Calls fn on each directory a helper of this process makes its cgroups
+ * in: on v1 this process's own cgroup in each hierarchy a helper uses, on
+ * v2 cgroup_parent or this process's own cgroup. */
+static void each_parent(const char *cgroup_parent, void (*fn)(const char *parent, void *arg),
+                        void *arg)
 {
+        const char *v2_root = NULL;
+        const struct cg_backend *b = cg_detect(&v2_root);
+        if (!b)
+                return;
+        if (b->version == SANDBOX_CGROUP_V2) {
+                if (cgroup_parent) {
+                        fn(cgroup_parent, arg);
+                        return;
+                }
+                _cleanup_free_ char *own = cg_own_path(NULL);
+                _cleanup_free_ char *parent = NULL;
+                if (asprintf(&parent, "%s%s", v2_root, own && strcmp(own, "/") ? own : "") >= 0)
+                        fn(parent, arg);
+                return;
+        }
         static const char *const hierarchies[] = { "memory", "pids", "cpu", "cpuacct" };
         char self[8192];
         if (cg_read_file("/proc/self", "cgroup", self, sizeof(self)) < 0)
@@ -46,26 +71,53 @@ static void remove_v1(pid_t pid)
                 _cleanup_free_ char *parent = NULL;
                 if (asprintf(&parent, "%s%s", mnt, own && strcmp(own, "/") ? own : "") < 0)
                         return;
-                remove_dir(parent, pid);
+                fn(parent, arg);
         }
+}
+
+static void remove_in(const char *parent, void *pid)
+{
+        remove_dir(parent, *(pid_t *)pid);
 }
 
 void sandbox_cgroup_remove_dead(pid_t pid, const char *cgroup_parent)
 {
-        const char *v2_root = NULL;
-        const struct cg_backend *b = cg_detect(&v2_root);
-        if (!b)
+        each_parent(cgroup_parent, remove_in, &pid);
+}
+
+/* The pid a helper's cgroup is named after, or 0 for any other name. */
+static pid_t helper_pid(const char *name)
+{
+        static const char prefix[] = "boxcar-sandbox-";
+        if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
+                return 0;
+        const char *digits = name + sizeof(prefix) - 1;
+        char *end;
+        errno = 0;
+        long pid = strtol(digits, &end, 10);
+        return end != digits && !*end && !errno && pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
+static void sweep_in(const char *parent, void *removed)
+{
+        _cleanup_(closedirp) DIR *d = opendir(parent);
+        if (!d)
                 return;
-        if (b->version == SANDBOX_CGROUP_V1) {
-                remove_v1(pid);
-                return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                pid_t pid = helper_pid(de->d_name);
+                /* A helper still running (of this worker or another) keeps
+                 * its cgroup; one still emptying is left (EBUSY). */
+                if (!pid || kill(pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) == 0)
+                        (*(unsigned *)removed)++;
         }
-        if (cgroup_parent) {
-                remove_dir(cgroup_parent, pid);
-                return;
-        }
-        _cleanup_free_ char *own = cg_own_path(NULL);
-        _cleanup_free_ char *parent = NULL;
-        if (asprintf(&parent, "%s%s", v2_root, own && strcmp(own, "/") ? own : "") >= 0)
-                remove_dir(parent, pid);
+}
+
+unsigned sandbox_cgroup_sweep_dead(const char *cgroup_parent)
+{
+        unsigned removed = 0;
+        each_parent(cgroup_parent, sweep_in, &removed);
+        return removed;
 }

@@ -19,8 +19,6 @@
 
 #include "common/cleanup.h"
 
-BC_DEFINE_CLEANUP(DIR *, closedir)
-
 /* Only what the runtimes read.  Small regular files are copied into the
  * root tmpfs (made read-only before the job runs), which costs a few
  * microseconds where a bind costs tens, plus its share of tearing the

@@ -28,8 +28,6 @@
 
 #include "common/cleanup.h"
 
-BC_DEFINE_CLEANUP(DIR *, closedir)
-
 #define IMAGE_RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
 /* Where the sandbox mounts or makes something of its own.  /etc is

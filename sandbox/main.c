@@ -39,7 +39,17 @@ int main(int argc, char **argv)
                 return SBX_EXIT_PRIVS;
         }
         /* The worker's spawning thread going away is a cancel: SIGTERM
-         * (not SIGKILL) so the sandbox is torn down and the cgroup removed. */
+         * (not SIGKILL) so the sandbox is torn down and the cgroup removed.
+         * Blocked from now: one that comes before the supervisor's loop
+         * waits for it (signalfd) instead of killing a helper that has made
+         * its cgroup and not yet its teardown.  The sandbox's processes
+         * unblock them before they run anything. */
+        sigset_t cancel;
+        sigemptyset(&cancel);
+        int cancels[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+        for (size_t i = 0; i < ELEMENTSOF(cancels); i++)
+                sigaddset(&cancel, cancels[i]);
+        sigprocmask(SIG_BLOCK, &cancel, NULL);
         if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0) {
                 perror("boxcar-sandbox: PR_SET_PDEATHSIG");
                 return SBX_EXIT_INTERNAL;

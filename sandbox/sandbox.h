@@ -174,6 +174,11 @@ bool sandbox_warm_reap(struct sandbox_warm *w, bool force, const char *cgroup_pa
  * NULL. */
 void sandbox_cgroup_remove_dead(pid_t pid, const char *cgroup_parent);
 
+/* At a worker's start: removes the empty cgroups of helpers whose pid is
+ * gone (boxcar-sandbox-<pid>, where this worker's helpers make theirs),
+ * which their worker, killed with SIGKILL, never reaped.  Returns how many. */
+unsigned sandbox_cgroup_sweep_dead(const char *cgroup_parent);
+
 /* cgroup v2 delegation, for the worker; call it ONCE at startup, before
  * the process has a second thread (the move below takes the whole thread
  * group, and nothing may race it).

@@ -145,12 +145,6 @@ static int list_add(struct pack_list *l, const char *prefix, const char *name,
         return 0;
 }
 
-static void closedirp(DIR **d)
-{
-        if (*d)
-                closedir(*d);
-}
-
 /* Walks the tree without following symlinks, recording what to pack. */
 static int collect(int dirfd, const char *prefix, int depth, struct pack_list *l,
                    struct bc_error *err)

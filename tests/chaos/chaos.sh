@@ -16,13 +16,21 @@
 # every succeeded job's line exactly once), webhooks missing or delivered
 # under two ids, and invalid signatures (the receiver verifies each one).
 #
-# Workers run with --sandbox none (a process per job, no namespaces) for
-# throughput: the chaos is in the queue, the database, S3 and the
-# receiver, not in the sandbox.  CHAOS_JOBS=100000 is `make chaos`.
+# CHAOS_SANDBOX picks the workers' backend.  none (the default): a process
+# per job, no namespaces, for throughput: the chaos is in the queue, the
+# database, S3 and the receiver.  namespace: every job in a sandbox from
+# the workers' warm pools, the artifact jobs' workspaces on their images,
+# all of it under the same kills; a job cannot write outside its sandbox,
+# so it sends its key through its network allow-list (the egress proxy)
+# to marks.py, which appends it to the same file.  Once the last workers
+# have stopped, nothing their sandboxes made may be left: no mount or loop
+# device under their work dirs, no boxcar-sandbox cgroup or process.
+# CHAOS_JOBS=100000 is `make chaos`.
 source "$(dirname "$0")/../lib.sh"
 N=${CHAOS_JOBS:-10000}
+SANDBOX=${CHAOS_SANDBOX:-none}
 WORKERS=4
-CONC=${CHAOS_CONCURRENCY:-8}
+CONC=${CHAOS_CONCURRENCY:-$([[ $SANDBOX == none ]] && echo 8 || echo 4)}
 STORAGES=8
 A=$(( N / 25 ))                 # artifact jobs, spread over the storages
 GHOSTS=3
@@ -51,6 +59,37 @@ start_receiver() {   # [PORT]
 }
 stop_receiver() { kill -9 "$recv_pid" 2>/dev/null; { wait "$recv_pid"; } 2>/dev/null; recv_pid=""; }
 
+# How a job leaves its mark (its key, once per run of its command).
+marks_pid=""
+if [[ $SANDBOX == none ]]; then
+  SH=sh MARK='echo $K >> $M' MARK_ENV="'M', '$mark'" NET="" NET_FLAGS=()
+else
+  python3 "$BOXCAR_ROOT/tests/chaos/marks.py" "$mark" "$tmp/marks.port" 2>>"$tmp/marks.err" &
+  marks_pid=$!
+  wait_for "the mark collector" 10 test -s "$tmp/marks.port"
+  mport=$(cat "$tmp/marks.port")
+  SH=bash MARK='echo $K > /dev/tcp/127.0.0.1/$MP' MARK_ENV="'MP', '$mport'"
+  NET=", 'network', jsonb_build_object('allow', jsonb_build_array('127.0.0.1:$mport'))"
+  NET_FLAGS=(--network-allow "chaos=127.0.0.1:$mport")
+fi
+
+# What sandboxes could leave behind, one line each: a mount or loop
+# device under the chaos work dirs, a boxcar-sandbox cgroup whose
+# supervisor is gone, a boxcar-sandbox process started from here (its
+# working directory is the workers').
+leftovers() {
+  local p c
+  grep -F "$BOXCAR_DEV/work/chaos-" /proc/self/mountinfo | awk '{ print "mount " $5 }'
+  losetup -n -O NAME,BACK-FILE 2>/dev/null | grep -F "$BOXCAR_DEV/work/chaos-" | sed 's/^/loop /'
+  for c in $(find /sys/fs/cgroup -mindepth 2 -type d -name 'boxcar-sandbox-*' 2>/dev/null); do
+    kill -0 "${c##*-}" 2>/dev/null || echo "cgroup $c"
+  done
+  for p in $(pgrep -f "^$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar-sandbox "); do
+    [[ $(readlink "/proc/$p/cwd") == "$PWD" ]] && echo "process $p: $(tr '\0' ' ' < "/proc/$p/cmdline")"
+  done
+}
+[[ $SANDBOX == none ]] || leftovers | sort > "$tmp/left.before"
+
 declare -a wpid wname
 gen=0
 # The receiver is down for a minute: the schedule retries through it.
@@ -58,7 +97,7 @@ SCHED=1s,2s,3s$(printf ',5s%.0s' $(seq 1 10))$(printf ',10s%.0s' $(seq 1 19))
 start_w() {   # SLOT NAME
   wname[$1]=$2
   "$BOXCAR" worker --worker-id "$2" --work-dir "$BOXCAR_DEV/work/chaos-$1" --queues chaos \
-      --concurrency "$CONC" --sandbox none --lease "${LEASE}s" --poll-interval 1s \
+      --concurrency "$CONC" --sandbox "$SANDBOX" "${NET_FLAGS[@]}" --lease "${LEASE}s" --poll-interval 1s \
       --webhook-retry-schedule "$SCHED" >>"$logs/chaos-w$1.log" 2>&1 &
   wpid[$1]=$!
 }
@@ -67,6 +106,7 @@ cleanup() {
   local i
   for i in "${!wpid[@]}"; do kill -9 "${wpid[$i]}" 2>/dev/null; done
   [[ -n $recv_pid ]] && kill -9 "$recv_pid" 2>/dev/null
+  [[ -n $marks_pid ]] && kill -9 "$marks_pid" 2>/dev/null
   "$BOXCAR_ROOT/scripts/s3.sh" start >/dev/null 2>&1
   { wait; } 2>/dev/null
   rm -rf "$tmp"
@@ -83,21 +123,21 @@ hook="http://127.0.0.1:$port/hook"
 # an hour, later turned into `running` rows without lease or worker.
 t_enq=$(date +%s%N)
 sql "select count(boxcar.enqueue('chaos',
-        jsonb_build_object('command', jsonb_build_array('sh', '-c',
-                             'sleep 0.2; echo \$K >> log.txt && echo \$K >> \$M'),
-                           'env', jsonb_build_object('K', 'a' || g, 'M', '$mark'),
+        jsonb_build_object('command', jsonb_build_array('$SH', '-c',
+                             'sleep 0.2; echo \$K >> log.txt && $MARK'),
+                           'env', jsonb_build_object('K', 'a' || g, $MARK_ENV),
                            'artifact', jsonb_build_object('storage', 'chaos-s' || (g % $STORAGES),
-                                                          'base', 'latest')),
+                                                          'base', 'latest') $NET),
         priority => 1, max_attempts => 50, webhook_url => '$hook'))
      from generate_series(1, $A) g" >/dev/null
 sql "select count(boxcar.enqueue('chaos',
-        jsonb_build_object('command', jsonb_build_array('sh', '-c', 'echo \$K >> \$M'),
-                           'env', jsonb_build_object('K', 'j' || g, 'M', '$mark')),
+        jsonb_build_object('command', jsonb_build_array('$SH', '-c', '$MARK'),
+                           'env', jsonb_build_object('K', 'j' || g, $MARK_ENV) $NET),
         max_attempts => 50, webhook_url => '$hook'))
      from generate_series($A + 1, $N) g" >/dev/null
 sql "select count(boxcar.enqueue('chaos',
-        jsonb_build_object('command', jsonb_build_array('sh', '-c', 'echo \$K >> \$M'),
-                           'env', jsonb_build_object('K', 'g' || g, 'M', '$mark')),
+        jsonb_build_object('command', jsonb_build_array('$SH', '-c', '$MARK'),
+                           'env', jsonb_build_object('K', 'g' || g, $MARK_ENV) $NET),
         run_at => now() + interval '1 hour', max_attempts => 50, webhook_url => '$hook'))
      from generate_series(1, $GHOSTS) g" >/dev/null
 diag "enqueued $TOTAL jobs ($A with artifacts on $STORAGES storages) in $(( ($(date +%s%N) - t_enq) / 1000000 )) ms"
@@ -179,6 +219,16 @@ sleep 1
 stuck=$(sql "select count(*) from boxcar.jobs where status = 'running' and (lease_expires_at is null or lease_expires_at < now())")
 for i in "${!wpid[@]}"; do kill -TERM "${wpid[$i]}" 2>/dev/null; done
 for i in "${!wpid[@]}"; do wait "${wpid[$i]}" 2>/dev/null; done
+if [[ $SANDBOX != none ]]; then
+  # A supervisor's cgroup goes when it has been reaped: a moment after.
+  no_leftovers() { leftovers | sort | comm -13 "$tmp/left.before" - > "$tmp/left.after"; [[ ! -s $tmp/left.after ]]; }
+  no_leftovers || sleep 2
+  if no_leftovers; then
+    ok "nothing the sandboxes made is left once the workers stopped (mounts, loop devices, cgroups, processes)"
+  else
+    not_ok "nothing the sandboxes made is left once the workers stopped"; diag "$(head -20 "$tmp/left.after")"
+  fi
+fi
 
 # The receiver's log and the command's marks, as tables.
 python3 - "$hooks" > "$tmp/hooks.csv" <<'PY'

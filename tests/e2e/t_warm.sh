@@ -124,6 +124,39 @@ for p in $pids; do
 done
 is "and no cgroup of theirs is left" "$left" "0"
 
+# A helper that could not tear down (killed with SIGKILL itself, or its
+# worker was, before it made its cgroup's removal) leaves its cgroup, and
+# a worker killed with SIGKILL reaps none: the next worker on the same
+# cgroup removes those of pids that are gone, and nothing else (a live
+# pid's, another name).  Where the helpers make them: the parent the worker
+# logged, else its own cgroup in each v1 hierarchy (or on v2).
+cg_parents() {
+  local p; p=$(sed -n 's/.*event=sandbox\.cgroup parent=\([^ ]*\).*/\1/p' "$BOXCAR_DEV/test-logs/warm-w.log" | head -1)
+  if [[ -n $p && $p != none ]]; then echo "$p"; return; fi
+  local v2; [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]] && v2=1 || v2=0
+  awk -F: -v v2=$v2 'v2 && $1 == 0 { print "/sys/fs/cgroup" $3 }
+           !v2 && $2 ~ /(^|,)(memory|pids|cpu|cpuacct)(,|$)/ { n = split($2, c, ","); for (i = 1; i <= n; i++)
+             if (c[i] ~ /^(memory|pids|cpu|cpuacct)$/) print "/sys/fs/cgroup/" c[i] $3 }' /proc/self/cgroup |
+    sed 's:/$::' | while read -r d; do [[ -d $d ]] && echo "$d"; done
+}
+dead=$(sh -c 'echo $$')
+stale=() kept=()
+for d in $(cg_parents); do
+  mkdir "$d/boxcar-sandbox-$dead" "$d/boxcar-sandbox-$$" "$d/boxcar-sandboxed-$dead" 2>/dev/null &&
+    stale+=("$d/boxcar-sandbox-$dead") kept+=("$d/boxcar-sandbox-$$" "$d/boxcar-sandboxed-$dead")
+done
+start_worker warm-sweep --concurrency 1 --poll-interval 300ms --sandbox namespace --warm-sandboxes 0
+wait_for "worker up" 20 grep -q 'event=sandbox.pool' "$BOXCAR_DEV/test-logs/warm-sweep.log"
+left=0; for d in "${stale[@]}"; do [[ -d $d ]] && left=$((left + 1)); done
+there=0; for d in "${kept[@]}"; do [[ -d $d ]] && there=$((there + 1)); done
+if (( ${#stale[@]} > 0 && left == 0 && there == ${#kept[@]} )) &&
+   grep -q "event=sandbox.cgroup_swept count=${#stale[@]} " "$BOXCAR_DEV/test-logs/warm-sweep.log"; then
+  ok "a starting worker removes the cgroups of helpers that are gone (${#stale[@]}), not a live pid's or another name"
+else not_ok "stale helper cgroups swept at start"; diag "stale=${stale[*]} left=$left kept=$there/${#kept[@]}"
+  grep cgroup "$BOXCAR_DEV/test-logs/warm-sweep.log" | sed 's/^/# /'; fi
+for d in "${kept[@]}" "${stale[@]}"; do rmdir "$d" 2>/dev/null; done
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+
 # --warm-sandboxes 0: every sandbox is cold.
 start_worker warm-off --concurrency 1 --poll-interval 300ms --sandbox namespace --warm-sandboxes 0 --metrics-addr "127.0.0.1:$port"
 wait_for "metrics up" 20 bash -c "curl -fsS http://127.0.0.1:$port/metrics >/dev/null"

@@ -154,6 +154,11 @@ char *worker_setup_cgroup(const struct worker_config *cfg)
                   parent ? "v2 delegated: worker in a leaf, jobs beside it"
                          : "jobs under the helper's own cgroup", NULL);
         backend_sandbox_set_cgroup_parent(parent);
+        unsigned swept = sandbox_cgroup_sweep_dead(parent);
+        if (swept)
+                log_event(LOG_INFO, "sandbox.cgroup_swept", LOG_INT("count", swept), "why",
+                          "helpers gone without their teardown (a worker killed with SIGKILL)",
+                          NULL);
         return parent;
 }
 
