@@ -219,7 +219,7 @@ format:
 	clang-format -i $(foreach m,$(MODULES),$(wildcard $(m)/*.[ch] $(foreach r,$($(m)_ROOMS),$(m)/$(r)/*.[ch]))) tests/unit/*.c
 
 clean:
-	rm -rf $(BUILD) build-fuzz
+	rm -rf $(BUILD) build-fuzz build-vg
 
 distclean: clean
 	-scripts/pg.sh stop

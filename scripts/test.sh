@@ -7,7 +7,7 @@ set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$BOXCAR_ROOT"
 
-ALL_SUITES=(unit sql e2e security storage webhooks chaos ops docs fuzz vm)
+ALL_SUITES=(unit sql e2e security storage webhooks valgrind chaos ops docs fuzz vm)
 suites=("$@")
 [[ ${#suites[@]} -eq 0 ]] && suites=("${ALL_SUITES[@]}")
 
