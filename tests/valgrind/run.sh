@@ -25,11 +25,18 @@ fi
 build=${BOXCAR_BUILD:-build}
 if [[ ${SAN:-0} != 0 ]]; then
   build=build-vg
-  if ! make -s --no-print-directory SAN=0 BUILD="$build" "$build/boxcar" unit-tests >/dev/null; then
+  if ! make -s --no-print-directory SAN=0 BUILD="$build" "$build/boxcar" "$build/boxcar-guard" \
+       unit-tests >/dev/null; then
     not_ok "a plain build for valgrind ($build/)"; tap_done; exit 1
   fi
 fi
 bin="$BOXCAR_ROOT/$build/boxcar"
+# The worker execs boxcar-guard beside it for each --sandbox none job;
+# without it, it forks a guard of its own, a copy of a valgrind'd process
+# whose exit memcheck would judge (and whose status would be the job's).
+if [[ ! -x $BOXCAR_ROOT/$build/boxcar-guard ]]; then
+  not_ok "$build/boxcar-guard is built"; tap_done; exit 1
+fi
 T=$(mktemp -d /tmp/boxcar-vg.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 n_logs=0
