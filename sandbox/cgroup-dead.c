@@ -92,6 +92,8 @@ static pid_t helper_pid(const char *name)
         if (strncmp(name, prefix, sizeof(prefix) - 1) != 0)
                 return 0;
         const char *digits = name + sizeof(prefix) - 1;
+        if (*digits < '1' || *digits > '9')
+                return 0;
         char *end;
         errno = 0;
         long pid = strtol(digits, &end, 10);
