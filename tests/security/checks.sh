@@ -508,6 +508,31 @@ unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$T/resolv.co
 wait_for "the bytes" 5 grep -q sent-before-exit "$T/collected"
 check "a job's bytes sent just before it exits still reach the server (its name resolves 300 ms later)" \
   grep -qx sent-before-exit "$T/collected"
+# That is bounded: a server that never reads does not hold the sandbox.
+# The job fills every buffer on the way (its socket's, the supervisor's)
+# and exits; the sandbox ends with it, 2 s later at most.
+sport=$(free_port)
+python3 -c "
+import socket, time
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$sport)); s.listen(50)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)" &
+_bg_pids+=($!)
+wait_for "sink" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $sport), 0.5).close()"
+stuffer="import socket
+c = socket.create_connection(('127.0.0.1', $sport)); c.setblocking(False); n = 0
+try:
+    while True: n += c.send(b'x' * 65536)
+except BlockingIOError:
+    print('STUFFED', n)"
+t0=$(date +%s%N)
+timeout 30 "$SB" --status-fd 3 --network allow --network-allow "127.0.0.1:$sport" \
+  -- /usr/bin/python3 -c "$stuffer" >"$T/out" 2>&1 3>"$T/status"
+took=$(( ($(date +%s%N) - t0) / 1000000 )) ST=$(cat "$T/status")
+if grep -q STUFFED "$T/out" && (( took < 10000 )) && [[ $(jget .exit_code) == 0 ]]; then
+  ok "a server that never reads does not hold the sandbox after its job ($took ms, $(grep -o 'STUFFED [0-9]*' "$T/out") bytes)"
+else not_ok "the drain after the job is bounded"; diag "took $took ms: $(head -3 "$T/out") $(cat "$T/status")"; fi
 # A job that never reads: 64 connections to a server that sends without
 # end.  What the supervisor has read (bytes_in) is what it parked in the
 # job's side of each connection (its buffer, the kernel's socket buffers,
