@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/netguard.h"
@@ -224,21 +223,16 @@ size_t sbx_egress_poll(struct sbx_egress *e, struct pollfd *p)
                 }
                 if (k->connecting) {
                         eout = POLLOUT;
-                } else if (e->draining) {
-                        /* Only what the job sent: it takes no answer now. */
-                        if (k->up.len == 0 && !k->up.eof)
-                                ein |= POLLIN;
-                        if (k->up.len > 0)
-                                eout |= POLLOUT;
                 } else {
                         if (k->up.len == 0 && !k->up.eof)
                                 ein |= POLLIN;
-                        if (k->down.len > 0)
-                                ein |= POLLOUT;
-                        if (k->down.len == 0 && !k->down.eof)
-                                eout |= POLLIN;
                         if (k->up.len > 0)
                                 eout |= POLLOUT;
+                        /* Draining, the job is gone: it takes no answer. */
+                        if (!e->draining && k->down.len > 0)
+                                ein |= POLLOUT;
+                        if (!e->draining && k->down.len == 0 && !k->down.eof)
+                                eout |= POLLIN;
                 }
                 /* A side we want nothing from is not polled: its POLLHUP
                  * would wake us again and again (a job that closed while
@@ -307,16 +301,11 @@ static void on_conn(struct sbx_egress *e, struct conn *k, short rin, short rout)
                 k->connecting = false;
         }
         bool broken = (rin & POLLERR) || (rout & POLLERR);
-        if (e->draining) {
-                if (broken || pump(k->in, k->out, &k->up, &e->bytes_out) < 0 ||
-                    (k->up.eof && !k->up.len))
-                        conn_close(k);
-                return;
-        }
         if (!broken && (rin || rout))
                 broken = pump(k->in, k->out, &k->up, &e->bytes_out) < 0 ||
-                         pump(k->out, k->in, &k->down, &e->bytes_in) < 0;
-        if (broken || (k->up.eof && k->down.eof && !k->up.len && !k->down.len))
+                         (!e->draining && pump(k->out, k->in, &k->down, &e->bytes_in) < 0);
+        bool up_done = k->up.eof && !k->up.len;
+        if (broken || (up_done && (e->draining || (k->down.eof && !k->down.len))))
                 conn_close(k);
 }
 
@@ -342,22 +331,14 @@ void sbx_egress_dispatch(struct sbx_egress *e, const struct pollfd *p, size_t n)
 
 /* ---- After the job ------------------------------------------------------ */
 
-static long elapsed_ms(const struct timespec *t0)
-{
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
 void sbx_egress_drain(struct sbx_egress *e, int timeout_ms)
 {
         e->draining = true;
-        struct timespec t0;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        uint64_t deadline = sbx_now_ms() + (uint64_t)timeout_ms;
         for (;;) {
                 struct pollfd p[EGRESS_MAX_POLL];
                 size_t n = sbx_egress_poll(e, p);
-                long left = timeout_ms - elapsed_ms(&t0);
+                int64_t left = (int64_t)(deadline - sbx_now_ms());
                 if (e->n_polled == 0 || left <= 0)
                         return;
                 int r = poll(p, n, (int)left);

@@ -44,12 +44,7 @@ int main(int argc, char **argv)
          * waits for it (signalfd) instead of killing a helper that has made
          * its cgroup and not yet its teardown.  The sandbox's processes
          * unblock them before they run anything. */
-        sigset_t cancel;
-        sigemptyset(&cancel);
-        int cancels[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT };
-        for (size_t i = 0; i < ELEMENTSOF(cancels); i++)
-                sigaddset(&cancel, cancels[i]);
-        sigprocmask(SIG_BLOCK, &cancel, NULL);
+        sbx_sup_block_signals();
         if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0) {
                 perror("boxcar-sandbox: PR_SET_PDEATHSIG");
                 return SBX_EXIT_INTERNAL;

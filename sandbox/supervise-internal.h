@@ -72,6 +72,9 @@ void sbx_sup_kill(struct supervisor *s);
  * and _group) for sbx_sup_make_idmap after the clone. */
 int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group, bool later);
 int sbx_sup_prepare_signals(struct supervisor *s);
+/* Blocks the signals sbx_sup_prepare_signals reads, from the helper's
+ * start: one that comes before its signalfd waits for it. */
+void sbx_sup_block_signals(void);
 /* Clones the sandbox's init with *sock_child (and, warm, *job_sock_child:
  * the socket its job's process will wait on; NULL when cold), both
  * closed here. */

@@ -35,7 +35,7 @@
 #include "sandbox/child-internal.h"
 #include "sandbox/egress-internal.h"
 
-static uint64_t now_ms(void)
+uint64_t sbx_now_ms(void)
 {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -462,13 +462,27 @@ int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_gr
         return s->idmap_fd < 0 ? -1 : 0;
 }
 
+/* Child exits, and the cancels (SIGTERM, the worker's parent-death
+ * signal among them): read from the signalfd, blocked otherwise. */
+static void supervisor_signals(sigset_t *set)
+{
+        sigemptyset(set);
+        int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT };
+        for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+                sigaddset(set, sigs[i]);
+}
+
+void sbx_sup_block_signals(void)
+{
+        sigset_t set;
+        supervisor_signals(&set);
+        sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
 int sbx_sup_prepare_signals(struct supervisor *s)
 {
         sigset_t set;
-        sigemptyset(&set);
-        int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT };
-        for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
-                sigaddset(&set, sigs[i]);
+        supervisor_signals(&set);
         sigprocmask(SIG_BLOCK, &set, NULL);
         s->sigfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
         s->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -607,7 +621,7 @@ void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
                 return;
         ret->setup_us = (uint64_t)((s->start.tv_sec - s->got_job.tv_sec) * 1000000 +
                                    (s->start.tv_nsec - s->got_job.tv_nsec) / 1000);
-        ret->wall_ms = now_ms() - ((uint64_t)s->start.tv_sec * 1000u +
+        ret->wall_ms = sbx_now_ms() - ((uint64_t)s->start.tv_sec * 1000u +
                                    (uint64_t)s->start.tv_nsec / 1000000u);
 }
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The mark collector of the sandboxed chaos run (chaos.sh, CHAOS_SANDBOX).
+"""The mark collector of the sandboxed chaos run (chaos.sh, CHAOS_SANDBOX),
+also the security suite's for bytes a job sends just before it exits.
 
 A sandboxed job cannot append to a file outside its sandbox, so it sends
 its key over TCP instead, through its network allow-list (the worker's

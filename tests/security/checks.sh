@@ -488,20 +488,12 @@ else not_ok "an allowed name is resolved as written, not through the search list
 # that does not wait for an answer): its bytes were taken, so they go out,
 # as the kernel would send a closed socket's data.  Here the name takes
 # the worker's resolver 300 ms, long after the job is gone.
-cport=$(free_port)
-python3 -c "
-import socket
-s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1',$cport)); s.listen(50)
-while True:
-    c, _ = s.accept(); d = b''
-    while True:
-        b = c.recv(4096)
-        if not b: break
-        d += b
-    open('$T/collected', 'ab').write(d); c.close()" &
-_bg_pids+=($!)
-wait_for "collector" 10 python3 -c "import socket; socket.create_connection(('127.0.0.1', $cport), 0.5).close()"
+# The chaos suite's collector: each line a connection brings, appended.
 : > "$T/collected"
+python3 "$BOXCAR_ROOT/tests/chaos/marks.py" "$T/collected" "$T/collector.port" &
+_bg_pids+=($!)
+wait_for "collector" 10 test -s "$T/collector.port"
+cport=$(cat "$T/collector.port")
 unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$T/resolv.conf" \
   "$SB" --status-fd 3 --network allow --network-allow "slow.boxcar.test:$cport" --network-private \
   -- /bin/bash -c "echo sent-before-exit > /dev/tcp/slow.boxcar.test/$cport" >"$T/out" 2>&1 3>"$T/status"

@@ -39,7 +39,6 @@ if [[ ! -x $BOXCAR_ROOT/$build/boxcar-guard ]]; then
 fi
 T=$(mktemp -d /tmp/boxcar-vg.XXXXXX)
 trap 'rm -rf "$T"' EXIT
-n_logs=0
 
 # vg NAME CMD...: CMD under memcheck, its reports (one file per process)
 # under $T/NAME.*; returns CMD's status (99: memcheck found something).
