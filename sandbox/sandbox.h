@@ -212,11 +212,14 @@ int sandbox_cgroup_prepare_worker(const char *cgroup_root, char **ret_parent,
  * (signal is then non-zero).  setup_failed means the command never ran;
  * setup_step/setup_path/setup_errno/message say why.  exec_failed means
  * the sandbox was fine but the command could not be executed (exit_code
- * 126 or 127, message says why): the job's fault, not the host's. */
+ * 126 or 127, message says why): the job's fault, not the host's.
+ * sandbox_killed means the sandbox's init was killed from outside while
+ * the job ran (signal says by which): not the job's fault either, and it
+ * may have run in part. */
 struct sandbox_status {
         int exit_code;
         int signal;
-        bool timed_out, oom_killed, cancelled;
+        bool timed_out, oom_killed, cancelled, sandbox_killed;
         uint64_t wall_ms, cpu_ms, max_rss_kb;
         /* The helper's time from having the job (its start, or a warm
          * sandbox's handoff) to the job's start. */

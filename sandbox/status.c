@@ -6,8 +6,10 @@
  *    "setup_us": 800,
  *    "setup_error": {"step": "mount", "path": "/usr", "errno": 2,
  *                    "message": "..."},          only when setup failed
- *    "exec_error": {"path": "python4", "errno": 2, "message": "..."}}
+ *    "exec_error": {"path": "python4", "errno": 2, "message": "..."},
  *                                                only when exec failed
+ *    "sandbox_killed": true}                     only when the sandbox's init
+ *                                                was killed from outside
  * The helper writes it with status_write.c (no JSON library in the
  * helper, which is linked statically). */
 #include "sandbox/sandbox.h"
@@ -130,6 +132,8 @@ static int parse_root(const cJSON *root, struct sandbox_status *s)
                 r = get_bool(root, "oom_killed", &s->oom_killed);
         if (r >= 0)
                 r = get_bool(root, "cancelled", &s->cancelled);
+        if (r >= 0)
+                r = get_bool(root, "sandbox_killed", &s->sandbox_killed);
         if (r >= 0)
                 r = get_u64(root, "wall_ms", &s->wall_ms);
         if (r >= 0)

@@ -89,6 +89,8 @@ char *sbx_status_to_json(const struct sandbox_status *s)
                 add_error_object(&b, "setup_error", s);
         else if (s->exec_failed)
                 add_error_object(&b, "exec_error", s);
+        if (s->sandbox_killed)
+                dynbuf_addstr(&b, ",\"sandbox_killed\":true");
         if (s->has_network)
                 add_network(&b, s);
         if (dynbuf_addstr(&b, "}") < 0) {
@@ -126,6 +128,9 @@ void sbx_report(int status_fd, int err_fd, const struct sandbox_status *st)
                         st->message ? st->message : "failed");
         else if (st->exec_failed)
                 dprintf(err_fd, "boxcar-sandbox: %s\n", st->message ? st->message : "exec failed");
+        else if (st->sandbox_killed)
+                dprintf(err_fd, "boxcar-sandbox: the sandbox's init was killed by signal %d (%s) "
+                        "from outside the sandbox\n", st->signal, strsignal(st->signal));
         sbx_status_write(status_fd, st);
         if (status_fd >= 0)
                 close(status_fd);

@@ -36,6 +36,7 @@ struct supervisor {
         struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
         bool failed;
         int job_wstatus;
+        int child_wstatus;        /* init's, once reaped */
         uint64_t job_cpu_us, job_rss_kb;
         uint64_t cpu_base_us;     /* the cgroup's CPU time before the job (warm setup) */
         struct timespec start;    /* the job's start (GO) */

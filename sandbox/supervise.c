@@ -178,8 +178,7 @@ void sbx_sup_on_signal(struct supervisor *s)
         struct signalfd_siginfo si;
         while (read(s->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
                 if (si.ssi_signo == SIGCHLD) {
-                        int st;
-                        if (waitpid(s->child, &st, WNOHANG) == s->child)
+                        if (waitpid(s->child, &s->child_wstatus, WNOHANG) == s->child)
                                 s->reaped = true;
                 } else {
                         s->cancelled = true;
@@ -212,8 +211,7 @@ void sbx_sup_loop(struct supervisor *s)
                         sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
                         sbx_sup_kill(s);
                         /* Block on the child instead; it is dead or dying. */
-                        int st;
-                        while (waitpid(s->child, &st, 0) < 0 && errno == EINTR)
+                        while (waitpid(s->child, &s->child_wstatus, 0) < 0 && errno == EINTR)
                                 ;
                         s->reaped = true;
                         break;
@@ -582,6 +580,15 @@ int sbx_sup_finish(struct supervisor *s, struct sandbox_status *st)
                 int w = s->job_wstatus;
                 st->signal = WIFSIGNALED(w) ? WTERMSIG(w) : 0;
                 st->exit_code = WIFSIGNALED(w) ? 128 + st->signal : WEXITSTATUS(w);
+        } else if (!s->job_reported && !s->timed_out && !s->cancelled && !st->oom_killed &&
+                   s->reaped && WIFSIGNALED(s->child_wstatus)) {
+                /* Init died of a signal that neither we nor a limit sent.
+                 * Nothing inside the sandbox can signal its init (the
+                 * kernel drops them), so it came from the host: an
+                 * operator's kill, a crash.  Not the job's doing. */
+                st->sandbox_killed = true;
+                st->signal = WTERMSIG(s->child_wstatus);
+                st->exit_code = 128 + st->signal;
         } else {
                 /* Killed by us (timeout, cancel) or init died (OOM): the
                  * job ended by SIGKILL either way. */

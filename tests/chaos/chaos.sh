@@ -22,7 +22,12 @@
 # the workers' warm pools, the artifact jobs' workspaces on their images,
 # all of it under the same kills; a job cannot write outside its sandbox,
 # so it sends its key through its network allow-list (the egress proxy)
-# to marks.py, which appends it to the same file.  Once the last workers
+# to marks.py, which appends it to the same file.  Every 1-2 s a random
+# process of the workers' sandboxes is killed with SIGKILL as well: a
+# supervisor (outside) or a sandbox's init, waiting warm or under its job
+# (every other time one running its job's command, when there is one: a
+# job whose sandbox is killed under it may have run in part; it is
+# retried, and that is the only rerun it may have).  Once the last workers
 # have stopped, nothing their sandboxes made may be left: no mount or loop
 # device under their work dirs, no boxcar-sandbox cgroup or process.
 # CHAOS_JOBS=100000 is `make chaos`.
@@ -102,6 +107,28 @@ start_w() {   # SLOT NAME
   wpid[$1]=$!
 }
 kill_w() { kill -9 "${wpid[$1]}" 2>/dev/null; { wait "${wpid[$1]}"; } 2>/dev/null; }
+# kill_sandbox_process any|busy: SIGKILL to a supervisor (a worker's
+# boxcar-sandbox child) or a sandbox's init (the supervisor's child); busy:
+# only of a sandbox running its job's command (init has a child that is
+# no longer boxcar-sandbox).  From one process table.
+sb_kills=0
+kill_sandbox_process() {
+  local victims
+  mapfile -t victims < <(ps -eo pid=,ppid=,comm= | awk -v workers=" ${wpid[*]} " -v want="$1" '
+    { up[$1] = $2; comm[$1] = $3 }
+    END {
+      # (k in a), not a[k]: looking a key up would add it to a.
+      for (p in up) if (index(workers, " " up[p] " ") && comm[p] == "boxcar-sandbox") helper[p] = 1
+      for (p in up) if (up[p] in helper) init[p] = 1
+      for (p in up) if ((up[p] in init) && comm[p] != "boxcar-sandbox") busy[up[p]] = 1
+      for (p in init) if (want == "any" || (p in busy)) { print p; print up[p] }
+      if (want == "any") for (p in helper) print p
+    }')
+  (( ${#victims[@]} )) || return 0
+  local v=${victims[RANDOM % ${#victims[@]}]}
+  [[ $v =~ ^[1-9][0-9]+$ ]] && kill -9 "$v" 2>/dev/null && sb_kills=$((sb_kills + 1))
+  return 0
+}
 cleanup() {
   local i
   for i in "${!wpid[@]}"; do kill -9 "${wpid[$i]}" 2>/dev/null; done
@@ -154,6 +181,7 @@ finished_n() { q "select count(*) from boxcar.jobs where status in ('succeeded',
 T_S3=4 T_HOOK=8 T_GHOST=12 T_PG=20
 pg_done=0 s3_state=0 hook_state=0 ghost_done=0 kills=0 new_ids=0
 next_kill=$(( $(date +%s) + 3 ))
+next_sb_kill=$(( $(date +%s) + 2 ))
 s3_busy=""
 while :; do
   e=$(el)
@@ -195,6 +223,10 @@ while :; do
       start_w "$v" "${wname[$v]}"
     fi
     next_kill=$(( $(date +%s) + 2 + RANDOM % 4 ))
+  fi
+  if [[ $SANDBOX != none ]] && (( $(date +%s) >= next_sb_kill )); then
+    if (( RANDOM % 2 )); then kill_sandbox_process busy; else kill_sandbox_process any; fi
+    next_sb_kill=$(( $(date +%s) + 1 + RANDOM % 2 ))
   fi
   f=$(finished_n)
   if (( pg_done >= 2 && s3_state == 2 && hook_state == 2 && ghost_done )) && [[ $f == "$TOTAL" ]]; then
@@ -261,6 +293,9 @@ unexplained=$(count "$runs select count(*) from j join m using (k) where m.n > 1
 reruns=$(count "$runs select coalesce(sum(m.n - 1), 0) from j join m using (k) where m.n > 1")
 not_run=$(count "$runs select count(*) from j left join m using (k) where j.status = 'succeeded' and m.n is null")
 rescued=$(count "select count(*) from boxcar.job_events where kind = 'rescued'")
+# Attempts failed by a sandbox killed under its job.
+sb_hit=$(count "select count(*) from boxcar.job_events where kind = 'retried'
+                  and details->'error'->>'message' like '%may have run in part%'")
 ghosts=$(count "select count(*) from boxcar.jobs where spec->'env'->>'K' like 'g%' and status = 'succeeded' and attempts >= 2")
 # Version chains: a parent with two children is a fork; a version off the
 # head's chain, or a chain link to a missing parent, is a skip.
@@ -308,6 +343,8 @@ requests=$(count "select count(*) from chaos_hooks")
 
 diag "jobs: $TOTAL in $t_jobs s ($(( TOTAL / (t_jobs > 0 ? t_jobs : 1) )) jobs/s with the chaos), webhooks all delivered at $t_all s"
 diag "kill -9: $kills ($new_ids under a new id); rescued attempts: $rescued; command reruns after a lost attempt: $reruns"
+[[ $SANDBOX != none ]] &&
+  diag "kill -9 of sandbox processes: $sb_kills; attempts they failed (retried): $sb_hit"
 diag "artifact: $A jobs, $versions versions, $head_lines lines in the heads; S3 went down with $s3_busy artifact jobs running"
 diag "webhook requests: $requests (redeliveries under the same id: $hook_dups)"
 is "PostgreSQL restarted" "$pg_done" 2
@@ -329,4 +366,5 @@ is "jobs without a delivered, valid webhook" "$hook_missing" 0
 is "jobs whose webhook came under two ids" "$hook_two_ids" 0
 is "invalid signatures" "$invalid" 0
 check "S3 went down while artifact jobs ran" test "${s3_busy:-0}" -gt 0
+[[ $SANDBOX != none ]] && check "sandboxes were killed under their jobs ($sb_hit attempts)" test "$sb_hit" -gt 0
 tap_done

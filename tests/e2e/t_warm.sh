@@ -18,6 +18,29 @@ warm_pids() { pgrep -P "$1" -f 'boxcar-sandbox --warm' || true; }
 # Until the worker has 2 warm sandboxes again.
 wait_refilled() { wait_for "pool refilled" 20 bash -c "[[ \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm' | wc -l) -ge 2 ]]"; }
 
+# A sandbox killed from outside under its job (an operator's kill -9, a
+# crash; nothing inside can signal its init) is the host's failure, not
+# the job's: SANDBOX_SETUP, retried as a new attempt in a fresh workspace,
+# never NONZERO_EXIT, and never run again in the same attempt over what
+# the job left (a warm one used to be replaced by a cold one there: the
+# job ran twice and saw its own first run's files).  kill_under_job WHAT
+# (init: the sandbox's pid 1; helper: its supervisor outside) prints
+# "status code attempts" and the error's message on the next line.
+ppid_of() { ps -o ppid= -p "$1" | tr -d ' '; }
+kill_under_job() {
+  local id job init helper
+  id=$(echo '{"script": "echo run >> /workspace/n; cat /workspace/n; sleep 29.71"}' |
+       "$BOXCAR" enqueue --max-attempts 1 --spec -)
+  wait_for "job running" 20 pgrep -fx 'sleep 29.71' >/dev/null
+  job=$(ppid_of "$(pgrep -fx 'sleep 29.71' | head -1)")   # sh, pid 2 inside
+  init=$(ppid_of "$job"); helper=$(ppid_of "$init")
+  if [[ $(ppid_of "$helper") == "$WORKER_PID" ]]; then
+    if [[ $1 == init ]]; then kill -9 "$init"; else kill -9 "$helper"; fi
+  fi
+  "$BOXCAR" status --wait --timeout 60s "$id" >/dev/null
+  job_field "$id" "status || ' ' || coalesce(error->>'code', '-') || ' ' || attempts || E'\\n' || coalesce(error->>'message', '')"
+}
+
 start_worker warm-w --concurrency 2 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
 wait_for "warm sandboxes ready" 30 bash -c "[[ \$(curl -fsS http://127.0.0.1:$port/metrics 2>/dev/null | awk '\$1 == \"boxcar_warm_sandboxes{state=\\\"ready\\\"}\" { print \$2 }') -ge 2 ]]"
 ready=$(metric 'boxcar_warm_sandboxes{state="ready"}')
@@ -87,6 +110,13 @@ warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
 id=$(run_job '{"command": ["true"]}')
 is "the next job still succeeds, warm" "$(job_field $id status) $(( $(metric 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" "succeeded 1"
 is "no attempt was spent on it" "$(job_field $id attempts)" "1"
+
+for what in init helper; do
+  out=$(kill_under_job $what)
+  if [[ $(head -1 <<<"$out") == "failed SANDBOX_SETUP 1" ]] && grep -q 'may have run in part' <<<"$out"; then
+    ok "a warm sandbox's $what killed from outside under its job: SANDBOX_SETUP (retried), not run again in the attempt"
+  else not_ok "warm sandbox's $what killed under its job"; diag "$out"; fi
+done
 
 # Teardown is off the slot's path: a slot is free once the helper's status
 # has come; the helper then removes its cgroup, and the worker collects its
@@ -164,6 +194,10 @@ id=$(run_job '{"command": ["true"]}')
 is "--warm-sandboxes 0: the job succeeds on a cold sandbox, none warm" \
    "$(job_field $id status) $(metric 'boxcar_sandbox_starts_total{path="cold"}') $(metric 'boxcar_sandbox_starts_total{path="warm"}') $(warm_pids $WORKER_PID | wc -l)" \
    "succeeded 1 0 0"
+out=$(kill_under_job init)
+if [[ $(head -1 <<<"$out") == "failed SANDBOX_SETUP 1" ]] && grep -q 'killed from outside' <<<"$out"; then
+  ok "a cold sandbox's init killed from outside under its job: SANDBOX_SETUP (retried), not the job's NONZERO_EXIT"
+else not_ok "cold sandbox's init killed under its job"; diag "$out"; fi
 # A stopped worker waits for its helpers' teardown (their cgroups).
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 is "a stopped worker leaves no helper's cgroup behind" "$(stale_cgroups)" "0"

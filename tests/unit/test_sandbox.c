@@ -212,6 +212,7 @@ static void test_status_parse_table(void **state)
                 { "{\"exit_code\":", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
                 { "{\"exit_code\":300}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
                 { "{\"exit_code\":\"0\"}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
+                { "{\"sandbox_killed\":1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
                 { "{\"timed_out\":1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
                 { "{\"wall_ms\":-1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
                 { "{\"setup_error\":{\"path\":\"/x\"}}", -EINVAL, 0, 0, false, false, false, false,
@@ -275,9 +276,20 @@ static void test_status_round_trip(void **state)
         assert_string_equal(out.setup_path, "/w");
         assert_string_equal(out.message, "copy: No space");
         assert_int_equal(out.max_rss_kb, 4096);
+        assert_false(out.sandbox_killed);
         sandbox_status_done(&out);
         sandbox_status_done(NULL);
         free(copy);
+        free(json);
+        /* A sandbox killed from outside under its job. */
+        struct sandbox_status killed = { .exit_code = 137, .signal = 9, .sandbox_killed = true };
+        json = sbx_status_to_json(&killed);
+        assert_non_null(json);
+        assert_int_equal(sandbox_status_parse(json, strlen(json), &out, NULL), 0);
+        assert_true(out.sandbox_killed);
+        assert_int_equal(out.signal, 9);
+        assert_false(out.setup_failed);
+        sandbox_status_done(&out);
         free(json);
 }
 

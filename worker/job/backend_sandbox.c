@@ -38,8 +38,9 @@ void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
         pool_metrics = m;
 }
 
-/* Folds the helper's status into the result, or turns a setup failure
- * into the SANDBOX_SETUP error that gets the job retried. */
+/* Folds the helper's status into the result, or turns a setup failure,
+ * or a sandbox killed from outside under its job, into the SANDBOX_SETUP
+ * error that gets the job retried. */
 static int apply_status(struct sandbox_status *st, struct backend_result *ret,
                         struct bc_error *err)
 {
@@ -49,6 +50,11 @@ static int apply_status(struct sandbox_status *st, struct backend_result *ret,
                                     st->setup_step ? st->setup_step : "?",
                                     st->setup_path ? " " : "", st->setup_path ? st->setup_path : "",
                                     st->message ? st->message : "unknown error");
+        if (st->sandbox_killed)
+                return bc_error_set(err, BC_SANDBOX_SETUP, EINTR,
+                                    "the sandbox was killed from outside while the job ran (its "
+                                    "init died of signal %d, %s); the job may have run in part",
+                                    st->signal, strsignal(st->signal));
         struct proc_outcome *p = &ret->proc;
         p->exit_code = st->exit_code;
         p->signal = st->signal;
@@ -144,9 +150,10 @@ static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc
 
 /* One run of the helper: cold (spawned with argv, the status on fd 3) or
  * warm (w: handed the job).  Fills ret from the status.  On failure,
- * *ret_sandbox_fault says whether the sandbox itself failed (a warm one
- * may be replaced by a cold one) rather than the job's own options or
- * workspace (which fail the same anywhere). */
+ * *ret_sandbox_fault says whether the sandbox itself failed before the
+ * job could run (a warm one may be replaced by a cold one) rather than
+ * the job's own options or workspace (which fail the same anywhere), or
+ * after it may have run. */
 static int run_helper(const struct backend_job *j, char **argv, struct sandbox_warm *w,
                       struct backend_result *ret, bool *ret_sandbox_fault, struct bc_error *err)
 {
@@ -176,6 +183,12 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
         proc_outcome_done(&ret->proc);
         int r = proc_run(&req, &ret->proc, err);
         close(status_pipe[0]);
+        /* A warm sandbox that had its job may have run it (in part): from
+         * here on, only a status saying its setup failed lets the job try
+         * a cold one in this attempt, never over what it left. */
+        bool handed = w && w->ctl < 0;
+        if (handed)
+                *ret_sandbox_fault = false;
         if (r < 0)
                 return r;
         const char *buf = status.data;
@@ -185,17 +198,23 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
                                     "cannot start the sandbox helper %s", j->cfg->sandbox_helper);
         if (len == 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, EIO,
-                                    "the sandbox helper ended without a status (exit %d%s)",
+                                    "the sandbox helper ended without a status (exit %d%s)%s",
                                     ret->proc.exit_code,
-                                    ret->proc.signal ? ", killed by a signal" : "");
+                                    ret->proc.signal ? ", killed by a signal" : "",
+                                    handed ? " after the job was handed to it; the job may "
+                                             "have run in part" : "");
         struct sandbox_status st;
         uint64_t helper_wall_ms = ret->proc.wall_ms;
         r = sandbox_status_parse(buf, len, &st, err);
         if (r < 0)
                 return bc_error_prefix(err, "sandbox status");
-        *ret_sandbox_fault = !st.setup_failed || !st.setup_step ||
-                             (strcmp(st.setup_step, "options") != 0 &&
-                              strcmp(st.setup_step, "workspace") != 0);
+        /* Only the sandbox's own setup failing, before the job ran, may be
+         * tried again in a cold one: the job's options and workspace fail
+         * the same anywhere, and a sandbox killed under its job may have
+         * run part of it. */
+        *ret_sandbox_fault = st.setup_failed &&
+                             (!st.setup_step || (strcmp(st.setup_step, "options") != 0 &&
+                                                 strcmp(st.setup_step, "workspace") != 0));
         r = apply_status(&st, ret, err);
         ret->overhead_ms = helper_wall_ms > ret->proc.wall_ms ? helper_wall_ms - ret->proc.wall_ms : 0;
         /* Warm: the handoff as the worker saw it, plus the helper's part. */
