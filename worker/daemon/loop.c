@@ -52,6 +52,12 @@ struct loop {
         bool draining;
         bool stopping_all;         /* drain deadline passed or second signal */
         unsigned reconnect_ms;     /* current backoff */
+        /* The leader rescues expired leases only from settled_at on: a lease
+         * after the database was out of reach, or this process stalled
+         * (see defer_rescue). */
+        uint64_t lost_at;          /* the database out of reach since; 0: it is not */
+        uint64_t settled_at, last_beat_ms;
+        const char *deferred_why;  /* not logged yet */
         uint64_t next_reconnect, next_poll, next_heartbeat, next_rescue, next_schedule,
                 drain_deadline;
         uint64_t watchdog_ms, next_watchdog; /* systemd WATCHDOG=1; 0: none asked */
@@ -75,8 +81,30 @@ static void reap_helpers(const struct worker_config *cfg)
                           "down 10 s after the worker stopped were killed", NULL);
 }
 
+/* Leases that ran out while the database was out of reach (down, frozen,
+ * cut off) or while this process stalled are nobody's fault: every live
+ * worker, this one included, renews its own within a third of a lease of
+ * getting the database back.  Rescuing them sooner would run jobs twice
+ * whose workers are alive.  A worker that died meanwhile has its jobs
+ * rescued one lease later.  Out of reach for less than a third of a lease
+ * (a dropped connection, back at once), no live worker's lease can have
+ * run out: no grace, or a flapping connection would put rescues off for
+ * good. */
+static void defer_rescue(struct loop *l, const char *why)
+{
+        l->settled_at = slots_now_ms() + ms(l->cfg->lease_s);
+        l->deferred_why = why;
+}
+
+static void note_out_of_reach(struct loop *l)
+{
+        if (!l->lost_at)
+                l->lost_at = slots_now_ms();
+}
+
 static void lose_connection(struct loop *l, const struct bc_error *err)
 {
+        note_out_of_reach(l);
         log_event(LOG_WARN, "db.lost", "worker_id", l->cfg->worker_id, "error",
                   bc_error_message(err), LOG_INT("retry_ms", 100), NULL);
         if (l->listen && l->listen != l->conn)
@@ -174,7 +202,11 @@ static void try_connect(struct loop *l)
                 wmetrics_db_up(l->metrics, true);
                 l->want_claim = true;
                 l->next_heartbeat = 0;
+                l->last_beat_ms = 0;
                 log_event(LOG_INFO, "db.connected", "worker_id", l->cfg->worker_id, NULL);
+                if (l->lost_at && slots_now_ms() - l->lost_at >= ms(l->cfg->lease_s) / 3)
+                        defer_rescue(l, "the database was out of reach");
+                l->lost_at = 0;
                 /* READY=1 here, the first time: registered, orphans
                  * rescued, LISTEN on, the next loop pass claims. */
                 if (!l->draining) {
@@ -191,6 +223,7 @@ static void try_connect(struct loop *l)
         if (listen && listen != conn)
                 PQfinish(listen);
         PQfinish(conn);
+        note_out_of_reach(l);
         log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
                   bc_error_message(&err), LOG_INT("retry_ms", l->reconnect_ms), NULL);
         bc_error_clear(&err);
@@ -304,6 +337,12 @@ static void heartbeat(struct loop *l)
                 control_failed(l, "heartbeat", &err);
                 return;
         }
+        /* A beat or more missed: the database or this process stalled (a
+         * frozen server answers late, not with an error). */
+        uint64_t done = slots_now_ms();
+        if (l->last_beat_ms && done - l->last_beat_ms > ms(l->cfg->lease_s) * 2 / 3)
+                defer_rescue(l, "heartbeats stalled");
+        l->last_beat_ms = done;
         slots_stop_unheld(&l->slots, held, sent);
 }
 
@@ -361,7 +400,17 @@ static void prune(struct loop *l)
 
 static void rescue(struct loop *l)
 {
-        l->next_rescue = slots_now_ms() + ms(l->cfg->lease_s / 2);
+        uint64_t now = slots_now_ms();
+        if (now < l->settled_at) {
+                if (l->deferred_why)
+                        log_event(LOG_INFO, "jobs.rescue_deferred", "worker_id", l->cfg->worker_id,
+                                  "reason", l->deferred_why,
+                                  LOG_INT("for_ms", l->settled_at - now), NULL);
+                l->deferred_why = NULL;
+                l->next_rescue = l->settled_at;
+                return;
+        }
+        l->next_rescue = now + ms(l->cfg->lease_s / 2);
         struct bc_error err = BC_ERROR_INIT;
         int n = queue_rescue(l->conn, &err);
         if (n < 0) {
