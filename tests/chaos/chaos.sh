@@ -3,7 +3,8 @@
 #   - a random worker is killed with SIGKILL every 2-5 s and restarted, under
 #     the same --worker-id (its orphans are rescued at once) or, one time in
 #     three, under a new one (its jobs wait for their leases to expire);
-#   - PostgreSQL restarts once (scripts/pg.sh restart);
+#   - PostgreSQL restarts once (scripts/pg.sh restart), and later freezes
+#     for 12 s (SIGSTOP: it neither answers nor refuses), longer than a lease;
 #   - S3 is down for 30 s while artifact jobs run;
 #   - the webhook receiver is down for 60 s;
 #   - three rows are set to `running` with no lease and no worker by hand.
@@ -135,6 +136,7 @@ cleanup() {
   [[ -n $recv_pid ]] && kill -9 "$recv_pid" 2>/dev/null
   [[ -n $marks_pid ]] && kill -9 "$marks_pid" 2>/dev/null
   "$BOXCAR_ROOT/scripts/s3.sh" start >/dev/null 2>&1
+  [[ -n $frozen ]] && kill -CONT $frozen 2>/dev/null
   { wait; } 2>/dev/null
   rm -rf "$tmp"
 }
@@ -178,8 +180,9 @@ finished_n() { q "select count(*) from boxcar.jobs where status in ('succeeded',
 # The events, in seconds from the start.
 # S3 first, while the artifact chains are young; PostgreSQL restarts in the
 # background (its shutdown checkpoint takes seconds) while the kills go on.
-T_S3=4 T_HOOK=8 T_GHOST=12 T_PG=20
-pg_done=0 s3_state=0 hook_state=0 ghost_done=0 kills=0 new_ids=0
+T_S3=4 T_HOOK=8 T_GHOST=12 T_PG=20 T_FREEZE=30 FREEZE_S=12
+pg_done=0 s3_state=0 hook_state=0 ghost_done=0 kills=0 new_ids=0 freeze_state=0 frozen=""
+pg_pids() { local pm; pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid"); echo "$pm" $(pgrep -P "$pm"); }
 next_kill=$(( $(date +%s) + 3 ))
 next_sb_kill=$(( $(date +%s) + 2 ))
 s3_busy=""
@@ -192,6 +195,13 @@ while :; do
   elif (( pg_done == 1 )) && ! kill -0 "$pg_restart" 2>/dev/null; then
     wait "$pg_restart" && pg_done=2 || { diag "pg.sh restart failed: $(cat "$tmp/pg.err")"; pg_done=3; }
     diag "[$(el) s] PostgreSQL back"
+  fi
+  if (( freeze_state == 0 && pg_done >= 2 && e >= T_FREEZE )); then
+    frozen=$(pg_pids); kill -STOP $frozen; freeze_state=1; frozen_at=$(date +%s)
+    diag "[$e s] PostgreSQL frozen (SIGSTOP)"
+  elif (( freeze_state == 1 && $(date +%s) >= frozen_at + FREEZE_S )); then
+    kill -CONT $frozen; frozen=""; freeze_state=2
+    diag "[$(el) s] PostgreSQL thawed after $(( $(date +%s) - frozen_at )) s"
   fi
   if (( s3_state == 0 && e >= T_S3 )); then
     s3_busy=$(q "select count(*) from boxcar.jobs where status = 'running' and artifact_storage is not null")
@@ -228,8 +238,10 @@ while :; do
     if (( RANDOM % 2 )); then kill_sandbox_process busy; else kill_sandbox_process any; fi
     next_sb_kill=$(( $(date +%s) + 1 + RANDOM % 2 ))
   fi
-  f=$(finished_n)
-  if (( pg_done >= 2 && s3_state == 2 && hook_state == 2 && ghost_done )) && [[ $f == "$TOTAL" ]]; then
+  # Not while it is frozen: the query would wait for the thaw.
+  (( freeze_state == 1 )) || f=$(finished_n)
+  if (( pg_done >= 2 && freeze_state == 2 && s3_state == 2 && hook_state == 2 && ghost_done )) &&
+     [[ $f == "$TOTAL" ]]; then
     break
   fi
   if (( e > DEADLINE )); then
@@ -348,6 +360,7 @@ diag "kill -9: $kills ($new_ids under a new id); rescued attempts: $rescued; com
 diag "artifact: $A jobs, $versions versions, $head_lines lines in the heads; S3 went down with $s3_busy artifact jobs running"
 diag "webhook requests: $requests (redeliveries under the same id: $hook_dups)"
 is "PostgreSQL restarted" "$pg_done" 2
+is "PostgreSQL frozen and thawed" "$freeze_state" 2
 is "lost jobs (never finished)" "$lost" 0
 is "jobs not succeeded (failed, cancelled or lost)" "$failed" 0
 is "jobs finished twice (two finished events)" "$twice" 0

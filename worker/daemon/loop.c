@@ -400,6 +400,13 @@ static void prune(struct loop *l)
 
 static void rescue(struct loop *l)
 {
+        /* A beat first, and the rescue only if it came back in time: sent
+         * into a frozen server, the rescue itself would run at the thaw,
+         * before the other workers' heartbeats.  The beat waits there
+         * instead, and starts the grace (heartbeat). */
+        heartbeat(l);
+        if (!l->conn)
+                return;
         uint64_t now = slots_now_ms();
         if (now < l->settled_at) {
                 if (l->deferred_why)
