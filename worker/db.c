@@ -18,9 +18,19 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
         /* No URL: an empty conninfo, so libpq applies its own conventions
          * (PGHOST, PGDATABASE, PGSERVICE, ~/.pgpass ...) as psql does. */
         bool from_env = !url || !*url;
-        /* Keywords before "dbname" are defaults: the expanded URL overrides them. */
-        const char *keys[] = { "application_name", "connect_timeout", "dbname", NULL };
-        const char *vals[] = { application_name, "5", from_env ? "" : url, NULL };
+        /* Keywords before "dbname" are defaults: the expanded URL overrides
+         * them.  Over TCP, a path that drops packets without a word (a cut
+         * link, a NAT or load balancer that forgot the connection) fails a
+         * statement after 10 s without an acknowledgement, not after the
+         * kernel's retransmissions (about 15 minutes), and an idle
+         * connection (LISTEN) is probed: the worker reconnects instead of
+         * hanging.  A slow statement is not cut: the server's kernel
+         * acknowledges it at once. */
+        const char *keys[] = { "application_name", "connect_timeout", "keepalives",
+                               "keepalives_idle", "keepalives_interval", "keepalives_count",
+                               "tcp_user_timeout", "dbname", NULL };
+        const char *vals[] = { application_name, "5", "1", "10", "5", "3", "10000",
+                               from_env ? "" : url, NULL };
         PGconn *conn = PQconnectdbParams(keys, vals, 1);
         if (!conn) {
                 bc_error_set(err, BC_DATABASE, ENOMEM, "connect: out of memory");
