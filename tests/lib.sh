@@ -104,3 +104,18 @@ job_field() { sql "select $2 from boxcar.jobs j where id = '$1'"; }
 # The e2e suite runs on the isolating backend unless told otherwise.
 : "${E2E_SANDBOX:=namespace}"
 export E2E_SANDBOX
+
+# netns_hosts DB COUNT: for tests of workers as separate hosts
+# (scripts/replicas-net.sh): skips the test unless root with ip netns;
+# else a fresh DB, COUNT network namespaces on a bridge, torn down at exit,
+# and NETNS_URL, the DB's URL as seen from them.
+netns_hosts() {
+  source "$BOXCAR_ROOT/scripts/replicas-net.sh"
+  if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
+    skip "workers in network namespaces need root and ip netns"; tap_done; exit
+  fi
+  fresh_db "$1"
+  trap 'cleanup_bg; rn_down >/dev/null 2>&1' EXIT
+  rn_up "$2" >/dev/null
+  NETNS_URL=$(rn_url "$1")
+}

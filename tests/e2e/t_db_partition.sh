@@ -7,14 +7,8 @@
 # The workers are separate hosts: network namespaces on a bridge
 # (scripts/replicas-net.sh).
 source "$(dirname "$0")/../lib.sh"
-source "$BOXCAR_ROOT/scripts/replicas-net.sh"
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-  skip "workers in network namespaces need root and ip netns"; tap_done; exit
-fi
-fresh_db e2e_partition
-trap 'cleanup_bg; rn_down >/dev/null 2>&1' EXIT
-rn_up 2 >/dev/null
-url=$(rn_url e2e_partition)
+netns_hosts e2e_partition 2
+url=$NETNS_URL
 log() { echo "$BOXCAR_DEV/test-logs/part-$1.log"; }
 mkdir -p "$BOXCAR_DEV/work"
 declare -A wpid

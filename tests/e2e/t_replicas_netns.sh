@@ -2,14 +2,8 @@
 # reach PostgreSQL over their veths and share 800 jobs: every job is claimed
 # once and runs once.  (scripts/bench-replicas.sh measures 1 to 16.)
 source "$(dirname "$0")/../lib.sh"
-source "$BOXCAR_ROOT/scripts/replicas-net.sh"
-if [[ $(id -u) -ne 0 ]] || ! ip netns list >/dev/null 2>&1; then
-  skip "replicas in network namespaces need root and ip netns"; tap_done; exit
-fi
-fresh_db e2e_replicas
-trap 'cleanup_bg; rn_down >/dev/null 2>&1' EXIT
-rn_up 4 >/dev/null
-url=$(rn_url e2e_replicas)
+netns_hosts e2e_replicas 4
+url=$NETNS_URL
 ns_psql() { rn_exec 1 psql -X -qtA "$url" -c "select 1" >/dev/null; }
 check "a namespace reaches PostgreSQL on the bridge's address" ns_psql
 check "and not over the host's loopback (its own is empty)" \
