@@ -57,11 +57,6 @@ cpu_of() {
   done
   echo "$total"
 }
-# This cluster's processes: the postmaster and its children (backends).
-pg_pids() {
-  local pm; pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid")
-  echo "$pm" $(pgrep -P "$pm")
-}
 tck=$(getconf CLK_TCK)
 
 printf '\n%-9s %9s %8s %12s %11s %9s %10s %10s\n' replicas slots jobs/s "conns(peak)" "over veth" "pg cores" "wkr cores" "dup claims"
@@ -80,7 +75,7 @@ for R in $COUNTS; do
     sleep 0.1
   done
   sleep 1
-  pg0=$(cpu_of $(pg_pids)); w0=$(cpu_of +children "${pids[@]}")
+  pg0=$(cpu_of $(scripts/pg.sh pids)); w0=$(cpu_of +children "${pids[@]}")
   t0=$(date +%s%N)
   start=$(q "select clock_timestamp()")
   q "select count(boxcar.enqueue('default', '{\"command\": [\"echo\", \"x\"]}')) from generate_series(1, $N)" >/dev/null
@@ -97,7 +92,7 @@ for R in $COUNTS; do
     sleep 0.2
   done
   secs_ns=$(( $(date +%s%N) - t0 ))
-  pg1=$(cpu_of $(pg_pids)); w1=$(cpu_of +children "${pids[@]}")
+  pg1=$(cpu_of $(scripts/pg.sh pids)); w1=$(cpu_of +children "${pids[@]}")
   IFS='|' read -r rate dups notone failed <<<"$(q "select round($N / extract(epoch from max(finished_at) - '$start'::timestamptz))::int,
       (select count(*) from (select job_id from boxcar.job_events where kind = 'claimed' group by 1 having count(*) > 1) x),
       (select count(*) from boxcar.jobs where attempts <> 1),

@@ -6,6 +6,8 @@
 #                            from CIDR (scram), then restart: replicas in
 #                            their own network namespaces reach it there
 #   pg.sh unlisten           back to 127.0.0.1 alone, then restart
+#   pg.sh pids               the cluster's processes: the postmaster and its
+#                            children (nothing when it is not running)
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -92,6 +94,12 @@ unlisten() {
   stop; start
 }
 
+pids() {
+  local pm
+  pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid" 2>/dev/null) || return 0
+  echo "$pm" $(pgrep -P "$pm" || true)
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
@@ -103,5 +111,6 @@ case "${1:-}" in
   url) db_url "${2:-boxcar}" ;;
   listen) listen "$2" "$3" ;;
   unlisten) unlisten ;;
-  *) echo "usage: $0 start|stop|restart|status|createdb NAME|dropdb NAME|psql|url [DB]|listen ADDR CIDR|unlisten" >&2; exit 2 ;;
+  pids) pids ;;
+  *) echo "usage: $0 start|stop|restart|status|createdb NAME|dropdb NAME|psql|url [DB]|listen ADDR CIDR|unlisten|pids" >&2; exit 2 ;;
 esac

@@ -182,7 +182,6 @@ finished_n() { q "select count(*) from boxcar.jobs where status in ('succeeded',
 # background (its shutdown checkpoint takes seconds) while the kills go on.
 T_S3=4 T_HOOK=8 T_GHOST=12 T_PG=20 T_FREEZE=30 FREEZE_S=12
 pg_done=0 s3_state=0 hook_state=0 ghost_done=0 kills=0 new_ids=0 freeze_state=0 frozen=""
-pg_pids() { local pm; pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid"); echo "$pm" $(pgrep -P "$pm"); }
 next_kill=$(( $(date +%s) + 3 ))
 next_sb_kill=$(( $(date +%s) + 2 ))
 s3_busy=""
@@ -197,7 +196,7 @@ while :; do
     diag "[$(el) s] PostgreSQL back"
   fi
   if (( freeze_state == 0 && pg_done >= 2 && e >= T_FREEZE )); then
-    frozen=$(pg_pids); kill -STOP $frozen; freeze_state=1; frozen_at=$(date +%s)
+    frozen=$("$BOXCAR_ROOT/scripts/pg.sh" pids); kill -STOP $frozen; freeze_state=1; frozen_at=$(date +%s)
     diag "[$e s] PostgreSQL frozen (SIGSTOP)"
   elif (( freeze_state == 1 && $(date +%s) >= frozen_at + FREEZE_S )); then
     kill -CONT $frozen; frozen=""; freeze_state=2

@@ -13,10 +13,7 @@
 # leader, alone to run statements then, would rescue c's jobs before c
 # could renew its leases.
 source "$(dirname "$0")/../lib.sh"
-pg_pids() {
-  local pm; pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid" 2>/dev/null) || return 0
-  echo "$pm" $(pgrep -P "$pm")
-}
+pg_pids() { "$BOXCAR_ROOT/scripts/pg.sh" pids; }
 pid_c=""
 restore() { kill -CONT $(pg_pids) $pid_c 2>/dev/null || true; "$BOXCAR_ROOT/scripts/pg.sh" start >/dev/null 2>&1; }
 trap 'restore; cleanup_bg' EXIT
