@@ -80,7 +80,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
                 .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
                 .max_log_bytes = 10u << 20, .retention_s = 7 * 86400,
-                .warm_workspaces = -1, .warm_sandboxes = -1,
+                .warm_workspaces = -1, .warm_sandboxes = -1, .disk_reserve_pct = 5,
         };
         if (set_string(&c->work_dir, "/var/tmp/boxcar") < 0 ||
             config_parse_schedule("5s,5m,30m,2h,5h,10h,10h", &c->webhook_schedule) < 0)
@@ -94,7 +94,8 @@ enum {
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
         OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
         OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES,
-        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_NETWORK_ALLOW, OPT_CONFIG, OPT_HELP,
+        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_NETWORK_ALLOW, OPT_DISK_RESERVE, OPT_CONFIG,
+        OPT_HELP,
 };
 
 static const struct option worker_options[] = {
@@ -114,6 +115,7 @@ static const struct option worker_options[] = {
         { "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
         { "allow-host-network", required_argument, NULL, OPT_HOST_NETWORK },
         { "volume-cache-mb", required_argument, NULL, OPT_VOLUME_CACHE },
+        { "disk-reserve", required_argument, NULL, OPT_DISK_RESERVE },
         { "artifact-url-ttl", required_argument, NULL, OPT_URL_TTL },
         { "webhook-timeout", required_argument, NULL, OPT_WH_TIMEOUT },
         { "webhook-retry-schedule", required_argument, NULL, OPT_WH_SCHEDULE },
@@ -211,6 +213,29 @@ static int parse_switch(const char *v, bool *ret)
 /* A size flag: "10MiB", "512KiB" or a plain number in unit (bytes, or MiB
  * for --volume-cache-mb), from lo to hi bytes. */
 static int parse_size(const char *label, const char *v, uint64_t unit, uint64_t lo, uint64_t hi,
+                      uint64_t *ret, struct bc_error *err);
+
+/* --disk-reserve: "5%" (whole percents, 0 to 90) or a size. */
+static int parse_disk_reserve(const char *label, const char *v, struct worker_config *c,
+                              struct bc_error *err)
+{
+        size_t len = strlen(v);
+        if (len > 1 && v[len - 1] == '%') {
+                char *end = NULL;
+                errno = 0;
+                long pct = strtol(v, &end, 10);
+                if (errno || end != v + len - 1 || v[0] < '0' || v[0] > '9' || pct > 90)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "%s: '%s' is not a percentage from 0%% to 90%%",
+                                            label, v);
+                c->disk_reserve_pct = (int)pct;
+                return 0;
+        }
+        c->disk_reserve_pct = -1;
+        return parse_size(label, v, 1, 0, VOLUME_CACHE_MAX, &c->disk_reserve_bytes, err);
+}
+
+static int parse_size(const char *label, const char *v, uint64_t unit, uint64_t lo, uint64_t hi,
                       uint64_t *ret, struct bc_error *err)
 {
         uint64_t n = 0;
@@ -276,6 +301,8 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
         case OPT_VOLUME_CACHE:
                 return parse_size(label, v, 1u << 20, 1u << 20, VOLUME_CACHE_MAX,
                                   &c->volume_cache_bytes, err);
+        case OPT_DISK_RESERVE:
+                return parse_disk_reserve(label, v, c, err);
         case OPT_WH_TIMEOUT:
                 r = config_parse_duration(v, false, &c->webhook_timeout_s);
                 if (r >= 0 && c->webhook_timeout_s > 600)

@@ -42,6 +42,10 @@ struct worker_config {
         struct network_cap *network_caps; /* --network-allow: per queue */
         size_t n_network_caps;
         uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
+        /* --disk-reserve: kept free of jobs' workspaces on --work-dir's
+         * filesystem, in percent of it, or in bytes when the percent is < 0 */
+        int disk_reserve_pct;
+        uint64_t disk_reserve_bytes;
         double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
         char *metrics_addr;           /* --metrics-addr HOST:PORT, or NULL */
         char *listen_database_url;    /* a direct connection for LISTEN, or NULL */

@@ -129,6 +129,19 @@ static void test_worker_flags(void **state)
         assert_true(c.volume_cache_bytes == UINT64_C(100) << 20);
         assert_int_equal(c.webhook_concurrency, 64);
         config_done(&c);
+        /* --disk-reserve: 5% by default, a percentage or a size. */
+        assert_int_equal(parse(&c, &err, NULL), 0);
+        assert_int_equal(c.disk_reserve_pct, 5);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--disk-reserve", "12%", NULL), 0);
+        assert_int_equal(c.disk_reserve_pct, 12);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--disk-reserve", "2GiB", NULL), 0);
+        assert_true(c.disk_reserve_pct < 0 && c.disk_reserve_bytes == UINT64_C(2) << 30);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--disk-reserve", "0", NULL), 0);
+        assert_true(c.disk_reserve_pct < 0 && c.disk_reserve_bytes == 0);
+        config_done(&c);
         assert_int_equal(parse(&c, &err, "--retention", "7d", "--artifact-url-ttl", "7d", NULL), 0);
         assert_true(c.retention_s == 7 * 86400 && c.artifact_url_ttl_s == 7 * 86400);
         config_done(&c);
@@ -242,6 +255,10 @@ static void test_worker_flag_errors(void **state)
                 { "--max-output-bytes", "65MiB", "--max-output-bytes: '65MiB' is out of range" },
                 { "--max-output-bytes", "-1", "--max-output-bytes: '-1' is not a size" },
                 { "--volume-cache-mb", "0", "--volume-cache-mb: '0' is out of range" },
+                { "--disk-reserve", "91%", "--disk-reserve: '91%' is not a percentage from 0% to 90%" },
+                { "--disk-reserve", "-5%", "--disk-reserve: '-5%' is not a percentage" },
+                { "--disk-reserve", "5.5%", "--disk-reserve: '5.5%' is not a percentage" },
+                { "--disk-reserve", "lots", "--disk-reserve: 'lots' is not a size" },
                 { "--webhook-concurrency", "65",
                   "--webhook-concurrency: invalid value '65' (a number from 1 to 64)" },
                 { "--artifact-url-ttl", "8d", "--artifact-url-ttl: invalid value '8d'" },

@@ -23,6 +23,7 @@
 #include "worker/warm/sandbox_pool.h"
 #include "worker/daemon/slots.h"
 #include "worker/daemon/startup.h"
+#include "worker/job/disk_budget.h"
 #include "worker/job/janitor.h"
 #include "worker/job/proc_reaper.h"
 #include "worker/job/store.h"
@@ -36,6 +37,7 @@ struct loop {
         struct deliverer deliverer;
         struct metrics *metrics;       /* NULL without --metrics-addr */
         struct ws_pool *ws_pool;       /* ready workspace filesystems, or NULL */
+        struct disk_budget *disk;      /* what workspaces may take, or NULL */
         struct http_server *http;
         struct s3_check *s3_check;     /* NULL without S3 */
         _Atomic bool ready_db;         /* read by the HTTP thread */
@@ -490,6 +492,7 @@ static void start_drain(struct loop *l, const char *why)
         }
         l->draining = true;
         l->ready_draining = true;
+        disk_budget_drain(l->disk);
         wmetrics_draining(l->metrics, true);
         l->drain_deadline = slots_now_ms() + ms(l->cfg->drain_timeout_s);
         notify_stopping(why);
@@ -647,6 +650,11 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 l.ws_pool = worker_start_ws_pool(cfg, l.private_mounts, l.metrics);
                 l.slots.ws_pool = l.ws_pool;
         }
+        if (r >= 0 && !stop && cfg->sandbox == BACKEND_NAMESPACE) {
+                r = disk_budget_open(&l.disk, cfg->work_dir, cfg->disk_reserve_bytes,
+                                     cfg->disk_reserve_pct, err);
+                l.slots.disk = l.disk;
+        }
         if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
         const char *no_webhooks = NULL;
@@ -668,6 +676,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 reap_helpers(cfg);
                 janitor_drain();
                 ws_pool_stop(l.ws_pool);
+                disk_budget_close(l.disk);
                 if (store_open_ok)
                         store_close(&l.store);
                 if (l.signal_fd >= 0)
@@ -699,6 +708,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         reap_helpers(cfg);
         janitor_drain();
         ws_pool_stop(l.ws_pool);
+        disk_budget_close(l.disk);
         backend_sandbox_set_cgroup_parent(NULL);
         deliverer_stop(&l.deliverer);
         http_server_stop(l.http);

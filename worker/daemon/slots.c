@@ -282,7 +282,8 @@ static void run_one(struct slot *sl, struct claimed_job *job)
                   LOG_INT("attempt", job->attempt), "worker_id", cfg->worker_id, NULL);
         struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
                                     .metrics = sl->owner->metrics,
-                                    .ws_pool = sl->owner->ws_pool, .db = sl->owner->db,
+                                    .ws_pool = sl->owner->ws_pool, .disk = sl->owner->disk,
+                                    .db = sl->owner->db,
                                     .ctx = sl, .event = svc_event, .tick = svc_tick };
         sl->current = job;
         struct job_outcome o;
@@ -332,9 +333,11 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
 {
         struct metrics *m = s->metrics;
         struct ws_pool *wp = s->ws_pool;
+        struct disk_budget *disk = s->disk;
         memset(s, 0, sizeof(*s));
         s->metrics = m;
         s->ws_pool = wp;
+        s->disk = disk;
         s->cfg = cfg;
         s->store = store;
         pthread_mutex_init(&s->lock, NULL);

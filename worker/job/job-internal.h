@@ -23,6 +23,17 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
 /* At the job's end: its workspace filesystem back to the pool, the rest
  * removed. */
 void job_dir_release(const struct job_services *svc, const char *dir);
+/* Before job_dir_make: the disk the job's workspace (and an artifact's
+ * packed tree) may take, from svc->disk (*ret stays NULL without one).
+ * Waits up to JOB_DISK_WAIT_MS for running jobs to give disk back, with a
+ * "disk_wait" event; then -EAGAIN.  -ECANCELED when the slot is stopped,
+ * -ESHUTDOWN when the worker drains meanwhile; -ENOSPC with err set when
+ * the job can never fit on this worker. */
+#define JOB_DISK_WAIT_MS 60000
+struct disk_grant;
+int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *job,
+                      const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,
+                      struct disk_grant **ret, struct bc_error *err);
 
 /* ---- artifact_base.c ---- */
 struct store_artifact_start;

@@ -16,6 +16,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
 #include "worker/job/code.h"
+#include "worker/job/disk_budget.h"
 #include "worker/job/job-internal.h"
 #include "worker/job/janitor.h"
 #include "worker/job/livelog.h"
@@ -526,6 +527,7 @@ struct job_leftovers {
         struct store_mounts mounts;
         struct storage_cache_entry *image;
         struct store_artifact_start artifact_start;
+        struct disk_grant *disk;   /* given back once the directory is gone */
         bool heap;
 };
 
@@ -537,11 +539,28 @@ static void release_leftovers(void *arg)
         store_release_volumes(svc->store, &l->mounts);
         storage_cache_release(svc->store->images, l->image);
         job_dir_release(svc, l->dir);
+        disk_budget_give_back(svc->disk, l->disk);
         close(l->lock);
         free(l->ws);
         free(l->dir);
         if (l->heap)
                 free(l);
+}
+
+/* The job did not get its disk (job_dir_take_disk): nothing of it ran. */
+static void disk_denied(int r, int stop, struct bc_error *err, struct job_outcome *o)
+{
+        if (r == -EAGAIN || r == -ESHUTDOWN) {
+                o->action = JOB_RELEASE;        /* another worker may have the room */
+        } else if (r != -ECANCELED) {
+                job_outcome_fail(o, err, BC_SANDBOX_SETUP);
+        } else if (stop == JOB_STOP_CANCEL) {
+                o->action = JOB_COMPLETE;
+                o->status = "cancelled";
+                job_outcome_set_error(o, BC_CANCELLED, "cancelled while it waited for disk");
+        } else {
+                o->action = stop == JOB_STOP_DRAIN ? JOB_RELEASE : JOB_DROP;
+        }
 }
 
 void job_execute(const struct job_services *svc, const struct claimed_job *job, int cancel_fd,
@@ -568,6 +587,13 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 bc_error_clear(&err);
                 return;
         }
+        struct disk_grant *disk = NULL;
+        int r = job_dir_take_disk(svc, job, spec, cancel_fd, stop, &disk, &err);
+        if (r < 0) {
+                disk_denied(r, *stop, &err, ret);
+                bc_error_clear(&err);
+                return;
+        }
         _cleanup_free_ char *dir = NULL, *ws = NULL, *scratch = NULL;
         _cleanup_fd_ int lock = -1;
         if (job_dir_make(svc, job, spec, &dir, &ws, &scratch, &lock, &err) < 0) {
@@ -575,6 +601,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 bc_error_clear(&err);
                 if (dir)
                         sandbox_workspace_remove_dir(dir);
+                disk_budget_give_back(svc->disk, disk);
                 return;
         }
         struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,
@@ -587,7 +614,8 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         free(run.meta);
         struct job_leftovers here = { .svc = *svc, .dir = steal_pointer(&dir), .ws = run.ws,
                                       .lock = steal_fd(&lock), .mounts = run.mounts,
-                                      .image = run.image, .artifact_start = run.artifact_start };
+                                      .image = run.image, .artifact_start = run.artifact_start,
+                                      .disk = disk };
         struct job_leftovers *l = malloc(sizeof(*l));
         if (!l) {
                 release_leftovers(&here);

@@ -13,6 +13,7 @@
 struct store;
 struct metrics;
 struct ws_pool;
+struct disk_budget;
 
 struct claimed_job {
         char id[40];
@@ -66,6 +67,9 @@ struct job_services {
         struct store *store;                    /* volumes and artifacts */
         struct metrics *metrics;                /* or NULL */
         struct ws_pool *ws_pool;                /* ready workspaces, or NULL */
+        /* The work dir's disk that workspaces may take (disk_budget.h), or
+         * NULL: not budgeted (--sandbox none). */
+        struct disk_budget *disk;
         /* The worker's shared connections, each held only for a statement. */
         struct db_pool *db;
         void *ctx;                              /* the callbacks' */

@@ -2,6 +2,7 @@
  * its workspace filesystem handed back to the pool (or removed) at the end. */
 #include "worker/job/job-internal.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,7 +13,9 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "worker/log.h"
 #include "sandbox/sandbox.h"
+#include "worker/job/disk_budget.h"
 #include "worker/warm/ws_pool.h"
 
 /* At the job's end: its workspace filesystem goes back to the pool (to be
@@ -30,6 +33,49 @@ void job_dir_release(const struct job_services *svc, const char *dir)
                 sandbox_workspace_remove_dir(dir);
         else
                 sandbox_workspace_remove_tree(dir);
+}
+
+/* jobs/<id>.<attempt>, one per attempt: a rescued attempt's leftovers
+ * never meet the next one's. */
+static int job_dir_path(const struct worker_config *cfg, const struct claimed_job *job,
+                        const char *leaf, char **ret)
+{
+        return asprintf(ret, "%s/jobs/%s.%d%s", cfg->work_dir, job->id, job->attempt, leaf);
+}
+
+struct disk_wait {
+        const struct job_services *svc;
+        const struct claimed_job *job;
+};
+
+static void disk_wait_event(void *ctx, const char *why)
+{
+        const struct disk_wait *w = ctx;
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "message", why);
+        _cleanup_free_ char *details = cJSON_PrintUnformatted(d);
+        cJSON_Delete(d);
+        w->svc->event(w->svc->ctx, w->job, "disk_wait", details);
+        log_event(LOG_WARN, "job.disk_wait", "job_id", w->job->id, "queue", w->job->queue,
+                  "detail", why, NULL);
+}
+
+int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *job,
+                      const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,
+                      struct disk_grant **ret, struct bc_error *err)
+{
+        *ret = NULL;
+        if (!svc->disk)
+                return 0;
+        _cleanup_free_ char *image = NULL;
+        if (job_dir_path(svc->cfg, job, "/ws.img", &image) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        uint64_t bytes = spec->limits.disk_mb << 20;
+        struct disk_ask ask = { .image = image, .image_bytes = bytes,
+                                .extra_bytes = spec->artifact_storage ? bytes : 0 };
+        struct disk_wait w = { svc, job };
+        return disk_budget_take(svc->disk, &ask, cancel_fd, stop, JOB_DISK_WAIT_MS,
+                                disk_wait_event, &w, ret, err);
 }
 
 void job_dirs_cleanup(const char *work_dir)
@@ -51,7 +97,7 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
         _cleanup_free_ char *dir = NULL, *ws = NULL, *img = NULL, *fs = NULL, *sc = NULL,
                            *lock = NULL;
         bool bounded = cfg->sandbox == BACKEND_NAMESPACE;
-        if (asprintf(&dir, "%s/jobs/%s.%d", cfg->work_dir, job->id, job->attempt) < 0 ||
+        if (job_dir_path(cfg, job, "", &dir) < 0 ||
             asprintf(&lock, "%s/lock", dir) < 0 || asprintf(&img, "%s/ws.img", dir) < 0 ||
             asprintf(&fs, "%s/fs", dir) < 0 ||
             asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||

@@ -1,0 +1,103 @@
+# Jobs' workspaces cannot fill the worker's disk: on a 1200 MiB work dir
+# with --disk-reserve 100MiB, two jobs of disk_mb 700 that each write
+# 600 MiB run one after the other (the second waits, with a disk_wait
+# event), and the free space never goes below the reserve; a job that
+# could never fit fails with SANDBOX_SETUP naming the figures; a job
+# waiting for disk can be cancelled, and a draining worker hands it back.
+source "$(dirname "$0")/../lib.sh"
+if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]]; then
+  skip "bounded workspaces need the namespace backend as root"; tap_done; exit 0
+fi
+fresh_db e2e_disk_budget
+WD=$BOXCAR_DEV/work/disk-w
+mkdir -p "$WD"
+umount -l "$WD" 2>/dev/null
+mount -t tmpfs -o size=1200m,mode=0700 boxcar-e2e-disk "$WD"
+sampler=""
+trap 'cleanup_bg; [[ -n $sampler ]] && kill $sampler 2>/dev/null; umount -l "$WD"' EXIT
+free_mib() { echo $(( $(stat -f -c '%a * %S' "$WD") / 1048576 )); }
+enqueue() { echo "$1" | "$BOXCAR" enqueue --spec - "${@:2}"; }
+events() { sql "select string_agg(kind, ' ' order by at, id) from boxcar.job_events where job_id = '$1'"; }
+event_at() { sql "select extract(epoch from min(at)) from boxcar.job_events where job_id = '$1' and kind = '$2'"; }
+WRITER='head -c 629145600 /dev/zero > big && sync && sleep 1'
+
+start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s \
+    --poll-interval 300ms --sandbox namespace
+wait_for "worker registered" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.workers where state = 'running'\") == 1 ]]"
+
+# Item 1: one after the other, and the reserve stays free.
+( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.05; done ) &
+sampler=$!
+a=$(enqueue "{\"script\": \"$WRITER\", \"limits\": {\"disk_mb\": 700}}")
+wait_for "first job started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+b=$(enqueue "{\"script\": \"$WRITER\", \"limits\": {\"disk_mb\": 700}}")
+"$BOXCAR" status --wait "$a" >/dev/null; "$BOXCAR" status --wait "$b" >/dev/null
+kill $sampler; sampler=""
+lowest=$(cat "$WD.min"); rm -f "$WD.min"
+is "both writers succeeded" "$(job_field $a status) $(job_field $b status)" "succeeded succeeded"
+check "the second waited for disk (events: $(events $b))" grep -q "claimed disk_wait started" <<< "$(events $b)"
+why=$(sql "select details->>'message' from boxcar.job_events where job_id = '$b' and kind = 'disk_wait'")
+check "its event says why: $why" grep -q "need 700 MiB of disk.*running jobs may still write.*--disk-reserve" <<< "$why"
+check "it started once the first had finished" \
+  awk -v s="$(event_at $b started)" -v f="$(event_at $a finished)" 'BEGIN { exit !(s >= f) }'
+check "the work dir's free space never went below the reserve (lowest ${lowest} MiB)" \
+  test "$lowest" -ge 95
+check "the worker logged the wait" grep -q "event=job.disk_wait job_id=$b" "$BOXCAR_DEV/test-logs/disk-w.log"
+
+# Item 2: a job that cannot fit even alone fails, naming the figures: at
+# once when the filesystem is too small; after a short grace when other
+# files than the jobs' fill it.
+c=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 4096}}' --max-attempts 1)
+"$BOXCAR" status --wait "$c" >/dev/null
+is "disk_mb 4096 on a 1200 MiB work dir: failed, SANDBOX_SETUP" \
+   "$(job_field $c status) $(job_field $c "error->>'code'")" "failed SANDBOX_SETUP"
+msg=$(job_field $c "error->>'message'")
+check "the message names the need, the filesystem and the reserve: $msg" \
+  grep -q "need 4096 MiB of disk.*is on a filesystem of 1200 MiB, 100 MiB of which --disk-reserve keeps free" <<< "$msg"
+head -c 419430400 /dev/zero > "$WD/filler"
+c=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 1000}}' --max-attempts 1)
+"$BOXCAR" status --wait "$c" >/dev/null
+msg=$(job_field $c "error->>'message'")
+is "disk_mb 1000 beside 400 MiB of other files: failed, SANDBOX_SETUP" \
+   "$(job_field $c status) $(job_field $c "error->>'code'")" "failed SANDBOX_SETUP"
+check "the message names the room even with no job: $msg" \
+  grep -q "need 1000 MiB of disk.*room for at most [67][0-9][0-9] MiB of jobs even with none running.*100 MiB kept free by --disk-reserve" <<< "$msg"
+rm -f "$WD/filler"
+is "control: the same job with disk_mb 64 succeeds" \
+   "$(id=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 64}}'); "$BOXCAR" status --wait "$id" >/dev/null; job_field $id status)" "succeeded"
+
+# Item 3: cancelled while it waits.
+HOLD='head -c 10485760 /dev/zero > f; sleep 8'
+a=$(enqueue "{\"script\": \"$HOLD\", \"limits\": {\"disk_mb\": 700}}")
+wait_for "holder started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+b=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
+wait_for "second waiting" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$b' and kind = 'disk_wait'\") == 1 ]]"
+t0=$EPOCHREALTIME
+"$BOXCAR" cancel "$b" >/dev/null
+"$BOXCAR" status --wait "$b" >/dev/null
+took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }')
+is "cancelled while waiting: cancelled, CANCELLED" \
+   "$(job_field $b status) $(job_field $b "error->>'code'") $(job_field $b "error->>'message'")" \
+   "cancelled CANCELLED cancelled while it waited for disk"
+check "at once (${took} ms), while the holder still ran" test "$(job_field $a status)" = running
+"$BOXCAR" status --wait "$a" >/dev/null
+is "the holder succeeded" "$(job_field $a status)" "succeeded"
+
+# Item 4: a draining worker hands a waiting job back, not counted.
+a=$(enqueue "{\"script\": \"$HOLD\", \"limits\": {\"disk_mb\": 700}}")
+wait_for "holder started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+b=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
+wait_for "second waiting" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$b' and kind = 'disk_wait'\") == 1 ]]"
+kill -TERM "$WORKER_PID"
+wait_for "second handed back" 10 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select status from boxcar.jobs where id = '$b'\") == queued ]]"
+is "drained while waiting: queued again, no attempt counted" \
+   "$(job_field $b status) $(job_field $b attempts)" "queued 0"
+wait "$WORKER_PID" 2>/dev/null
+is "the holder finished within the drain" "$(job_field $a status)" "succeeded"
+start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s \
+    --poll-interval 300ms --sandbox namespace
+"$BOXCAR" status --wait "$b" >/dev/null
+is "a new worker ran it" "$(job_field $b status)" "succeeded"
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+check "the worker's budget file went with it" bash -c "! ls '$WD/disk' | grep -q '^w\.'"
+tap_done

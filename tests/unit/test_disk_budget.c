@@ -1,0 +1,246 @@
+/* Unit tests for worker/job/disk_budget.c on the real filesystem of a
+ * temporary work dir: the reserve is set to leave ROOM bytes for jobs, so
+ * the figures do not depend on how full the disk is. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "worker/job/disk_budget.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define ROOM (64 * MIB)
+
+static char work[] = "/var/tmp/boxcar-disk-budget-XXXXXX";
+static char image[256];
+static int waits;
+static char last_why[512];
+static _Atomic int not_stopped;
+
+static void on_wait(void *ctx, const char *why)
+{
+        (void)ctx;
+        waits++;
+        snprintf(last_why, sizeof(last_why), "%s", why);
+}
+
+/* The reserve that leaves ROOM of the free space to jobs right now. */
+static uint64_t reserve_for_room(void)
+{
+        struct statvfs sv;
+        assert_int_equal(statvfs(work, &sv), 0);
+        uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        assert_true(avail > 2 * ROOM);
+        return avail - ROOM;
+}
+
+static struct disk_budget *open_budget(uint64_t reserve)
+{
+        struct disk_budget *b = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(disk_budget_open(&b, work, reserve, -1, &err), 0);
+        return b;
+}
+
+static int take(struct disk_budget *b, uint64_t image_bytes, uint64_t extra, unsigned wait_ms,
+                struct disk_grant **g, struct bc_error *err)
+{
+        struct disk_ask ask = { .image = image, .image_bytes = image_bytes, .extra_bytes = extra };
+        return disk_budget_take(b, &ask, -1, &not_stopped, wait_ms, on_wait, NULL, g, err);
+}
+
+static int setup(void **state)
+{
+        (void)state;
+        assert_non_null(mkdtemp(work));
+        snprintf(image, sizeof(image), "%s/ws.img", work);
+        waits = 0;
+        return 0;
+}
+
+static int teardown(void **state)
+{
+        (void)state;
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", work);
+        assert_int_equal(system(cmd), 0);
+        memcpy(work + strlen(work) - 6, "XXXXXX", 6);
+        return 0;
+}
+
+static void test_fits_then_waits_then_fits(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g1 = NULL, *g2 = NULL;
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &g1, &err), 0);
+        assert_non_null(g1);
+        assert_int_equal(waits, 0);
+        /* 40 more do not fit beside what the first may still write. */
+        assert_int_equal(take(b, 40 * MIB, 0, 150, &g2, &err), -EAGAIN);
+        assert_null(g2);
+        assert_int_equal(waits, 1);
+        assert_non_null(strstr(last_why, "running jobs may still write 40 MiB"));
+        /* Control: smaller asks still fit. */
+        assert_int_equal(take(b, 16 * MIB, 0, 0, &g2, &err), 0);
+        disk_budget_give_back(b, g2);
+        disk_budget_give_back(b, g1);
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &g2, &err), 0);
+        disk_budget_give_back(b, g2);
+        disk_budget_close(b);
+}
+
+/* An artifact job's packed tree counts beside its image. */
+static void test_extra_counts(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL;
+        assert_int_equal(take(b, 30 * MIB, 30 * MIB, 0, &g, &err), 0);
+        assert_int_equal(take(b, 8 * MIB, 0, 100, &(struct disk_grant *){ NULL }, &err), -EAGAIN);
+        disk_budget_give_back(b, g);
+        disk_budget_close(b);
+}
+
+/* More than the filesystem holds above its reserve: at once. */
+static void test_never_fits(void **state)
+{
+        (void)state;
+        struct statvfs sv;
+        assert_int_equal(statvfs(work, &sv), 0);
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL;
+        assert_int_equal(take(b, (uint64_t)sv.f_blocks * sv.f_frsize, 0, 5000, &g, &err), -ENOSPC);
+        assert_null(g);
+        assert_int_equal(waits, 0);
+        assert_int_equal(err.code, BC_SANDBOX_SETUP);
+        assert_non_null(strstr(bc_error_message(&err), "is on a filesystem of"));
+        assert_non_null(strstr(bc_error_message(&err), "MiB of which --disk-reserve keeps free"));
+        bc_error_clear(&err);
+        disk_budget_close(b);
+}
+
+/* More than the free space above the reserve, even with no job running:
+ * it fails once the wait (or the grace for disk on its way back) is over. */
+static void test_no_room(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL;
+        assert_int_equal(take(b, 100 * MIB, 0, 300, &g, &err), -ENOSPC);
+        assert_null(g);
+        assert_int_equal(waits, 1);
+        assert_int_equal(err.code, BC_SANDBOX_SETUP);
+        assert_non_null(strstr(bc_error_message(&err), "need 100 MiB of disk"));
+        assert_non_null(strstr(bc_error_message(&err), "even with none running"));
+        assert_non_null(strstr(bc_error_message(&err), "--disk-reserve"));
+        bc_error_clear(&err);
+        /* Control: what fits is taken. */
+        assert_int_equal(take(b, 60 * MIB, 0, 0, &g, &err), 0);
+        disk_budget_give_back(b, g);
+        disk_budget_close(b);
+}
+
+/* What a running job's image already holds is out of the free space: it
+ * is counted as room it gives back, and no longer as what it may write. */
+static void test_image_blocks_count_as_held(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL, *g2 = NULL;
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &g, &err), 0);
+        int fd = open(image, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(ftruncate(fd, (off_t)(40 * MIB)), 0);
+        assert_int_equal(posix_fallocate(fd, 0, (off_t)(30 * MIB)), 0);
+        fsync(fd);
+        close(fd);
+        /* 60 MiB: more than is free above the reserve now (about 34), but
+         * within what jobs get once the image's 30 come back: it waits. */
+        assert_int_equal(take(b, 60 * MIB, 0, 100, &g2, &err), -EAGAIN);
+        assert_int_equal(waits, 1);
+        /* The first may still write 10 of its 40. */
+        assert_non_null(strstr(last_why, "running jobs may still write 10 MiB"));
+        unlink(image);
+        disk_budget_give_back(b, g);
+        disk_budget_close(b);
+}
+
+static void test_workers_share_a_work_dir(void **state)
+{
+        (void)state;
+        uint64_t reserve = reserve_for_room();
+        struct disk_budget *a = open_budget(reserve), *b = open_budget(reserve);
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *ga = NULL, *gb = NULL;
+        assert_int_equal(take(a, 40 * MIB, 0, 0, &ga, &err), 0);
+        assert_int_equal(take(b, 40 * MIB, 0, 100, &gb, &err), -EAGAIN);
+        /* A worker that goes away gives back what its jobs held. */
+        disk_budget_close(a);
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &gb, &err), 0);
+        disk_budget_give_back(b, gb);
+        disk_budget_close(b);
+}
+
+/* A dead worker's file (nobody holds its lock) is ignored and removed. */
+static void test_dead_worker_file_ignored(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        char dead[300];
+        snprintf(dead, sizeof(dead), "%s/disk/w.deadbeef", work);
+        FILE *f = fopen(dead, "w");
+        assert_non_null(f);
+        fputs("999999999999999 0\n", f);
+        fclose(f);
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL;
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &g, &err), 0);
+        assert_int_equal(access(dead, F_OK), -1);
+        disk_budget_give_back(b, g);
+        disk_budget_close(b);
+}
+
+static void test_stop_ends_the_wait(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL, *g2 = NULL;
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &g, &err), 0);
+        _Atomic int stopped = 1;
+        struct disk_ask ask = { .image = image, .image_bytes = 40 * MIB };
+        assert_int_equal(disk_budget_take(b, &ask, -1, &stopped, 60000, on_wait, NULL, &g2, &err),
+                         -ECANCELED);
+        disk_budget_give_back(b, g);
+        disk_budget_close(b);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_fits_then_waits_then_fits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_extra_counts, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_never_fits, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_no_room, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_image_blocks_count_as_held, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_workers_share_a_work_dir, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_dead_worker_file_ignored, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stop_ends_the_wait, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
