@@ -20,9 +20,11 @@ enqueue() { echo "$1" | "$BOXCAR" enqueue --spec - "${@:2}"; }
 events() { sql "select string_agg(kind, ' ' order by at, id) from boxcar.job_events where job_id = '$1'"; }
 event_at() { sql "select extract(epoch from min(at)) from boxcar.job_events where job_id = '$1' and kind = '$2'"; }
 WRITER='head -c 629145600 /dev/zero > big && sync && sleep 1'
+PORT=$((BOXCAR_PG_PORT + 1900))
+waits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="boxcar_disk_waits_total{outcome=\"$1\"}" '$1 == k { print $2 }'; }
 
 start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s \
-    --poll-interval 300ms --sandbox namespace
+    --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$PORT"
 wait_for "worker registered" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.workers where state = 'running'\") == 1 ]]"
 
 # Item 1: one after the other, and the reserve stays free.
@@ -43,6 +45,7 @@ check "it started once the first had finished" \
 check "the work dir's free space never went below the reserve (lowest ${lowest} MiB)" \
   test "$lowest" -ge 95
 check "the worker logged the wait" grep -q "event=job.disk_wait job_id=$b" "$BOXCAR_DEV/test-logs/disk-w.log"
+is "and counted it: boxcar_disk_waits_total{outcome=\"started\"}" "$(waits started)" "1"
 
 # Item 2: a job that cannot fit even alone fails, naming the figures: at
 # once when the filesystem is too small; after a short grace when other
@@ -82,6 +85,7 @@ is "cancelled while waiting: cancelled, CANCELLED" \
 check "at once (${took} ms), while the holder still ran" test "$(job_field $a status)" = running
 "$BOXCAR" status --wait "$a" >/dev/null
 is "the holder succeeded" "$(job_field $a status)" "succeeded"
+is "counted: boxcar_disk_waits_total{outcome=\"cancelled\"}" "$(waits cancelled)" "1"
 
 # Item 4: a draining worker hands a waiting job back, not counted.
 a=$(enqueue "{\"script\": \"$HOLD\", \"limits\": {\"disk_mb\": 700}}")

@@ -79,6 +79,10 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                 { "boxcar_workspace_wipe_seconds",
                   "Time to wipe a used workspace filesystem for reuse.", METRICS_HISTOGRAM, NULL,
                   sandbox_buckets, sizeof(sandbox_buckets) / sizeof(sandbox_buckets[0]), 0 },
+                { "boxcar_disk_waits_total",
+                  "Jobs that waited for the work dir's disk (--disk-reserve), by how the wait "
+                  "ended: started, released (back to the queue), cancelled, failed (it could "
+                  "never fit).", METRICS_COUNTER, l_outcome, NULL, 0, 0 },
                 { "boxcar_webhook_deliveries_total", "Webhook delivery attempts by outcome.",
                   METRICS_COUNTER, l_outcome, NULL, 0, 0 },
                 { "boxcar_jobs_running", "Jobs running on this worker.", METRICS_GAUGE, NULL,
@@ -186,6 +190,12 @@ void wmetrics_workspace(struct metrics *m, const char *event)
 {
         const char *l[] = { event };
         metrics_counter_add(m, "boxcar_workspace_events_total", l, 1);
+}
+
+void wmetrics_disk_wait(struct metrics *m, const char *outcome)
+{
+        const char *l[] = { outcome };
+        metrics_counter_add(m, "boxcar_disk_waits_total", l, 1);
 }
 
 void wmetrics_workspaces_ready(struct metrics *m, unsigned n)

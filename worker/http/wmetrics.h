@@ -38,6 +38,9 @@ void wmetrics_workspace(struct metrics *m, const char *event);
 void wmetrics_workspaces_ready(struct metrics *m, unsigned n);
 void wmetrics_workspace_make(struct metrics *m, const char *where, double seconds);
 void wmetrics_workspace_wipe(struct metrics *m, double seconds);
+/* A job that waited for disk (disk_budget.h); outcome: started, released,
+ * cancelled, failed. */
+void wmetrics_disk_wait(struct metrics *m, const char *outcome);
 /* outcome: delivered, retry, failed, lease_lost */
 void wmetrics_webhook(struct metrics *m, const char *outcome);
 void wmetrics_slots(struct metrics *m, unsigned busy, unsigned total);

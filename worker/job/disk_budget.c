@@ -174,7 +174,6 @@ static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
         if (need > room) {
                 /* Maybe for a moment: a finished job's image may still be
                  * on its way out (unmounted, its loop device detaching). */
-                bc_error_clear(err);
                 bc_error_set(err, BC_SANDBOX_SETUP, ENOSPC,
                              "the job's limits need %llu MiB of disk (limits.disk_mb%s), and "
                              "--work-dir %s is on a filesystem with room for at most %llu MiB "
@@ -245,8 +244,13 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                                  mib(ask->image_bytes + ask->extra_bytes));
                 }
                 pthread_mutex_unlock(&b->lock);
-                if (a == TAKEN || a == NEVER) {
-                        r = a == TAKEN ? 0 : -ENOSPC;
+                if (a == TAKEN) {
+                        bc_error_clear(err);    /* an earlier NO_ROOM's */
+                        r = 0;
+                        break;
+                }
+                if (a == NEVER) {
+                        r = -ENOSPC;
                         break;
                 }
                 if (a != NO_ROOM) {

@@ -15,6 +15,7 @@
 #include "common/io.h"
 #include "worker/log.h"
 #include "sandbox/sandbox.h"
+#include "worker/http/wmetrics.h"
 #include "worker/job/disk_budget.h"
 #include "worker/warm/ws_pool.h"
 
@@ -46,11 +47,13 @@ static int job_dir_path(const struct worker_config *cfg, const struct claimed_jo
 struct disk_wait {
         const struct job_services *svc;
         const struct claimed_job *job;
+        bool waited;
 };
 
 static void disk_wait_event(void *ctx, const char *why)
 {
-        const struct disk_wait *w = ctx;
+        struct disk_wait *w = ctx;
+        w->waited = true;
         cJSON *d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "message", why);
         _cleanup_free_ char *details = cJSON_PrintUnformatted(d);
@@ -73,9 +76,16 @@ int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *
         uint64_t bytes = spec->limits.disk_mb << 20;
         struct disk_ask ask = { .image = image, .image_bytes = bytes,
                                 .extra_bytes = spec->artifact_storage ? bytes : 0 };
-        struct disk_wait w = { svc, job };
-        return disk_budget_take(svc->disk, &ask, cancel_fd, stop, JOB_DISK_WAIT_MS,
-                                disk_wait_event, &w, ret, err);
+        struct disk_wait w = { svc, job, false };
+        int r = disk_budget_take(svc->disk, &ask, cancel_fd, stop, JOB_DISK_WAIT_MS,
+                                 disk_wait_event, &w, ret, err);
+        if (w.waited)
+                wmetrics_disk_wait(svc->metrics, r == 0 ? "started"
+                                                 : r == -ENOSPC ? "failed"
+                                                 : r == -ECANCELED && *stop == JOB_STOP_CANCEL
+                                                         ? "cancelled"
+                                                         : "released");
+        return r;
 }
 
 void job_dirs_cleanup(const char *work_dir)
