@@ -110,6 +110,14 @@ static void test_extra_counts(void **state)
         assert_int_equal(take(b, 30 * MIB, 30 * MIB, 0, &g, &err), 0);
         assert_int_equal(take(b, 8 * MIB, 0, 100, &(struct disk_grant *){ NULL }, &err), -EAGAIN);
         disk_budget_give_back(b, g);
+        /* Added once known (an overlay's base), the same. */
+        assert_int_equal(take(b, 30 * MIB, 0, 0, &g, &err), 0);
+        struct disk_grant *g2 = NULL;
+        assert_int_equal(take(b, 8 * MIB, 0, 0, &g2, &err), 0);
+        disk_budget_give_back(b, g2);
+        disk_budget_add(b, g, 30 * MIB);
+        assert_int_equal(take(b, 8 * MIB, 0, 100, &g2, &err), -EAGAIN);
+        disk_budget_give_back(b, g);
         disk_budget_close(b);
 }
 

@@ -128,6 +128,16 @@ static void publish(const struct disk_budget *b, const struct tally *own)
                 (void)!ftruncate(b->own, n);
 }
 
+/* After this worker's grants changed; with b->lock held. */
+static void republish(const struct disk_budget *b)
+{
+        struct tally own;
+        own_tally(b, &own);
+        flock(b->dir_lock, LOCK_EX);
+        publish(b, &own);
+        flock(b->dir_lock, LOCK_UN);
+}
+
 static unsigned long long mib(uint64_t bytes)
 {
         return (unsigned long long)((bytes + MIB - 1) / MIB);
@@ -286,6 +296,16 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
         return r;
 }
 
+void disk_budget_add(struct disk_budget *b, struct disk_grant *g, uint64_t extra_bytes)
+{
+        if (!b || !g)
+                return;
+        pthread_mutex_lock(&b->lock);
+        g->extra_bytes += extra_bytes;
+        republish(b);
+        pthread_mutex_unlock(&b->lock);
+}
+
 void disk_budget_drain(struct disk_budget *b)
 {
         if (b)
@@ -302,11 +322,7 @@ void disk_budget_give_back(struct disk_budget *b, struct disk_grant *g)
                         *p = g->next;
                         break;
                 }
-        struct tally own;
-        own_tally(b, &own);
-        flock(b->dir_lock, LOCK_EX);
-        publish(b, &own);
-        flock(b->dir_lock, LOCK_UN);
+        republish(b);
         pthread_mutex_unlock(&b->lock);
         free(g->image);
         free(g);

@@ -51,6 +51,11 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                      void (*on_wait)(void *ctx, const char *why), void *ctx,
                      struct disk_grant **ret, struct bc_error *err);
 
+/* What a job already started may write besides, once known: an artifact
+ * job over an overlay packs its base with its changes.  Counted at once,
+ * without waiting (the job holds its slot and its image). */
+void disk_budget_add(struct disk_budget *b, struct disk_grant *g, uint64_t extra_bytes);
+
 /* The worker is draining: jobs that wait for disk stop waiting.
  * NULL-safe. */
 void disk_budget_drain(struct disk_budget *b);

@@ -144,6 +144,7 @@ struct job_run {
         struct livelog log;
         bool started_noted;        /* the "started" event is written */
         struct store_artifact_start artifact_start;
+        struct disk_grant *disk;   /* the work dir's disk it may take, or NULL */
         cJSON *result;
 };
 
@@ -186,6 +187,13 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         if (r >= 0)
                 r = artifact_base_restore(run->svc, spec, run->dir, run->ws, &run->artifact_start,
                                           err);
+        /* Over an overlay, the packed tree holds the base besides the
+         * job's changes (see save_outputs). */
+        if (r >= 0 && run->artifact_start.base) {
+                uint64_t bytes = 0, entries = 0;
+                storage_cache_entry_stats(run->artifact_start.base, &bytes, &entries);
+                disk_budget_add(run->svc->disk, run->disk, bytes);
+        }
         return r;
 }
 
@@ -605,7 +613,8 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 return;
         }
         struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,
-                               .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch) };
+                               .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch),
+                               .disk = disk };
         livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
         run_job(&run, cancel_fd, stop, ret);
         livelog_done(&run.log);
