@@ -27,6 +27,10 @@ start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lea
     --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$PORT"
 wait_for "worker registered" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.workers where state = 'running'\") == 1 ]]"
 
+check "the worker warned at start that a default job (2048 MiB) has no room here" \
+  grep -q "event=disk.short detail=\"1[01][0-9][0-9] MiB free on the filesystem of --work-dir $WD, 100 MiB kept free by --disk-reserve: room for 1[01][0-9][0-9] MiB" \
+  "$BOXCAR_DEV/test-logs/disk-w.log"
+
 # Item 1: one after the other, and the reserve stays free.
 ( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.05; done ) &
 sampler=$!

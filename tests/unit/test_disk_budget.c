@@ -83,9 +83,14 @@ static void test_fits_then_waits_then_fits(void **state)
         struct disk_budget *b = open_budget(reserve_for_room());
         struct bc_error err = BC_ERROR_INIT;
         struct disk_grant *g1 = NULL, *g2 = NULL;
+        uint64_t room, avail, reserve;
+        assert_int_equal(disk_budget_room(b, &room, &avail, &reserve), 0);
+        assert_true(room > ROOM - 16 * MIB && room < ROOM + 16 * MIB && avail - reserve == room);
         assert_int_equal(take(b, 40 * MIB, 0, 0, &g1, &err), 0);
         assert_non_null(g1);
         assert_int_equal(waits, 0);
+        assert_int_equal(disk_budget_room(b, &room, &avail, &reserve), 0);
+        assert_true(room > ROOM - 56 * MIB && room < ROOM - 24 * MIB);
         /* 40 more do not fit beside what the first may still write. */
         assert_int_equal(take(b, 40 * MIB, 0, 150, &g2, &err), -EAGAIN);
         assert_null(g2);

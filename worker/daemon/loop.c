@@ -650,9 +650,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 l.ws_pool = worker_start_ws_pool(cfg, l.private_mounts, l.metrics);
                 l.slots.ws_pool = l.ws_pool;
         }
-        if (r >= 0 && !stop && cfg->sandbox == BACKEND_NAMESPACE) {
-                r = disk_budget_open(&l.disk, cfg->work_dir, cfg->disk_reserve_bytes,
-                                     cfg->disk_reserve_pct, err);
+        if (r >= 0 && !stop) {
+                r = worker_open_disk_budget(cfg, &l.disk, err);
                 l.slots.disk = l.disk;
         }
         if (r >= 0 && !stop)

@@ -18,6 +18,7 @@
 #include "worker/daemon/notify.h"
 #include "worker/db.h"
 #include "worker/job/backend.h"
+#include "worker/job/disk_budget.h"
 #include "worker/job/job.h"
 #include "worker/job/spec.h"
 #include "worker/log.h"
@@ -132,6 +133,31 @@ struct ws_pool *worker_start_ws_pool(const struct worker_config *cfg, bool priva
         }
         bc_error_clear(&err);
         return pool;
+}
+
+int worker_open_disk_budget(const struct worker_config *cfg, struct disk_budget **ret,
+                            struct bc_error *err)
+{
+        *ret = NULL;
+        if (cfg->sandbox != BACKEND_NAMESPACE)
+                return 0;
+        int r = disk_budget_open(ret, cfg->work_dir, cfg->disk_reserve_bytes,
+                                 cfg->disk_reserve_pct, err);
+        uint64_t room = 0, avail = 0, reserve = 0;
+        if (r < 0 || disk_budget_room(*ret, &room, &avail, &reserve) < 0 ||
+            room >= (uint64_t)SPEC_DEFAULT_DISK_MB << 20)
+                return r;
+        char detail[256];
+        snprintf(detail, sizeof(detail),
+                 "%llu MiB free on the filesystem of --work-dir %s, %llu MiB kept free by "
+                 "--disk-reserve: room for %llu MiB of jobs (other workers' on this work dir "
+                 "counted)",
+                 (unsigned long long)(avail >> 20), cfg->work_dir,
+                 (unsigned long long)(reserve >> 20), (unsigned long long)(room >> 20));
+        log_event(LOG_WARN, "disk.short", "detail", detail, "effect",
+                  "a job of the default limits.disk_mb (2048 MiB) waits for room, and fails "
+                  "when there is none even with no job running", NULL);
+        return 0;
 }
 
 /* cgroup v2: moves the worker into a leaf of its cgroup so that cgroup

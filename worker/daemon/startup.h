@@ -38,6 +38,12 @@ void worker_start_sandbox_pool(const struct worker_config *cfg, const char *cgro
 /* The pool of ready workspace filesystems, or NULL. */
 struct ws_pool *worker_start_ws_pool(const struct worker_config *cfg, bool private_mounts,
                                      struct metrics *m);
+/* The budget of the work dir's disk (--sandbox namespace; else *ret
+ * NULL), with a warning in the log when a job of the default disk_mb
+ * could not start now. */
+struct disk_budget;
+int worker_open_disk_budget(const struct worker_config *cfg, struct disk_budget **ret,
+                            struct bc_error *err);
 /* Waits for a reachable database with a schema this binary knows: 0, 1
  * when a signal on signal_fd asks to stop meanwhile, or negative with err. */
 int worker_wait_for_schema(const struct worker_config *cfg, int signal_fd, uint64_t watchdog_ms,

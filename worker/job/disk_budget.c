@@ -152,25 +152,50 @@ static const char *twice(const struct disk_ask *ask)
         return ask->extra_bytes ? ", twice for the artifact's packed tree" : "";
 }
 
+/* The filesystem's free space, total and reserve; with b->lock held. */
+static int space(const struct disk_budget *b, uint64_t *avail, uint64_t *total, uint64_t *reserve)
+{
+        struct statvfs sv;
+        if (statvfs(b->work_dir, &sv) < 0)
+                return -errno;
+        *avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        *total = (uint64_t)sv.f_blocks * sv.f_frsize;
+        *reserve = b->reserve_pct < 0 ? b->reserve_bytes : *total / 100 * (unsigned)b->reserve_pct;
+        return 0;
+}
+
+int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_avail,
+                     uint64_t *ret_reserve)
+{
+        uint64_t total = 0;
+        struct tally own, others;
+        pthread_mutex_lock(&b->lock);
+        flock(b->dir_lock, LOCK_EX);
+        int r = space(b, ret_avail, &total, ret_reserve);
+        own_tally(b, &own);
+        others_tally(b, &others);
+        flock(b->dir_lock, LOCK_UN);
+        pthread_mutex_unlock(&b->lock);
+        *ret_room = sub0(sub0(*ret_avail, *ret_reserve), own.left + others.left);
+        return r;
+}
+
 /* Called with b->lock and the directory's lock held. */
 static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
                             struct disk_grant **ret, char *why, size_t why_len,
                             struct bc_error *err)
 {
-        struct statvfs sv;
-        if (statvfs(b->work_dir, &sv) < 0) {
-                bc_error_set(err, BC_SANDBOX_SETUP, errno, "statvfs %s: %m", b->work_dir);
+        uint64_t avail, total, reserve;
+        int r = space(b, &avail, &total, &reserve);
+        if (r < 0) {
+                bc_error_set(err, BC_SANDBOX_SETUP, -r, "statvfs %s: %s", b->work_dir,
+                             strerror(-r));
                 return NEVER;
         }
-        uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-        uint64_t total = (uint64_t)sv.f_blocks * sv.f_frsize;
-        uint64_t reserve = b->reserve_pct < 0 ? b->reserve_bytes : total / 100 * (unsigned)b->reserve_pct;
         uint64_t need = ask->image_bytes + ask->extra_bytes;
         struct tally own, others;
         own_tally(b, &own);
         others_tally(b, &others);
-        /* What jobs could have if none ran: the free space and what the
-         * running ones hold, above the reserve. */
         uint64_t held = own.held + others.held;
         uint64_t room = sub0(avail + held, reserve);
         if (need > sub0(total, reserve)) {

@@ -40,6 +40,12 @@ int disk_budget_open(struct disk_budget **ret, const char *work_dir, uint64_t re
                      int reserve_pct, struct bc_error *err);
 void disk_budget_close(struct disk_budget *b);
 
+/* What a job could take now (*ret_room), of *ret_avail free, with
+ * *ret_reserve kept free.  0, or -errno when the filesystem cannot be
+ * read. */
+int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_avail,
+                     uint64_t *ret_reserve);
+
 /* Takes what ask needs, waiting up to wait_ms for running jobs to give
  * disk back while *stop stays 0 (cancel_fd becomes readable when it
  * changes).  on_wait(ctx, why) is called once if it has to wait.  0 with
