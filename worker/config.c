@@ -80,7 +80,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
                 .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
                 .max_log_bytes = 10u << 20, .retention_s = 7 * 86400,
-                .warm_workspaces = -1, .warm_sandboxes = -1, .disk_reserve_pct = 5,
+                .warm_workspaces = -1, .warm_sandboxes = -1, .disk_reserve_pct = 5, .disk_wait_s = 60,
         };
         if (set_string(&c->work_dir, "/var/tmp/boxcar") < 0 ||
             config_parse_schedule("5s,5m,30m,2h,5h,10h,10h", &c->webhook_schedule) < 0)
@@ -94,7 +94,8 @@ enum {
         OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
         OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
         OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES,
-        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_NETWORK_ALLOW, OPT_DISK_RESERVE, OPT_CONFIG,
+        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_NETWORK_ALLOW, OPT_DISK_RESERVE, OPT_DISK_WAIT,
+        OPT_CONFIG,
         OPT_HELP,
 };
 
@@ -116,6 +117,7 @@ static const struct option worker_options[] = {
         { "allow-host-network", required_argument, NULL, OPT_HOST_NETWORK },
         { "volume-cache-mb", required_argument, NULL, OPT_VOLUME_CACHE },
         { "disk-reserve", required_argument, NULL, OPT_DISK_RESERVE },
+        { "disk-wait", required_argument, NULL, OPT_DISK_WAIT },
         { "artifact-url-ttl", required_argument, NULL, OPT_URL_TTL },
         { "webhook-timeout", required_argument, NULL, OPT_WH_TIMEOUT },
         { "webhook-retry-schedule", required_argument, NULL, OPT_WH_SCHEDULE },
@@ -179,6 +181,7 @@ static const char *option_hint(int opt)
         case OPT_RETENTION: return " (a duration, 0 allowed: " DURATION_GRAMMAR ")";
         case OPT_WH_TIMEOUT: return " (a duration up to 600s: " DURATION_GRAMMAR ")";
         case OPT_URL_TTL: return " (a duration from 1s to 7d: " DURATION_GRAMMAR ")";
+        case OPT_DISK_WAIT: return " (a duration from 1s to 1h: " DURATION_GRAMMAR ")";
         case OPT_WH_SCHEDULE: return " (1 to 32 comma-separated durations: " DURATION_GRAMMAR ")";
         case OPT_LOG_FORMAT: return " (text or json)";
         case OPT_LOG_LEVEL: return " (debug, info, warn or error)";
@@ -333,6 +336,11 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
         }
         case OPT_MAX_LOG:
                 return parse_size(label, v, 1, 0, MAX_LOG_BYTES_MAX, &c->max_log_bytes, err);
+        case OPT_DISK_WAIT:
+                r = config_parse_duration(v, false, &c->disk_wait_s);
+                if (r >= 0 && (c->disk_wait_s < 1 || c->disk_wait_s > 3600))
+                        r = -EINVAL;
+                break;
         case OPT_URL_TTL:
                 r = config_parse_duration(v, false, &c->artifact_url_ttl_s);
                 if (r >= 0 && (c->artifact_url_ttl_s < 1 || c->artifact_url_ttl_s > 7 * 86400))

@@ -46,6 +46,7 @@ struct worker_config {
          * filesystem, in percent of it, or in bytes when the percent is < 0 */
         int disk_reserve_pct;
         uint64_t disk_reserve_bytes;
+        double disk_wait_s;           /* --disk-wait: how long a job waits for it */
         double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
         char *metrics_addr;           /* --metrics-addr HOST:PORT, or NULL */
         char *listen_database_url;    /* a direct connection for LISTEN, or NULL */

@@ -2,8 +2,11 @@
 # with --disk-reserve 100MiB, two jobs of disk_mb 700 that each write
 # 600 MiB run one after the other (the second waits, with a disk_wait
 # event), and the free space never goes below the reserve; a job that
-# could never fit fails with SANDBOX_SETUP naming the figures; a job
-# waiting for disk can be cancelled, and a draining worker hands it back.
+# could never fit fails with SANDBOX_SETUP naming the figures (at once, or
+# after --disk-wait when other files fill the disk, while smaller jobs go
+# past it); a job still waiting after --disk-wait goes back to the queue,
+# not counted; a waiting job can be cancelled, and a draining worker hands
+# it back.
 source "$(dirname "$0")/../lib.sh"
 if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]]; then
   skip "bounded workspaces need the namespace backend as root"; tap_done; exit 0
@@ -24,7 +27,7 @@ PORT=$((BOXCAR_PG_PORT + 1900))
 waits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="boxcar_disk_waits_total{outcome=\"$1\"}" '$1 == k { print $2 }'; }
 
 start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s \
-    --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$PORT"
+    --poll-interval 300ms --sandbox namespace --disk-wait 15s --metrics-addr "127.0.0.1:$PORT"
 wait_for "worker registered" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.workers where state = 'running'\") == 1 ]]"
 
 check "the worker warned at start that a default job (2048 MiB) has no room here" \
@@ -52,8 +55,8 @@ check "the worker logged the wait" grep -q "event=job.disk_wait job_id=$b" "$BOX
 is "and counted it: boxcar_disk_waits_total{outcome=\"started\"}" "$(waits started)" "1"
 
 # Item 2: a job that cannot fit even alone fails, naming the figures: at
-# once when the filesystem is too small; after a short grace when other
-# files than the jobs' fill it.
+# once when the filesystem is too small; after --disk-wait when other
+# files than the jobs' fill it, while jobs that fit go past it.
 c=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 4096}}' --max-attempts 1)
 "$BOXCAR" status --wait "$c" >/dev/null
 is "disk_mb 4096 on a 1200 MiB work dir: failed, SANDBOX_SETUP" \
@@ -62,16 +65,21 @@ msg=$(job_field $c "error->>'message'")
 check "the message names the need, the filesystem and the reserve: $msg" \
   grep -q "need 4096 MiB of disk.*is on a filesystem of 1200 MiB, 100 MiB of which --disk-reserve keeps free" <<< "$msg"
 head -c 419430400 /dev/zero > "$WD/filler"
+t0=$EPOCHREALTIME
 c=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 1000}}' --max-attempts 1)
+wait_for "it waits" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$c' and kind = 'disk_wait'\") == 1 ]]"
+d=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 64}}')
+"$BOXCAR" status --wait "$d" >/dev/null
+is "a job that fits went past it meanwhile" "$(job_field $d status) $(job_field $c status)" "succeeded running"
 "$BOXCAR" status --wait "$c" >/dev/null
+took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a }')
 msg=$(job_field $c "error->>'message'")
 is "disk_mb 1000 beside 400 MiB of other files: failed, SANDBOX_SETUP" \
    "$(job_field $c status) $(job_field $c "error->>'code'")" "failed SANDBOX_SETUP"
+check "it failed after --disk-wait 15s (${took} s)" test "$took" -ge 14
 check "the message names the room even with no job: $msg" \
   grep -q "need 1000 MiB of disk.*room for at most [67][0-9][0-9] MiB of jobs even with none running.*100 MiB kept free by --disk-reserve" <<< "$msg"
 rm -f "$WD/filler"
-is "control: the same job with disk_mb 64 succeeds" \
-   "$(id=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 64}}'); "$BOXCAR" status --wait "$id" >/dev/null; job_field $id status)" "succeeded"
 
 # Item 3: cancelled while it waits.
 HOLD='head -c 10485760 /dev/zero > f; sleep 8'
@@ -91,7 +99,20 @@ check "at once (${took} ms), while the holder still ran" test "$(job_field $a st
 is "the holder succeeded" "$(job_field $a status)" "succeeded"
 is "counted: boxcar_disk_waits_total{outcome=\"cancelled\"}" "$(waits cancelled)" "1"
 
-# Item 4: a draining worker hands a waiting job back, not counted.
+# Item 4: after --disk-wait (15 s) a waiting job goes back to the queue,
+# not counted; it runs once the holder is done.
+a=$(enqueue '{"script": "sleep 22", "limits": {"disk_mb": 700}}')
+wait_for "holder started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+b=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
+"$BOXCAR" status --wait "$b" >/dev/null
+ev=$(events $b)
+check "released after the wait, then ran (events: $ev)" \
+  grep -q "^claimed disk_wait released claimed .*started exited finished$" <<< "$ev"
+is "succeeded, on its first counted attempt, after the holder" \
+   "$(job_field $b status) $(job_field $b attempts) $(job_field $a status)" "succeeded 1 succeeded"
+is "counted: boxcar_disk_waits_total{outcome=\"released\"}" "$(waits released)" "1"
+
+# Item 5: a draining worker hands a waiting job back, not counted.
 a=$(enqueue "{\"script\": \"$HOLD\", \"limits\": {\"disk_mb\": 700}}")
 wait_for "holder started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
 b=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
@@ -103,7 +124,7 @@ is "drained while waiting: queued again, no attempt counted" \
 wait "$WORKER_PID" 2>/dev/null
 is "the holder finished within the drain" "$(job_field $a status)" "succeeded"
 start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s \
-    --poll-interval 300ms --sandbox namespace
+    --poll-interval 300ms --sandbox namespace --disk-wait 15s
 "$BOXCAR" status --wait "$b" >/dev/null
 is "a new worker ran it" "$(job_field $b status)" "succeeded"
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null

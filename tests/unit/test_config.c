@@ -141,6 +141,10 @@ static void test_worker_flags(void **state)
         config_done(&c);
         assert_int_equal(parse(&c, &err, "--disk-reserve", "0", NULL), 0);
         assert_true(c.disk_reserve_pct < 0 && c.disk_reserve_bytes == 0);
+        assert_true(c.disk_wait_s == 60);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--disk-wait", "2s", NULL), 0);
+        assert_true(c.disk_wait_s == 2);
         config_done(&c);
         assert_int_equal(parse(&c, &err, "--retention", "7d", "--artifact-url-ttl", "7d", NULL), 0);
         assert_true(c.retention_s == 7 * 86400 && c.artifact_url_ttl_s == 7 * 86400);
@@ -259,6 +263,8 @@ static void test_worker_flag_errors(void **state)
                 { "--disk-reserve", "-5%", "--disk-reserve: '-5%' is not a percentage" },
                 { "--disk-reserve", "5.5%", "--disk-reserve: '5.5%' is not a percentage" },
                 { "--disk-reserve", "lots", "--disk-reserve: 'lots' is not a size" },
+                { "--disk-wait", "500ms", "--disk-wait: invalid value '500ms' (a duration from 1s to 1h" },
+                { "--disk-wait", "2h", "--disk-wait: invalid value '2h'" },
                 { "--webhook-concurrency", "65",
                   "--webhook-concurrency: invalid value '65' (a number from 1 to 64)" },
                 { "--artifact-url-ttl", "8d", "--artifact-url-ttl: invalid value '8d'" },

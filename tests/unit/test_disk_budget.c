@@ -2,6 +2,7 @@
  * temporary work dir: the reserve is set to leave ROOM bytes for jobs, so
  * the figures do not depend on how full the disk is. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,11 +27,15 @@ static int waits;
 static char last_why[512];
 static _Atomic int not_stopped;
 
+static pthread_mutex_t why_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static void on_wait(void *ctx, const char *why)
 {
         (void)ctx;
+        pthread_mutex_lock(&why_lock);
         waits++;
         snprintf(last_why, sizeof(last_why), "%s", why);
+        pthread_mutex_unlock(&why_lock);
 }
 
 /* The reserve that leaves ROOM of the free space to jobs right now. */
@@ -167,6 +172,53 @@ static void test_no_room(void **state)
         disk_budget_close(b);
 }
 
+struct asker {
+        struct disk_budget *b;
+        uint64_t bytes;
+        unsigned wait_ms;
+        int r;
+};
+
+static void *ask_thread(void *arg)
+{
+        struct asker *a = arg;
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL;
+        a->r = take(a->b, a->bytes, 0, a->wait_ms, &g, &err);
+        disk_budget_give_back(a->b, g);
+        bc_error_clear(&err);
+        return NULL;
+}
+
+/* Waiting is in order of arrival, but a job that has no room even with
+ * none running does not hold back the jobs behind it. */
+static void test_order_of_arrival(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL, *g2 = NULL;
+        struct asker big = { b, 100 * MIB, 1500, 1 };
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, ask_thread, &big), 0);
+        nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &g, &err), 0);
+        /* A job that waits for the running one holds back those after it,
+         * even one small enough to fit now. */
+        struct asker mid = { b, 40 * MIB, 1000, 1 };
+        pthread_t t2;
+        assert_int_equal(pthread_create(&t2, NULL, ask_thread, &mid), 0);
+        nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+        assert_int_equal(take(b, 8 * MIB, 0, 150, &g2, &err), -EAGAIN);
+        assert_non_null(strstr(last_why, "waits behind an earlier job of this worker"));
+        disk_budget_give_back(b, g);
+        pthread_join(t2, NULL);
+        assert_int_equal(mid.r, 0);
+        pthread_join(t, NULL);
+        assert_int_equal(big.r, -ENOSPC);
+        disk_budget_close(b);
+}
+
 /* What a running job's image already holds is out of the free space: it
  * is counted as room it gives back, and no longer as what it may write. */
 static void test_image_blocks_count_as_held(void **state)
@@ -182,9 +234,9 @@ static void test_image_blocks_count_as_held(void **state)
         assert_int_equal(posix_fallocate(fd, 0, (off_t)(30 * MIB)), 0);
         fsync(fd);
         close(fd);
-        /* 60 MiB: more than is free above the reserve now (about 34), but
+        /* 52 MiB: more than is free above the reserve now (about 34), but
          * within what jobs get once the image's 30 come back: it waits. */
-        assert_int_equal(take(b, 60 * MIB, 0, 100, &g2, &err), -EAGAIN);
+        assert_int_equal(take(b, 52 * MIB, 0, 100, &g2, &err), -EAGAIN);
         assert_int_equal(waits, 1);
         /* The first may still write 10 of its 40. */
         assert_non_null(strstr(last_why, "running jobs may still write 10 MiB"));
@@ -250,6 +302,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_extra_counts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_never_fits, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_no_room, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_order_of_arrival, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_image_blocks_count_as_held, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_workers_share_a_work_dir, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dead_worker_file_ignored, setup, teardown),

@@ -25,7 +25,6 @@
 /* How often a waiting job looks again: jobs give disk back when they end,
  * which the budget does not hear about from other workers. */
 #define RECHECK_MS 50
-#define ROOM_GRACE_MS 5000
 #define MIB (UINT64_C(1) << 20)
 
 struct disk_grant {
@@ -34,9 +33,11 @@ struct disk_grant {
         uint64_t image_bytes, extra_bytes;
 };
 
-/* A job waiting for disk, in order of arrival: only the first may take. */
+/* A job waiting for disk, in order of arrival: only the first may take,
+ * or one behind jobs that have no room even with none running. */
 struct waiter {
         struct waiter *next;
+        bool no_room;
 };
 
 struct disk_budget {
@@ -52,6 +53,14 @@ struct disk_budget {
         struct waiter *queue;
         _Atomic bool draining;  /* waiting jobs go back to the queue */
 };
+
+static bool my_turn(const struct disk_budget *b, const struct waiter *me)
+{
+        for (const struct waiter *w = b->queue; w != me; w = w->next)
+                if (!w->no_room)
+                        return false;
+        return true;
+}
 
 /* What jobs may still write, and what their images hold now. */
 struct tally {
@@ -143,8 +152,9 @@ static unsigned long long mib(uint64_t bytes)
         return (unsigned long long)((bytes + MIB - 1) / MIB);
 }
 
-/* NO_ROOM: it would not fit even if no job ran; a finished job's disk may
- * be on its way back, so that is final only after ROOM_GRACE_MS. */
+/* NO_ROOM: it would not fit even if no job ran, because of other files
+ * (or a finished job's image still on its way out): it waits too, but
+ * lets the jobs behind it try, and fails when the wait is over. */
 enum answer { TAKEN, WAIT, NO_ROOM, NEVER };
 
 static const char *twice(const struct disk_ask *ask)
@@ -168,6 +178,7 @@ int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_av
                      uint64_t *ret_reserve)
 {
         uint64_t total = 0;
+        *ret_avail = *ret_reserve = 0;
         struct tally own, others;
         pthread_mutex_lock(&b->lock);
         flock(b->dir_lock, LOCK_EX);
@@ -257,7 +268,7 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
         *tail = &me;
         pthread_mutex_unlock(&b->lock);
 
-        uint64_t deadline = now_ms() + wait_ms, no_room_since = 0;
+        uint64_t deadline = now_ms() + wait_ms;
         bool told = false;
         int r;
         for (;;) {
@@ -268,10 +279,11 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                 char why[512];
                 enum answer a = WAIT;
                 pthread_mutex_lock(&b->lock);
-                if (b->queue == &me) {
+                if (my_turn(b, &me)) {
                         flock(b->dir_lock, LOCK_EX);
                         a = try_take(b, ask, ret, why, sizeof(why), err);
                         flock(b->dir_lock, LOCK_UN);
+                        me.no_room = a == NO_ROOM;
                 } else {
                         snprintf(why, sizeof(why),
                                  "the job's limits need %llu MiB of disk; it waits behind an "
@@ -288,15 +300,8 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                         r = -ENOSPC;
                         break;
                 }
-                if (a != NO_ROOM) {
-                        no_room_since = 0;
+                if (a != NO_ROOM)
                         bc_error_clear(err);
-                } else if (!no_room_since) {
-                        no_room_since = now_ms();
-                } else if (now_ms() >= no_room_since + ROOM_GRACE_MS) {
-                        r = -ENOSPC;
-                        break;
-                }
                 if (b->draining) {
                         r = -ESHUTDOWN;
                         break;

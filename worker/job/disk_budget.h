@@ -9,7 +9,8 @@
  * image already holds) and its own limits fit in the free space above a
  * reserve (--disk-reserve).  A job that does not fit waits for running
  * ones to give their disk back, in order of arrival; one that could not
- * fit even with no job running fails.
+ * fit even with no job running fails (at once when the filesystem is too
+ * small, after the wait when other files fill it).
  *
  * Workers that share a --work-dir share the budget: each writes what its
  * jobs may still write to <work-dir>/disk/w.XXXXXX, which it holds locked
@@ -51,7 +52,9 @@ int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_av
  * changes).  on_wait(ctx, why) is called once if it has to wait.  0 with
  * *ret set; -EAGAIN after wait_ms; -ECANCELED when stopped; -ESHUTDOWN
  * when the worker drains (disk_budget_drain) and it would have to wait;
- * or -ENOSPC with BC_SANDBOX_SETUP in err when it can never fit here. */
+ * or -ENOSPC with BC_SANDBOX_SETUP in err: at once when it is larger than
+ * the filesystem above its reserve, after wait_ms when it still would not
+ * fit with no job running (other files fill the filesystem). */
 int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int cancel_fd,
                      const _Atomic int *stop, unsigned wait_ms,
                      void (*on_wait)(void *ctx, const char *why), void *ctx,

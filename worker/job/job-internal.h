@@ -25,11 +25,11 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
 void job_dir_release(const struct job_services *svc, const char *dir);
 /* Before job_dir_make: the disk the job's workspace (and an artifact's
  * packed tree) may take, from svc->disk (*ret stays NULL without one).
- * Waits up to JOB_DISK_WAIT_MS for running jobs to give disk back, with a
+ * Waits up to --disk-wait for running jobs to give disk back, with a
  * "disk_wait" event; then -EAGAIN.  -ECANCELED when the slot is stopped,
  * -ESHUTDOWN when the worker drains meanwhile; -ENOSPC with err set when
- * the job can never fit on this worker. */
-#define JOB_DISK_WAIT_MS 60000
+ * the job is larger than the filesystem above its reserve, or still did
+ * not fit with no job running when the wait was over. */
 struct disk_grant;
 int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *job,
                       const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,

@@ -77,7 +77,8 @@ int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *
         struct disk_ask ask = { .image = image, .image_bytes = bytes,
                                 .extra_bytes = spec->artifact_storage ? bytes : 0 };
         struct disk_wait w = { svc, job, false };
-        int r = disk_budget_take(svc->disk, &ask, cancel_fd, stop, JOB_DISK_WAIT_MS,
+        int r = disk_budget_take(svc->disk, &ask, cancel_fd, stop,
+                                 (unsigned)(svc->cfg->disk_wait_s * 1000),
                                  disk_wait_event, &w, ret, err);
         if (w.waited)
                 wmetrics_disk_wait(svc->metrics, r == 0 ? "started"
