@@ -10,7 +10,10 @@
 source "$(dirname "$0")/../lib.sh"
 N=${T_LOAD_JOBS:-2500}
 AGE_MAX=10          # seconds; the oldest pending delivery at any sample
-LEFT_MAX=$((N / 10)) # pending deliveries when the last job has finished
+# Pending deliveries when the last job has finished: 0-115 of 2500 alone,
+# once 503 in a whole `make test` on a busy host; the old code left
+# 1500-2000.
+LEFT_MAX=$((N / 4))
 fresh_db e2e_webhooks_load
 tmp=$(mktemp -d)
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
