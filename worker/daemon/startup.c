@@ -147,16 +147,17 @@ int worker_open_disk_budget(const struct worker_config *cfg, struct disk_budget 
         if (r < 0 || disk_budget_room(*ret, &room, &avail, &reserve) < 0 ||
             room >= (uint64_t)SPEC_DEFAULT_DISK_MB << 20)
                 return r;
-        char detail[256];
+        char detail[256], effect[160];
         snprintf(detail, sizeof(detail),
                  "%llu MiB free on the filesystem of --work-dir %s, %llu MiB kept free by "
                  "--disk-reserve: room for %llu MiB of jobs (other workers' on this work dir "
                  "counted)",
                  (unsigned long long)(avail >> 20), cfg->work_dir,
                  (unsigned long long)(reserve >> 20), (unsigned long long)(room >> 20));
-        log_event(LOG_WARN, "disk.short", "detail", detail, "effect",
-                  "a job of the default limits.disk_mb (2048 MiB) waits for room, and fails "
-                  "when there is none even with no job running", NULL);
+        snprintf(effect, sizeof(effect),
+                 "a job of the default limits.disk_mb (%d MiB) waits for room, and fails when "
+                 "there is none even with no job running", SPEC_DEFAULT_DISK_MB);
+        log_event(LOG_WARN, "disk.short", "detail", detail, "effect", effect, NULL);
         return 0;
 }
 

@@ -260,17 +260,17 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                      struct disk_grant **ret, struct bc_error *err)
 {
         *ret = NULL;
+        uint64_t deadline = now_ms() + wait_ms;
+        bool told = false;
+        int r;
+        /* Queued from the start, under the lock: jobs that arrive together
+         * take in turn on the lock; the queue only orders those that wait. */
         struct waiter me = { 0 };
         pthread_mutex_lock(&b->lock);
         struct waiter **tail = &b->queue;
         while (*tail)
                 tail = &(*tail)->next;
         *tail = &me;
-        pthread_mutex_unlock(&b->lock);
-
-        uint64_t deadline = now_ms() + wait_ms;
-        bool told = false;
-        int r;
         for (;;) {
                 if (*stop) {
                         r = -ECANCELED;
@@ -278,7 +278,6 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                 }
                 char why[512];
                 enum answer a = WAIT;
-                pthread_mutex_lock(&b->lock);
                 if (my_turn(b, &me)) {
                         flock(b->dir_lock, LOCK_EX);
                         a = try_take(b, ask, ret, why, sizeof(why), err);
@@ -290,7 +289,6 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                                  "earlier job of this worker that waits for disk",
                                  mib(ask->image_bytes + ask->extra_bytes));
                 }
-                pthread_mutex_unlock(&b->lock);
                 if (a == TAKEN) {
                         bc_error_clear(err);    /* an earlier NO_ROOM's */
                         r = 0;
@@ -306,18 +304,19 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                         r = -ESHUTDOWN;
                         break;
                 }
-                if (!told && on_wait) {
-                        on_wait(ctx, why);
-                        told = true;
-                }
                 if (now_ms() >= deadline) {
                         r = a == NO_ROOM ? -ENOSPC : -EAGAIN;
                         break;
                 }
+                pthread_mutex_unlock(&b->lock);
+                if (!told && on_wait) {
+                        on_wait(ctx, why);
+                        told = true;
+                }
                 struct pollfd p = { .fd = cancel_fd, .events = POLLIN };
                 poll(&p, cancel_fd >= 0 ? 1 : 0, RECHECK_MS);
+                pthread_mutex_lock(&b->lock);
         }
-        pthread_mutex_lock(&b->lock);
         struct waiter **w = &b->queue;
         while (*w != &me)
                 w = &(*w)->next;

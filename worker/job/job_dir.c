@@ -13,10 +13,10 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
-#include "worker/log.h"
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
 #include "worker/job/disk_budget.h"
+#include "worker/log.h"
 #include "worker/warm/ws_pool.h"
 
 /* At the job's end: its workspace filesystem goes back to the pool (to be
