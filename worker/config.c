@@ -216,7 +216,22 @@ static int parse_switch(const char *v, bool *ret)
 /* A size flag: "10MiB", "512KiB" or a plain number in unit (bytes, or MiB
  * for --volume-cache-mb), from lo to hi bytes. */
 static int parse_size(const char *label, const char *v, uint64_t unit, uint64_t lo, uint64_t hi,
-                      uint64_t *ret, struct bc_error *err);
+                      uint64_t *ret, struct bc_error *err)
+{
+        uint64_t n = 0;
+        int r = bc_parse_size(v, unit, hi, &n);
+        if (r == -EINVAL)
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "%s: '%s' is not a size (e.g. 10MiB, 512KiB or a number "
+                                    "of %s; units: " BC_SIZE_UNITS ")",
+                                    label, v, unit == 1 ? "bytes" : "MiB");
+        if (r < 0 || n < lo)
+                return bc_error_set(err, BC_USAGE, ERANGE,
+                                    "%s: '%s' is out of range (%llu to %llu bytes)", label, v,
+                                    (unsigned long long)lo, (unsigned long long)hi);
+        *ret = n;
+        return 0;
+}
 
 /* --disk-reserve: "5%" (whole percents, 0 to 90) or a size. */
 static int parse_disk_reserve(const char *label, const char *v, struct worker_config *c,
@@ -236,24 +251,6 @@ static int parse_disk_reserve(const char *label, const char *v, struct worker_co
         }
         c->disk_reserve_pct = -1;
         return parse_size(label, v, 1, 0, VOLUME_CACHE_MAX, &c->disk_reserve_bytes, err);
-}
-
-static int parse_size(const char *label, const char *v, uint64_t unit, uint64_t lo, uint64_t hi,
-                      uint64_t *ret, struct bc_error *err)
-{
-        uint64_t n = 0;
-        int r = bc_parse_size(v, unit, hi, &n);
-        if (r == -EINVAL)
-                return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "%s: '%s' is not a size (e.g. 10MiB, 512KiB or a number "
-                                    "of %s; units: " BC_SIZE_UNITS ")",
-                                    label, v, unit == 1 ? "bytes" : "MiB");
-        if (r < 0 || n < lo)
-                return bc_error_set(err, BC_USAGE, ERANGE,
-                                    "%s: '%s' is out of range (%llu to %llu bytes)", label, v,
-                                    (unsigned long long)lo, (unsigned long long)hi);
-        *ret = n;
-        return 0;
 }
 
 /* Sets one option from V; LABEL names where V came from in errors ("--lease",

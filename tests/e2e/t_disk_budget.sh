@@ -21,13 +21,15 @@ trap 'cleanup_bg; [[ -n $sampler ]] && kill $sampler 2>/dev/null; umount -l "$WD
 free_mib() { echo $(( $(stat -f -c '%a * %S' "$WD") / 1048576 )); }
 enqueue() { echo "$1" | "$BOXCAR" enqueue --spec - "${@:2}"; }
 events() { sql "select string_agg(kind, ' ' order by at, id) from boxcar.job_events where job_id = '$1'"; }
+has_event() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$1' and kind = '$2'") == 1 ]]; }
 event_at() { sql "select extract(epoch from min(at)) from boxcar.job_events where job_id = '$1' and kind = '$2'"; }
 WRITER='head -c 629145600 /dev/zero > big && sync && sleep 1'
 PORT=$((BOXCAR_PG_PORT + 1900))
 waits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="boxcar_disk_waits_total{outcome=\"$1\"}" '$1 == k { print $2 }'; }
 
-start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s \
-    --poll-interval 300ms --sandbox namespace --disk-wait 15s --metrics-addr "127.0.0.1:$PORT"
+WORKER_FLAGS=(--work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s --poll-interval 300ms
+              --sandbox namespace --disk-wait 15s)
+start_worker disk-w "${WORKER_FLAGS[@]}" --metrics-addr "127.0.0.1:$PORT"
 wait_for "worker registered" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.workers where state = 'running'\") == 1 ]]"
 
 check "the worker warned at start that a default job (2048 MiB) has no room here" \
@@ -38,7 +40,7 @@ check "the worker warned at start that a default job (2048 MiB) has no room here
 ( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.05; done ) &
 sampler=$!
 a=$(enqueue "{\"script\": \"$WRITER\", \"limits\": {\"disk_mb\": 700}}")
-wait_for "first job started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+wait_for "first job started" 20 has_event "$a" started
 b=$(enqueue "{\"script\": \"$WRITER\", \"limits\": {\"disk_mb\": 700}}")
 "$BOXCAR" status --wait "$a" >/dev/null; "$BOXCAR" status --wait "$b" >/dev/null
 kill $sampler; sampler=""
@@ -67,7 +69,7 @@ check "the message names the need, the filesystem and the reserve: $msg" \
 head -c 419430400 /dev/zero > "$WD/filler"
 t0=$EPOCHREALTIME
 c=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 1000}}' --max-attempts 1)
-wait_for "it waits" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$c' and kind = 'disk_wait'\") == 1 ]]"
+wait_for "it waits" 20 has_event "$c" disk_wait
 d=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 64}}')
 "$BOXCAR" status --wait "$d" >/dev/null
 is "a job that fits went past it meanwhile" "$(job_field $d status) $(job_field $c status)" "succeeded running"
@@ -84,9 +86,9 @@ rm -f "$WD/filler"
 # Item 3: cancelled while it waits.
 HOLD='head -c 10485760 /dev/zero > f; sleep 8'
 a=$(enqueue "{\"script\": \"$HOLD\", \"limits\": {\"disk_mb\": 700}}")
-wait_for "holder started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+wait_for "holder started" 20 has_event "$a" started
 b=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
-wait_for "second waiting" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$b' and kind = 'disk_wait'\") == 1 ]]"
+wait_for "second waiting" 20 has_event "$b" disk_wait
 t0=$EPOCHREALTIME
 "$BOXCAR" cancel "$b" >/dev/null
 "$BOXCAR" status --wait "$b" >/dev/null
@@ -102,7 +104,7 @@ is "counted: boxcar_disk_waits_total{outcome=\"cancelled\"}" "$(waits cancelled)
 # Item 4: after --disk-wait (15 s) a waiting job goes back to the queue,
 # not counted; it runs once the holder is done.
 a=$(enqueue '{"script": "sleep 22", "limits": {"disk_mb": 700}}')
-wait_for "holder started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+wait_for "holder started" 20 has_event "$a" started
 b=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
 "$BOXCAR" status --wait "$b" >/dev/null
 ev=$(events $b)
@@ -114,17 +116,16 @@ is "counted: boxcar_disk_waits_total{outcome=\"released\"}" "$(waits released)" 
 
 # Item 5: a draining worker hands a waiting job back, not counted.
 a=$(enqueue "{\"script\": \"$HOLD\", \"limits\": {\"disk_mb\": 700}}")
-wait_for "holder started" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$a' and kind = 'started'\") == 1 ]]"
+wait_for "holder started" 20 has_event "$a" started
 b=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
-wait_for "second waiting" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$b' and kind = 'disk_wait'\") == 1 ]]"
+wait_for "second waiting" 20 has_event "$b" disk_wait
 kill -TERM "$WORKER_PID"
 wait_for "second handed back" 10 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select status from boxcar.jobs where id = '$b'\") == queued ]]"
 is "drained while waiting: queued again, no attempt counted" \
    "$(job_field $b status) $(job_field $b attempts)" "queued 0"
 wait "$WORKER_PID" 2>/dev/null
 is "the holder finished within the drain" "$(job_field $a status)" "succeeded"
-start_worker disk-w --work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s \
-    --poll-interval 300ms --sandbox namespace --disk-wait 15s
+start_worker disk-w "${WORKER_FLAGS[@]}"
 "$BOXCAR" status --wait "$b" >/dev/null
 is "a new worker ran it" "$(job_field $b status)" "succeeded"
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null

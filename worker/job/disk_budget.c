@@ -174,20 +174,31 @@ static int space(const struct disk_budget *b, uint64_t *avail, uint64_t *total, 
         return 0;
 }
 
+/* Everything an answer needs; with b->lock and the directory's lock held. */
+struct view {
+        uint64_t avail, total, reserve;
+        struct tally own, others;
+};
+
+static int look(const struct disk_budget *b, struct view *v)
+{
+        own_tally(b, &v->own);
+        others_tally(b, &v->others);
+        return space(b, &v->avail, &v->total, &v->reserve);
+}
+
 int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_avail,
                      uint64_t *ret_reserve)
 {
-        uint64_t total = 0;
-        *ret_avail = *ret_reserve = 0;
-        struct tally own, others;
+        struct view v = { 0 };
         pthread_mutex_lock(&b->lock);
         flock(b->dir_lock, LOCK_EX);
-        int r = space(b, ret_avail, &total, ret_reserve);
-        own_tally(b, &own);
-        others_tally(b, &others);
+        int r = look(b, &v);
         flock(b->dir_lock, LOCK_UN);
         pthread_mutex_unlock(&b->lock);
-        *ret_room = sub0(sub0(*ret_avail, *ret_reserve), own.left + others.left);
+        *ret_avail = v.avail;
+        *ret_reserve = v.reserve;
+        *ret_room = sub0(sub0(v.avail, v.reserve), v.own.left + v.others.left);
         return r;
 }
 
@@ -196,17 +207,16 @@ static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
                             struct disk_grant **ret, char *why, size_t why_len,
                             struct bc_error *err)
 {
-        uint64_t avail, total, reserve;
-        int r = space(b, &avail, &total, &reserve);
+        struct view v;
+        int r = look(b, &v);
         if (r < 0) {
                 bc_error_set(err, BC_SANDBOX_SETUP, -r, "statvfs %s: %s", b->work_dir,
                              strerror(-r));
                 return NEVER;
         }
+        uint64_t avail = v.avail, total = v.total, reserve = v.reserve;
+        struct tally own = v.own, others = v.others;
         uint64_t need = ask->image_bytes + ask->extra_bytes;
-        struct tally own, others;
-        own_tally(b, &own);
-        others_tally(b, &others);
         uint64_t held = own.held + others.held;
         uint64_t room = sub0(avail + held, reserve);
         if (need > sub0(total, reserve)) {
