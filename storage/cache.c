@@ -321,24 +321,34 @@ static int scan(struct storage_cache *c, struct victim **ret, size_t *ret_n, uin
 }
 
 /* Evicts least recently used entries nobody holds until the total fits
- * (global lock held).  Trees are renamed into tmp/ here and deleted by the
+ * and, beyond that, until `more` bytes are gone (global lock held); the
+ * bytes evicted.  Trees are renamed into tmp/ here and deleted by the
  * caller after unlocking, so a large delete does not stall acquires. */
-static void evict(struct storage_cache *c, char ***ret_trash, size_t *ret_ntrash)
+static uint64_t evict(struct storage_cache *c, uint64_t more, char ***ret_trash,
+                      size_t *ret_ntrash)
 {
         struct victim *v = NULL;
         size_t n = 0;
         uint64_t total = 0;
         *ret_trash = NULL;
         *ret_ntrash = 0;
-        if (scan(c, &v, &n, &total) < 0 || total <= c->max_bytes) {
+        if (scan(c, &v, &n, &total) < 0) {
                 free(v);
-                return;
+                return 0;
         }
+        uint64_t goal = total > more ? total - more : 0;
+        if (goal > c->max_bytes)
+                goal = c->max_bytes;
+        if (total <= goal) {
+                free(v);
+                return 0;
+        }
+        uint64_t before = total;
         if (n)
                 qsort(v, n, sizeof(*v), cmp_victim);
         char **trash = calloc(n, sizeof(char *));
         size_t nt = 0;
-        for (size_t i = 0; trash && i < n && total > c->max_bytes; i++) {
+        for (size_t i = 0; trash && i < n && total > goal; i++) {
                 if (find_ref(c, v[i].sha))
                         continue;
                 char lock[80], size[80], dst[128];
@@ -360,6 +370,7 @@ static void evict(struct storage_cache *c, char ***ret_trash, size_t *ret_ntrash
         free(v);
         *ret_trash = trash;
         *ret_ntrash = nt;
+        return before - total;
 }
 
 static void empty_trash(struct storage_cache *c, char **trash, size_t n)
@@ -374,11 +385,13 @@ static void empty_trash(struct storage_cache *c, char **trash, size_t n)
 
 /* After an insert (mutex held): back within the budget, with the other
  * workers sharing the directory (global lock). */
-static void evict_shared(struct storage_cache *c, char ***ret_trash, size_t *ret_ntrash)
+static uint64_t evict_shared(struct storage_cache *c, uint64_t more, char ***ret_trash,
+                             size_t *ret_ntrash)
 {
         global_lock(c);
-        evict(c, ret_trash, ret_ntrash);
+        uint64_t gone = evict(c, more, ret_trash, ret_ntrash);
         global_unlock(c);
+        return gone;
 }
 
 /* Unlocked: the temporary tree (gone already once renamed in) and what
@@ -494,7 +507,7 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                 /* Evict only once our reference exists, so the fresh
                  * entry is never the victim. */
                 if (ref)
-                        evict_shared(c, &trash, &ntrash);
+                        evict_shared(c, 0, &trash, &ntrash);
         }
         pthread_mutex_unlock(&c->mu);
         drop_tmp(c, tmpname, trash, ntrash);
@@ -537,7 +550,7 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
         if (r == 0) {
                 pthread_mutex_lock(&c->mu);
                 r = insert(c, tmpname, sha256, bytes, entries);
-                evict_shared(c, &trash, &ntrash);
+                evict_shared(c, 0, &trash, &ntrash);
                 pthread_mutex_unlock(&c->mu);
         }
         drop_tmp(c, tmpname, trash, ntrash);
@@ -610,12 +623,23 @@ void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *
         release_ref(c, e->ref);
         char **trash = NULL;
         size_t ntrash = 0;
-        global_lock(c);
-        evict(c, &trash, &ntrash);
-        global_unlock(c);
+        evict_shared(c, 0, &trash, &ntrash);
         pthread_mutex_unlock(&c->mu);
         empty_trash(c, trash, ntrash);
         free(e);
+}
+
+uint64_t storage_cache_reclaim(struct storage_cache *c, uint64_t bytes)
+{
+        if (!c || bytes == 0)
+                return 0;
+        char **trash = NULL;
+        size_t ntrash = 0;
+        pthread_mutex_lock(&c->mu);
+        uint64_t gone = evict_shared(c, bytes, &trash, &ntrash);
+        pthread_mutex_unlock(&c->mu);
+        empty_trash(c, trash, ntrash);
+        return gone;
 }
 
 const char *storage_cache_entry_path(const struct storage_cache_entry *e)

@@ -285,6 +285,11 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
 /* Drops one reference; e is invalid afterwards.  NULL-safe. */
 void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *e);
 
+/* Gives disk back to the jobs: evicts least recently used entries that
+ * nobody holds until at least `bytes` are gone (as the budget charges
+ * them) or none is left, deleting them before it returns; the bytes
+ * evicted.  NULL-safe. */
+uint64_t storage_cache_reclaim(struct storage_cache *c, uint64_t bytes);
 /* Bytes of extracted volumes currently on disk in the cache. */
 uint64_t storage_cache_size(struct storage_cache *c);
 /* Entries and their bytes on disk (either pointer may be NULL). */

@@ -203,6 +203,26 @@ tool cache "$C3" 700000 hold "${VURL[A]}" "${VSHA[A]}" get "${VURL[B]}" "${VSHA[
 is "cache refcount: held entry survives eviction" \
   "$(ls "$C3/v" | grep -v '\.' | sort | tr '\n' ' ')" "$(printf '%s\n' "${VSHA[A]}" "${VSHA[C]}" | sort | tr '\n' ' ')"
 
+# Reclaim (the disk budget asks when a job does not fit): the least
+# recently used entries nobody holds go first, at least the bytes asked,
+# deleted from disk before it returns; a held entry stays whatever is asked.
+C5="$W/cache-reclaim"
+o=$(tool cache "$C5" 100000000 get "${VURL[A]}" "${VSHA[A]}" get "${VURL[B]}" "${VSHA[B]}" \
+      get "${VURL[C]}" "${VSHA[C]}" size)
+full=$(field cache_size "$o")
+o=$(tool cache "$C5" 100000000 reclaim 1 size)
+is "cache reclaim: one byte asked evicts the least recently used entry (A)" \
+  "$(ls "$C5/v" | grep -v '\.' | sort | tr '\n' ' ')" "$(printf '%s\n' "${VSHA[B]}" "${VSHA[C]}" | sort | tr '\n' ' ')"
+check "cache reclaim: says what it evicted ($(field reclaimed "$o") of $full bytes)" \
+  test "$(field reclaimed "$o")" -gt 0 -a "$(( $(field reclaimed "$o") + $(field cache_size "$o") ))" -eq "$full"
+check "cache reclaim: the evicted tree is deleted, not parked in tmp/" \
+  bash -c "[[ -z \$(ls -A '$C5/tmp') ]]"
+o=$(tool cache "$C5" 100000000 hold - "${VSHA[C]}" reclaim 100000000000 size)
+is "cache reclaim: everything unheld goes, the held entry stays" \
+  "$(ls "$C5/v" | grep -v '\.' | tr '\n' ' ')" "${VSHA[C]} "
+o=$(tool cache "$C5" 100000000 reclaim 0 size)
+is "cache reclaim: nothing asked, nothing evicted" "$(field reclaimed "$o")" 0
+
 # Two processes fetching the same volume into one cache at once.
 C4="$W/cache-mp"
 tool cache "$C4" 100000000 get "${VURL[B]}" "${VSHA[B]}" > "$W/mp1" &

@@ -17,6 +17,7 @@
  *                                  owner UID GID (entries keep modes, owned)
  *                                      hold URL|- SHA|- (acquire, keep)
  *                                      size | time-hit SHA N
+ *                                      reclaim BYTES (-> "reclaimed=N")
  *
  * Limits come from BOXCAR_TEST_MAX_BYTES, _MAX_ENTRIES, _MAX_RATIO,
  * _RATIO_FLOOR, _MAX_DOWNLOAD, and BOXCAR_TEST_IMAGE=1 for an image's
@@ -324,6 +325,10 @@ static int cmd_cache(int argc, char **argv, struct bc_error *err)
                                                     (gid_t)strtoul(argv[i + 2], NULL, 10), err) < 0)
                                 rc = fail(err);
                         i += 2;
+                } else if (strcmp(argv[i], "reclaim") == 0 && i + 1 < argc) {
+                        uint64_t gone = storage_cache_reclaim(c, strtoull(argv[i + 1], NULL, 10));
+                        printf("reclaimed=%llu\n", (unsigned long long)gone);
+                        i += 1;
                 } else if (strcmp(argv[i], "size") == 0) {
                         printf("cache_size=%llu\n", (unsigned long long)storage_cache_size(c));
                 } else if (strcmp(argv[i], "time-hit") == 0 && i + 2 < argc) {
