@@ -6,12 +6,15 @@
 # after --disk-wait when other files fill the disk, while smaller jobs go
 # past it); a job still waiting after --disk-wait goes back to the queue,
 # not counted; a waiting job can be cancelled, and a draining worker hands
-# it back.
+# it back.  The volume cache under the work dir gives way to a job that
+# would not fit beside it.
 source "$(dirname "$0")/../lib.sh"
 if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]]; then
   skip "bounded workspaces need the namespace backend as root"; tap_done; exit 0
 fi
 fresh_db e2e_disk_budget
+eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+export BOXCAR_S3_PREFIX="e2e-disk-$$"
 WD=$BOXCAR_DEV/work/disk-w
 mkdir -p "$WD"
 umount -l "$WD" 2>/dev/null
@@ -55,6 +58,33 @@ check "the work dir's free space never went below the reserve (lowest ${lowest} 
   test "$lowest" -ge 95
 check "the worker logged the wait" grep -q "event=job.disk_wait job_id=$b" "$BOXCAR_DEV/test-logs/disk-w.log"
 is "and counted it: boxcar_disk_waits_total{outcome=\"started\"}" "$(waits started)" "1"
+
+# The caches give way: a 500 MiB volume kept in the volume cache leaves
+# too little room for a job of disk_mb 700; the worker evicts it (nobody
+# holds it) instead of making the job wait.
+VOL=$BOXCAR_DEV/work/disk-vol
+rm -rf "$VOL"; mkdir -p "$VOL"
+# 500 MiB that gzip packs about 60 to 1 (within the extraction's ratio check).
+python3 -c '
+import os, sys
+with open(sys.argv[1], "wb") as f:
+    for _ in range(8000):
+        f.write(os.urandom(1024) + bytes(64512))' "$VOL/data"
+vsha=$("$BOXCAR" storage push --kind volume disk-fill "$VOL" 2>/dev/null)
+rm -rf "$VOL"
+v=$(enqueue '{"command": ["true"], "volumes": [{"name": "fill", "mount": "/mnt/fill", "storage": "disk-fill"}], "limits": {"disk_mb": 64}}')
+"$BOXCAR" status --wait "$v" >/dev/null
+is "a job with the 500 MiB volume succeeded" "$(job_field $v status)" "succeeded"
+check "control: the volume is in the cache under the work dir" test -d "$WD/volumes/v/$vsha"
+check "control: a job of disk_mb 700 would not fit beside it ($(free_mib) MiB free, 100 kept)" \
+  test $(( $(free_mib) - 100 )) -lt 700
+w=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
+"$BOXCAR" status --wait "$w" >/dev/null
+is "the job of disk_mb 700 succeeded" "$(job_field $w status)" "succeeded"
+check "without waiting (events: $(events $w))" grep -q "^claimed started exited finished$" <<< "$(events $w)"
+check "the volume was evicted from the cache" test ! -e "$WD/volumes/v/$vsha"
+check "the worker logged what it reclaimed" \
+  grep -Eq "event=disk.reclaimed cache=volumes bytes=5[0-9]{8} asked=[0-9]+" "$BOXCAR_DEV/test-logs/disk-w.log"
 
 # Item 2: a job that cannot fit even alone fails, naming the figures: at
 # once when the filesystem is too small; after --disk-wait when other

@@ -334,6 +334,77 @@ static void test_stop_ends_the_wait(void **state)
         disk_budget_close(b);
 }
 
+/* The reclaimer stands for the worker's caches: a file it deletes. */
+struct reclaimer {
+        char path[300];
+        uint64_t size, asked;
+        unsigned calls;
+};
+
+static uint64_t reclaim_file(void *ctx, uint64_t bytes)
+{
+        struct reclaimer *r = ctx;
+        r->calls++;
+        r->asked = bytes;
+        if (!r->size || unlink(r->path) < 0)
+                return 0;
+        uint64_t freed = r->size;
+        r->size = 0;
+        return freed;
+}
+
+static void fill(struct reclaimer *r, uint64_t bytes)
+{
+        snprintf(r->path, sizeof(r->path), "%s/cached", work);
+        int fd = open(r->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        assert_int_equal(posix_fallocate(fd, 0, (off_t)bytes), 0);
+        fsync(fd);
+        close(fd);
+        r->size = bytes;
+}
+
+/* A job that does not fit first asks the reclaimer for what it lacks, and
+ * starts without waiting when that frees enough. */
+static void test_reclaim_before_waiting(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct reclaimer r = { 0 };
+        fill(&r, 40 * MIB);
+        disk_budget_set_reclaim(b, reclaim_file, &r);
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL;
+        assert_int_equal(take(b, 40 * MIB, 0, 5000, &g, &err), 0);
+        assert_int_equal(waits, 0);
+        assert_int_equal(r.calls, 1);
+        /* 40 asked, about 24 free above the reserve with the file there. */
+        assert_true(r.asked > 8 * MIB && r.asked < 24 * MIB);
+        disk_budget_give_back(b, g);
+        disk_budget_close(b);
+}
+
+/* A reclaimer that frees nothing: the job waits as before, and asks again
+ * at most once a second. */
+static void test_reclaim_nothing_then_wait(void **state)
+{
+        (void)state;
+        struct disk_budget *b = open_budget(reserve_for_room());
+        struct reclaimer r = { 0 };
+        disk_budget_set_reclaim(b, reclaim_file, &r);
+        struct bc_error err = BC_ERROR_INIT;
+        struct disk_grant *g = NULL, *g2 = NULL;
+        assert_int_equal(take(b, 40 * MIB, 0, 0, &g, &err), 0);
+        assert_int_equal(r.calls, 0);
+        assert_int_equal(take(b, 40 * MIB, 0, 1500, &g2, &err), -EAGAIN);
+        assert_int_equal(waits, 1);
+        assert_int_equal(r.calls, 2);
+        /* What the running job may still write is part of what it lacks. */
+        assert_true(r.asked > 8 * MIB && r.asked < 24 * MIB);
+        disk_budget_give_back(b, g);
+        disk_budget_close(b);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -348,6 +419,8 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_workers_share_a_work_dir, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_dead_worker_file_ignored, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stop_ends_the_wait, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reclaim_before_waiting, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reclaim_nothing_then_wait, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -652,6 +652,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         }
         if (r >= 0 && !stop) {
                 r = worker_open_disk_budget(cfg, &l.disk, err);
+                if (l.disk)
+                        disk_budget_set_reclaim(l.disk, store_reclaim, &l.store);
                 l.slots.disk = l.disk;
         }
         if (r >= 0 && !stop)

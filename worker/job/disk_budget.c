@@ -25,6 +25,9 @@
 /* How often a waiting job looks again: jobs give disk back when they end,
  * which the budget does not hear about from other workers. */
 #define RECHECK_MS 50
+/* How often a waiting job asks the reclaimer again: what it frees comes
+ * back as the caches fill again, but each ask scans them. */
+#define RECLAIM_EVERY_MS 1000
 #define MIB (UINT64_C(1) << 20)
 
 struct disk_grant {
@@ -52,6 +55,8 @@ struct disk_budget {
         struct disk_grant *grants;
         struct waiter *queue;
         _Atomic bool draining;  /* waiting jobs go back to the queue */
+        uint64_t (*reclaim)(void *ctx, uint64_t bytes);
+        void *reclaim_ctx;
 };
 
 static bool my_turn(const struct disk_budget *b, const struct waiter *me)
@@ -202,10 +207,11 @@ int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_av
         return r;
 }
 
-/* Called with b->lock and the directory's lock held. */
+/* Called with b->lock and the directory's lock held.  On WAIT and
+ * NO_ROOM, *lacking is the free space the job would need to start now. */
 static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
-                            struct disk_grant **ret, char *why, size_t why_len,
-                            struct bc_error *err)
+                            struct disk_grant **ret, uint64_t *lacking, char *why,
+                            size_t why_len, struct bc_error *err)
 {
         struct view v;
         int r = look(b, &v);
@@ -219,6 +225,8 @@ static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
         uint64_t need = ask->image_bytes + ask->extra_bytes;
         uint64_t held = own.held + others.held;
         uint64_t room = sub0(avail + held, reserve);
+        uint64_t committed = own.left + others.left;
+        *lacking = sub0(committed + need, sub0(avail, reserve));
         if (need > sub0(total, reserve)) {
                 bc_error_set(err, BC_SANDBOX_SETUP, ENOSPC,
                              "the job's limits need %llu MiB of disk (limits.disk_mb%s), and "
@@ -240,8 +248,7 @@ static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
                 snprintf(why, why_len, "%s", bc_error_message(err));
                 return NO_ROOM;
         }
-        uint64_t committed = own.left + others.left;
-        if (committed + need > sub0(avail, reserve)) {
+        if (*lacking) {
                 snprintf(why, why_len,
                          "the job's limits need %llu MiB of disk; %llu MiB are free, running jobs "
                          "may still write %llu MiB of them and %llu MiB stay free (--disk-reserve)",
@@ -270,7 +277,7 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                      struct disk_grant **ret, struct bc_error *err)
 {
         *ret = NULL;
-        uint64_t deadline = now_ms() + wait_ms;
+        uint64_t deadline = now_ms() + wait_ms, next_reclaim = 0;
         bool told = false;
         int r;
         /* Queued from the start, under the lock: jobs that arrive together
@@ -288,9 +295,10 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                 }
                 char why[512];
                 enum answer a = WAIT;
+                uint64_t lacking = 0;
                 if (my_turn(b, &me)) {
                         flock(b->dir_lock, LOCK_EX);
-                        a = try_take(b, ask, ret, why, sizeof(why), err);
+                        a = try_take(b, ask, ret, &lacking, why, sizeof(why), err);
                         flock(b->dir_lock, LOCK_UN);
                         me.no_room = a == NO_ROOM;
                 } else {
@@ -310,6 +318,14 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                 }
                 if (a != NO_ROOM)
                         bc_error_clear(err);
+                if (lacking && b->reclaim && now_ms() >= next_reclaim) {
+                        next_reclaim = now_ms() + RECLAIM_EVERY_MS;
+                        pthread_mutex_unlock(&b->lock);
+                        uint64_t freed = b->reclaim(b->reclaim_ctx, lacking);
+                        pthread_mutex_lock(&b->lock);
+                        if (freed)
+                                continue;       /* look again before waiting */
+                }
                 if (b->draining) {
                         r = -ESHUTDOWN;
                         break;
@@ -333,6 +349,15 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
         *w = me.next;
         pthread_mutex_unlock(&b->lock);
         return r;
+}
+
+void disk_budget_set_reclaim(struct disk_budget *b, uint64_t (*reclaim)(void *ctx, uint64_t bytes),
+                             void *ctx)
+{
+        pthread_mutex_lock(&b->lock);
+        b->reclaim = reclaim;
+        b->reclaim_ctx = ctx;
+        pthread_mutex_unlock(&b->lock);
 }
 
 void disk_budget_add(struct disk_budget *b, struct disk_grant *g, uint64_t extra_bytes)

@@ -41,6 +41,14 @@ int disk_budget_open(struct disk_budget **ret, const char *work_dir, uint64_t re
                      int reserve_pct, struct bc_error *err);
 void disk_budget_close(struct disk_budget *b);
 
+/* Where disk can be found when a job does not fit: reclaim(ctx, bytes)
+ * gives back what it can of `bytes` (the worker's caches evict entries no
+ * job holds) and returns what it freed.  Called without the budget's
+ * lock, by the first job waiting, when it starts to wait and then at
+ * most once a second. */
+void disk_budget_set_reclaim(struct disk_budget *b, uint64_t (*reclaim)(void *ctx, uint64_t bytes),
+                             void *ctx);
+
 /* What a job could take now (*ret_room), of *ret_avail free, with
  * *ret_reserve kept free.  0, or -errno when the filesystem cannot be
  * read. */
@@ -49,7 +57,8 @@ int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_av
 
 /* Takes what ask needs, waiting up to wait_ms for running jobs to give
  * disk back while *stop stays 0 (cancel_fd becomes readable when it
- * changes).  on_wait(ctx, why) is called once if it has to wait.  0 with
+ * changes), after asking the reclaimer for the disk it lacks.
+ * on_wait(ctx, why) is called once if it has to wait.  0 with
  * *ret set; -EAGAIN after wait_ms; -ECANCELED when stopped; -ESHUTDOWN
  * when the worker drains (disk_budget_drain) and it would have to wait;
  * or -ENOSPC with BC_SANDBOX_SETUP in err: at once when it is larger than

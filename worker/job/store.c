@@ -9,6 +9,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/db.h"
 #include "worker/db_pool.h"
+#include "worker/log.h"
 
 /* The artifact cache: trees owned by the job's identity, in a 0700 dir. */
 static int open_artifact_cache(struct store *st, const char *dir, uint64_t cache_bytes,
@@ -60,6 +61,24 @@ void store_close(struct store *st)
         storage_cache_free(st->cache);
         storage_config_free(st->s3);
         memset(st, 0, sizeof(*st));
+}
+
+uint64_t store_reclaim(void *ctx, uint64_t bytes)
+{
+        struct store *st = ctx;
+        struct storage_cache *order[] = { st->cache, st->artifacts, st->images };
+        static const char *const names[] = { "volumes", "artifacts", "images" };
+        uint64_t freed = 0;
+        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && freed < bytes; i++) {
+                uint64_t got = storage_cache_reclaim(order[i], bytes - freed);
+                if (got)
+                        log_event(LOG_INFO, "disk.reclaimed", "cache", names[i],
+                                  LOG_INT("bytes", got), LOG_INT("asked", bytes - freed),
+                                  "detail", "cache entries no job holds evicted to make room "
+                                  "for a job", NULL);
+                freed += got;
+        }
+        return freed;
 }
 
 void store_version_done(struct store_version *v)

@@ -40,6 +40,12 @@ int store_open(struct store *st, const char *cache_dir, const char *image_dir,
                struct bc_error *err);
 void store_close(struct store *st);
 
+/* The disk budget's reclaimer (disk_budget_set_reclaim, ctx the store):
+ * the caches give way to jobs, evicting entries no job holds, least
+ * recently used first (volumes, then artifact bases, then images) until
+ * `bytes` are free; the bytes freed. */
+uint64_t store_reclaim(void *ctx, uint64_t bytes);
+
 BC_DEFINE_CLEANUP(struct storage_config *, storage_config_free)
 
 struct store_version {
