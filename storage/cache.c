@@ -76,6 +76,7 @@ struct storage_cache {
         uint64_t max_bytes;
         const struct storage_config *cfg;
         const struct storage_limits *limits;
+        uint64_t min_free;      /* of the filesystem, kept by downloads */
         bool owned;             /* entries keep their modes, owned by uid:gid */
         uid_t uid;
         gid_t gid;
@@ -476,7 +477,19 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                  rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
         snprintf(tmppath, sizeof(tmppath), "%s/tmp/%s", c->dir, tmpname);
         struct storage_fetch_result res;
-        int r = storage_fetch_extract(c->cfg, url, sha, tmppath, c->limits, guard, &res, err);
+        struct storage_limits l;
+        if (c->limits)
+                l = *c->limits;
+        else
+                storage_limits_default(&l);
+        l.min_free = c->min_free;
+        int r = storage_fetch_extract(c->cfg, url, sha, tmppath, &l, guard, &res, err);
+        /* The disk ran low while extracting (the extraction is undone):
+         * the entries nobody holds go before the download fails, once. */
+        if (r == -ENOSPC && storage_cache_reclaim(c, UINT64_MAX) > 0) {
+                bc_error_clear(err);
+                r = storage_fetch_extract(c->cfg, url, sha, tmppath, &l, guard, &res, err);
+        }
         if (r == 0) {
                 _cleanup_fd_ int fd = open(tmppath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 r = fd < 0 ? -errno : c->owned ? fs_chown_tree(fd, c->uid, c->gid)
@@ -627,6 +640,12 @@ void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *
         pthread_mutex_unlock(&c->mu);
         empty_trash(c, trash, ntrash);
         free(e);
+}
+
+void storage_cache_set_min_free(struct storage_cache *c, uint64_t bytes)
+{
+        if (c)
+                c->min_free = bytes;
 }
 
 uint64_t storage_cache_reclaim(struct storage_cache *c, uint64_t bytes)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -18,6 +19,10 @@
 /* Directories whose final mode denies us write or search get it at the
  * end; only those are remembered, so memory stays small. */
 #define MAX_DIR_FIXUPS 65536
+/* How often the free space is looked at when it is bounded (min_free):
+ * after this much data or this many entries. */
+#define FREE_CHECK_BYTES (8u << 20)
+#define FREE_CHECK_ENTRIES 1024
 
 struct dir_fixup {
         char *path;
@@ -31,6 +36,8 @@ struct extractor {
         struct fs_walker walker;
         uint64_t bytes;
         uint64_t entries;
+        bool free_checked;      /* once at the start, then every FREE_CHECK_* */
+        uint64_t checked_bytes, checked_entries;  /* of the tar stream, at the last look */
         struct dir_fixup *fix;
         size_t nfix;
         char path[FS_MAX_PATH + 1];
@@ -101,9 +108,36 @@ static int archive_failed(struct extractor *x, struct bc_error *err)
                             (unsigned long long)x->entries, archive_error_string(x->a) ?: "unknown error");
 }
 
+/* Stops before the filesystem's free space goes below min_free: what
+ * fills it is not the archive's fault (other files, other jobs). */
+static int check_free(struct extractor *x, uint64_t unc, struct bc_error *err)
+{
+        if (!x->l->min_free || (x->free_checked && unc - x->checked_bytes < FREE_CHECK_BYTES &&
+                                x->entries - x->checked_entries < FREE_CHECK_ENTRIES))
+                return 0;
+        x->free_checked = true;
+        x->checked_bytes = unc;
+        x->checked_entries = x->entries;
+        struct statvfs sv;
+        if (fstatvfs(x->walker.rootfd, &sv) < 0)
+                return bc_error_set(err, BC_IO, errno, "extract: statvfs: %m");
+        uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+        if (avail >= x->l->min_free)
+                return 0;
+        return bc_error_set(err, BC_IO, ENOSPC,
+                            "extract: %llu MiB free on the filesystem after %llu MiB of the "
+                            "archive, below the %llu MiB kept free (--disk-reserve)",
+                            (unsigned long long)(avail >> 20),
+                            (unsigned long long)(unc >> 20),
+                            (unsigned long long)(x->l->min_free >> 20));
+}
+
 static int check_caps(struct extractor *x, struct bc_error *err)
 {
         uint64_t unc = (uint64_t)archive_filter_bytes(x->a, 0);
+        int r = check_free(x, unc, err);
+        if (r < 0)
+                return r;
         uint64_t raw = x->src->total;
         if (unc > x->l->max_bytes || x->bytes > x->l->max_bytes)
                 return bad(x, err, "archive expands beyond the size limit");

@@ -128,6 +128,11 @@ struct storage_limits {
          * not created (skipped).  Everything else is refused as for a
          * volume.  false for volumes and artifacts. */
         bool image;
+        /* Bytes of the destination's filesystem that must stay free (the
+         * worker's --disk-reserve): extraction stops with BC_IO and
+         * ENOSPC, the archive not at fault, once less is free.  0: only
+         * the filesystem's own limit. */
+        uint64_t min_free;
 };
 
 /* 16 GiB, 1,000,000 entries, 16 GiB download, ratio 250 beyond 64 MiB. */
@@ -290,6 +295,11 @@ void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *
  * them) or none is left, deleting them before it returns; the bytes
  * evicted.  NULL-safe. */
 uint64_t storage_cache_reclaim(struct storage_cache *c, uint64_t bytes);
+/* Downloads stop (BC_IO, -ENOSPC) rather than leave less than `bytes`
+ * free on the cache's filesystem (storage_limits.min_free); before they
+ * fail, the entries nobody holds are evicted and the download tried once
+ * more.  Call before the cache is shared between threads.  NULL-safe. */
+void storage_cache_set_min_free(struct storage_cache *c, uint64_t bytes);
 /* Bytes of extracted volumes currently on disk in the cache. */
 uint64_t storage_cache_size(struct storage_cache *c);
 /* Entries and their bytes on disk (either pointer may be NULL). */

@@ -7,7 +7,7 @@
 # past it); a job still waiting after --disk-wait goes back to the queue,
 # not counted; a waiting job can be cancelled, and a draining worker hands
 # it back.  The volume cache under the work dir gives way to a job that
-# would not fit beside it.
+# would not fit beside it, and its downloads keep the reserve free.
 source "$(dirname "$0")/../lib.sh"
 if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]]; then
   skip "bounded workspaces need the namespace backend as root"; tap_done; exit 0
@@ -85,6 +85,26 @@ check "without waiting (events: $(events $w))" grep -q "^claimed started exited 
 check "the volume was evicted from the cache" test ! -e "$WD/volumes/v/$vsha"
 check "the worker logged what it reclaimed" \
   grep -Eq "event=disk.reclaimed cache=volumes bytes=5[0-9]{8} asked=[0-9]+" "$BOXCAR_DEV/test-logs/disk-w.log"
+
+# Nor do the caches' downloads eat into the reserve: with 700 MiB of other
+# files, the 500 MiB volume would leave less than the 100 MiB kept free;
+# its extraction stops, the job fails naming the reserve (FETCH_FAILED,
+# retried like any fetch), and nothing of it is left.
+head -c 734003200 /dev/zero > "$WD/filler"
+( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.02; done ) &
+sampler=$!
+v=$(enqueue '{"command": ["true"], "volumes": [{"name": "fill", "mount": "/mnt/fill", "storage": "disk-fill"}], "limits": {"disk_mb": 64}}' --max-attempts 1)
+"$BOXCAR" status --wait "$v" >/dev/null
+kill $sampler; sampler=""
+lowest=$(cat "$WD.min"); rm -f "$WD.min" "$WD/filler"
+msg=$(job_field $v "error->>'message'")
+is "a volume that would eat into the reserve: failed, FETCH_FAILED" \
+   "$(job_field $v status) $(job_field $v "error->>'code'")" "failed FETCH_FAILED"
+check "the message says why: $msg" grep -q "MiB free on the filesystem after [0-9]* MiB of the archive, below the 100 MiB kept free (--disk-reserve)" <<< "$msg"
+check "the free space stayed near the reserve (lowest ${lowest} MiB; the check runs every 8 MiB)" \
+  test "$lowest" -ge 85
+check "nothing of the volume is left in the cache" \
+  bash -c "[[ ! -e '$WD/volumes/v/$vsha' && -z \$(ls -A '$WD/volumes/tmp') ]]"
 
 # Item 2: a job that cannot fit even alone fails, naming the figures: at
 # once when the filesystem is too small; after --disk-wait when other

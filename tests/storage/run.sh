@@ -223,6 +223,36 @@ is "cache reclaim: everything unheld goes, the held entry stays" \
 o=$(tool cache "$C5" 100000000 reclaim 0 size)
 is "cache reclaim: nothing asked, nothing evicted" "$(field reclaimed "$o")" 0
 
+# Downloads keep the reserve free (min-free, the worker's --disk-reserve):
+# on a 64 MiB tmpfs, a download that would start below it first evicts
+# the entries nobody holds, then tries once more; with nothing to evict it
+# fails, naming the figures, and leaves nothing behind.
+if [[ $(id -u) -eq 0 ]]; then
+  C6="$W/cache-low"
+  mkdir -p "$C6"
+  if mount -t tmpfs -o size=64m boxcar-storage-low "$C6"; then
+    avail() { echo $(( $(stat -f -c '%a * %S' "$C6") )); }
+    tool cache "$C6" 100000000 get "${VURL[A]}" "${VSHA[A]}" get "${VURL[B]}" "${VSHA[B]}" >/dev/null
+    low=$(( $(avail) + 200000 ))
+    o=$(tool cache "$C6" 100000000 min-free "$low" get "${VURL[C]}" "${VSHA[C]}")
+    check "low disk: the download went through once A and B were evicted ($o)" \
+      has "$o" "acquired sha256=${VSHA[C]} downloaded=1"
+    is "low disk: only C is left in the cache" "$(ls "$C6/v" | grep -v '\.' | tr '\n' ' ')" "${VSHA[C]} "
+    o=$(tool cache "$C6" 100000000 hold - "${VSHA[C]}" min-free 67108864 get "${VURL[A]}" "${VSHA[A]}")
+    check "low disk, nothing to evict: the download fails as an I/O error naming the reserve" \
+      grep -Eq "^ERROR IO: .*MiB free on the filesystem after 0 MiB of the archive, below the 64 MiB kept free" <<<"$o"
+    check "low disk: the held entry stays, nothing is left in tmp/" \
+      bash -c "[[ \$(ls '$C6/v' | grep -v '\.') == '${VSHA[C]}' && -z \$(ls -A '$C6/tmp') ]]"
+    o=$(tool cache "$C6" 100000000 get "${VURL[A]}" "${VSHA[A]}")
+    check "control: without min-free the same download fits" has "$o" "acquired sha256=${VSHA[A]} downloaded=1"
+    umount "$C6"
+  else
+    skip "low disk: no tmpfs to fill"
+  fi
+else
+  skip "low disk needs root (a tmpfs of its own)"
+fi
+
 # Two processes fetching the same volume into one cache at once.
 C4="$W/cache-mp"
 tool cache "$C4" 100000000 get "${VURL[B]}" "${VSHA[B]}" > "$W/mp1" &

@@ -18,6 +18,7 @@
  *                                      hold URL|- SHA|- (acquire, keep)
  *                                      size | time-hit SHA N
  *                                      reclaim BYTES (-> "reclaimed=N")
+ *                                      min-free BYTES (downloads keep it free)
  *
  * Limits come from BOXCAR_TEST_MAX_BYTES, _MAX_ENTRIES, _MAX_RATIO,
  * _RATIO_FLOOR, _MAX_DOWNLOAD, and BOXCAR_TEST_IMAGE=1 for an image's
@@ -325,6 +326,9 @@ static int cmd_cache(int argc, char **argv, struct bc_error *err)
                                                     (gid_t)strtoul(argv[i + 2], NULL, 10), err) < 0)
                                 rc = fail(err);
                         i += 2;
+                } else if (strcmp(argv[i], "min-free") == 0 && i + 1 < argc) {
+                        storage_cache_set_min_free(c, strtoull(argv[i + 1], NULL, 10));
+                        i += 1;
                 } else if (strcmp(argv[i], "reclaim") == 0 && i + 1 < argc) {
                         uint64_t gone = storage_cache_reclaim(c, strtoull(argv[i + 1], NULL, 10));
                         printf("reclaimed=%llu\n", (unsigned long long)gone);

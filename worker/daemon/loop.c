@@ -643,18 +643,19 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 stop = worker_wait_for_schema(cfg, l.signal_fd, l.watchdog_ms, err);
                 r = stop < 0 ? stop : 0;
         }
+        /* Before the pools: the caches keep the reserve from their start. */
+        if (r >= 0 && !stop) {
+                r = worker_open_disk_budget(cfg, &l.disk, err);
+                if (l.disk)
+                        store_give_way(&l.store, l.disk);
+                l.slots.disk = l.disk;
+        }
         struct sandbox_pool *pool = NULL;
         if (r >= 0 && !stop)
                 worker_start_sandbox_pool(cfg, cgroup_parent, l.store.images, l.metrics, &pool);
         if (r >= 0 && !stop) {
                 l.ws_pool = worker_start_ws_pool(cfg, l.private_mounts, l.metrics);
                 l.slots.ws_pool = l.ws_pool;
-        }
-        if (r >= 0 && !stop) {
-                r = worker_open_disk_budget(cfg, &l.disk, err);
-                if (l.disk)
-                        disk_budget_set_reclaim(l.disk, store_reclaim, &l.store);
-                l.slots.disk = l.disk;
         }
         if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);

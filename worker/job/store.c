@@ -9,6 +9,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/db.h"
 #include "worker/db_pool.h"
+#include "worker/job/disk_budget.h"
 #include "worker/log.h"
 
 /* The artifact cache: trees owned by the job's identity, in a 0700 dir. */
@@ -63,7 +64,8 @@ void store_close(struct store *st)
         memset(st, 0, sizeof(*st));
 }
 
-uint64_t store_reclaim(void *ctx, uint64_t bytes)
+/* The disk budget's reclaimer: the bytes freed of `bytes` asked. */
+static uint64_t reclaim(void *ctx, uint64_t bytes)
 {
         struct store *st = ctx;
         struct storage_cache *order[] = { st->cache, st->artifacts, st->images };
@@ -79,6 +81,17 @@ uint64_t store_reclaim(void *ctx, uint64_t bytes)
                 freed += got;
         }
         return freed;
+}
+
+void store_give_way(struct store *st, struct disk_budget *disk)
+{
+        uint64_t room, avail, reserve;
+        if (disk_budget_room(disk, &room, &avail, &reserve) == 0) {
+                storage_cache_set_min_free(st->cache, reserve);
+                storage_cache_set_min_free(st->artifacts, reserve);
+                storage_cache_set_min_free(st->images, reserve);
+        }
+        disk_budget_set_reclaim(disk, reclaim, st);
 }
 
 void store_version_done(struct store_version *v)

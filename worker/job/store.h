@@ -40,11 +40,13 @@ int store_open(struct store *st, const char *cache_dir, const char *image_dir,
                struct bc_error *err);
 void store_close(struct store *st);
 
-/* The disk budget's reclaimer (disk_budget_set_reclaim, ctx the store):
- * the caches give way to jobs, evicting entries no job holds, least
- * recently used first (volumes, then artifact bases, then images) until
- * `bytes` are free; the bytes freed. */
-uint64_t store_reclaim(void *ctx, uint64_t bytes);
+/* The caches under the work dir give way to the jobs of the disk budget:
+ * a job that does not fit has them evict entries no job holds, least
+ * recently used first (volumes, then artifact bases, then images), and
+ * their downloads keep the budget's reserve free.  Before the caches are
+ * shared between threads. */
+struct disk_budget;
+void store_give_way(struct store *st, struct disk_budget *disk);
 
 BC_DEFINE_CLEANUP(struct storage_config *, storage_config_free)
 
