@@ -83,8 +83,11 @@ w=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
 is "the job of disk_mb 700 succeeded" "$(job_field $w status)" "succeeded"
 check "without waiting (events: $(events $w))" grep -q "^claimed started exited finished$" <<< "$(events $w)"
 check "the volume was evicted from the cache" test ! -e "$WD/volumes/v/$vsha"
-check "the worker logged what it reclaimed" \
-  grep -Eq "event=disk.reclaimed cache=volumes bytes=5[0-9]{8} asked=[0-9]+" "$BOXCAR_DEV/test-logs/disk-w.log"
+logged=$(grep -Eo "event=disk.reclaimed cache=volumes bytes=5[0-9]{8} asked=[0-9]+" "$BOXCAR_DEV/test-logs/disk-w.log")
+check "the worker logged what it reclaimed: $logged" test -n "$logged"
+reclaimed=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '$1 == "boxcar_disk_reclaimed_bytes_total{cache=\"volumes\"}" { print $2 }')
+is "and counted it: boxcar_disk_reclaimed_bytes_total{cache=\"volumes\"}" "$reclaimed" \
+   "$(sed -n 's/.* bytes=\([0-9]*\) .*/\1/p' <<< "$logged")"
 
 # Nor do the caches' downloads eat into the reserve: with 700 MiB of other
 # files, the 500 MiB volume would leave less than the 100 MiB kept free;

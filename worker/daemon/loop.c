@@ -647,7 +647,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         if (r >= 0 && !stop) {
                 r = worker_open_disk_budget(cfg, &l.disk, err);
                 if (l.disk)
-                        store_give_way(&l.store, l.disk);
+                        store_give_way(&l.store, l.disk, l.metrics);
                 l.slots.disk = l.disk;
         }
         struct sandbox_pool *pool = NULL;

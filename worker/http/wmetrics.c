@@ -15,6 +15,7 @@ static const char *const l_version[] = { "version", NULL };
 static const char *const l_event[] = { "event", NULL };
 static const char *const l_where[] = { "where", NULL };
 static const char *const l_direction[] = { "direction", NULL };
+static const char *const l_cache[] = { "cache", NULL };
 
 static const double sandbox_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                           0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
@@ -83,6 +84,9 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                   "Jobs that waited for the work dir's disk (--disk-reserve), by how the wait "
                   "ended: started, released (back to the queue), cancelled, failed (it could "
                   "never fit).", METRICS_COUNTER, l_outcome, NULL, 0, 0 },
+                { "boxcar_disk_reclaimed_bytes_total",
+                  "Bytes of cache entries (volumes, artifacts, images) evicted to make room "
+                  "for a job on the work dir's disk.", METRICS_COUNTER, l_cache, NULL, 0, 0 },
                 { "boxcar_webhook_deliveries_total", "Webhook delivery attempts by outcome.",
                   METRICS_COUNTER, l_outcome, NULL, 0, 0 },
                 { "boxcar_jobs_running", "Jobs running on this worker.", METRICS_GAUGE, NULL,
@@ -196,6 +200,12 @@ void wmetrics_disk_wait(struct metrics *m, const char *outcome)
 {
         const char *l[] = { outcome };
         metrics_counter_add(m, "boxcar_disk_waits_total", l, 1);
+}
+
+void wmetrics_disk_reclaimed(struct metrics *m, const char *cache, uint64_t bytes)
+{
+        const char *l[] = { cache };
+        metrics_counter_add(m, "boxcar_disk_reclaimed_bytes_total", l, (double)bytes);
 }
 
 void wmetrics_workspaces_ready(struct metrics *m, unsigned n)

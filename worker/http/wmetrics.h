@@ -41,6 +41,8 @@ void wmetrics_workspace_wipe(struct metrics *m, double seconds);
 /* A job that waited for disk (disk_budget.h); outcome: started, released,
  * cancelled, failed. */
 void wmetrics_disk_wait(struct metrics *m, const char *outcome);
+/* Bytes a cache ("volumes", "artifacts", "images") evicted for a job. */
+void wmetrics_disk_reclaimed(struct metrics *m, const char *cache, uint64_t bytes);
 /* outcome: delivered, retry, failed, lease_lost */
 void wmetrics_webhook(struct metrics *m, const char *outcome);
 void wmetrics_slots(struct metrics *m, unsigned busy, unsigned total);

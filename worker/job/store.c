@@ -9,6 +9,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/db.h"
 #include "worker/db_pool.h"
+#include "worker/http/wmetrics.h"
 #include "worker/job/disk_budget.h"
 #include "worker/log.h"
 
@@ -73,6 +74,8 @@ static uint64_t reclaim(void *ctx, uint64_t bytes)
         uint64_t freed = 0;
         for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && freed < bytes; i++) {
                 uint64_t got = storage_cache_reclaim(order[i], bytes - freed);
+                if (got && st->metrics)
+                        wmetrics_disk_reclaimed(st->metrics, names[i], got);
                 if (got)
                         log_event(LOG_INFO, "disk.reclaimed", "cache", names[i],
                                   LOG_INT("bytes", got), LOG_INT("asked", bytes - freed),
@@ -83,8 +86,9 @@ static uint64_t reclaim(void *ctx, uint64_t bytes)
         return freed;
 }
 
-void store_give_way(struct store *st, struct disk_budget *disk)
+void store_give_way(struct store *st, struct disk_budget *disk, struct metrics *m)
 {
+        st->metrics = m;
         uint64_t room, avail, reserve;
         if (disk_budget_room(disk, &room, &avail, &reserve) == 0) {
                 storage_cache_set_min_free(st->cache, reserve);

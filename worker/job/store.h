@@ -14,6 +14,7 @@
 #include "worker/job/spec.h"
 
 struct db_pool;
+struct metrics;
 
 struct store {
         struct storage_config *s3;    /* NULL when BOXCAR_S3_BUCKET is not set */
@@ -29,6 +30,7 @@ struct store {
          * (not owned; NULL: none).  URLs the worker presigns itself for the
          * operator's S3 endpoint are trusted and not checked. */
         const struct netguard *url_guard;
+        struct metrics *metrics;      /* where cache reclaims are counted (not owned) */
 };
 
 /* Sets up S3 (when configured), the volume cache under cache_dir, the
@@ -46,7 +48,7 @@ void store_close(struct store *st);
  * their downloads keep the budget's reserve free.  Before the caches are
  * shared between threads. */
 struct disk_budget;
-void store_give_way(struct store *st, struct disk_budget *disk);
+void store_give_way(struct store *st, struct disk_budget *disk, struct metrics *m);
 
 BC_DEFINE_CLEANUP(struct storage_config *, storage_config_free)
 
