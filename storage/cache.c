@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -535,6 +536,24 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
         return r;
 }
 
+/* Whether the cache's filesystem has `more` bytes free beyond min_free. */
+static bool free_above(const struct storage_cache *c, uint64_t more)
+{
+        struct statvfs sv;
+        return !c->min_free || fstatvfs(c->dirfd, &sv) < 0 ||
+               (uint64_t)sv.f_bavail * sv.f_frsize >= c->min_free + more;
+}
+
+/* At most what copying upper's files can take: all its filesystem holds
+ * (the job's own, where nothing else lives). */
+static uint64_t upper_bytes(const char *upper)
+{
+        struct statvfs sv;
+        if (statvfs(upper, &sv) < 0)
+                return 0;
+        return (uint64_t)(sv.f_blocks - sv.f_bfree) * sv.f_frsize;
+}
+
 int storage_cache_promote(struct storage_cache *c, const struct storage_cache_entry *base,
                           const char *merged, const char *upper, const char *sha256)
 {
@@ -547,6 +566,8 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
         pthread_mutex_unlock(&c->mu);
         if (have)
                 return 0;   /* already there (the job changed nothing, say) */
+        if (!free_above(c, upper_bytes(upper)))
+                return -ENOSPC;
         unsigned char rnd[8];
         RAND_bytes(rnd, sizeof(rnd));
         char tmpname[64], tmppath[4200];
@@ -558,6 +579,10 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
         uint64_t bytes = 0, entries = 0;
         int r = fs_overlay_flatten(merged, upper, base->ref->path, tmppath, c->uid, c->gid, &bytes,
                                    &entries);
+        /* Something else took the disk below the reserve meanwhile: a
+         * promotion is only a head start for the next job. */
+        if (r == 0 && !free_above(c, 0))
+                r = -ENOSPC;
         char **trash = NULL;
         size_t ntrash = 0;
         if (r == 0) {

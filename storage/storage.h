@@ -284,7 +284,9 @@ uint64_t storage_cache_entry_downloaded_bytes(const struct storage_cache_entry *
  * changed bytes, not the tree's bytes.  The next job on that version then
  * finds it cached.  The caller vouches that sha256 is the packed digest
  * of that very tree.  0 (also when it is there already) or -errno;
- * nothing is published on failure. */
+ * nothing is published on failure, nor (-ENOSPC) when copying what
+ * upper's filesystem holds could leave less than min_free free, or less
+ * is free once done. */
 int storage_cache_promote(struct storage_cache *c, const struct storage_cache_entry *base,
                           const char *merged, const char *upper, const char *sha256);
 /* Drops one reference; e is invalid afterwards.  NULL-safe. */

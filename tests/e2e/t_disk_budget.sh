@@ -109,6 +109,27 @@ check "the free space stayed near the reserve (lowest ${lowest} MiB; the check r
 check "nothing of the volume is left in the cache" \
   bash -c "[[ ! -e '$WD/volumes/v/$vsha' && -z \$(ls -A '$WD/volumes/tmp') ]]"
 
+# A session's next version is kept in the artifact cache from the job's
+# changes (a copy of what changed), unless that copy could take the disk
+# below the reserve: a job writing 100 MiB over version 1, admitted with
+# 12 MiB to spare, has its version uploaded but not cached.
+p1=$(enqueue '{"script": "head -c 1048576 /dev/urandom > seed", "artifact": {"storage": "prom"}, "limits": {"disk_mb": 64}}')
+"$BOXCAR" status --wait "$p1" >/dev/null
+v1=$(job_field $p1 "result->'artifact'->>'sha256'")
+head -c $(( ($(free_mib) - 352) * 1048576 )) /dev/zero > "$WD/filler"
+( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.02; done ) &
+sampler=$!
+p2=$(enqueue "{\"script\": \"head -c 104857600 /dev/urandom > big\", \"artifact\": {\"storage\": \"prom\", \"base\": \"$v1\"}, \"limits\": {\"disk_mb\": 120}}")
+"$BOXCAR" status --wait "$p2" >/dev/null
+kill $sampler; sampler=""
+lowest=$(cat "$WD.min"); rm -f "$WD.min" "$WD/filler"
+v2=$(job_field $p2 "result->'artifact'->>'sha256'")
+is "the job over version 1 succeeded and uploaded its version" "$(job_field $p2 status) ${#v2}" "succeeded 64"
+check "control: version 1 is in the artifact cache" test -d "$WD/artifacts/v/$v1"
+check "its version was not cached" test ! -e "$WD/artifacts/v/$v2"
+check "the worker said why" grep -q "event=artifact.cache sha256=$v2 error=\"No space left on device\"" "$BOXCAR_DEV/test-logs/disk-w.log"
+check "the free space stayed above the reserve (lowest ${lowest} MiB)" test "$lowest" -ge 95
+
 # Item 2: a job that cannot fit even alone fails, naming the figures: at
 # once when the filesystem is too small; after --disk-wait when other
 # files than the jobs' fill it, while jobs that fit go past it.
