@@ -103,6 +103,10 @@ $(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUI
 $(BUILD)/sandbox-warm-run: tests/security/warm-run.c $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
 
+# make bench's reference: the job command alone, spawned without a sandbox.
+$(BUILD)/spawn-floor: tests/bench/spawn_floor.c $(FLAGS_STAMP)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
+
 # The guard of a --sandbox none job (worker/guard/main.c), exec'd at each
 # job's start: on x86-64 with no libc at all (worker/guard/sys.h says why),
 # its objects built freestanding; sanitized or on another architecture,

@@ -479,6 +479,16 @@ fi
 [[ $(pg_start_time) == "$PG_STARTED" ]] ||
   die "PostgreSQL was restarted during the run (someone else's test?): figures are void"
 
+# The floor under commit->inside: the job's command alone, spawned with no
+# sandbox and no queue, as the job runs it (empty environment, cwd /).
+if [[ $SANDBOX == 1 ]]; then
+  [[ -x $BOXCAR_ROOT/build/spawn-floor ]] || make --no-print-directory build/spawn-floor >&2 ||
+    die "make build/spawn-floor failed"
+  FLOOR=$(cd / && env -i PATH=/usr/bin:/bin "$BOXCAR_ROOT/build/spawn-floor" 400 /bin/sh -c 'date +%s%N') ||
+    die "spawn-floor failed: $FLOOR"
+  R[floor_p50]=${FLOOR#p50_ms=}; R[floor_p50]=${R[floor_p50]%% *}; R[floor_p99]=${FLOOR##*p99_ms=}
+fi
+
 # --- report -------------------------------------------------------------------------
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
@@ -547,6 +557,8 @@ if [[ $SANDBOX == 1 ]]; then
     echo "warm sandboxes held by the idle worker: none (pool off, or not root)"
   fi
   echo "boxcar sandbox starts: ${R[starts]}"
+  echo "the job's command alone, no sandbox or queue (spawn -> date inside, 400 runs, idle host):" \
+       "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms"
 fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
