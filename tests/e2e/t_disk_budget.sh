@@ -22,6 +22,13 @@ mount -t tmpfs -o size=1200m,mode=0700 boxcar-e2e-disk "$WD"
 sampler=""
 trap 'cleanup_bg; [[ -n $sampler ]] && kill $sampler 2>/dev/null; umount -l "$WD"' EXIT
 free_mib() { echo $(( $(stat -f -c '%a * %S' "$WD") / 1048576 )); }
+# watch_free SECS ... watched: the lowest free space (MiB) seen in between,
+# sampled every SECS, in $lowest.
+watch_free() {
+  ( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep "$1"; done ) &
+  sampler=$!
+}
+watched() { kill $sampler; sampler=""; lowest=$(cat "$WD.min"); rm -f "$WD.min"; }
 enqueue() { echo "$1" | "$BOXCAR" enqueue --spec - "${@:2}"; }
 events() { sql "select string_agg(kind, ' ' order by at, id) from boxcar.job_events where job_id = '$1'"; }
 has_event() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$1' and kind = '$2'") == 1 ]]; }
@@ -40,14 +47,12 @@ check "the worker warned at start that a default job (2048 MiB) has no room here
   "$BOXCAR_DEV/test-logs/disk-w.log"
 
 # Item 1: one after the other, and the reserve stays free.
-( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.05; done ) &
-sampler=$!
+watch_free 0.05
 a=$(enqueue "{\"script\": \"$WRITER\", \"limits\": {\"disk_mb\": 700}}")
 wait_for "first job started" 20 has_event "$a" started
 b=$(enqueue "{\"script\": \"$WRITER\", \"limits\": {\"disk_mb\": 700}}")
 "$BOXCAR" status --wait "$a" >/dev/null; "$BOXCAR" status --wait "$b" >/dev/null
-kill $sampler; sampler=""
-lowest=$(cat "$WD.min"); rm -f "$WD.min"
+watched
 is "both writers succeeded" "$(job_field $a status) $(job_field $b status)" "succeeded succeeded"
 check "the second waited for disk (events: $(events $b))" grep -q "claimed disk_wait started" <<< "$(events $b)"
 why=$(sql "select details->>'message' from boxcar.job_events where job_id = '$b' and kind = 'disk_wait'")
@@ -72,7 +77,8 @@ with open(sys.argv[1], "wb") as f:
         f.write(os.urandom(1024) + bytes(64512))' "$VOL/data"
 vsha=$("$BOXCAR" storage push --kind volume disk-fill "$VOL" 2>/dev/null)
 rm -rf "$VOL"
-v=$(enqueue '{"command": ["true"], "volumes": [{"name": "fill", "mount": "/mnt/fill", "storage": "disk-fill"}], "limits": {"disk_mb": 64}}')
+VOLUME_JOB='{"command": ["true"], "volumes": [{"name": "fill", "mount": "/mnt/fill", "storage": "disk-fill"}], "limits": {"disk_mb": 64}}'
+v=$(enqueue "$VOLUME_JOB")
 "$BOXCAR" status --wait "$v" >/dev/null
 is "a job with the 500 MiB volume succeeded" "$(job_field $v status)" "succeeded"
 check "control: the volume is in the cache under the work dir" test -d "$WD/volumes/v/$vsha"
@@ -95,12 +101,10 @@ check "and counted it: boxcar_disk_reclaimed_bytes_total{cache=\"volumes\"} $rec
 # its extraction stops, the job fails naming the reserve (FETCH_FAILED,
 # retried like any fetch), and nothing of it is left.
 head -c 734003200 /dev/zero > "$WD/filler"
-( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.02; done ) &
-sampler=$!
-v=$(enqueue '{"command": ["true"], "volumes": [{"name": "fill", "mount": "/mnt/fill", "storage": "disk-fill"}], "limits": {"disk_mb": 64}}' --max-attempts 1)
+watch_free 0.02
+v=$(enqueue "$VOLUME_JOB" --max-attempts 1)
 "$BOXCAR" status --wait "$v" >/dev/null
-kill $sampler; sampler=""
-lowest=$(cat "$WD.min"); rm -f "$WD.min" "$WD/filler"
+watched; rm -f "$WD/filler"
 msg=$(job_field $v "error->>'message'")
 is "a volume that would eat into the reserve: failed, FETCH_FAILED" \
    "$(job_field $v status) $(job_field $v "error->>'code'")" "failed FETCH_FAILED"
@@ -118,12 +122,10 @@ p1=$(enqueue '{"script": "head -c 1048576 /dev/urandom > seed", "artifact": {"st
 "$BOXCAR" status --wait "$p1" >/dev/null
 v1=$(job_field $p1 "result->'artifact'->>'sha256'")
 head -c $(( ($(free_mib) - 352) * 1048576 )) /dev/zero > "$WD/filler"
-( lo=100000; while :; do f=$(free_mib); (( f < lo )) && { lo=$f; echo "$lo" > "$WD.min"; }; sleep 0.02; done ) &
-sampler=$!
+watch_free 0.02
 p2=$(enqueue "{\"script\": \"head -c 104857600 /dev/urandom > big\", \"artifact\": {\"storage\": \"prom\", \"base\": \"$v1\"}, \"limits\": {\"disk_mb\": 120}}")
 "$BOXCAR" status --wait "$p2" >/dev/null
-kill $sampler; sampler=""
-lowest=$(cat "$WD.min"); rm -f "$WD.min" "$WD/filler"
+watched; rm -f "$WD/filler"
 v2=$(job_field $p2 "result->'artifact'->>'sha256'")
 is "the job over version 1 succeeded and uploaded its version" "$(job_field $p2 status) ${#v2}" "succeeded 64"
 check "control: version 1 is in the artifact cache" test -d "$WD/artifacts/v/$v1"

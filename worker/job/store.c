@@ -65,22 +65,35 @@ void store_close(struct store *st)
         memset(st, 0, sizeof(*st));
 }
 
+/* The caches under the work dir, in the order they give way to jobs. */
+#define N_WORK_DIR_CACHES 3
+struct named_cache {
+        const char *name;
+        struct storage_cache *cache;    /* NULL: none */
+};
+
+static void work_dir_caches(const struct store *st, struct named_cache ret[N_WORK_DIR_CACHES])
+{
+        ret[0] = (struct named_cache){ "volumes", st->cache };
+        ret[1] = (struct named_cache){ "artifacts", st->artifacts };
+        ret[2] = (struct named_cache){ "images", st->images };
+}
+
 /* The disk budget's reclaimer: the bytes freed of `bytes` asked. */
 static uint64_t reclaim(void *ctx, uint64_t bytes)
 {
         struct store *st = ctx;
-        struct storage_cache *order[] = { st->cache, st->artifacts, st->images };
-        static const char *const names[] = { "volumes", "artifacts", "images" };
+        struct named_cache caches[N_WORK_DIR_CACHES];
+        work_dir_caches(st, caches);
         uint64_t freed = 0;
-        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]) && freed < bytes; i++) {
-                uint64_t got = storage_cache_reclaim(order[i], bytes - freed);
-                if (got && st->metrics)
-                        wmetrics_disk_reclaimed(st->metrics, names[i], got);
-                if (got)
-                        log_event(LOG_INFO, "disk.reclaimed", "cache", names[i],
-                                  LOG_INT("bytes", got), LOG_INT("asked", bytes - freed),
-                                  "detail", "cache entries no job holds evicted to make room "
-                                  "for a job", NULL);
+        for (size_t i = 0; i < N_WORK_DIR_CACHES && freed < bytes; i++) {
+                uint64_t got = storage_cache_reclaim(caches[i].cache, bytes - freed);
+                if (!got)
+                        continue;
+                wmetrics_disk_reclaimed(st->metrics, caches[i].name, got);
+                log_event(LOG_INFO, "disk.reclaimed", "cache", caches[i].name,
+                          LOG_INT("bytes", got), LOG_INT("asked", bytes - freed), "detail",
+                          "cache entries no job holds evicted to make room for a job", NULL);
                 freed += got;
         }
         return freed;
@@ -90,11 +103,11 @@ void store_give_way(struct store *st, struct disk_budget *disk, struct metrics *
 {
         st->metrics = m;
         uint64_t room, avail, reserve;
-        if (disk_budget_room(disk, &room, &avail, &reserve) == 0) {
-                storage_cache_set_min_free(st->cache, reserve);
-                storage_cache_set_min_free(st->artifacts, reserve);
-                storage_cache_set_min_free(st->images, reserve);
-        }
+        struct named_cache caches[N_WORK_DIR_CACHES];
+        work_dir_caches(st, caches);
+        if (disk_budget_room(disk, &room, &avail, &reserve) == 0)
+                for (size_t i = 0; i < N_WORK_DIR_CACHES; i++)
+                        storage_cache_set_min_free(caches[i].cache, reserve);
         disk_budget_set_reclaim(disk, reclaim, st);
 }
 
