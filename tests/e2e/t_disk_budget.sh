@@ -34,7 +34,7 @@ events() { sql "select string_agg(kind, ' ' order by at, id) from boxcar.job_eve
 has_event() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$1' and kind = '$2'") == 1 ]]; }
 event_at() { sql "select extract(epoch from min(at)) from boxcar.job_events where job_id = '$1' and kind = '$2'"; }
 WRITER='head -c 629145600 /dev/zero > big && sync && sleep 1'
-PORT=$((BOXCAR_PG_PORT + 1900))
+PORT=$(free_port)   # a fixed port collided once with an ephemeral one in use
 waits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="boxcar_disk_waits_total{outcome=\"$1\"}" '$1 == k { print $2 }'; }
 
 WORKER_FLAGS=(--work-dir "$WD" --disk-reserve 100MiB --concurrency 2 --lease 10s --poll-interval 300ms
