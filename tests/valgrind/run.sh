@@ -38,7 +38,7 @@ if [[ ! -x $BOXCAR_ROOT/$build/boxcar-guard ]]; then
   not_ok "$build/boxcar-guard is built"; tap_done; exit 1
 fi
 T=$(mktemp -d /tmp/boxcar-vg.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+trap 'cleanup_bg; rm -rf "$T"' EXIT
 
 # vg NAME CMD...: CMD under memcheck, its reports (one file per process)
 # under $T/NAME.*; returns CMD's status (99: memcheck found something).
