@@ -20,6 +20,9 @@
 #               the enqueuer got its COMMIT back; p50/p99
 #   RSS         /proc/PID/status VmRSS of each worker process every 100 ms;
 #               peak over warm-up + throughput + latency
+#   CPU         over the throughput rounds, per job: the worker process's
+#               own time, with the children it reaped, and everything that
+#               ran in the worker's own cgroup (see cg_prepare)
 #
 # boxcar: `build/boxcar worker --sandbox none`, enqueue with boxcar.enqueue(),
 # start instant = jobs.result.started_at, finish = jobs.finished_at.

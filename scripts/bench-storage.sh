@@ -93,7 +93,7 @@ rm -rf "$OUT/x-boxcar" "$OUT/x-gnu"
 mkdir -p "$OUT/small"; head -c $((10 << 20)) /dev/urandom > "$OUT/small/data"
 small_sha=$("$TOOL" pack "$OUT/small" "$OUT/small.tgz" | sed -n 's/.*sha256=\([0-9a-f]*\).*/\1/p')
 big_sha=$(sed -n 's/.*sha256=\([0-9a-f]*\).*/\1/p' <<<"$bx")
-port=$((40000 + RANDOM % 20000))
+port=$(free_port)
 /usr/bin/python3 -m http.server "$port" --bind 127.0.0.1 --directory "$OUT" >/dev/null 2>&1 &
 srv=$!
 trap 'kill $srv 2>/dev/null || true' EXIT

@@ -60,7 +60,8 @@ span() {
 # 0): claim -> first output, p50 and p90, and the worker's own timings from
 # /metrics (making a filesystem, cold; wiping one after its job, pooled).
 pool_bench() {  # WARM -> "p50 p90 make_ms wipe_ms taken cold"
-  local port=$(( 21000 + BOXCAR_PG_PORT % 1000 )) ids=() id m
+  local port ids=() id m
+  port=$(free_port)
   "$BOXCAR" worker --worker-id "bench-wsp-$1" --work-dir "$B/wp$1" --concurrency 1 \
     --poll-interval 200ms --sandbox namespace --warm-workspaces "$1" \
     --metrics-addr "127.0.0.1:$port" >"$B/worker-pool$1.log" 2>&1 &
@@ -104,7 +105,7 @@ mktree "$B/tbig" "$SIZE_MB"
 "$BOXCAR" storage push ws10 "$B/t10" >/dev/null 2>&1
 "$BOXCAR" storage push wsbig "$B/tbig" >/dev/null 2>&1
 
-mport=$(( 22000 + BOXCAR_PG_PORT % 1000 ))
+mport=$(free_port)
 "$BOXCAR" worker --worker-id bench-ws --work-dir "$B/work" --concurrency 1 --poll-interval 200ms \
   --sandbox namespace --metrics-addr "127.0.0.1:$mport" >"$B/worker.log" 2>&1 &
 wpid=$!

@@ -13,7 +13,7 @@ export BOXCAR_S3_PREFIX="e2e-ovl-$$"
 fresh_db e2e_artifact_overlay
 tmp=$(mktemp -d)
 trap 'cleanup_bg; rm -rf "$tmp"' EXIT
-PORT=$((BOXCAR_PG_PORT + 1700))
+PORT=$(free_port)
 WD=$BOXCAR_DEV/work/ovl-w
 rm -rf "$WD"
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }

@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 chmod 755 "$tmp"
 host_only=/usr/local/bin/boxcar-host-only-$$
 trap 'cleanup_bg; rm -rf "$tmp"; rm -f "$host_only"' EXIT
-port=$((20000 + $$ % 20000))
+port=$(free_port)
 metric() { curl -fsS "http://127.0.0.1:$port/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
 run_job() { local id; id=$(echo "$1" | "$BOXCAR" enqueue --spec -); "$BOXCAR" status --wait --timeout 120s "$id" >/dev/null; echo "$id"; }
 

@@ -9,7 +9,7 @@ if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]]; then
 fi
 fresh_db e2e_ws_pool
 WD=$BOXCAR_DEV/work/wsp-w
-PORT=$(( 20000 + (BOXCAR_PG_PORT % 1000) * 7 % 9000 ))
+PORT=$(free_port)
 metric() {  # metric NAME_AND_LABELS -> value (0 when absent)
   local v; v=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="$1" '$1 == k { print $2 }')
   echo "${v:-0}"
