@@ -228,8 +228,7 @@ cg_prepare() {
   local root own s
   if [[ $(stat -fc %T /sys/fs/cgroup 2>/dev/null) == cgroup2fs ]]; then
     own=$(cg_own "") root=/sys/fs/cgroup$own
-    [[ $own == / ]] || awk '{ exit !(/memory/ && /pids/ && /cpu/) }' "$root/cgroup.subtree_control" 2>/dev/null ||
-      return 0
+    awk '{ exit !(/memory/ && /pids/ && /cpu/) }' "$root/cgroup.subtree_control" 2>/dev/null || return 0
     CG_FILE=cpu.stat
   elif [[ -r /sys/fs/cgroup/cpuacct/cpuacct.usage ]]; then
     own=$(cg_own cpuacct) root=/sys/fs/cgroup/cpuacct$own CG_FILE=cpuacct.usage
