@@ -21,8 +21,8 @@
 #   RSS         /proc/PID/status VmRSS of each worker process every 100 ms;
 #               peak over warm-up + throughput + latency
 #   CPU         over the throughput rounds, per job: the worker process's
-#               own time, with the children it reaped, and everything that
-#               ran in the worker's own cgroup (see cg_prepare)
+#               own time, with the children it reaped, and (sandboxed) all
+#               that ran in the worker's own cgroup (see cg_prepare)
 #
 # boxcar: `build/boxcar worker --sandbox none`, enqueue with boxcar.enqueue(),
 # start instant = jobs.result.started_at, finish = jobs.finished_at.
@@ -81,6 +81,8 @@ now_us() { local t=$EPOCHREALTIME; echo "${t/./}"; }
 # --- processes started here die with the script -----------------------------
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/$ME.XXXXXX")
 declare -A PIDS=()      # name -> pid
+declare -A CG=()        # system -> its cgroup directory (cg_prepare)
+CG_FILE=""              # cpuacct.usage (ns) or cpu.stat (usage_usec)
 cleanup() {
   local rc=$?
   set +e
@@ -89,7 +91,7 @@ cleanup() {
   for name in "${!PIDS[@]}"; do kill -KILL "${PIDS[$name]}" 2>/dev/null; done
   [[ -n ${SQLC_PID:-} ]] && kill "$SQLC_PID" 2>/dev/null
   wait 2>/dev/null
-  cg_remove
+  (( ${#CG[@]} == 0 )) || cg_remove
   if [[ ${BENCH_KEEP:-0} != 1 ]]; then
     # A few tries: the server may be restarting (someone else's test).
     for db in "$DB_BX" "$DB_GW"; do
@@ -221,8 +223,6 @@ rss_sampler() {
 # uses that controller); on v2 only where the cgroup this script runs in
 # already delegates memory, pids and cpu, since boxcar's worker enables them
 # in the cgroup it starts in for its jobs' limits.  Elsewhere: no figure.
-declare -A CG=()        # system -> its cgroup directory
-CG_FILE=""              # cpuacct.usage (ns) or cpu.stat (usage_usec)
 cg_own() { awk -F: -v c="$1" '$2 == c || $2 ~ "(^|,)" c "(,|$)" { print $3; exit }' /proc/self/cgroup; }
 cg_prepare() {
   local root own s
@@ -398,7 +398,9 @@ fresh_db "$DB_GW"
 DATABASE_URL=$(db_url "$DB_BX") "$BOXCAR" migrate >/dev/null
 mkdir -p "$TMP/work"
 MPORT=$(free_port)
-cg_prepare
+# Only the sandboxed report has the figure (without sandboxes the worker
+# reaps all it starts).
+[[ $SANDBOX == 1 ]] && cg_prepare
 (cg_enter boxcar
  DATABASE_URL=$(db_url "$DB_BX") exec "$BOXCAR" worker --worker-id bench-queue --queues default \
    --concurrency "$C" --sandbox "$BACKEND" --poll-interval "${POLL_S}s" --work-dir "$TMP/work" \
