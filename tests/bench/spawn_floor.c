@@ -8,6 +8,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,7 +21,8 @@ static int cmp_long(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
-/* One run: ns from just before the spawn to the instant printed, or -1. */
+/* One run: ns from just before the spawn to the instant printed, or -1
+ * (said on stderr). */
 static long one_run(char **argv)
 {
         int p[2];
@@ -37,13 +39,18 @@ static long one_run(char **argv)
         int r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         close(p[1]);
+        if (r != 0)
+                fprintf(stderr, "spawn-floor: cannot spawn %s: %s\n", argv[0], strerror(r));
         char buf[64] = "";
         ssize_t n = r == 0 ? read(p[0], buf, sizeof(buf) - 1) : -1;
         close(p[0]);
         if (r == 0)
                 waitpid(pid, NULL, 0);
-        if (n <= 0)
+        if (n <= 0) {
+                if (r == 0)
+                        fprintf(stderr, "spawn-floor: %s printed no instant\n", argv[0]);
                 return -1;
+        }
         buf[n] = '\0';
         return strtol(buf, NULL, 10) - before;
 }
@@ -60,10 +67,8 @@ int main(int argc, char **argv)
                 return 1;
         for (int i = 0; i < runs; i++) {
                 d[i] = one_run(argv + 2);
-                if (d[i] < 0) {
-                        fprintf(stderr, "spawn-floor: %s printed no instant\n", argv[2]);
+                if (d[i] < 0)
                         return 1;
-                }
         }
         qsort(d, (size_t)runs, sizeof(*d), cmp_long);
         printf("p50_ms=%.2f p99_ms=%.2f\n", d[runs / 2] / 1e6, d[runs * 99 / 100] / 1e6);
