@@ -452,6 +452,12 @@ end $$;
 -- artifacts[i]: the artifact version the job uploaded, recorded with a
 -- 'complete' or a 'retry' (see boxcar.record_job_artifact), or null;
 -- artifacts itself may be null.
+-- logs[i]: the job's last output chunks, not yet in job_logs, as
+-- {"seq": first seq, "chunks": [[stream, "hex bytes"], ...]}, or null
+-- (see boxcar.append_report_logs); logs itself may be null.  Written
+-- whether the worker still holds the job or not (they are that attempt's
+-- output, as append_logs writes them), in the same transaction as the
+-- result: a follower never sees a job finished before its last output.
 -- Returns one row per input row: its position (ord) and whether the worker
 -- still held the job.
 --
@@ -463,10 +469,13 @@ end $$;
 -- report.  Any other batch takes the rows one by one.
 drop function if exists boxcar.report_batch(text, uuid[], integer[], text[], text[], jsonb[], jsonb[],
                                             jsonb[]);
+drop function if exists boxcar.report_batch(text, uuid[], integer[], text[], text[], jsonb[], jsonb[],
+                                            jsonb[], jsonb[]);
 create or replace function boxcar.report_batch(worker_id text, ids uuid[], attempts integer[],
                                                actions text[], statuses text[], results jsonb[],
                                                errors jsonb[], events jsonb[],
-                                               artifacts jsonb[] default null)
+                                               artifacts jsonb[] default null,
+                                               logs jsonb[] default null)
 returns table (ord integer, held boolean) language plpgsql volatile as $$
 #variable_conflict use_variable
 declare
@@ -477,7 +486,8 @@ begin
     if coalesce(cardinality(attempts), 0) <> n or coalesce(cardinality(actions), 0) <> n
        or coalesce(cardinality(statuses), 0) <> n or coalesce(cardinality(results), 0) <> n
        or coalesce(cardinality(errors), 0) <> n or coalesce(cardinality(events), 0) <> n
-       or (artifacts is not null and cardinality(artifacts) <> n) then
+       or (artifacts is not null and cardinality(artifacts) <> n)
+       or (logs is not null and cardinality(logs) <> n) then
         raise exception 'report_batch: the arrays must have the same length' using errcode = '22023';
     end if;
     select min(s.i) filter (where actions[s.i] is null
@@ -493,9 +503,9 @@ begin
     if completions then
         return query select * from boxcar.report_completions(worker_id, ids, attempts, statuses,
                                                              results, errors, events);
-        return;
     end if;
-    for i in select s.i from generate_subscripts(ids, 1) s(i) order by ids[s.i], s.i loop
+    for i in select s.i from generate_subscripts(ids, 1) s(i)
+              where not completions order by ids[s.i], s.i loop
         perform boxcar.add_worker_events(ids[i], worker_id, attempts[i], events[i]);
         ord := i;
         held := case actions[i]
@@ -514,6 +524,10 @@ begin
             else false end;
         return next;
     end loop;
+    -- After the rows' locks, which the jobs' transitions take in id order.
+    if logs is not null then
+        perform boxcar.append_report_logs(ids, attempts, logs);
+    end if;
 end $$;
 
 -- Internal (report_batch's set-based path): completes the jobs ids, each

@@ -13,6 +13,11 @@ sleep 2
 done_all() { [[ $(sql "select count(*) from boxcar.jobs where status = 'succeeded'") == 150 ]] 2>/dev/null; }
 check "all 150 jobs succeed after the restart" wait_for "all done" 90 done_all
 is "every result is recorded" "$(sql "select count(*) from boxcar.jobs where result->>'stdout' = e'ok\n'")" "150"
+# The last output goes with the result: a job that ended while the
+# database was away keeps it too (its result is kept and sent again).
+is "every job's live log holds its output" "$(sql "select count(*) from boxcar.jobs j
+     where (select string_agg(convert_from(l.data, 'UTF8'), '' order by l.seq) from boxcar.job_logs l
+             where l.job_id = j.id and l.attempt = j.attempts) = e'ok\n'")" "150"
 check "the workers saw the database go" grep -q "db.lost\|report_failed\|connect_failed" "$BOXCAR_DEV/test-logs/pgr-a.log" "$BOXCAR_DEV/test-logs/pgr-b.log"
 # A NOTIFY after the restart still wakes them (LISTEN was re-issued).
 t0=$(date +%s%N)

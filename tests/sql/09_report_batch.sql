@@ -1,5 +1,5 @@
 begin;
-select plan(37);
+select plan(45);
 
 -- Four jobs claimed by w1; b is then rescued and claimed again by w2 (w1
 -- lost its lease), so a report of w1 for b must change nothing.
@@ -186,6 +186,51 @@ select throws_ok($$select * from boxcar.report_batch('w1', array[gen_random_uuid
 select is((select count(*)::int from boxcar.report_batch('w1', array[]::uuid[], array[]::int[],
               array[]::text[], array[]::text[], array[]::jsonb[], array[]::jsonb[], array[]::jsonb[])), 0,
           'an empty batch records nothing');
+
+-- logs: the job's last output chunks go with its result, whatever the path.
+select boxcar.enqueue('rl', '{"command":["k"]}', priority => 3);
+select boxcar.enqueue('rl', '{"command":["m"]}', priority => 2);
+select boxcar.enqueue('rl', '{"command":["n"]}', priority => 1);
+select count(*) from boxcar.claim('w5', array['rl'], 3);
+insert into ids select spec->'command'->>0, id from boxcar.jobs where queue = 'rl';
+insert into boxcar.job_logs (job_id, attempt, seq, stream, data)
+values (pg_temp.jid('k'), 1, 1, 1, 'early'::bytea), (pg_temp.jid('k'), 1, 2, 2, 'warn'::bytea);
+update boxcar.jobs set worker_id = 'w6' where id = pg_temp.jid('n');
+create temp table call3 as
+select * from boxcar.report_batch('w5', array[pg_temp.jid('k'), pg_temp.jid('n')], array[1, 1],
+    array['complete', 'complete'], array['succeeded', 'succeeded'], array[null, null]::jsonb[],
+    array[null, null]::jsonb[], array[null, null]::jsonb[], null,
+    array['{"seq": 3, "chunks": [[1, "6869"], [2, "0a"]]}',
+          '{"seq": 1, "chunks": [[1, "6c6f7374"]]}']::jsonb[]);
+select results_eq($$select ord, held from call3 order by ord$$, $$values (1, true), (2, false)$$,
+                  'logs: completions with logs answer as without');
+select results_eq(
+    $$select seq, stream, data from boxcar.job_logs where job_id = pg_temp.jid('k') order by seq$$,
+    $$values (1, 1::smallint, 'early'::bytea), (2, 2::smallint, 'warn'::bytea),
+             (3, 1::smallint, 'hi'::bytea), (4, 2::smallint, E'\n'::bytea)$$,
+    'logs: the chunks follow those already stored, in order, by stream');
+select is((select string_agg(convert_from(data, 'UTF8'), '') from boxcar.job_logs
+            where job_id = pg_temp.jid('n') and attempt = 1), 'lost',
+          'logs: a job the worker lost keeps its attempt''s output (as append_logs does)');
+select lives_ok(
+    $$select * from boxcar.report_batch('w5', array[pg_temp.jid('k')], array[1], array['complete'],
+        array['succeeded'], array[null]::jsonb[], array[null]::jsonb[], array[null]::jsonb[], null,
+        array['{"seq": 3, "chunks": [[1, "6869"], [2, "0a"]]}']::jsonb[])$$,
+    'logs: a resent call (its answer was lost) is no error');
+select is((select count(*)::int from boxcar.job_logs where job_id = pg_temp.jid('k')), 4,
+          'logs: and writes no chunk twice');
+select results_eq(
+    $$select held from boxcar.report_batch('w5', array[pg_temp.jid('m')], array[1], array['retry'],
+        array[null], array[null]::jsonb[], array['{"code":"NONZERO_EXIT"}']::jsonb[],
+        array[null]::jsonb[], array[null]::jsonb[], array['{"seq": 1, "chunks": [[2, "6f6f7073"]]}']::jsonb[])$$,
+    $$values (true)$$, 'logs: go with a retry too (row by row)');
+select is((select convert_from(data, 'UTF8') || ':' || stream from boxcar.job_logs
+            where job_id = pg_temp.jid('m') and attempt = 1 and seq = 1), 'oops:2',
+          'logs: the retried attempt''s output is stored');
+select throws_ok($$select * from boxcar.report_batch('w5', array[pg_temp.jid('m')], array[null::int],
+                     array['none'], array[null], array[null]::jsonb[], array[null]::jsonb[],
+                     array[null]::jsonb[], null, array['{"seq": 1, "chunks": "x"}']::jsonb[])$$,
+                 '22023', null, 'logs: a malformed row (or one without its attempt) is refused');
 
 select * from finish();
 rollback;

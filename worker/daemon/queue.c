@@ -260,7 +260,7 @@ static int array_elem(struct dynbuf *b, bool first, const char *s)
 
 enum {
         COL_ID, COL_ATTEMPT, COL_ACTION, COL_STATUS, COL_RESULT, COL_ERROR, COL_EVENTS,
-        COL_ARTIFACT, N_COLS
+        COL_ARTIFACT, COL_LOGS, N_COLS
 };
 
 int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_row *rows,
@@ -288,6 +288,7 @@ int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_
                 r |= array_elem(&col[COL_ERROR], first, o->error_json);
                 r |= array_elem(&col[COL_EVENTS], first, rows[i].events_json);
                 r |= array_elem(&col[COL_ARTIFACT], first, o->artifact_json);
+                r |= array_elem(&col[COL_LOGS], first, o->logs_json);
         }
         const char *p[N_COLS + 1] = { worker_id };
         for (int c = 0; c < N_COLS; c++) {
@@ -299,7 +300,7 @@ int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_
                 res = db_exec(conn,
                               "select ord, held from boxcar.report_batch($1, $2::uuid[], "
                               "$3::int[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], "
-                              "$8::jsonb[], $9::jsonb[])",
+                              "$8::jsonb[], $9::jsonb[], $10::jsonb[])",
                               N_COLS + 1, p, err);
         for (int c = 0; c < N_COLS; c++)
                 dynbuf_done(&col[c]);

@@ -229,7 +229,6 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                                   .cancel_fd = cancel_fd, .on_output = on_output,
                                   .output_ctx = run };
         int r = backend_run(&bj, res, err);
-        livelog_flush(&run->log);
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)
                 wmetrics_sandbox_overhead(run->svc->metrics, (double)res->overhead_ms / 1000);
         return r;
@@ -318,6 +317,7 @@ static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *st
         char *argv[] = { "/bin/sh", path, NULL };
         struct backend_result res;
         int r = run_inner(run, argv, spec->startup_timeout_s, cancel_fd, &res, err);
+        livelog_flush(&run->log);
         if (r >= 0) {
                 cJSON *out = job_result_json(&res);
                 cJSON_AddBoolToObject(out, "skipped", false);
@@ -513,6 +513,9 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
         } else if (run_command(run, cancel_fd, stop, o, &err) < 0) {
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else {
+                /* An upload may take a while: the output is stored first. */
+                if (run->spec->artifact_storage)
+                        livelog_flush(&run->log);
                 save_outputs(run, o);
         }
         if (*stop == JOB_STOP_LOST)
@@ -617,6 +620,11 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                                .disk = disk };
         livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
         run_job(&run, cancel_fd, stop, ret);
+        /* The last output goes with a completion or a retry.  Not with a
+         * job the worker lost (no result is recorded) nor a released one
+         * (stored now, as before: it runs again under the same attempt). */
+        if (ret->action == JOB_COMPLETE || ret->action == JOB_RETRY)
+                ret->logs_json = livelog_take(&run.log);
         livelog_done(&run.log);
         cJSON_Delete(run.result);
         free(run.scratch);

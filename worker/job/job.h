@@ -55,6 +55,9 @@ struct job_outcome {
         /* For JOB_COMPLETE: the artifact version the job uploaded, to be
          * recorded with its completion (boxcar.record_job_artifact); or NULL. */
         char *artifact_json;
+        /* The job's last output, not yet stored, to be written with its
+         * result (livelog_take); or NULL. */
+        char *logs_json;
 };
 
 void job_outcome_done(struct job_outcome *o);

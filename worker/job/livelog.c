@@ -65,6 +65,13 @@ static int build_arrays(const struct livelog *l, char **ret_streams, char **ret_
         return 0;
 }
 
+static void reset_pending(struct livelog *l)
+{
+        dynbuf_reset(&l->pending);
+        l->n_chunks = 0;
+        l->first_pending_ms = 0;
+}
+
 void livelog_flush(struct livelog *l)
 {
         if (!l->n_chunks)
@@ -89,9 +96,38 @@ void livelog_flush(struct livelog *l)
                 l->dropped += l->pending.len;
         }
         bc_error_clear(&err);
-        dynbuf_reset(&l->pending);
-        l->n_chunks = 0;
-        l->first_pending_ms = 0;
+        reset_pending(l);
+}
+
+char *livelog_take(struct livelog *l)
+{
+        if (!l->n_chunks)
+                return NULL;
+        static const char hex[] = "0123456789abcdef";
+        struct dynbuf b;
+        dynbuf_init(&b, (size_t)FLUSH_BYTES * 5 + 4096);
+        int r = dynbuf_printf(&b, "{\"seq\": %d, \"chunks\": [", l->next_seq);
+        size_t off = 0;
+        for (size_t i = 0; i < l->n_chunks && r == 0; i++) {
+                r |= dynbuf_printf(&b, "%s[%d, \"", i ? ", " : "", l->chunk_stream[i]);
+                for (size_t k = 0; k < l->chunk_len[i] && r == 0; k++) {
+                        unsigned char byte = (unsigned char)l->pending.data[off + k];
+                        char pair[2] = { hex[byte >> 4], hex[byte & 15] };
+                        r |= dynbuf_add(&b, pair, 2);
+                }
+                r |= dynbuf_addstr(&b, "\"]");
+                off += l->chunk_len[i];
+        }
+        r |= dynbuf_addstr(&b, "]}");
+        if (r != 0) {
+                dynbuf_done(&b);
+                livelog_flush(l);
+                return NULL;
+        }
+        l->next_seq += (int)l->n_chunks;
+        l->stored += l->pending.len;
+        reset_pending(l);
+        return dynbuf_steal(&b);
 }
 
 static void add_chunk(struct livelog *l, int stream, const char *data, size_t len)

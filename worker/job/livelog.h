@@ -3,7 +3,9 @@
  * and a job's total is capped (--max-log-bytes); past the cap one marker
  * says so and the rest is dropped (the result's tails still hold the end).
  * A database that is away costs the job nothing: the batch is dropped and
- * counted. */
+ * counted.  The last batch can go with the job's result instead
+ * (livelog_take): one transaction less per job, and kept through a lost
+ * database as the result is. */
 #ifndef BC_WORKER_LIVELOG_H
 #define BC_WORKER_LIVELOG_H
 
@@ -41,6 +43,11 @@ void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t c
 void livelog_write(struct livelog *l, int stream, const char *data, size_t len);
 /* Stores whatever is pending. */
 void livelog_flush(struct livelog *l);
+/* Takes what is pending, to be written with the job's result (see
+ * boxcar.report_batch's logs): {"seq": first seq, "chunks": [[stream,
+ * "hex"], ...]}, or NULL when nothing is pending (or out of memory: then it
+ * is stored now).  Caller frees. */
+char *livelog_take(struct livelog *l);
 void livelog_done(struct livelog *l);
 
 #endif

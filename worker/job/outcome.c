@@ -29,6 +29,7 @@ void job_outcome_done(struct job_outcome *o)
         free(o->error_json);
         free(o->error_code);
         free(o->artifact_json);
+        free(o->logs_json);
         memset(o, 0, sizeof(*o));
 }
 

@@ -1,0 +1,107 @@
+/* Unit tests for worker/job/livelog's hand-over of the last output to the
+ * job's result (livelog_take): what boxcar.append_report_logs parses, the
+ * sequence numbers after what was taken, and the cap.  No database: the
+ * writes stay under the flush thresholds (64 KiB, 200 ms). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "worker/job/livelog.h"
+
+static cJSON *take_json(struct livelog *l)
+{
+        char *text = livelog_take(l);
+        assert_non_null(text);
+        cJSON *j = cJSON_Parse(text);
+        assert_non_null(j);
+        free(text);
+        return j;
+}
+
+static void assert_chunk(const cJSON *chunks, int i, int stream, const char *hex)
+{
+        const cJSON *c = cJSON_GetArrayItem(chunks, i);
+        assert_int_equal(cJSON_GetArraySize(c), 2);
+        assert_int_equal(cJSON_GetArrayItem(c, 0)->valueint, stream);
+        assert_string_equal(cJSON_GetArrayItem(c, 1)->valuestring, hex);
+}
+
+static void test_nothing_pending_is_null(void **state)
+{
+        (void)state;
+        struct livelog l;
+        livelog_init(&l, "job", 1, 1024, NULL);
+        assert_null(livelog_take(&l));
+        livelog_write(&l, 0, NULL, 0);     /* a tick with nothing to store */
+        assert_null(livelog_take(&l));
+        livelog_done(&l);
+}
+
+static void test_chunks_by_stream_in_hex(void **state)
+{
+        (void)state;
+        struct livelog l;
+        livelog_init(&l, "job", 1, 1024, NULL);
+        livelog_write(&l, 1, "hi", 2);
+        livelog_write(&l, 1, "\n", 1);     /* the same stream: one chunk */
+        livelog_write(&l, 2, "\xff\x00", 2);
+        livelog_write(&l, 1, "\"", 1);
+        cJSON *j = take_json(&l);
+        assert_int_equal(cJSON_GetObjectItem(j, "seq")->valueint, 1);
+        const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
+        assert_int_equal(cJSON_GetArraySize(chunks), 3);
+        assert_chunk(chunks, 0, 1, "68690a");
+        assert_chunk(chunks, 1, 2, "ff00");
+        assert_chunk(chunks, 2, 1, "22");
+        cJSON_Delete(j);
+        assert_int_equal(l.stored, 6);
+        assert_null(livelog_take(&l));
+        /* What comes after is numbered after what was taken. */
+        livelog_write(&l, 2, "x", 1);
+        j = take_json(&l);
+        assert_int_equal(cJSON_GetObjectItem(j, "seq")->valueint, 4);
+        cJSON_Delete(j);
+        livelog_done(&l);
+}
+
+static void test_cap_marker_is_taken_too(void **state)
+{
+        (void)state;
+        struct livelog l;
+        livelog_init(&l, "job", 2, 4, NULL);
+        livelog_write(&l, 1, "abcdef", 6);
+        cJSON *j = take_json(&l);
+        const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
+        assert_int_equal(cJSON_GetArraySize(chunks), 2);
+        assert_chunk(chunks, 0, 1, "61626364");
+        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(chunks, 1), 0)->valueint, 2);
+        cJSON_Delete(j);
+        assert_int_equal(l.dropped, 2);
+        livelog_done(&l);
+}
+
+static void test_logs_off_takes_nothing(void **state)
+{
+        (void)state;
+        struct livelog l;
+        livelog_init(&l, "job", 1, 0, NULL);
+        livelog_write(&l, 1, "hi", 2);
+        assert_null(livelog_take(&l));
+        livelog_done(&l);
+}
+
+int main(void)
+{
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_nothing_pending_is_null),
+                cmocka_unit_test(test_chunks_by_stream_in_hex),
+                cmocka_unit_test(test_cap_marker_is_taken_too),
+                cmocka_unit_test(test_logs_off_takes_nothing),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
