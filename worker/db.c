@@ -50,6 +50,7 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
                 return NULL;
         }
         PQsetNoticeProcessor(conn, ignore_notice, NULL);
+        db_prepared_attach(conn);
         /* No session settings (search_path…): through PgBouncer in transaction
          * mode they would leak to other clients' sessions.  Every call names
          * the boxcar schema, and pg_catalog, searched first, cannot be
@@ -86,7 +87,7 @@ int db_conn_error(PGconn *conn, struct bc_error *err)
 /* The server's message and HINT, on one line.  DETAIL is left out (for a
  * constraint violation it is the whole row, spec included) and so is
  * CONTEXT (the PL/pgSQL call stack, noise to a user). */
-static void set_db_error(PGconn *conn, const PGresult *res, struct bc_error *err)
+void db_result_error(PGconn *conn, const PGresult *res, struct bc_error *err)
 {
         const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
         const char *hint = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT) : NULL;
@@ -123,7 +124,7 @@ PGresult *db_exec(PGconn *conn, const char *sql, int nparams, const char *const 
         ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
         if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
                 return res;
-        set_db_error(conn, res, err);
+        db_result_error(conn, res, err);
         PQclear(res);
         return NULL;
 }
@@ -134,7 +135,7 @@ int db_exec_script(PGconn *conn, const char *sql, struct bc_error *err)
         ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
         if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
                 return 0;
-        set_db_error(conn, res, err);
+        db_result_error(conn, res, err);
         return -EPROTO;
 }
 

@@ -26,6 +26,18 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
 PGresult *db_exec(PGconn *conn, const char *sql, int nparams, const char *const *params,
                   struct bc_error *err);
 
+/* db_exec for the statements run for every job: prepared once per
+ * connection (see db_prepared.c), unnamed where that cannot be. */
+PGresult *db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                      struct bc_error *err);
+
+/* Gives a connection from db_connect its prepared statements' state. */
+void db_prepared_attach(PGconn *conn);
+
+/* Sets err from a failed result: the server's message and hint on one
+ * line (a missing schema or function says to run boxcar migrate). */
+void db_result_error(PGconn *conn, const PGresult *res, struct bc_error *err);
+
 /* Runs a script of several statements (migration files); no parameters. */
 int db_exec_script(PGconn *conn, const char *sql, struct bc_error *err);
 

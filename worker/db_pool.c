@@ -114,7 +114,7 @@ PGresult *db_pool_exec(struct db_pool *p, const char *sql, int nparams,
         PGconn *conn = db_pool_get(p, err);
         if (!conn)
                 return NULL;
-        PGresult *res = db_exec(conn, sql, nparams, params, err);
+        PGresult *res = db_exec_hot(conn, sql, nparams, params, err);
         db_pool_put(p, conn);
         return res;
 }

@@ -12,6 +12,9 @@ listen_port = $pgb_port
 auth_type = plain
 auth_file = $pgb_dir/users.txt
 pool_mode = transaction
+; DISCARD ALL after every transaction: a session keeps no prepared
+; statement from one transaction to the next (see db_prepared.c).
+server_reset_query_always = 1
 max_client_conn = 200
 default_pool_size = 10
 unix_socket_dir =
@@ -40,5 +43,11 @@ t0=$(date +%s%N)
 id=$("$BOXCAR" enqueue -- true)
 "$BOXCAR" status --wait "$id" >/dev/null
 is "a job enqueued through PgBouncer still succeeds" "$(job_field $id status)" "succeeded"
+# The statements prepared per connection (claim, report ...) land on other
+# server sessions through the pooler: the workers run them unnamed then,
+# and no call fails.
+check "no statement of the workers failed through the pooler" \
+  bash -c "! grep -h 'event=db.error\|event=job.report_failed\|event=job.not_held' \
+    '$BOXCAR_DEV/test-logs/pgb-a.log' '$BOXCAR_DEV/test-logs/pgb-b.log'"
 kill "$(cat "$pgb_dir/pgbouncer.pid")" 2>/dev/null
 DATABASE_URL=$direct_url

@@ -98,7 +98,7 @@ int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *insta
         snprintf(lease, sizeof(lease), "%.3f seconds", cfg->lease_s);
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
         const char *p[] = { cfg->worker_id, queues, count, lease, instance };
-        _cleanup_pgresult_ PGresult *res = db_exec(
+        _cleanup_pgresult_ PGresult *res = db_exec_hot(
                 conn,
                 "select id, queue, attempts, max_attempts, spec, "
                 "extract(epoch from started_at - run_at) "
@@ -297,7 +297,7 @@ int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_
         }
         _cleanup_pgresult_ PGresult *res = NULL;
         if (r == 0)
-                res = db_exec(conn,
+                res = db_exec_hot(conn,
                               "select ord, held from boxcar.report_batch($1, $2::uuid[], "
                               "$3::int[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], "
                               "$8::jsonb[], $9::jsonb[], $10::jsonb[])",
@@ -324,7 +324,7 @@ int queue_add_events(PGconn *conn, const char *worker_id, const struct claimed_j
         char attempt[16];
         snprintf(attempt, sizeof(attempt), "%d", job->attempt);
         const char *p[] = { job->id, worker_id, attempt, events_json };
-        _cleanup_pgresult_ PGresult *res = db_exec(
+        _cleanup_pgresult_ PGresult *res = db_exec_hot(
                 conn, "select boxcar.add_worker_events($1, $2, $3::int, $4::jsonb)", 4, p, err);
         return res ? 0 : -EPROTO;
 }
