@@ -75,9 +75,14 @@ static const char *unsupported_feature(const struct worker_config *cfg,
 }
 
 /* Scripts are written to files and run by path: their text is never
- * spliced into a command line. */
-static int prepare_meta(const struct job_spec *spec, const char *meta, struct bc_error *err)
+ * spliced into a command line.  A plain process's command with no script
+ * has no use for the directory (a sandbox mounts it at /run/boxcar):
+ * not made, one directory less to make and remove per job. */
+static int prepare_meta(const struct worker_config *cfg, const struct job_spec *spec,
+                        const char *meta, struct bc_error *err)
 {
+        if (cfg->sandbox == BACKEND_NONE && spec->mode == SPEC_COMMAND && !spec->startup_script)
+                return 0;
         if (mkdir(meta, 0755) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);
         _cleanup_free_ char *script = NULL, *startup = NULL;
@@ -503,7 +508,7 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
         if (asprintf(&run->meta, "%s/meta", run->dir) < 0) {
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
-        } else if (prepare_meta(run->spec, run->meta, &err) < 0) {
+        } else if (prepare_meta(run->svc->cfg, run->spec, run->meta, &err) < 0) {
                 job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
         } else if (stage_inputs(run, &err) < 0) {
                 job_outcome_fail(o, &err, BC_FETCH_FAILED);
