@@ -31,6 +31,18 @@ void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t c
         dynbuf_init(&l->pending, FLUSH_BYTES * 2);
 }
 
+static int add_hex(struct dynbuf *b, const char *data, size_t len)
+{
+        static const char hex[] = "0123456789abcdef";
+        int r = 0;
+        for (size_t k = 0; k < len && r == 0; k++) {
+                unsigned char byte = (unsigned char)data[k];
+                char pair[2] = { hex[byte >> 4], hex[byte & 15] };
+                r |= dynbuf_add(b, pair, 2);
+        }
+        return r;
+}
+
 /* Text array literal of the streams, bytea array literal of the chunks in
  * hex: {"\\x6869","\\x0a"}. */
 static int build_arrays(const struct livelog *l, char **ret_streams, char **ret_chunks)
@@ -39,18 +51,11 @@ static int build_arrays(const struct livelog *l, char **ret_streams, char **ret_
         dynbuf_init(&s, 4096);
         dynbuf_init(&c, (size_t)FLUSH_BYTES * 5 + 4096);
         int r = dynbuf_addstr(&s, "{") | dynbuf_addstr(&c, "{");
-        static const char hex[] = "0123456789abcdef";
-        char pair[2];
         size_t off = 0;
         for (size_t i = 0; i < l->n_chunks && r == 0; i++) {
                 r |= dynbuf_printf(&s, "%s%d", i ? "," : "", l->chunk_stream[i]);
                 r |= dynbuf_addstr(&c, i ? ",\"\\\\x" : "\"\\\\x");
-                for (size_t k = 0; k < l->chunk_len[i] && r == 0; k++) {
-                        unsigned char byte = (unsigned char)l->pending.data[off + k];
-                        pair[0] = hex[byte >> 4];
-                        pair[1] = hex[byte & 15];
-                        r |= dynbuf_add(&c, pair, 2);
-                }
+                r |= add_hex(&c, l->pending.data + off, l->chunk_len[i]);
                 r |= dynbuf_addstr(&c, "\"");
                 off += l->chunk_len[i];
         }
@@ -103,18 +108,13 @@ char *livelog_take(struct livelog *l)
 {
         if (!l->n_chunks)
                 return NULL;
-        static const char hex[] = "0123456789abcdef";
         struct dynbuf b;
         dynbuf_init(&b, (size_t)FLUSH_BYTES * 5 + 4096);
         int r = dynbuf_printf(&b, "{\"seq\": %d, \"chunks\": [", l->next_seq);
         size_t off = 0;
         for (size_t i = 0; i < l->n_chunks && r == 0; i++) {
                 r |= dynbuf_printf(&b, "%s[%d, \"", i ? ", " : "", l->chunk_stream[i]);
-                for (size_t k = 0; k < l->chunk_len[i] && r == 0; k++) {
-                        unsigned char byte = (unsigned char)l->pending.data[off + k];
-                        char pair[2] = { hex[byte >> 4], hex[byte & 15] };
-                        r |= dynbuf_add(&b, pair, 2);
-                }
+                r |= add_hex(&b, l->pending.data + off, l->chunk_len[i]);
                 r |= dynbuf_addstr(&b, "\"]");
                 off += l->chunk_len[i];
         }
