@@ -1,7 +1,8 @@
 /* Unit tests for worker/job/livelog's hand-over of the last output to the
  * job's result (livelog_take): what boxcar.append_report_logs parses, the
- * sequence numbers after what was taken, and the cap.  No database: the
- * writes stay under the flush thresholds (64 KiB, 200 ms). */
+ * sequence numbers after what was taken, and the cap; and what becomes of
+ * a batch the database did not take.  No database: the writes stay under
+ * the flush thresholds (64 KiB, 200 ms), or flush to a closed port. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "worker/db_pool.h"
 #include "worker/job/livelog.h"
 
 static cJSON *take_json(struct livelog *l)
@@ -95,6 +97,40 @@ static void test_logs_off_takes_nothing(void **state)
         livelog_done(&l);
 }
 
+
+/* A flush the database refuses (nothing listens on the port) keeps the
+ * batch: it goes with the result, numbered from the first sequence. */
+static void test_failed_flush_is_kept_for_the_result(void **state)
+{
+        (void)state;
+        struct db_pool *db = db_pool_new("postgresql://boxcar@127.0.0.1:1/none?connect_timeout=2",
+                                         "test", 1);
+        assert_non_null(db);
+        struct livelog l;
+        livelog_init(&l, "job", 1, 1 << 20, db);
+        livelog_write(&l, 1, "kept", 4);
+        livelog_flush(&l);
+        assert_int_equal(l.dropped, 0);
+        assert_int_equal(l.n_chunks, 1);
+        livelog_write(&l, 2, "!", 1);
+        cJSON *j = take_json(&l);
+        assert_int_equal(cJSON_GetObjectItem(j, "seq")->valueint, 1);
+        const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
+        assert_int_equal(cJSON_GetArraySize(chunks), 2);
+        assert_chunk(chunks, 0, 1, "6b657074");
+        assert_chunk(chunks, 1, 2, "21");
+        cJSON_Delete(j);
+        /* Past 64 KiB pending, a batch the database refuses is dropped and
+         * counted: the job's output must not pile up in the worker. */
+        static char big[64 * 1024];
+        memset(big, 'x', sizeof(big));
+        livelog_write(&l, 1, big, sizeof(big));
+        assert_int_equal(l.n_chunks, 0);
+        assert_int_equal(l.dropped, sizeof(big));
+        livelog_done(&l);
+        db_pool_free(db);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -102,6 +138,7 @@ int main(void)
                 cmocka_unit_test(test_chunks_by_stream_in_hex),
                 cmocka_unit_test(test_cap_marker_is_taken_too),
                 cmocka_unit_test(test_logs_off_takes_nothing),
+                cmocka_unit_test(test_failed_flush_is_kept_for_the_result),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

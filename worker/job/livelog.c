@@ -11,6 +11,9 @@
 
 #define FLUSH_BYTES (64 * 1024)
 #define FLUSH_MS 200
+/* A batch the database did not take is kept (while it is under
+ * FLUSH_BYTES) and tried again this much later, or goes with the result. */
+#define RETRY_MS 1000
 
 static uint64_t now_ms(void)
 {
@@ -77,6 +80,12 @@ static void reset_pending(struct livelog *l)
         l->first_pending_ms = 0;
 }
 
+static void drop_pending(struct livelog *l)
+{
+        l->dropped += l->pending.len;
+        reset_pending(l);
+}
+
 void livelog_flush(struct livelog *l)
 {
         if (!l->n_chunks)
@@ -94,14 +103,16 @@ void livelog_flush(struct livelog *l)
                               "$4::smallint[], $5::bytea[])", 5, p, &err);
                 stored = res != NULL;
         }
+        bc_error_clear(&err);
         if (stored) {
                 l->next_seq += (int)l->n_chunks;
                 l->stored += l->pending.len;
+                reset_pending(l);
+        } else if (l->pending.len < FLUSH_BYTES && l->n_chunks < LIVELOG_MAX_CHUNKS) {
+                l->retry_ms = now_ms() + RETRY_MS;
         } else {
-                l->dropped += l->pending.len;
+                drop_pending(l);
         }
-        bc_error_clear(&err);
-        reset_pending(l);
 }
 
 char *livelog_take(struct livelog *l)
@@ -134,6 +145,9 @@ static void add_chunk(struct livelog *l, int stream, const char *data, size_t le
 {
         if (l->n_chunks == LIVELOG_MAX_CHUNKS || l->pending.len + len > FLUSH_BYTES * 2)
                 livelog_flush(l);
+        /* Kept after a failed flush, and no room for more. */
+        if (l->n_chunks == LIVELOG_MAX_CHUNKS || l->pending.len + len > FLUSH_BYTES * 2)
+                drop_pending(l);
         /* Consecutive writes to one stream share a chunk. */
         if (l->n_chunks && l->chunk_stream[l->n_chunks - 1] == stream) {
                 dynbuf_add(&l->pending, data, len);
@@ -172,13 +186,15 @@ void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
                 }
                 l->dropped += len;
         }
+        uint64_t now = now_ms();
         if (l->n_chunks && (l->pending.len >= FLUSH_BYTES ||
-                            now_ms() - l->first_pending_ms >= FLUSH_MS))
+                            (now - l->first_pending_ms >= FLUSH_MS && now >= l->retry_ms)))
                 livelog_flush(l);
 }
 
 void livelog_done(struct livelog *l)
 {
         livelog_flush(l);
+        drop_pending(l);
         dynbuf_done(&l->pending);
 }

@@ -2,8 +2,9 @@
  * (at most every 200 ms or 64 KiB), each batch one INSERT plus one NOTIFY,
  * and a job's total is capped (--max-log-bytes); past the cap one marker
  * says so and the rest is dropped (the result's tails still hold the end).
- * A database that is away costs the job nothing: the batch is dropped and
- * counted.  The last batch can go with the job's result instead
+ * A database that is away costs the job nothing: a batch it did not take
+ * is kept and tried again a second later while it is under 64 KiB, else
+ * dropped and counted.  The last batch goes with the job's result
  * (livelog_take): one transaction less per job, and kept through a lost
  * database as the result is. */
 #ifndef BC_WORKER_LIVELOG_H
@@ -29,6 +30,7 @@ struct livelog {
         bool capped;
         int next_seq;
         uint64_t first_pending_ms;  /* 0 when nothing is pending */
+        uint64_t retry_ms;          /* no timed flush before (after a failed one) */
         struct dynbuf pending;      /* concatenated chunk bytes */
         size_t n_chunks;
         size_t chunk_len[LIVELOG_MAX_CHUNKS];
