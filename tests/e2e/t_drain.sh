@@ -17,7 +17,7 @@ is "a draining worker claims nothing new" "$(job_field $later "status")" "queued
 
 start_worker drain-b --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 1s --sandbox "$E2E_SANDBOX"
 sql "select boxcar.cancel('$later')" >/dev/null
-long=$("$BOXCAR" enqueue -- sleep 60)
+long=$("$BOXCAR" enqueue -- sh -c 'echo run; sleep 60')
 check "the long job starts" wait_for "started" 10 started "$long"
 t0=$(date +%s%N)
 kill -TERM "$WORKER_PID"
@@ -40,4 +40,9 @@ ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 is "a second signal exits 0" "$rc" "0"
 check "at once (${ms} ms)" test "$ms" -lt 2000
 is "and the job is queued again" "$(job_field $long "status")" "queued"
+# Both runs were attempt 1 (a release does not count it): the second
+# run's output goes on after the first's in the live log, none lost.
+is "the live log holds both runs' output, in order" \
+  "$(sql "select string_agg(seq || ':' || convert_from(data, 'UTF8'), '' order by seq)
+            from boxcar.job_logs where job_id = '$long' and attempt = 1")" $'1:run\n2:run'
 tap_done

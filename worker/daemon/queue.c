@@ -83,6 +83,7 @@ static struct claimed_job *job_from_row(const PGresult *res, int row)
         job->max_attempts = atoi(PQgetvalue(res, row, 3));
         job->spec_json = strdup(PQgetvalue(res, row, 4));
         job->pickup_s = atof(PQgetvalue(res, row, 5));
+        job->log_seq = atoi(PQgetvalue(res, row, 6));
         if (!job->queue || !job->spec_json) {
                 claimed_job_free(job);
                 return NULL;
@@ -101,8 +102,10 @@ int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *insta
         _cleanup_pgresult_ PGresult *res = db_exec_hot(
                 conn,
                 "select id, queue, attempts, max_attempts, spec, "
-                "extract(epoch from started_at - run_at) "
-                "from boxcar.claim($1, $2::text[], $3::int, $4::interval, $5)",
+                "extract(epoch from started_at - run_at), "
+                "(select coalesce(max(l.seq), 0) from boxcar.job_logs l "
+                "  where l.job_id = c.id and l.attempt = c.attempts) "
+                "from boxcar.claim($1, $2::text[], $3::int, $4::interval, $5) c",
                 5, p, err);
         if (!res)
                 return -EPROTO;

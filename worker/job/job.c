@@ -624,6 +624,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                                .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch),
                                .disk = disk };
         livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
+        run.log.next_seq = job->log_seq + 1;
         run_job(&run, cancel_fd, stop, ret);
         /* The last output goes with a completion or a retry.  Not with a
          * job the worker lost (no result is recorded) nor a released one

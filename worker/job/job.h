@@ -22,6 +22,10 @@ struct claimed_job {
         int max_attempts;
         double pickup_s;        /* from due (run_at) to claim */
         char *spec_json;
+        /* The last live-output chunk already stored under this attempt: a
+         * run handed back by a drain runs again under the same attempt,
+         * and its output goes on after the first run's. */
+        int log_seq;
 };
 
 void claimed_job_free(struct claimed_job *job);
