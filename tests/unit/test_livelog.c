@@ -37,7 +37,7 @@ static void test_nothing_pending_is_null(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 1, 1024, NULL);
+        livelog_init(&l, "job", 1, 1, 1024, NULL);
         assert_null(livelog_take(&l));
         livelog_write(&l, 0, NULL, 0);     /* a tick with nothing to store */
         assert_null(livelog_take(&l));
@@ -48,7 +48,7 @@ static void test_chunks_by_stream_in_hex(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 1, 1024, NULL);
+        livelog_init(&l, "job", 1, 1, 1024, NULL);
         livelog_write(&l, 1, "hi", 2);
         livelog_write(&l, 1, "\n", 1);     /* the same stream: one chunk */
         livelog_write(&l, 2, "\xff\x00", 2);
@@ -75,7 +75,7 @@ static void test_cap_marker_is_taken_too(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 2, 4, NULL);
+        livelog_init(&l, "job", 2, 1, 4, NULL);
         livelog_write(&l, 1, "abcdef", 6);
         cJSON *j = take_json(&l);
         const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
@@ -91,7 +91,7 @@ static void test_logs_off_takes_nothing(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 1, 0, NULL);
+        livelog_init(&l, "job", 1, 1, 0, NULL);
         livelog_write(&l, 1, "hi", 2);
         assert_null(livelog_take(&l));
         livelog_done(&l);
@@ -107,7 +107,7 @@ static void test_failed_flush_is_kept_for_the_result(void **state)
                                          "test", 1);
         assert_non_null(db);
         struct livelog l;
-        livelog_init(&l, "job", 1, 1 << 20, db);
+        livelog_init(&l, "job", 1, 1, 1 << 20, db);
         livelog_write(&l, 1, "kept", 4);
         livelog_flush(&l);
         assert_int_equal(l.dropped, 0);

@@ -623,12 +623,12 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,
                                .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch),
                                .disk = disk };
-        livelog_init(&run.log, job->id, job->attempt, svc->cfg->max_log_bytes, svc->db);
-        run.log.next_seq = job->log_seq + 1;
+        livelog_init(&run.log, job->id, job->attempt, job->log_seq + 1, svc->cfg->max_log_bytes,
+                     svc->db);
         run_job(&run, cancel_fd, stop, ret);
-        /* The last output goes with a completion or a retry.  Not with a
-         * job the worker lost (no result is recorded) nor a released one
-         * (stored now, as before: it runs again under the same attempt). */
+        /* The last output goes with a completion or a retry.  A lost job's
+         * result is not recorded; a released run stores its own below
+         * (livelog_done). */
         if (ret->action == JOB_COMPLETE || ret->action == JOB_RETRY)
                 ret->logs_json = livelog_take(&run.log);
         livelog_done(&run.log);

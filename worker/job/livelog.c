@@ -22,14 +22,14 @@ static uint64_t now_ms(void)
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t cap,
+void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq, uint64_t cap,
                   struct db_pool *db)
 {
         memset(l, 0, sizeof(*l));
         l->job_id = job_id;
         l->attempt = attempt;
         l->cap = cap;
-        l->next_seq = 1;
+        l->next_seq = first_seq;
         l->db = db;
         dynbuf_init(&l->pending, FLUSH_BYTES * 2);
 }

@@ -38,7 +38,9 @@ struct livelog {
         struct db_pool *db;         /* a connection taken at flush time */
 };
 
-void livelog_init(struct livelog *l, const char *job_id, int attempt, uint64_t cap,
+/* first_seq: 1, or after the chunks an earlier run of this attempt stored
+ * (a run handed back by a drain, see claimed_job.log_seq). */
+void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq, uint64_t cap,
                   struct db_pool *db);
 /* Adds output (stream 1 or 2); flushes when the batch is due.  Stream 0 with
  * no data is a timer tick. */
