@@ -15,6 +15,7 @@
 #include "worker/webhook/deliver.h"
 #include "worker/http/server.h"
 #include "worker/http/wmetrics.h"
+#include "worker/job/dir_bin.h"
 #include "worker/warm/ws_pool.h"
 #include "worker/log.h"
 #include "worker/daemon/notify.h"
@@ -37,6 +38,7 @@ struct loop {
         struct deliverer deliverer;
         struct metrics *metrics;       /* NULL without --metrics-addr */
         struct ws_pool *ws_pool;       /* ready workspace filesystems, or NULL */
+        struct dir_bin *dirs;          /* kept job directories, or NULL */
         struct disk_budget *disk;      /* what workspaces may take, or NULL */
         struct http_server *http;
         struct s3_check *s3_check;     /* NULL without S3 */
@@ -656,6 +658,8 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         if (r >= 0 && !stop) {
                 l.ws_pool = worker_start_ws_pool(cfg, l.private_mounts, l.metrics);
                 l.slots.ws_pool = l.ws_pool;
+                l.dirs = dir_bin_new(cfg->work_dir, cfg->concurrency + WS_POOL_PREFETCH);
+                l.slots.dirs = l.dirs;
         }
         if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
@@ -677,6 +681,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                 sandbox_pool_stop(pool);
                 reap_helpers(cfg);
                 janitor_drain();
+                dir_bin_free(l.dirs);
                 ws_pool_stop(l.ws_pool);
                 disk_budget_close(l.disk);
                 if (store_open_ok)
@@ -709,6 +714,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         sandbox_pool_stop(pool);
         reap_helpers(cfg);
         janitor_drain();
+        dir_bin_free(l.dirs);
         ws_pool_stop(l.ws_pool);
         disk_budget_close(l.disk);
         backend_sandbox_set_cgroup_parent(NULL);

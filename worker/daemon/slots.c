@@ -282,7 +282,8 @@ static void run_one(struct slot *sl, struct claimed_job *job)
                   LOG_INT("attempt", job->attempt), "worker_id", cfg->worker_id, NULL);
         struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
                                     .metrics = sl->owner->metrics,
-                                    .ws_pool = sl->owner->ws_pool, .disk = sl->owner->disk,
+                                    .ws_pool = sl->owner->ws_pool, .dirs = sl->owner->dirs,
+                                    .disk = sl->owner->disk,
                                     .db = sl->owner->db,
                                     .ctx = sl, .event = svc_event, .tick = svc_tick };
         sl->current = job;
@@ -333,10 +334,12 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
 {
         struct metrics *m = s->metrics;
         struct ws_pool *wp = s->ws_pool;
+        struct dir_bin *dirs = s->dirs;
         struct disk_budget *disk = s->disk;
         memset(s, 0, sizeof(*s));
         s->metrics = m;
         s->ws_pool = wp;
+        s->dirs = dirs;
         s->disk = disk;
         s->cfg = cfg;
         s->store = store;

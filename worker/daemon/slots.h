@@ -21,6 +21,7 @@ struct slots {
         struct store *store;
         struct metrics *metrics;    /* or NULL */
         struct ws_pool *ws_pool;    /* or NULL; set before slots_start */
+        struct dir_bin *dirs;       /* or NULL; set before slots_start */
         struct disk_budget *disk;   /* or NULL; set before slots_start */
         struct db_pool *db;         /* the slots' shared connections */
         struct slot *slot;

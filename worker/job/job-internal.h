@@ -15,14 +15,16 @@
 /* The job's directory: meta/, and its workspace.  Under the namespace
  * backend the workspace is a filesystem of its own (a ready one from the
  * pool when it has one of that size); under --sandbox none a plain,
- * unbounded directory.  *ret_lock is held while the job runs, so a worker
+ * unbounded directory; either in a directory a finished job left
+ * (dir_bin.h) when there is one.  *ret_lock is held while the job runs, so a worker
  * starting on the same --work-dir leaves it be. */
 int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
                  const struct job_spec *spec, char **ret_dir, char **ret_ws, char **ret_scratch,
                  int *ret_lock, struct bc_error *err);
 /* At the job's end: its workspace filesystem back to the pool, the rest
- * removed. */
-void job_dir_release(const struct job_services *svc, const char *dir);
+ * kept for a later job (dir_bin.h) or removed; takes lock (closed, or
+ * kept with the directory). */
+void job_dir_release(const struct job_services *svc, const char *dir, int lock);
 /* Before job_dir_make: the disk the job's workspace (and an artifact's
  * packed tree) may take, from svc->disk (*ret stays NULL without one).
  * Waits up to --disk-wait for running jobs to give disk back, with a

@@ -83,7 +83,8 @@ static int prepare_meta(const struct worker_config *cfg, const struct job_spec *
 {
         if (cfg->sandbox == BACKEND_NONE && spec->mode == SPEC_COMMAND && !spec->startup_script)
                 return 0;
-        if (mkdir(meta, 0755) < 0)
+        /* A kept directory (dir_bin.h) has it, empty. */
+        if (mkdir(meta, 0755) < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);
         _cleanup_free_ char *script = NULL, *startup = NULL;
         if (asprintf(&script, "%s/script.sh", meta) < 0 ||
@@ -554,9 +555,8 @@ static void release_leftovers(void *arg)
         artifact_base_release(svc, l->ws, &l->artifact_start);
         store_release_volumes(svc->store, &l->mounts);
         storage_cache_release(svc->store->images, l->image);
-        job_dir_release(svc, l->dir);
+        job_dir_release(svc, l->dir, l->lock);
         disk_budget_give_back(svc->disk, l->disk);
-        close(l->lock);
         free(l->ws);
         free(l->dir);
         if (l->heap)

@@ -13,6 +13,7 @@
 struct store;
 struct metrics;
 struct ws_pool;
+struct dir_bin;
 struct disk_budget;
 
 struct claimed_job {
@@ -74,6 +75,7 @@ struct job_services {
         struct store *store;                    /* volumes and artifacts */
         struct metrics *metrics;                /* or NULL */
         struct ws_pool *ws_pool;                /* ready workspaces, or NULL */
+        struct dir_bin *dirs;                   /* kept job directories, or NULL */
         /* The work dir's disk that workspaces may take (disk_budget.h), or
          * NULL: not budgeted (--sandbox none). */
         struct disk_budget *disk;

@@ -15,26 +15,35 @@
 #include "common/io.h"
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
+#include "worker/job/dir_bin.h"
 #include "worker/job/disk_budget.h"
 #include "worker/log.h"
 #include "worker/warm/ws_pool.h"
 
 /* At the job's end: its workspace filesystem goes back to the pool (to be
- * wiped or discarded there, off this slot's path), the rest is removed.
- * The mount table is read only when a filesystem may still be mounted
- * there (the namespace backend, not taken back by the pool). */
-void job_dir_release(const struct job_services *svc, const char *dir)
+ * wiped or discarded there, off this slot's path), the rest is emptied
+ * and kept for a later job (dir_bin.h) or removed, and then its lock
+ * released.  The mount table is read only when a filesystem may still be
+ * mounted there (the namespace backend, not taken back by the pool). */
+void job_dir_release(const struct job_services *svc, const char *dir, int lock)
 {
         _cleanup_free_ char *img = NULL, *fs = NULL;
         bool mounted = svc->cfg->sandbox == BACKEND_NAMESPACE;
         if (mounted && svc->ws_pool && asprintf(&img, "%s/ws.img", dir) >= 0 &&
             asprintf(&fs, "%s/fs", dir) >= 0)
                 mounted = !ws_pool_release(svc->ws_pool, img, fs);
+        if (!mounted && dir_bin_keep(svc->dirs, dir, lock))
+                return;
         if (mounted)
                 sandbox_workspace_remove_dir(dir);
         else
                 sandbox_workspace_remove_tree(dir);
+        close(lock);
 }
+
+/* How often a new run looks whether its attempt's leftover directory is
+ * gone or unlocked: the janitor empties it in a few milliseconds. */
+#define LEFTOVER_POLL_US 2000
 
 /* jobs/<id>.<attempt>, one per attempt: a rescued attempt's leftovers
  * never meet the next one's. */
@@ -89,6 +98,14 @@ int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *
         return r;
 }
 
+/* Whether the lock file at path is still the one open as fd. */
+static bool still_there(int fd, const char *path)
+{
+        struct stat a, b;
+        return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+               a.st_dev == b.st_dev;
+}
+
 void job_dirs_cleanup(const char *work_dir)
 {
         _cleanup_free_ char *jobs = NULL;
@@ -116,17 +133,21 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         /* A leftover of this attempt: from a crashed run (rare: the mount
          * table is only read when there is one), or a released run whose
-         * directory the janitor still holds, locked, until it is gone. */
+         * directory the janitor still holds, locked, until it is gone or
+         * kept for a later job (renamed away with its lock still held). */
         if (access(dir, F_OK) == 0) {
                 _cleanup_fd_ int held = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-                if (held >= 0)
-                        flock(held, LOCK_EX);
+                while (held >= 0 && flock(held, LOCK_EX | LOCK_NB) < 0 && still_there(held, lock))
+                        usleep(LEFTOVER_POLL_US);
                 sandbox_workspace_remove_dir(dir);
         }
-        if (mkdir(dir, 0700) < 0)
+        int fd = dir_bin_take(svc->dirs, dir);
+        bool kept = fd >= 0;
+        if (!kept && mkdir(dir, 0700) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
-        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+        if (!kept)
+                fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (!kept && (fd < 0 || flock(fd, LOCK_EX) < 0)) {
                 int e = errno;
                 if (fd >= 0)
                         close(fd);
@@ -144,7 +165,7 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
                                         spec->limits.files, err);
                 if (r < 0)
                         return r;
-        } else if (mkdir(ws, 0755) < 0) {
+        } else if (mkdir(ws, 0755) < 0 && !(kept && errno == EEXIST)) {
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
         }
         *ret_ws = steal_pointer(&ws);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -14,7 +15,9 @@
 #define WIPE_SLACK_BLOCKS 16
 
 /* Removes everything under the directory dfd, on device dev only, never
- * following a symlink; dfd stays open (the caller's). */
+ * following a symlink nor entering a mount (statx tells a bind mount of
+ * the same filesystem by STATX_ATTR_MOUNT_ROOT); dfd stays open (the
+ * caller's). */
 static int wipe_tree(int dfd, dev_t dev, unsigned depth)
 {
         if (depth > WS_WIPE_MAX_DEPTH)
@@ -33,12 +36,13 @@ static int wipe_tree(int dfd, dev_t dev, unsigned depth)
                 const char *name = de->d_name;
                 if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                         continue;
-                struct stat st;
-                if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                struct statx st;
+                if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st) < 0) {
                         r = -errno;
-                } else if (st.st_dev != dev) {
+                } else if (makedev(st.stx_dev_major, st.stx_dev_minor) != dev ||
+                           (st.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
                         r = -EXDEV;   /* a mount: never ours to enter */
-                } else if (S_ISDIR(st.st_mode)) {
+                } else if (S_ISDIR(st.stx_mode)) {
                         _cleanup_fd_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY |
                                                       O_NOFOLLOW | O_CLOEXEC);
                         r = sub < 0 ? -errno : wipe_tree(sub, dev, depth + 1);
@@ -50,6 +54,11 @@ static int wipe_tree(int dfd, dev_t dev, unsigned depth)
         }
         closedir(d);
         return r;
+}
+
+int ws_wipe_tree(int dfd, dev_t dev)
+{
+        return wipe_tree(dfd, dev, 0);
 }
 
 /* The filesystem's root holds lost+found, ws and scratch: anything else is

@@ -17,6 +17,12 @@
  * discards it then). */
 int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_blocks);
 
+/* Removes everything under the directory dfd (which stays open): never
+ * following a symlink, never entering a mount (another device than dev,
+ * or a mount's root on dev), at most WS_WIPE_MAX_DEPTH levels.  Returns 0
+ * or a negative errno (-EXDEV: a mount is in the way). */
+int ws_wipe_tree(int dfd, dev_t dev);
+
 #define WS_WIPE_MAX_DEPTH 128
 
 #endif
