@@ -232,7 +232,7 @@ static void test_a_mount_is_never_entered(void **state)
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
                         _exit(2);
                 struct dir_bin *b = dir_bin_new(work, 4);
                 char a[256], p[300], src[300];
@@ -243,7 +243,7 @@ static void test_a_mount_is_never_entered(void **state)
                         _exit(3);
                 put_file(src, "entry", "a cache entry");
                 snprintf(p, sizeof(p), "%s/workspace/vol", a);
-                if (mkdir(p, 0755) < 0 || mount(src, p, NULL, MS_BIND, NULL) < 0)
+                if (mkdir(p, 0755) < 0 || mount(src, p, "none", MS_BIND, NULL) < 0)
                         _exit(4);
                 if (dir_bin_keep(b, a, la))
                         _exit(5);
@@ -252,7 +252,7 @@ static void test_a_mount_is_never_entered(void **state)
                 /* The same bind at fs (as a workspace mount point). */
                 umount2(p, MNT_DETACH);
                 snprintf(p, sizeof(p), "%s/fs", a);
-                if (mkdir(p, 0700) < 0 || mount(src, p, NULL, MS_BIND, NULL) < 0)
+                if (mkdir(p, 0700) < 0 || mount(src, p, "none", MS_BIND, NULL) < 0)
                         _exit(7);
                 if (dir_bin_keep(b, a, la) || !exists(src, "/entry"))
                         _exit(8);
