@@ -70,6 +70,40 @@ static int missing(const char *what, struct bc_error *err)
 
 /* parent: --cgroup-parent, a v2 notion; v1 hierarchies need no
  * delegation dance, so each sandbox goes under the helper's own cgroup. */
+/* memsw = memory: no swap.  Absent when swap accounting is off, and then
+ * there is nothing to swap to. */
+static int write_memsw(const char *d, const char *v, struct bc_error *err)
+{
+        struct bc_error local = BC_ERROR_INIT;
+        int r = cg_write(d, "memory.memsw.limit_in_bytes", v, &local);
+        if (r < 0 && local.errnum == ENOENT)
+                r = 0;
+        if (r < 0)
+                bc_error_move(err, &local);
+        bc_error_clear(&local);
+        return r;
+}
+
+/* The kernel keeps memory <= memsw at every write: from no limit (a new
+ * cgroup), memory first; raising a limit set before (a warm sandbox's,
+ * sandbox/warm.c), memsw first, which is what EINVAL says. */
+static int write_memory(const char *d, const char *v, struct bc_error *err)
+{
+        struct bc_error local = BC_ERROR_INIT;
+        int r = cg_write(d, "memory.limit_in_bytes", v, &local);
+        if (r < 0 && local.errnum == EINVAL) {
+                bc_error_clear(&local);
+                r = write_memsw(d, v, err);
+                if (r >= 0)
+                        r = cg_write(d, "memory.limit_in_bytes", v, err);
+                return r;
+        }
+        if (r < 0)
+                bc_error_move(err, &local);
+        bc_error_clear(&local);
+        return r < 0 ? r : write_memsw(d, v, err);
+}
+
 static int v1_limit(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err)
 {
         int r = 0;
@@ -79,18 +113,7 @@ static int v1_limit(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_
                         return missing("memory", err);
                 const char *d = cg->dirs[cg->memory_dir];
                 snprintf(v, sizeof(v), "%" PRIu64, l->memory_mb << 20);
-                r = cg_write(d, "memory.limit_in_bytes", v, err);
-                /* memsw = memory: no swap.  Absent when swap accounting is
-                 * off, and then there is nothing to swap to. */
-                if (r >= 0) {
-                        struct bc_error local = BC_ERROR_INIT;
-                        r = cg_write(d, "memory.memsw.limit_in_bytes", v, &local);
-                        if (r < 0 && local.errnum == ENOENT)
-                                r = 0;
-                        if (r < 0)
-                                bc_error_move(err, &local);
-                        bc_error_clear(&local);
-                }
+                r = write_memory(d, v, err);
                 if (r >= 0)
                         (void)cg_write(d, "memory.swappiness", "0", NULL);
                 if (r < 0)

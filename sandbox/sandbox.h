@@ -144,11 +144,21 @@ struct sandbox_warm {
         struct timespec started;   /* CLOCK_MONOTONIC at the spawn */
 };
 
+/* The limits a warm sandbox's cgroup takes while it is made and waits (as
+ * sandbox_opts': 0, none): a job asking the same ones, the spec's defaults
+ * for most jobs, has none to write at its handoff. */
+struct sandbox_warm_limits {
+        uint64_t memory_mb;
+        uint32_t pids;
+        double cpus;
+};
+
 /* image: the root the sandbox is built on (as sandbox_opts.image), NULL
  * for the host's; its jobs must name the same image.  The string is
- * copied. */
+ * copied.  limits: NULL for none. */
 int sandbox_warm_start(const char *helper, enum sandbox_network network,
-                       const char *cgroup_parent, const char *image, struct sandbox_warm *ret,
+                       const char *cgroup_parent, const char *image,
+                       const struct sandbox_warm_limits *limits, struct sandbox_warm *ret,
                        struct bc_error *err);
 /* Non-blocking: 1 when ready (and still alive), 0 not yet, negative when it
  * failed or died (err says why; discard it). */

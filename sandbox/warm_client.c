@@ -21,14 +21,18 @@
 #include "sandbox/helper-internal.h"
 
 int sandbox_warm_start(const char *helper, enum sandbox_network network,
-                       const char *cgroup_parent, const char *image, struct sandbox_warm *ret,
+                       const char *cgroup_parent, const char *image,
+                       const struct sandbox_warm_limits *limits, struct sandbox_warm *ret,
                        struct bc_error *err)
 {
         *ret = (struct sandbox_warm){ .pid = -1, .ctl = -1, .network = network };
         int sp[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "socketpair: %m");
-        char *argv[12];
+        /* As sandbox_argv_build writes them: the helper parses back the
+         * very values a job's options carry. */
+        char mem[24], pids[16], cpus[32];
+        char *argv[18];
         size_t n = 0;
         argv[n++] = (char *)helper;
         argv[n++] = "--warm";
@@ -43,6 +47,21 @@ int sandbox_warm_start(const char *helper, enum sandbox_network network,
         if (image) {
                 argv[n++] = "--image";
                 argv[n++] = (char *)image;
+        }
+        if (limits && limits->memory_mb) {
+                snprintf(mem, sizeof(mem), "%llu", (unsigned long long)limits->memory_mb);
+                argv[n++] = "--memory-mb";
+                argv[n++] = mem;
+        }
+        if (limits && limits->pids) {
+                snprintf(pids, sizeof(pids), "%u", (unsigned)limits->pids);
+                argv[n++] = "--pids";
+                argv[n++] = pids;
+        }
+        if (limits && limits->cpus > 0) {
+                snprintf(cpus, sizeof(cpus), "%.17g", limits->cpus);
+                argv[n++] = "--cpus";
+                argv[n++] = cpus;
         }
         argv[n] = NULL;
         posix_spawn_file_actions_t fa;

@@ -85,8 +85,32 @@ id=$(run_job '{"command": ["cut", "-d", " ", "-f19", "/proc/self/stat"]}')
 is "a job on the warm path runs at the worker's nice" \
    "$(job_field $id "result->>'stdout'" | tr -d '\n') $(( $(metric 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" "$wnice 1"
 
-# Limits on the warm path: they are written into the sandbox's cgroup at
-# handoff, the warm-up having had none.
+# Limits on the warm path: the spec's defaults are in a waiting sandbox's
+# cgroup already (none is written at the handoff of a job that keeps
+# them); other limits are written at handoff, lower or higher.
+cg_limits() {
+  local pid=$1
+  if [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]]; then
+    local d; d=/sys/fs/cgroup$(awk -F: '$1 == 0 { print $3 }' "/proc/$pid/cgroup")
+    echo "$(cat "$d/memory.max") $(cat "$d/pids.max") $(cat "$d/cpu.max")"
+  else
+    v1() { awk -F: -v c="$1" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' "/proc/$pid/cgroup"; }
+    echo "$(cat "/sys/fs/cgroup/memory$(v1 memory)/memory.limit_in_bytes") $(cat "/sys/fs/cgroup/pids$(v1 pids)/pids.max")" \
+         "$(cat "/sys/fs/cgroup/cpu$(v1 cpu)/cpu.cfs_quota_us") $(cat "/sys/fs/cgroup/cpu$(v1 cpu)/cpu.cfs_period_us")"
+  fi
+}
+wait_refilled
+sup=$(warm_pids $WORKER_PID | head -1)
+is "a waiting warm sandbox's cgroup has the default limits: 1 GiB, 256 pids + its init, 1 CPU" \
+   "$(cg_limits "$(pgrep -P "$sup" | head -1)")" "1073741824 257 100000 100000"
+id=$(run_job '{"script": "python3 -c \"x = bytearray(1200 * 1024 * 1024)\""}')
+is "default memory_mb (1024) on the warm path: 1200 MiB is OOM" "$(job_field $id "error->>'code'")" "OOM"
+wait_for "a warm sandbox ready" 20 bash -c "[[ \$(curl -fsS http://127.0.0.1:$port/metrics 2>/dev/null | awk '\$1 == \"boxcar_warm_sandboxes{state=\\\"ready\\\"}\" { print \$2 }') -ge 1 ]]"
+warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
+id=$(run_job '{"script": "python3 -c \"x = bytearray(1200 * 1024 * 1024); print(len(x) >> 20)\"", "limits": {"memory_mb": 2048}}')
+is "memory_mb raised above the default on the warm path (2048): 1200 MiB fits, a warm start" \
+   "$(job_field $id "status || ' ' || (result->>'stdout')" | xargs echo) $(( $(metric 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" \
+   "succeeded 1200 1"
 id=$(run_job '{"script": "python3 -c \"x = bytearray(400 * 1024 * 1024)\"", "limits": {"memory_mb": 64}}')
 is "memory_mb applies on the warm path: OOM" "$(job_field $id "error->>'code'")" "OOM"
 id=$(run_job '{"script": "for i in $(seq 40); do sleep 5 & done; wait", "limits": {"pids": 8, "timeout_s": 20}}')

@@ -82,7 +82,7 @@ int main(int argc, char **argv)
         sigaction(SIGHUP, &sa, NULL);
         struct bc_error err = BC_ERROR_INIT;
         struct sandbox_warm w;
-        if (sandbox_warm_start(helper, net, cgroup_parent, NULL, &w, &err) < 0)
+        if (sandbox_warm_start(helper, net, cgroup_parent, NULL, NULL, &w, &err) < 0)
                 return fail("start", &err);
         helper_pid = w.pid;
         int r;

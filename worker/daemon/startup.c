@@ -201,7 +201,13 @@ void worker_start_sandbox_pool(const struct worker_config *cfg, const char *cgro
                 return;
         unsigned max = warm_max(cfg->warm_sandboxes, cfg);
         struct bc_error err = BC_ERROR_INIT;
-        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, images, m, ret, &err) < 0) {
+        /* Most jobs leave their limits at the spec's defaults: then none is
+         * written at the handoff. */
+        const struct sandbox_warm_limits defaults = { .memory_mb = SPEC_DEFAULT_MEMORY_MB,
+                                                      .pids = SPEC_DEFAULT_PIDS,
+                                                      .cpus = SPEC_DEFAULT_CPUS };
+        if (sandbox_pool_start(cfg->sandbox_helper, cgroup_parent, max, &defaults, images, m, ret,
+                               &err) < 0) {
                 log_event(LOG_WARN, "sandbox.pool", "error", bc_error_message(&err), "effect",
                           "every sandbox starts cold", NULL);
                 bc_error_clear(&err);

@@ -375,7 +375,8 @@ static int set_defaults(struct job_spec *spec, struct bc_error *err)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "spec: out of memory");
         spec->startup_timeout_s = 30;
         spec->limits = (struct spec_limits){
-                .timeout_s = 600, .memory_mb = 1024, .cpus = 1.0, .pids = 256,
+                .timeout_s = 600, .memory_mb = SPEC_DEFAULT_MEMORY_MB, .cpus = SPEC_DEFAULT_CPUS,
+                .pids = SPEC_DEFAULT_PIDS,
                 .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES, .output_bytes = 1048576,
         };
         return 0;

@@ -26,6 +26,11 @@ struct spec_volume {
 #define SPEC_DEFAULT_FILES 100000
 /* limits.disk_mb when the spec leaves it out. */
 #define SPEC_DEFAULT_DISK_MB 2048
+/* limits.memory_mb, pids and cpus when the spec leaves them out (the warm
+ * sandboxes have them before their job). */
+#define SPEC_DEFAULT_MEMORY_MB 1024
+#define SPEC_DEFAULT_PIDS 256
+#define SPEC_DEFAULT_CPUS 1.0
 
 struct spec_limits {
         double timeout_s;

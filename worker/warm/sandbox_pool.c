@@ -63,6 +63,7 @@ struct dying {
 
 struct sandbox_pool {
         char *helper, *cgroup_parent;
+        struct sandbox_warm_limits limits;   /* each sandbox's before its job */
         unsigned max;
         struct metrics *m;
         pthread_mutex_t mu;
@@ -338,7 +339,7 @@ static void start_planned(struct sandbox_pool *p, const struct planned *plan, si
                 struct bc_error err = BC_ERROR_INIT;
                 struct sandbox_warm w;
                 int r = sandbox_warm_start(p->helper, plan[i].network, p->cgroup_parent,
-                                           plan[i].root, &w, &err);
+                                           plan[i].root, &p->limits, &w, &err);
                 pthread_mutex_lock(&p->mu);
                 if (r < 0) {
                         note_failure(p, &err, now);
@@ -482,8 +483,8 @@ static void *pool_main(void *arg)
 }
 
 int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned max,
-                       struct storage_cache *images, struct metrics *m,
-                       struct sandbox_pool **ret, struct bc_error *err)
+                       const struct sandbox_warm_limits *limits, struct storage_cache *images,
+                       struct metrics *m, struct sandbox_pool **ret, struct bc_error *err)
 {
         *ret = NULL;
         /* Registered whether or not there is a pool: cold starts count. */
@@ -496,6 +497,8 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
         if (!p)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         p->max = max;
+        if (limits)
+                p->limits = *limits;
         p->m = m;
         p->images = images;
         p->n_kinds = 2;

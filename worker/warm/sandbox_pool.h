@@ -23,13 +23,14 @@
 struct sandbox_pool;
 struct storage_cache;
 
-/* max: most ready sandboxes per kind (0: no pool, *ret = NULL).  Needs
+/* max: most ready sandboxes per kind (0: no pool, *ret = NULL).  limits:
+ * what each has before its job (copied; NULL: none).  Needs
  * root (the helper refuses --warm otherwise); unprivileged, *ret = NULL
  * and every sandbox is cold.  Call from the thread that outlives every
  * job (the sandboxes die with it). */
 int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned max,
-                       struct storage_cache *images, struct metrics *m,
-                       struct sandbox_pool **ret, struct bc_error *err);
+                       const struct sandbox_warm_limits *limits, struct storage_cache *images,
+                       struct metrics *m, struct sandbox_pool **ret, struct bc_error *err);
 /* Discards every ready sandbox and stops the thread.  NULL-safe.  Call
  * after the slots are joined. */
 void sandbox_pool_stop(struct sandbox_pool *p);
