@@ -40,14 +40,6 @@ int sandbox_warm_start(const char *helper, enum sandbox_network network,
         argv[n++] = "3";
         argv[n++] = "--network";
         argv[n++] = network == SANDBOX_NET_HOST ? "host" : "none";
-        if (cgroup_parent) {
-                argv[n++] = "--cgroup-parent";
-                argv[n++] = (char *)cgroup_parent;
-        }
-        if (image) {
-                argv[n++] = "--image";
-                argv[n++] = (char *)image;
-        }
         if (limits && limits->memory_mb) {
                 snprintf(mem, sizeof(mem), "%llu", (unsigned long long)limits->memory_mb);
                 argv[n++] = "--memory-mb";
@@ -62,6 +54,14 @@ int sandbox_warm_start(const char *helper, enum sandbox_network network,
                 snprintf(cpus, sizeof(cpus), "%.17g", limits->cpus);
                 argv[n++] = "--cpus";
                 argv[n++] = cpus;
+        }
+        if (cgroup_parent) {
+                argv[n++] = "--cgroup-parent";
+                argv[n++] = (char *)cgroup_parent;
+        }
+        if (image) {
+                argv[n++] = "--image";
+                argv[n++] = (char *)image;
         }
         argv[n] = NULL;
         posix_spawn_file_actions_t fa;
