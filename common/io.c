@@ -111,6 +111,18 @@ void bc_sha256_hex(const void *data, size_t len, char ret_hex[65])
         ret_hex[64] = '\0';
 }
 
+DIR *bc_opendir_at(int dfd)
+{
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+        if (!d && fd >= 0) {
+                int e = errno;
+                close(fd);
+                errno = e;
+        }
+        return d;
+}
+
 void bc_remove_unlocked_dirs(const char *parent, void (*remove)(const char *dir))
 {
         DIR *d = opendir(parent);

@@ -2,6 +2,7 @@
 #ifndef BC_COMMON_IO_H
 #define BC_COMMON_IO_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -22,6 +23,11 @@ int bc_read_all(const char *path, size_t cap, char **ret, size_t *ret_len, struc
  * message naming the component that could not be made ("mkdir /a/b:
  * Permission denied", "/a/b: exists and is not a directory"). */
 int bc_mkdir_p(const char *path, mode_t mode, struct bc_error *err);
+
+/* A directory stream over the directory dfd, which stays the caller's
+ * (closedir closes a new open file description of it, with its own read
+ * position).  NULL with errno set. */
+DIR *bc_opendir_at(int dfd);
 
 /* Calls remove(dir) for each directory under parent whose "lock" file no
  * live process holds (flock): what a killed worker sharing the parent left,

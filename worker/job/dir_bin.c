@@ -144,13 +144,9 @@ static int empty_dir(const struct dir_bin *b, int dfd, dev_t dev, int lock)
         if (fstat(lock, &held) < 0)
                 return -errno;
         bool locked = false;
-        int fd = dup(dfd);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        DIR *d = bc_opendir_at(dfd);
+        if (!d)
                 return -EIO;
-        }
         int r = 0;
         struct dirent *de;
         while (r == 0 && (de = readdir(d))) {

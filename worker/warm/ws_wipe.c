@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/io.h"
 
 #define WIPE_SLACK_BLOCKS 16
 
@@ -22,14 +23,9 @@ static int wipe_tree(int dfd, dev_t dev, unsigned depth)
 {
         if (depth > WS_WIPE_MAX_DEPTH)
                 return -ELOOP;
-        int fd = dup(dfd);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                int e = errno;
-                if (fd >= 0)
-                        close(fd);
-                return -e;
-        }
+        DIR *d = bc_opendir_at(dfd);
+        if (!d)
+                return -errno;
         int r = 0;
         struct dirent *de;
         while (r == 0 && (de = readdir(d))) {
@@ -65,13 +61,9 @@ int ws_wipe_tree(int dfd, dev_t dev)
  * a surprise, and a surprise is discarded, not wiped. */
 static int check_root(int root)
 {
-        int fd = dup(root);
-        DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-        if (!d) {
-                if (fd >= 0)
-                        close(fd);
+        DIR *d = bc_opendir_at(root);
+        if (!d)
                 return -EIO;
-        }
         int r = 0;
         struct dirent *de;
         while (r == 0 && (de = readdir(d))) {
