@@ -22,8 +22,8 @@
 
 /* At the job's end: its workspace filesystem goes back to the pool (to be
  * wiped or discarded there, off this slot's path), the rest is emptied
- * and kept for a later job (dir_bin.h) or removed, and then its lock
- * released.  The mount table is read only when a filesystem may still be
+ * and kept for a later job with its lock (dir_bin.h), or removed and its
+ * lock released.  The mount table is read only when a filesystem may still be
  * mounted there (the namespace backend, not taken back by the pool). */
 void job_dir_release(const struct job_services *svc, const char *dir, int lock)
 {
