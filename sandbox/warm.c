@@ -68,9 +68,9 @@ struct warm {
         /* Why there is no cgroup (e.g. an unprivileged helper on v1): not
          * fatal until a job asks for limits, as in the cold path. */
         char cg_error[256];
-        /* The limits written while the sandbox was made (the warm options'
-         * --memory-mb, --pids, --cpus), if that went well: a job asking
-         * the same has nothing to write. */
+        /* The limits the warm options ask for (--memory-mb, --pids,
+         * --cpus), written while the sandbox was made; have_preset if
+         * that went well: a job asking the same has nothing to write. */
         struct cg_limits preset;
         bool have_preset;
 };
@@ -251,9 +251,8 @@ static int check_fits(struct warm *w)
          * handoff, never lifted (the cgroup code writes limits, it does
          * not remove them): the worker's jobs always have all three. */
         const struct cg_limits jl = limits_of(j);
-        bool lifts = w->have_preset && ((w->preset.memory_mb && !jl.memory_mb) ||
-                                        (w->preset.pids && !jl.pids) ||
-                                        (w->preset.cpus > 0 && !(jl.cpus > 0)));
+        bool lifts = (w->preset.memory_mb && !jl.memory_mb) || (w->preset.pids && !jl.pids) ||
+                     (w->preset.cpus > 0 && !(jl.cpus > 0));
         if (lifts) {
                 sbx_sup_fail(&w->s, SBX_STEP_OPTIONS, EINVAL, NULL,
                              "the job lifts a limit the warm sandbox has (--memory-mb, --pids "

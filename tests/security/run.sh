@@ -21,4 +21,41 @@ elif [[ -x $warm ]]; then
 else
   echo "not ok 1 - [warm] $warm missing (make $build/sandbox-warm-run)"; rc=1
 fi
+# The worker's warm sandboxes are made with the spec's default limits
+# already in their cgroup, and a job that keeps them has none written at
+# its handoff (sandbox/warm.c): the ones made ahead must hold as if written
+# then, a job's other values replace them, lower or higher, and a job
+# cannot lift one.
+if [[ $(id -u) -eq 0 && -x $warm ]]; then
+  n=0
+  preset() {  # preset "MEMORY PIDS CPUS" EXPECTED-STATUS DESCRIPTION -- OPTIONS AND COMMAND
+    local limits=$1 want=$2 what=$3; shift 4
+    local out got; out=$(SANDBOX_WARM_LIMITS=$limits "$warm" "$@" 2>&1); got=$?
+    n=$((n + 1))
+    if [[ $got == "$want" ]]; then echo "ok $n - [preset] $what"
+    else echo "not ok $n - [preset] $what"; echo "# status $got, want $want: ${out:0:300}"; rc=1; fi
+  }
+  alloc=(python3 -c 'x = bytearray(200 << 20)')
+  preset "64 32 1" 137 "made with 64 MiB, a job asking 64 MiB: 200 MiB is OOM-killed" -- \
+    --memory-mb 64 --pids 32 --cpus 1 -- "${alloc[@]}"
+  preset "256 32 1" 137 "made with 256 MiB, a job asking 64 MiB: its 64 apply" -- \
+    --memory-mb 64 --pids 32 --cpus 1 -- "${alloc[@]}"
+  preset "64 32 1" 0 "made with 64 MiB, a job asking 512 MiB: 200 MiB fits" -- \
+    --memory-mb 512 --pids 32 --cpus 1 -- "${alloc[@]}"
+  # Exits 0 once a fork is refused with fewer than 8 children, 4 if none is.
+  forks=(python3 -c 'import os, sys, time
+n = 0
+try:
+    for i in range(20):
+        if os.fork() == 0:
+            time.sleep(2); os._exit(0)
+        n += 1
+except OSError:
+    sys.exit(0 if n < 8 else 3)
+sys.exit(4)')
+  preset "64 8 1" 0 "made with 8 pids, a job asking 8: its 8th process is refused" -- \
+    --memory-mb 64 --pids 8 --cpus 1 -- "${forks[@]}"
+  preset "64 32 1" 120 "a job without a memory limit cannot lift the sandbox's: refused before it runs" -- \
+    --pids 32 --cpus 1 -- sh -c 'echo ran'
+fi
 exit $rc

@@ -8,7 +8,9 @@
  * as the helper does.  --uid, --gid and --hostname are not supported (the
  * worker never sets them).  Unprivileged there are no warm sandboxes (the
  * worker's pool needs root too): it runs the helper cold, as the worker
- * would. */
+ * would.  SANDBOX_WARM_LIMITS="MEMORY_MB PIDS CPUS" makes the sandbox with
+ * those limits in its cgroup, as the worker's pool does with the spec's
+ * defaults (unset: none). */
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -81,8 +83,18 @@ int main(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGHUP, &sa, NULL);
         struct bc_error err = BC_ERROR_INIT;
+        struct sandbox_warm_limits preset = { 0 };
+        const char *given = getenv("SANDBOX_WARM_LIMITS");
+        unsigned long long mem = 0;
+        unsigned pids = 0;
+        if (given && sscanf(given, "%llu %u %lf", &mem, &pids, &preset.cpus) != 3) {
+                fprintf(stderr, "sandbox-warm-run: SANDBOX_WARM_LIMITS: want MEMORY_MB PIDS CPUS\n");
+                return 125;
+        }
+        preset.memory_mb = mem;
+        preset.pids = pids;
         struct sandbox_warm w;
-        if (sandbox_warm_start(helper, net, cgroup_parent, NULL, NULL, &w, &err) < 0)
+        if (sandbox_warm_start(helper, net, cgroup_parent, NULL, given ? &preset : NULL, &w, &err) < 0)
                 return fail("start", &err);
         helper_pid = w.pid;
         int r;
