@@ -1,7 +1,6 @@
 /* See dir_bin.h. */
 #include "worker/job/dir_bin.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,7 +12,6 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "common/io.h"
 #include "sandbox/sandbox.h"
 #include "worker/warm/ws_wipe.h"
 
@@ -134,58 +132,39 @@ static bool as_made(const struct dir_bin *b, const struct statx *st, mode_t type
                !(st->stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
-/* Empties the directory dfd back to what a new one holds: what a job
- * directory starts with is emptied and kept, anything else removed.  Its
- * lock file must be the one held (lock): without it, another worker's
- * start-up cleanup would take the directory for a leftover. */
+struct emptying {
+        const struct dir_bin *b;
+        struct stat held;       /* the lock */
+        bool locked;            /* its file was found, as made */
+};
+
+/* What a job directory starts with is kept (a directory emptied), anything
+ * else removed.  Its lock file must be the one held: without it, another
+ * worker's start-up cleanup would take the directory for a leftover. */
+static int keep_as_made(void *ctx, const char *name, const struct statx *st)
+{
+        struct emptying *e = ctx;
+        size_t i = 0;
+        while (i < ELEMENTSOF(kept) && strcmp(kept[i].name, name) != 0)
+                i++;
+        if (i == ELEMENTSOF(kept) || !as_made(e->b, st, kept[i].type, kept[i].mode))
+                return 0;
+        if (!S_ISREG(st->stx_mode))
+                return 1;
+        e->locked = st->stx_ino == e->held.st_ino && st->stx_nlink == 1 && st->stx_size == 0;
+        return e->locked ? 1 : -EEXIST;
+}
+
+/* Empties the directory dfd back to what a new one holds, its lock file
+ * the one held (lock). */
 static int empty_dir(const struct dir_bin *b, int dfd, dev_t dev, int lock)
 {
-        struct stat held;
-        if (fstat(lock, &held) < 0)
+        struct emptying e = { .b = b };
+        if (fstat(lock, &e.held) < 0)
                 return -errno;
-        bool locked = false;
-        DIR *d = bc_opendir_at(dfd);
-        if (!d)
-                return -EIO;
-        int r = 0;
-        struct dirent *de;
-        while (r == 0 && (de = readdir(d))) {
-                const char *name = de->d_name;
-                if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-                        continue;
-                struct statx st;
-                if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
-                          STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID | STATX_NLINK |
-                                  STATX_SIZE | STATX_INO, &st) < 0) {
-                        r = -errno;
-                        break;
-                }
-                if (makedev(st.stx_dev_major, st.stx_dev_minor) != dev ||
-                    (st.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
-                        r = -EXDEV;
-                        break;
-                }
-                size_t i = 0;
-                while (i < ELEMENTSOF(kept) && strcmp(kept[i].name, name) != 0)
-                        i++;
-                bool keep = i < ELEMENTSOF(kept) && as_made(b, &st, kept[i].type, kept[i].mode);
-                if (keep && S_ISREG(st.stx_mode)) {
-                        locked = st.stx_ino == held.st_ino && st.stx_nlink == 1 &&
-                                 st.stx_size == 0;
-                        if (!locked)
-                                r = -EEXIST;
-                } else if (S_ISDIR(st.stx_mode)) {
-                        _cleanup_fd_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY |
-                                                      O_NOFOLLOW | O_CLOEXEC);
-                        r = sub < 0 ? -errno : ws_wipe_tree(sub, dev);
-                        if (r == 0 && !keep && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-                                r = -errno;
-                } else if (unlinkat(dfd, name, 0) < 0) {
-                        r = -errno;
-                }
-        }
-        closedir(d);
-        return r == 0 && !locked ? -ENOENT : r;
+        int r = ws_wipe_dir(dfd, dev, STATX_MODE | STATX_UID | STATX_GID | STATX_NLINK |
+                                              STATX_SIZE | STATX_INO, keep_as_made, &e);
+        return r == 0 && !e.locked ? -ENOENT : r;
 }
 
 bool dir_bin_keep(struct dir_bin *b, const char *path, int lock)

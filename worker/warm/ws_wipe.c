@@ -15,11 +15,12 @@
 
 #define WIPE_SLACK_BLOCKS 16
 
-/* Removes everything under the directory dfd, on device dev only, never
+/* Removes what is under the directory dfd, on device dev only, never
  * following a symlink nor entering a mount (statx tells a bind mount of
- * the same filesystem by STATX_ATTR_MOUNT_ROOT); dfd stays open (the
- * caller's). */
-static int wipe_tree(int dfd, dev_t dev, unsigned depth)
+ * the same filesystem by STATX_ATTR_MOUNT_ROOT), but for the entries keep
+ * says to keep (directories emptied); dfd stays open (the caller's). */
+static int wipe_entries(int dfd, dev_t dev, unsigned depth, unsigned mask, ws_wipe_keep keep,
+                        void *ctx)
 {
         if (depth > WS_WIPE_MAX_DEPTH)
                 return -ELOOP;
@@ -33,18 +34,22 @@ static int wipe_tree(int dfd, dev_t dev, unsigned depth)
                 if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
                         continue;
                 struct statx st;
-                if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE, &st) < 0) {
+                int k = 0;
+                if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, mask | STATX_TYPE,
+                          &st) < 0) {
                         r = -errno;
                 } else if (makedev(st.stx_dev_major, st.stx_dev_minor) != dev ||
                            (st.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
                         r = -EXDEV;   /* a mount: never ours to enter */
+                } else if (keep && (k = keep(ctx, name, &st)) < 0) {
+                        r = k;
                 } else if (S_ISDIR(st.stx_mode)) {
                         _cleanup_fd_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY |
                                                       O_NOFOLLOW | O_CLOEXEC);
-                        r = sub < 0 ? -errno : wipe_tree(sub, dev, depth + 1);
-                        if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+                        r = sub < 0 ? -errno : wipe_entries(sub, dev, depth + 1, 0, NULL, NULL);
+                        if (r == 0 && !k && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
                                 r = -errno;
-                } else if (unlinkat(dfd, name, 0) < 0) {
+                } else if (!k && unlinkat(dfd, name, 0) < 0) {
                         r = -errno;
                 }
         }
@@ -54,7 +59,12 @@ static int wipe_tree(int dfd, dev_t dev, unsigned depth)
 
 int ws_wipe_tree(int dfd, dev_t dev)
 {
-        return wipe_tree(dfd, dev, 0);
+        return wipe_entries(dfd, dev, 0, 0, NULL, NULL);
+}
+
+int ws_wipe_dir(int dfd, dev_t dev, unsigned mask, ws_wipe_keep keep, void *ctx)
+{
+        return wipe_entries(dfd, dev, 0, mask, keep, ctx);
 }
 
 /* The filesystem's root holds lost+found, ws and scratch: anything else is
@@ -95,7 +105,7 @@ int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_block
                 else if (ds.st_dev != dev)
                         r = -EXDEV;
                 else
-                        r = wipe_tree(d, dev, 0);
+                        r = ws_wipe_tree(d, dev);
                 if (r == 0 && d >= 0 && unlinkat(root, dirs[i], AT_REMOVEDIR) < 0)
                         r = -errno;
                 if (r == 0 && mkdirat(root, dirs[i], 0755) < 0)

@@ -6,6 +6,7 @@
 #define BC_WORKER_WS_WIPE_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /* Removes fs/ws and fs/scratch with all they hold (never following a
@@ -22,6 +23,15 @@ int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_block
  * or a mount's root on dev), at most WS_WIPE_MAX_DEPTH levels.  Returns 0
  * or a negative errno (-EXDEV: a mount is in the way). */
 int ws_wipe_tree(int dfd, dev_t dev);
+
+/* For ws_wipe_dir: given an entry of the directory (its statx, with the
+ * fields asked for), 1 to keep it (a directory is emptied), 0 to remove
+ * it, a negative errno to stop there with it. */
+typedef int (*ws_wipe_keep)(void *ctx, const char *name, const struct statx *st);
+
+/* As ws_wipe_tree, but keeps the entries of dfd itself that keep says to
+ * (mask: the statx fields it needs besides the type). */
+int ws_wipe_dir(int dfd, dev_t dev, unsigned mask, ws_wipe_keep keep, void *ctx);
 
 #define WS_WIPE_MAX_DEPTH 128
 
