@@ -117,8 +117,7 @@ static int prepare(struct warm *w)
         /* Before any process is in it.  Should it fail, the job's handoff
          * writes them, and fails the way a cold start would. */
         w->preset = limits_of(w->wc);
-        bool any = w->preset.memory_mb || w->preset.pids || w->preset.cpus > 0;
-        if (any && !w->cg_error[0])
+        if (!w->cg_error[0])
                 w->have_preset = sbx_cgroup_limit(&s->cg, &w->preset, &err) == 0;
         bc_error_clear(&err);
         int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));

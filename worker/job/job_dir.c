@@ -106,6 +106,22 @@ static bool still_there(int fd, const char *path)
                a.st_dev == b.st_dev;
 }
 
+/* A new job directory at dir, its lock file (lock) made and held: the
+ * lock's fd, or a negative errno. */
+static int make_locked_dir(const char *dir, const char *lock, struct bc_error *err)
+{
+        if (mkdir(dir, 0700) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e, "lock %s: %s", lock, strerror(e));
+        }
+        return fd;
+}
+
 void job_dirs_cleanup(const char *work_dir)
 {
         _cleanup_free_ char *jobs = NULL;
@@ -143,16 +159,8 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
         }
         int fd = dir_bin_take(svc->dirs, dir);
         bool kept = fd >= 0;
-        if (!kept && mkdir(dir, 0700) < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir);
-        if (!kept)
-                fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (!kept && (fd < 0 || flock(fd, LOCK_EX) < 0)) {
-                int e = errno;
-                if (fd >= 0)
-                        close(fd);
-                return bc_error_set(err, BC_SANDBOX_SETUP, e, "lock %s: %s", lock, strerror(e));
-        }
+        if (!kept && (fd = make_locked_dir(dir, lock, err)) < 0)
+                return fd;
         *ret_lock = fd;
         *ret_dir = steal_pointer(&dir);
         if (bounded) {
