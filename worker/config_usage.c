@@ -81,7 +81,7 @@ const char config_worker_usage[] =
         "                         (default: 5s,5m,30m,2h,5h,10h,10h, each +-20%, at least\n"
         "                         Retry-After: a receiver down for up to 22h loses nothing)\n"
         "  --webhook-concurrency N  deliveries in flight at once, 1-64 (default: 4)\n"
-        "  --max-log-bytes SIZE   live output stored in boxcar.job_logs per job, at most\n"
+        "  --max-log-bytes SIZE   live output stored in boxcar.job_logs per job attempt, at most\n"
         "                         1GiB (default: 10MiB; 0 turns live logs off)\n"
         "  --max-output-bytes SIZE  cap on the kept stdout/stderr tail per stream, at most\n"
         "                         64MiB (default: 16MiB); a job keeps the lower of this and\n"

@@ -45,4 +45,23 @@ is "and the job is queued again" "$(job_field $long "status")" "queued"
 is "the live log holds both runs' output, in order" \
   "$(sql "select string_agg(seq || ':' || convert_from(data, 'UTF8'), '' order by seq)
             from boxcar.job_logs where job_id = '$long' and attempt = 1")" $'1:run\n2:run'
+# --max-log-bytes caps an attempt's live output, whichever runs wrote it:
+# here 100 bytes, 61 a run, three runs of attempt 1 (two handed back).
+sql "select boxcar.cancel('$long')" >/dev/null
+capped=$("$BOXCAR" enqueue -- sh -c 'head -c 60 /dev/zero | tr "\0" a; echo; sleep 60')
+runs_started() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$capped' and kind = 'started'") -ge $1 ]]; }
+for run in 1 2 3; do
+  start_worker "drain-cap-$run" --concurrency 1 --lease 5s --poll-interval 500ms --drain-timeout 1s \
+    --max-log-bytes 100 --sandbox "$E2E_SANDBOX"
+  check "run $run of the capped job starts" wait_for "run $run" 10 runs_started "$run"
+  sleep 0.5   # its output is written
+  kill -TERM "$WORKER_PID"; wait "$WORKER_PID"
+done
+is "the attempt's output stops at the cap: 61 bytes, then 39 of the second run" \
+  "$(sql "select sum(length(data)) from boxcar.job_logs where job_id = '$capped' and attempt = 1
+            and convert_from(data, 'UTF8') not like '%log limit reached%'")" "100"
+is "one marker says so, not one per run" \
+  "$(sql "select count(*) from boxcar.job_logs where job_id = '$capped' and attempt = 1
+            and convert_from(data, 'UTF8') like '%log limit reached%'")" "1"
+sql "select boxcar.cancel('$capped')" >/dev/null
 tap_done

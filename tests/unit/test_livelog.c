@@ -37,7 +37,7 @@ static void test_nothing_pending_is_null(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 1, 1, 1024, NULL);
+        livelog_init(&l, "job", 1, 1, 0, 1024, NULL);
         assert_null(livelog_take(&l));
         livelog_write(&l, 0, NULL, 0);     /* a tick with nothing to store */
         assert_null(livelog_take(&l));
@@ -48,7 +48,7 @@ static void test_chunks_by_stream_in_hex(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 1, 1, 1024, NULL);
+        livelog_init(&l, "job", 1, 1, 0, 1024, NULL);
         livelog_write(&l, 1, "hi", 2);
         livelog_write(&l, 1, "\n", 1);     /* the same stream: one chunk */
         livelog_write(&l, 2, "\xff\x00", 2);
@@ -75,7 +75,7 @@ static void test_cap_marker_is_taken_too(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 2, 1, 4, NULL);
+        livelog_init(&l, "job", 2, 1, 0, 4, NULL);
         livelog_write(&l, 1, "abcdef", 6);
         cJSON *j = take_json(&l);
         const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
@@ -87,11 +87,47 @@ static void test_cap_marker_is_taken_too(void **state)
         livelog_done(&l);
 }
 
+/* A run handed back by a drain and claimed again (same attempt): the cap
+ * counts what the earlier run stored, numbered after its chunks. */
+static void test_cap_counts_an_earlier_run_of_the_attempt(void **state)
+{
+        (void)state;
+        struct livelog l;
+        livelog_init(&l, "job", 3, 5, 3, 4, NULL);
+        livelog_write(&l, 1, "abc", 3);
+        cJSON *j = take_json(&l);
+        assert_int_equal(cJSON_GetObjectItem(j, "seq")->valueint, 5);
+        const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
+        assert_int_equal(cJSON_GetArraySize(chunks), 2);
+        assert_chunk(chunks, 0, 1, "61");
+        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(chunks, 1), 0)->valueint, 2);
+        cJSON_Delete(j);
+        assert_int_equal(l.dropped, 2);
+        livelog_done(&l);
+        /* The earlier run reached the cap and stored the marker (the only
+         * thing that takes it past the cap): nothing more, not a second one. */
+        livelog_init(&l, "job", 3, 9, 4 + 60, 4, NULL);
+        livelog_write(&l, 1, "abc", 3);
+        assert_null(livelog_take(&l));
+        assert_int_equal(l.dropped, 3);
+        livelog_done(&l);
+        /* Exactly at the cap, no marker yet: this run's first byte over it
+         * brings it. */
+        livelog_init(&l, "job", 3, 9, 4, 4, NULL);
+        livelog_write(&l, 1, "abc", 3);
+        j = take_json(&l);
+        chunks = cJSON_GetObjectItem(j, "chunks");
+        assert_int_equal(cJSON_GetArraySize(chunks), 1);
+        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(chunks, 0), 0)->valueint, 2);
+        cJSON_Delete(j);
+        livelog_done(&l);
+}
+
 static void test_logs_off_takes_nothing(void **state)
 {
         (void)state;
         struct livelog l;
-        livelog_init(&l, "job", 1, 1, 0, NULL);
+        livelog_init(&l, "job", 1, 1, 0, 0, NULL);
         livelog_write(&l, 1, "hi", 2);
         assert_null(livelog_take(&l));
         livelog_done(&l);
@@ -107,7 +143,7 @@ static void test_failed_flush_is_kept_for_the_result(void **state)
                                          "test", 1);
         assert_non_null(db);
         struct livelog l;
-        livelog_init(&l, "job", 1, 1, 1 << 20, db);
+        livelog_init(&l, "job", 1, 1, 0, 1 << 20, db);
         livelog_write(&l, 1, "kept", 4);
         livelog_flush(&l);
         assert_int_equal(l.dropped, 0);
@@ -137,6 +173,7 @@ int main(void)
                 cmocka_unit_test(test_nothing_pending_is_null),
                 cmocka_unit_test(test_chunks_by_stream_in_hex),
                 cmocka_unit_test(test_cap_marker_is_taken_too),
+                cmocka_unit_test(test_cap_counts_an_earlier_run_of_the_attempt),
                 cmocka_unit_test(test_logs_off_takes_nothing),
                 cmocka_unit_test(test_failed_flush_is_kept_for_the_result),
         };

@@ -84,6 +84,7 @@ static struct claimed_job *job_from_row(const PGresult *res, int row)
         job->spec_json = strdup(PQgetvalue(res, row, 4));
         job->pickup_s = atof(PQgetvalue(res, row, 5));
         job->log_seq = atoi(PQgetvalue(res, row, 6));
+        job->log_bytes = strtoull(PQgetvalue(res, row, 7), NULL, 10);
         if (!job->queue || !job->spec_json) {
                 claimed_job_free(job);
                 return NULL;
@@ -104,6 +105,8 @@ int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *insta
                 "select id, queue, attempts, max_attempts, spec, "
                 "extract(epoch from started_at - run_at), "
                 "(select coalesce(max(l.seq), 0) from boxcar.job_logs l "
+                "  where l.job_id = c.id and l.attempt = c.attempts), "
+                "(select coalesce(sum(octet_length(l.data)), 0) from boxcar.job_logs l "
                 "  where l.job_id = c.id and l.attempt = c.attempts) "
                 "from boxcar.claim($1, $2::text[], $3::int, $4::interval, $5) c",
                 5, p, err);

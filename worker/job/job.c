@@ -623,7 +623,8 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,
                                .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch),
                                .disk = disk };
-        livelog_init(&run.log, job->id, job->attempt, job->log_seq + 1, svc->cfg->max_log_bytes,
+        livelog_init(&run.log, job->id, job->attempt, job->log_seq + 1, job->log_bytes,
+                     svc->cfg->max_log_bytes,
                      svc->db);
         run_job(&run, cancel_fd, stop, ret);
         /* The last output goes with a completion or a retry.  A lost job's

@@ -27,6 +27,9 @@ struct claimed_job {
          * run handed back by a drain runs again under the same attempt,
          * and its output goes on after the first run's. */
         int log_seq;
+        /* The bytes of live output stored under this attempt so far (by
+         * such earlier runs): --max-log-bytes caps them all together. */
+        uint64_t log_bytes;
 };
 
 void claimed_job_free(struct claimed_job *job);

@@ -22,13 +22,17 @@ static uint64_t now_ms(void)
         return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq, uint64_t cap,
-                  struct db_pool *db)
+void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq,
+                  uint64_t stored_before, uint64_t cap, struct db_pool *db)
 {
         memset(l, 0, sizeof(*l));
         l->job_id = job_id;
         l->attempt = attempt;
         l->cap = cap;
+        l->stored = stored_before;
+        /* Only the marker takes the stored bytes past the cap: an earlier
+         * run stored it already. */
+        l->capped = cap && stored_before > cap;
         l->next_seq = first_seq;
         l->db = db;
         dynbuf_init(&l->pending, FLUSH_BYTES * 2);

@@ -38,10 +38,12 @@ struct livelog {
         struct db_pool *db;         /* a connection taken at flush time */
 };
 
-/* first_seq: 1, or after the chunks an earlier run of this attempt stored
- * (a run handed back by a drain, see claimed_job.log_seq). */
-void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq, uint64_t cap,
-                  struct db_pool *db);
+/* first_seq and stored_before: 1 and 0, or after the chunks and bytes an
+ * earlier run of this attempt stored (a run handed back by a drain, see
+ * claimed_job.log_seq): the cap counts the attempt's output, not each
+ * run's. */
+void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq,
+                  uint64_t stored_before, uint64_t cap, struct db_pool *db);
 /* Adds output (stream 1 or 2); flushes when the batch is due.  Stream 0 with
  * no data is a timer tick. */
 void livelog_write(struct livelog *l, int stream, const char *data, size_t len);
