@@ -33,6 +33,12 @@ static void assert_chunk(const cJSON *chunks, int i, int stream, const char *hex
         assert_string_equal(cJSON_GetArrayItem(c, 1)->valuestring, hex);
 }
 
+/* Chunk i is the cap's marker (on stderr). */
+static void assert_marker(const cJSON *chunks, int i)
+{
+        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(chunks, i), 0)->valueint, 2);
+}
+
 static void test_nothing_pending_is_null(void **state)
 {
         (void)state;
@@ -81,7 +87,7 @@ static void test_cap_marker_is_taken_too(void **state)
         const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
         assert_int_equal(cJSON_GetArraySize(chunks), 2);
         assert_chunk(chunks, 0, 1, "61626364");
-        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(chunks, 1), 0)->valueint, 2);
+        assert_marker(chunks, 1);
         cJSON_Delete(j);
         assert_int_equal(l.dropped, 2);
         livelog_done(&l);
@@ -100,7 +106,7 @@ static void test_cap_counts_an_earlier_run_of_the_attempt(void **state)
         const cJSON *chunks = cJSON_GetObjectItem(j, "chunks");
         assert_int_equal(cJSON_GetArraySize(chunks), 2);
         assert_chunk(chunks, 0, 1, "61");
-        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(chunks, 1), 0)->valueint, 2);
+        assert_marker(chunks, 1);
         cJSON_Delete(j);
         assert_int_equal(l.dropped, 2);
         livelog_done(&l);
@@ -118,7 +124,7 @@ static void test_cap_counts_an_earlier_run_of_the_attempt(void **state)
         j = take_json(&l);
         chunks = cJSON_GetObjectItem(j, "chunks");
         assert_int_equal(cJSON_GetArraySize(chunks), 1);
-        assert_int_equal(cJSON_GetArrayItem(cJSON_GetArrayItem(chunks, 0), 0)->valueint, 2);
+        assert_marker(chunks, 0);
         cJSON_Delete(j);
         livelog_done(&l);
 }

@@ -102,13 +102,16 @@ int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *insta
         const char *p[] = { cfg->worker_id, queues, count, lease, instance };
         _cleanup_pgresult_ PGresult *res = db_exec_hot(
                 conn,
-                "select id, queue, attempts, max_attempts, spec, "
-                "extract(epoch from started_at - run_at), "
-                "(select coalesce(max(l.seq), 0) from boxcar.job_logs l "
-                "  where l.job_id = c.id and l.attempt = c.attempts), "
-                "(select coalesce(sum(octet_length(l.data)), 0) from boxcar.job_logs l "
-                "  where l.job_id = c.id and l.attempt = c.attempts) "
-                "from boxcar.claim($1, $2::text[], $3::int, $4::interval, $5) c",
+                "select c.id, c.queue, c.attempts, c.max_attempts, c.spec, "
+                "extract(epoch from c.started_at - c.run_at), l.seq, l.bytes "
+                "from boxcar.claim($1, $2::text[], $3::int, $4::interval, $5) "
+                "     with ordinality c "
+                /* What an earlier run of this attempt stored (one read). */
+                "cross join lateral (select coalesce(max(l.seq), 0) seq, "
+                "                           coalesce(sum(octet_length(l.data)), 0) bytes "
+                "                      from boxcar.job_logs l "
+                "                     where l.job_id = c.id and l.attempt = c.attempts) l "
+                "order by c.ordinality",
                 5, p, err);
         if (!res)
                 return -EPROTO;

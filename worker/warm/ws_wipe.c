@@ -57,11 +57,6 @@ static int wipe_entries(int dfd, dev_t dev, unsigned depth, unsigned mask, ws_wi
         return r;
 }
 
-int ws_wipe_tree(int dfd, dev_t dev)
-{
-        return wipe_entries(dfd, dev, 0, 0, NULL, NULL);
-}
-
 int ws_wipe_dir(int dfd, dev_t dev, unsigned mask, ws_wipe_keep keep, void *ctx)
 {
         return wipe_entries(dfd, dev, 0, mask, keep, ctx);
@@ -105,7 +100,7 @@ int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_block
                 else if (ds.st_dev != dev)
                         r = -EXDEV;
                 else
-                        r = ws_wipe_tree(d, dev);
+                        r = wipe_entries(d, dev, 0, 0, NULL, NULL);
                 if (r == 0 && d >= 0 && unlinkat(root, dirs[i], AT_REMOVEDIR) < 0)
                         r = -errno;
                 if (r == 0 && mkdirat(root, dirs[i], 0755) < 0)

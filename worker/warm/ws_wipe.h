@@ -18,19 +18,17 @@
  * discards it then). */
 int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_blocks);
 
-/* Removes everything under the directory dfd (which stays open): never
- * following a symlink, never entering a mount (another device than dev,
- * or a mount's root on dev), at most WS_WIPE_MAX_DEPTH levels.  Returns 0
- * or a negative errno (-EXDEV: a mount is in the way). */
-int ws_wipe_tree(int dfd, dev_t dev);
-
 /* For ws_wipe_dir: given an entry of the directory (its statx, with the
  * fields asked for), 1 to keep it (a directory is emptied), 0 to remove
  * it, a negative errno to stop there with it. */
 typedef int (*ws_wipe_keep)(void *ctx, const char *name, const struct statx *st);
 
-/* As ws_wipe_tree, but keeps the entries of dfd itself that keep says to
- * (mask: the statx fields it needs besides the type). */
+/* Removes what is under the directory dfd (which stays open), but for the
+ * entries of dfd itself that keep says to keep (mask: the statx fields it
+ * needs besides the type): never following a symlink, never entering a
+ * mount (another device than dev, or a mount's root on dev), at most
+ * WS_WIPE_MAX_DEPTH levels.  Returns 0 or a negative errno (-EXDEV: a
+ * mount is in the way). */
 int ws_wipe_dir(int dfd, dev_t dev, unsigned mask, ws_wipe_keep keep, void *ctx);
 
 #define WS_WIPE_MAX_DEPTH 128
