@@ -65,10 +65,14 @@
 #define DEMAND_WINDOW_MS 60000
 /* After a failed make, the thread waits this long before the next one. */
 #define MAKE_BACKOFF_MS 5000
-/* A job that finds none ready while one of its size is being wiped waits
- * this long for it: a wipe takes a fraction of a millisecond, making one
- * on the job's path 15-40 ms. */
-#define WIPE_WAIT_MS 10
+/* A job that finds none ready while one of its size is coming (being
+ * wiped, waiting to be, or being made by the thread) waits for it as long
+ * as making one on its own path would take: the mean of the makes so far,
+ * at least this.  A wipe takes a fraction of a millisecond and a make
+ * 15-40 ms when the host is idle, both several times that under load; a
+ * job that gave up sooner made one besides the pool's, which the pool then
+ * discarded as surplus. */
+#define COMING_WAIT_MIN_MS 10
 
 struct ws_entry {
         struct ws_entry *next;
@@ -100,6 +104,8 @@ struct ws_pool {
         unsigned n_ready;
         struct ws_entry *returned;   /* to wipe or discard */
         struct ws_entry *wiping;     /* taken off returned, being wiped */
+        bool making;                 /* the thread makes one of the pool's size */
+        double make_ms;              /* running mean of the makes' time */
         struct ws_entry *taken;      /* in jobs' directories */
         unsigned n_taken;
         unsigned next_k;
@@ -261,6 +267,14 @@ static struct ws_entry *pop_oldest_locked(struct ws_pool *p)
         return e;
 }
 
+static void note_make(struct ws_pool *p, const char *how, double seconds)
+{
+        wmetrics_workspace_make(p->m, how, seconds);
+        pthread_mutex_lock(&p->lock);
+        p->make_ms = p->make_ms > 0 ? 0.8 * p->make_ms + 0.2 * seconds * 1000 : seconds * 1000;
+        pthread_mutex_unlock(&p->lock);
+}
+
 /* Makes one filesystem of the pool's size; NULL on failure (logged). */
 static struct ws_entry *make_one(struct ws_pool *p, unsigned k)
 {
@@ -281,7 +295,7 @@ static struct ws_entry *make_one(struct ws_pool *p, unsigned k)
                                                     "create %s: %m", dir)
                                      : make_fs(img, fs, e, &err);
         if (r >= 0) {
-                wmetrics_workspace_make(p->m, "pool", since_s(&t0));
+                note_make(p, "pool", since_s(&t0));
                 wmetrics_workspace(p->m, "made");
                 return e;
         }
@@ -339,13 +353,18 @@ static void *pool_main(void *arg)
                         discard(p, e);
                 } else if (p->n_ready < want && now_ms() >= backoff_until) {
                         unsigned k = p->next_k++;
+                        p->making = true;
                         pthread_mutex_unlock(&p->lock);
                         e = make_one(p, k);
                         pthread_mutex_lock(&p->lock);
-                        if (e)
+                        p->making = false;
+                        if (e) {
                                 push_ready_locked(p, e);
-                        else
+                        } else {
                                 backoff_until = now_ms() + MAKE_BACKOFF_MS;
+                                /* a job waiting for it stops waiting */
+                                pthread_cond_broadcast(&p->readied);
+                        }
                         continue;
                 } else {
                         /* Wakes for returns and takes; once a second for
@@ -473,10 +492,13 @@ static struct ws_entry *take_ready_locked(struct ws_pool *p, uint64_t disk_mb, u
         return e;
 }
 
-/* Under the lock: whether a filesystem of this size is being wiped or
- * waits to be (a returned one the thread will not discard). */
+/* Under the lock: whether a filesystem of this size is being made by the
+ * thread, being wiped, or waits to be (a returned one the thread will not
+ * discard). */
 static bool coming_locked(const struct ws_pool *p, uint64_t disk_mb, uint64_t files)
 {
+        if (p->making && p->disk_mb == disk_mb && p->files == files)
+                return true;
         const struct ws_entry *w = p->wiping;
         if (w && !w->discard && w->disk_mb == disk_mb && w->files == files)
                 return true;
@@ -494,7 +516,9 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                 pthread_mutex_lock(&p->lock);
                 e = take_ready_locked(p, disk_mb, files);
                 if (!e && coming_locked(p, disk_mb, files)) {
-                        struct timespec until = bc_realtime_after_ms(WIPE_WAIT_MS);
+                        double wait_ms = p->make_ms > COMING_WAIT_MIN_MS ? p->make_ms
+                                                                          : COMING_WAIT_MIN_MS;
+                        struct timespec until = bc_realtime_after_ms((unsigned)wait_ms);
                         int r = 0;
                         while (!e && r == 0 && !p->stopping && coming_locked(p, disk_mb, files)) {
                                 r = pthread_cond_timedwait(&p->readied, &p->lock, &until);
@@ -532,7 +556,7 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                         return r;
                 }
                 if (p) {
-                        wmetrics_workspace_make(p->m, "cold", since_s(&t0));
+                        note_make(p, "cold", since_s(&t0));
                         wmetrics_workspace(p->m, "cold");
                 }
         } else {
