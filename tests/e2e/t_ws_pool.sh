@@ -133,12 +133,19 @@ burst 40
 made1=$(( $(events made) + $(events cold) )); discarded1=$(events discarded); taken1=$(events taken)
 burst 40
 made2=$(( $(events made) + $(events cold) - made1 )); discarded2=$(( $(events discarded) - discarded1 ))
-# A few are made when a job finds every spare filesystem still being wiped
-# (a loaded host: 3 made, 2 discarded seen in a full `make test`); before
-# the pool kept what came back, the second burst made and discarded 9.
+# A few may be made when a job finds every spare filesystem still being
+# wiped; before the pool kept what came back, the second burst made and
+# discarded 9.
 if (( $(events taken) - taken1 >= 30 && made2 <= made1 / 3 && discarded2 <= made1 / 3 )); then
   ok "a second burst of 40 jobs on 4 slots reuses the first one's filesystems ($made2 made, $discarded2 discarded; $made1 made for the first)"
 else not_ok "second burst reuses"; diag "made2=$made2 discarded2=$discarded2 made1=$made1 taken=$(( $(events taken) - taken1 ))"; fi
+# Every filesystem given back is wiped and reused: none given up because
+# the dead sandbox's mounts still held its old ws/ and scratch/ when the
+# wipe counted the inodes (the kernel drops them a few ms after the
+# sandbox's last process; 1-2 of 80 were, and a full `make test` once saw
+# 4 discarded and 3 made again in the second burst).
+is "80 quick jobs: the 80 filesystems given back were wiped and reused (reused, failed wipes)" \
+   "$(events reused) $(grep -c 'event=workspace.wipe_failed' "$BOXCAR_DEV/test-logs/wsp-w.log")" "80 0"
 # A taken filesystem's entry directory waits, empty, for its return, and a
 # discarded one's is removed: once settled, the pool holds one directory per
 # ready filesystem.

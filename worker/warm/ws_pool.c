@@ -87,6 +87,12 @@ struct ws_entry {
         bool discard;                /* returned: discard, don't wipe */
 };
 
+/* A job waiting in ws_pool_acquire for a filesystem on its way. */
+struct ws_waiter {
+        struct ws_waiter *next;      /* one that came earlier */
+        uint64_t disk_mb, files;
+};
+
 struct ws_pool {
         char *dir;                   /* <work-dir>/pool/<pid>.XXXXXX */
         int lock_fd;
@@ -107,6 +113,7 @@ struct ws_pool {
         bool making;                 /* the thread makes one of the pool's size */
         double make_ms;              /* running mean of the makes' time */
         struct ws_entry *taken;      /* in jobs' directories */
+        struct ws_waiter *waiters;   /* latest first */
         unsigned n_taken;
         unsigned next_k;
         unsigned peak_prev, peak_cur;
@@ -318,7 +325,14 @@ static void recycle(struct ws_pool *p, struct ws_entry *e)
 {
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        bool reuse = !e->discard && wipe(p, e) == 0;
+        int r = e->discard ? 0 : wipe(p, e);
+        bool reuse = !e->discard && r == 0;
+        if (r < 0) {   /* something still holds what the job made: see ws_wipe */
+                char fs[PATH_MAX];
+                entry_path(p, e->k, "fs", fs, sizeof(fs));
+                log_event(LOG_WARN, "workspace.wipe_failed", "path", fs, "error", strerror(-r),
+                          "action", "discarded", NULL);
+        }
         if (reuse) {
                 wmetrics_workspace_wipe(p->m, since_s(&t0));
                 wmetrics_workspace(p->m, "reused");
@@ -422,6 +436,7 @@ void ws_pool_stop(struct ws_pool *p)
         pthread_mutex_lock(&p->lock);
         p->stopping = true;
         pthread_cond_signal(&p->wake);
+        pthread_cond_broadcast(&p->readied);   /* a job waiting for one makes its own */
         pthread_mutex_unlock(&p->lock);
         if (p->thread_started)
                 pthread_join(p->thread, NULL);
@@ -477,11 +492,16 @@ static int move_in(struct ws_pool *p, const struct ws_entry *e, const char *imag
         return 0;
 }
 
+static bool same_size(const struct ws_entry *e, uint64_t disk_mb, uint64_t files)
+{
+        return e->disk_mb == disk_mb && e->files == files;
+}
+
 /* Under the lock: a ready filesystem of this size, unlinked, or NULL. */
 static struct ws_entry *take_ready_locked(struct ws_pool *p, uint64_t disk_mb, uint64_t files)
 {
         struct ws_entry **pp = &p->ready;
-        while (*pp && ((*pp)->disk_mb != disk_mb || (*pp)->files != files))
+        while (*pp && !same_size(*pp, disk_mb, files))
                 pp = &(*pp)->next;
         struct ws_entry *e = *pp;
         if (e) {
@@ -492,20 +512,53 @@ static struct ws_entry *take_ready_locked(struct ws_pool *p, uint64_t disk_mb, u
         return e;
 }
 
-/* Under the lock: whether a filesystem of this size is being made by the
- * thread, being wiped, or waits to be (a returned one the thread will not
- * discard). */
-static bool coming_locked(const struct ws_pool *p, uint64_t disk_mb, uint64_t files)
+/* Under the lock: how many filesystems of this size are on their way to
+ * the ready list: being made by the thread, being wiped, or waiting to be
+ * (returned ones the thread will not discard). */
+static unsigned coming_locked(const struct ws_pool *p, uint64_t disk_mb, uint64_t files)
 {
-        if (p->making && p->disk_mb == disk_mb && p->files == files)
-                return true;
-        const struct ws_entry *w = p->wiping;
-        if (w && !w->discard && w->disk_mb == disk_mb && w->files == files)
-                return true;
+        unsigned n = p->making && p->disk_mb == disk_mb && p->files == files;
+        if (p->wiping && !p->wiping->discard && same_size(p->wiping, disk_mb, files))
+                n++;
         for (const struct ws_entry *e = p->returned; e; e = e->next)
-                if (!e->discard && e->disk_mb == disk_mb && e->files == files)
-                        return true;
-        return false;
+                if (!e->discard && same_size(e, disk_mb, files))
+                        n++;
+        return n;
+}
+
+/* Under the lock: the jobs that began waiting for this size before w. */
+static unsigned waiting_before_locked(const struct ws_waiter *w)
+{
+        unsigned n = 0;
+        for (const struct ws_waiter *o = w->next; o; o = o->next)
+                n += o->disk_mb == w->disk_mb && o->files == w->files;
+        return n;
+}
+
+/* Under the lock: a ready filesystem of this size, waiting for one on its
+ * way if there is one that the jobs waiting already will not take (those
+ * past that make their own at once: a burst's jobs do not queue behind
+ * one mke2fs). */
+static struct ws_entry *take_or_wait_locked(struct ws_pool *p, uint64_t disk_mb, uint64_t files)
+{
+        struct ws_entry *e = take_ready_locked(p, disk_mb, files);
+        if (e)
+                return e;
+        struct ws_waiter me = { .next = p->waiters, .disk_mb = disk_mb, .files = files };
+        p->waiters = &me;
+        double wait_ms = p->make_ms > COMING_WAIT_MIN_MS ? p->make_ms : COMING_WAIT_MIN_MS;
+        struct timespec until = bc_realtime_after_ms((uint64_t)wait_ms);
+        int r = 0;
+        while (!e && r == 0 && !p->stopping &&
+               waiting_before_locked(&me) < coming_locked(p, disk_mb, files)) {
+                r = pthread_cond_timedwait(&p->readied, &p->lock, &until);
+                e = take_ready_locked(p, disk_mb, files);
+        }
+        struct ws_waiter **pp = &p->waiters;
+        while (*pp != &me)
+                pp = &(*pp)->next;
+        *pp = me.next;
+        return e;
 }
 
 int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint,
@@ -514,17 +567,7 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
         struct ws_entry *e = NULL;
         if (p && p->thread_started) {
                 pthread_mutex_lock(&p->lock);
-                e = take_ready_locked(p, disk_mb, files);
-                if (!e && coming_locked(p, disk_mb, files)) {
-                        double wait_ms = p->make_ms > COMING_WAIT_MIN_MS ? p->make_ms
-                                                                          : COMING_WAIT_MIN_MS;
-                        struct timespec until = bc_realtime_after_ms((unsigned)wait_ms);
-                        int r = 0;
-                        while (!e && r == 0 && !p->stopping && coming_locked(p, disk_mb, files)) {
-                                r = pthread_cond_timedwait(&p->readied, &p->lock, &until);
-                                e = take_ready_locked(p, disk_mb, files);
-                        }
-                }
+                e = take_or_wait_locked(p, disk_mb, files);
                 pthread_mutex_unlock(&p->lock);
         }
         bool warm = false;

@@ -14,8 +14,9 @@
  * WS_WIPE_MAX_DEPTH levels) and makes them anew, empty, 0755.  Returns 0
  * when the filesystem mounted at fs is dev, holds only lost+found, ws and
  * scratch at its root, is writable, and uses exactly base_inodes inodes
- * and about base_blocks blocks again; negative errno otherwise (the caller
- * discards it then). */
+ * and about base_blocks blocks again (waiting up to 200 ms for the
+ * counts: a dead sandbox's mounts may hold the old directories a moment
+ * longer); negative errno otherwise (the caller discards it then). */
 int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_blocks);
 
 /* For ws_wipe_dir: given an entry of the directory (its statx, with the
