@@ -456,6 +456,13 @@ sb_starts() {
          $1 == "boxcar_sandbox_starts_total{path=\"cold\"}" { c = $2 } END { print w + 0, c + 0 }'
 }
 
+# boxcar's workspace filesystems so far: "reused made cold discarded".
+ws_events() {
+  curl -fsS "http://127.0.0.1:$MPORT/metrics" 2>/dev/null |
+    awk -F'[{}" ]+' '$1 == "boxcar_workspace_events_total" { v[$3] = $4 }
+         END { print v["reused"] + 0, v["made"] + 0, v["cold"] + 0, v["discarded"] + 0 }'
+}
+
 # --- load: warm-up, throughput rounds alternating, then latency --------------------
 T0=$(now_us)
 log "warm-up, $ROUNDS throughput rounds each (alternating), latency phases"
@@ -465,6 +472,7 @@ for s in boxcar graphile; do
   wait_sql 60 "${DONE[$s]}" || { alive "$s"; die "$s: warm-up jobs did not finish in 60 s"; }
 done
 read -r w0 c0 < <(sb_starts)
+read -r u0 m0 k0 d0 < <(ws_events)
 for r in $(seq "$ROUNDS"); do
   tp_round boxcar "$r"
   sleep 0.3
@@ -472,6 +480,8 @@ for r in $(seq "$ROUNDS"); do
   sleep 0.3
 done
 read -r w1 c1 < <(sb_starts)
+read -r u1 m1 k1 d1 < <(ws_events)
+R[ws]="$((u1 - u0)) wiped and reused, $((m1 - m0)) made ahead, $((k1 - k0)) made on the job's path, $((d1 - d0)) discarded"
 sleep 0.5
 lat_phase boxcar
 read -r w2 c2 < <(sb_starts)
@@ -624,6 +634,7 @@ if [[ $SANDBOX == 1 ]]; then
     echo "warm sandboxes held by the idle worker: none (pool off, or not root)"
   fi
   echo "boxcar sandbox starts: ${R[starts]}"
+  echo "boxcar workspace filesystems in the throughput rounds: ${R[ws]}"
   echo "the job's command alone, no sandbox or queue (spawn -> date inside, 400 runs, idle host):" \
        "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms"
 fi
