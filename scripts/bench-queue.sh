@@ -449,18 +449,14 @@ warm_memory() {
 }
 [[ $SANDBOX == 1 ]] && read -r R[warm_n] R[warm_pss_kb] R[warm_cg_kb] < <(warm_memory "${PIDS[boxcar]}")
 
-# boxcar's sandbox starts so far: "warm cold" (its /metrics).
-sb_starts() {
+# boxcar's pools so far, from one read of its /metrics: sandbox starts
+# "warm cold", then workspace filesystems "reused made cold discarded".
+pool_counts() {
   curl -fsS "http://127.0.0.1:$MPORT/metrics" 2>/dev/null |
-    awk '$1 == "boxcar_sandbox_starts_total{path=\"warm\"}" { w = $2 }
-         $1 == "boxcar_sandbox_starts_total{path=\"cold\"}" { c = $2 } END { print w + 0, c + 0 }'
-}
-
-# boxcar's workspace filesystems so far: "reused made cold discarded".
-ws_events() {
-  curl -fsS "http://127.0.0.1:$MPORT/metrics" 2>/dev/null |
-    awk -F'[{}" ]+' '$1 == "boxcar_workspace_events_total" { v[$3] = $4 }
-         END { print v["reused"] + 0, v["made"] + 0, v["cold"] + 0, v["discarded"] + 0 }'
+    awk -F'[{}" ]+' '$1 == "boxcar_sandbox_starts_total" { s[$3] = $4 }
+         $1 == "boxcar_workspace_events_total" { v[$3] = $4 }
+         END { print s["warm"] + 0, s["cold"] + 0, v["reused"] + 0, v["made"] + 0, v["cold"] + 0,
+                     v["discarded"] + 0 }'
 }
 
 # --- load: warm-up, throughput rounds alternating, then latency --------------------
@@ -471,20 +467,18 @@ for s in boxcar graphile; do
   use "$s"
   wait_sql 60 "${DONE[$s]}" || { alive "$s"; die "$s: warm-up jobs did not finish in 60 s"; }
 done
-read -r w0 c0 < <(sb_starts)
-read -r u0 m0 k0 d0 < <(ws_events)
+read -r w0 c0 u0 m0 k0 d0 < <(pool_counts)
 for r in $(seq "$ROUNDS"); do
   tp_round boxcar "$r"
   sleep 0.3
   tp_round graphile "$r"
   sleep 0.3
 done
-read -r w1 c1 < <(sb_starts)
-read -r u1 m1 k1 d1 < <(ws_events)
+read -r w1 c1 u1 m1 k1 d1 < <(pool_counts)
 R[ws]="$((u1 - u0)) wiped and reused, $((m1 - m0)) made ahead, $((k1 - k0)) made on the job's path, $((d1 - d0)) discarded"
 sleep 0.5
 lat_phase boxcar
-read -r w2 c2 < <(sb_starts)
+read -r w2 c2 _ < <(pool_counts)
 R[starts]="throughput rounds $((w1 - w0)) warm, $((c1 - c0)) cold; latency phase $((w2 - w1)) warm, $((c2 - c1)) cold"
 sleep 0.5
 lat_phase graphile

@@ -68,10 +68,9 @@
 /* A job that finds none ready while one of its size is coming (being
  * wiped, waiting to be, or being made by the thread) waits for it as long
  * as making one on its own path would take: the mean of the makes so far,
- * at least this.  A wipe takes a fraction of a millisecond and a make
- * 15-40 ms when the host is idle, both several times that under load; a
- * job that gave up sooner made one besides the pool's, which the pool then
- * discarded as surplus. */
+ * at least this.  A wipe takes a fraction of a millisecond to a few (it
+ * may wait for a dead sandbox's mounts, see ws_wipe.h) and a make 15-40 ms
+ * when the host is idle, both several times that under load. */
 #define COMING_WAIT_MIN_MS 10
 
 struct ws_entry {
