@@ -20,7 +20,10 @@ part() {
   (( rc == 0 )) || echo "not ok - vm part '$name' exited $rc"
 }
 {
-  echo "# kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB"
+  # The clocksource too: under emulation a guest that gave up tsc reads
+  # its clock through an emulated device, and a slow run should say so.
+  echo "# kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB," \
+    "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
   for p in ${VM_PARTS:-checks security worker}; do
     case $p in
       checks) echo "=== vm: kernel and detection"; part checks bash tests/vm/checks.sh ;;

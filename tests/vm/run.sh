@@ -24,10 +24,11 @@ rm -rf "$out" && mkdir -p "$out"
 # stock kernel nowhere past "Booting from ROM".  VM_ACCEL=kvm|tcg decides.
 accel=${VM_ACCEL:-tcg}
 [[ -z ${VM_ACCEL:-} && -r /dev/kvm && -w /dev/kvm ]] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
+echo "# booting ${kdir##*/} under $accel (2 CPUs, 4 GiB; timeout ${VM_TIMEOUT:-2700} s)"
 start=$(date +%s)
 timeout "${VM_TIMEOUT:-2700}" qemu-system-x86_64 -machine q35,accel=$accel -cpu max -smp 2 -m 4096 \
   -nographic -no-reboot -kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.gz" \
-  -append "console=ttyS0 quiet panic=-1 boxcar.repo=$BOXCAR_ROOT boxcar.out=$out" \
+  -append "console=ttyS0 quiet panic=-1 softlockup_panic=1 softlockup_all_cpu_backtrace=1 boxcar.repo=$BOXCAR_ROOT boxcar.out=$out" \
   -fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
   -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
   -fsdev local,id=out,path="$out",security_model=none,multidevs=remap \
@@ -38,8 +39,17 @@ took=$(( $(date +%s) - start ))
 cat "$out/tap.log" 2>/dev/null
 if [[ ! -f $out/finished ]]; then
   echo "not ok - the VM did not finish its run (qemu exit $qrc after ${took} s; console:)"
-  tail -30 "$BOXCAR_DEV/vm/console.log" | sed 's/^/# /'
+  # A guest kernel that locked up panics (softlockup_panic above) and
+  # the VM powers off at once instead of hanging to the timeout: its
+  # report, with every CPU's stack, is what to read, not the last lines.
+  first=$(grep -nE 'BUG: soft lockup|Kernel panic|BUG: |rcu: INFO' "$BOXCAR_DEV/vm/console.log" | head -1 | cut -d: -f1)
+  if [[ -n $first ]]; then sed -n "${first},$((first + 150))p" "$BOXCAR_DEV/vm/console.log"
+  else tail -30 "$BOXCAR_DEV/vm/console.log"; fi | sed 's/^/# /'
   exit 1
 fi
 echo "# VM (${kdir##*/}, $accel): boot, tests and power-off in ${took} s"
+# What the guest kernel said of its own health, even on a passing run.
+grep -E 'soft lockup|rcu: INFO|clocksource.*unstable|blocked for more than' "$BOXCAR_DEV/vm/console.log" |
+  head -5 | sed 's/^/# guest kernel: /'
+
 ! grep -qE '^[[:space:]]*not ok' "$out/tap.log"
