@@ -24,7 +24,15 @@ rm -rf "$out" && mkdir -p "$out"
 # stock kernel nowhere past "Booting from ROM".  VM_ACCEL=kvm|tcg decides.
 accel=${VM_ACCEL:-tcg}
 [[ -z ${VM_ACCEL:-} && -r /dev/kvm && -w /dev/kvm ]] && grep -qwE 'vmx|svm' /proc/cpuinfo && accel=kvm
-echo "# booting ${kdir##*/} under $accel (2 CPUs, 4 GiB; timeout ${VM_TIMEOUT:-2700} s)"
+# The host's load too: the guest's 2 CPUs are 2 threads of qemu here.
+echo "# booting ${kdir##*/} under $accel (2 CPUs, 4 GiB; timeout ${VM_TIMEOUT:-2700} s;" \
+  "host load $(cut -d' ' -f1-3 /proc/loadavg))"
+# What else takes the host's CPUs while the guest runs, sampled each
+# minute (a guest starved of them is slow, and its kernel may say so).
+( while sleep 60; do
+    top -b -n 2 -d 2 -w 160 | awk '/^top -/ {n++} n == 2 && $1 ~ /^[0-9]+$/ && $9 >= 20 && $12 !~ /^qemu/'
+  done ) > "$BOXCAR_DEV/vm/host-top.log" 2>/dev/null &
+sampler=$!
 start=$(date +%s)
 timeout "${VM_TIMEOUT:-2700}" qemu-system-x86_64 -machine q35,accel=$accel -cpu max -smp 2 -m 4096 \
   -nographic -no-reboot -kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.gz" \
@@ -36,6 +44,12 @@ timeout "${VM_TIMEOUT:-2700}" qemu-system-x86_64 -machine q35,accel=$accel -cpu 
   -device virtio-rng-pci </dev/null > "$BOXCAR_DEV/vm/console.log" 2>&1
 qrc=$?
 took=$(( $(date +%s) - start ))
+pkill -P $sampler; kill $sampler 2>/dev/null; wait $sampler 2>/dev/null
+if [[ -s $BOXCAR_DEV/vm/host-top.log ]]; then
+  echo "# other processes using 20% of a CPU or more during the VM's run (sampled each minute):"
+  awk '{n[$1 " " $12]++} END {for (k in n) print n[k], k}' "$BOXCAR_DEV/vm/host-top.log" |
+    sort -rn | head -8 | awk '{printf "#   pid %s (%s) in %d samples\n", $2, $3, $1}'
+fi
 cat "$out/tap.log" 2>/dev/null
 if [[ ! -f $out/finished ]]; then
   echo "not ok - the VM did not finish its run (qemu exit $qrc after ${took} s; console:)"
