@@ -20,8 +20,8 @@ part() {
   (( rc == 0 )) || echo "not ok - vm part '$name' exited $rc"
 }
 {
-  # The clocksource too: under emulation a guest that gave up tsc reads
-  # its clock through an emulated device, and a slow run should say so.
+  # The clocksource too (hpet under emulation here, where tsc ran the
+  # suite no faster), so that two runs' timings are read knowing it.
   echo "# kernel $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print int($2/1024)}' /proc/meminfo) MiB," \
     "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)"
   for p in ${VM_PARTS:-checks security worker}; do

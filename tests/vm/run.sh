@@ -29,7 +29,9 @@ echo "# booting ${kdir##*/} under $accel (2 CPUs, 4 GiB; timeout ${VM_TIMEOUT:-2
   "host load $(cut -d' ' -f1-3 /proc/loadavg))"
 # What else takes the host's CPUs while the guest runs, sampled each
 # minute (a guest starved of them is slow, and its kernel may say so).
-( while sleep 60; do
+# It stops with this script too: a script interrupted before the kill
+# below must not leave it sampling forever.
+( while sleep 60 && kill -0 $$ 2>/dev/null; do
     top -b -n 2 -d 2 -w 160 | awk '/^top -/ {n++} n == 2 && $1 ~ /^[0-9]+$/ && $9 >= 20 && $12 !~ /^qemu/'
   done ) > "$BOXCAR_DEV/vm/host-top.log" 2>/dev/null &
 sampler=$!
@@ -56,7 +58,7 @@ if [[ ! -f $out/finished ]]; then
   # A guest kernel that locked up panics (softlockup_panic above) and
   # the VM powers off at once instead of hanging to the timeout: its
   # report, with every CPU's stack, is what to read, not the last lines.
-  first=$(grep -nE 'BUG: soft lockup|Kernel panic|BUG: |rcu: INFO' "$BOXCAR_DEV/vm/console.log" | head -1 | cut -d: -f1)
+  first=$(grep -nE 'BUG: |Kernel panic|rcu: INFO' "$BOXCAR_DEV/vm/console.log" | head -1 | cut -d: -f1)
   if [[ -n $first ]]; then sed -n "${first},$((first + 150))p" "$BOXCAR_DEV/vm/console.log"
   else tail -30 "$BOXCAR_DEV/vm/console.log"; fi | sed 's/^/# /'
   exit 1
@@ -65,5 +67,4 @@ echo "# VM (${kdir##*/}, $accel): boot, tests and power-off in ${took} s"
 # What the guest kernel said of its own health, even on a passing run.
 grep -E 'soft lockup|rcu: INFO|clocksource.*unstable|blocked for more than' "$BOXCAR_DEV/vm/console.log" |
   head -5 | sed 's/^/# guest kernel: /'
-
 ! grep -qE '^[[:space:]]*not ok' "$out/tap.log"
