@@ -74,12 +74,30 @@ is "it was a warm start, not a cold one" "$warm/$cold" "1/0"
 handoffs=$(metric 'boxcar_sandbox_handoff_seconds_count')
 is "the handoff time is observed" "$handoffs" "1"
 
-# Made ahead as background work, at a lower priority; the job itself runs
-# at the worker's, as a cold one does.
+# Made ahead as background work, at a lower priority (by the pool's
+# thread, whose nice the sandboxes it spawns inherit); once built, a
+# sandbox waits at the worker's, so that its handoff is not queued behind
+# the next one being made, and the job runs at the worker's, as a cold
+# one does.
 wnice=$(ps -o ni= -p "$WORKER_PID" | tr -d ' ')
+is "the pool's thread, which spawns the sandboxes, runs at the worker's nice + 5" \
+   "$(ps -L -o ni= -p "$WORKER_PID" | tr -d ' ' | grep -cx "$(( wnice + 5 > 19 ? 19 : wnice + 5 ))")" "1"
+# The nice of the first warm sandbox's supervisor, init and job process
+# (one value when they agree).
+sandbox_nice() {
+  local p c j
+  p=$(warm_pids "$WORKER_PID" | head -1)
+  [[ -n $p ]] && c=$(pgrep -P "$p" | head -1)
+  [[ -n ${c:-} ]] && j=$(pgrep -P "$c" | head -1)
+  [[ -n ${j:-} ]] || { echo "no sandbox with a job process"; return; }
+  ps -o ni= -p "$p" -p "$c" -p "$j" | tr -d ' ' | sort -u | paste -sd,
+}
+at_worker_nice() { [[ $(sandbox_nice) == "$wnice" ]]; }
 wait_refilled
-is "a waiting warm sandbox runs at the worker's nice + 5" \
-   "$(ps -o ni= -p "$(warm_pids $WORKER_PID | head -1)" | tr -d ' ')" "$(( wnice + 5 > 19 ? 19 : wnice + 5 ))"
+# Being made, it is at + 5 (the pool's); built, at the worker's.
+wait_for "a built warm sandbox" 20 at_worker_nice
+is "a built warm sandbox waits at the worker's nice, its init and job process too" \
+   "$(sandbox_nice)" "$wnice"
 warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
 id=$(run_job '{"command": ["cut", "-d", " ", "-f19", "/proc/self/stat"]}')
 is "a job on the warm path runs at the worker's nice" \

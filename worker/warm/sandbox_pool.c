@@ -26,11 +26,13 @@
 /* Making sandboxes ahead is background work: the pool's thread, and the
  * sandboxes it spawns, yield the CPU to the jobs' pickup path (a take, a
  * handoff, a cold start) when they compete for one.  A warm sandbox's
- * supervisor puts itself and its init back at the worker's priority when
- * it gets its job (sandbox/warm.c).  Mildly: in a burst that keeps the
- * CPUs busy the refill falls behind (make bench, 1000 sandboxed jobs at
- * concurrency 8: 156 started cold at +5, 7 at +0), while at 50 jobs/s
- * commit -> command start inside fell from 4.1-5.2 to 3.1-3.6 ms (p50). */
+ * supervisor puts itself, its init and the job's process back at the
+ * worker's priority once it is built (sandbox/warm.c): asleep until its
+ * job, then woken ahead of the sandboxes being made.  Mildly: in a burst
+ * that keeps the CPUs busy the refill falls behind (make bench, 1000
+ * sandboxed jobs at concurrency 8: 156 started cold at +5, 7 at +0),
+ * while at 50 jobs/s commit -> command start inside fell from 4.1-5.2 to
+ * 3.1-3.6 ms (p50). */
 #define POOL_NICE 5
 /* A discarded sandbox that has not exited by then is killed. */
 #define DISCARD_GRACE_MS 5000
