@@ -316,8 +316,16 @@ static int in_namespace(struct warm *w, int nstype, int ns_fd, int (*fn)(struct 
         _cleanup_fd_ int own = open(own_path, O_RDONLY | O_CLOEXEC);
         _cleanup_fd_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (own < 0 || cwd < 0 || setns(ns_fd, nstype) < 0) {
-                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL,
-                             "cannot enter the sandbox's namespace");
+                int e = errno;
+                char msg[200];
+                /* EPERM on the mount namespace: CAP_SYS_CHROOT, which a
+                 * hand-trimmed capability set may leave out. */
+                snprintf(msg, sizeof(msg), "cannot enter the sandbox's %s namespace: %s%s",
+                         nstype == CLONE_NEWNS ? "mount" : "network", strerror(e),
+                         e == EPERM && nstype == CLONE_NEWNS
+                                 ? " (the worker needs CAP_SYS_CHROOT besides CAP_SYS_ADMIN)"
+                                 : "");
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, e, NULL, msg);
                 return -1;
         }
         int r = fn(w, arg);
@@ -416,7 +424,19 @@ static int restore_priority(struct warm *w)
 {
         errno = 0;
         int nice = getpriority(PRIO_PROCESS, (id_t)getppid());
-        if ((nice == -1 && errno) || setpriority(PRIO_PGRP, 0, nice) < 0) {
+        if (nice == -1 && errno) {
+                sbx_sup_fail(&w->s, SBX_STEP_INTERNAL, errno, NULL,
+                             "getpriority: the job's priority (the worker's)");
+                return -1;
+        }
+        /* Made at the worker's own (a pool without CAP_SYS_NICE does not
+         * lower it): nothing to put back, and without that capability
+         * the init's and job process's (another uid) could not be set. */
+        errno = 0;
+        int own = getpriority(PRIO_PROCESS, 0);
+        if (own == nice && !errno)
+                return 0;
+        if (setpriority(PRIO_PGRP, 0, nice) < 0) {
                 sbx_sup_fail(&w->s, SBX_STEP_INTERNAL, errno, NULL,
                              "setpriority: the job's priority (the worker's)");
                 return -1;

@@ -229,6 +229,45 @@ else not_ok "stale helper cgroups swept at start"; diag "stale=${stale[*]} left=
 for d in "${kept[@]}" "${stale[@]}"; do rmdir "$d" 2>/dev/null; done
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 
+# The least-privilege deployments (deploy/README.md) do not grant
+# CAP_SYS_NICE: there the pool makes its sandboxes at the jobs' priority
+# (a sandbox made at + 5 could not be put back: its init and job process
+# are another uid), and they work.  Under the systemd unit's bounding set,
+# jobs used to find every warm sandbox failing at its handoff.
+caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$BOXCAR_ROOT/deploy/boxcar-worker.service")
+bset="-all$(for c in $caps; do printf ',+%s' "$(tr 'A-Z' 'a-z' <<<"${c#CAP_}")"; done)"
+wrapper=$(mktemp); chmod 755 "$wrapper"
+printf '#!/bin/sh\nexec setpriv --bounding-set %s --inh-caps -all -- %s "$@"\n' "$bset" "$BOXCAR" > "$wrapper"
+real_boxcar=$BOXCAR BOXCAR=$wrapper
+start_worker warm-capped --concurrency 1 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
+BOXCAR=$real_boxcar
+one_ready() { (( $(metric 'boxcar_warm_sandboxes{state="ready"}') >= 1 )); }
+wait_for "a warm sandbox ready" 20 one_ready
+is "without CAP_SYS_NICE (the unit's bounding set: $caps), the worker says so" \
+   "$(grep -c 'event=sandbox.pool_priority reason="no CAP_SYS_NICE' "$BOXCAR_DEV/test-logs/warm-capped.log")" "1"
+wnice=$(ps -o ni= -p "$WORKER_PID" | tr -d ' ')
+id=$(run_job '{"command": ["cut", "-d", " ", "-f19", "/proc/self/stat"]}')
+is "and a job starts warm there, at the worker's nice, after no failed sandbox" \
+   "$(job_field $id "status || ' ' || btrim(result->>'stdout', E'\\n')") $(metric 'boxcar_sandbox_starts_total{path="warm"}') $(metric 'boxcar_sandbox_starts_total{path="cold"}') $(metric boxcar_warm_sandbox_failures_total)" \
+   "succeeded $wnice 1 0 0"
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+# Without CAP_SYS_CHROOT a warm sandbox cannot be entered at its handoff:
+# the job still runs, on a cold sandbox, and the log says why.
+printf '#!/bin/sh\nexec setpriv --bounding-set %s --inh-caps -all -- %s "$@"\n' \
+  "${bset/,+sys_chroot/}" "$BOXCAR" > "$wrapper"
+BOXCAR=$wrapper
+start_worker warm-nochroot --concurrency 1 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
+BOXCAR=$real_boxcar
+wait_for "a warm sandbox ready" 20 one_ready
+id=$(run_job '{"command": ["true"]}')
+is "without CAP_SYS_CHROOT: the job succeeds on a cold sandbox after its warm one failed at handoff" \
+   "$(job_field $id status) $(metric 'boxcar_sandbox_starts_total{path="cold"}')" "succeeded 1"
+check "and the log names the capability" grep -q \
+  'event=sandbox.warm_handoff_failed error=".*mount namespace: Operation not permitted (the worker needs CAP_SYS_CHROOT' \
+  "$BOXCAR_DEV/test-logs/warm-nochroot.log"
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+rm -f "$wrapper"
+
 # --warm-sandboxes 0: every sandbox is cold.
 start_worker warm-off --concurrency 1 --poll-interval 300ms --sandbox namespace --warm-sandboxes 0 --metrics-addr "127.0.0.1:$port"
 wait_for "metrics up" 20 bash -c "curl -fsS http://127.0.0.1:$port/metrics >/dev/null"

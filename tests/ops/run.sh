@@ -100,7 +100,7 @@ check("worker is not privileged", not w.get("privileged"))
 check("worker drops every capability", w.get("cap_drop") == ["ALL"])
 check("worker adds back exactly the sandbox's capabilities",
       sorted(w.get("cap_add", [])) == ["DAC_OVERRIDE", "KILL", "MKNOD", "NET_ADMIN", "SETGID",
-                                       "SETPCAP", "SETUID", "SYS_ADMIN"])
+                                       "SETPCAP", "SETUID", "SYS_ADMIN", "SYS_CHROOT"])
 check("worker gets /dev/loop-control and the loop block devices, no other device",
       w.get("devices") == ["/dev/loop-control:/dev/loop-control"] and
       w.get("device_cgroup_rules") == ["b 7:* rwm"])
@@ -244,7 +244,7 @@ drain=$(unit_get ExecStart | sed -n 's/.*--drain-timeout \([0-9]*\)s.*/\1/p')
 check "unit TimeoutStopSec (${stop}s) > --drain-timeout (${drain:-60}s)" test "${stop:-0}" -gt "${drain:-60}"
 # The capabilities the sandbox was shown to need (deploy/README.md), no more.
 is "unit CapabilityBoundingSet" "$(unit_get CapabilityBoundingSet | tr ' ' '\n' | sort | tr '\n' ' ')" \
-  "CAP_DAC_OVERRIDE CAP_KILL CAP_NET_ADMIN CAP_SETGID CAP_SETPCAP CAP_SETUID CAP_SYS_ADMIN "
+  "CAP_DAC_OVERRIDE CAP_KILL CAP_NET_ADMIN CAP_SETGID CAP_SETPCAP CAP_SETUID CAP_SYS_ADMIN CAP_SYS_CHROOT "
 if command -v systemd-analyze >/dev/null; then
   # The binary and its man page are not installed here: those complaints
   # are expected (tests/ops/t_deb.sh verifies the installed unit in full).

@@ -40,9 +40,20 @@ WRAP
   # The leak check stays on for every other worker of the suites.
   local asan=${ASAN_OPTIONS-}
   [[ ${SAN:-0} == 1 ]] && asan="${asan:+$asan:}detect_leaks=0"
+  local mport; mport=$(free_port)
   ASAN_OPTIONS=$asan BOXCAR="$W/docker-boxcar" PROFILE="$BOXCAR_ROOT/deploy/docker-seccomp.json" \
-    start_worker docker-w --concurrency 2 --poll-interval 200ms
+    start_worker docker-w --concurrency 2 --poll-interval 200ms --metrics-addr "127.0.0.1:$mport"
   BOXCAR=$real
+  # warm_count PATH: sandbox starts by path (warm, cold) so far.
+  warm_count() {
+    curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null |
+      awk -v k="boxcar_sandbox_starts_total{path=\"$1\"}" '$1 == k { v = $2 } END { print v + 0 }'
+  }
+  ready() {
+    curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null |
+      awk '$1 == "boxcar_warm_sandboxes{state=\"ready\"}" && $2 >= 1 { f = 1 } END { exit !f }'
+  }
+  wait_for "a warm sandbox" 30 ready
   local a b c d
   a=$("$BOXCAR" enqueue --queue default --spec - <<<"$spec")
   b=$("$BOXCAR" enqueue --spec - <<<'{"command": ["sleep", "30"], "limits": {"timeout_s": 1}}')
@@ -54,6 +65,12 @@ WRAP
     "$(job_field "$a" "status || ' ' || replace(result->>'stdout', E'\n', ' ')")" "succeeded hi 65534 "
   is "compose privileges: a timeout stops its job" "$(job_field "$b" "status || ' ' || (error->>'code')")" "failed TIMEOUT"
   is "compose privileges: a cancel stops its job" "$(job_field "$c" "status")" "cancelled"
+  # A job whose warm sandbox fails at handoff still succeeds, on a cold
+  # one: only these show that the warm path itself works here.
+  check "compose privileges: jobs start in warm sandboxes ($(warm_count warm) warm, $(warm_count cold) cold)" \
+    test "$(warm_count warm)" -ge 1
+  is "compose privileges: no warm sandbox failed at its handoff" \
+    "$(grep -c 'event=sandbox.warm_handoff_failed' "$BOXCAR_DEV/test-logs/docker-w.log")" "0"
   kill -TERM "$WORKER_PID"; wait "$WORKER_PID"
   is "compose privileges: the worker drains and exits 0" "$?" 0
   check "compose privileges: the profile was loaded" grep -q 'seccomp_exec: loaded' "$BOXCAR_DEV/test-logs/docker-w.log"

@@ -15,6 +15,7 @@
 #include "common/netallow.h"
 #include "sandbox/sandbox.h"
 #include "worker/job/backend.h"
+#include "worker/log.h"
 #include "worker/warm/sandbox_pool.h"
 
 #define STATUS_MAX (64 * 1024)
@@ -246,6 +247,11 @@ static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct 
                  * job gets a cold one, in the same attempt. */
                 if (!sandbox_fault || ret->proc.cancelled)
                         return r;
+                /* Said, not only counted as a cold start: a host where no
+                 * handoff can work (a capability missing) runs every job
+                 * cold, and the operator must learn why. */
+                log_event(LOG_WARN, "sandbox.warm_handoff_failed", "error", bc_error_message(err),
+                          "effect", "the job runs on a cold sandbox in the same attempt", NULL);
                 bc_error_clear(err);
         }
         sandbox_pool_count_start(pool_metrics, false);
