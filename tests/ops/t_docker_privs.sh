@@ -42,7 +42,8 @@ WRAP
   [[ ${SAN:-0} == 1 ]] && asan="${asan:+$asan:}detect_leaks=0"
   local mport; mport=$(free_port)
   ASAN_OPTIONS=$asan BOXCAR="$W/docker-boxcar" PROFILE="$BOXCAR_ROOT/deploy/docker-seccomp.json" \
-    start_worker docker-w --concurrency 2 --poll-interval 200ms --metrics-addr "127.0.0.1:$mport"
+    start_worker docker-w --concurrency 2 --poll-interval 200ms --metrics-addr "127.0.0.1:$mport" \
+      --network-allow default=10.2.0.0/16:5432
   BOXCAR=$real
   # warm_count PATH: sandbox starts by path (warm, cold) so far.
   warm_count() {
@@ -60,11 +61,17 @@ WRAP
   c=$("$BOXCAR" enqueue --spec - <<<'{"command": ["sleep", "30"], "limits": {"timeout_s": 60}}')
   wait_for "c running" 20 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select status from boxcar.jobs where id = '$c'\") == running ]]"
   "$BOXCAR" cancel "$c" >/dev/null
-  for j in "$a" "$b" "$c"; do "$BOXCAR" status --wait --timeout 60s "$j" >/dev/null 2>&1; done
+  # An allow-list: a DNS responder on port 53 and a proxy listener on the
+  # rule's port, in the job's own network namespace.
+  local e
+  e=$("$BOXCAR" enqueue --spec - <<<'{"command": ["true"], "network": {"allow": ["10.2.0.0/16:5432"]}}')
+  for j in "$a" "$b" "$c" "$e"; do "$BOXCAR" status --wait --timeout 60s "$j" >/dev/null 2>&1; done
   is "compose privileges: a job with limits and a workspace runs (uid 65534)" \
     "$(job_field "$a" "status || ' ' || replace(result->>'stdout', E'\n', ' ')")" "succeeded hi 65534 "
   is "compose privileges: a timeout stops its job" "$(job_field "$b" "status || ' ' || (error->>'code')")" "failed TIMEOUT"
   is "compose privileges: a cancel stops its job" "$(job_field "$c" "status")" "cancelled"
+  is "compose privileges: a network.allow job gets its DNS responder and proxy" \
+    "$(job_field "$e" "status || coalesce(' ' || (error->>'message'), '')")" "succeeded"
   # A job whose warm sandbox fails at handoff still succeeds, on a cold
   # one: only these show that the warm path itself works here.
   check "compose privileges: jobs start in warm sandboxes ($(warm_count warm) warm, $(warm_count cold) cold)" \
