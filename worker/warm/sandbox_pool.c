@@ -429,22 +429,20 @@ static void update_gauges(struct sandbox_pool *p)
         metrics_gauge_set(p->m, "boxcar_warm_sandboxes", l, in_use);
 }
 
-/* Whether a sandbox this worker spawns may lower its nice from
- * base + POOL_NICE back to base: CAP_SYS_NICE, which a helper exec'd by
- * root gets from the bounding set (the worker holds it too), or an
- * RLIMIT_NICE that allows base.  The least-privilege deployments
- * (deploy/README.md) grant neither: there a sandbox made at + 5 would
+/* Whether a sandbox this worker spawns may put its process group back
+ * from the pool's nice + 5 at the worker's: CAP_SYS_NICE, which a helper
+ * exec'd by root gets from the bounding set (the worker holds it too).
+ * Nothing else will do: the group's init and job process run as another
+ * uid, whose nice only that capability may set (an RLIMIT_NICE would
+ * lower the supervisor's own alone).  The least-privilege deployments
+ * (deploy/README.md) do not grant it: there a sandbox made at + 5 would
  * fail when it tried to wait at the jobs' priority. */
-static bool may_restore_priority(int base)
+static bool may_restore_priority(void)
 {
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct d[2] = { 0 };
-        if (syscall(SYS_capget, &h, d) == 0 && (d[0].effective & (1U << CAP_SYS_NICE)) &&
-            prctl(PR_CAPBSET_READ, CAP_SYS_NICE, 0, 0, 0) == 1)
-                return true;
-        struct rlimit r;
-        return getrlimit(RLIMIT_NICE, &r) == 0 &&
-               (r.rlim_cur == RLIM_INFINITY || (long long)r.rlim_cur >= 20 - base);
+        return syscall(SYS_capget, &h, d) == 0 && (d[0].effective & (1U << CAP_SYS_NICE)) &&
+               prctl(PR_CAPBSET_READ, CAP_SYS_NICE, 0, 0, 0) == 1;
 }
 
 static void *pool_main(void *arg)
@@ -453,10 +451,10 @@ static void *pool_main(void *arg)
         struct pollfd fds[1 + MAX_KINDS * 256];
         /* This thread's nice, not the worker's (Linux: per thread). */
         int base = getpriority(PRIO_PROCESS, 0);
-        if (!may_restore_priority(base))
+        if (!may_restore_priority())
                 log_event(LOG_INFO, "sandbox.pool_priority", "reason",
-                          "no CAP_SYS_NICE (nor an RLIMIT_NICE allowing it) to put a warm sandbox "
-                          "back at the jobs' priority once built", "effect",
+                          "no CAP_SYS_NICE to put a warm sandbox back at the jobs' priority once "
+                          "built", "effect",
                           "warm sandboxes are made at the jobs' priority", NULL);
         else if (setpriority(PRIO_PROCESS, (id_t)gettid(), base + POOL_NICE) < 0)
                 log_event(LOG_WARN, "sandbox.pool_priority", "error", strerror(errno), "effect",
