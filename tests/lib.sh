@@ -98,6 +98,12 @@ start_worker() {
   _bg_pids+=("$WORKER_PID")
 }
 
+# metric_at PORT NAME{LABELS}: that sample's value on a worker's /metrics
+# at 127.0.0.1:PORT, 0 when absent (or the worker is not up).
+metric_at() {
+  curl -fsS "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }'
+}
+
 # job_field ID EXPR: a SQL expression over the job row j.
 job_field() { sql "select $2 from boxcar.jobs j where id = '$1'"; }
 

@@ -11,7 +11,8 @@ fresh_db e2e_warm
 port=$(free_port)
 metrics() { curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null; }
 # metric NAME{LABELS}: its value, 0 when absent.
-metric() { metrics | awk -v k="$1" '$1 == k { v = $2 } END { print v + 0 }'; }
+metric() { metric_at "$port" "$1"; }
+ready_at_least() { (( $(metric 'boxcar_warm_sandboxes{state="ready"}') >= $1 )); }
 run_job() { local id; id=$(echo "$1" | "$BOXCAR" enqueue --spec -); "$BOXCAR" status --wait --timeout 60s "$id" >/dev/null; echo "$id"; }
 # The warm helpers of a worker: its children running boxcar-sandbox --warm.
 warm_pids() { pgrep -P "$1" -f 'boxcar-sandbox --warm' || true; }
@@ -42,7 +43,7 @@ kill_under_job() {
 }
 
 start_worker warm-w --concurrency 2 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
-wait_for "warm sandboxes ready" 30 bash -c "[[ \$(curl -fsS http://127.0.0.1:$port/metrics 2>/dev/null | awk '\$1 == \"boxcar_warm_sandboxes{state=\\\"ready\\\"}\" { print \$2 }') -ge 2 ]]"
+wait_for "warm sandboxes ready" 30 ready_at_least 2
 ready=$(metric 'boxcar_warm_sandboxes{state="ready"}')
 (( ready >= 2 )) && ok "an idle worker keeps the prefetch ready ($ready warm sandboxes)" ||
   { not_ok "warm sandboxes ready"; diag "$(metrics | grep warm)"; tail -5 "$BOXCAR_DEV/test-logs/warm-w.log"; }
@@ -80,8 +81,9 @@ is "the handoff time is observed" "$handoffs" "1"
 # the next one being made, and the job runs at the worker's, as a cold
 # one does.
 wnice=$(ps -o ni= -p "$WORKER_PID" | tr -d ' ')
-# (Only where a sandbox can be put back: CAP_SYS_NICE, bit 23, below.)
-if (( 0x$(awk '/^CapEff:/ { print $2 }' "/proc/$WORKER_PID/status") >> 23 & 1 )); then
+# (Only where a sandbox can be put back: CAP_SYS_NICE, bit 23, in the
+# bounding set its helpers are exec'd with.)
+if (( 0x$(awk '/^CapBnd:/ { print $2 }' "/proc/$WORKER_PID/status") >> 23 & 1 )); then
   is "the pool's thread, which spawns the sandboxes, runs at the worker's nice + 5" \
      "$(ps -L -o ni= -p "$WORKER_PID" | tr -d ' ' | grep -cx "$(( wnice + 5 > 19 ? 19 : wnice + 5 ))")" "1"
 else
@@ -129,7 +131,7 @@ is "a waiting warm sandbox's cgroup has the default limits: 1 GiB, 256 pids + it
    "$(cg_limits "$(pgrep -P "$sup" | head -1)")" "1073741824 257 100000 100000"
 id=$(run_job '{"script": "python3 -c \"x = bytearray(1200 * 1024 * 1024)\""}')
 is "default memory_mb (1024) on the warm path: 1200 MiB is OOM" "$(job_field $id "error->>'code'")" "OOM"
-wait_for "a warm sandbox ready" 20 bash -c "[[ \$(curl -fsS http://127.0.0.1:$port/metrics 2>/dev/null | awk '\$1 == \"boxcar_warm_sandboxes{state=\\\"ready\\\"}\" { print \$2 }') -ge 1 ]]"
+wait_for "a warm sandbox ready" 20 ready_at_least 1
 warm0=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
 id=$(run_job '{"script": "python3 -c \"x = bytearray(1200 * 1024 * 1024); print(len(x) >> 20)\"", "limits": {"memory_mb": 2048}}')
 is "memory_mb raised above the default on the warm path (2048): 1200 MiB fits, a warm start" \
@@ -243,12 +245,14 @@ kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$BOXCAR_ROOT/deploy/boxcar-worker.service")
 bset="-all$(for c in $caps; do printf ',+%s' "$(tr 'A-Z' 'a-z' <<<"${c#CAP_}")"; done)"
 wrapper=$(mktemp); chmod 755 "$wrapper"
-printf '#!/bin/sh\nexec setpriv --bounding-set %s --inh-caps -all -- %s "$@"\n' "$bset" "$BOXCAR" > "$wrapper"
-real_boxcar=$BOXCAR BOXCAR=$wrapper
-start_worker warm-capped --concurrency 1 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
-BOXCAR=$real_boxcar
-one_ready() { (( $(metric 'boxcar_warm_sandboxes{state="ready"}') >= 1 )); }
-wait_for "a warm sandbox ready" 20 one_ready
+# capped_worker NAME BOUNDING_SET: a worker under that bounding set.
+capped_worker() {
+  printf '#!/bin/sh\nexec setpriv --bounding-set %s --inh-caps -all -- %s "$@"\n' "$2" "$BOXCAR" > "$wrapper"
+  BOXCAR=$wrapper start_worker "$1" --concurrency 1 --poll-interval 300ms --sandbox namespace \
+    --metrics-addr "127.0.0.1:$port"
+}
+capped_worker warm-capped "$bset"
+wait_for "a warm sandbox ready" 20 ready_at_least 1
 is "without CAP_SYS_NICE (the unit's bounding set: $caps), the worker says so" \
    "$(grep -c 'event=sandbox.pool_priority reason="no CAP_SYS_NICE' "$BOXCAR_DEV/test-logs/warm-capped.log")" "1"
 wnice=$(ps -o ni= -p "$WORKER_PID" | tr -d ' ')
@@ -259,12 +263,8 @@ is "and a job starts warm there, at the worker's nice, after no failed sandbox" 
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 # Without CAP_SYS_CHROOT a warm sandbox cannot be entered at its handoff:
 # the job still runs, on a cold sandbox, and the log says why.
-printf '#!/bin/sh\nexec setpriv --bounding-set %s --inh-caps -all -- %s "$@"\n' \
-  "${bset/,+sys_chroot/}" "$BOXCAR" > "$wrapper"
-BOXCAR=$wrapper
-start_worker warm-nochroot --concurrency 1 --poll-interval 300ms --sandbox namespace --metrics-addr "127.0.0.1:$port"
-BOXCAR=$real_boxcar
-wait_for "a warm sandbox ready" 20 one_ready
+capped_worker warm-nochroot "${bset/,+sys_chroot/}"
+wait_for "a warm sandbox ready" 20 ready_at_least 1
 id=$(run_job '{"command": ["true"]}')
 is "without CAP_SYS_CHROOT: the job succeeds on a cold sandbox after its warm one failed at handoff" \
    "$(job_field $id status) $(metric 'boxcar_sandbox_starts_total{path="cold"}')" "succeeded 1"

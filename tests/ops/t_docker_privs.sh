@@ -45,15 +45,9 @@ WRAP
     start_worker docker-w --concurrency 2 --poll-interval 200ms --metrics-addr "127.0.0.1:$mport" \
       --network-allow default=10.2.0.0/16:5432
   BOXCAR=$real
-  # warm_count PATH: sandbox starts by path (warm, cold) so far.
-  warm_count() {
-    curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null |
-      awk -v k="boxcar_sandbox_starts_total{path=\"$1\"}" '$1 == k { v = $2 } END { print v + 0 }'
-  }
-  ready() {
-    curl -fsS "http://127.0.0.1:$mport/metrics" 2>/dev/null |
-      awk '$1 == "boxcar_warm_sandboxes{state=\"ready\"}" && $2 >= 1 { f = 1 } END { exit !f }'
-  }
+  # starts PATH: sandbox starts by path (warm, cold) so far.
+  starts() { metric_at "$mport" "boxcar_sandbox_starts_total{path=\"$1\"}"; }
+  ready() { (( $(metric_at "$mport" 'boxcar_warm_sandboxes{state="ready"}') >= 1 )); }
   wait_for "a warm sandbox" 30 ready
   local a b c d
   a=$("$BOXCAR" enqueue --queue default --spec - <<<"$spec")
@@ -74,8 +68,8 @@ WRAP
     "$(job_field "$e" "status || coalesce(' ' || (error->>'message'), '')")" "succeeded"
   # A job whose warm sandbox fails at handoff still succeeds, on a cold
   # one: only these show that the warm path itself works here.
-  check "compose privileges: jobs start in warm sandboxes ($(warm_count warm) warm, $(warm_count cold) cold)" \
-    test "$(warm_count warm)" -ge 1
+  check "compose privileges: jobs start in warm sandboxes ($(starts warm) warm, $(starts cold) cold)" \
+    test "$(starts warm)" -ge 1
   is "compose privileges: no warm sandbox failed at its handoff" \
     "$(grep -c 'event=sandbox.warm_handoff_failed' "$BOXCAR_DEV/test-logs/docker-w.log")" "0"
   kill -TERM "$WORKER_PID"; wait "$WORKER_PID"

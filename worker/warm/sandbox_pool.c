@@ -10,7 +10,6 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -431,7 +430,7 @@ static void update_gauges(struct sandbox_pool *p)
 
 /* Whether a sandbox this worker spawns may put its process group back
  * from the pool's nice + 5 at the worker's: CAP_SYS_NICE, which a helper
- * exec'd by root gets from the bounding set (the worker holds it too).
+ * exec'd by root gets exactly when it is in the bounding set.
  * Nothing else will do: the group's init and job process run as another
  * uid, whose nice only that capability may set (an RLIMIT_NICE would
  * lower the supervisor's own alone).  The least-privilege deployments
@@ -439,10 +438,7 @@ static void update_gauges(struct sandbox_pool *p)
  * fail when it tried to wait at the jobs' priority. */
 static bool may_restore_priority(void)
 {
-        struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
-        struct __user_cap_data_struct d[2] = { 0 };
-        return syscall(SYS_capget, &h, d) == 0 && (d[0].effective & (1U << CAP_SYS_NICE)) &&
-               prctl(PR_CAPBSET_READ, CAP_SYS_NICE, 0, 0, 0) == 1;
+        return prctl(PR_CAPBSET_READ, CAP_SYS_NICE, 0, 0, 0) == 1;
 }
 
 static void *pool_main(void *arg)
