@@ -165,12 +165,15 @@ int sandbox_warm_start(const char *helper, enum sandbox_network network,
 int sandbox_warm_check(struct sandbox_warm *w, struct bc_error *err);
 /* Hands a ready sandbox its job: argv as sandbox_argv_build made it with
  * status_fd -1 (argv[0] is ignored), the job's stdout and stderr, and where
- * the status goes.  The caller keeps its copies of the fds.  After 0 the
+ * the status goes.  With go_fd (-1: none), the sandbox prepares the job,
+ * then starts it only once go_fd is readable (the job's claim committed:
+ * an eventfd); SIGTERM stops it unstarted.  The caller keeps its copies
+ * of the fds.  After 0 the
  * job is the sandbox's: wait for w->pid as for a cold helper (it exits
  * when the job is over, SIGTERM cancels).  Negative: the sandbox is
  * unusable (discard it) and nothing of the job ran. */
 int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, int err_w,
-                         int status_w, struct bc_error *err);
+                         int status_w, int go_fd, struct bc_error *err);
 /* Tells an unused sandbox to go (SIGTERM: it tears itself down). */
 void sandbox_warm_discard(struct sandbox_warm *w);
 /* Reaps a discarded one: true once it is gone (force: SIGKILL first).  A

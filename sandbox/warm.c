@@ -9,7 +9,10 @@
  *
  * The job comes as one message: a memfd holding its options (the same
  * argv as a cold run, without --status-fd), and the job's stdout, stderr
- * and status fds.  The supervisor checks the options, writes the limits
+ * and status fds, and maybe a go fd: the worker hands the job over while
+ * the database commits its claim, and the job's process starts only once
+ * that fd is readable (the claim held; else the worker's SIGTERM ends the
+ * sandbox with nothing of the job run).  The supervisor checks the options, writes the limits
  * into the cgroup, clones the job's trees from the host (open_tree),
  * enters the sandbox's mount namespace to attach them (move_mount) and
  * seal the root read-only, and its network namespace for an allow-list's
@@ -65,6 +68,7 @@ struct warm {
         char **job_argv;
         bool have_job;
         int status_fd;
+        int go_fd;                       /* -1: start at once */
         /* Why there is no cgroup (e.g. an unprivileged helper on v1): not
          * fatal until a job asks for limits, as in the cold path. */
         char cg_error[256];
@@ -178,8 +182,9 @@ static int wait_built(struct warm *w)
         return s->warm_built && !s->failed ? 1 : 0;
 }
 
-/* Waits for the job: 1 with fds[0..3] = options, stdout, stderr, status;
- * 0 when the sandbox died meanwhile; -1 when the worker dropped us. */
+/* Waits for the job: 1 with fds[0..3] = options, stdout, stderr, status
+ * and w->go_fd; 0 when the sandbox died meanwhile; -1 when the worker
+ * dropped us. */
 static int wait_job(struct warm *w, int fds[4])
 {
         struct supervisor *s = &w->s;
@@ -211,8 +216,9 @@ static int wait_job(struct warm *w, int fds[4])
                         int r = sbx_msg_recv_fds(w->ctl, &m, got, ELEMENTSOF(got), &n);
                         if (r <= 0)
                                 return -1;
-                        if (m.type == SBX_MSG_JOB && n == 4) {
+                        if (m.type == SBX_MSG_JOB && (n == 4 || n == 5)) {
                                 memcpy(fds, got, sizeof(int) * 4);
+                                w->go_fd = n == 5 ? got[4] : -1;
                                 return 1;
                         }
                         for (size_t i = 0; i < n; i++)
@@ -379,6 +385,40 @@ static int setup_egress(struct warm *w, void *arg)
         return 0;
 }
 
+/* With a go fd: waits until it is readable (0), or until the sandbox is
+ * cancelled (SIGTERM: the claim did not hold), dies or times out (-1). */
+static int wait_go(struct warm *w)
+{
+        struct supervisor *s = &w->s;
+        while (w->go_fd >= 0) {
+                struct pollfd p[3] = {
+                        { .fd = w->go_fd, .events = POLLIN },
+                        { .fd = s->sigfd, .events = POLLIN },
+                        { .fd = s->timerfd, .events = POLLIN },
+                };
+                if (poll(p, 3, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
+                        return -1;
+                }
+                if (p[1].revents)
+                        sbx_sup_on_signal(s);
+                if (p[2].revents)
+                        sbx_sup_on_timer(s);
+                if (s->cancelled || s->reaped || s->failed || s->timed_out)
+                        return -1;
+                if (p[0].revents & POLLIN)
+                        break;
+                if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+                        sbx_sup_fail(s, SBX_STEP_INTERNAL, EPIPE, NULL,
+                                     "the worker's go fd failed before the job started");
+                        return -1;
+                }
+        }
+        return 0;
+}
+
 /* Clones the job's trees, attaches them inside the sandbox, then hands
  * the job's options and stdio to its waiting process: the job starts. */
 static int start_job(struct warm *w, const int fds[4])
@@ -400,6 +440,8 @@ static int start_job(struct warm *w, const int fds[4])
         close(s->mnt_ns);
         close(s->net_ns);
         s->mnt_ns = s->net_ns = -1;
+        if (r >= 0)
+                r = wait_go(w);
         if (r < 0)
                 return -1;
         struct sbx_msg m = { .type = SBX_MSG_JOB, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
@@ -484,7 +526,7 @@ static int run_job(struct warm *w, int fds[4])
 int sbx_supervise_warm(const struct helper_config *c)
 {
         struct warm w = { .s = SBX_SUPERVISOR_INIT(c), .wc = c, .ctl = c->control_fd,
-                          .status_fd = -1 };
+                          .status_fd = -1, .go_fd = -1 };
         struct supervisor *s = &w.s;
         int sp[2] = { -1, -1 }, jp[2] = { -1, -1 };
         int code = 0, fds[4];
@@ -524,6 +566,8 @@ int sbx_supervise_warm(const struct helper_config *c)
                 close(jp[0]);
         if (w.status_fd >= 0)
                 close(w.status_fd);
+        if (w.go_fd >= 0)
+                close(w.go_fd);
         sbx_sup_done(s);
         if (w.have_job)
                 helper_config_done(&w.job);

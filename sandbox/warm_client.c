@@ -163,7 +163,7 @@ static int options_memfd(char *const *argv, struct bc_error *err)
 }
 
 int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, int err_w,
-                         int status_w, struct bc_error *err)
+                         int status_w, int go_fd, struct bc_error *err)
 {
         int r = sandbox_warm_check(w, err);
         if (r <= 0)
@@ -174,9 +174,9 @@ int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, i
                 return opts;
         /* No status wanted: it goes nowhere, but the message keeps its shape. */
         int devnull = status_w < 0 ? open("/dev/null", O_WRONLY | O_CLOEXEC) : -1;
-        int fds[4] = { opts, out_w, err_w, status_w < 0 ? devnull : status_w };
+        int fds[5] = { opts, out_w, err_w, status_w < 0 ? devnull : status_w, go_fd };
         struct sbx_msg m = { .type = SBX_MSG_JOB };
-        r = fds[3] < 0 ? -errno : sbx_msg_send_fds(w->ctl, &m, fds, 4);
+        r = fds[3] < 0 ? -errno : sbx_msg_send_fds(w->ctl, &m, fds, go_fd < 0 ? 4 : 5);
         close(opts);
         if (devnull >= 0)
                 close(devnull);

@@ -31,6 +31,27 @@ PGresult *db_exec(PGconn *conn, const char *sql, int nparams, const char *const 
 PGresult *db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *params,
                       struct bc_error *err);
 
+/* db_exec_hot for a statement whose rows the caller acts on while its
+ * transaction commits (db_early.c).  With *ret_pending, the rows came
+ * before the commit: nothing may start on them until db_early_commit
+ * returns 0, and the connection runs nothing else until then.  Without,
+ * they were committed when they came. */
+PGresult *db_exec_early(PGconn *conn, const char *sql, int nparams, const char *const *params,
+                        bool *ret_pending, struct bc_error *err);
+/* 0 when the pending transaction committed; negative when it did not, or
+ * when its answer was lost (err says which: db_connection_lost). */
+int db_early_commit(PGconn *conn, struct bc_error *err);
+
+/* For a hot statement sent in a pipeline (PQsendQueryPrepared), where
+ * nothing can be prepared on the way: prepares it now, outside one, and
+ * names it; false: send it unnamed. */
+#define DB_HOT_NAME_MAX 32
+bool db_hot_prepare(PGconn *conn, const char *sql, int nparams, char name[DB_HOT_NAME_MAX]);
+/* True when res failed because the prepared statement is not usable on
+ * this connection's session (db_exec_hot's fallback): preparing is off
+ * for the connection from now on; run the statement again. */
+bool db_hot_unusable(PGconn *conn, const PGresult *res);
+
 /* Gives a connection from db_connect its prepared statements' state. */
 void db_prepared_attach(PGconn *conn);
 

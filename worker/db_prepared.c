@@ -85,6 +85,33 @@ static bool prepare(PGconn *conn, struct prepared *p, uint64_t hash, const char 
         return ok;
 }
 
+bool db_hot_prepare(PGconn *conn, const char *sql, int nparams, char name[DB_HOT_NAME_MAX])
+{
+        struct prepared *p = conn ? PQinstanceData(conn, on_event) : NULL;
+        if (!p || p->off)
+                return false;
+        uint64_t hash = text_hash(sql);
+        snprintf(name, DB_HOT_NAME_MAX, "boxcar_%016" PRIx64, hash);
+        return prepare(conn, p, hash, name, sql, nparams);
+}
+
+/* 26000: not in this server session (a pooler in transaction mode);
+ * 0A000: its result type changed under it (a migration). */
+static bool gone_from_session(const PGresult *res)
+{
+        const char *state = db_sqlstate(res);
+        return strcmp(state, "26000") == 0 || strcmp(state, "0A000") == 0;
+}
+
+bool db_hot_unusable(PGconn *conn, const PGresult *res)
+{
+        struct prepared *p = conn ? PQinstanceData(conn, on_event) : NULL;
+        if (!p || !gone_from_session(res))
+                return false;
+        p->off = true;
+        return true;
+}
+
 PGresult *db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *params,
                       struct bc_error *err)
 {
@@ -102,12 +129,8 @@ PGresult *db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *co
         ExecStatusType st = PQresultStatus(res);
         if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
                 return res;
-        /* 26000: not in this server session (a pooler in transaction mode);
-         * 0A000: its result type changed under it (a migration). */
-        const char *state = db_sqlstate(res);
-        if (strcmp(state, "26000") == 0 || strcmp(state, "0A000") == 0) {
+        if (db_hot_unusable(conn, res)) {
                 PQclear(res);
-                p->off = true;
                 return db_exec(conn, sql, nparams, params, err);
         }
         db_result_error(conn, res, err);

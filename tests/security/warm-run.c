@@ -104,7 +104,7 @@ int main(int argc, char **argv)
         }
         if (r < 0)
                 return fail("warm-up", &err);
-        if (sandbox_warm_handoff(&w, job, STDOUT_FILENO, STDERR_FILENO, status_fd, &err) < 0)
+        if (sandbox_warm_handoff(&w, job, STDOUT_FILENO, STDERR_FILENO, status_fd, -1, &err) < 0)
                 return fail("handoff", &err);
         if (status_fd >= 0)
                 close(status_fd);

@@ -15,6 +15,7 @@
 #include "worker/webhook/deliver.h"
 #include "worker/http/server.h"
 #include "worker/http/wmetrics.h"
+#include "worker/job/claim_gate.h"
 #include "worker/job/dir_bin.h"
 #include "worker/warm/ws_pool.h"
 #include "worker/log.h"
@@ -280,24 +281,74 @@ static void handle_notifies(struct loop *l)
         take_notifies(l);
 }
 
+/* The jobs of a claim whose rows came before its commit (queue_claim's
+ * pending): in their slots, being prepared, while the database makes the
+ * claim durable; then the gate lets them start, or stops them unstarted.
+ * One whose claim committed unseen (the answer lost with the connection)
+ * is held in the database without running here: heartbeat() releases it. */
+static bool settle_claim(struct loop *l, struct claimed_job **jobs, size_t got)
+{
+        /* Without them (out of memory), the jobs wait here for the commit. */
+        char (*ids)[40] = got ? calloc(got, sizeof(*ids)) : NULL;
+        struct claim_gate *gate = ids ? claim_gate_new((unsigned)got + 1) : NULL;
+        if (!gate) {
+                free(ids);
+                ids = NULL;
+        }
+        for (size_t i = 0; ids && i < got; i++) {
+                memcpy(ids[i], jobs[i]->id, sizeof(ids[i]));
+                jobs[i]->gate = gate;
+                slots_assign(&l->slots, jobs[i]);
+        }
+        struct bc_error err = BC_ERROR_INIT;
+        bool committed = queue_claim_commit(l->conn, &err) == 0;
+        if (!committed) {
+                for (size_t i = 0; ids && i < got; i++)
+                        slots_stop(&l->slots, ids[i], JOB_STOP_LOST);
+                log_event(LOG_WARN, "claim.not_committed", "worker_id", l->cfg->worker_id,
+                          LOG_INT("jobs", (long long)got), "error", bc_error_message(&err),
+                          "effect", "its jobs were stopped before they started; they stay "
+                          "queued (or are released by the next heartbeat)", NULL);
+        }
+        /* Before the gate opens: until then no slot is done with its job. */
+        for (size_t i = 0; committed && i < got; i++)
+                wmetrics_claimed(l->metrics, jobs[i]->queue, jobs[i]->pickup_s);
+        claim_gate_decide(gate, committed);
+        claim_gate_unref(gate);
+        for (size_t i = 0; !ids && i < got; i++) {
+                if (committed)
+                        slots_assign(&l->slots, jobs[i]);
+                else
+                        claimed_job_free(jobs[i]);
+        }
+        free(ids);
+        if (!committed)
+                control_failed(l, "claim", &err);
+        return committed;
+}
+
 static void claim(struct loop *l)
 {
         unsigned n = slots_free(&l->slots);
         struct claimed_job **jobs = NULL;
         size_t got = 0;
+        bool pending = false;
         struct bc_error err = BC_ERROR_INIT;
         l->want_claim = false;
         l->next_poll = slots_now_ms() + ms(l->cfg->poll_interval_s);
-        if (queue_claim(l->conn, l->cfg, l->instance, n, &jobs, &got, &err) < 0) {
+        if (queue_claim(l->conn, l->cfg, l->instance, n, &jobs, &got, &pending, &err) < 0) {
                 control_failed(l, "claim", &err);
                 return;
         }
-        for (size_t i = 0; i < got; i++) {
+        bool held = pending ? settle_claim(l, jobs, got) : true;
+        for (size_t i = 0; !pending && i < got; i++) {
                 wmetrics_claimed(l->metrics, jobs[i]->queue, jobs[i]->pickup_s);
                 slots_assign(&l->slots, jobs[i]);
         }
-        wmetrics_slots(l->metrics, l->slots.busy, l->slots.n);
         free(jobs);
+        if (!held)
+                return;
+        wmetrics_slots(l->metrics, l->slots.busy, l->slots.n);
         /* A full batch means more may be waiting: claim again as soon as a
          * slot frees up, without waiting for a notification. */
         l->want_claim = got == n;
@@ -314,6 +365,37 @@ static void claim(struct loop *l)
                 control_failed(l, "claim_delay_ms", &err);
         else if (delay > 0 && slots_now_ms() + (uint64_t)delay < l->next_poll)
                 l->next_poll = slots_now_ms() + (uint64_t)delay;
+}
+
+/* Jobs the database says this worker holds that no slot runs: a claim
+ * that committed while its answer was lost with the connection (its jobs
+ * were stopped before they started, loop.c's settle_claim), or a result
+ * the database refused to record.  Renewed by every heartbeat, they would
+ * stay "running" for as long as this process lives: they go back to the
+ * queue now, their attempt not counted.  Claims run on this thread, so a
+ * held job claimed before the heartbeat is in its slot by now. */
+static void release_unrun(struct loop *l, const char *held)
+{
+        _cleanup_free_ char *running = slots_running_ids(&l->slots);
+        for (const char *id = held; id && *id;) {
+                size_t n = strcspn(id, " ");
+                char one[40];
+                snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), id);
+                id += n + (id[n] == ' ');
+                if (!running || strstr(running, one))
+                        continue;
+                struct bc_error err = BC_ERROR_INIT;
+                int r = queue_release(l->conn, l->cfg->worker_id, one, &err);
+                if (r < 0) {
+                        control_failed(l, "release", &err);
+                        return;
+                }
+                if (r > 0)
+                        log_event(LOG_WARN, "job.released_unrun", "job_id", one, "worker_id",
+                                  l->cfg->worker_id, "detail", "held by this worker in the "
+                                  "database but run by none of its slots: back in the queue, "
+                                  "its attempt not counted", NULL);
+        }
 }
 
 /* Every second on the leader: enqueue the periodic jobs that are due. */
@@ -348,6 +430,7 @@ static void heartbeat(struct loop *l)
                 defer_rescue(l, "heartbeats stalled");
         l->last_beat_ms = done;
         slots_stop_unheld(&l->slots, held, sent);
+        release_unrun(l, held);
 }
 
 /* Every lease/3: renew leadership (housekeeping runs on the leader only)

@@ -93,14 +93,15 @@ static struct claimed_job *job_from_row(const PGresult *res, int row)
 }
 
 int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *instance, unsigned n,
-                struct claimed_job ***ret_jobs, size_t *ret_n, struct bc_error *err)
+                struct claimed_job ***ret_jobs, size_t *ret_n, bool *ret_pending,
+                struct bc_error *err)
 {
         char count[16], lease[32];
         snprintf(count, sizeof(count), "%u", n);
         snprintf(lease, sizeof(lease), "%.3f seconds", cfg->lease_s);
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
         const char *p[] = { cfg->worker_id, queues, count, lease, instance };
-        _cleanup_pgresult_ PGresult *res = db_exec_hot(
+        _cleanup_pgresult_ PGresult *res = db_exec_early(
                 conn,
                 "select c.id, c.queue, c.attempts, c.max_attempts, c.spec, "
                 "extract(epoch from c.started_at - c.run_at), l.seq, l.bytes "
@@ -112,7 +113,7 @@ int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *insta
                 "                      from boxcar.job_logs l "
                 "                     where l.job_id = c.id and l.attempt = c.attempts) l "
                 "order by c.ordinality",
-                5, p, err);
+                5, p, ret_pending, err);
         if (!res)
                 return -EPROTO;
         int rows = PQntuples(res);
@@ -133,6 +134,11 @@ int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *insta
         *ret_jobs = jobs;
         *ret_n = (size_t)rows;
         return 0;
+}
+
+int queue_claim_commit(PGconn *conn, struct bc_error *err)
+{
+        return db_early_commit(conn, err);
 }
 
 static char *ids_of(const PGresult *res)
@@ -174,6 +180,12 @@ static int bool_call(PGconn *conn, const char *sql, int n, const char *const *p,
         if (!res)
                 return -EPROTO;
         return strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+}
+
+int queue_release(PGconn *conn, const char *worker_id, const char *job_id, struct bc_error *err)
+{
+        const char *p[] = { job_id, worker_id };
+        return bool_call(conn, "select boxcar.release($1::uuid, $2)", 2, p, err);
 }
 
 int queue_try_lead(PGconn *conn, const struct worker_config *cfg, struct bc_error *err)

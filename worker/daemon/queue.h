@@ -30,14 +30,28 @@ int queue_set_state(PGconn *conn, const char *worker_id, const char *state,
                     struct bc_error *err);
 
 /* Claims up to n jobs; *ret_jobs gets a new array of *ret_n claimed jobs
- * (free each with claimed_job_free, then the array). */
+ * (free each with claimed_job_free, then the array).  With *ret_pending
+ * the jobs came before the claim's commit was durable: the caller may
+ * prepare them, must start none and write nothing about them until
+ * queue_claim_commit says the claim committed, and must call it before
+ * anything else on conn. */
 int queue_claim(PGconn *conn, const struct worker_config *cfg, const char *instance, unsigned n,
-                struct claimed_job ***ret_jobs, size_t *ret_n, struct bc_error *err);
+                struct claimed_job ***ret_jobs, size_t *ret_n, bool *ret_pending,
+                struct bc_error *err);
+/* 0: the pending claim committed; negative: it did not, or its answer was
+ * lost (db_connection_lost(conn)): its jobs are not this worker's to run
+ * (one whose claim did commit unseen is released by the next heartbeat). */
+int queue_claim_commit(PGconn *conn, struct bc_error *err);
 
 /* Extends the leases of the jobs this instance holds; *ret_ids gets their
  * ids as one string of 36-char ids separated by spaces (caller frees). */
 int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, const char *instance,
                     char **ret_ids, struct bc_error *err);
+
+/* Hands a job this worker holds back to the queue, its attempt not
+ * counted (boxcar.release, whatever the attempt): 1, or 0 when the worker
+ * no longer held it. */
+int queue_release(PGconn *conn, const char *worker_id, const char *job_id, struct bc_error *err);
 
 /* Returns how many expired jobs were rescued, or a negative errno. */
 int queue_rescue(PGconn *conn, struct bc_error *err);

@@ -15,6 +15,7 @@
 #include "worker/log.h"
 #include "worker/daemon/queue.h"
 #include "worker/http/wmetrics.h"
+#include "worker/job/claim_gate.h"
 
 struct slot {
         struct slots *owner;
@@ -103,6 +104,10 @@ static void forget_events(struct slot *sl)
  * with the result (written once either way, see add_worker_events). */
 static void flush_events(struct slot *sl, const struct claimed_job *job)
 {
+        if (!claim_gate_wait(job->gate)) {
+                forget_events(sl);   /* the claim did not commit: not ours */
+                return;
+        }
         _cleanup_free_ char *json = kept_events(sl);
         if (!json)
                 return;
@@ -289,6 +294,14 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         sl->current = job;
         struct job_outcome o;
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
+        /* A claim that did not commit (loop.c says so): its job never
+         * started, and was never this worker's to record or count. */
+        if (!claim_gate_wait(job->gate)) {
+                forget_events(sl);
+                sl->current = NULL;
+                job_outcome_done(&o);
+                return;
+        }
         sl->reporting = true;
         report(sl, job, &o);
         sl->current = NULL;

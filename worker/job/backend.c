@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "common/cleanup.h"
+#include "worker/job/claim_gate.h"
 
 void backend_strv_free(char **v)
 {
@@ -85,6 +86,14 @@ void backend_inner_paths(const struct backend_job *j, const char **ret_workspace
         bool ns = j->cfg->sandbox == BACKEND_NAMESPACE;
         *ret_workspace = ns ? "/workspace" : j->workspace;
         *ret_meta = ns ? BACKEND_META_DIR : j->meta_dir;
+}
+
+int backend_wait_claim(const struct backend_job *j, struct bc_error *err)
+{
+        if (claim_gate_wait(j->gate))
+                return 0;
+        return bc_error_set(err, BC_INTERNAL, ECANCELED,
+                            "not started: the claim of the job did not commit");
 }
 
 int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err)

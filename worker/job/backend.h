@@ -15,6 +15,8 @@
  * inside the sandbox, read-only. */
 #define BACKEND_META_DIR "/run/boxcar"
 
+struct claim_gate;
+
 struct backend_job {
         const struct worker_config *cfg;
         const struct job_spec *spec;      /* env, workdir, limits, volumes, network */
@@ -30,6 +32,9 @@ struct backend_job {
         int cancel_fd;
         void (*on_output)(void *ctx, int stream, const char *data, size_t len);
         void *output_ctx;
+        /* Whether the job's claim committed (claim_gate.h): nothing of the
+         * job starts before it says so.  NULL: it had. */
+        struct claim_gate *gate;
 };
 
 struct backend_result {
@@ -49,6 +54,10 @@ struct backend_result {
 /* Runs the job to completion.  Returns 0 when it ran (whatever its exit
  * status), or a negative errno with err set (BC_SANDBOX_SETUP) when the
  * worker or the sandbox failed, not the job: such jobs are retried. */
+/* Waits for j's claim to commit: 0, or negative with err set when it did
+ * not (the job must not start; the worker drops it). */
+int backend_wait_claim(const struct backend_job *j, struct bc_error *err);
+
 int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err);
 void backend_result_done(struct backend_result *r);
 

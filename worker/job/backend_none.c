@@ -48,7 +48,9 @@ int backend_none_run(const struct backend_job *j, struct backend_result *ret,
                         .cancel_fd = j->cancel_fd, .on_output = j->on_output, .ctx = j->output_ctx, .kill_signal = SIGKILL, .kill_grace_s = 1,
                         .pass_fd = -1, .guard = true,
                 };
-                r = proc_run(&req, &ret->proc, err);
+                r = backend_wait_claim(j, err);
+                if (r >= 0)
+                        r = proc_run(&req, &ret->proc, err);
         }
         ret->backend = "none";
         backend_strv_free(argv);

@@ -15,6 +15,7 @@
 #include "common/netallow.h"
 #include "sandbox/sandbox.h"
 #include "worker/job/backend.h"
+#include "worker/job/claim_gate.h"
 #include "worker/log.h"
 #include "worker/warm/sandbox_pool.h"
 
@@ -133,6 +134,7 @@ struct warm_start {
         struct sandbox_warm *w;
         char **argv;
         int status_w;
+        int claim_fd;   /* readable once the job's claim committed; -1: it had */
         uint64_t send_us;
 };
 
@@ -141,7 +143,8 @@ static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc
         struct warm_start *ws = ctx;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w, err);
+        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w, ws->claim_fd,
+                                     err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ws->send_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
         if (r >= 0)
@@ -168,7 +171,8 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
         char *empty_env[] = { NULL };
         _cleanup_(dynbuf_donep) struct dynbuf status;
         dynbuf_init(&status, STATUS_MAX);
-        struct warm_start ws = { .w = w, .argv = argv, .status_w = status_pipe[1] };
+        struct warm_start ws = { .w = w, .argv = argv, .status_w = status_pipe[1],
+                                 .claim_fd = claim_gate_fd(j->gate) };
         struct proc_request req = {
                 .argv = argv, .envp = empty_env, .cwd = NULL,
                 .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
@@ -254,10 +258,15 @@ static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct 
                           "effect", "the job runs on a cold sandbox in the same attempt", NULL);
                 bc_error_clear(err);
         }
+        /* A warm sandbox waits for the claim itself (start_warm); a cold
+         * one is spawned only once it committed. */
+        int r = backend_wait_claim(j, err);
+        if (r < 0)
+                return r;
         sandbox_pool_count_start(pool_metrics, false);
         char **argv = NULL;
         bool sandbox_fault;
-        int r = build_argv(j, 3, &argv, err);
+        r = build_argv(j, 3, &argv, err);
         if (r >= 0)
                 r = run_helper(j, argv, NULL, ret, &sandbox_fault, err);
         sandbox_argv_free(argv);

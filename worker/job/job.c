@@ -15,6 +15,7 @@
 #include "common/utf8.h"
 #include "sandbox/sandbox.h"
 #include "worker/http/wmetrics.h"
+#include "worker/job/claim_gate.h"
 #include "worker/job/code.h"
 #include "worker/job/disk_budget.h"
 #include "worker/job/job-internal.h"
@@ -206,6 +207,10 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
 static void on_output(void *ctx, int stream, const char *data, size_t len)
 {
         struct job_run *run = ctx;
+        /* A warm sandbox is handed its job while the claim commits, and
+         * starts it only then: nothing is said about a job not ours. */
+        if (!claim_gate_wait(run->job->gate))
+                return;
         if (!run->started_noted) {
                 run->started_noted = true;
                 run->svc->event(run->svc->ctx, run->job, "started",
@@ -233,7 +238,7 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                                   .image_sha = run->image ? storage_cache_entry_sha256(run->image)
                                                           : NULL,
                                   .cancel_fd = cancel_fd, .on_output = on_output,
-                                  .output_ctx = run };
+                                  .output_ctx = run, .gate = run->job->gate };
         int r = backend_run(&bj, res, err);
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)
                 wmetrics_sandbox_overhead(run->svc->metrics, (double)res->overhead_ms / 1000);

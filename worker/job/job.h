@@ -30,8 +30,12 @@ struct claimed_job {
         /* The bytes of live output stored under this attempt so far (by
          * such earlier runs): --max-log-bytes caps them all together. */
         uint64_t log_bytes;
+        /* Whether the claim committed (claim_gate.h), shared with the other
+         * jobs of the claim; NULL: it had when the rows came. */
+        struct claim_gate *gate;
 };
 
+/* Frees job and drops its reference to its claim's gate. */
 void claimed_job_free(struct claimed_job *job);
 
 /* Why a running job is being stopped from outside. */

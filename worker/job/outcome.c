@@ -11,6 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/utf8.h"
+#include "worker/job/claim_gate.h"
 
 void claimed_job_free(struct claimed_job *job)
 {
@@ -18,6 +19,7 @@ void claimed_job_free(struct claimed_job *job)
                 return;
         free(job->queue);
         free(job->spec_json);
+        claim_gate_unref(job->gate);
         free(job);
 }
 
