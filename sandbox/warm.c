@@ -304,11 +304,18 @@ static int apply_limits(struct warm *w)
                 bc_error_clear(&err);
                 return -1;
         }
-        /* The job's CPU time starts here: the warm-up was not its. */
-        struct cg_stats cs;
-        sbx_cgroup_stats(&s->cg, &cs);
-        s->cpu_base_us = cs.have_cpu ? cs.cpu_us : 0;
         return 0;
+}
+
+/* The job's CPU time starts once the sandbox is built: the warm-up is not
+ * its.  Read then, not at the handoff (two cgroup files on v1, ~40 us of
+ * it): the init and the job's process are asleep by then, or a few
+ * microseconds from it, until the job. */
+static void note_cpu_base(struct warm *w)
+{
+        struct cg_stats cs;
+        sbx_cgroup_stats(&w->s.cg, &cs);
+        w->s.cpu_base_us = cs.have_cpu ? cs.cpu_us : 0;
 }
 
 /* Runs fn in the namespace ns (CLONE_NEWNS or CLONE_NEWNET, fd ns_fd)
@@ -545,6 +552,8 @@ int sbx_supervise_warm(const struct helper_config *c)
                 r = r < 0 ? 0 : wait_built(&w);
                 if (r > 0 && restore_priority(&w) < 0)
                         r = 0;
+                if (r > 0)
+                        note_cpu_base(&w);
                 struct sbx_msg ready = { .type = SBX_MSG_WARM };
                 if (r > 0 && sbx_msg_send(w.ctl, &ready, -1) < 0)
                         r = -1;
