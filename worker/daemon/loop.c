@@ -20,6 +20,7 @@
 #include "worker/warm/ws_pool.h"
 #include "worker/log.h"
 #include "worker/daemon/notify.h"
+#include "worker/daemon/in_doubt.h"
 #include "worker/daemon/queue.h"
 #include "worker/daemon/s3_check.h"
 #include "worker/warm/sandbox_pool.h"
@@ -68,6 +69,7 @@ struct loop {
         uint64_t watchdog_ms, next_watchdog; /* systemd WATCHDOG=1; 0: none asked */
         bool rated;                /* a queue of ours has a rate (claim_delay_ms) */
         uint64_t next_rate_check;
+        struct in_doubt in_doubt;  /* jobs of claims whose commit is not known */
 };
 
 static uint64_t ms(double seconds)
@@ -303,8 +305,13 @@ static bool settle_claim(struct loop *l, struct claimed_job **jobs, size_t got)
         struct bc_error err = BC_ERROR_INIT;
         bool committed = queue_claim_commit(l->conn, &err) == 0;
         if (!committed) {
-                for (size_t i = 0; ids && i < got; i++)
-                        slots_stop(&l->slots, ids[i], JOB_STOP_LOST);
+                bool unknown = db_connection_lost(l->conn);
+                for (size_t i = 0; i < got; i++) {
+                        if (ids)
+                                slots_stop(&l->slots, ids[i], JOB_STOP_LOST);
+                        if (unknown)
+                                in_doubt_add(&l->in_doubt, ids ? ids[i] : jobs[i]->id);
+                }
                 log_event(LOG_WARN, "claim.not_committed", "worker_id", l->cfg->worker_id,
                           LOG_INT("jobs", (long long)got), "error", bc_error_message(&err),
                           "effect", "its jobs were stopped before they started; they stay "
@@ -367,13 +374,14 @@ static void claim(struct loop *l)
                 l->next_poll = slots_now_ms() + (uint64_t)delay;
 }
 
-/* Jobs the database says this worker holds that no slot runs: a claim
- * that committed while its answer was lost with the connection (its jobs
- * were stopped before they started, loop.c's settle_claim), or a result
- * the database refused to record.  Renewed by every heartbeat, they would
- * stay "running" for as long as this process lives: they go back to the
- * queue now, their attempt not counted.  Claims run on this thread, so a
- * held job claimed before the heartbeat is in its slot by now. */
+/* Jobs the database says this worker holds that no slot runs.  Renewed by
+ * every heartbeat, they would stay "running" for as long as this process
+ * lives.  A claim that committed while its answer was lost with the
+ * connection (in_doubt.h): its jobs never started, and go back to the
+ * queue, their attempt not counted.  Any other (a result the database
+ * refused to record, after the command ran): retried as a lost attempt,
+ * counted.  Claims run on this thread, so a held job claimed before the
+ * heartbeat is in its slot by now. */
 static void release_unrun(struct loop *l, const char *held)
 {
         _cleanup_free_ char *running = slots_running_ids(&l->slots);
@@ -385,16 +393,22 @@ static void release_unrun(struct loop *l, const char *held)
                 if (!running || strstr(running, one))
                         continue;
                 struct bc_error err = BC_ERROR_INIT;
-                int r = queue_release(l->conn, l->cfg->worker_id, one, &err);
+                bool never_ran = in_doubt_take(&l->in_doubt, one);
+                int r = never_ran ? queue_release(l->conn, l->cfg->worker_id, one, &err)
+                                  : queue_retry_lost(l->conn, l->cfg->worker_id, one,
+                                                     "held by its worker, which no longer ran it "
+                                                     "(its result could not be recorded)", &err);
                 if (r < 0) {
-                        control_failed(l, "release", &err);
+                        control_failed(l, never_ran ? "release" : "retry_or_fail", &err);
                         return;
                 }
                 if (r > 0)
                         log_event(LOG_WARN, "job.released_unrun", "job_id", one, "worker_id",
-                                  l->cfg->worker_id, "detail", "held by this worker in the "
-                                  "database but run by none of its slots: back in the queue, "
-                                  "its attempt not counted", NULL);
+                                  l->cfg->worker_id, "detail", never_ran
+                                  ? "its claim committed unseen (the connection was lost): "
+                                    "back in the queue, its attempt not counted"
+                                  : "held by this worker in the database but run by none of "
+                                    "its slots: retried as a lost attempt", NULL);
         }
 }
 

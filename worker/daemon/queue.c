@@ -188,6 +188,18 @@ int queue_release(PGconn *conn, const char *worker_id, const char *job_id, struc
         return bool_call(conn, "select boxcar.release($1::uuid, $2)", 2, p, err);
 }
 
+int queue_retry_lost(PGconn *conn, const char *worker_id, const char *job_id,
+                     const char *message, struct bc_error *err)
+{
+        const char *p[] = { job_id, worker_id, message };
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.retry_or_fail($1::uuid, $2, jsonb_build_object("
+                      "'code', 'WORKER_LOST', 'message', $3::text))", 3, p, err);
+        if (!res)
+                return -EPROTO;
+        return !PQgetisnull(res, 0, 0);
+}
+
 int queue_try_lead(PGconn *conn, const struct worker_config *cfg, struct bc_error *err)
 {
         char ttl[32];

@@ -53,6 +53,12 @@ int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, const char *i
  * no longer held it. */
 int queue_release(PGconn *conn, const char *worker_id, const char *job_id, struct bc_error *err);
 
+/* Retries a job this worker holds as a lost attempt (WORKER_LOST with
+ * message; failed when it was the last): 1, or 0 when the worker no
+ * longer held it. */
+int queue_retry_lost(PGconn *conn, const char *worker_id, const char *job_id,
+                     const char *message, struct bc_error *err);
+
 /* Returns how many expired jobs were rescued, or a negative errno. */
 int queue_rescue(PGconn *conn, struct bc_error *err);
 
