@@ -632,7 +632,7 @@ if [[ $SANDBOX == 1 ]]; then
   fi
   echo "boxcar sandbox starts: ${R[starts]}"
   echo "boxcar workspace filesystems in the throughput rounds: ${R[ws]}"
-  echo "the job's command alone, no sandbox or queue (spawn -> date inside, 400 runs, idle host):" \
+  echo "the job's command alone, in the job's environment, no sandbox or queue (spawn -> date inside, 400 runs, idle host):" \
        "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms"
 fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
