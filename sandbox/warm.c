@@ -12,10 +12,10 @@
  * and status fds, and maybe a go fd: the worker hands the job over while
  * the database commits its claim, and the job's process starts only once
  * that fd is readable (the claim held; else the worker's SIGTERM ends the
- * sandbox with nothing of the job run).  The supervisor checks the options, writes the limits
- * into the cgroup, clones the job's trees from the host (open_tree),
- * enters the sandbox's mount namespace to attach them (move_mount) and
- * seal the root read-only, and its network namespace for an allow-list's
+ * sandbox with nothing of the job run).  The supervisor checks the
+ * options, writes the limits into the cgroup, clones the job's trees
+ * from the host (open_tree), enters the sandbox's mount namespace to
+ * attach them (move_mount) and seal the root read-only, and its network namespace for an allow-list's
  * routes and sockets, comes back, and hands the job to the waiting
  * process, which only has to take its stdio and exec.  The handoff is
  * one message to one process: no privilege is dropped, no filter loaded

@@ -3,8 +3,9 @@
  * go out together in one pipeline.  The server executes the statement and,
  * at the Flush, sends its rows at once; then it commits, which waits for
  * the WAL to reach the disk (an fdatasync), and answers the COMMIT: about
- * 0.15 ms after the rows, in the queue-sandbox bench.  The caller prepares the rows' work meanwhile
- * and starts nothing until db_early_commit says the commit held.
+ * 0.15 ms after the rows, in the queue-sandbox bench.  The caller prepares
+ * the rows' work meanwhile and starts nothing until db_early_commit says
+ * the commit held.
  *
  * A connection that cannot pipeline (one already in a pipeline) runs the
  * statement as db_exec_hot does, committed when it returns. */

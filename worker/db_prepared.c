@@ -95,18 +95,13 @@ bool db_hot_prepare(PGconn *conn, const char *sql, int nparams, char name[DB_HOT
         return prepare(conn, p, hash, name, sql, nparams);
 }
 
-/* 26000: not in this server session (a pooler in transaction mode);
- * 0A000: its result type changed under it (a migration). */
-static bool gone_from_session(const PGresult *res)
-{
-        const char *state = db_sqlstate(res);
-        return strcmp(state, "26000") == 0 || strcmp(state, "0A000") == 0;
-}
-
 bool db_hot_unusable(PGconn *conn, const PGresult *res)
 {
         struct prepared *p = conn ? PQinstanceData(conn, on_event) : NULL;
-        if (!p || !gone_from_session(res))
+        /* 26000: not in this server session (a pooler in transaction mode);
+         * 0A000: its result type changed under it (a migration). */
+        const char *state = db_sqlstate(res);
+        if (!p || (strcmp(state, "26000") != 0 && strcmp(state, "0A000") != 0))
                 return false;
         p->off = true;
         return true;
@@ -115,15 +110,11 @@ bool db_hot_unusable(PGconn *conn, const PGresult *res)
 PGresult *db_exec_hot(PGconn *conn, const char *sql, int nparams, const char *const *params,
                       struct bc_error *err)
 {
-        struct prepared *p = conn ? PQinstanceData(conn, on_event) : NULL;
-        if (!p || p->off)
-                return db_exec(conn, sql, nparams, params, err);
-        uint64_t hash = text_hash(sql);
-        char name[32];
-        snprintf(name, sizeof(name), "boxcar_%016" PRIx64, hash);
-        /* A statement that cannot be prepared (a function missing before a
-         * migrate, a lost connection) runs unnamed: its error is told there. */
-        if (!prepare(conn, p, hash, name, sql, nparams))
+        char name[DB_HOT_NAME_MAX];
+        /* A statement that cannot be prepared (preparing off, a function
+         * missing before a migrate, a lost connection) runs unnamed: its
+         * error is told there. */
+        if (!db_hot_prepare(conn, sql, nparams, name))
                 return db_exec(conn, sql, nparams, params, err);
         PGresult *res = PQexecPrepared(conn, name, nparams, params, NULL, NULL, 0);
         ExecStatusType st = PQresultStatus(res);

@@ -66,7 +66,7 @@ if [[ $E2E_SANDBOX == namespace && $(id -u) -eq 0 ]]; then
      "$(( $(metric_at "$port" 'boxcar_sandbox_starts_total{path="warm"}') - warm0 ))" "1"
   started=$(job_field "$id" "trim(result->>'stdout')")
   done_us=$(sql "select (extract(epoch from at) * 1e6)::bigint from public.commit_done where job_id = '$id'")
-  diag "command started ${started:0:16} (us: ${started:0:16}), commit ended $done_us"
+  diag "command started at ${started:0:16} (us), the commit ended at $done_us"
   check "its command started after the claim's commit ended" \
      test "$(( ${started:-0} / 1000 ))" -ge "${done_us:-9999999999999999}"
   kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null

@@ -140,6 +140,17 @@ static void control_failed(struct loop *l, const char *what, struct bc_error *er
         bc_error_clear(err);
 }
 
+/* The next id of a space-separated list (a heartbeat's, a query's) into
+ * one; the rest of the list, or NULL at its end. */
+static const char *next_id(const char *list, char one[40])
+{
+        if (!list || !*list)
+                return NULL;
+        size_t n = strcspn(list, " ");
+        snprintf(one, 40, "%.*s", (int)(n < 39 ? n : 39), list);
+        return list + n + (list[n] == ' ');
+}
+
 static void catch_up_cancels(struct loop *l)
 {
         _cleanup_free_ char *running = slots_running_ids(&l->slots);
@@ -151,13 +162,9 @@ static void catch_up_cancels(struct loop *l)
                 control_failed(l, "cancel_requested", &err);
                 return;
         }
-        for (char *id = ids; id && *id;) {
-                size_t n = strcspn(id, " ");
-                char one[40];
-                snprintf(one, sizeof(one), "%.*s", (int)n, id);
+        char one[40];
+        for (const char *rest = next_id(ids, one); rest; rest = next_id(rest, one))
                 slots_stop(&l->slots, one, JOB_STOP_CANCEL);
-                id += n + (id[n] == ' ');
-        }
 }
 
 /* LISTEN on the control connection, or on a direct one when the control
@@ -290,45 +297,38 @@ static void handle_notifies(struct loop *l)
  * is held in the database without running here: heartbeat() releases it. */
 static bool settle_claim(struct loop *l, struct claimed_job **jobs, size_t got)
 {
-        /* Without them (out of memory), the jobs wait here for the commit. */
-        char (*ids)[40] = got ? calloc(got, sizeof(*ids)) : NULL;
-        struct claim_gate *gate = ids ? claim_gate_new((unsigned)got + 1) : NULL;
-        if (!gate) {
-                free(ids);
-                ids = NULL;
-        }
-        for (size_t i = 0; ids && i < got; i++) {
-                memcpy(ids[i], jobs[i]->id, sizeof(ids[i]));
+        /* Without a gate (out of memory), the jobs wait here for the commit. */
+        struct claim_gate *gate = got ? claim_gate_new((unsigned)got + 1) : NULL;
+        for (size_t i = 0; gate && i < got; i++) {
                 jobs[i]->gate = gate;
                 slots_assign(&l->slots, jobs[i]);
         }
         struct bc_error err = BC_ERROR_INIT;
         bool committed = queue_claim_commit(l->conn, &err) == 0;
-        if (!committed) {
-                bool unknown = db_connection_lost(l->conn);
-                for (size_t i = 0; i < got; i++) {
-                        if (ids)
-                                slots_stop(&l->slots, ids[i], JOB_STOP_LOST);
-                        if (unknown)
-                                in_doubt_add(&l->in_doubt, ids ? ids[i] : jobs[i]->id);
-                }
+        bool unknown = !committed && db_connection_lost(l->conn);
+        /* Until the gate is decided no slot is done with its job: every
+         * jobs[i] is still there. */
+        for (size_t i = 0; i < got; i++) {
+                if (committed)
+                        wmetrics_claimed(l->metrics, jobs[i]->queue, jobs[i]->pickup_s);
+                else if (gate)
+                        slots_stop(&l->slots, jobs[i]->id, JOB_STOP_LOST);
+                if (unknown)
+                        in_doubt_add(&l->in_doubt, jobs[i]->id);
+        }
+        if (!committed)
                 log_event(LOG_WARN, "claim.not_committed", "worker_id", l->cfg->worker_id,
                           LOG_INT("jobs", (long long)got), "error", bc_error_message(&err),
                           "effect", "its jobs were stopped before they started; they stay "
                           "queued (or are released by the next heartbeat)", NULL);
-        }
-        /* Before the gate opens: until then no slot is done with its job. */
-        for (size_t i = 0; committed && i < got; i++)
-                wmetrics_claimed(l->metrics, jobs[i]->queue, jobs[i]->pickup_s);
         claim_gate_decide(gate, committed);
         claim_gate_unref(gate);
-        for (size_t i = 0; !ids && i < got; i++) {
+        for (size_t i = 0; !gate && i < got; i++) {
                 if (committed)
                         slots_assign(&l->slots, jobs[i]);
                 else
                         claimed_job_free(jobs[i]);
         }
-        free(ids);
         if (!committed)
                 control_failed(l, "claim", &err);
         return committed;
@@ -385,11 +385,8 @@ static void claim(struct loop *l)
 static void release_unrun(struct loop *l, const char *held)
 {
         _cleanup_free_ char *running = slots_running_ids(&l->slots);
-        for (const char *id = held; id && *id;) {
-                size_t n = strcspn(id, " ");
-                char one[40];
-                snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n : sizeof(one) - 1), id);
-                id += n + (id[n] == ' ');
+        char one[40];
+        for (const char *rest = next_id(held, one); rest; rest = next_id(rest, one)) {
                 if (!running || strstr(running, one))
                         continue;
                 struct bc_error err = BC_ERROR_INIT;

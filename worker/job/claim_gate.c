@@ -13,7 +13,7 @@ enum gate_state { GATE_PENDING, GATE_COMMITTED, GATE_FAILED };
 struct claim_gate {
         pthread_mutex_t mu;
         pthread_cond_t decided;
-        enum gate_state state;
+        _Atomic int state;    /* enum gate_state; read without mu once decided */
         int fd;
         atomic_uint refs;
 };
@@ -30,7 +30,7 @@ struct claim_gate *claim_gate_new(unsigned refs)
         }
         pthread_mutex_init(&g->mu, NULL);
         pthread_cond_init(&g->decided, NULL);
-        g->state = GATE_PENDING;
+        atomic_init(&g->state, GATE_PENDING);
         atomic_init(&g->refs, refs);
         return g;
 }
@@ -40,8 +40,8 @@ void claim_gate_decide(struct claim_gate *g, bool committed)
         if (!g)
                 return;
         pthread_mutex_lock(&g->mu);
-        if (g->state == GATE_PENDING) {
-                g->state = committed ? GATE_COMMITTED : GATE_FAILED;
+        if (atomic_load(&g->state) == GATE_PENDING) {
+                atomic_store(&g->state, committed ? GATE_COMMITTED : GATE_FAILED);
                 if (committed) {
                         uint64_t one = 1;
                         (void)!write(g->fd, &one, sizeof(one));
@@ -55,12 +55,16 @@ bool claim_gate_wait(struct claim_gate *g)
 {
         if (!g)
                 return true;
-        pthread_mutex_lock(&g->mu);
-        while (g->state == GATE_PENDING)
-                pthread_cond_wait(&g->decided, &g->mu);
-        bool committed = g->state == GATE_COMMITTED;
-        pthread_mutex_unlock(&g->mu);
-        return committed;
+        /* Decided once and for all: every later output chunk and event of
+         * the job asks again, without the lock. */
+        int state = atomic_load(&g->state);
+        if (state == GATE_PENDING) {
+                pthread_mutex_lock(&g->mu);
+                while ((state = atomic_load(&g->state)) == GATE_PENDING)
+                        pthread_cond_wait(&g->decided, &g->mu);
+                pthread_mutex_unlock(&g->mu);
+        }
+        return state == GATE_COMMITTED;
 }
 
 int claim_gate_fd(const struct claim_gate *g)
