@@ -123,9 +123,12 @@ void sandbox_workspace_remove_tree(const char *dir);
  * with the worker however it dies, kill -9 included, and their autoclear
  * loop devices with them.  The helpers it starts inherit the namespace. */
 int sandbox_workspace_private_mounts(struct bc_error *err);
-/* 0 when dir lies on a filesystem of at most disk_mb MiB, so that limit
- * holds whatever is written there; else BC_SANDBOX_SETUP saying why. */
-int sandbox_workspace_check_bound(const char *dir, uint64_t disk_mb, struct bc_error *err);
+struct statvfs;
+/* 0 when dir, whose filesystem's fstatvfs() is sv, lies on a filesystem
+ * of at most disk_mb MiB, so that limit holds whatever is written there;
+ * else BC_SANDBOX_SETUP saying why. */
+int sandbox_workspace_check_bound(const char *dir, const struct statvfs *sv, uint64_t disk_mb,
+                                  struct bc_error *err);
 
 /* ---- Warm sandboxes (warm_client.c; the helper's side: warm.c) ----
  *

@@ -372,27 +372,29 @@ int sbx_sup_make_idmap(uid_t owner, gid_t group, uid_t uid, gid_t gid)
 
 /* A --workspace or --scratch directory: it must exist, and with
  * --disk-mb lie on a filesystem no larger than that (fail closed: a
- * plain directory cannot be bounded).  Scratch gets its tmp/ and shm/. */
+ * plain directory cannot be bounded).  Scratch gets its tmp/ and shm/.
+ * All of it through one fd: a warm sandbox checks them at every handoff,
+ * and the path was walked again for each call (7 calls, ~40 us). */
 static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, struct stat *ret)
 {
         struct bc_error err = BC_ERROR_INIT;
-        if (stat(dir, ret) < 0 || !S_ISDIR(ret->st_mode)) {
-                sbx_sup_fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, dir,
-                     "not a directory");
+        _cleanup_fd_ int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, ret) < 0) {
+                sbx_sup_fail(s, SBX_STEP_WORKSPACE, errno, dir, "not a directory");
                 return -1;
         }
         /* Bound in place, what the job leaves is on the host as it left
          * it: a set-id file (the job owns its files, and they belong to
          * the directory's owner outside) must not be set-id there. */
         struct statvfs sv;
-        if (statvfs(dir, &sv) < 0 || !(sv.f_flag & ST_NOSUID)) {
+        if (fstatvfs(fd, &sv) < 0 || !(sv.f_flag & ST_NOSUID)) {
                 sbx_sup_fail(s, SBX_STEP_WORKSPACE, EPERM, dir,
                      "must be on a nosuid mount: a set-id file the job makes there would be "
                      "set-id on the host (e.g. mount --bind DIR DIR; mount -o "
                      "remount,bind,nosuid,nodev DIR; the worker mounts each job's nosuid)");
                 return -1;
         }
-        if (s->c->disk_mb && sandbox_workspace_check_bound(dir, s->c->disk_mb, &err) < 0) {
+        if (s->c->disk_mb && sandbox_workspace_check_bound(dir, &sv, s->c->disk_mb, &err) < 0) {
                 sbx_sup_fail(s, SBX_STEP_WORKSPACE, err.errnum, dir, bc_error_message(&err));
                 bc_error_clear(&err);
                 return -1;
@@ -401,13 +403,24 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
                 return 0;
         static const char *const subs[] = { "tmp", "shm" };
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
-                char p[4096];
-                snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
                 struct stat st;
-                if ((mkdir(p, 01777) < 0 && errno != EEXIST) || lstat(p, &st) < 0 ||
-                    !S_ISDIR(st.st_mode) ||
-                    ((st.st_mode & 07777) != 01777 && chmod(p, 01777) < 0)) {
-                        sbx_sup_fail(s, SBX_STEP_WORKSPACE, errno ? errno : ENOTDIR, p,
+                int e = 0;
+                /* Most often there already (a reused workspace keeps them). */
+                if (fstatat(fd, subs[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        e = errno;
+                        if (e == ENOENT)
+                                e = mkdirat(fd, subs[i], 01777) < 0 ? errno
+                                    : fstatat(fd, subs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ? errno
+                                                                                         : 0;
+                }
+                if (!e && !S_ISDIR(st.st_mode))
+                        e = ENOTDIR;
+                if (!e && (st.st_mode & 07777) != 01777 && fchmodat(fd, subs[i], 01777, 0) < 0)
+                        e = errno;
+                if (e) {
+                        char p[4096];
+                        snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
+                        sbx_sup_fail(s, SBX_STEP_WORKSPACE, e, p,
                              "cannot prepare the scratch directory");
                         return -1;
                 }

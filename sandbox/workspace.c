@@ -32,7 +32,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -356,12 +356,10 @@ int sandbox_workspace_cleanup(const char *dir, unsigned *ret_n, struct bc_error 
         return 0;
 }
 
-int sandbox_workspace_check_bound(const char *dir, uint64_t disk_mb, struct bc_error *err)
+int sandbox_workspace_check_bound(const char *dir, const struct statvfs *sv, uint64_t disk_mb,
+                                  struct bc_error *err)
 {
-        struct statfs sf;
-        if (statfs(dir, &sf) < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "statfs %s: %m", dir);
-        uint64_t bytes = (uint64_t)sf.f_blocks * (uint64_t)sf.f_frsize;
+        uint64_t bytes = (uint64_t)sv->f_blocks * (uint64_t)sv->f_frsize;
         if (bytes <= disk_mb << 20)
                 return 0;
         return bc_error_set(err, BC_SANDBOX_SETUP, EFBIG,
