@@ -96,6 +96,10 @@ void helper_config_done(struct helper_config *c);
  * carry the sandbox's own options (--warm, --control-fd, --status-fd). */
 int helper_config_parse_blob(char *blob, size_t len, char ***ret_argv, struct helper_config *ret,
                              struct bc_error *err);
+/* Parses and frees options shaped like a worker's job, for a warm
+ * sandbox's job process to run the parser once before its job (child.c):
+ * false if they no longer parse. */
+bool helper_config_warm_up(void);
 /* The same, read from fd (a memfd of at most SBX_JOB_OPTIONS_MAX bytes);
  * *ret_blob (free it after the config) holds the strings. */
 int helper_config_read_fd(int fd, char **ret_blob, char ***ret_argv, struct helper_config *ret,
