@@ -25,6 +25,8 @@ struct supervisor {
          * the child, until GO hands it over. */
         int job_sock, mnt_ns, net_ns;
         pid_t child;
+        pid_t idmap_child;        /* the idmap namespace's placeholder: killed, not
+                                   * yet reaped (0: none) */
         bool ready, reaped, sock_eof, job_reported, exec_failed;
         bool timed_out, cancelled;
         bool warm_built;          /* a warm child reported its base root done */
@@ -80,7 +82,9 @@ void sbx_sup_block_signals(void);
  * the socket its job's process will wait on; NULL when cold), both
  * closed here. */
 int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_child);
-int sbx_sup_make_idmap(uid_t owner, gid_t group, uid_t uid, gid_t gid);
+/* A user namespace mapping owner:group to the job's ids (s->c), for an
+ * idmapped bind: its fd, or a negative errno. */
+int sbx_sup_make_idmap(struct supervisor *s, uid_t owner, gid_t group);
 void sbx_sup_on_message(struct supervisor *s);
 void sbx_sup_on_signal(struct supervisor *s);
 void sbx_sup_on_timer(struct supervisor *s);

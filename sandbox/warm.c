@@ -137,7 +137,7 @@ static void make_idmap_ahead(struct warm *w)
         struct supervisor *s = &w->s;
         if (geteuid() != 0)
                 return;
-        s->idmap_fd = sbx_sup_make_idmap(0, 0, w->wc->uid, w->wc->gid);
+        s->idmap_fd = sbx_sup_make_idmap(s, 0, 0);
         if (s->idmap_fd < 0)
                 s->idmap_fd = -1;  /* made at handoff instead, or the job fails there */
 }
