@@ -360,6 +360,25 @@ ST=$(cat "$T/cancel")
 if [[ $rc -eq 137 && $(jget .cancelled) == true && $(jget .signal) == 9 ]] && no_survivor "$m"; then ok "SIGTERM cancels: sandbox killed, status cancelled"
 else not_ok "SIGTERM cancels"; diag "rc=$rc $ST"; fi
 
+# A root-owned workspace needs an idmap namespace, whose placeholder
+# process the supervisor kills once the namespace is made: it is reaped
+# when it dies, not left a zombie for as long as the job runs.
+if [[ $IS_ROOT -eq 1 ]] && mkws zomb 16; then
+  m=$(marker)
+  "$SB" --workspace "$T/zomb/ws" --disk-mb 16 -- bash -c "exec -a $m sleep 300" &
+  hp=$!
+  started=0; wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null && started=1
+  sleep 0.3
+  # Zombies whose parent is a boxcar-sandbox: the supervisor's children.
+  zombies=$(ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^Z/ {print $2}' | while read -r pp; do
+    [[ $(cat "/proc/$pp/comm" 2>/dev/null) == boxcar-sandbox ]] && echo "$pp"; done | wc -l)
+  idmapped=$(stat -c %u "$T/zomb/ws")
+  kill -TERM "$hp"; wait "$hp" 2>/dev/null
+  if [[ $started -eq 1 && $zombies -eq 0 && $idmapped -eq 0 ]]; then
+    ok "a root-owned workspace's idmap placeholder is reaped while the job runs (no zombie)"
+  else not_ok "idmap placeholder reaped"; diag "started=$started zombies=$zombies owner=$idmapped"; fi
+fi
+
 # --- network -----------------------------------------------------------------
 port=$(free_port)
 python3 -c "
