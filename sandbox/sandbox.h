@@ -172,8 +172,9 @@ int sandbox_warm_check(struct sandbox_warm *w, struct bc_error *err);
  * then starts it only once go_fd is readable (the job's claim committed:
  * an eventfd); SIGTERM stops it unstarted.  The caller keeps its copies
  * of the fds.  After 0 the job is the sandbox's: wait for w->pid as for a
- * cold helper (it exits when the job is over, SIGTERM cancels).  Negative: the sandbox is
- * unusable (discard it) and nothing of the job ran. */
+ * cold helper (it exits when the job is over, SIGTERM cancels).
+ * Negative: the sandbox is unusable (discard it) and nothing of the job
+ * ran. */
 int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, int err_w,
                          int status_w, int go_fd, struct bc_error *err);
 /* Tells an unused sandbox to go (SIGTERM: it tears itself down). */

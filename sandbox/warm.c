@@ -15,11 +15,11 @@
  * sandbox with nothing of the job run).  The supervisor checks the
  * options, writes the limits into the cgroup, clones the job's trees
  * from the host (open_tree), enters the sandbox's mount namespace to
- * attach them (move_mount) and seal the root read-only, and its network namespace for an allow-list's
- * routes and sockets, comes back, and hands the job to the waiting
- * process, which only has to take its stdio and exec.  The handoff is
- * one message to one process: no privilege is dropped, no filter loaded
- * and nothing forked on the job's path.
+ * attach them (move_mount) and seal the root read-only, and its network
+ * namespace for an allow-list's routes and sockets, comes back, and
+ * hands the job to the waiting process, which only has to take its stdio
+ * and exec.  The handoff is one message to one process: no privilege is
+ * dropped, no filter loaded and nothing forked on the job's path.
  *
  * The trees are attached by the supervisor, not by the sandbox's init,
  * so that init can lock down before there is a job: nothing inside a

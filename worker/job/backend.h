@@ -51,13 +51,13 @@ struct backend_result {
         size_t n_net_refused_list;
 };
 
-/* Runs the job to completion.  Returns 0 when it ran (whatever its exit
- * status), or a negative errno with err set (BC_SANDBOX_SETUP) when the
- * worker or the sandbox failed, not the job: such jobs are retried. */
 /* Waits for j's claim to commit: 0, or negative with err set when it did
  * not (the job must not start; the worker drops it). */
 int backend_wait_claim(const struct backend_job *j, struct bc_error *err);
 
+/* Runs the job to completion.  Returns 0 when it ran (whatever its exit
+ * status), or a negative errno with err set (BC_SANDBOX_SETUP) when the
+ * worker or the sandbox failed, not the job: such jobs are retried. */
 int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err);
 void backend_result_done(struct backend_result *r);
 

@@ -1,5 +1,5 @@
 /* Whether a claim held.  The claim's rows come back before its commit is
- * durable (worker/daemon/queue.c flushes them ahead of the COMMIT), so a
+ * durable (worker/db_early.c has them flushed ahead of the COMMIT), so a
  * slot prepares its job while the database flushes the claim to disk;
  * nothing of the job starts, and nothing about it is written, before the
  * gate says the claim committed.  One gate per claim, shared by its jobs
