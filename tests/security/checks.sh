@@ -105,6 +105,26 @@ check "write to /etc, /usr, /, /dev fails (read-only)" \
 check "read-only volume cannot be written" blocked "$OUT" "/opt/t/x"
 check "control: /workspace and /tmp are writable" bash -c 'has() { grep -qF -- "$2" <<<"$1"; }; has "$1" "ESCAPED /workspace/ok" && has "$1" "ESCAPED /tmp/ok"' _ "$OUT"
 
+# /dev: exactly the harmless nodes, each the host's device and usable
+# (made with mknod as root, bound from the host in a user namespace: the
+# unprivileged run below checks that path).
+DEV_CHECK='cd /dev && echo $(ls -A); for n in null zero full random urandom tty; do stat -c "%n %F %t:%T %a" $n; done
+head -c 3 /dev/zero | od -An -tx1; [ -z "$(head -c 1 /dev/null)" ] && echo null-empty
+echo x 2>/dev/null > /dev/full || echo full-refused; head -c 16 /dev/urandom | wc -c'
+DEV_WANT="fd full null ptmx pts random shm stderr stdin stdout tty urandom zero
+null character special file 1:3 666
+zero character special file 1:5 666
+full character special file 1:7 666
+random character special file 1:8 666
+urandom character special file 1:9 666
+tty character special file 5:0 666
+ 00 00 00
+null-empty
+full-refused
+16"
+sb -- sh -c "$DEV_CHECK"
+is "/dev has only null, zero, full, random, urandom, tty (the host's devices, 0666, working), pts, shm and links" "$OUT" "$DEV_WANT"
+
 if [[ $IS_ROOT -eq 1 ]]; then
   # A volume with a submount of its own: read-only must reach it too.
   mkdir -p "$T/vol/sub" && mount -t tmpfs tmpfs "$T/vol/sub"
@@ -676,6 +696,8 @@ if [[ $IS_ROOT -eq 1 ]]; then
     if [[ $rc -eq 0 && $(cat "$T/nob/ws/x" 2>/dev/null) == hi ]] && grep -q "NoNewPrivs:	1" <<<"$out"; then
       ok "unprivileged (user namespace): a basic run works and writes its workspace (control: nobody may unshare -r)"
     else not_ok "unprivileged basic run"; diag "rc=$rc $out"; fi
+    out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" -- sh -c "$DEV_CHECK" 2>&1)
+    is "unprivileged: /dev has the same nodes, bound from the host (no mknod in a user namespace)" "$out" "$DEV_WANT"
   elif [[ $rc -eq 122 && ($step == clone || $step == userns) && ! -e $T/nob/ws/x ]]; then
     ok "unprivileged: this host refuses user namespaces to nobody (control: unshare -r fails outside), and the helper refuses too (122, step $step): the job never runs unisolated"
   else not_ok "unprivileged run without user namespaces must be refused"; diag "control rc=$ctl_rc; rc=$rc step=$step $out"; fi
