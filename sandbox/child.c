@@ -411,6 +411,11 @@ void sbx_child_main(const struct child_args *a)
                 report_and_exit(sock, &x);
         if (c->network == SANDBOX_NET_ALLOW && send_egress(sock, &x) < 0)
                 report_and_exit(sock, &x);
+        /* Here, not in lock_down: the supervisor is still making the
+         * cgroup and network namespace, after GO it is the job's wait. */
+        x.step = SBX_STEP_PRIVILEGES;
+        if (sbx_drop_bounding_set(&x.err) < 0)
+                report_and_exit(sock, &x);
         struct sbx_msg m = { .type = SBX_MSG_READY };
         if (sbx_msg_send(sock, &m, -1) < 0)
                 _exit(SBX_EXIT_INTERNAL);

@@ -12,6 +12,10 @@
  * switches to uid:gid with no supplementary groups. */
 int sbx_drop_privileges(uid_t uid, gid_t gid, struct bc_error *err);
 
+/* The bounding set alone, ahead of sbx_drop_privileges: it only limits
+ * what an execve may grant, so the capabilities in use stay usable. */
+int sbx_drop_bounding_set(struct bc_error *err);
+
 /* The last line of limits, for when cgroups are missing or bypassed. */
 int sbx_set_rlimits(const struct helper_config *c, bool have_cgroup, struct bc_error *err);
 
