@@ -127,9 +127,11 @@ char *sbx_status_to_json(const struct sandbox_status *s);
 void sbx_status_write(int fd, const struct sandbox_status *st);
 /* The end of a run as the caller sees it: a setup or exec failure as one
  * line on err_fd, then the status on status_fd, which is then closed.  The
- * job's processes are all gone by then; what follows (removing the cgroup,
- * freeing the namespaces) is the helper's own teardown, which the worker
- * does not wait for: it takes the status's EOF as the job's end. */
+ * job's processes and mounts are all gone by then; what follows (removing
+ * the cgroup, freeing the other namespaces) is the helper's own teardown,
+ * which the worker does not wait for: it takes the status's EOF as the
+ * job's end.  A cold supervisor as root removes the cgroup before, while
+ * the mount namespace is let go (sbx_supervise). */
 void sbx_report(int status_fd, int err_fd, const struct sandbox_status *st);
 
 /* Messages over the SOCK_SEQPACKET pair between the supervisor (outside)

@@ -399,6 +399,30 @@ if [[ $IS_ROOT -eq 1 ]] && mkws zomb 16; then
   else not_ok "idmap placeholder reaped"; diag "started=$started zombies=$zombies owner=$idmapped"; fi
 fi
 
+# The job's mounts are gone when the helper has exited: the worker
+# unmounts the workspace's filesystem right after, and its loop device
+# must be released then, not when the sandbox's mount namespace happens
+# to go (a cold supervisor lets it go beside its own teardown and must
+# wait for that).  Control: while a job runs, the unmounted filesystem
+# still holds its loop device through the sandbox's mount.
+if [[ $IS_ROOT -eq 1 ]] && mkws freed 16; then
+  m=$(marker)
+  "$SB" --workspace "$T/freed/ws" --disk-mb 16 -- bash -c "exec -a $m sleep 300" &
+  hp=$!
+  wait_for "sandbox started" 5 pgrep -f "^$m" >/dev/null
+  umount "$T/freed" && held=$(losetup -j "$T/freed.img" | wc -l)
+  kill -TERM "$hp"; wait "$hp" 2>/dev/null
+  left=0
+  for i in 1 2 3 4 5 6 7 8 9 10; do
+    mount -o loop,nosuid,nodev "$T/freed.img" "$T/freed" && \
+      "$SB" --workspace "$T/freed/ws" --disk-mb 16 -- sh -c 'echo x > /workspace/x' && umount "$T/freed" || left=-1
+    [[ $left -ge 0 && -n $(losetup -j "$T/freed.img") ]] && left=$((left + 1))
+  done
+  if [[ ${held:-0} -eq 1 && $left -eq 0 ]]; then
+    ok "the workspace's filesystem is released when the helper exits: 10 of 10 loop devices gone at once after umount (control: held while a job runs)"
+  else not_ok "workspace filesystem released at exit"; diag "held=${held:-none} left=$left of 10"; fi
+fi
+
 # --- network -----------------------------------------------------------------
 port=$(free_port)
 python3 -c "
