@@ -2,10 +2,10 @@
  *
  * /dev is a small tmpfs with only the harmless nodes (made there as root,
  * bound from the host in a user namespace, which cannot mknod) and a
- * private devpts instance (the
- * host's ptys stay out of reach); it is made read-only so the job cannot
- * add anything.  /dev/shm is bound over its directory later, from the
- * scratch tmpfs (mounting on a read-only directory is allowed).
+ * private devpts instance (the host's ptys stay out of reach); it is made
+ * read-only so the job cannot add anything.  /dev/shm is bound over its
+ * directory later, from the scratch tmpfs (mounting on a read-only
+ * directory is allowed).
  *
  * /proc is a fresh instance for the new pid namespace (only the job's
  * processes show), with the kernel-wide knobs read-only (sys, sysrq-trigger,
