@@ -727,25 +727,27 @@ static int release_mount_ns_main(void *fd)
 }
 
 /* Drops the mount namespace held since GO (hold_mount_ns) from a clone
- * that shares our memory and fds: the last close of it does the
- * namespace's teardown in the process that closes it, that clone,
- * while we read the cgroup and remove it on another CPU (see
- * move_off_new_childs_cpu).  Called after init is reaped; returns the
- * clone's pid, or -1 when there was nothing to release or it was
- * closed here.  The clone is not reaped before sbx_sup_finish, whose
- * children's rusage must not count it (it shares our memory). */
+ * that shares our memory (no page tables to copy): the last close of it
+ * does the namespace's teardown in the process that closes it, that
+ * clone, while we read the cgroup and remove it on another CPU (see
+ * move_off_new_childs_cpu).  The clone has its own copy of our fds, and
+ * ours is closed first (the clone waits on our CPU until we move off),
+ * so its close is the last one; killed, its exit closes it all the same,
+ * before we can reap it.  Called after init is reaped; returns the
+ * clone's pid, or -1 when there was nothing to release or it was done
+ * here.  The clone is not reaped before sbx_sup_finish, whose children's
+ * rusage must not count it (it shares our memory). */
 static pid_t release_mount_ns(struct supervisor *s)
 {
         if (s->mnt_ns < 0)
                 return -1;
         static char stack[16384] __attribute__((aligned(16)));
-        pid_t pid = clone(release_mount_ns_main, stack + sizeof(stack),
-                          CLONE_VM | CLONE_FILES | SIGCHLD, (void *)(intptr_t)s->mnt_ns);
-        if (pid < 0)
-                close(s->mnt_ns);
-        else
-                move_off_new_childs_cpu();
+        pid_t pid = clone(release_mount_ns_main, stack + sizeof(stack), CLONE_VM | SIGCHLD,
+                          (void *)(intptr_t)s->mnt_ns);
+        close(s->mnt_ns);
         s->mnt_ns = -1;
+        if (pid > 0)
+                move_off_new_childs_cpu();
         return pid;
 }
 
