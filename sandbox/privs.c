@@ -26,22 +26,17 @@ static int fail(struct bc_error *err, const char *what)
 
 /* Each drop is a new set of credentials (and an RCU-freed old one), ~1
  * us: only the capabilities still in the set are dropped, so a second
- * call (sbx_drop_privileges after sbx_drop_bounding_set) costs reads. */
-static int drop_bounding_set(void)
+ * call (sbx_drop_privileges after the child's own) costs reads. */
+int sbx_drop_bounding_set(struct bc_error *err)
 {
         for (int cap = 0; cap < 64; cap++) {
                 int in_set = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-                if (in_set < 0)  /* EINVAL: past the kernel's last one */
-                        return errno == EINVAL && cap > 0 ? 0 : -1;
-                if (in_set && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0)
-                        return -1;
+                if (in_set < 0 && errno == EINVAL && cap > 0)
+                        return 0;  /* past the kernel's last one */
+                if (in_set < 0 || (in_set && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0))
+                        return fail(err, "PR_CAPBSET_DROP");
         }
         return 0;
-}
-
-int sbx_drop_bounding_set(struct bc_error *err)
-{
-        return drop_bounding_set() < 0 ? fail(err, "PR_CAPBSET_DROP") : 0;
 }
 
 static int clear_capsets(void)
@@ -74,8 +69,9 @@ int sbx_drop_privileges(uid_t uid, gid_t gid, struct bc_error *err)
                 return fail(err, "PR_SET_SECUREBITS");
         if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
                 return fail(err, "PR_CAP_AMBIENT_CLEAR_ALL");
-        if (drop_bounding_set() < 0)
-                return fail(err, "PR_CAPBSET_DROP");
+        int dropped = sbx_drop_bounding_set(err);
+        if (dropped < 0)
+                return dropped;
         if (setgroups(1, &gid) < 0 && errno != EPERM)
                 return fail(err, "setgroups");
         if (setresgid(gid, gid, gid) < 0)

@@ -70,6 +70,14 @@ void sbx_sup_kill(struct supervisor *s)
                 kill(s->child, SIGKILL);
 }
 
+/* /proc/PID/ns/NS, opened read-only (-1 and errno on failure); its path
+ * is left in path for an error message. */
+static int open_ns_of(pid_t pid, const char *ns, char path[static 64])
+{
+        snprintf(path, 64, "/proc/%d/ns/%s", (int)pid, ns);
+        return open(path, O_RDONLY | O_CLOEXEC);
+}
+
 static int write_map(pid_t pid, const char *file, const char *data)
 {
         char path[64];
@@ -109,8 +117,7 @@ static void hold_mount_ns(struct supervisor *s)
         if (s->c->warm || s->failed || geteuid() != 0)
                 return;
         char p[64];
-        snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->child);
-        s->mnt_ns = open(p, O_RDONLY | O_CLOEXEC);
+        s->mnt_ns = open_ns_of(s->child, "mnt", p);
 }
 
 /* GO hands over what the supervisor made while the child built its root
@@ -285,10 +292,8 @@ static void attach_by_pid(struct supervisor *s)
 static int open_namespaces(struct supervisor *s)
 {
         char p[64];
-        snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->child);
-        s->mnt_ns = open(p, O_RDONLY | O_CLOEXEC);
-        snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)s->child);
-        s->net_ns = s->mnt_ns >= 0 ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+        s->mnt_ns = open_ns_of(s->child, "mnt", p);
+        s->net_ns = s->mnt_ns >= 0 ? open_ns_of(s->child, "net", p) : -1;
         if (s->net_ns < 0) {
                 sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, p, "cannot open the sandbox's namespaces");
                 sbx_sup_kill(s);
@@ -422,8 +427,7 @@ int sbx_sup_make_idmap(struct supervisor *s, uid_t owner, gid_t group)
         int fd = -1;
         if (r >= 0) {
                 char path[64];
-                snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
+                fd = open_ns_of(pid, "user", path);
                 if (fd < 0)
                         r = -errno;
         }
