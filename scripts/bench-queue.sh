@@ -265,6 +265,15 @@ cpu_ticks() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( 
 # cpu_ticks_all PID: the same plus those of its children it has waited for
 # (the sandboxes, and what ran inside them).
 cpu_ticks_all() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( ${12} + ${13} + ${14} + ${15} )); }
+# pg_ticks: the same for the whole PostgreSQL server: the postmaster with
+# the backends it reaped, and every process of it still running.
+pg_ticks() {
+  local pm t c
+  pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid")
+  t=$(cpu_ticks_all "$pm")
+  for c in $(pgrep -P "$pm"); do t=$(( t + $(cpu_ticks "$c" 2>/dev/null || echo 0) )); done
+  echo "$t"
+}
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # rss_stats FILE T_IDLE T0 T1: "idle_kB peak_kB": the last sample at or
 # before T_IDLE, the largest in [T0, T1].
@@ -302,9 +311,9 @@ alive() {
 
 # tp_round SYSTEM R: N jobs in one statement and transaction, wait for all.
 tp_round() {
-  local s=$1 r=$2 pid=${PIDS[$1]} cpu0 cpua0 cg0
+  local s=$1 r=$2 pid=${PIDS[$1]} cpu0 cpua0 cg0 pg0
   alive "$s"
-  cpu0=$(cpu_ticks "$pid") cpua0=$(cpu_ticks_all "$pid")
+  cpu0=$(cpu_ticks "$pid") cpua0=$(cpu_ticks_all "$pid") pg0=$(pg_ticks)
   [[ -n $CG_FILE ]] && cg0=$(cg_usage_us "$s")
   sql "${DB[$s]}" "insert into bench.marks values ('s$r', now()); select count(${ENQ[$s]}) from generate_series(1, $N)" \
                   "insert into bench.marks values ('c$r', clock_timestamp())" >/dev/null
@@ -314,6 +323,7 @@ tp_round() {
   alive "$s"
   R[$s.cpu_ticks]=$(( ${R[$s.cpu_ticks]:-0} + $(cpu_ticks "$pid") - cpu0 ))
   R[$s.cpu_ticks_all]=$(( ${R[$s.cpu_ticks_all]:-0} + $(cpu_ticks_all "$pid") - cpua0 ))
+  R[$s.pg_ticks]=$(( ${R[$s.pg_ticks]:-0} + $(pg_ticks) - pg0 ))
   [[ -n $CG_FILE ]] && R[$s.cg_us]=$(( ${R[$s.cg_us]:-0} + $(cg_usage_us "$s") - cg0 ))
   local out
   out=$(sql "${DB[$s]}" "with m as (select max(t) filter (where k = 's$r') s, max(t) filter (where k = 'c$r') c,
@@ -548,14 +558,20 @@ fi
 # sandbox and no queue, as the job runs it: cwd /, and the environment
 # both peers give a job (PATH, HOME, LANG=C.UTF-8: date loads the locale,
 # about 0.13 ms here, which an empty environment left out of the floor).
+[[ -x $BOXCAR_ROOT/build/spawn-floor ]] || make --no-print-directory build/spawn-floor >&2 ||
+  die "make build/spawn-floor failed"
 if [[ $SANDBOX == 1 ]]; then
-  [[ -x $BOXCAR_ROOT/build/spawn-floor ]] || make --no-print-directory build/spawn-floor >&2 ||
-    die "make build/spawn-floor failed"
   FLOOR=$(cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
           "$BOXCAR_ROOT/build/spawn-floor" 400 /bin/sh -c 'date +%s%N') ||
     die "spawn-floor failed: $FLOOR"
   R[floor_p50]=${FLOOR#p50_ms=}; R[floor_p50]=${R[floor_p50]%% *}; R[floor_p99]=${FLOOR##*p99_ms=}
 fi
+# The ceiling over throughput: the same command alone, N runs, C at a
+# time, its output thrown away; no queue running a job once each can pass it.
+INNER=(true); [[ $SANDBOX == 1 ]] && INNER=(/bin/sh -c 'date +%s%N')
+CEIL=$(cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
+       "$BOXCAR_ROOT/build/spawn-floor" --rate "$N" "$C" "${INNER[@]}") || die "spawn-floor --rate failed: $CEIL"
+R[ceiling]=${CEIL#jobs_s=}
 
 # --- report -------------------------------------------------------------------------
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
@@ -566,6 +582,7 @@ for s in boxcar graphile; do
   R[$s.hwm_mib]=$(mib "${R[$s.hwm_kb]}")
   R[$s.cpu_us_job]=$(( ${R[$s.cpu_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
   R[$s.cpu_all_us_job]=$(( ${R[$s.cpu_ticks_all]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
+  R[$s.pg_us_job]=$(( ${R[$s.pg_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
   [[ -n $CG_FILE ]] && R[$s.cg_us_job]=$(( ${R[$s.cg_us]} / (N * ROUNDS) ))
 done
 # The labels of the latency rows: where pickup ends.
@@ -619,6 +636,7 @@ if [[ $SANDBOX == 1 ]]; then
   row "sandbox start p50 (ms)"       "${R[boxcar.sb_start]%|*}"   "${R[graphile.sb_start]%|*}"
   row "sandbox start p99 (ms)"       "${R[boxcar.sb_start]#*|}"   "${R[graphile.sb_start]#*|}"
 fi
+row "PostgreSQL CPU per job (us)"  "${R[boxcar.pg_us_job]}"    "${R[graphile.pg_us_job]}"
 row "$L_LAT max (ms)"              "${R[boxcar.max]}"          "${R[graphile.max]}"
 row "$L_ACK max (ms)"              "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
 row "VmHWM at the end (MiB)"       "${R[boxcar.hwm_mib]}"      "${R[graphile.hwm_mib]}"
@@ -636,12 +654,15 @@ if [[ $SANDBOX == 1 ]]; then
        "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms"
 fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
+echo "the job's command alone, no sandbox or queue, $C at a time, $N runs (the ceiling over any queue's" \
+     "jobs/s here): ${R[ceiling]} jobs/s, $(ratio "${R[ceiling]}" "${R[graphile.jobs_s]}")x graphile's throughput"
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
 printf '%-28s %12s %12s\n' "latency samples" "${R[boxcar.lat_n]}" "${R[graphile.lat_n]}"
 printf '%-28s %12s %12s\n' "jobs not succeeded" "${R[boxcar.failed]}" "${R[graphile.failed]}"
 echo "jobs/s: N / (last job finished - start of the enqueue transaction), server clock, median"
 echo "of the rounds (boxcar and graphile rounds alternate); drain: N / (last job finished -"
 echo "commit of the enqueue transaction); worker CPU: the worker process's own user+system time."
+echo "PostgreSQL CPU: all of the server's processes over the throughput rounds (background ones too)."
 if [[ $SANDBOX == 1 ]]; then
   echo "+ reaped children: with the children the worker reaped; bwrap does not reap its process"
   echo "in the namespaces, so this misses most of bwrap. + sandboxes' CPU: all that ran in the"

@@ -1,10 +1,17 @@
-/* The floor under "commit -> inside": how long the benchmark's job command
- * takes from its spawn, without any sandbox or queue, to the instant it
- * prints (its own clock, like the job's `date +%s%N`).
+/* The floors under the queue benchmark's figures: the benchmark's job
+ * command alone, spawned without any sandbox or queue.
  *
- *   spawn-floor RUNS COMMAND [ARGS...]   -> "p50_ms=X p99_ms=Y"
- *
- * COMMAND must print a CLOCK_REALTIME instant in nanoseconds first. */
+ *   spawn-floor RUNS COMMAND [ARGS...]          -> "p50_ms=X p99_ms=Y"
+ *     how long the command takes from its spawn to the instant it prints
+ *     (its own clock, like the job's `date +%s%N`): the floor under
+ *     "commit -> inside".  COMMAND must print a CLOCK_REALTIME instant in
+ *     nanoseconds first.
+ *   spawn-floor --rate RUNS CONCURRENCY COMMAND [ARGS...]  -> "jobs_s=X"
+ *     how many times a second the machine can run the command (found in
+ *     PATH), CONCURRENCY at a time, its output thrown away: the ceiling over any queue's
+ *     throughput with that job, since every job runs the command once and
+ *     nothing here is cheaper than a queue's own spawn. */
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +28,13 @@ static int cmp_long(const void *a, const void *b)
         return (x > y) - (x < y);
 }
 
+static long now_ns(clockid_t clock)
+{
+        struct timespec t;
+        clock_gettime(clock, &t);
+        return t.tv_sec * 1000000000L + t.tv_nsec;
+}
+
 /* One run: ns from just before the spawn to the instant printed, or -1
  * (said on stderr). */
 static long one_run(char **argv)
@@ -32,9 +46,7 @@ static long one_run(char **argv)
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_adddup2(&fa, p[1], 1);
         posix_spawn_file_actions_addclose(&fa, p[0]);
-        struct timespec t;
-        clock_gettime(CLOCK_REALTIME, &t);
-        long before = t.tv_sec * 1000000000L + t.tv_nsec;
+        long before = now_ns(CLOCK_REALTIME);
         pid_t pid;
         int r = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
@@ -55,23 +67,78 @@ static long one_run(char **argv)
         return strtol(buf, NULL, 10) - before;
 }
 
-int main(int argc, char **argv)
+static int latency(int runs, char **argv)
 {
-        int runs = argc > 2 ? atoi(argv[1]) : 0;
-        if (runs < 1 || runs > 100000) {
-                fprintf(stderr, "usage: spawn-floor RUNS COMMAND [ARGS...]\n");
-                return 2;
-        }
         long *d = calloc((size_t)runs, sizeof(*d));
         if (!d)
                 return 1;
         for (int i = 0; i < runs; i++) {
-                d[i] = one_run(argv + 2);
-                if (d[i] < 0)
+                d[i] = one_run(argv);
+                if (d[i] < 0) {
+                        free(d);
                         return 1;
+                }
         }
         qsort(d, (size_t)runs, sizeof(*d), cmp_long);
         printf("p50_ms=%.2f p99_ms=%.2f\n", d[runs / 2] / 1e6, d[runs * 99 / 100] / 1e6);
         free(d);
         return 0;
+}
+
+/* Every run must exit 0: a command that fails early would make the
+ * ceiling look higher than the job's. */
+static int rate(int runs, int concurrency, char **argv)
+{
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+        int started = 0, running = 0, failed = 0, spawn_failed = 0;
+        long t0 = now_ns(CLOCK_MONOTONIC);
+        while (started < runs || running > 0) {
+                while (running < concurrency && started < runs) {
+                        pid_t pid;
+                        int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+                        if (r != 0) {
+                                fprintf(stderr, "spawn-floor: cannot spawn %s: %s\n", argv[0],
+                                        strerror(r));
+                                runs = started;
+                                spawn_failed = 1;
+                                break;
+                        }
+                        started++;
+                        running++;
+                }
+                if (running == 0)
+                        break;
+                int status;
+                if (wait(&status) < 0)
+                        break;
+                running--;
+                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                        failed = 1;
+        }
+        long t1 = now_ns(CLOCK_MONOTONIC);
+        posix_spawn_file_actions_destroy(&fa);
+        if (failed)
+                fprintf(stderr, "spawn-floor: %s exited non-zero or was killed in a run\n", argv[0]);
+        if (failed || spawn_failed)
+                return 1;
+        printf("jobs_s=%.1f\n", runs / ((t1 - t0) / 1e9));
+        return 0;
+}
+
+int main(int argc, char **argv)
+{
+        if (argc > 4 && strcmp(argv[1], "--rate") == 0) {
+                int runs = atoi(argv[2]), concurrency = atoi(argv[3]);
+                if (runs >= 1 && runs <= 1000000 && concurrency >= 1 && concurrency <= 1024)
+                        return rate(runs, concurrency, argv + 4);
+        } else if (argc > 2) {
+                int runs = atoi(argv[1]);
+                if (runs >= 1 && runs <= 100000)
+                        return latency(runs, argv + 2);
+        }
+        fprintf(stderr, "usage: spawn-floor RUNS COMMAND [ARGS...]\n"
+                        "       spawn-floor --rate RUNS CONCURRENCY COMMAND [ARGS...]\n");
+        return 2;
 }
