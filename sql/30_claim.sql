@@ -39,7 +39,9 @@ returns setof boxcar.jobs language plpgsql volatile
 -- and limit $n look cheaper with the values known) is planned again at
 -- every claim, about 0.6 ms of the database's CPU per job; the generic
 -- plans are the same index scans.  claim_limited goes back to auto.
-set plan_cache_mode = force_generic_plan as $$
+-- No sequential scans: see claim_ids.
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off as $$
 #variable_conflict use_column
 begin
     if claim.n < 1 or claim.n > 1000 then
@@ -93,18 +95,19 @@ set plan_cache_mode = force_generic_plan
 set enable_seqscan = off as $$
 #variable_conflict use_column
 begin
+    -- Each update finds its rows by id alone, not through a join with the
+    -- picked rows: planned while the statistics said the table was (nearly)
+    -- empty, such a join was a merge join reading all of jobs_pkey at every
+    -- claim (tests/sql/17_report_plan.sql).  The caller holds the rows'
+    -- locks, so both see the attempts the pick saw.
     return query
-    with picked as (
-        select j.id, j.attempts >= j.max_attempts as exhausted
-          from boxcar.jobs j where j.id = any (claim_ids.ids)
-    ), exhausted as (
+    with exhausted as (
         update boxcar.jobs j
            set status = 'failed', finished_at = clock_timestamp(), lease_expires_at = null,
                error = jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
                            format('not run: attempts (%s) already at max_attempts (%s)',
                                   j.attempts, j.max_attempts))
-          from picked
-         where j.id = picked.id and picked.exhausted
+         where j.id = any (claim_ids.ids) and j.attempts >= j.max_attempts
         returning j.id, j.attempts, j.error
     ), exhausted_events as (
         insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
@@ -117,8 +120,7 @@ begin
                worker_instance = claim_ids.instance,
                lease_expires_at = now() + claim_ids.lease, started_at = clock_timestamp(),
                finished_at = null
-          from picked
-         where j.id = picked.id and not picked.exhausted
+         where j.id = any (claim_ids.ids) and j.attempts < j.max_attempts
         returning j.*
     ), events as (
         insert into boxcar.job_events (job_id, kind, worker_id, attempt)
@@ -420,8 +422,9 @@ end $$;
 create or replace function boxcar.add_worker_events(job_id uuid, worker_id text, attempt integer,
                                                     events jsonb)
 returns void language plpgsql volatile
--- Generic plans: see claim().
-set plan_cache_mode = force_generic_plan as $$
+-- Generic plans and no sequential scans: see claim_ids() and report_batch().
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off as $$
 begin
     insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
     select add_worker_events.job_id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind',
@@ -476,7 +479,13 @@ create or replace function boxcar.report_batch(worker_id text, ids uuid[], attem
                                                errors jsonb[], events jsonb[],
                                                artifacts jsonb[] default null,
                                                logs jsonb[] default null)
-returns table (ord integer, held boolean) language plpgsql volatile as $$
+returns table (ord integer, held boolean) language plpgsql volatile
+-- No sequential scans, in anything it calls or fires: as for claim_ids, its
+-- statements' plans (and the foreign-key checks of its inserts) live as long
+-- as the worker's session, and made while ANALYZE had seen the tables empty
+-- they read job_events and jobs whole for every event written
+-- (tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 #variable_conflict use_variable
 declare
     n integer := coalesce(cardinality(ids), 0);
@@ -576,7 +585,10 @@ begin
                       report_completions.statuses, report_completions.results,
                       report_completions.errors) with ordinality as r(id, attempt, status, result,
                                                                       error, i)
-         where j.id = r.id and j.worker_id = report_completions.worker_id and j.status = 'running'
+         -- id = any (ids) as well: whatever the join's plan, jobs is read
+         -- by id (see claim_ids).
+         where j.id = r.id and j.id = any (report_completions.ids)
+           and j.worker_id = report_completions.worker_id and j.status = 'running'
            and (r.attempt is null or j.attempts = r.attempt)
         returning r.i, j.id, j.attempts, j.status, j.error
     ), finished as (

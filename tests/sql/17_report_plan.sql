@@ -1,0 +1,96 @@
+-- The report path keeps its plans for the worker's session too (generic,
+-- see sql/30_claim.sql), and so do the foreign-key checks its inserts
+-- fire.  Made while ANALYZE had last seen the tables (nearly) empty, as
+-- autovacuum leaves a new deployment's, they scanned job_events whole for
+-- every event written and jobs whole for every event's key check: a
+-- worker draining 4,000 jobs ran at a fifth of its rate (7-9 ms of the
+-- database's CPU a job) until the next ANALYZE, while the tables grew
+-- under it.  Like the claim (14_claim_plan.sql), reporting stays on the
+-- indexes whatever the statistics said when its plans were made, and so
+-- does the claim's pick of the queue's next jobs (boxcar.claim), which read
+-- jobs whole.  (A file of its own: plpgsql caches plans per session.)
+begin;
+select plan(8);
+set local client_min_messages = warning;
+
+-- The rows of TAB read so far in this transaction: by sequential scans,
+-- and fetched through indexes (a full scan of an index counts too).
+create function pg_temp.rows_read(tab regclass) returns bigint language sql as $$
+    select coalesce((select seq_tup_read + idx_tup_fetch from pg_stat_xact_user_tables
+                      where relid = tab), 0)
+$$;
+create temp table before (what text, tab regclass, n bigint);
+create procedure pg_temp.mark(what text) language sql as $$
+    insert into before select what, t, pg_temp.rows_read(t)
+      from unnest(array['boxcar.jobs', 'boxcar.job_events', 'boxcar.job_logs']::regclass[]) t
+$$;
+-- Each table whose rows read since mark(what) were LIMIT or more, with
+-- their count; '' when none.
+create function pg_temp.read_since(what text, lim integer) returns text language sql as $$
+    select coalesce(string_agg(b.tab::text || ' ' || (pg_temp.rows_read(b.tab) - b.n), ', '
+                               order by b.tab::text), '')
+      from before b where b.what = read_since.what and pg_temp.rows_read(b.tab) - b.n >= lim
+$$;
+
+-- Claims one job of QUEUE for worker W and reports it with ACTION (one
+-- kept-back event and one output chunk): the rows report_batch answers.
+create function pg_temp.run_one(queue text, w text, action text) returns setof text
+language plpgsql as $$
+declare
+    j boxcar.jobs;
+begin
+    select * into j from boxcar.claim(w, array[queue], 1);
+    return query
+    select ord || ':' || held from boxcar.report_batch(w, array[j.id], array[j.attempts],
+        array[action], array[case when action = 'complete' then 'succeeded' end],
+        array['{"exit_code":0}']::jsonb[],
+        array[case when action = 'retry' then '{"code":"SANDBOX_SETUP"}' end]::jsonb[],
+        array['[{"kind":"started","at":"2026-01-01T00:00:00Z","details":null}]']::jsonb[],
+        null, array['{"seq":1,"chunks":[[1,"6869"]]}']::jsonb[]);
+end $$;
+
+-- Statistics of empty tables, then every plan of the path made with a few
+-- jobs in the table (a worker's first jobs): a claim, a set-based report
+-- (complete) and a row-by-row one (retry), each with an event and an
+-- output chunk.
+truncate boxcar.jobs cascade;
+analyze boxcar.jobs;
+analyze boxcar.job_events;
+analyze boxcar.job_logs;
+create temp table queued1 as
+    select boxcar.enqueue(queue => 'rplan', spec => '{"command":["x"]}') from generate_series(1, 2);
+select is(pg_temp.run_one('rplan', 'rplan-w', 'complete'), '1:true',
+          'a job is claimed and reported while the statistics say the tables are empty');
+select is(pg_temp.run_one('rplan', 'rplan-w', 'retry'), '1:true', 'and one is retried');
+
+-- 3,000 finished jobs, each with four events and an output chunk.
+insert into boxcar.jobs (queue, spec, status, attempts, finished_at)
+select 'rplan-old', '{"command":["x"]}', 'succeeded', 1, now() from generate_series(1, 3000);
+insert into boxcar.job_events (job_id, kind, attempt)
+select j.id, k, 1 from boxcar.jobs j, unnest(array['claimed', 'started', 'exited', 'finished']) k
+ where j.queue = 'rplan-old';
+insert into boxcar.job_logs (job_id, attempt, seq, stream, data)
+select j.id, 1, 1, 1, 'hi' from boxcar.jobs j where j.queue = 'rplan-old';
+create temp table queued2 as
+    select boxcar.enqueue(queue => 'rplan', spec => '{"command":["x"]}') from generate_series(1, 2);
+
+call pg_temp.mark('complete');
+select is(pg_temp.run_one('rplan', 'rplan-w', 'complete'), '1:true',
+          'a job claimed and completed among 3,000 others with their events and output');
+select is(pg_temp.read_since('complete', 100), '',
+          'claiming and reporting it read fewer than 100 rows of jobs, job_events and job_logs each (set-based report)');
+
+call pg_temp.mark('retry');
+select is(pg_temp.run_one('rplan', 'rplan-w', 'retry'), '1:true', 'one retried among them');
+select is(pg_temp.read_since('retry', 100), '',
+          'and so did claiming and reporting that one (row-by-row report)');
+
+-- The events and output were all written, once.
+select is((select count(*)::int from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
+            where j.queue = 'rplan' and e.kind = 'started'), 4,
+          'each report wrote its kept-back event');
+select is((select count(*)::int from boxcar.job_logs l join boxcar.jobs j on j.id = l.job_id
+            where j.queue = 'rplan'), 4, 'and its output chunk');
+
+select * from finish();
+rollback;
