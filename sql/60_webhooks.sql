@@ -61,8 +61,11 @@ create or replace function boxcar.claim_deliveries(worker_id text, n integer def
                                                    lease interval default '60 seconds')
 returns setof boxcar.webhook_deliveries language plpgsql volatile
 -- Generic plans: see boxcar.claim (the same index scan, not planned again
--- at every batch).
-set plan_cache_mode = force_generic_plan as $$
+-- at every batch).  No sequential scans, and the update finds its rows by
+-- id alone: see boxcar.claim_ids (planned after ANALYZE had seen the outbox
+-- nearly empty, both read every row of it at each batch).
+set plan_cache_mode = force_generic_plan
+set enable_seqscan = off as $$
 #variable_conflict use_column
 begin
     return query
@@ -77,7 +80,7 @@ begin
     update boxcar.webhook_deliveries d
        set attempts = d.attempts + 1, worker_id = claim_deliveries.worker_id,
            lease_expires_at = now() + claim_deliveries.lease
-      from due where d.id = due.id
+     where d.id = any (array(select due.id from due))
     returning d.*;
 end $$;
 

@@ -1,16 +1,15 @@
--- The report path keeps its plans for the worker's session too (generic,
--- see sql/30_claim.sql), and so do the foreign-key checks its inserts
--- fire.  Made while ANALYZE had last seen the tables (nearly) empty, as
--- autovacuum leaves a new deployment's, they scanned job_events whole for
--- every event written and jobs whole for every event's key check: a
--- worker draining 4,000 jobs ran at a fifth of its rate (7-9 ms of the
--- database's CPU a job) until the next ANALYZE, while the tables grew
--- under it.  Like the claim (14_claim_plan.sql), reporting stays on the
--- indexes whatever the statistics said when its plans were made, and so
--- does the claim's pick of the queue's next jobs (boxcar.claim), which read
--- jobs whole.  (A file of its own: plpgsql caches plans per session.)
+-- The worker's session keeps the generic plans of its claim, its reports
+-- and the webhook outbox's claim (sql/30_claim.sql, sql/60_webhooks.sql),
+-- and the foreign-key checks of their inserts.  Made while ANALYZE had last
+-- seen the tables (nearly) empty, as autovacuum leaves a new deployment's,
+-- they read jobs, job_events and the outbox whole at every claim, event and
+-- batch (merge and hash joins over whole tables, sequential scans): a
+-- worker draining 4,000 jobs ran at a quarter of its rate, 5-9 ms of the
+-- database's CPU a job, until the next ANALYZE, while the tables grew under
+-- it.  14_claim_plan.sql covers tables never analyzed; this file, analyzed
+-- while empty.  (A file of its own: plpgsql caches plans per session.)
 begin;
-select plan(8);
+select plan(11);
 set local client_min_messages = warning;
 
 -- The rows of TAB read so far in this transaction: by sequential scans,
@@ -22,7 +21,8 @@ $$;
 create temp table before (what text, tab regclass, n bigint);
 create procedure pg_temp.mark(what text) language sql as $$
     insert into before select what, t, pg_temp.rows_read(t)
-      from unnest(array['boxcar.jobs', 'boxcar.job_events', 'boxcar.job_logs']::regclass[]) t
+      from unnest(array['boxcar.jobs', 'boxcar.job_events', 'boxcar.job_logs',
+                        'boxcar.webhook_deliveries']::regclass[]) t
 $$;
 -- Each table whose rows read since mark(what) were LIMIT or more, with
 -- their count; '' when none.
@@ -57,11 +57,19 @@ truncate boxcar.jobs cascade;
 analyze boxcar.jobs;
 analyze boxcar.job_events;
 analyze boxcar.job_logs;
+analyze boxcar.webhook_deliveries;
 create temp table queued1 as
     select boxcar.enqueue(queue => 'rplan', spec => '{"command":["x"]}') from generate_series(1, 2);
 select is(pg_temp.run_one('rplan', 'rplan-w', 'complete'), '1:true',
           'a job is claimed and reported while the statistics say the tables are empty');
 select is(pg_temp.run_one('rplan', 'rplan-w', 'retry'), '1:true', 'and one is retried');
+-- The webhook outbox's claim too, with a few deliveries due.
+insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body, status, run)
+select 'msg_rplan_' || i, (select j.id from boxcar.jobs j where j.status = 'succeeded'),
+       'job.finished', 'http://127.0.0.1:9/', '{}', 'pending', i
+  from generate_series(1, 3) i;
+select is((select count(*)::int from boxcar.claim_deliveries('rplan-w', 10)), 3,
+          'the due webhook deliveries are claimed');
 
 -- 3,000 finished jobs, each with four events and an output chunk.
 insert into boxcar.jobs (queue, spec, status, attempts, finished_at)
@@ -71,6 +79,14 @@ select j.id, k, 1 from boxcar.jobs j, unnest(array['claimed', 'started', 'exited
  where j.queue = 'rplan-old';
 insert into boxcar.job_logs (job_id, attempt, seq, stream, data)
 select j.id, 1, 1, 1, 'hi' from boxcar.jobs j where j.queue = 'rplan-old';
+-- And 3,000 delivered webhook events, one more due.
+insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body, status, run)
+select 'msg_rplan_old_' || j.id, j.id, 'job.finished', 'http://127.0.0.1:9/', '{}', 'delivered', 0
+  from boxcar.jobs j where j.queue = 'rplan-old';
+insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body, status, run)
+values ('msg_rplan_due', (select j.id from boxcar.jobs j where j.status = 'succeeded'
+                            and j.queue = 'rplan'), 'job.finished', 'http://127.0.0.1:9/', '{}',
+        'pending', 100);
 create temp table queued2 as
     select boxcar.enqueue(queue => 'rplan', spec => '{"command":["x"]}') from generate_series(1, 2);
 
@@ -78,12 +94,17 @@ call pg_temp.mark('complete');
 select is(pg_temp.run_one('rplan', 'rplan-w', 'complete'), '1:true',
           'a job claimed and completed among 3,000 others with their events and output');
 select is(pg_temp.read_since('complete', 100), '',
-          'claiming and reporting it read fewer than 100 rows of jobs, job_events and job_logs each (set-based report)');
+          'claiming and reporting it read fewer than 100 rows of each table (set-based report)');
 
 call pg_temp.mark('retry');
 select is(pg_temp.run_one('rplan', 'rplan-w', 'retry'), '1:true', 'one retried among them');
 select is(pg_temp.read_since('retry', 100), '',
           'and so did claiming and reporting that one (row-by-row report)');
+
+call pg_temp.mark('outbox');
+select is((select string_agg(id, ',') from boxcar.claim_deliveries('rplan-w', 10)), 'msg_rplan_due',
+          'the delivery due among 3,000 delivered ones is claimed');
+select is(pg_temp.read_since('outbox', 100), '', 'reading fewer than 100 rows of each table');
 
 -- The events and output were all written, once.
 select is((select count(*)::int from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
