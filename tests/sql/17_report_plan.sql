@@ -7,9 +7,10 @@
 -- worker draining 4,000 jobs ran at a quarter of its rate, 5-9 ms of the
 -- database's CPU a job, until the next ANALYZE, while the tables grew under
 -- it.  14_claim_plan.sql covers tables never analyzed; this file, analyzed
--- while empty.  (A file of its own: plpgsql caches plans per session.)
+-- while empty; the heartbeat's plans held there already and are checked
+-- too.  (A file of its own: plpgsql caches plans per session.)
 begin;
-select plan(11);
+select plan(14);
 set local client_min_messages = warning;
 
 -- The rows of TAB read so far in this transaction: by sequential scans,
@@ -63,6 +64,12 @@ create temp table queued1 as
 select is(pg_temp.run_one('rplan', 'rplan-w', 'complete'), '1:true',
           'a job is claimed and reported while the statistics say the tables are empty');
 select is(pg_temp.run_one('rplan', 'rplan-w', 'retry'), '1:true', 'and one is retried');
+-- A heartbeat, with a job running.
+create temp table queued0 as
+    select boxcar.enqueue(queue => 'rplan-hb', spec => '{"command":["x"]}');
+create temp table hb_job as select id from boxcar.claim('rplan-hb-w', array['rplan-hb'], 1);
+select is((select count(*)::int from boxcar.heartbeat('rplan-hb-w')), 1,
+          'a heartbeat renews the running job''s lease');
 -- The webhook outbox's claim too, with a few deliveries due.
 insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body, status, run)
 select 'msg_rplan_' || i, (select j.id from boxcar.jobs j where j.status = 'succeeded'),
@@ -105,6 +112,11 @@ call pg_temp.mark('outbox');
 select is((select string_agg(id, ',') from boxcar.claim_deliveries('rplan-w', 10)), 'msg_rplan_due',
           'the delivery due among 3,000 delivered ones is claimed');
 select is(pg_temp.read_since('outbox', 100), '', 'reading fewer than 100 rows of each table');
+
+call pg_temp.mark('heartbeat');
+select is((select string_agg(h::text, ',') from boxcar.heartbeat('rplan-hb-w') h),
+          (select id::text from hb_job), 'a heartbeat among 3,000 finished jobs renews its job''s lease');
+select is(pg_temp.read_since('heartbeat', 100), '', 'reading fewer than 100 rows of each table');
 
 -- The events and output were all written, once.
 select is((select count(*)::int from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
