@@ -5,7 +5,11 @@
 -- status after the call ('cancelled', 'running' while the kill is pending,
 -- or the final status it already had).
 create or replace function boxcar.cancel(id uuid)
-returns text language plpgsql volatile as $$
+returns text language plpgsql volatile
+-- No sequential scans: an app's pooled session keeps this function's plans,
+-- and made while ANALYZE had seen jobs nearly empty they read it whole at
+-- every cancel (see boxcar.claim_ids, tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 #variable_conflict use_column
 declare
     j boxcar.jobs;

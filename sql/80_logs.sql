@@ -48,7 +48,10 @@ end $$;
 create or replace function boxcar.job_logs_after(job_id uuid, after_attempt integer, after_seq integer,
                                                  lim integer default 1000)
 returns table (attempt integer, seq integer, stream smallint, data bytea)
-language sql stable as $$
+language sql stable
+-- No sequential scans: a follower's session may keep the plan (see
+-- boxcar.claim_ids); the primary key gives the chunks in order.
+set enable_seqscan = off as $$
     select l.attempt, l.seq, l.stream, l.data from boxcar.job_logs l
      where l.job_id = job_logs_after.job_id
        and (l.attempt, l.seq) > (job_logs_after.after_attempt, job_logs_after.after_seq)

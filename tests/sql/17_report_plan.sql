@@ -1,17 +1,24 @@
--- The worker's session keeps the generic plans of its claim, its reports
--- and the webhook outbox's claim (sql/30_claim.sql, sql/60_webhooks.sql),
--- and the foreign-key checks of their inserts.  Made while ANALYZE had last
+-- A worker's session keeps the plans of its claim, its reports, its
+-- heartbeat and the webhook outbox's claim (sql/30_claim.sql,
+-- sql/60_webhooks.sql), and of the foreign-key checks of their inserts;
+-- an app's pooled session those of cancel() and job_logs_after().  Made while ANALYZE had last
 -- seen the tables (nearly) empty, as autovacuum leaves a new deployment's,
 -- they read jobs, job_events and the outbox whole at every claim, event and
 -- batch (merge and hash joins over whole tables, sequential scans): a
 -- worker draining 4,000 jobs ran at a quarter of its rate, 5-9 ms of the
 -- database's CPU a job, until the next ANALYZE, while the tables grew under
--- it.  14_claim_plan.sql covers tables never analyzed; this file, analyzed
--- while empty; the heartbeat's plans held there already and are checked
--- too.  (A file of its own: plpgsql caches plans per session.)
+-- it; a heartbeat or a cancel read jobs whole.  14_claim_plan.sql covers
+-- tables never analyzed; this file, analyzed while empty.  (A file of its
+-- own: plpgsql caches plans per session.)
 begin;
-select plan(14);
+select plan(20);
 set local client_min_messages = warning;
+-- A function in auto mode plans its statements with the values for five
+-- calls, then keeps a generic plan made at the sixth: when that comes
+-- while the tables are still small, it is the plan made here.  Generic
+-- plans from the first call make that moment this test's, whatever the
+-- row counts (functions with a plan_cache_mode of their own keep theirs).
+set local plan_cache_mode = force_generic_plan;
 
 -- The rows of TAB read so far in this transaction: by sequential scans,
 -- and fetched through indexes (a full scan of an index counts too).
@@ -50,15 +57,24 @@ begin
         null, array['{"seq":1,"chunks":[[1,"6869"]]}']::jsonb[]);
 end $$;
 
+-- A follower's loop, as a client's prepared statement or a plpgsql caller
+-- runs it: the output chunks of a job from the start, counted.
+create function pg_temp.follow(job uuid) returns integer language plpgsql as $$
+begin
+    return (select count(*) from boxcar.job_logs_after(job, 0, 0));
+end $$;
+
+create function pg_temp.cancel_one(job uuid) returns text language plpgsql as $$
+begin
+    return boxcar.cancel(job);
+end $$;
+
 -- Statistics of empty tables, then every plan of the path made with a few
 -- jobs in the table (a worker's first jobs): a claim, a set-based report
 -- (complete) and a row-by-row one (retry), each with an event and an
 -- output chunk.
 truncate boxcar.jobs cascade;
-analyze boxcar.jobs;
-analyze boxcar.job_events;
-analyze boxcar.job_logs;
-analyze boxcar.webhook_deliveries;
+analyze;
 create temp table queued1 as
     select boxcar.enqueue(queue => 'rplan', spec => '{"command":["x"]}') from generate_series(1, 2);
 select is(pg_temp.run_one('rplan', 'rplan-w', 'complete'), '1:true',
@@ -70,6 +86,12 @@ create temp table queued0 as
 create temp table hb_job as select id from boxcar.claim('rplan-hb-w', array['rplan-hb'], 1);
 select is((select count(*)::int from boxcar.heartbeat('rplan-hb-w')), 1,
           'a heartbeat renews the running job''s lease');
+-- What an app calls on its own (pooled) sessions: a cancel, and a
+-- follower's read of a job's output.
+select is(pg_temp.cancel_one((select id from boxcar.jobs where queue = 'rplan' and status = 'succeeded')),
+          'succeeded', 'cancelling a finished job answers its status');
+select is(pg_temp.follow((select id from boxcar.jobs where queue = 'rplan' and status = 'succeeded')), 1,
+          'job_logs_after reads a finished job''s output');
 -- The webhook outbox's claim too, with a few deliveries due.
 insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body, status, run)
 select 'msg_rplan_' || i, (select j.id from boxcar.jobs j where j.status = 'succeeded'),
@@ -117,6 +139,15 @@ call pg_temp.mark('heartbeat');
 select is((select string_agg(h::text, ',') from boxcar.heartbeat('rplan-hb-w') h),
           (select id::text from hb_job), 'a heartbeat among 3,000 finished jobs renews its job''s lease');
 select is(pg_temp.read_since('heartbeat', 100), '', 'reading fewer than 100 rows of each table');
+
+call pg_temp.mark('cancel');
+select is(pg_temp.cancel_one((select id from boxcar.jobs where queue = 'rplan' and status = 'succeeded' limit 1)),
+          'succeeded', 'cancelling a finished job among 3,000 others answers its status');
+select is(pg_temp.read_since('cancel', 100), '', 'reading fewer than 100 rows of each table');
+call pg_temp.mark('logs');
+select is(pg_temp.follow((select id from boxcar.jobs where queue = 'rplan' and status = 'succeeded' limit 1)),
+          1, 'job_logs_after reads one job''s output among 3,000 others');
+select is(pg_temp.read_since('logs', 100), '', 'reading fewer than 100 rows of each table');
 
 -- The events and output were all written, once.
 select is((select count(*)::int from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
