@@ -374,7 +374,9 @@ end $$;
 -- by hand or by a tool).  SKIP LOCKED makes it safe to run from every
 -- worker at once.  Returns how many jobs it rescued.
 create or replace function boxcar.rescue_expired()
-returns integer language plpgsql volatile as $$
+returns integer language plpgsql volatile
+-- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 declare
     j boxcar.jobs;
     n integer := 0;
@@ -400,7 +402,9 @@ end $$;
 -- retried; the first one stops them at its next heartbeat).  Returns how
 -- many jobs it rescued.
 create or replace function boxcar.rescue_orphans(worker_id text, instance text)
-returns integer language plpgsql volatile as $$
+returns integer language plpgsql volatile
+-- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 #variable_conflict use_column
 declare
     j boxcar.jobs;

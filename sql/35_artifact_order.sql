@@ -72,13 +72,17 @@ create or replace trigger jobs_artifact_done
 -- storage whose active jobs are all blocked (its first job was deleted by
 -- hand, say) gets its next one unblocked.  Returns how many it unblocked.
 create or replace function boxcar.unblock_artifact_stalled()
-returns integer language plpgsql volatile as $$
+returns integer language plpgsql volatile
+-- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 declare
     s text;
     n integer := 0;
 begin
+    -- artifact_storage is not null: always so for a blocked job, said so
+    -- that jobs_artifact_active (whose predicate needs it) serves the scan.
     for s in select distinct j.artifact_storage from boxcar.jobs j
-              where j.status = 'queued' and j.blocked
+              where j.status = 'queued' and j.blocked and j.artifact_storage is not null
                 and not exists (select 1 from boxcar.jobs o
                                  where o.artifact_storage = j.artifact_storage
                                    and (o.status = 'running'

@@ -44,7 +44,9 @@ end $$;
 -- claims included, for most of a second.
 drop function if exists boxcar.prune(interval);
 create or replace function boxcar.prune(older_than interval, max_rows integer default null)
-returns integer language plpgsql volatile as $$
+returns integer language plpgsql volatile
+-- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 declare
     n integer;
 begin

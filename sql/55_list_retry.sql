@@ -16,7 +16,9 @@
 -- the current run, as the job's result does.
 -- Returns the job as boxcar.job_json does.
 create or replace function boxcar.retry(id uuid, requested_by text)
-returns jsonb language plpgsql volatile as $$
+returns jsonb language plpgsql volatile
+-- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 #variable_conflict use_column
 declare
     j boxcar.jobs;
@@ -81,7 +83,11 @@ $$;
 create or replace function boxcar.jobs_list(queue text default null, status text default null,
                                             since timestamptz default null, lim integer default 50,
                                             after text default null)
-returns table (job jsonb, cursor text) language plpgsql stable as $$
+returns table (job jsonb, cursor text) language plpgsql stable
+-- No sequential scans: each filter shape has its ordered index
+-- (tests/sql/11_jobs_list_plan.sql), and a pooled session keeps the plans
+-- (see boxcar.claim_ids, tests/sql/17_report_plan.sql).
+set enable_seqscan = off as $$
 declare
     c_at timestamptz := 'infinity';
     c_id uuid := 'ffffffff-ffff-ffff-ffff-ffffffffffff';

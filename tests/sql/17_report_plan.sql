@@ -1,17 +1,19 @@
 -- A worker's session keeps the plans of its claim, its reports, its
 -- heartbeat and the webhook outbox's claim (sql/30_claim.sql,
 -- sql/60_webhooks.sql), and of the foreign-key checks of their inserts;
--- an app's pooled session those of cancel() and job_logs_after().  Made while ANALYZE had last
+-- an app's pooled session those of cancel(), retry(), jobs_list() and
+-- job_logs_after(), and the leader's housekeeping its own.  Made while ANALYZE had last
 -- seen the tables (nearly) empty, as autovacuum leaves a new deployment's,
 -- they read jobs, job_events and the outbox whole at every claim, event and
 -- batch (merge and hash joins over whole tables, sequential scans): a
 -- worker draining 4,000 jobs ran at a quarter of its rate, 5-9 ms of the
 -- database's CPU a job, until the next ANALYZE, while the tables grew under
--- it; a heartbeat or a cancel read jobs whole.  14_claim_plan.sql covers
+-- it; a heartbeat, a cancel, a page of jobs_list or a rescue read jobs
+-- whole.  14_claim_plan.sql covers
 -- tables never analyzed; this file, analyzed while empty.  (A file of its
 -- own: plpgsql caches plans per session.)
 begin;
-select plan(20);
+select plan(28);
 set local client_min_messages = warning;
 -- A function in auto mode plans its statements with the values for five
 -- calls, then keeps a generic plan made at the sixth: when that comes
@@ -69,6 +71,33 @@ begin
     return boxcar.cancel(job);
 end $$;
 
+-- The rows of each table STMT read, as read_since() says.
+create function pg_temp.read_by(stmt text) returns text language plpgsql as $$
+declare
+    m text := stmt || ' ' || clock_timestamp();
+begin
+    call pg_temp.mark(m);
+    execute stmt;
+    return pg_temp.read_since(m, 100);
+end $$;
+-- The housekeeping a worker's leader runs every few seconds, and what an
+-- app calls: each planned once early, then checked among 3,000 jobs.
+create temp table periodic (stmt text);
+insert into periodic values
+    ('select boxcar.rescue_expired()'),
+    ('select boxcar.rescue_orphans(''rplan-nobody'', ''i'')'),
+    ('select boxcar.unblock_artifact_stalled()'),
+    ('select boxcar.prune(''1 day'', 100)'),
+    ('select count(*) from boxcar.jobs_list(queue => ''rplan'', lim => 5)'),
+    ('select count(*) from boxcar.jobs_list(status => ''failed'', lim => 5)'),
+    ('select boxcar.retry((select id from to_retry limit 1), ''17_report_plan'')');
+create temp table to_retry (id uuid);
+-- A job enqueued and cancelled, for retry() to queue again.
+create procedure pg_temp.cancelled_job() language sql as $$
+    insert into to_retry select boxcar.enqueue(queue => 'rplan-r', spec => '{"command":["x"]}');
+    select boxcar.cancel(id) from to_retry;
+$$;
+
 -- Statistics of empty tables, then every plan of the path made with a few
 -- jobs in the table (a worker's first jobs): a claim, a set-based report
 -- (complete) and a row-by-row one (retry), each with an event and an
@@ -92,6 +121,10 @@ select is(pg_temp.cancel_one((select id from boxcar.jobs where queue = 'rplan' a
           'succeeded', 'cancelling a finished job answers its status');
 select is(pg_temp.follow((select id from boxcar.jobs where queue = 'rplan' and status = 'succeeded')), 1,
           'job_logs_after reads a finished job''s output');
+call pg_temp.cancelled_job();
+select is((select string_agg(pg_temp.read_by(stmt), '') from periodic), '',
+          'the housekeeping and the app''s calls run (their plans are made now)');
+delete from to_retry;
 -- The webhook outbox's claim too, with a few deliveries due.
 insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body, status, run)
 select 'msg_rplan_' || i, (select j.id from boxcar.jobs j where j.status = 'succeeded'),
@@ -148,6 +181,10 @@ call pg_temp.mark('logs');
 select is(pg_temp.follow((select id from boxcar.jobs where queue = 'rplan' and status = 'succeeded' limit 1)),
           1, 'job_logs_after reads one job''s output among 3,000 others');
 select is(pg_temp.read_since('logs', 100), '', 'reading fewer than 100 rows of each table');
+
+call pg_temp.cancelled_job();
+select is(pg_temp.read_by(stmt), '', stmt || ': fewer than 100 rows of each table')
+  from periodic order by stmt;
 
 -- The events and output were all written, once.
 select is((select count(*)::int from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
