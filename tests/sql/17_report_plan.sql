@@ -87,7 +87,7 @@ insert into periodic values
     ('select boxcar.rescue_expired()'),
     ('select boxcar.rescue_orphans(''rplan-nobody'', ''i'')'),
     ('select boxcar.unblock_artifact_stalled()'),
-    ('select boxcar.prune(''1 day'', 100)'),
+    ('select boxcar.prune(''1 day'', 10)'),
     ('select count(*) from boxcar.jobs_list(queue => ''rplan'', lim => 5)'),
     ('select count(*) from boxcar.jobs_list(status => ''failed'', lim => 5)'),
     ('select boxcar.retry((select id from to_retry limit 1), ''17_report_plan'')');
@@ -133,9 +133,11 @@ select 'msg_rplan_' || i, (select j.id from boxcar.jobs j where j.status = 'succ
 select is((select count(*)::int from boxcar.claim_deliveries('rplan-w', 10)), 3,
           'the due webhook deliveries are claimed');
 
--- 3,000 finished jobs, each with four events and an output chunk.
+-- 3,000 jobs finished two days ago (prune takes ten of them), each with
+-- four events and an output chunk.
 insert into boxcar.jobs (queue, spec, status, attempts, finished_at)
-select 'rplan-old', '{"command":["x"]}', 'succeeded', 1, now() from generate_series(1, 3000);
+select 'rplan-old', '{"command":["x"]}', 'succeeded', 1, now() - interval '2 days'
+  from generate_series(1, 3000);
 insert into boxcar.job_events (job_id, kind, attempt)
 select j.id, k, 1 from boxcar.jobs j, unnest(array['claimed', 'started', 'exited', 'finished']) k
  where j.queue = 'rplan-old';
