@@ -66,11 +66,13 @@ if [[ $SANDBOX == 1 ]]; then
   DB_BX=bench_queue_sb_boxcar DB_GW=bench_queue_sb_graphile
   BACKEND=namespace GW_TASK=bench_sandbox ME=bench-queue-sandbox
   # The job, the same for both: print the instant it starts, in ns.
+  INNER=(/bin/sh -c 'date +%s%N')
   INNER_JSON='["/bin/sh","-c","date +%s%N"]'
   BX_SPEC="{\"command\":$INNER_JSON}"
 else
   DB_BX=bench_queue_boxcar DB_GW=bench_queue_graphile
   BACKEND=none GW_TASK=bench_true ME=bench-queue
+  INNER=(true)
   BX_SPEC='{"command":["true"]}'
 fi
 
@@ -134,7 +136,7 @@ if [[ $SANDBOX == 1 ]]; then
   done
   BWRAP+=" --new-session --die-with-parent"
   # Both sandboxes must run the job before anything is measured.
-  out=$(cd / && env -i PATH=/usr/bin:/bin $BWRAP /bin/sh -c 'date +%s%N' 2>&1) &&
+  out=$(cd / && env -i PATH=/usr/bin:/bin $BWRAP "${INNER[@]}" 2>&1) &&
     [[ $out =~ ^[0-9]{16,}$ ]] || die "bwrap cannot run the job here: $out"
   SB_DETECT=$("$BOXCAR" sandbox detect 2>&1) || die "boxcar sandbox detect failed: $SB_DETECT"
   grep -q '^backend: *namespace' <<< "$SB_DETECT" ||
@@ -560,17 +562,15 @@ fi
 # about 0.13 ms here, which an empty environment left out of the floor).
 [[ -x $BOXCAR_ROOT/build/spawn-floor ]] || make --no-print-directory build/spawn-floor >&2 ||
   die "make build/spawn-floor failed"
+alone() { (cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
+                   "$BOXCAR_ROOT/build/spawn-floor" "$@"); }
 if [[ $SANDBOX == 1 ]]; then
-  FLOOR=$(cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
-          "$BOXCAR_ROOT/build/spawn-floor" 400 /bin/sh -c 'date +%s%N') ||
-    die "spawn-floor failed: $FLOOR"
+  FLOOR=$(alone 400 "${INNER[@]}") || die "spawn-floor failed: $FLOOR"
   R[floor_p50]=${FLOOR#p50_ms=}; R[floor_p50]=${R[floor_p50]%% *}; R[floor_p99]=${FLOOR##*p99_ms=}
 fi
 # The ceiling over throughput: the same command alone, N runs, C at a
 # time, its output thrown away; no queue running a job once each can pass it.
-INNER=(true); [[ $SANDBOX == 1 ]] && INNER=(/bin/sh -c 'date +%s%N')
-CEIL=$(cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
-       "$BOXCAR_ROOT/build/spawn-floor" --rate "$N" "$C" "${INNER[@]}") || die "spawn-floor --rate failed: $CEIL"
+CEIL=$(alone --rate "$N" "$C" "${INNER[@]}") || die "spawn-floor --rate failed: $CEIL"
 R[ceiling]=${CEIL#jobs_s=}
 
 # --- report -------------------------------------------------------------------------

@@ -92,7 +92,7 @@ static int rate(int runs, int concurrency, char **argv)
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-        int started = 0, running = 0, failed = 0, spawn_failed = 0;
+        int started = 0, running = 0, failed = 0;
         long t0 = now_ns(CLOCK_MONOTONIC);
         while (started < runs || running > 0) {
                 while (running < concurrency && started < runs) {
@@ -102,7 +102,7 @@ static int rate(int runs, int concurrency, char **argv)
                                 fprintf(stderr, "spawn-floor: cannot spawn %s: %s\n", argv[0],
                                         strerror(r));
                                 runs = started;
-                                spawn_failed = 1;
+                                failed = 1;
                                 break;
                         }
                         started++;
@@ -114,14 +114,15 @@ static int rate(int runs, int concurrency, char **argv)
                 if (wait(&status) < 0)
                         break;
                 running--;
-                if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                if ((!WIFEXITED(status) || WEXITSTATUS(status) != 0) && !failed) {
+                        fprintf(stderr, "spawn-floor: %s exited non-zero or was killed in a run\n",
+                                argv[0]);
                         failed = 1;
+                }
         }
         long t1 = now_ns(CLOCK_MONOTONIC);
         posix_spawn_file_actions_destroy(&fa);
         if (failed)
-                fprintf(stderr, "spawn-floor: %s exited non-zero or was killed in a run\n", argv[0]);
-        if (failed || spawn_failed)
                 return 1;
         printf("jobs_s=%.1f\n", runs / ((t1 - t0) / 1e9));
         return 0;
