@@ -73,7 +73,7 @@ begin
                                        where d.job_id = o.id and d.status = 'pending'
                                       offset 0)
                     order by o.finished_at
-                    limit least(coalesce(max_rows - n, 10000), 10000)))
+                    limit least(max_rows - n, 10000)))
            -- The recheck, written so that it does not imply jobs_finished's
            -- predicate: the ids pick the rows through the primary key (a
            -- scan of jobs_finished filtering on the ids read every old job).
@@ -81,7 +81,8 @@ begin
            and j.finished_at < now() - older_than;
         get diagnostics k = row_count;
         n := n + k;
-        exit when k = 0 or n >= coalesce(max_rows, n + 1);
+        -- (least() skips a null; n >= null is not true: no max_rows, all.)
+        exit when k = 0 or n >= max_rows;
     end loop;
     return n;
 end $$;
