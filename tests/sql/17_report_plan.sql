@@ -127,8 +127,10 @@ select is(pg_temp.cancel_one(pg_temp.done_job()),
 select is(pg_temp.follow(pg_temp.done_job()), 1,
           'job_logs_after reads a finished job''s output');
 call pg_temp.cancelled_job();
-select is((select string_agg(pg_temp.read_by(stmt), '') from periodic), '',
-          'the housekeeping and the app''s calls run (their plans are made now)');
+create temp table made as select pg_temp.read_by(stmt) from periodic;
+select is((select status from boxcar.jobs where id = (select id from to_retry)), 'queued',
+          'the housekeeping and the app''s calls run, their plans made now (retry() queued the '
+          || 'cancelled job again)');
 delete from to_retry;
 -- The webhook outbox's claim too, with a few deliveries due.
 insert into boxcar.webhook_deliveries (id, job_id, event_type, url, body, status, run)
