@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/netguard.h"
 #include "sandbox/sandbox.h"
 
@@ -334,11 +335,11 @@ void sbx_egress_dispatch(struct sbx_egress *e, const struct pollfd *p, size_t n)
 void sbx_egress_drain(struct sbx_egress *e, int timeout_ms)
 {
         e->draining = true;
-        uint64_t deadline = sbx_now_ms() + (uint64_t)timeout_ms;
+        uint64_t deadline = bc_mono_ms() + (uint64_t)timeout_ms;
         for (;;) {
                 struct pollfd p[EGRESS_MAX_POLL];
                 size_t n = sbx_egress_poll(e, p);
-                int64_t left = (int64_t)(deadline - sbx_now_ms());
+                int64_t left = (int64_t)(deadline - bc_mono_ms());
                 if (e->n_polled == 0 || left <= 0)
                         return;
                 int r = poll(p, n, (int)left);

@@ -27,8 +27,6 @@ enum {
         SBX_EXIT_NOT_FOUND = 127,
 };
 
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t sbx_now_ms(void);
 
 enum sbx_step {
         SBX_STEP_OPTIONS,

@@ -31,17 +31,11 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "sandbox/netns-internal.h"
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/child-internal.h"
 #include "sandbox/egress-internal.h"
-
-uint64_t sbx_now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 void sbx_sup_fail(struct supervisor *s, enum sbx_step step, int e, const char *path,
                   const char *msg)
@@ -708,7 +702,7 @@ void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
                 return;
         ret->setup_us = (uint64_t)((s->start.tv_sec - s->got_job.tv_sec) * 1000000 +
                                    (s->start.tv_nsec - s->got_job.tv_nsec) / 1000);
-        ret->wall_ms = sbx_now_ms() - ((uint64_t)s->start.tv_sec * 1000u +
+        ret->wall_ms = bc_mono_ms() - ((uint64_t)s->start.tv_sec * 1000u +
                                    (uint64_t)s->start.tv_nsec / 1000000u);
 }
 

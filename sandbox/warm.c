@@ -463,7 +463,7 @@ static int start_job(struct warm *w, const int fds[4])
 }
 
 /* The worker's pool made this sandbox at a lower priority (background
- * work, worker/warm/sandbox_pool.c); once it is built, it waits at the
+ * work, worker/exec/sandbox_pool.c); once it is built, it waits at the
  * worker's: the handoff that wakes it, and the job after, must not queue
  * behind the pool making the next sandbox (one traced handoff waited
  * 2.3 ms for a CPU that way).  This process group is ours (the worker

@@ -1,6 +1,6 @@
 -- Job spec validation (docs/job-spec.md), run at enqueue so a web app gets
 -- BAD_SPEC inside its own transaction.  The worker checks again at claim
--- (worker/job/spec.c) with the same rules: rows can be inserted around this API.
+-- (worker/spec/spec.c) with the same rules: rows can be inserted around this API.
 
 create or replace function boxcar.path_error(field text, p jsonb, reserved boolean)
 returns text language plpgsql immutable as $$
@@ -233,7 +233,7 @@ declare
     i int;
 begin
     -- The worker's parser (cJSON) stops at 1000 levels; both validators
-    -- stop at 64 (worker/job/spec.h SPEC_MAX_DEPTH): level 65 is too deep.
+    -- stop at 64 (worker/spec/spec.h SPEC_MAX_DEPTH): level 65 is too deep.
     if jsonb_path_exists(spec, 'strict $.**{65}') then
         return 'spec: nested deeper than 64 levels';
     end if;

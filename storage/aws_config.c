@@ -8,6 +8,7 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "common/text.h"
 
 #define AWS_FILE_MAX (1 << 20)
 
@@ -52,16 +53,6 @@ static char *aws_default_path(const char *env, const char *leaf)
         if (asprintf(&r, "%s/.aws/%s", home && *home ? home : "", leaf) < 0)
                 return NULL;
         return r;
-}
-
-static char *trim(char *s)
-{
-        while (*s == ' ' || *s == '\t')
-                s++;
-        size_t n = strlen(s);
-        while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-                s[--n] = '\0';
-        return s;
 }
 
 struct key_slot {
@@ -112,7 +103,7 @@ static bool section_is(char *hdr, bool creds_file, const char *name)
                 return strcmp(hdr, name) == 0;
         if (strncmp(hdr, "profile", 7) != 0 || (hdr[7] != ' ' && hdr[7] != '\t'))
                 return false;
-        return strcmp(trim(hdr + 8), name) == 0;
+        return strcmp(bc_trim(hdr + 8), name) == 0;
 }
 
 static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
@@ -137,14 +128,14 @@ static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
                 if (next)
                         *next++ = '\0';
                 bool indented = *line == ' ' || *line == '\t';
-                char *s = trim(line);
+                char *s = bc_trim(line);
                 if (!*s || *s == '#' || *s == ';')
                         continue;
                 if (*s == '[') {
                         char *close = strchr(s, ']');
                         if (close)
                                 *close = '\0';
-                        in = close && section_is(trim(s + 1), creds_file, p->name);
+                        in = close && section_is(bc_trim(s + 1), creds_file, p->name);
                         p->found |= in;
                         nested[0] = '\0';
                         continue;
@@ -153,7 +144,7 @@ static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
                 if (!in || !eq)
                         continue;
                 *eq = '\0';
-                char *key = trim(s), *value = trim(eq + 1);
+                char *key = bc_trim(s), *value = bc_trim(eq + 1);
                 if (indented && *nested) {
                         r = assign(p, creds_file, nested, key, value);
                 } else {

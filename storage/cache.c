@@ -35,6 +35,7 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "common/rmtree.h"
 #include "storage/fsutil.h"
 #include "storage/storage.h"
 

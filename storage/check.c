@@ -19,15 +19,6 @@
 
 #define CHECK_BODY_MAX 4096
 
-static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-        struct dynbuf *b = ud;
-        size_t n = size * nmemb;
-        size_t room = CHECK_BODY_MAX - b->len;
-        (void)dynbuf_add(b, ptr, n < room ? n : room);
-        return n;
-}
-
 int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 160],
                          struct bc_error *err)
 {
@@ -71,7 +62,7 @@ int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 1
         curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(c, CURLOPT_URL, url.data);
         curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_body_head_cb);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
         /* A probe, not a transfer: it must not hold up a worker's stop. */
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, p.connect_timeout_s < 5 ? (long)p.connect_timeout_s : 5L);

@@ -12,15 +12,6 @@
 #include "storage/creds-internal.h"
 #include "storage/http.h"
 
-static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-        struct dynbuf *b = ud;
-        size_t n = size * nmemb;
-        /* A body over the cap fails the transfer rather than being cut:
-         * a truncated credentials document is no document. */
-        return dynbuf_add(b, ptr, n) == 0 ? n : 0;
-}
-
 int creds_http(const struct creds_http_request *req, long *ret_status, char **ret_body,
                struct bc_error *err)
 {
@@ -48,7 +39,7 @@ int creds_http(const struct creds_http_request *req, long *ret_status, char **re
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, req->connect_timeout_ms);
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_body_whole_cb);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
         /* An empty body still needs Content-Length: 0 (IMDS' token PUT). */
         if (req->body || strcmp(req->method, "GET") != 0)

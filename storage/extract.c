@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "common/rmtree.h"
 #include "storage/fsutil.h"
 
 /* Directories whose final mode denies us write or search get it at the

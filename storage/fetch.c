@@ -46,7 +46,7 @@ static size_t curl_write_cb(char *ptr, size_t size, size_t nmemb, void *ud)
         curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &s->status);
         if (s->status >= 300) {
                 /* An error document: keep its head for the message. */
-                (void)dynbuf_add(&s->error_body, ptr, n < ERROR_BODY_MAX - s->error_body.len ? n : ERROR_BODY_MAX - s->error_body.len);
+                http_keep_head(&s->error_body, ptr, n);
                 return n;
         }
         if (s->len > 0 && s->len + n > STREAM_BUF_MAX) {

@@ -40,12 +40,6 @@ void fs_walker_done(struct fs_walker *w);
  * is missing and !create, or another -errno. */
 int fs_walker_parent(struct fs_walker *w, const char *path, int *ret_dirfd, const char **ret_leaf);
 
-/* Removes name under dirfd recursively without following symlinks, making
- * read-only directories writable first.  -ENOENT is success. */
-int fs_rm_rf_at(int dirfd, const char *name);
-int fs_rm_rf(const char *path);
-/* Empties a directory, keeping it. */
-int fs_empty_dir(int dirfd);
 
 /* Clears every write bit in the tree under dirfd (symlinks untouched). */
 int fs_make_readonly(int dirfd);

@@ -144,3 +144,22 @@ void http_describe(CURLcode cc, long status, const char *errbuf, const char *bod
         else
                 snprintf(out, 256, "HTTP %ld", status);
 }
+
+void http_keep_head(struct dynbuf *b, const char *data, size_t n)
+{
+        size_t room = b->cap > b->len ? b->cap - b->len : 0;
+        (void)dynbuf_add(b, data, n < room ? n : room);
+}
+
+size_t http_body_head_cb(char *ptr, size_t size, size_t nmemb, void *dynbuf)
+{
+        size_t n = size * nmemb;
+        http_keep_head(dynbuf, ptr, n);
+        return n;
+}
+
+size_t http_body_whole_cb(char *ptr, size_t size, size_t nmemb, void *dynbuf)
+{
+        size_t n = size * nmemb;
+        return dynbuf_add(dynbuf, ptr, n) == 0 ? n : 0;
+}

@@ -10,6 +10,7 @@
 #include <curl/curl.h>
 
 #include "common/cleanup.h"
+#include "common/dynbuf.h"
 #include "storage/storage.h"
 
 BC_DEFINE_CLEANUP(CURL *, curl_easy_cleanup)
@@ -42,6 +43,16 @@ bool http_retryable(CURLcode cc, long status);
 /* Sleeps before attempt number `attempt` (1-based): exponential with
  * jitter, capped. */
 void http_backoff(const struct http_policy *p, int attempt);
+
+/* Response bodies kept in a struct dynbuf (CURLOPT_WRITEDATA), bounded by
+ * its cap.  http_body_head_cb keeps the body's head up to the cap and
+ * reads the rest away (an error document: its head says why);
+ * http_body_whole_cb fails the transfer (CURLE_WRITE_ERROR) when the body
+ * is over the cap, for documents that are worthless cut (credentials). */
+size_t http_body_head_cb(char *ptr, size_t size, size_t nmemb, void *dynbuf);
+size_t http_body_whole_cb(char *ptr, size_t size, size_t nmemb, void *dynbuf);
+/* Appends what of data[0..n) still fits under b's cap. */
+void http_keep_head(struct dynbuf *b, const char *data, size_t n);
 
 /* "AccessDenied" from an S3 XML error body (bounded), or "" */
 void http_s3_error_code(const char *body, char out[static 64]);

@@ -12,6 +12,7 @@
 #include <openssl/sha.h>
 
 #include "common/cleanup.h"
+#include "common/uri.h"
 
 /* A canonical request is a few hundred bytes; S3 keys are at most 1 KiB
  * and headers 8 KiB, so 64 KiB is a cap no honest request reaches. */
@@ -20,27 +21,9 @@
 
 #define _cleanup_dynbuf_ _cleanup_(dynbuf_donep)
 
-static bool unreserved(unsigned char c)
-{
-        return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-               c == '-' || c == '.' || c == '_' || c == '~';
-}
-
 int sigv4_uri_encode(struct dynbuf *b, const char *s, int keep_slash)
 {
-        static const char hex[] = "0123456789ABCDEF";
-        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-                int r;
-                if (unreserved(*p) || (keep_slash && *p == '/')) {
-                        r = dynbuf_add(b, p, 1);
-                } else {
-                        char enc[3] = { '%', hex[*p >> 4], hex[*p & 15] };
-                        r = dynbuf_add(b, enc, 3);
-                }
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return bc_uri_encode(b, s, keep_slash);
 }
 
 void sigv4_amz_date(time_t now, char buf[static 17])

@@ -55,15 +55,6 @@ static int seek_cb(void *ud, curl_off_t offset, int origin)
         return CURL_SEEKFUNC_OK;
 }
 
-static size_t body_cb(char *ptr, size_t size, size_t nmemb, void *ud)
-{
-        struct dynbuf *b = ud;
-        size_t n = size * nmemb;
-        size_t room = ERROR_BODY_MAX - b->len;
-        (void)dynbuf_add(b, ptr, n < room ? n : room);
-        return n;
-}
-
 /* One attempt; *ret_status is the HTTP status (0 on transport failure). */
 static CURLcode s3_attempt(struct s3_call *c, const struct http_policy *p, long *ret_status,
                            char what[static 256], struct bc_error *err)
@@ -84,7 +75,7 @@ static CURLcode s3_attempt(struct s3_call *c, const struct http_policy *p, long 
         curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(curl, CURLOPT_URL, c->target->url);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, body_cb);
+        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, http_body_head_cb);
         curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
         if (strcmp(c->method, "HEAD") == 0) {
                 curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);

@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "worker/cli/cli.h"
-#include "worker/config.h"
-#include "worker/db.h"
-#include "worker/log.h"
+#include "worker/config/config.h"
+#include "worker/db/db.h"
+#include "worker/log/log.h"
 #include "worker/daemon/loop.h"
 #include "version.h"
 

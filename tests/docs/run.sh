@@ -116,10 +116,10 @@ check "and a bad value is not (the check can fail)" conf_rejected "$W/bad.conf"
 
 # ---- metric families ----------------------------------------------------------------------
 
-# The families the worker registers (worker/http/wmetrics.c) and the registry's
-# own counter (worker/http/metrics.c).
-families=$( { grep -oE '\{ "boxcar_[a-z_]+"' worker/http/wmetrics.c | tr -d '{ "'
-              sed -n 's/^#define DROPPED_NAME "\(boxcar_[a-z_]*\)"$/\1/p' worker/http/metrics.c; } | sort -u)
+# The families the worker registers (worker/metrics/wmetrics.c) and the registry's
+# own counter (worker/metrics/metrics.c).
+families=$( { grep -oE '\{ "boxcar_[a-z_]+"' worker/metrics/wmetrics.c | tr -d '{ "'
+              sed -n 's/^#define DROPPED_NAME "\(boxcar_[a-z_]*\)"$/\1/p' worker/metrics/metrics.c; } | sort -u)
 missing=()
 # `name` or `name{labels}`: a family is not documented by a longer name's prefix.
 for f in $families; do grep -qE "\`$f(\`|\{)" README.md || missing+=("$f"); done

@@ -1,4 +1,4 @@
-# A finished job's directory is kept for a later job (worker/job/dir_bin.c)
+# A finished job's directory is kept for a later job (worker/workdir/dir_bin.c)
 # instead of removed and made again: the next job finds it exactly as a new
 # one, nothing of the last job's in its workspace or meta, nothing outside
 # it touched; a stopped worker leaves none, and a killed one's are removed

@@ -1,6 +1,6 @@
 /* Shared by the harnesses: the fuzzer's bytes as a C string. */
-#ifndef BC_TESTS_FUZZ_UTIL_H
-#define BC_TESTS_FUZZ_UTIL_H
+#ifndef BC_TESTS_FUZZ_FUZZ_UTIL_H
+#define BC_TESTS_FUZZ_FUZZ_UTIL_H
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* libFuzzer: what the AWS credential chain parses from outside the
  * process (storage/creds_*.c, storage/aws_config.c) and the worker's
- * configuration file (worker/config_file.c).  The first byte picks the
+ * configuration file (worker/config/config_file.c).  The first byte picks the
  * parser; the rest is its input:
  *   0  an ECS/IMDS credentials JSON body (creds_from_json)
  *   1  an Expiration time (creds_parse_time)
@@ -15,7 +15,7 @@
 
 #include "storage/aws_config.h"
 #include "storage/creds-internal.h"
-#include "worker/config_file.h"
+#include "worker/config/config_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/rmtree.h"
 #include "storage/fsutil.h"
 #include "storage/storage.h"
 

@@ -1,10 +1,10 @@
-/* libFuzzer: the small parsers of operator input (worker/config.c):
+/* libFuzzer: the small parsers of operator input (worker/config/config.c):
  * durations, retry schedules and queue lists. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/config.h"
+#include "worker/config/config.h"
 #include "tests/fuzz/fuzz-util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

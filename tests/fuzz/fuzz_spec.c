@@ -1,8 +1,8 @@
-/* libFuzzer: the job spec parser (worker/job/spec.c), fed arbitrary bytes. */
+/* libFuzzer: the job spec parser (worker/spec/spec.c), fed arbitrary bytes. */
 #include <stddef.h>
 #include <stdint.h>
 
-#include "worker/job/spec.h"
+#include "worker/spec/spec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -9,7 +9,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "common/io.h"
-#include "worker/job/spec.h"
+#include "worker/spec/spec.h"
 
 int main(int argc, char **argv)
 {

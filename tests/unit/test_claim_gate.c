@@ -1,4 +1,4 @@
-/* Unit tests for worker/job/claim_gate.c: slots wait for their claim's
+/* Unit tests for worker/exec/claim_gate.c: slots wait for their claim's
  * commit, a warm sandbox's go fd becomes readable only when it committed,
  * and the gate lives until its last job lets it go. */
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "worker/job/claim_gate.h"
+#include "worker/exec/claim_gate.h"
 
 static bool readable(int fd)
 {

@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "worker/config.h"
+#include "worker/config/config.h"
 
 static void test_durations(void **state)
 {

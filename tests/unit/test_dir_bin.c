@@ -1,4 +1,4 @@
-/* Unit tests for worker/job/dir_bin.c: a finished job's directory is kept
+/* Unit tests for worker/workdir/dir_bin.c: a finished job's directory is kept
  * only when it can be put back exactly as a new one is made (lock file,
  * empty workspace, fs and meta), never through a mount or a symlink, with
  * its lock held all along; anything else is left for the usual removal. */
@@ -22,7 +22,7 @@
 
 #include "common/io.h"
 #include "sandbox/sandbox.h"
-#include "worker/job/dir_bin.h"
+#include "worker/workdir/dir_bin.h"
 
 static char work[64];
 static char jobs[96];

@@ -1,4 +1,4 @@
-/* Unit tests for worker/job/disk_budget.c on the real filesystem of a
+/* Unit tests for worker/workdir/disk_budget.c on the real filesystem of a
  * temporary work dir: the reserve is set to leave ROOM bytes for jobs, so
  * the figures do not depend on how full the disk is. */
 #include <errno.h>
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "worker/job/disk_budget.h"
+#include "worker/workdir/disk_budget.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define ROOM (64 * MIB)

@@ -1,4 +1,4 @@
-/* Unit tests for worker/job/janitor.c: work handed over runs exactly once,
+/* Unit tests for worker/workdir/janitor.c: work handed over runs exactly once,
  * in order, off the caller's thread, and drain waits for all of it. */
 #include <pthread.h>
 #include <setjmp.h>
@@ -8,7 +8,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "worker/job/janitor.h"
+#include "worker/workdir/janitor.h"
 
 static int ran[200];
 static int n_ran;

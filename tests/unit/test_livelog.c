@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "worker/db_pool.h"
+#include "worker/db/db_pool.h"
 #include "worker/job/livelog.h"
 
 static cJSON *take_json(struct livelog *l)

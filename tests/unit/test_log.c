@@ -12,7 +12,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "worker/log.h"
+#include "worker/log/log.h"
 
 /* Runs log_event's output through a pipe standing in for stderr. */
 struct capture {

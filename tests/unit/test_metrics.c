@@ -24,7 +24,7 @@
 #include "common/dynbuf.h"
 #include "common/error.h"
 #include "worker/http/server.h"
-#include "worker/http/metrics.h"
+#include "worker/metrics/metrics.h"
 
 #define DROPPED_HEAD                                                                        \
         "# HELP boxcar_metrics_series_dropped_total Updates dropped because their family " \

@@ -1,4 +1,4 @@
-/* Unit tests for worker/job/proc.c's report path: a child that reports
+/* Unit tests for worker/exec/proc.c's report path: a child that reports
  * its end on a pipe and closes it before its own teardown is done for the
  * caller at once, and the reaper collects it afterwards. */
 #include <errno.h>
@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "worker/job/proc.h"
-#include "worker/job/proc_reaper.h"
+#include "worker/exec/proc.h"
+#include "worker/exec/proc_reaper.h"
 
 /* 'R' (running) or 'S' (sleeping), 'Z' (a zombie), or 0: no such process. */
 static char proc_state(pid_t pid)

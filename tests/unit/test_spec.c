@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "worker/job/spec.h"
+#include "worker/spec/spec.h"
 
 static struct job_spec *parse_ok(const char *json)
 {

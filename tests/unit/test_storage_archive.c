@@ -19,6 +19,7 @@
 
 #include "common/cleanup.h"
 #include "common/error.h"
+#include "common/rmtree.h"
 #include "storage/fsutil.h"
 #include "storage/http.h"
 #include "storage/storage.h"

@@ -1,7 +1,7 @@
 /* The `boxcar` subcommands.  Each takes its own argv (argv[0] is the
  * subcommand's name) and returns the process exit status. */
-#ifndef BC_WORKER_CLI_H
-#define BC_WORKER_CLI_H
+#ifndef BC_WORKER_CLI_CLI_H
+#define BC_WORKER_CLI_CLI_H
 
 #include <stdbool.h>
 

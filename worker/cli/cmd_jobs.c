@@ -7,11 +7,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/dynbuf.h"
 #include "common/io.h"
 #include "worker/cli/cli.h"
-#include "worker/config.h"
-#include "worker/db.h"
+#include "worker/config/config.h"
+#include "worker/db/db.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
@@ -140,13 +141,6 @@ static bool is_final(const char *job_json, char ret_status[16])
                strcmp(ret_status, "cancelled") == 0;
 }
 
-static long now_ms(void)
-{
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 struct status_args {
         bool wait;
         const char *timeout;    /* as given, for the message */
@@ -214,7 +208,7 @@ int cmd_status(int argc, char **argv)
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return cli_fail("status", &err);
-        long deadline = now_ms() + a.timeout_ms;
+        long deadline = (long)bc_mono_ms() + a.timeout_ms;
         for (;;) {
                 const char *p[] = { a.id };
                 _cleanup_pgresult_ PGresult *res =
@@ -232,7 +226,7 @@ int cmd_status(int argc, char **argv)
                         printf("%s\n", pretty ? pretty : PQgetvalue(res, 0, 0));
                         return 0;
                 }
-                long left = deadline - now_ms();
+                long left = deadline - (long)bc_mono_ms();
                 if (a.timeout_ms && left <= 0) {
                         /* Its own exit status, as timeout(1) has: a script
                          * can tell "still running" from "failed". */

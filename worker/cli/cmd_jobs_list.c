@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "worker/cli/cli.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 

@@ -13,7 +13,7 @@
 #include "common/io.h"
 #include "common/utf8.h"
 #include "worker/cli/cli.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 
 const char logs_usage[] =
         "usage: boxcar logs [--database-url URL] [-f|--follow] [--json] ID\n"

@@ -1,9 +1,9 @@
 #include <stdio.h>
 
 #include "worker/cli/cli.h"
-#include "worker/db.h"
-#include "worker/migrate.h"
-#include "worker/sql_files.h"
+#include "worker/db/db.h"
+#include "worker/db/migrate.h"
+#include "worker/db/sql_files.h"
 
 /* --json: the run's counts and every migration the database has applied
  * (read after the run's transaction committed). */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "worker/cli/cli.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 
 const char queue_usage[] =
         "usage: boxcar queue config Q [--max-running N] [--rate R] [--json]\n"

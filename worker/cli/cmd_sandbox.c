@@ -9,7 +9,7 @@
 #include "common/cleanup.h"
 #include "sandbox/sandbox.h"
 #include "worker/cli/cli.h"
-#include "worker/config.h"
+#include "worker/config/config.h"
 
 const char sandbox_usage[] =
         "usage: boxcar sandbox detect\n"

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "worker/cli/cli.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 
 const char schedule_usage[] =
         "usage: boxcar schedule add NAME --cron EXPR [--time-zone TZ] [--queue Q]\n"

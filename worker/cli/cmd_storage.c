@@ -11,8 +11,8 @@
 #include "sandbox/sandbox.h"
 #include "storage/storage.h"
 #include "worker/cli/cli.h"
-#include "worker/config.h"
-#include "worker/db.h"
+#include "worker/config/config.h"
+#include "worker/db/db.h"
 #include "worker/job/store.h"
 
 const char storage_usage[] =

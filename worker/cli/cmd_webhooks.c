@@ -7,7 +7,7 @@
 
 #include "worker/cli/cli.h"
 #include "worker/cli/cmd_webhooks_verify.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 
 const char webhooks_usage[] =
         "usage: boxcar webhooks ls [--failed] [--limit N] [--json]\n"

@@ -13,10 +13,11 @@
 #include <time.h>
 
 #include "common/cleanup.h"
-#include "common/io.h"
 #include "common/dynbuf.h"
 #include "common/error.h"
-#include "worker/config.h"
+#include "common/io.h"
+#include "common/text.h"
+#include "worker/config/config.h"
 #include "worker/webhook/webhook_sign.h"
 
 #define NAME "webhooks verify"
@@ -149,16 +150,6 @@ static int read_all(const char *path, size_t cap, char **ret, size_t *ret_len,
         return r;
 }
 
-static char *trim(char *s)
-{
-        while (*s == ' ' || *s == '\t')
-                s++;
-        size_t n = strlen(s);
-        while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-                s[--n] = '\0';
-        return s;
-}
-
 /* Picks the three webhook headers out of a "Name: value" block (in place).
  * A request or status line has no colon before a space and is skipped.
  * A repeated webhook header is refused: which copy was signed would be a
@@ -171,14 +162,14 @@ static int pick_headers(char *text, const char **id, const char **ts, const char
         const char *found[3] = { NULL, NULL, NULL };
         char *save = NULL;
         for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-                char *l = trim(line);
+                char *l = bc_trim(line);
                 if (!*l)
                         break;
                 char *colon = strchr(l, ':');
                 if (!colon)
                         continue;
                 *colon = '\0';
-                const char *name = trim(l), *value = trim(colon + 1);
+                const char *name = bc_trim(l), *value = bc_trim(colon + 1);
                 for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                         if (strcasecmp(name, names[i]) != 0)
                                 continue;

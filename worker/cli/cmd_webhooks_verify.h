@@ -1,7 +1,7 @@
 /* `boxcar webhooks verify`: checks a received webhook's signature, a tool
  * for webhook consumers.  Wired into the `boxcar webhooks` dispatcher. */
-#ifndef BC_WORKER_CMD_WEBHOOKS_VERIFY_H
-#define BC_WORKER_CMD_WEBHOOKS_VERIFY_H
+#ifndef BC_WORKER_CLI_CMD_WEBHOOKS_VERIFY_H
+#define BC_WORKER_CLI_CMD_WEBHOOKS_VERIFY_H
 
 extern const char webhooks_verify_usage[];
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "worker/cli/cli.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 
 const char workers_usage[] =
         "usage: boxcar workers [--json] [--database-url URL]\n"

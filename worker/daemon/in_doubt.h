@@ -5,8 +5,8 @@
  * back to the queue without counting the attempt (loop.c, release_unrun).
  * A few dozen at most are remembered: a lost connection during a claim is
  * rare, and the next heartbeat after the reconnection settles them. */
-#ifndef BC_WORKER_IN_DOUBT_H
-#define BC_WORKER_IN_DOUBT_H
+#ifndef BC_WORKER_DAEMON_IN_DOUBT_H
+#define BC_WORKER_DAEMON_IN_DOUBT_H
 
 #include <stdbool.h>
 

@@ -10,25 +10,26 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "worker/job/backend.h"
-#include "worker/db.h"
+#include "common/clock.h"
+#include "worker/exec/backend.h"
+#include "worker/db/db.h"
 #include "worker/webhook/deliver.h"
 #include "worker/http/server.h"
-#include "worker/http/wmetrics.h"
-#include "worker/job/claim_gate.h"
-#include "worker/job/dir_bin.h"
-#include "worker/warm/ws_pool.h"
-#include "worker/log.h"
+#include "worker/metrics/wmetrics.h"
+#include "worker/exec/claim_gate.h"
+#include "worker/workdir/dir_bin.h"
+#include "worker/workdir/ws_pool.h"
+#include "worker/log/log.h"
 #include "worker/daemon/notify.h"
 #include "worker/daemon/in_doubt.h"
 #include "worker/daemon/queue.h"
 #include "worker/daemon/s3_check.h"
-#include "worker/warm/sandbox_pool.h"
+#include "worker/exec/sandbox_pool.h"
 #include "worker/daemon/slots.h"
 #include "worker/daemon/startup.h"
-#include "worker/job/disk_budget.h"
-#include "worker/job/janitor.h"
-#include "worker/job/proc_reaper.h"
+#include "worker/workdir/disk_budget.h"
+#include "worker/workdir/janitor.h"
+#include "worker/exec/proc_reaper.h"
 #include "worker/job/store.h"
 #include "version.h"
 
@@ -99,14 +100,14 @@ static void reap_helpers(const struct worker_config *cfg)
  * good. */
 static void defer_rescue(struct loop *l, const char *why)
 {
-        l->settled_at = slots_now_ms() + ms(l->cfg->lease_s);
+        l->settled_at = bc_mono_ms() + ms(l->cfg->lease_s);
         l->deferred_why = why;
 }
 
 static void note_out_of_reach(struct loop *l)
 {
         if (!l->lost_at)
-                l->lost_at = slots_now_ms();
+                l->lost_at = bc_mono_ms();
 }
 
 static void lose_connection(struct loop *l, const struct bc_error *err)
@@ -124,7 +125,7 @@ static void lose_connection(struct loop *l, const struct bc_error *err)
         if (!l->draining)
                 notify_status(false, "database connection lost, reconnecting");
         l->reconnect_ms = 100;
-        l->next_reconnect = slots_now_ms() + l->reconnect_ms;
+        l->next_reconnect = bc_mono_ms() + l->reconnect_ms;
 }
 
 /* Called for every failed control statement: a lost connection is retried
@@ -218,7 +219,7 @@ static void try_connect(struct loop *l)
                 l->next_heartbeat = 0;
                 l->last_beat_ms = 0;
                 log_event(LOG_INFO, "db.connected", "worker_id", l->cfg->worker_id, NULL);
-                if (l->lost_at && slots_now_ms() - l->lost_at >= ms(l->cfg->lease_s) / 3)
+                if (l->lost_at && bc_mono_ms() - l->lost_at >= ms(l->cfg->lease_s) / 3)
                         defer_rescue(l, "the database was out of reach");
                 l->lost_at = 0;
                 /* READY=1 here, the first time: registered, orphans
@@ -241,7 +242,7 @@ static void try_connect(struct loop *l)
         log_event(LOG_WARN, "db.connect_failed", "worker_id", l->cfg->worker_id, "error",
                   bc_error_message(&err), LOG_INT("retry_ms", l->reconnect_ms), NULL);
         bc_error_clear(&err);
-        l->next_reconnect = slots_now_ms() + l->reconnect_ms;
+        l->next_reconnect = bc_mono_ms() + l->reconnect_ms;
         l->reconnect_ms = l->reconnect_ms * 2 > 5000 ? 5000 : l->reconnect_ms * 2;
 }
 
@@ -342,7 +343,7 @@ static void claim(struct loop *l)
         bool pending = false;
         struct bc_error err = BC_ERROR_INIT;
         l->want_claim = false;
-        l->next_poll = slots_now_ms() + ms(l->cfg->poll_interval_s);
+        l->next_poll = bc_mono_ms() + ms(l->cfg->poll_interval_s);
         if (queue_claim(l->conn, l->cfg, l->instance, n, &jobs, &got, &pending, &err) < 0) {
                 control_failed(l, "claim", &err);
                 return;
@@ -363,15 +364,15 @@ static void claim(struct loop *l)
          * (no notification says when), not at the next poll.  Asked only
          * while one of our queues has a rate, and once a poll interval in
          * case one was set since: not a second round trip per claim. */
-        uint64_t now = slots_now_ms();
+        uint64_t now = bc_mono_ms();
         bool ask = got < n && (l->rated || now >= l->next_rate_check);
         if (ask)
                 l->next_rate_check = now + ms(l->cfg->poll_interval_s);
         int delay = ask ? queue_claim_delay_ms(l->conn, l->cfg, &l->rated, &err) : 0;
         if (delay < 0)
                 control_failed(l, "claim_delay_ms", &err);
-        else if (delay > 0 && slots_now_ms() + (uint64_t)delay < l->next_poll)
-                l->next_poll = slots_now_ms() + (uint64_t)delay;
+        else if (delay > 0 && bc_mono_ms() + (uint64_t)delay < l->next_poll)
+                l->next_poll = bc_mono_ms() + (uint64_t)delay;
 }
 
 /* Jobs the database says this worker holds that no slot runs.  Renewed by
@@ -412,7 +413,7 @@ static void release_unrun(struct loop *l, const char *held)
 /* Every second on the leader: enqueue the periodic jobs that are due. */
 static void schedule_tick(struct loop *l)
 {
-        l->next_schedule = slots_now_ms() + 1000;
+        l->next_schedule = bc_mono_ms() + 1000;
         struct bc_error err = BC_ERROR_INIT;
         int n = queue_schedule_tick(l->conn, &err);
         if (n < 0) {
@@ -426,7 +427,7 @@ static void schedule_tick(struct loop *l)
 
 static void heartbeat(struct loop *l)
 {
-        uint64_t sent = slots_now_ms();
+        uint64_t sent = bc_mono_ms();
         l->next_heartbeat = sent + ms(l->cfg->lease_s / 3);
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_free_ char *held = NULL;
@@ -436,7 +437,7 @@ static void heartbeat(struct loop *l)
         }
         /* A beat or more missed: the database or this process stalled (a
          * frozen server answers late, not with an error). */
-        uint64_t done = slots_now_ms();
+        uint64_t done = bc_mono_ms();
         if (l->last_beat_ms && done - l->last_beat_ms > ms(l->cfg->lease_s) * 2 / 3)
                 defer_rescue(l, "heartbeats stalled");
         l->last_beat_ms = done;
@@ -449,7 +450,7 @@ static void heartbeat(struct loop *l)
  * missed. */
 static void lead(struct loop *l)
 {
-        l->next_lead = slots_now_ms() + ms(l->cfg->lease_s / 3);
+        l->next_lead = bc_mono_ms() + ms(l->cfg->lease_s / 3);
         struct bc_error err = BC_ERROR_INIT;
         int r = queue_try_lead(l->conn, l->cfg, &err);
         if (r < 0) {
@@ -476,7 +477,7 @@ static void lead(struct loop *l)
 
 static void prune(struct loop *l)
 {
-        l->next_prune = slots_now_ms() + 10 * 60 * 1000;
+        l->next_prune = bc_mono_ms() + 10 * 60 * 1000;
         struct bc_error err = BC_ERROR_INIT;
         int n = queue_prune(l->conn, l->cfg->retention_s, PRUNE_BATCH, &err);
         if (n < 0) {
@@ -488,7 +489,7 @@ static void prune(struct loop *l)
         log_event(LOG_DEBUG, "jobs.prune_batch", "worker_id", l->cfg->worker_id,
                   LOG_INT("count", n), NULL);
         if (n == PRUNE_BATCH) {
-                l->next_prune = slots_now_ms() + PRUNE_GAP_MS;
+                l->next_prune = bc_mono_ms() + PRUNE_GAP_MS;
                 return;
         }
         log_event(l->pruned ? LOG_INFO : LOG_DEBUG, "jobs.pruned", "worker_id", l->cfg->worker_id,
@@ -505,7 +506,7 @@ static void rescue(struct loop *l)
         heartbeat(l);
         if (!l->conn)
                 return;
-        uint64_t now = slots_now_ms();
+        uint64_t now = bc_mono_ms();
         if (now < l->settled_at) {
                 if (l->deferred_why)
                         log_event(LOG_INFO, "jobs.rescue_deferred", "worker_id", l->cfg->worker_id,
@@ -530,7 +531,7 @@ static void rescue(struct loop *l)
 /* The queue depth gauges, refreshed every poll interval. */
 static void refresh_queue_stats(struct loop *l)
 {
-        l->next_stats = slots_now_ms() + ms(l->cfg->poll_interval_s);
+        l->next_stats = bc_mono_ms() + ms(l->cfg->poll_interval_s);
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgresult_ PGresult *res = queue_stats(l->conn, &err);
         if (!res) {
@@ -590,7 +591,7 @@ static void start_drain(struct loop *l, const char *why)
         l->ready_draining = true;
         disk_budget_drain(l->disk);
         wmetrics_draining(l->metrics, true);
-        l->drain_deadline = slots_now_ms() + ms(l->cfg->drain_timeout_s);
+        l->drain_deadline = bc_mono_ms() + ms(l->cfg->drain_timeout_s);
         notify_stopping(why);
         log_event(LOG_INFO, "worker.draining", "worker_id", l->cfg->worker_id, "reason", why,
                   NULL);
@@ -611,7 +612,7 @@ static int next_timeout(const struct loop *l)
         /* A notification taken after the loop's work asks for a claim now. */
         if (l->conn && l->want_claim && !l->draining && slots_free(&l->slots))
                 return 0;
-        uint64_t now = slots_now_ms();
+        uint64_t now = bc_mono_ms();
         uint64_t next = now + 60000;
         if (!l->conn)
                 next = l->next_reconnect < next ? l->next_reconnect : next;
@@ -640,7 +641,7 @@ static int next_timeout(const struct loop *l)
 
 static void do_timers(struct loop *l)
 {
-        uint64_t now = slots_now_ms();
+        uint64_t now = bc_mono_ms();
         /* From the main loop itself: a loop stuck in a call stops the
          * pings, and systemd restarts the worker. */
         if (l->watchdog_ms && now >= l->next_watchdog) {

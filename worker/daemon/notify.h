@@ -2,8 +2,8 @@
  * READY=1 once the worker is connected and claiming, STOPPING=1 when it
  * drains, WATCHDOG=1 from the main loop, STATUS= lines.  Without
  * $NOTIFY_SOCKET (not under systemd) every call does nothing. */
-#ifndef BC_WORKER_NOTIFY_H
-#define BC_WORKER_NOTIFY_H
+#ifndef BC_WORKER_DAEMON_NOTIFY_H
+#define BC_WORKER_DAEMON_NOTIFY_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "common/dynbuf.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 #include "version.h"
 
 int queue_listen(PGconn *conn, struct bc_error *err)

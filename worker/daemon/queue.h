@@ -1,13 +1,13 @@
 /* The worker's calls into the SQL API (sql/30_claim.sql, 40_manage.sql):
  * thin, parameterised wrappers, one per function. */
-#ifndef BC_WORKER_QUEUE_H
-#define BC_WORKER_QUEUE_H
+#ifndef BC_WORKER_DAEMON_QUEUE_H
+#define BC_WORKER_DAEMON_QUEUE_H
 
 #include <libpq-fe.h>
 #include <stddef.h>
 
 #include "common/error.h"
-#include "worker/config.h"
+#include "worker/config/config.h"
 #include "worker/job/job.h"
 
 /* LISTEN on boxcar_jobs, boxcar_cancel and boxcar_webhooks (again after

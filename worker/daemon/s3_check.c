@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "worker/log.h"
+#include "worker/log/log.h"
 
 #define RETRY_MIN_S 2
 #define RETRY_MAX_S 30

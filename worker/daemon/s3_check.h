@@ -10,8 +10,8 @@
  * a restart.  Jobs are still claimed meanwhile (jobs without volumes or
  * artifacts do not need S3; the others fail with FETCH_FAILED or
  * UPLOAD_FAILED and are retried by the queue). */
-#ifndef BC_WORKER_S3_CHECK_H
-#define BC_WORKER_S3_CHECK_H
+#ifndef BC_WORKER_DAEMON_S3_CHECK_H
+#define BC_WORKER_DAEMON_S3_CHECK_H
 
 #include <stdbool.h>
 #include <stddef.h>

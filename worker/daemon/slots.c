@@ -9,13 +9,14 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/dynbuf.h"
-#include "worker/db.h"
-#include "worker/db_pool.h"
-#include "worker/log.h"
+#include "worker/db/db.h"
+#include "worker/db/db_pool.h"
+#include "worker/log/log.h"
 #include "worker/daemon/queue.h"
-#include "worker/http/wmetrics.h"
-#include "worker/job/claim_gate.h"
+#include "worker/metrics/wmetrics.h"
+#include "worker/exec/claim_gate.h"
 
 struct slot {
         struct slots *owner;
@@ -49,13 +50,6 @@ struct slot {
 /* Most results recorded by one call. */
 #define REPORT_BATCH_MAX 64
 
-uint64_t slots_now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void sleep_ms(unsigned ms)
 {
         struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
@@ -81,7 +75,7 @@ static void keep_event(struct slot *sl, const char *kind, const char *details_js
                       sl->events.len ? ", " : "", kind, at, ts.tv_nsec / 1000,
                       details_json ? details_json : "null");
         if (!sl->events_since_ms)
-                sl->events_since_ms = slots_now_ms();
+                sl->events_since_ms = bc_mono_ms();
 }
 
 /* The kept-back events as a JSON array (caller frees), or NULL if none. */
@@ -116,7 +110,7 @@ static void flush_events(struct slot *sl, const struct claimed_job *job)
         if (conn && queue_add_events(conn, sl->owner->cfg->worker_id, job, json, &err) >= 0)
                 forget_events(sl);
         else
-                sl->events_since_ms = slots_now_ms() + 900;   /* try again in a second */
+                sl->events_since_ms = bc_mono_ms() + 900;   /* try again in a second */
         db_pool_put(sl->owner->db, conn);
         bc_error_clear(&err);
 }
@@ -135,7 +129,7 @@ static void svc_tick(void *ctx)
 {
         struct slot *sl = ctx;
         if (sl->events_since_ms && sl->current &&
-            slots_now_ms() >= sl->events_since_ms + KEEP_BACK_MS)
+            bc_mono_ms() >= sl->events_since_ms + KEEP_BACK_MS)
                 flush_events(sl, sl->current);
 }
 
@@ -398,7 +392,7 @@ int slots_assign(struct slots *s, struct claimed_job *job)
                 sl->stop = JOB_STOP_NONE;
                 sl->reporting = false;
                 sl->busy = true;
-                sl->assigned_ms = slots_now_ms();
+                sl->assigned_ms = bc_mono_ms();
                 pthread_mutex_lock(&s->lock);
                 sl->finished = false;
                 sl->job = job;

@@ -1,15 +1,15 @@
 /* The job slots of one worker: --concurrency threads, each running one job
  * at a time with its own database connection for reporting, so a slow or
  * reconnecting report never stalls the main loop's claims. */
-#ifndef BC_WORKER_SLOTS_H
-#define BC_WORKER_SLOTS_H
+#ifndef BC_WORKER_DAEMON_SLOTS_H
+#define BC_WORKER_DAEMON_SLOTS_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "worker/config.h"
+#include "worker/config/config.h"
 #include "worker/job/job.h"
 
 struct slot;
@@ -71,7 +71,5 @@ void slots_stop_unheld(struct slots *s, const char *held, uint64_t since_ms);
 
 /* Waits for the threads to finish their jobs and exit, then frees. */
 void slots_join(struct slots *s);
-
-uint64_t slots_now_ms(void);
 
 #endif

@@ -8,8 +8,8 @@
 
 #include "common/error.h"
 #include "storage/storage.h"
-#include "worker/config.h"
-#include "worker/http/metrics.h"
+#include "worker/config/config.h"
+#include "worker/metrics/metrics.h"
 
 struct sandbox_pool;
 struct ws_pool;

@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 
 #include "common/error.h"
-#include "worker/http/metrics.h"
+#include "worker/metrics/metrics.h"
 
 struct http_server;
 

@@ -17,10 +17,10 @@
 
 #include "common/io.h"
 #include "worker/cli/cli.h"
-#include "worker/db.h"
+#include "worker/db/db.h"
 #include "worker/http/server.h"
 #include "worker/http/ui-internal.h"
-#include "worker/log.h"
+#include "worker/log/log.h"
 
 const char ui_usage[] =
         "usage: boxcar ui [--listen HOST:PORT] [--actions] [--token-file FILE] [--user NAME]\n"

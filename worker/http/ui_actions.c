@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "worker/db.h"
+#include "worker/db/db.h"
 #include "worker/http/ui-internal.h"
-#include "worker/log.h"
+#include "worker/log/log.h"
 
 struct action {
         const char *path;

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
-#include "storage/sigv4.h"
+#include "common/uri.h"
 #include "worker/http/ui-internal.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
@@ -52,7 +52,7 @@ void ui_esc(struct dynbuf *b, const char *s)
 void ui_urlenc(struct dynbuf *b, const char *s)
 {
         if (s)
-                sigv4_uri_encode(b, s, 0);
+                bc_uri_encode(b, s, 0);
 }
 
 static const struct {

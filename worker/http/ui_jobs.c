@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/db.h"
+#include "worker/db/db.h"
 #include "worker/http/ui-internal.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)

@@ -4,7 +4,7 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#include "worker/db.h"
+#include "worker/db/db.h"
 #include "worker/http/ui-internal.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)

@@ -18,11 +18,11 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "common/rmtree.h"
 #include "sandbox/sandbox.h"
-#include "worker/http/wmetrics.h"
-#include "storage/fsutil.h"
+#include "worker/metrics/wmetrics.h"
 #include "worker/job/store.h"
-#include "worker/log.h"
+#include "worker/log/log.h"
 
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
                           const char *dir, const char *ws, struct store_artifact_start *ret,

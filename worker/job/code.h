@@ -4,11 +4,11 @@
  * return value as JSON to /workspace/.boxcar/return.json, which the worker
  * reads into result.return_value and removes before the workspace is
  * saved. */
-#ifndef BC_WORKER_CODE_H
-#define BC_WORKER_CODE_H
+#ifndef BC_WORKER_JOB_CODE_H
+#define BC_WORKER_JOB_CODE_H
 
 #include "common/error.h"
-#include "worker/job/spec.h"
+#include "worker/spec/spec.h"
 
 /* The return value's file, relative to the workspace. */
 #define CODE_RETURN_FILE ".boxcar/return.json"

@@ -1,15 +1,15 @@
 /* Shared by the parts of one job's run (job.c, job_dir.c, outcome.c); not
  * part of the worker's API (job.h is). */
-#ifndef BC_WORKER_JOB_INTERNAL_H
-#define BC_WORKER_JOB_INTERNAL_H
+#ifndef BC_WORKER_JOB_JOB_INTERNAL_H
+#define BC_WORKER_JOB_JOB_INTERNAL_H
 
 #include <pthread.h>
 #include <cjson/cJSON.h>
 
 #include "common/error.h"
-#include "worker/job/backend.h"
+#include "worker/exec/backend.h"
 #include "worker/job/job.h"
-#include "worker/job/spec.h"
+#include "worker/spec/spec.h"
 
 /* ---- job_dir.c ---- */
 /* The job's directory: meta/, and its workspace.  Under the namespace

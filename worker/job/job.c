@@ -14,15 +14,15 @@
 #include "common/io.h"
 #include "common/utf8.h"
 #include "sandbox/sandbox.h"
-#include "worker/http/wmetrics.h"
-#include "worker/job/claim_gate.h"
+#include "worker/metrics/wmetrics.h"
+#include "worker/exec/claim_gate.h"
 #include "worker/job/code.h"
-#include "worker/job/disk_budget.h"
+#include "worker/workdir/disk_budget.h"
 #include "worker/job/job-internal.h"
-#include "worker/job/janitor.h"
+#include "worker/workdir/janitor.h"
 #include "worker/job/livelog.h"
 #include "worker/job/store.h"
-#include "worker/job/wsfile.h"
+#include "worker/workdir/wsfile.h"
 
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)

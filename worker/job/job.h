@@ -1,14 +1,14 @@
 /* One claimed job, run from start to finish on a slot thread: parse the
  * spec, prepare its directory, run it, and decide what to tell the
  * database (complete, retry, release or nothing). */
-#ifndef BC_WORKER_JOB_H
-#define BC_WORKER_JOB_H
+#ifndef BC_WORKER_JOB_JOB_H
+#define BC_WORKER_JOB_JOB_H
 
 #include <stdatomic.h>
 
 #include <libpq-fe.h>
 
-#include "worker/config.h"
+#include "worker/config/config.h"
 
 struct store;
 struct metrics;

@@ -14,11 +14,11 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "sandbox/sandbox.h"
-#include "worker/http/wmetrics.h"
-#include "worker/job/dir_bin.h"
-#include "worker/job/disk_budget.h"
-#include "worker/log.h"
-#include "worker/warm/ws_pool.h"
+#include "worker/metrics/wmetrics.h"
+#include "worker/workdir/dir_bin.h"
+#include "worker/workdir/disk_budget.h"
+#include "worker/log/log.h"
+#include "worker/workdir/ws_pool.h"
 
 /* At the job's end: its workspace filesystem goes back to the pool (to be
  * wiped or discarded there, off this slot's path), the rest is emptied

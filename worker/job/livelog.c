@@ -6,21 +6,15 @@
 #include <time.h>
 
 #include "common/cleanup.h"
-#include "worker/db.h"
-#include "worker/db_pool.h"
+#include "common/clock.h"
+#include "worker/db/db.h"
+#include "worker/db/db_pool.h"
 
 #define FLUSH_BYTES (64 * 1024)
 #define FLUSH_MS 200
 /* A batch the database did not take is kept (while it is under
  * FLUSH_BYTES) and tried again this much later, or goes with the result. */
 #define RETRY_MS 1000
-
-static uint64_t now_ms(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq,
                   uint64_t stored_before, uint64_t cap, struct db_pool *db)
@@ -113,7 +107,7 @@ void livelog_flush(struct livelog *l)
                 l->stored += l->pending.len;
                 reset_pending(l);
         } else if (l->pending.len < FLUSH_BYTES && l->n_chunks < LIVELOG_MAX_CHUNKS) {
-                l->retry_ms = now_ms() + RETRY_MS;
+                l->retry_ms = bc_mono_ms() + RETRY_MS;
         } else {
                 drop_pending(l);
         }
@@ -162,7 +156,7 @@ static void add_chunk(struct livelog *l, int stream, const char *data, size_t le
                 l->chunk_len[l->n_chunks++] = len;
         }
         if (!l->first_pending_ms)
-                l->first_pending_ms = now_ms();
+                l->first_pending_ms = bc_mono_ms();
 }
 
 void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
@@ -190,7 +184,7 @@ void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
                 }
                 l->dropped += len;
         }
-        uint64_t now = now_ms();
+        uint64_t now = bc_mono_ms();
         if (l->n_chunks && (l->pending.len >= FLUSH_BYTES ||
                             (now - l->first_pending_ms >= FLUSH_MS && now >= l->retry_ms)))
                 livelog_flush(l);

@@ -7,8 +7,8 @@
  * dropped and counted.  The last batch goes with the job's result
  * (livelog_take): one transaction less per job, and kept through a lost
  * database as the result is. */
-#ifndef BC_WORKER_LIVELOG_H
-#define BC_WORKER_LIVELOG_H
+#ifndef BC_WORKER_JOB_LIVELOG_H
+#define BC_WORKER_JOB_LIVELOG_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>

@@ -11,7 +11,7 @@
 
 #include "common/cleanup.h"
 #include "common/utf8.h"
-#include "worker/job/claim_gate.h"
+#include "worker/exec/claim_gate.h"
 
 void claimed_job_free(struct claimed_job *job)
 {

@@ -7,11 +7,11 @@
 
 #include "common/cleanup.h"
 #include "sandbox/sandbox.h"
-#include "worker/db.h"
-#include "worker/db_pool.h"
-#include "worker/http/wmetrics.h"
-#include "worker/job/disk_budget.h"
-#include "worker/log.h"
+#include "worker/db/db.h"
+#include "worker/db/db_pool.h"
+#include "worker/metrics/wmetrics.h"
+#include "worker/workdir/disk_budget.h"
+#include "worker/log/log.h"
 
 /* The artifact cache: trees owned by the job's identity, in a 0700 dir. */
 static int open_artifact_cache(struct store *st, const char *dir, uint64_t cache_bytes,

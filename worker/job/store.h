@@ -1,8 +1,8 @@
 /* The worker's use of storage/: resolving named storages in the database,
  * fetching a job's volumes (through the per-worker cache) and its artifact
  * base, and uploading the workspace as the artifact's new version. */
-#ifndef BC_WORKER_STORE_H
-#define BC_WORKER_STORE_H
+#ifndef BC_WORKER_JOB_STORE_H
+#define BC_WORKER_JOB_STORE_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>
@@ -11,7 +11,7 @@
 #include "common/cleanup.h"
 #include "common/error.h"
 #include "storage/storage.h"
-#include "worker/job/spec.h"
+#include "worker/spec/spec.h"
 
 struct db_pool;
 struct metrics;

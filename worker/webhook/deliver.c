@@ -7,10 +7,11 @@
 #include <time.h>
 
 #include "common/cleanup.h"
+#include "common/clock.h"
 #include "common/deadline.h"
-#include "worker/db.h"
-#include "worker/log.h"
-#include "worker/http/wmetrics.h"
+#include "worker/db/db.h"
+#include "worker/log/log.h"
+#include "worker/metrics/wmetrics.h"
 #include "worker/webhook/webhook_post.h"
 #include "worker/webhook/webhook_sign.h"
 #include "version.h"
@@ -56,13 +57,6 @@ static void unrecorded_free(struct unrecorded *u)
 }
 
 BC_DEFINE_CLEANUP(struct unrecorded *, unrecorded_free)
-
-static double now_s(void)
-{
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* How long a claimed batch stays ours: every attempt of the batch in turn
  * must fit, or the rows at its end would be taken by another worker while
@@ -191,7 +185,7 @@ static int deliver_batch(struct deliver_thread *t, struct bc_error *err)
         snprintf(lease, sizeof(lease), "%.0f seconds", lease_len);
         snprintf(batch, sizeof(batch), "%d", CLAIM_BATCH);
         const char *p[] = { d->cfg->worker_id, batch, lease };
-        double claimed_at = now_s();
+        double claimed_at = bc_mono_s();
         _cleanup_pgresult_ PGresult *res = db_exec(
                 t->conn, "select id, job_id, url, body, attempts "
                          "from boxcar.claim_deliveries($1, $2::int, $3::interval)", 3, p, err);
@@ -200,7 +194,7 @@ static int deliver_batch(struct deliver_thread *t, struct bc_error *err)
         for (int i = 0; i < PQntuples(res) && !(d->closing && i > 0); i++) {
                 /* Never post a row whose lease could end during the attempt:
                  * left alone, it is tried again once the lease passes. */
-                if (now_s() + d->cfg->webhook_timeout_s + LEASE_MARGIN_S > claimed_at + lease_len)
+                if (bc_mono_s() + d->cfg->webhook_timeout_s + LEASE_MARGIN_S > claimed_at + lease_len)
                         break;
                 struct delivery dl = { PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
                                        PQgetvalue(res, i, 2), PQgetvalue(res, i, 3),

@@ -1,15 +1,15 @@
 /* Webhook delivery threads: any worker delivers any due row of the outbox
  * (boxcar.webhook_deliveries), leased with SKIP LOCKED so a worker dying
  * mid-delivery loses nothing, signed per Standard Webhooks. */
-#ifndef BC_WORKER_DELIVER_H
-#define BC_WORKER_DELIVER_H
+#ifndef BC_WORKER_WEBHOOK_DELIVER_H
+#define BC_WORKER_WEBHOOK_DELIVER_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
 #include "common/error.h"
-#include "worker/config.h"
+#include "worker/config/config.h"
 
 struct webhook_secrets;
 struct deliver_thread;

@@ -1,6 +1,6 @@
 /* webhook_post internals exposed for unit tests. */
-#ifndef BC_WORKER_WEBHOOK_POST_INTERNAL_H
-#define BC_WORKER_WEBHOOK_POST_INTERNAL_H
+#ifndef BC_WORKER_WEBHOOK_WEBHOOK_POST_INTERNAL_H
+#define BC_WORKER_WEBHOOK_WEBHOOK_POST_INTERNAL_H
 
 /* Longest wait a Retry-After may ask for; a larger value is capped (the
  * retry schedule decides what to do with it). */

@@ -8,8 +8,8 @@
  * with CURL_VERSION_THREADSAFE also makes it safe against other modules
  * calling curl_global_init concurrently, e.g. storage/http.c).  Nothing
  * ever calls curl_global_cleanup: the process exiting is the cleanup. */
-#ifndef BC_WORKER_WEBHOOK_POST_H
-#define BC_WORKER_WEBHOOK_POST_H
+#ifndef BC_WORKER_WEBHOOK_WEBHOOK_POST_H
+#define BC_WORKER_WEBHOOK_WEBHOOK_POST_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -10,8 +10,8 @@
  *
  * Thread safety: a parsed struct webhook_secrets is read-only and may be
  * shared by any number of threads signing or verifying at once. */
-#ifndef BC_WORKER_WEBHOOK_SIGN_H
-#define BC_WORKER_WEBHOOK_SIGN_H
+#ifndef BC_WORKER_WEBHOOK_WEBHOOK_SIGN_H
+#define BC_WORKER_WEBHOOK_WEBHOOK_SIGN_H
 
 #include <stddef.h>
 

@@ -1,0 +1,120 @@
+/* `boxcar worker` configuration: flags, environment, configuration file,
+ * parsed and checked before anything connects. */
+#ifndef BC_WORKER_CONFIG_CONFIG_H
+#define BC_WORKER_CONFIG_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/error.h"
+#include "common/netallow.h"
+#include "common/netguard.h"
+
+enum sandbox_backend { BACKEND_NONE, BACKEND_NAMESPACE };
+enum log_format { LOG_TEXT, LOG_JSON };
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+/* What the jobs of one queue may ask for in "network": {"allow": [...]}. */
+struct network_cap {
+        char *queue;
+        struct netallow_rule *rules;
+        size_t n_rules;
+};
+
+struct worker_config {
+        char *database_url;
+        char **queues;             /* NULL-terminated, never empty */
+        unsigned concurrency;
+        unsigned db_connections;   /* the job slots' shared connections */
+        double lease_s;
+        double poll_interval_s;
+        double drain_timeout_s;
+        enum sandbox_backend sandbox;
+        char *sandbox_helper;      /* path of boxcar-sandbox */
+        char *work_dir;            /* per-job directories go under it */
+        char *worker_id;           /* generated when not given */
+        enum log_format log_format;
+        enum log_level log_level;
+        unsigned max_output_bytes; /* cap on a job's kept stdout/stderr tail */
+        char **host_network_queues; /* queues whose jobs may ask for network "host" */
+        struct network_cap *network_caps; /* --network-allow: per queue */
+        size_t n_network_caps;
+        uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
+        /* --disk-reserve: kept free of jobs' workspaces on --work-dir's
+         * filesystem, in percent of it, or in bytes when the percent is < 0 */
+        int disk_reserve_pct;
+        uint64_t disk_reserve_bytes;
+        double disk_wait_s;           /* --disk-wait: how long a job waits for it */
+        double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
+        char *metrics_addr;           /* --metrics-addr HOST:PORT, or NULL */
+        char *listen_database_url;    /* a direct connection for LISTEN, or NULL */
+        bool poll_only;               /* no LISTEN at all (PgBouncer without a direct URL) */
+        double retention_s;           /* prune finished jobs older than this; 0: never */
+        uint64_t max_log_bytes;       /* live log (job_logs) stored per job */
+        double webhook_timeout_s;
+        unsigned webhook_concurrency;
+        int warm_sandboxes;           /* --warm-sandboxes: most ready sandboxes per
+                                       * network kind; -1: concurrency + 2 */
+        char *webhook_schedule;       /* SQL interval[] literal: "{5 seconds,300 seconds}" */
+        char *webhook_default_url;    /* BOXCAR_WEBHOOK_URL, or NULL */
+        int warm_workspaces;          /* --warm-workspaces: most ready workspace
+                                       * filesystems; -1: concurrency + 2 */
+        /* Where URLs from job specs (webhooks, volume urls) may lead:
+         * --allow-private-urls, --allow-url-cidr (and their variables). */
+        struct netguard url_guard;
+};
+
+/* Parses "250ms", "30s", "1.5h", "7d" or a plain number of seconds: digits,
+ * an optional fraction and an optional unit (ms, s, m, h, d), at most 365d.
+ * Returns 0 and sets *ret_seconds (> 0 unless allow_zero), or -EINVAL. */
+int config_parse_duration(const char *s, bool allow_zero, double *ret_seconds);
+
+/* Turns "5s,5m,30m" into the SQL interval[] literal "{5 seconds,...}".
+ * Returns 0 or -EINVAL (an entry is not a duration, or more than 32). */
+int config_parse_schedule(const char *s, char **ret_literal);
+
+/* Splits "a,b,c" into a NULL-terminated vector of queue names, each checked
+ * against the queue name rule.  Caller frees with config_strv_free. */
+int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err);
+void config_strv_free(char **v);
+/* config_parse_queues, naming LABEL (a flag, a variable or FILE:LINE) in
+ * errors. */
+int config_parse_queues_as(const char *label, const char *s, char ***ret_queues,
+                           struct bc_error *err);
+
+/* Parses argv of `boxcar worker` (argv[0] is "worker") over the environment
+ * (DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR,
+ * BOXCAR_WEBHOOK_URL, BOXCAR_ALLOW_PRIVATE_URLS, BOXCAR_ALLOW_URL_CIDRS) over the configuration file (--config FILE,
+ * $BOXCAR_CONFIG, else /etc/boxcar/worker.conf if it exists; its
+ * environment-only keys are exported when the variable is unset).
+ * Returns 0, 1 when --help was asked (help printed to stdout), or a negative
+ * errno with err naming the bad flag. */
+int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
+                        struct bc_error *err);
+void config_done(struct worker_config *c);
+
+bool config_queue_allows_host_network(const struct worker_config *c, const char *queue);
+
+/* --network-allow "QUEUE=RULE,RULE;QUEUE2=RULE": adds to c's caps (the
+ * flag is repeatable; ';' separates queues in one value, for the
+ * configuration file, whose keys are given once).  BC_USAGE naming label
+ * and the bad part. (worker/config/config_network.c) */
+int config_network_allow(struct worker_config *c, const char *label, const char *value,
+                         struct bc_error *err);
+
+/* The index of the first of a job's rules that queue's cap does not cover
+ * (every rule when the queue has no cap), or -1 when all are covered. */
+ssize_t config_network_uncovered(const struct worker_config *c, const char *queue,
+                                 const struct netallow_rule *rules, size_t n);
+
+/* Frees the caps (config_done calls it). */
+void config_network_caps_free(struct worker_config *c);
+
+/* Whether q is a queue name (name or scope/name). */
+bool config_valid_queue(const char *q);
+
+extern const char config_worker_usage[];
+
+#endif

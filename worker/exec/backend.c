@@ -1,0 +1,117 @@
+#include "worker/exec/backend.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/cleanup.h"
+#include "worker/exec/claim_gate.h"
+
+void backend_strv_free(char **v)
+{
+        if (!v)
+                return;
+        for (char **p = v; *p; p++)
+                free(*p);
+        free(v);
+}
+
+static bool env_has(char *const *env, const char *name)
+{
+        size_t n = strlen(name);
+        for (; *env; env++)
+                if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+                        return true;
+        return false;
+}
+
+char **backend_env(const struct job_spec *spec, const char *home)
+{
+        size_t n = 0;
+        while (spec->env[n])
+                n++;
+        char **env = calloc(n + 4, sizeof(char *));
+        if (!env)
+                return NULL;
+        size_t i = 0;
+        bool ok = true;
+        if (!env_has(spec->env, "PATH"))
+                ok &= (env[i++] = strdup("PATH=/usr/local/bin:/usr/bin:/bin")) != NULL;
+        if (!env_has(spec->env, "HOME"))
+                ok &= asprintf(&env[i++], "HOME=%s", home) >= 0;
+        if (!env_has(spec->env, "LANG"))
+                ok &= (env[i++] = strdup("LANG=C.UTF-8")) != NULL;
+        for (size_t k = 0; k < n; k++)
+                ok &= (env[i++] = strdup(spec->env[k])) != NULL;
+        if (!ok) {
+                backend_strv_free(env);
+                return NULL;
+        }
+        return env;
+}
+
+char **backend_command(char *const *argv, const char *chdir_to)
+{
+        /* The directory and the command travel as arguments, never spliced
+         * into shell text. */
+        static const char *const enter[] = { "/bin/sh", "-c", "cd -- \"$0\" && exec \"$@\"" };
+        size_t argc = 0;
+        while (argv[argc])
+                argc++;
+        char **out = calloc(argc + 5, sizeof(char *));
+        if (!out)
+                return NULL;
+        size_t i = 0;
+        bool ok = true;
+        if (chdir_to) {
+                for (size_t k = 0; k < 3; k++)
+                        ok &= (out[i++] = strdup(enter[k])) != NULL;
+                ok &= (out[i++] = strdup(chdir_to)) != NULL;
+        }
+        for (size_t k = 0; k < argc; k++)
+                ok &= (out[i++] = strdup(argv[k])) != NULL;
+        if (!ok) {
+                backend_strv_free(out);
+                return NULL;
+        }
+        return out;
+}
+
+void backend_inner_paths(const struct backend_job *j, const char **ret_workspace,
+                         const char **ret_meta)
+{
+        bool ns = j->cfg->sandbox == BACKEND_NAMESPACE;
+        *ret_workspace = ns ? "/workspace" : j->workspace;
+        *ret_meta = ns ? BACKEND_META_DIR : j->meta_dir;
+}
+
+int backend_wait_claim(const struct backend_job *j, struct bc_error *err)
+{
+        if (claim_gate_wait(j->gate))
+                return 0;
+        return bc_error_set(err, BC_INTERNAL, ECANCELED,
+                            "not started: the claim of the job did not commit");
+}
+
+int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err)
+{
+        memset(ret, 0, sizeof(*ret));
+        if (j->cfg->sandbox == BACKEND_NAMESPACE)
+                return backend_sandbox_run(j, ret, err);
+        return backend_none_run(j, ret, err);
+}
+
+void backend_result_done(struct backend_result *r)
+{
+        if (!r)
+                return;
+        proc_outcome_done(&r->proc);
+        for (size_t i = 0; i < r->n_net_refused_list; i++)
+                free(r->net_refused_list[i]);
+        free(r->net_refused_list);
+        r->net_refused_list = NULL;
+        r->n_net_refused_list = 0;
+}
