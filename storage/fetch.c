@@ -227,17 +227,28 @@ static int fetch_once(const char *url, const char *redacted, const char *expecte
         return r;
 }
 
+/* The limits a fetch or an extraction runs under, and its expected digest,
+ * checked before anything is read. */
+static int checked_request(const struct storage_limits *limits, const char *expected_sha256,
+                           struct storage_limits *ret, struct bc_error *err)
+{
+        int r = checked_limits(limits, ret, err);
+        if (r < 0)
+                return r;
+        if (expected_sha256 && !storage_sha256_valid(expected_sha256))
+                return bc_error_set(err, BC_USAGE, EINVAL, "expected sha256 is malformed");
+        return 0;
+}
+
 int storage_fetch_extract(const struct storage_config *cfg, const char *url,
                           const char *expected_sha256, const char *dest_dir,
                           const struct storage_limits *limits, const struct netguard *guard,
                           struct storage_fetch_result *ret, struct bc_error *err)
 {
         struct storage_limits l;
-        int r = checked_limits(limits, &l, err);
+        int r = checked_request(limits, expected_sha256, &l, err);
         if (r < 0)
                 return r;
-        if (expected_sha256 && !storage_sha256_valid(expected_sha256))
-                return bc_error_set(err, BC_USAGE, EINVAL, "expected sha256 is malformed");
         r = http_global_init(err);
         if (r < 0)
                 return r;
@@ -288,11 +299,9 @@ int storage_extract_file(const char *path, const char *expected_sha256, const ch
                          struct bc_error *err)
 {
         struct storage_limits l;
-        int r = checked_limits(limits, &l, err);
+        int r = checked_request(limits, expected_sha256, &l, err);
         if (r < 0)
                 return r;
-        if (expected_sha256 && !storage_sha256_valid(expected_sha256))
-                return bc_error_set(err, BC_USAGE, EINVAL, "expected sha256 is malformed");
         _cleanup_free_ struct file_source *fs = calloc(1, sizeof(*fs));
         if (!fs)
                 return bc_error_set(err, BC_IO, ENOMEM, "out of memory");

@@ -298,6 +298,16 @@ static void signing_done(struct signing *s)
         free_pairs(s->h, s->nh);
 }
 
+/* The signed header or query in b, as *ret; r is how building it went. */
+static int take_signed(struct dynbuf *b, int r, const char *what, char **ret,
+                       struct bc_error *err)
+{
+        if (r < 0)
+                return bc_error_set(err, BC_USAGE, -r, "sigv4: %s too long", what);
+        *ret = dynbuf_steal(b);
+        return *ret ? 0 : bc_error_set(err, BC_INTERNAL, ENOMEM, "sigv4: out of memory");
+}
+
 int sigv4_authorization(const struct sigv4_request *req, char **ret, struct bc_error *err)
 {
         struct signing s = { .presign = false };
@@ -314,10 +324,7 @@ int sigv4_authorization(const struct sigv4_request *req, char **ret, struct bc_e
         r = r ? r : append_signed_headers(&b, &s);
         r = r ? r : dynbuf_printf(&b, ", Signature=%s", sig);
         signing_done(&s);
-        if (r < 0)
-                return bc_error_set(err, BC_USAGE, -r, "sigv4: authorization too long");
-        *ret = dynbuf_steal(&b);
-        return *ret ? 0 : bc_error_set(err, BC_INTERNAL, ENOMEM, "sigv4: out of memory");
+        return take_signed(&b, r, "authorization", ret, err);
 }
 
 int sigv4_presign_query(const struct sigv4_request *req, long expires_s, char **ret,
@@ -337,10 +344,7 @@ int sigv4_presign_query(const struct sigv4_request *req, long expires_s, char **
         r = append_query(&b, &s);
         r = r ? r : dynbuf_printf(&b, "&X-Amz-Signature=%s", sig);
         signing_done(&s);
-        if (r < 0)
-                return bc_error_set(err, BC_USAGE, -r, "sigv4: query too long");
-        *ret = dynbuf_steal(&b);
-        return *ret ? 0 : bc_error_set(err, BC_INTERNAL, ENOMEM, "sigv4: out of memory");
+        return take_signed(&b, r, "query", ret, err);
 }
 
 int sigv4_debug_sign(const struct sigv4_request *req, long expires_s, char **ret_canonical,
