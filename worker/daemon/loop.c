@@ -45,6 +45,11 @@ struct loop {
         struct disk_budget *disk;      /* what workspaces may take, or NULL */
         struct http_server *http;
         struct s3_check *s3_check;     /* NULL without S3 */
+        /* What worker_run started that teardown() must stop; with the
+         * pointers above, NULL or false when it was not started. */
+        struct sandbox_pool *sandbox_pool; /* warm sandboxes, or NULL */
+        char *cgroup_parent;       /* of job cgroups (owned), or NULL */
+        bool store_opened, deliverer_started;
         _Atomic bool ready_db;         /* read by the HTTP thread */
         _Atomic bool ready_draining;
         uint64_t next_stats;
@@ -703,6 +708,73 @@ static void run_loop(struct loop *l)
         }
 }
 
+/* One order for every exit, each step before the ones that what it stops
+ * still uses:
+ *  1. The control connection, after resigning the housekeeping lease and
+ *     marking this worker stopped: another worker takes the leader's work
+ *     now, not a lease later, while the steps below may take seconds (the
+ *     helpers alone up to 10).  Nothing below uses the connection.
+ *  2. The slots: their jobs and reporter use all that follows (the store,
+ *     both pools, the dir bin, the disk budget, the cgroup parent, the
+ *     metrics).  After a drain they are idle.
+ *  3. The warm sandbox pool, unhooked from the backend first: no pointer
+ *     to it outlives it.  It holds image cache entries (the store) and
+ *     sets gauges (the metrics).
+ *  4. The sandbox helpers still tearing down, the jobs' and the pool's:
+ *     the process's exit would kill them and leave their cgroups behind.
+ *  5. The janitor: what it still has to do for finished jobs gives
+ *     workspaces back to the pool, directories to the dir bin, entries to
+ *     the caches and disk to the budget; it finishes before those go.
+ *  6. The dir bin, the workspace pool (gauges: before the metrics), then
+ *     the disk budget the jobs and the janitor took from and gave back
+ *     to.  The budget before the store: it calls into the store's caches
+ *     to reclaim room.  Then the cgroup parent: no job or pool makes a
+ *     job cgroup now.
+ *  7. The webhook deliverer: needs none of the above but the metrics;
+ *     in-flight deliveries end within their timeout.
+ *  8. The HTTP server, kept until here so /readyz says "draining" (not
+ *     a refused connection) and /metrics is served during the steps
+ *     above; it goes before what they read (the S3 check, the metrics).
+ *     The S3 check before the store, whose S3 settings it uses.
+ *  9. The store, then the metrics everything above counted into, and the
+ *     signalfd. */
+static void teardown(struct loop *l)
+{
+        const struct worker_config *cfg = l->cfg;
+        if (l->conn) {
+                struct bc_error ignored = BC_ERROR_INIT;
+                if (l->leader)
+                        queue_resign(l->conn, cfg->worker_id, &ignored);
+                queue_set_state(l->conn, cfg->worker_id, "stopped", &ignored);
+                bc_error_clear(&ignored);
+        }
+        if (l->listen && l->listen != l->conn)
+                PQfinish(l->listen);
+        PQfinish(l->conn);
+        l->conn = NULL;
+        l->listen = NULL;
+        if (l->slots.slot)
+                slots_join(&l->slots);
+        backend_sandbox_set_pool(NULL, NULL);
+        sandbox_pool_stop(l->sandbox_pool);
+        reap_helpers(cfg);
+        janitor_drain();
+        dir_bin_free(l->dirs);
+        ws_pool_stop(l->ws_pool);
+        disk_budget_close(l->disk);
+        backend_sandbox_set_cgroup_parent(NULL);
+        free(l->cgroup_parent);
+        if (l->deliverer_started)
+                deliverer_stop(&l->deliverer);
+        http_server_stop(l->http);
+        s3_check_stop(l->s3_check);
+        if (l->store_opened)
+                store_close(&l->store);
+        metrics_free(l->metrics);
+        if (l->signal_fd >= 0)
+                close(l->signal_fd);
+}
+
 int worker_run(const struct worker_config *cfg, struct bc_error *err)
 {
         struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100,
@@ -713,7 +785,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         if (r >= 0)
                 r = worker_setup_signals(&l.signal_fd, err);
         /* Before start_metrics: the first thread of the process. */
-        _cleanup_free_ char *cgroup_parent = r >= 0 ? worker_setup_cgroup(cfg) : NULL;
+        l.cgroup_parent = r >= 0 ? worker_setup_cgroup(cfg) : NULL;
         if (r >= 0)
                 r = start_metrics(&l, err);
         l.slots.metrics = l.metrics;
@@ -723,12 +795,11 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                        asprintf(&image_dir, "%s/images", cfg->work_dir) < 0 ||
                        worker_artifact_cache_dir(cfg, &artifact_dir) < 0))
                 r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        bool store_open_ok = false;
         if (r >= 0) {
                 r = store_open(&l.store, cache_dir, image_dir, artifact_dir,
                                cfg->volume_cache_bytes,
                                (long)cfg->artifact_url_ttl_s, err);
-                store_open_ok = r >= 0;
+                l.store_opened = r >= 0;
                 l.store.url_guard = &cfg->url_guard;
         }
         /* Always checked: a missing bucket or a wrong key shows at start
@@ -747,9 +818,9 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                         store_give_way(&l.store, l.disk, l.metrics);
                 l.slots.disk = l.disk;
         }
-        struct sandbox_pool *pool = NULL;
         if (r >= 0 && !stop)
-                worker_start_sandbox_pool(cfg, cgroup_parent, l.store.images, l.metrics, &pool);
+                worker_start_sandbox_pool(cfg, l.cgroup_parent, l.store.images, l.metrics,
+                                          &l.sandbox_pool);
         if (r >= 0 && !stop) {
                 l.ws_pool = worker_start_ws_pool(cfg, l.private_mounts, l.metrics);
                 l.slots.ws_pool = l.ws_pool;
@@ -759,31 +830,13 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
         if (r >= 0 && !stop)
                 r = slots_start(&l.slots, cfg, &l.store, err);
         const char *no_webhooks = NULL;
-        bool deliverer_ok = false;
         if (r >= 0 && !stop) {
                 r = deliverer_start(&l.deliverer, cfg, &no_webhooks, err);
-                deliverer_ok = true;
+                /* Stopped even when it failed: a failed start leaves threads. */
+                l.deliverer_started = true;
         }
         if (r < 0 || stop) {
-                http_server_stop(l.http);
-                s3_check_stop(l.s3_check);
-                metrics_free(l.metrics);
-                if (deliverer_ok)
-                        deliverer_stop(&l.deliverer);
-                if (l.slots.slot)
-                        slots_join(&l.slots);
-                backend_sandbox_set_pool(NULL, NULL);
-                sandbox_pool_stop(pool);
-                reap_helpers(cfg);
-                janitor_drain();
-                dir_bin_free(l.dirs);
-                ws_pool_stop(l.ws_pool);
-                disk_budget_close(l.disk);
-                if (store_open_ok)
-                        store_close(&l.store);
-                if (l.signal_fd >= 0)
-                        close(l.signal_fd);
-                backend_sandbox_set_cgroup_parent(NULL);
+                teardown(&l);
                 return r < 0 ? r : 0;
         }
         log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id,
@@ -797,31 +850,7 @@ int worker_run(const struct worker_config *cfg, struct bc_error *err)
                           "with a secret deliver them", NULL);
         try_connect(&l);
         run_loop(&l);
-        if (l.conn) {
-                struct bc_error ignored = BC_ERROR_INIT;
-                if (l.leader)
-                        queue_resign(l.conn, cfg->worker_id, &ignored);
-                queue_set_state(l.conn, cfg->worker_id, "stopped", &ignored);
-                bc_error_clear(&ignored);
-        }
-        slots_join(&l.slots);
-        backend_sandbox_set_pool(NULL, NULL);
-        sandbox_pool_stop(pool);
-        reap_helpers(cfg);
-        janitor_drain();
-        dir_bin_free(l.dirs);
-        ws_pool_stop(l.ws_pool);
-        disk_budget_close(l.disk);
-        backend_sandbox_set_cgroup_parent(NULL);
-        deliverer_stop(&l.deliverer);
-        http_server_stop(l.http);
-        s3_check_stop(l.s3_check);
-        store_close(&l.store);
-        metrics_free(l.metrics);
-        if (l.listen && l.listen != l.conn)
-                PQfinish(l.listen);
-        PQfinish(l.conn);
-        close(l.signal_fd);
+        teardown(&l);
         log_event(LOG_INFO, "worker.stopped", "worker_id", cfg->worker_id, NULL);
         return 0;
 }
