@@ -2,7 +2,7 @@
  * was lost with the connection, and the jobs were stopped before they
  * started.  Should the claim have committed, the database says the worker
  * holds them while none of its slots runs them; those, and only those, go
- * back to the queue without counting the attempt (loop.c, release_unrun).
+ * back to the queue without counting the attempt (claim.c, loop_release_unrun).
  * A few dozen at most are remembered: a lost connection during a claim is
  * rare, and the next heartbeat after the reconnection settles them. */
 #ifndef BC_WORKER_DAEMON_IN_DOUBT_H
