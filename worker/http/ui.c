@@ -53,17 +53,11 @@ PGconn *ui_db(struct ui *ui, struct bc_error *err)
         return ui->conn;
 }
 
-PGresult *ui_query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql, int n,
-                   const char *const *params, enum MHD_Result *ret_sent)
+enum MHD_Result ui_fail(struct ui *ui, struct ui_req *r, unsigned status, struct bc_error *err)
 {
-        struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = ui_db(ui, &err);
-        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
-        if (!res) {
-                *ret_sent = ui_error_page(ui, r, fail_status, bc_error_message(&err));
-                bc_error_clear(&err);
-        }
-        return res;
+        enum MHD_Result sent = ui_error_page(ui, r, status, bc_error_message(err));
+        bc_error_clear(err);
+        return sent;
 }
 
 /* ---- requests ---- */
