@@ -1,6 +1,7 @@
 /* The web dashboard's parts (`boxcar ui`), private to worker/http/:
  *
- *   ui.c          the command: options, the server's life, request dispatch
+ *   ui.c          the server's life (ui.h: its options come from
+ *                 worker/cli/cmd_ui.c), request dispatch
  *   ui_auth.c     who is asking (token, session cookie, basic auth), login
  *                 sessions, CSRF tokens and the Origin check
  *   ui_html.c     escaping, the page shell, responses with security headers
