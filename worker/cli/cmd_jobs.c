@@ -12,9 +12,8 @@
 #include "common/io.h"
 #include "worker/cli/cli.h"
 #include "worker/config/config.h"
+#include "worker/db/api.h"
 #include "worker/db/db.h"
-
-BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
 struct enqueue_args {
         const char *queue, *spec_file, *priority, *run_at, *max_attempts, *key, *webhook;
@@ -102,12 +101,11 @@ int cmd_enqueue(int argc, char **argv)
         }
         /* The job as status prints it, on one line: with an idempotency
          * key that matched, the job that already existed. */
-        const char *id[] = { PQgetvalue(res, 0, 0) };
-        _cleanup_pgresult_ PGresult *job =
-                db_exec(conn, "select boxcar.job_json($1::uuid)::text", 1, id, &err);
-        if (!job)
+        _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 };
+        r = api_job(conn, PQgetvalue(res, 0, 0), &job, &err);
+        if (r < 0)
                 return cli_fail("enqueue", &err);
-        printf("%s\n", PQgetvalue(job, 0, 0));
+        printf("%s\n", r > 0 ? job.rows[0].text : "");
         return 0;
 }
 
@@ -132,10 +130,9 @@ static void sleep_ms(long msec)
 }
 
 /* Copies the job's status into ret_status; true when it is final. */
-static bool is_final(const char *job_json, char ret_status[16])
+static bool is_final(const cJSON *job, char ret_status[16])
 {
-        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(job_json);
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(job, "status");
         snprintf(ret_status, 16, "%s", cJSON_IsString(st) ? st->valuestring : "?");
         return strcmp(ret_status, "succeeded") == 0 || strcmp(ret_status, "failed") == 0 ||
                strcmp(ret_status, "cancelled") == 0;
@@ -210,20 +207,18 @@ int cmd_status(int argc, char **argv)
                 return cli_fail("status", &err);
         long deadline = (long)bc_mono_ms() + a.timeout_ms;
         for (;;) {
-                const char *p[] = { a.id };
-                _cleanup_pgresult_ PGresult *res =
-                        db_exec(conn, "select boxcar.job_json($1::uuid)", 1, p, &err);
-                if (!res)
+                _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 };
+                r = api_job(conn, a.id, &job, &err);
+                if (r < 0)
                         return cli_fail("status", &err);
-                if (PQgetisnull(res, 0, 0)) {
+                if (r == 0) {
                         fprintf(stderr, "boxcar status: job %s not found\n", a.id);
                         return 1;
                 }
                 char status[16];
-                if (!a.wait || is_final(PQgetvalue(res, 0, 0), status)) {
-                        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, 0, 0));
-                        _cleanup_free_ char *pretty = cJSON_Print(j);
-                        printf("%s\n", pretty ? pretty : PQgetvalue(res, 0, 0));
+                if (!a.wait || is_final(job.rows[0].json, status)) {
+                        _cleanup_free_ char *pretty = cJSON_Print(job.rows[0].json);
+                        printf("%s\n", pretty ? pretty : job.rows[0].text);
                         return 0;
                 }
                 long left = deadline - (long)bc_mono_ms();
@@ -261,12 +256,9 @@ int cmd_cancel(int argc, char **argv)
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return cli_fail("cancel", &err);
-        const char *p[] = { id };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.cancel($1::uuid)", 1, p, &err);
-        if (!res)
+        char st[API_STATUS_MAX];
+        if (api_cancel(conn, id, st, &err) < 0)
                 return cli_fail("cancel", &err);
-        const char *st = PQgetvalue(res, 0, 0);
         if (json)
                 return print_cancel_json(id, st) ? 0 : 1;
         if (strcmp(st, "running") == 0)
@@ -292,21 +284,18 @@ int cmd_events(int argc, char **argv)
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return cli_fail("events", &err);
-        const char *p[] = { id };
         /* A job may have no events yet: ask whether it exists. */
-        _cleanup_pgresult_ PGresult *job =
-                db_exec(conn, "select boxcar.job_json($1::uuid) is not null", 1, p, &err);
-        if (!job)
+        _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 }, events = { 0 };
+        r = api_job(conn, id, &job, &err);
+        if (r < 0)
                 return cli_fail("events", &err);
-        if (strcmp(PQgetvalue(job, 0, 0), "t") != 0) {
+        if (r == 0) {
                 fprintf(stderr, "boxcar events: job %s not found\n", id);
                 return 1;
         }
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.job_events_json($1::uuid)", 1, p, &err);
-        if (!res)
+        if (api_job_events(conn, id, &events, &err) < 0)
                 return cli_fail("events", &err);
-        for (int i = 0; i < PQntuples(res); i++)
-                printf("%s\n", PQgetvalue(res, i, 0));
+        for (size_t i = 0; i < events.n; i++)
+                printf("%s\n", events.rows[i].text);
         return 0;
 }

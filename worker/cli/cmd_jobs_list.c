@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "worker/cli/cli.h"
+#include "worker/db/api.h"
 #include "worker/db/db.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
@@ -121,33 +122,25 @@ static void print_job_line(const cJSON *j)
 
 static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)
 {
-        /* One row more than the page: whether a next page exists. */
-        char lim[24];
-        snprintf(lim, sizeof(lim), "%ld", a->limit + 1);
-        const char *p[] = { a->queue, a->status, a->since, lim, a->after };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select job, cursor from boxcar.jobs_list($1, $2, $3::timestamptz, $4::int, $5)",
-                5, p, err);
-        if (!res)
-                return -EPROTO;
-        int n = PQntuples(res);
-        bool more = n > a->limit;
-        if (more)
-                n = (int)a->limit;
-        const char *next = more ? PQgetvalue(res, n - 1, 1) : NULL;
+        const struct api_jobs_filter f = { a->queue, a->status, a->since, a->after };
+        _cleanup_(api_jobs_page_done) struct api_jobs_page page = { 0 };
+        int r = api_jobs_list(conn, &f, a->limit, &page, err);
+        if (r < 0)
+                return r;
         _cleanup_(cJSON_Deletep) cJSON *doc = cJSON_CreateObject();
         cJSON *jobs = cJSON_AddArrayToObject(doc, "jobs");
         if (!a->json)
                 printf("%-36s  %-9s  %-24s  %-8s  %-19s  %s\n", "ID", "STATUS", "QUEUE",
                        "ATTEMPTS", "CREATED", "ERROR");
-        for (int i = 0; i < n; i++) {
-                cJSON *j = cJSON_Parse(PQgetvalue(res, i, 0));
+        for (size_t i = 0; i < page.jobs.n; i++) {
+                cJSON *j = steal_pointer(&page.jobs.rows[i].json);
                 if (!j)
                         return bc_error_set(err, BC_INTERNAL, EPROTO, "unreadable job row");
                 if (!a->json)
                         print_job_line(j);
                 cJSON_AddItemToArray(jobs, j);
         }
+        const char *next = page.next_cursor;
         if (a->json) {
                 cJSON_AddItemToObject(doc, "next_cursor",
                                       next ? cJSON_CreateString(next) : cJSON_CreateNull());
@@ -171,15 +164,13 @@ static void default_requester(char *buf, size_t size)
 
 static int retry(PGconn *conn, const char *id, const char *by, bool json, struct bc_error *err)
 {
-        const char *p[] = { id, by };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.retry($1::uuid, $2)", 2, p, err);
-        if (!res)
-                return -EPROTO;
+        _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 };
+        int r = api_retry(conn, id, by, &job, err);
+        if (r < 0)
+                return r;
         if (json) {
-                _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, 0, 0));
-                _cleanup_free_ char *text = cJSON_Print(j);
-                printf("%s\n", text ? text : PQgetvalue(res, 0, 0));
+                _cleanup_free_ char *text = cJSON_Print(job.rows[0].json);
+                printf("%s\n", text ? text : job.rows[0].text);
         } else {
                 printf("%s: queued again with a fresh attempt budget (requested by %s)\n", id, by);
         }
@@ -250,34 +241,29 @@ int cmd_jobs(int argc, char **argv)
 
 static int queues_json(PGconn *conn, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select coalesce(jsonb_agg(to_jsonb(q) order by q.queue), '[]')"
-                      " from boxcar.queue_overview() q", 0, NULL, err);
-        if (!res)
-                return -EPROTO;
-        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, 0, 0));
-        _cleanup_free_ char *text = cJSON_Print(j);
-        printf("%s\n", text ? text : PQgetvalue(res, 0, 0));
+        _cleanup_(api_json_rows_done) struct api_json_rows q = { 0 };
+        int r = api_queue_overview_json(conn, &q, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *text = cJSON_Print(q.rows[0].json);
+        printf("%s\n", text ? text : q.rows[0].text);
         return 0;
 }
 
 static int queues_table(PGconn *conn, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select queue, queued, scheduled, running, round(oldest_queued_age_s::numeric, 1),"
-                      " succeeded_last_hour, failed_last_hour,"
-                      " coalesce(round(wait_avg_s::numeric, 2)::text, '-'),"
-                      " coalesce(round(run_avg_s::numeric, 2)::text, '-')"
-                      " from boxcar.queue_overview()", 0, NULL, err);
-        if (!res)
-                return -EPROTO;
+        _cleanup_(api_queue_rows_done) struct api_queue_rows q = { 0 };
+        int r = api_queue_overview(conn, &q, err);
+        if (r < 0)
+                return r;
         printf("%-24s %8s %9s %8s %10s %8s %8s %10s %10s\n", "QUEUE", "QUEUED", "SCHEDULED",
                "RUNNING", "OLDEST_S", "OK_1H", "FAIL_1H", "WAIT_S", "RUN_S");
-        for (int i = 0; i < PQntuples(res); i++)
-                printf("%-24s %8s %9s %8s %10s %8s %8s %10s %10s\n", PQgetvalue(res, i, 0),
-                       PQgetvalue(res, i, 1), PQgetvalue(res, i, 2), PQgetvalue(res, i, 3),
-                       PQgetvalue(res, i, 4), PQgetvalue(res, i, 5), PQgetvalue(res, i, 6),
-                       PQgetvalue(res, i, 7), PQgetvalue(res, i, 8));
+        for (size_t i = 0; i < q.n; i++) {
+                const struct api_queue_row *o = &q.rows[i];
+                printf("%-24s %8s %9s %8s %10s %8s %8s %10s %10s\n", o->queue, o->queued,
+                       o->scheduled, o->running, o->oldest_queued_s, o->succeeded_last_hour,
+                       o->failed_last_hour, o->wait_avg_s, o->run_avg_s);
+        }
         return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "common/io.h"
 #include "common/utf8.h"
 #include "worker/cli/cli.h"
+#include "worker/db/api.h"
 #include "worker/db/db.h"
 
 const char logs_usage[] =
@@ -61,41 +62,25 @@ static int print_new(PGconn *conn, const char *id, struct cursor *c, struct bc_e
 {
         int total = 0;
         for (;;) {
-                char a[16], s[16];
-                snprintf(a, sizeof(a), "%d", c->attempt);
-                snprintf(s, sizeof(s), "%d", c->seq);
-                const char *p[] = { id, a, s };
-                _cleanup_pgresult_ PGresult *res = db_exec(
-                        conn, "select attempt, seq, stream, data "
-                              "from boxcar.job_logs_after($1::uuid, $2::int, $3::int, 500)",
-                        3, p, err);
-                if (!res)
+                _cleanup_(api_log_chunks_done) struct api_log_chunks chunks = { 0 };
+                if (api_job_logs_after(conn, id, c->attempt, c->seq, &chunks, err) < 0)
                         return -EPROTO;
-                int n = PQntuples(res);
-                for (int i = 0; i < n; i++) {
-                        size_t len = 0;
-                        unsigned char *data =
-                                PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 3), &len);
-                        if (data && c->json) {
-                                bool printed = print_chunk_json(atoi(PQgetvalue(res, i, 0)),
-                                                                atoi(PQgetvalue(res, i, 1)),
-                                                                atoi(PQgetvalue(res, i, 2)),
-                                                                data, len);
-                                PQfreemem(data);
-                                if (!printed)
+                for (size_t i = 0; i < chunks.n; i++) {
+                        const struct api_log_chunk *k = &chunks.rows[i];
+                        if (c->json) {
+                                if (!print_chunk_json(k->attempt, k->seq, k->stream, k->data,
+                                                      k->len))
                                         return bc_error_set(err, BC_INTERNAL, ENOMEM,
                                                             "out of memory");
-                        } else if (data) {
-                                int fd = atoi(PQgetvalue(res, i, 2)) == 2 ? STDERR_FILENO
-                                                                          : STDOUT_FILENO;
-                                bc_write_all(fd, data, len);
-                                PQfreemem(data);
+                        } else {
+                                bc_write_all(k->stream == 2 ? STDERR_FILENO : STDOUT_FILENO,
+                                             k->data, k->len);
                         }
-                        c->attempt = atoi(PQgetvalue(res, i, 0));
-                        c->seq = atoi(PQgetvalue(res, i, 1));
+                        c->attempt = k->attempt;
+                        c->seq = k->seq;
                 }
-                total += n;
-                if (n < 500)
+                total += (int)chunks.n;
+                if (chunks.n < API_LOG_CHUNKS_MAX)
                         return total;
         }
 }
@@ -103,21 +88,18 @@ static int print_new(PGconn *conn, const char *id, struct cursor *c, struct bc_e
 /* Returns -1 while the job runs, else the exit status to end with. */
 static int final_status(PGconn *conn, const char *id, struct bc_error *err)
 {
-        const char *p[] = { id };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select status, (result->>'exit_code')::int from boxcar.jobs where id = $1::uuid",
-                1, p, err);
-        if (!res)
+        struct api_job_state st;
+        int found = api_job_state(conn, id, &st, err);
+        if (found < 0)
                 return -2;
-        if (PQntuples(res) == 0) {
+        if (found == 0) {
                 bc_error_set(err, BC_NOT_FOUND, ENOENT, "job %s not found", id);
                 return -2;
         }
-        const char *st = PQgetvalue(res, 0, 0);
-        if (strcmp(st, "succeeded") == 0)
+        if (strcmp(st.status, "succeeded") == 0)
                 return 0;
-        if (strcmp(st, "failed") == 0 || strcmp(st, "cancelled") == 0) {
-                int code = PQgetisnull(res, 0, 1) ? 1 : atoi(PQgetvalue(res, 0, 1));
+        if (strcmp(st.status, "failed") == 0 || strcmp(st.status, "cancelled") == 0) {
+                int code = st.has_exit_code ? st.exit_code : 1;
                 return code > 0 && code < 256 ? code : 1;
         }
         return -1;

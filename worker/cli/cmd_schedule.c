@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "worker/cli/cli.h"
+#include "worker/db/api.h"
 #include "worker/db/db.h"
 
 const char schedule_usage[] =
@@ -88,9 +89,8 @@ static int parse(int argc, char **argv, bool add_opts, struct sched_args *a, str
         return 0;
 }
 
-static void print_schedule(const char *json_text)
+static void print_schedule(const cJSON *s)
 {
-        cJSON *s = cJSON_Parse(json_text);
         const char *f[] = { "name", "cron", "time_zone", "queue", "next_run_at", "last_run_at" };
         const char *v[6];
         for (int i = 0; i < 6; i++) {
@@ -102,7 +102,6 @@ static void print_schedule(const char *json_text)
         printf("%-24s %-16s %-16s %-16s %-7s next=%s last=%s%s%s\n", v[0], v[1], v[2], v[3],
                on ? "enabled" : "paused", on ? v[4] : "-", v[5],
                cJSON_IsString(e) ? " error=" : "", cJSON_IsString(e) ? e->valuestring : "");
-        cJSON_Delete(s);
 }
 
 static int add(PGconn *conn, int argc, char **argv, const struct sched_args *a,
@@ -133,24 +132,27 @@ static int add(PGconn *conn, int argc, char **argv, const struct sched_args *a,
                 8, p, err);
         if (!res)
                 return -EPROTO;
-        if (a->json)
+        if (a->json) {
                 printf("%s\n", PQgetvalue(res, 0, 0));
-        else
-                print_schedule(PQgetvalue(res, 0, 0));
+        } else {
+                cJSON *s = cJSON_Parse(PQgetvalue(res, 0, 0));
+                print_schedule(s);
+                cJSON_Delete(s);
+        }
         return 0;
 }
 
 static int list(PGconn *conn, const struct sched_args *a, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.schedule_ls()", 0, NULL, err);
-        if (!res)
-                return -EPROTO;
-        for (int i = 0; i < PQntuples(res); i++) {
+        _cleanup_(api_json_rows_done) struct api_json_rows ls = { 0 };
+        int r = api_schedule_ls(conn, &ls, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ls.n; i++) {
                 if (a->json)
-                        printf("%s\n", PQgetvalue(res, i, 0));
+                        printf("%s\n", ls.rows[i].text);
                 else
-                        print_schedule(PQgetvalue(res, i, 0));
+                        print_schedule(ls.rows[i].json);
         }
         return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "worker/cli/cli.h"
 #include "worker/cli/cmd_webhooks_verify.h"
+#include "worker/db/api.h"
 #include "worker/db/db.h"
 
 const char webhooks_usage[] =
@@ -26,18 +27,20 @@ const char webhooks_usage[] =
         "  --database-url URL     PostgreSQL URL, for ls and retry (default: $DATABASE_URL)\n";
 
 struct ls_args {
-        const char *failed, *limit;
+        bool failed;
+        long limit;
 };
 
 /* Checked before connecting: a usage error needs no database. */
 static int parse_ls(int argc, char **argv, struct ls_args *a, struct bc_error *err)
 {
-        *a = (struct ls_args){ "false", "100" };
+        *a = (struct ls_args){ false, 100 };
+        const char *limit = "100";
         for (int i = 2; i < argc; i++) {
                 if (strcmp(argv[i], "--failed") == 0)
-                        a->failed = "true";
+                        a->failed = true;
                 else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc)
-                        a->limit = argv[++i];
+                        limit = argv[++i];
                 else if (strcmp(argv[i], "--limit") == 0)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--limit needs a value");
                 else
@@ -45,33 +48,28 @@ static int parse_ls(int argc, char **argv, struct ls_args *a, struct bc_error *e
                                             argv[i]);
         }
         char *end = NULL;
-        long n = strtol(a->limit, &end, 10);
-        if (end == a->limit || *end || n < 1 || n > 10000)
+        a->limit = strtol(limit, &end, 10);
+        if (end == limit || *end || a->limit < 1 || a->limit > 10000)
                 return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "--limit: '%s' is not a number from 1 to 10000", a->limit);
+                                    "--limit: '%s' is not a number from 1 to 10000", limit);
         return 0;
 }
 
 static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)
 {
-        const char *p[] = { a->failed, a->limit };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.webhook_list($1::boolean, $2::int)", 2, p, err);
-        if (!res)
+        _cleanup_(api_json_rows_done) struct api_json_rows ls = { 0 };
+        if (api_webhook_list(conn, a->failed, a->limit, &ls, err) < 0)
                 return -1;
-        for (int i = 0; i < PQntuples(res); i++)
-                printf("%s\n", PQgetvalue(res, i, 0));
+        for (size_t i = 0; i < ls.n; i++)
+                printf("%s\n", ls.rows[i].text);
         return 0;
 }
 
 static int retry(PGconn *conn, const char *id, bool json, struct bc_error *err)
 {
-        const char *p[] = { id };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.webhook_retry($1)", 1, p, err);
-        if (!res)
+        char st[API_STATUS_MAX];
+        if (api_webhook_retry(conn, id, st, err) < 0)
                 return -1;
-        const char *st = PQgetvalue(res, 0, 0);
         if (json) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "id", id);

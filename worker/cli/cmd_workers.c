@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "worker/cli/cli.h"
+#include "worker/db/api.h"
 #include "worker/db/db.h"
 
 const char workers_usage[] =
@@ -18,30 +19,29 @@ const char workers_usage[] =
         "  --json                 one JSON object per line, the boxcar.worker_status row\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
-static int list(PGconn *conn, bool json, struct bc_error *err)
+static int list_json(PGconn *conn, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn,
-                json ? "select to_jsonb(w)::text from boxcar.worker_status w order by id"
-                     : "select id, host, pid, state, running || '/' || concurrency,"
-                       " array_to_string(queues, ','), case when is_leader then 'yes' else '' end,"
-                       " to_char(heartbeat_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS')"
-                       " from boxcar.worker_status order by id",
-                0, NULL, err);
-        if (!res)
-                return -EPROTO;
-        if (!json)
-                printf("%-24s %-20s %8s %-9s %7s %-24s %-6s %s\n", "ID", "HOST", "PID", "STATE",
-                       "RUNNING", "QUEUES", "LEADER", "HEARTBEAT (UTC)");
-        for (int i = 0; i < PQntuples(res); i++) {
-                if (json)
-                        printf("%s\n", PQgetvalue(res, i, 0));
-                else
-                        printf("%-24s %-20s %8s %-9s %7s %-24s %-6s %s\n", PQgetvalue(res, i, 0),
-                               PQgetvalue(res, i, 1), PQgetvalue(res, i, 2),
-                               PQgetvalue(res, i, 3), PQgetvalue(res, i, 4),
-                               PQgetvalue(res, i, 5), PQgetvalue(res, i, 6),
-                               PQgetvalue(res, i, 7));
+        _cleanup_(api_json_rows_done) struct api_json_rows w = { 0 };
+        int r = api_workers_json(conn, &w, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < w.n; i++)
+                printf("%s\n", w.rows[i].text);
+        return 0;
+}
+
+static int list(PGconn *conn, struct bc_error *err)
+{
+        _cleanup_(api_worker_rows_done) struct api_worker_rows w = { 0 };
+        int r = api_workers(conn, &w, err);
+        if (r < 0)
+                return r;
+        printf("%-24s %-20s %8s %-9s %7s %-24s %-6s %s\n", "ID", "HOST", "PID", "STATE",
+               "RUNNING", "QUEUES", "LEADER", "HEARTBEAT (UTC)");
+        for (size_t i = 0; i < w.n; i++) {
+                const struct api_worker_row *o = &w.rows[i];
+                printf("%-24s %-20s %8s %-9s %7s %-24s %-6s %s\n", o->id, o->host, o->pid,
+                       o->state, o->load, o->queues, o->leader ? "yes" : "", o->heartbeat_utc);
         }
         return 0;
 }
@@ -59,7 +59,7 @@ int cmd_workers(int argc, char **argv)
         }
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
-        if (!conn || list(conn, json, &err) < 0)
+        if (!conn || (json ? list_json(conn, &err) : list(conn, &err)) < 0)
                 return cli_fail("workers", &err);
         return 0;
 }

@@ -1,6 +1,7 @@
 /* The web dashboard's parts (`boxcar ui`), private to worker/http/:
  *
- *   ui.c          the command: options, the server's life, request dispatch
+ *   ui.c          the server's life (ui.h: its options come from
+ *                 worker/cli/cmd_ui.c), request dispatch
  *   ui_auth.c     who is asking (token, session cookie, basic auth), login
  *                 sessions, CSRF tokens and the Origin check
  *   ui_html.c     escaping, the page shell, responses with security headers
@@ -64,12 +65,12 @@ struct ui_req {
 };
 
 /* ---- ui.c ---- */
-/* The database connection, reconnected when it was lost; NULL with err. */
+/* The database connection, reconnected when it was lost; NULL with err.
+ * The pages query it through worker/db/api.h. */
 PGconn *ui_db(struct ui *ui, struct bc_error *err);
-/* One query for a page: its result, or NULL with an error page of
- * fail_status already sent (*ret_sent) and nothing left to free. */
-PGresult *ui_query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql, int n,
-                   const char *const *params, enum MHD_Result *ret_sent);
+/* A page whose query failed: an error page of status with err's message;
+ * clears err. */
+enum MHD_Result ui_fail(struct ui *ui, struct ui_req *r, unsigned status, struct bc_error *err);
 
 /* ---- ui_auth.c ---- */
 /* Fills r->auth, r->who and r->csrf from the request's credentials;

@@ -5,9 +5,9 @@
  * and lives in every replica's process, next to running jobs; the
  * dashboard needs credentials, a database connection of its own and
  * write access to the queue, and one of it is enough for a cluster.  It
- * shares the address parsing (worker/http/server.h) and libmicrohttpd. */
+ * shares the address parsing (worker/http/server.h) and libmicrohttpd.
+ * Its command line is read by worker/cli/cmd_ui.c. */
 #include <errno.h>
-#include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,33 +16,11 @@
 #include <sys/random.h>
 
 #include "common/io.h"
-#include "worker/cli/cli.h"
 #include "worker/db/db.h"
 #include "worker/http/server.h"
 #include "worker/http/ui-internal.h"
+#include "worker/http/ui.h"
 #include "worker/log/log.h"
-
-const char ui_usage[] =
-        "usage: boxcar ui [--listen HOST:PORT] [--actions] [--token-file FILE] [--user NAME]\n"
-        "                 [--no-auth] [--secure-cookie] [--database-url URL]\n"
-        "\n"
-        "Serves the web dashboard: queues, jobs (with spec, result, events, live log\n"
-        "and artifact link), workers and webhook deliveries.  Read-only unless\n"
-        "--actions is given.  Every page needs the token (BOXCAR_UI_TOKEN, or the first\n"
-        "line of --token-file; at least 16 characters), given as\n"
-        "'Authorization: Bearer TOKEN', as the basic-auth password of user NAME, or\n"
-        "once in the login form (a session cookie for 12 hours).\n"
-        "\n"
-        "  --listen HOST:PORT     where to listen (default: 127.0.0.1:9470; port 0 picks\n"
-        "                         a free one, printed in the ui.listening log line)\n"
-        "  --actions              allow cancel, retry, drain and redrive from the pages\n"
-        "                         (POST only, with a CSRF token and an Origin check)\n"
-        "  --token-file FILE      read the token from FILE (default: $BOXCAR_UI_TOKEN)\n"
-        "  --user NAME            the basic-auth user name, also named in the audit\n"
-        "                         trail of a retry (default: admin)\n"
-        "  --no-auth              serve without a token: only on a loopback address\n"
-        "  --secure-cookie        mark the session cookie Secure (behind HTTPS)\n"
-        "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n";
 
 PGconn *ui_db(struct ui *ui, struct bc_error *err)
 {
@@ -53,17 +31,11 @@ PGconn *ui_db(struct ui *ui, struct bc_error *err)
         return ui->conn;
 }
 
-PGresult *ui_query(struct ui *ui, struct ui_req *r, unsigned fail_status, const char *sql, int n,
-                   const char *const *params, enum MHD_Result *ret_sent)
+enum MHD_Result ui_fail(struct ui *ui, struct ui_req *r, unsigned status, struct bc_error *err)
 {
-        struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = ui_db(ui, &err);
-        PGresult *res = conn ? db_exec(conn, sql, n, params, &err) : NULL;
-        if (!res) {
-                *ret_sent = ui_error_page(ui, r, fail_status, bc_error_message(&err));
-                bc_error_clear(&err);
-        }
-        return res;
+        enum MHD_Result sent = ui_error_page(ui, r, status, bc_error_message(err));
+        bc_error_clear(err);
+        return sent;
 }
 
 /* ---- requests ---- */
@@ -197,52 +169,9 @@ static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
         *req_cls = NULL;
 }
 
-/* ---- the command ---- */
+/* ---- the server's life ---- */
 
-struct ui_args {
-        const char *listen, *token_file, *user;
-        bool actions, no_auth, secure_cookie;
-};
-
-static int parse_args(int argc, char **argv, struct ui_args *a, struct bc_error *err)
-{
-        static const struct option opts[] = {
-                { "listen", required_argument, NULL, 'l' },
-                { "actions", no_argument, NULL, 'a' },
-                { "token-file", required_argument, NULL, 't' },
-                { "user", required_argument, NULL, 'u' },
-                { "no-auth", no_argument, NULL, 'n' },
-                { "secure-cookie", no_argument, NULL, 's' },
-                { NULL, 0, NULL, 0 },
-        };
-        *a = (struct ui_args){ .listen = "127.0.0.1:9470", .user = "admin" };
-        optind = 0;
-        opterr = 0;
-        for (;;) {
-                int o = getopt_long(argc, argv, "", opts, NULL);
-                if (o == -1)
-                        break;
-                switch (o) {
-                case 'l': a->listen = optarg; break;
-                case 'a': a->actions = true; break;
-                case 't': a->token_file = optarg; break;
-                case 'u': a->user = optarg; break;
-                case 'n': a->no_auth = true; break;
-                case 's': a->secure_cookie = true; break;
-                default:
-                        return cli_bad_option(argv, err);
-                }
-        }
-        if (optind < argc)
-                return bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'",
-                                    argv[optind]);
-        if (!*a->user || strlen(a->user) > 64 || strchr(a->user, ':'))
-                return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "--user: 1 to 64 characters, no ':'");
-        return 0;
-}
-
-static int read_token(const struct ui_args *a, char **ret, struct bc_error *err)
+static int read_token(const struct ui_options *a, char **ret, struct bc_error *err)
 {
         char *t = NULL;
         if (a->token_file) {
@@ -250,8 +179,8 @@ static int read_token(const struct ui_args *a, char **ret, struct bc_error *err)
                 if (bc_read_all(a->token_file, 4096, &t, &len, err) < 0)
                         return bc_error_prefix(err, "--token-file");
                 t[strcspn(t, "\r\n")] = '\0';
-        } else if (getenv("BOXCAR_UI_TOKEN")) {
-                t = strdup(getenv("BOXCAR_UI_TOKEN"));
+        } else if (a->token_env) {
+                t = strdup(a->token_env);
                 if (!t)
                         return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         }
@@ -273,7 +202,7 @@ static bool is_loopback(const struct sockaddr_storage *ss, bool any)
         return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
 }
 
-static int setup(struct ui *ui, const struct ui_args *a, struct sockaddr_storage *ss, bool *any,
+static int setup(struct ui *ui, const struct ui_options *a, struct sockaddr_storage *ss, bool *any,
                  struct bc_error *err)
 {
         if (http_parse_addr(a->listen, ss, any, err) < 0)
@@ -282,7 +211,7 @@ static int setup(struct ui *ui, const struct ui_args *a, struct sockaddr_storage
         ui->actions = a->actions;
         ui->user = a->user;
         ui->secure_cookie = a->secure_cookie;
-        if (a->no_auth && (a->token_file || getenv("BOXCAR_UI_TOKEN")))
+        if (a->no_auth && (a->token_file || a->token_env))
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "--no-auth and a token (--token-file, BOXCAR_UI_TOKEN) exclude "
                                     "each other");
@@ -314,7 +243,7 @@ static struct MHD_Daemon *start(struct ui *ui, struct sockaddr_storage *ss, bool
                                 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
 }
 
-static int serve(struct ui *ui, const struct ui_args *a, struct sockaddr_storage *ss, bool any,
+static int serve(struct ui *ui, const struct ui_options *a, struct sockaddr_storage *ss, bool any,
                  struct bc_error *err)
 {
         sigset_t set;
@@ -341,34 +270,23 @@ static int serve(struct ui *ui, const struct ui_args *a, struct sockaddr_storage
         return 0;
 }
 
-int cmd_ui(int argc, char **argv)
+int ui_run(const struct ui_options *o, struct bc_error *err)
 {
-        const char *url = NULL;
-        int r = cli_common_options(&argc, argv, ui_usage, &url);
-        if (r)
-                return r == 1 ? 0 : 2;
-        log_setup(LOG_TEXT, LOG_INFO);
-        struct bc_error err = BC_ERROR_INIT;
-        struct ui_args a;
         struct ui *ui = calloc(1, sizeof(*ui));
         struct sockaddr_storage ss;
         bool any = false;
         if (!ui)
-                return 1;
-        ui->db_url = url;
-        r = parse_args(argc, argv, &a, &err);
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        ui->db_url = o->db_url;
+        int r = setup(ui, o, &ss, &any, err);
         if (r >= 0)
-                r = setup(ui, &a, &ss, &any, &err);
+                r = ui_db(ui, err) ? 0 : -ECONNREFUSED;
         if (r >= 0)
-                r = ui_db(ui, &err) ? 0 : -1;
-        if (r >= 0)
-                r = serve(ui, &a, &ss, any, &err);
-        int st = r < 0 ? cli_fail("ui", &err) : 0;
-        bc_error_clear(&err);
+                r = serve(ui, o, &ss, any, err);
         PQfinish(ui->conn);
         if (ui->token)
                 explicit_bzero(ui->token, strlen(ui->token));
         free(ui->token);
         free(ui);
-        return st;
+        return r;
 }

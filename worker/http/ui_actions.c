@@ -5,23 +5,53 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "worker/db/db.h"
+#include "worker/db/api.h"
 #include "worker/http/ui-internal.h"
 #include "worker/log/log.h"
 
+/* Each runs its SQL API call with the form's id and who asks. */
+static int cancel(PGconn *conn, const char *id, const char *who, struct bc_error *err)
+{
+        (void)who;
+        char status[API_STATUS_MAX];
+        return api_cancel(conn, id, status, err);
+}
+
+static int retry(PGconn *conn, const char *id, const char *who, struct bc_error *err)
+{
+        char by[sizeof(((struct ui_req *)NULL)->who) + 3];
+        snprintf(by, sizeof(by), "ui:%s", who);
+        _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 };
+        return api_retry(conn, id, by, &job, err);
+}
+
+/* A worker already gone is no error here: its page shows its state. */
+static int drain(PGconn *conn, const char *id, const char *who, struct bc_error *err)
+{
+        (void)who;
+        int r = api_request_drain(conn, id, err);
+        return r < 0 ? r : 0;
+}
+
+static int redrive(PGconn *conn, const char *id, const char *who, struct bc_error *err)
+{
+        (void)who;
+        char status[API_STATUS_MAX];
+        return api_webhook_retry(conn, id, status, err);
+}
+
 struct action {
         const char *path;
-        const char *sql;        /* $1 the id, $2 who asks */
-        int nparams;
+        int (*call)(PGconn *conn, const char *id, const char *who, struct bc_error *err);
         bool job;               /* the id is a job's; back to its page */
         const char *back;       /* else the page to go back to */
 };
 
 static const struct action actions[] = {
-        { "/actions/cancel", "select boxcar.cancel($1::uuid)", 1, true, NULL },
-        { "/actions/retry", "select boxcar.retry($1::uuid, 'ui:' || $2)", 2, true, NULL },
-        { "/actions/drain", "select boxcar.request_drain($1)", 1, false, "/workers" },
-        { "/actions/redrive", "select boxcar.webhook_retry($1)", 1, false, "/webhooks" },
+        { "/actions/cancel", cancel, true, NULL },
+        { "/actions/retry", retry, true, NULL },
+        { "/actions/drain", drain, false, "/workers" },
+        { "/actions/redrive", redrive, false, "/webhooks" },
 };
 
 static const struct action *find(const char *url)
@@ -52,13 +82,12 @@ enum MHD_Result ui_action(struct ui *ui, struct ui_req *r)
                 return ui_error_page(ui, r, MHD_HTTP_BAD_REQUEST, "missing or malformed id");
         struct bc_error err = BC_ERROR_INIT;
         PGconn *conn = ui_db(ui, &err);
-        const char *p[] = { id, r->who };
-        _cleanup_pgresult_ PGresult *res = conn ? db_exec(conn, a->sql, a->nparams, p, &err) : NULL;
+        bool done = conn && a->call(conn, id, r->who, &err) >= 0;
         /* The operator's actions are an audit trail: what, on what, by
          * whom, and whether it took; never a header, token or form. */
-        log_event(res ? LOG_INFO : LOG_WARN, "ui.action", "action", a->path + 9, "id", id, "who",
-                  r->who, "error", res ? NULL : bc_error_message(&err), NULL);
-        if (!res) {
+        log_event(done ? LOG_INFO : LOG_WARN, "ui.action", "action", a->path + 9, "id", id, "who",
+                  r->who, "error", done ? NULL : bc_error_message(&err), NULL);
+        if (!done) {
                 enum MHD_Result sent = ui_error_page(ui, r, MHD_HTTP_CONFLICT,
                                                      bc_error_message(&err));
                 bc_error_clear(&err);

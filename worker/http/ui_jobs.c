@@ -2,19 +2,16 @@
  * (boxcar.job_json, boxcar.job_events_json) and its live log as JSON for
  * the page's script (boxcar.job_logs_after). */
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "worker/db/db.h"
+#include "worker/db/api.h"
 #include "worker/http/ui-internal.h"
 
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
-
-#define LOG_CHUNKS_PER_CALL 500
-/* The number spelled into the query's text. */
-#define STR_(x) #x
-#define STR(x) STR_(x)
 
 static const char *arg(struct ui_req *r, const char *name)
 {
@@ -91,36 +88,28 @@ enum MHD_Result ui_page_jobs(struct ui *ui, struct ui_req *r)
         long n = strtol(limit, &end, 10);
         if (end == limit || *end || n < 1 || n > 1000)
                 return ui_error_page(ui, r, MHD_HTTP_BAD_REQUEST, "limit: 1 to 1000");
-        char lim1[24];
-        snprintf(lim1, sizeof(lim1), "%ld", n + 1);
-        const char *p[] = { arg(r, "queue"), arg(r, "status"), arg(r, "since"), lim1,
-                            arg(r, "after") };
-        enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = ui_query(
-                ui, r, MHD_HTTP_BAD_REQUEST,
-                "select job, cursor from boxcar.jobs_list($1, $2, $3::timestamptz, $4::int, $5)",
-                5, p, &sent);
-        if (!res)
-                return sent;
+        const struct api_jobs_filter f = { arg(r, "queue"), arg(r, "status"), arg(r, "since"),
+                                           arg(r, "after") };
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_jobs_page_done) struct api_jobs_page page = { 0 };
+        PGconn *conn = ui_db(ui, &err);
+        if (!conn || api_jobs_list(conn, &f, n, &page, &err) < 0)
+                return ui_fail(ui, r, MHD_HTTP_BAD_REQUEST, &err);
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Jobs");
-        filter_form(&b, p[0], p[1], p[2]);
+        filter_form(&b, f.queue, f.status, f.since);
         dynbuf_addstr(&b, "<table id=\"jobs\"><thead><tr><th>id</th><th>status</th><th>queue"
                           "</th><th>attempts</th><th>created</th><th>error</th></tr></thead>"
                           "<tbody>\n");
-        int rows = PQntuples(res);
-        int shown = rows > n ? (int)n : rows;
-        for (int i = 0; i < shown; i++) {
-                _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(res, i, 0));
-                if (j)
-                        job_row(&b, j);
-        }
+        for (size_t i = 0; i < page.jobs.n; i++)
+                if (page.jobs.rows[i].json)
+                        job_row(&b, page.jobs.rows[i].json);
         dynbuf_addstr(&b, "</tbody></table>\n");
-        if (shown == 0)
+        if (page.jobs.n == 0)
                 dynbuf_addstr(&b, "<p>No jobs match.</p>");
-        if (rows > n)
-                next_link(&b, r, limit, PQgetvalue(res, shown - 1, 1));
+        if (page.next_cursor)
+                next_link(&b, r, limit, page.next_cursor);
         ui_page_end(&b);
         return ui_send_page(r->c, MHD_HTTP_OK, &b);
 }
@@ -165,13 +154,13 @@ static void artifact(struct dynbuf *b, const cJSON *result)
         dynbuf_addstr(b, "</p></section>\n");
 }
 
-static void events(struct dynbuf *b, PGresult *res)
+static void events(struct dynbuf *b, const struct api_json_rows *ev)
 {
         dynbuf_addstr(b, "<section><h2>Events</h2><table id=\"events\"><thead><tr><th>at</th>"
                          "<th>event</th><th>worker</th><th>attempt</th><th>details</th></tr>"
                          "</thead><tbody>\n");
-        for (int i = 0; i < PQntuples(res); i++) {
-                _cleanup_(cJSON_Deletep) cJSON *e = cJSON_Parse(PQgetvalue(res, i, 0));
+        for (size_t i = 0; i < ev->n; i++) {
+                const cJSON *e = ev->rows[i].json;
                 const cJSON *att = cJSON_GetObjectItemCaseSensitive(e, "attempt");
                 const cJSON *det = cJSON_GetObjectItemCaseSensitive(e, "details");
                 _cleanup_free_ char *d = det && !cJSON_IsNull(det) ? cJSON_PrintUnformatted(det)
@@ -224,20 +213,17 @@ static void summary(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJS
 
 enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
 {
-        const char *p[] = { id };
-        enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *job = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                                                 "select boxcar.job_json($1::uuid)", 1, p, &sent);
-        if (!job)
-                return sent;
-        if (PQgetisnull(job, 0, 0))
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 }, ev = { 0 };
+        PGconn *conn = ui_db(ui, &err);
+        int found = conn ? api_job(conn, id, &job, &err) : -1;
+        if (found < 0)
+                return ui_fail(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+        if (found == 0)
                 return ui_error_page(ui, r, MHD_HTTP_NOT_FOUND, "no such job");
-        _cleanup_pgresult_ PGresult *ev = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                                                "select boxcar.job_events_json($1::uuid)", 1, p,
-                                                &sent);
-        if (!ev)
-                return sent;
-        _cleanup_(cJSON_Deletep) cJSON *j = cJSON_Parse(PQgetvalue(job, 0, 0));
+        if (api_job_events(conn, id, &ev, &err) < 0)
+                return ui_fail(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+        const cJSON *j = job.rows[0].json;
         if (!j)
                 return ui_error_page(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "unreadable job");
         const cJSON *result = cJSON_GetObjectItemCaseSensitive(j, "result");
@@ -252,7 +238,7 @@ enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
         dynbuf_addstr(&b, "\" data-status=\"");
         ui_esc(&b, ui_jstr(j, "status", ""));
         dynbuf_addstr(&b, "\"></pre></section>\n");
-        events(&b, ev);
+        events(&b, &ev);
         json_section(&b, "Spec", "spec", cJSON_GetObjectItemCaseSensitive(j, "spec"));
         json_section(&b, "Result", "result", result);
         ui_page_end(&b);
@@ -261,65 +247,71 @@ enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
 
 /* ---- the live log ---- */
 
-static cJSON *chunk(PGresult *res, int i)
+static cJSON *chunk(struct api_log_chunk *k)
 {
-        size_t len = 0;
-        unsigned char *data = PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 3), &len);
-        if (!data)
-                return NULL;
         /* cJSON strings end at a NUL: shown as U+FFFD's stand-in '?'. */
-        for (size_t k = 0; k < len; k++)
-                if (data[k] == '\0')
-                        data[k] = '?';
-        char *text = malloc(len + 1);
+        for (size_t i = 0; i < k->len; i++)
+                if (k->data[i] == '\0')
+                        k->data[i] = '?';
+        char *text = malloc(k->len + 1);
         if (text) {
-                memcpy(text, data, len);
-                text[len] = '\0';
+                memcpy(text, k->data, k->len);
+                text[k->len] = '\0';
         }
-        PQfreemem(data);
         cJSON *c = cJSON_CreateObject();
-        cJSON_AddNumberToObject(c, "attempt", atoi(PQgetvalue(res, i, 0)));
-        cJSON_AddNumberToObject(c, "stream", atoi(PQgetvalue(res, i, 2)));
+        cJSON_AddNumberToObject(c, "attempt", k->attempt);
+        cJSON_AddNumberToObject(c, "stream", k->stream);
         cJSON_AddStringToObject(c, "text", text ? text : "");
         free(text);
         return c;
 }
 
+/* A cursor member of the query: an int in decimal, else false. */
+static bool int_arg(struct ui_req *r, const char *name, int *ret)
+{
+        const char *v = arg(r, name);
+        if (!v) {
+                *ret = 0;
+                return true;
+        }
+        char *end = NULL;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (end == v || *end || errno || n < INT_MIN || n > INT_MAX)
+                return false;
+        *ret = (int)n;
+        return true;
+}
+
 enum MHD_Result ui_api_log(struct ui *ui, struct ui_req *r, const char *id)
 {
-        const char *attempt = arg(r, "attempt") ? arg(r, "attempt") : "0";
-        const char *seq = arg(r, "seq") ? arg(r, "seq") : "0";
-        const char *p[] = { id, attempt, seq };
+        int attempt = 0, seq = 0;
         struct bc_error err = BC_ERROR_INIT;
-        PGconn *conn = ui_db(ui, &err);
-        _cleanup_pgresult_ PGresult *st =
-                conn ? db_exec(conn, "select status from boxcar.jobs where id = $1::uuid", 1, p,
-                               &err)
-                     : NULL;
-        _cleanup_pgresult_ PGresult *res =
-                st ? db_exec(conn, "select attempt, seq, stream, data from "
-                                   "boxcar.job_logs_after($1::uuid, $2::int, $3::int, "
-                                   STR(LOG_CHUNKS_PER_CALL) ")",
-                             3, p, &err)
-                   : NULL;
-        if (!res) {
+        struct api_job_state st = { .status = "" };
+        _cleanup_(api_log_chunks_done) struct api_log_chunks log = { 0 };
+        PGconn *conn = NULL;
+        int found = -1;
+        if (int_arg(r, "attempt", &attempt) && int_arg(r, "seq", &seq))
+                conn = ui_db(ui, &err);
+        if (conn)
+                found = api_job_state(conn, id, &st, &err);
+        if (found < 0 || api_job_logs_after(conn, id, attempt, seq, &log, &err) < 0) {
                 bc_error_clear(&err);
                 return ui_send_text(r->c, MHD_HTTP_BAD_REQUEST, "cannot read the log\n");
         }
-        if (PQntuples(st) == 0)
+        if (found == 0)
                 return ui_send_text(r->c, MHD_HTTP_NOT_FOUND, "no such job\n");
         _cleanup_(cJSON_Deletep) cJSON *doc = cJSON_CreateObject();
-        cJSON_AddStringToObject(doc, "status", PQgetvalue(st, 0, 0));
+        cJSON_AddStringToObject(doc, "status", st.status);
         cJSON *chunks = cJSON_AddArrayToObject(doc, "chunks");
-        int n = PQntuples(res);
-        for (int i = 0; i < n; i++) {
-                cJSON *c = chunk(res, i);
+        for (size_t i = 0; i < log.n; i++) {
+                cJSON *c = chunk(&log.rows[i]);
                 if (c)
                         cJSON_AddItemToArray(chunks, c);
         }
-        cJSON_AddNumberToObject(doc, "attempt", n ? atoi(PQgetvalue(res, n - 1, 0)) : atoi(attempt));
-        cJSON_AddNumberToObject(doc, "seq", n ? atoi(PQgetvalue(res, n - 1, 1)) : atoi(seq));
-        cJSON_AddBoolToObject(doc, "more", n == LOG_CHUNKS_PER_CALL);
+        cJSON_AddNumberToObject(doc, "attempt", log.n ? log.rows[log.n - 1].attempt : attempt);
+        cJSON_AddNumberToObject(doc, "seq", log.n ? log.rows[log.n - 1].seq : seq);
+        cJSON_AddBoolToObject(doc, "more", log.n == API_LOG_CHUNKS_MAX);
         char *text = cJSON_PrintUnformatted(doc);
         if (!text)
                 return MHD_NO;

@@ -4,10 +4,8 @@
 #include <cjson/cJSON.h>
 #include <string.h>
 
-#include "worker/db/db.h"
+#include "worker/db/api.h"
 #include "worker/http/ui-internal.h"
-
-BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
 static void cell(struct dynbuf *b, const char *cls, const char *text)
 {
@@ -29,16 +27,11 @@ static void head(struct dynbuf *b, const char *id, const char *const *cols)
 
 enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
 {
-        enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = ui_query(
-                ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                "select queue, queued, scheduled, running, round(oldest_queued_age_s::numeric, 1),"
-                " succeeded_last_hour, failed_last_hour,"
-                " coalesce(round(wait_avg_s::numeric, 2)::text, '-'),"
-                " coalesce(round(run_avg_s::numeric, 2)::text, '-')"
-                " from boxcar.queue_overview()", 0, NULL, &sent);
-        if (!res)
-                return sent;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_queue_rows_done) struct api_queue_rows q = { 0 };
+        PGconn *conn = ui_db(ui, &err);
+        if (!conn || api_queue_overview(conn, &q, &err) < 0)
+                return ui_fail(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Queues");
@@ -46,24 +39,27 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
                                             "oldest queued (s)", "succeeded (1 h)",
                                             "failed (1 h)", "avg wait (s)", "avg run (s)", NULL };
         head(&b, "queues", cols);
-        for (int i = 0; i < PQntuples(res); i++) {
-                const char *q = PQgetvalue(res, i, 0);
+        for (size_t i = 0; i < q.n; i++) {
+                const struct api_queue_row *o = &q.rows[i];
                 dynbuf_addstr(&b, "<tr data-queue=\"");
-                ui_esc(&b, q);
+                ui_esc(&b, o->queue);
                 dynbuf_addstr(&b, "\"><td><a href=\"/jobs?queue=");
-                ui_urlenc(&b, q);
+                ui_urlenc(&b, o->queue);
                 dynbuf_addstr(&b, "\">");
-                ui_esc(&b, q);
+                ui_esc(&b, o->queue);
                 dynbuf_addstr(&b, "</a></td>");
-                static const char *const names[] = { NULL, "queued", "scheduled", "running",
-                                                     "oldest", "succeeded", "failed", "wait",
-                                                     "run" };
-                for (int col = 1; col < 9; col++)
-                        cell(&b, names[col], PQgetvalue(res, i, col));
+                cell(&b, "queued", o->queued);
+                cell(&b, "scheduled", o->scheduled);
+                cell(&b, "running", o->running);
+                cell(&b, "oldest", o->oldest_queued_s);
+                cell(&b, "succeeded", o->succeeded_last_hour);
+                cell(&b, "failed", o->failed_last_hour);
+                cell(&b, "wait", o->wait_avg_s);
+                cell(&b, "run", o->run_avg_s);
                 dynbuf_addstr(&b, "</tr>\n");
         }
         dynbuf_addstr(&b, "</tbody></table>\n");
-        if (PQntuples(res) == 0)
+        if (q.n == 0)
                 dynbuf_addstr(&b, "<p>No jobs yet.</p>");
         dynbuf_addstr(&b, "<p class=\"note\">Rates are the jobs finished in the last hour; "
                           "the wait is from due to started, the run from started to finished, "
@@ -72,40 +68,52 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
         return ui_send_page(r->c, MHD_HTTP_OK, &b);
 }
 
+/* The worker's queues, "a,b", shown as "a, b". */
+static void queues_cell(struct dynbuf *b, const char *queues)
+{
+        dynbuf_addstr(b, "<td class=\"queues\">");
+        for (const char *p = queues; *p;) {
+                size_t n = strcspn(p, ",");
+                ui_esc_n(b, p, n);
+                p += n;
+                if (*p) {
+                        dynbuf_addstr(b, ", ");
+                        p++;
+                }
+        }
+        dynbuf_addstr(b, "</td>");
+}
+
 enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
 {
-        enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = ui_query(
-                ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                "select id, host, state, running || '/' || concurrency, version,"
-                " to_char(heartbeat_at, 'YYYY-MM-DD HH24:MI:SS'), is_leader,"
-                " drain_requested_at is not null, array_to_string(queues, ', ')"
-                " from boxcar.worker_status order by id", 0, NULL, &sent);
-        if (!res)
-                return sent;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_worker_rows_done) struct api_worker_rows w = { 0 };
+        PGconn *conn = ui_db(ui, &err);
+        if (!conn || api_workers(conn, &w, &err) < 0)
+                return ui_fail(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Workers");
         static const char *const cols[] = { "id", "host", "state", "running", "queues",
                                             "version", "heartbeat", "leader", "", NULL };
         head(&b, "workers", cols);
-        for (int i = 0; i < PQntuples(res); i++) {
-                const char *id = PQgetvalue(res, i, 0), *state = PQgetvalue(res, i, 2);
+        for (size_t i = 0; i < w.n; i++) {
+                const struct api_worker_row *o = &w.rows[i];
                 dynbuf_addstr(&b, "<tr data-id=\"");
-                ui_esc(&b, id);
+                ui_esc(&b, o->id);
                 dynbuf_addstr(&b, "\">");
-                cell(&b, "id", id);
-                cell(&b, "host", PQgetvalue(res, i, 1));
-                cell(&b, "state", state);
-                cell(&b, "running", PQgetvalue(res, i, 3));
-                cell(&b, "queues", PQgetvalue(res, i, 8));
-                cell(&b, "version", PQgetvalue(res, i, 4));
-                cell(&b, "heartbeat", PQgetvalue(res, i, 5));
-                cell(&b, "leader", strcmp(PQgetvalue(res, i, 6), "t") == 0 ? "yes" : "");
+                cell(&b, "id", o->id);
+                cell(&b, "host", o->host);
+                cell(&b, "state", o->state);
+                cell(&b, "running", o->load);
+                queues_cell(&b, o->queues);
+                cell(&b, "version", o->version);
+                cell(&b, "heartbeat", o->heartbeat);
+                cell(&b, "leader", o->leader ? "yes" : "");
                 dynbuf_addstr(&b, "<td>");
-                if (strcmp(state, "running") == 0 && strcmp(PQgetvalue(res, i, 7), "t") != 0)
-                        ui_action_button(&b, ui, r, "drain", id, "Drain");
-                else if (strcmp(PQgetvalue(res, i, 7), "t") == 0)
+                if (strcmp(o->state, "running") == 0 && !o->drain_requested)
+                        ui_action_button(&b, ui, r, "drain", o->id, "Drain");
+                else if (o->drain_requested)
                         dynbuf_addstr(&b, "drain requested");
                 dynbuf_addstr(&b, "</td></tr>\n");
         }
@@ -150,13 +158,11 @@ enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r)
 {
         const char *f = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "failed");
         bool failed = f && strcmp(f, "1") == 0;
-        const char *p[] = { failed ? "true" : "false" };
-        enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res =
-                ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                         "select boxcar.webhook_list($1::boolean, 200)", 1, p, &sent);
-        if (!res)
-                return sent;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_json_rows_done) struct api_json_rows ls = { 0 };
+        PGconn *conn = ui_db(ui, &err);
+        if (!conn || api_webhook_list(conn, failed, 200, &ls, &err) < 0)
+                return ui_fail(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Webhooks");
@@ -167,11 +173,9 @@ enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r)
         static const char *const cols[] = { "delivery", "job", "type", "status", "attempts",
                                             "last HTTP", "last error", "created", "", NULL };
         head(&b, "webhooks", cols);
-        for (int i = 0; i < PQntuples(res); i++) {
-                _cleanup_(cJSON_Deletep) cJSON *d = cJSON_Parse(PQgetvalue(res, i, 0));
-                if (d)
-                        webhook_row(&b, ui, r, d);
-        }
+        for (size_t i = 0; i < ls.n; i++)
+                if (ls.rows[i].json)
+                        webhook_row(&b, ui, r, ls.rows[i].json);
         dynbuf_addstr(&b, "</tbody></table>\n<p class=\"note\">The 200 newest. Redrive sends a "
                           "delivery again now, with the same webhook-id and a fresh retry "
                           "schedule.</p>");
@@ -208,11 +212,11 @@ static void schedule_row(struct dynbuf *b, const cJSON *s)
 
 enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r)
 {
-        enum MHD_Result sent = MHD_NO;
-        _cleanup_pgresult_ PGresult *res = ui_query(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
-                                                    "select boxcar.schedule_ls()", 0, NULL, &sent);
-        if (!res)
-                return sent;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_json_rows_done) struct api_json_rows ls = { 0 };
+        PGconn *conn = ui_db(ui, &err);
+        if (!conn || api_schedule_ls(conn, &ls, &err) < 0)
+                return ui_fail(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Schedules");
@@ -220,11 +224,9 @@ enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r)
                                             "next run", "last run", "last job", "last error",
                                             NULL };
         head(&b, "schedules", cols);
-        for (int i = 0; i < PQntuples(res); i++) {
-                _cleanup_(cJSON_Deletep) cJSON *s = cJSON_Parse(PQgetvalue(res, i, 0));
-                if (s)
-                        schedule_row(&b, s);
-        }
+        for (size_t i = 0; i < ls.n; i++)
+                if (ls.rows[i].json)
+                        schedule_row(&b, ls.rows[i].json);
         dynbuf_addstr(&b, "</tbody></table>\n<p class=\"note\">Managed with <code>boxcar "
                           "schedule add|rm|pause|resume</code>. Times are UTC; each cron "
                           "expression is read on its time zone's clock.</p>");
