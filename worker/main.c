@@ -1,12 +1,10 @@
 /* boxcar: one binary, git-style subcommands. */
-#include <cjson/cJSON.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "worker/cli/cli.h"
 #include "worker/config/config.h"
-#include "worker/db/db.h"
 #include "worker/log/log.h"
 #include "worker/daemon/loop.h"
 #include "version.h"
@@ -116,59 +114,10 @@ const struct cli_command cli_commands[] = {
         { NULL, NULL, NULL, NULL },
 };
 
-/* `boxcar worker drain ID`: asks a replica, on any host, to drain. */
-static int worker_drain(int argc, char **argv)
-{
-        const char *url = NULL;
-        int r = cli_common_options(&argc, argv, config_worker_usage, &url);
-        if (r)
-                return r == 1 ? 0 : 2;
-        bool json = cli_take_json(&argc, argv);
-        if (argc != 3 || strcmp(argv[1], "drain") != 0) {
-                fprintf(stderr,
-                        "usage: boxcar worker drain [--database-url URL] [--json] WORKER_ID\n");
-                return 2;
-        }
-        struct bc_error err = BC_ERROR_INIT;
-        _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
-        const char *p[] = { argv[2] };
-        _cleanup_pgresult_ PGresult *res =
-                conn ? db_exec(conn, "select boxcar.request_drain($1)", 1, p, &err) : NULL;
-        if (!res) {
-                int st = cli_fail("worker drain", &err);
-                bc_error_clear(&err);
-                return st;
-        }
-        if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
-                fprintf(stderr, "boxcar worker drain: no running worker %s (see boxcar.worker_status)\n",
-                        argv[2]);
-                return 1;
-        }
-        if (json) {
-                cJSON *o = cJSON_CreateObject();
-                cJSON_AddStringToObject(o, "worker_id", argv[2]);
-                cJSON_AddBoolToObject(o, "drain_requested", true);
-                return cli_print_json(o) ? 0 : 1;
-        }
-        printf("drain requested: %s stops claiming and exits once its jobs are done\n", argv[2]);
-        return 0;
-}
-
-/* `worker drain` takes --database-url before or after the subcommand. */
-static bool is_drain(int argc, char **argv)
-{
-        int i = 1;
-        while (i < argc && (strncmp(argv[i], "--database-url=", 15) == 0 ||
-                            strcmp(argv[i], "--database-url") == 0 ||
-                            strcmp(argv[i], "--json") == 0))
-                i += strcmp(argv[i], "--database-url") == 0 ? 2 : 1;
-        return i < argc && strcmp(argv[i], "drain") == 0;
-}
-
 int cmd_worker(int argc, char **argv)
 {
-        if (is_drain(argc, argv))
-                return worker_drain(argc, argv);
+        if (cli_is_worker_drain(argc, argv))
+                return cmd_worker_drain(argc, argv);
         struct worker_config cfg;
         struct bc_error err = BC_ERROR_INIT;
         int r = config_parse_worker(argc, argv, &cfg, &err);

@@ -33,6 +33,10 @@ extern const char queue_usage[];
 int cmd_jobs(int argc, char **argv);
 int cmd_queues(int argc, char **argv);
 int cmd_workers(int argc, char **argv);
+/* `boxcar worker drain ID` (cmd_workers.c): whether argv asks for it, and the
+ * command itself. */
+bool cli_is_worker_drain(int argc, char **argv);
+int cmd_worker_drain(int argc, char **argv);
 extern const char workers_usage[];
 int cmd_ui(int argc, char **argv);
 extern const char logs_usage[];
