@@ -34,7 +34,7 @@
  * see them.
  *
  * One sandbox, one job: the process exits after it, like a cold one. */
-#include "sandbox/supervise-internal.h"
+#include "sandbox/warm-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +56,9 @@
 #include "sandbox/mount-internal.h"
 #include "sandbox/rootfs-internal.h"
 #include "sandbox/setup-internal.h"
+#include "sandbox/supervise-dirs-internal.h"
+#include "sandbox/supervise-start-internal.h"
+#include "sandbox/supervisor-internal.h"
 
 /* A warm sandbox that is not built by then is stuck (a hung bind source,
  * an overloaded host): it fails rather than holding a pool slot. */
