@@ -22,6 +22,7 @@
 #include <linux/magic.h>
 
 #include "common/cleanup.h"
+#include "sandbox/cgroup-fs-internal.h"
 
 /* Its processes were killed with it; the cgroup empties a moment later. */
 static void remove_dir(const char *parent, pid_t pid)

@@ -26,48 +26,7 @@
 #include <linux/magic.h>
 
 #include "common/cleanup.h"
-
-static const struct {
-        const char *name;
-        unsigned bit;
-} ctrl_names[] = {
-        { "memory", CG_CTRL_MEMORY },
-        { "pids", CG_CTRL_PIDS },
-        { "cpu", CG_CTRL_CPU },
-};
-
-unsigned cg_v2_parse_controllers(const char *list)
-{
-        unsigned bits = 0;
-        for (const char *p = list; p && *p;) {
-                p += strspn(p, " \t\n");
-                size_t len = strcspn(p, " \t\n");
-                for (size_t i = 0; i < ELEMENTSOF(ctrl_names); i++)
-                        if (len == strlen(ctrl_names[i].name) &&
-                            strncmp(p, ctrl_names[i].name, len) == 0)
-                                bits |= ctrl_names[i].bit;
-                p += len;
-        }
-        return bits;
-}
-
-int cg_v2_format_enable(unsigned bits, char *buf, size_t size)
-{
-        size_t len = 0;
-        if (size == 0)
-                return -ENOBUFS;
-        buf[0] = '\0';
-        for (size_t i = 0; i < ELEMENTSOF(ctrl_names); i++) {
-                if (!(bits & ctrl_names[i].bit))
-                        continue;
-                int n = snprintf(buf + len, size - len, "%s+%s", len ? " " : "",
-                                 ctrl_names[i].name);
-                if (n < 0 || (size_t)n >= size - len)
-                        return -ENOBUFS;
-                len += (size_t)n;
-        }
-        return 0;
-}
+#include "sandbox/cgroup-fs-internal.h"
 
 /* Absolute, no empty/"."/".." component (a trailing slash only for "/"). */
 static bool cg_path_valid(const char *p)
@@ -269,7 +228,7 @@ int sandbox_cgroup_prepare_worker(const char *cgroup_root, char **ret_parent,
         const char *root = cgroup_root;
         struct statfs sf;
         if (!root) {
-                if (cg_detect(&root) != &cg_backend_v2)
+                if (cg_hierarchy(&root) != SANDBOX_CGROUP_V2)
                         root = NULL;
         } else if (statfs(root, &sf) < 0 || sf.f_type != CGROUP2_SUPER_MAGIC) {
                 root = NULL;

@@ -5,60 +5,18 @@
  * the helper's own cgroup (so limits set on the worker's cgroup still
  * bound every job), except on v2 with --cgroup-parent: then it is a child
  * of that directory, the worker's delegated cgroup whose only process-
- * holding child is the worker's leaf (see sandbox_cgroup_prepare_worker). */
+ * holding child is the worker's leaf (see sandbox_cgroup_prepare_worker).
+ *
+ * This header: the backend choice and sbx_cgroup_* (cgroup.c) and the
+ * worker's v2 delegation (cgroup-delegate.c), both above the backends
+ * (cgroup-backend-internal.h) and the primitives (cgroup-fs-internal.h). */
 #ifndef BC_SANDBOX_CGROUP_INTERNAL_H
 #define BC_SANDBOX_CGROUP_INTERNAL_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/types.h>
-
-#include "common/error.h"
-#include "sandbox/sandbox.h"
-
-struct cg_limits {
-        uint64_t memory_mb;  /* 0: unlimited */
-        uint32_t pids;       /* 0: unlimited; counts the sandbox's init too */
-        double cpus;         /* 0: unlimited */
-};
-
-struct cg_stats {
-        uint64_t oom_kills;
-        uint64_t cpu_us;
-        bool have_cpu;
-};
-
-/* Controller directories of one sandbox (v1: one per hierarchy). */
-#define CG_MAX_DIRS 4
-
-struct sbx_cgroup {
-        const struct cg_backend *ops;  /* NULL: no cgroup */
-        char *dirs[CG_MAX_DIRS];
-        size_t n_dirs;
-        int memory_dir, pids_dir, cpu_dir, cpuacct_dir;  /* index into dirs or -1 */
-};
-
-struct cg_backend {
-        const char *name;
-        enum sandbox_cgroup_version version;
-        /* Creates the sandbox cgroup (under parent when not NULL, v2 only)
-         * and applies the limits. */
-        int (*create)(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
-                      struct bc_error *err);
-        /* Applies limits to a cgroup create made (a warm sandbox's is
-         * made without any, its job's are known at handoff). */
-        int (*limit)(struct sbx_cgroup *cg, const struct cg_limits *l, struct bc_error *err);
-        int (*attach)(struct sbx_cgroup *cg, pid_t pid, struct bc_error *err);
-        /* Opens the files through which a process moves itself in (v1:
-         * each hierarchy's "tasks"); returns how many, 0 if unsupported. */
-        int (*self_attach_fds)(struct sbx_cgroup *cg, int *fds, size_t max);
-        /* Best-effort SIGKILL of everything left in the cgroup. */
-        void (*kill_all)(struct sbx_cgroup *cg);
-        void (*stats)(struct sbx_cgroup *cg, struct cg_stats *ret);
-};
-
-extern const struct cg_backend cg_backend_v1;
-extern const struct cg_backend cg_backend_v2;
+#include "sandbox/cgroup-backend-internal.h"
+/* The callers of cg_detect (detect.c, cgroup-dead.c) and the unit tests
+ * read the hierarchy with these too. */
+#include "sandbox/cgroup-fs-internal.h"
 
 /* Picks the backend for this host: the v2 mount when controllers live
  * there, else v1.  NULL when neither is usable. *ret_root gets the v2 root
@@ -89,34 +47,9 @@ void sbx_cgroup_stats(struct sbx_cgroup *cg, struct cg_stats *ret);
  * frees cg.  NULL-safe, idempotent. */
 void sbx_cgroup_destroy(struct sbx_cgroup *cg);
 
-/* Helpers shared by the backends. */
-int cg_write(const char *dir, const char *file, const char *value, struct bc_error *err);
-/* Reads "key N" from a flat-keyed file; 0 when absent. */
-int cg_read_key(const char *dir, const char *file, const char *key, uint64_t *ret);
-int cg_read_u64(const char *dir, const char *file, uint64_t *ret);
-/* The helper's own cgroup path in the hierarchy holding `controller`
- * (NULL: the v2 "0::" line).  Caller frees. */
-char *cg_own_path(const char *controller);
-/* The same, from /proc/self/cgroup's content (read it once for many). */
-char *cg_own_path_in(const char *proc_cgroup, const char *controller);
-/* Creates dir/boxcar-sandbox-<pid>; returns the new path (caller frees). */
-int cg_make_dir(const char *parent, char **ret_path, struct bc_error *err);
-void cg_kill_procs(const char *dir);
-/* Reads dir/file (at most size-1 bytes) into buf, NUL-terminated. */
-int cg_read_file(const char *dir, const char *file, char *buf, size_t size);
+/* cgroup v2 delegation: the pure parts, unit-tested on their own (the
+ * controller lists are in cgroup-fs-internal.h). */
 
-/* cgroup v2 delegation: the pure parts, unit-tested on their own. */
-enum {
-        CG_CTRL_MEMORY = 1u << 0,
-        CG_CTRL_PIDS = 1u << 1,
-        CG_CTRL_CPU = 1u << 2,
-        CG_CTRL_ALL = CG_CTRL_MEMORY | CG_CTRL_PIDS | CG_CTRL_CPU,
-};
-/* The CG_CTRL_* bits named in a space-separated controller list (the
- * format of cgroup.controllers and cgroup.subtree_control). */
-unsigned cg_v2_parse_controllers(const char *list);
-/* "+memory +pids +cpu" for bits, in that order; -ENOBUFS if it won't fit. */
-int cg_v2_format_enable(unsigned bits, char *buf, size_t size);
 /* The v2 path ("0::/a/b") in /proc/self/cgroup's content, validated:
  * absolute, no "." or ".." component (a process outside its cgroup
  * namespace's root sees "/../x": nothing we may manage).  -ENOENT when

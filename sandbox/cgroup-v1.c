@@ -1,7 +1,7 @@
 /* cgroup v1 backend: one directory per controller hierarchy.  Used where
  * the controllers are mounted as v1 (older distributions, this project's
  * CI machine); the pid namespace, not the cgroup, is what kills the tree. */
-#include "sandbox/cgroup-internal.h"
+#include "sandbox/cgroup-backend-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include <linux/magic.h>
 
 #include "common/cleanup.h"
+#include "sandbox/cgroup-fs-internal.h"
 
 static const char *const controllers[] = { "memory", "pids", "cpu", "cpuacct" };
 

@@ -5,7 +5,7 @@
  * worker: so the worker moves itself into a leaf at startup and passes
  * its original cgroup as --cgroup-parent (sandbox_cgroup_prepare_worker);
  * the sandboxes are then the leaf's siblings. */
-#include "sandbox/cgroup-internal.h"
+#include "sandbox/cgroup-backend-internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/cleanup.h"
+#include "sandbox/cgroup-fs-internal.h"
 
 /* The directory the sandbox cgroup goes in: --cgroup-parent, which must
  * lie in the v2 mount (the helper only ever writes under it), or the
@@ -111,7 +112,7 @@ static int v2_create(struct sbx_cgroup *cg, const struct cg_limits *l, const cha
                      struct bc_error *err)
 {
         const char *root = NULL;
-        if (cg_detect(&root) != &cg_backend_v2 || !root)
+        if (cg_hierarchy(&root) != SANDBOX_CGROUP_V2 || !root)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT, "cgroup v2 not mounted");
         _cleanup_free_ char *parent = NULL;
         int r = v2_parent(root, given, &parent, err);

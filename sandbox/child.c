@@ -36,6 +36,7 @@
 #include "sandbox/privs-internal.h"
 #include "sandbox/rootfs-internal.h"
 #include "sandbox/seccomp-internal.h"
+#include "sandbox/setup-internal.h"
 
 static void report_and_exit(int sock, struct setup_ctx *x) __attribute__((noreturn));
 static void report_and_exit(int sock, struct setup_ctx *x)

@@ -20,6 +20,7 @@
 
 #include "common/cleanup.h"
 #include "common/dynbuf.h"
+#include "sandbox/cgroup-fs-internal.h"
 #include "sandbox/cgroup-internal.h"
 
 static bool probe_userns(void)

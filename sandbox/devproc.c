@@ -10,7 +10,7 @@
  * /proc is a fresh instance for the new pid namespace (only the job's
  * processes show), with the kernel-wide knobs read-only (sys, sysrq-trigger,
  * irq, bus) and the information leaks runc masks covered. */
-#include "sandbox/rootfs-internal.h"
+#include "sandbox/devproc-internal.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "sandbox/mount-internal.h"
 
 static int link_in(struct setup_ctx *x, const char *target, const char *rel)
 {
@@ -50,7 +51,7 @@ static int dev_node(struct setup_ctx *x, const char *name, dev_t dev, bool *can_
         }
         char host[64];
         snprintf(host, sizeof(host), "/dev/%s", name);
-        return rootfs_bind(x, host, rel, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+        return sbx_mount_bind(x, host, rel, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
 }
 
 int rootfs_dev(struct setup_ctx *x)
@@ -62,7 +63,7 @@ int rootfs_dev(struct setup_ctx *x)
                 { "random", 1, 8 },  { "urandom", 1, 9 }, { "tty", 5, 0 },
         };
         const char *dev = SBX_NEWROOT "/dev";
-        int r = rootfs_mkdirs(x, "dev");
+        int r = sbx_mount_mkdirs(x, "dev");
         if (r < 0)
                 return r;
         if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
@@ -73,9 +74,9 @@ int rootfs_dev(struct setup_ctx *x)
                 if (r < 0)
                         return r;
         }
-        r = rootfs_mkdirs(x, "dev/pts");
+        r = sbx_mount_mkdirs(x, "dev/pts");
         if (r >= 0)
-                r = rootfs_mkdirs(x, "dev/shm");
+                r = sbx_mount_mkdirs(x, "dev/shm");
         if (r < 0)
                 return r;
         if (mount("devpts", SBX_NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
@@ -105,8 +106,8 @@ static int proc_readonly(struct setup_ctx *x, const char *name)
         snprintf(p, sizeof(p), "%s/%s", SBX_NEWROOT, rel);
         if (access(p, F_OK) < 0)
                 return 0;
-        return rootfs_bind(x, p, rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                              MOUNT_ATTR_NOEXEC);
+        return sbx_mount_bind(x, p, rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                                 MOUNT_ATTR_NOEXEC);
 }
 
 /* Covers a /proc entry: files with /dev/null, directories with an empty
@@ -132,7 +133,7 @@ static int proc_mask(struct setup_ctx *x, const char *name)
 int rootfs_proc(struct setup_ctx *x)
 {
         x->step = SBX_STEP_PROC;
-        int r = rootfs_mkdirs(x, "proc");
+        int r = sbx_mount_mkdirs(x, "proc");
         if (r < 0)
                 return r;
         if (mount("proc", SBX_NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)

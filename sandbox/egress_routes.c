@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-#include "sandbox/rootfs-internal.h"
+#include "sandbox/setup-internal.h"
 
 /* `ip route add local NET/PREFIX dev lo table local`: connections to NET
  * stay in the namespace, on our listeners. */

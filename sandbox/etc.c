@@ -5,7 +5,7 @@
  * shadow when the job's uid maps to a privileged one).  python3, node and
  * sh need only the loader cache, alternatives, TLS roots, time zone and
  * name-service configuration, listed here so the list can be audited. */
-#include "sandbox/rootfs-internal.h"
+#include "sandbox/etc-internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "sandbox/image-internal.h"
+#include "sandbox/mount-internal.h"
 
 /* Only what the runtimes read.  Small regular files are copied into the
  * root tmpfs (made read-only before the job runs), which costs a few
@@ -119,7 +121,7 @@ static int etc_entry_from(struct setup_ctx *x, const char *src, const char *name
                 char parent[300];
                 snprintf(parent, sizeof(parent), "%s", rel);
                 *strrchr(parent, '/') = '\0';
-                int r = rootfs_mkdirs(x, parent);
+                int r = sbx_mount_mkdirs(x, parent);
                 if (r < 0)
                         return r;
         }
@@ -132,7 +134,8 @@ static int etc_entry_from(struct setup_ctx *x, const char *src, const char *name
                 if (r != 0)
                         return r < 0 ? r : 0;
         }
-        return rootfs_bind(x, host, rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+        return sbx_mount_bind(x, host, rel,
+                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 }
 
 static int etc_entry(struct setup_ctx *x, const char *name)
@@ -210,28 +213,28 @@ static int etc_generated(struct setup_ctx *x)
                  "root:x:0:0:root:/root:/usr/sbin/nologin\n"
                  "%s:x:%u:%u:sandbox:/workspace:/bin/sh\n",
                  user_name(c->uid), (unsigned)c->uid, (unsigned)c->gid);
-        int r = rootfs_write(x, "etc/passwd", buf, 0644);
+        int r = sbx_mount_write(x, "etc/passwd", buf, 0644);
         if (r < 0)
                 return r;
         snprintf(buf, sizeof(buf), "root:x:0:\n%s:x:%u:\n",
                  c->gid == 65534 ? "nogroup" : "sandbox", (unsigned)c->gid);
-        r = rootfs_write(x, "etc/group", buf, 0644);
+        r = sbx_mount_write(x, "etc/group", buf, 0644);
         if (r < 0)
                 return r;
         snprintf(buf, sizeof(buf), "%s\n", c->hostname);
-        r = rootfs_write(x, "etc/hostname", buf, 0644);
+        r = sbx_mount_write(x, "etc/hostname", buf, 0644);
         if (r < 0)
                 return r;
         snprintf(buf, sizeof(buf), "127.0.0.1\tlocalhost %s\n::1\tlocalhost ip6-localhost\n",
                  c->hostname);
-        return rootfs_write(x, "etc/hosts", buf, 0644);
+        return sbx_mount_write(x, "etc/hosts", buf, 0644);
 }
 
 int rootfs_etc(struct setup_ctx *x)
 {
         x->step = SBX_STEP_MOUNT;
         etc_copied = 0;
-        int r = rootfs_mkdirs(x, "etc");
+        int r = sbx_mount_mkdirs(x, "etc");
         if (r >= 0 && x->c->image)
                 r = etc_image(x);
         for (size_t i = 0; r >= 0 && !x->c->image && i < ELEMENTSOF(etc_entries); i++)

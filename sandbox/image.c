@@ -14,7 +14,7 @@
  * as needed.  An image is hostile input: a symlink where such a
  * directory must go is refused (mkdir and mount would follow it, before
  * pivot_root even to the host's tree). */
-#include "sandbox/rootfs-internal.h"
+#include "sandbox/image-internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "sandbox/mount-internal.h"
 
 #define IMAGE_RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
@@ -114,8 +115,8 @@ static int image_entry(struct setup_ctx *x, const char *rel, unsigned depth)
         case PLACE_OURS:
                 /* Kept as an empty directory (what the sandbox puts there
                  * comes later), but for /var/tmp, a symlink to /tmp. */
-                return S_ISDIR(st.st_mode) && strcmp(rel, "var/tmp") != 0 ? rootfs_mkdirs(x, rel)
-                                                                           : 0;
+                return S_ISDIR(st.st_mode) && strcmp(rel, "var/tmp") != 0
+                               ? sbx_mount_mkdirs(x, rel) : 0;
         case PLACE_ON_THE_WAY:
                 if (!S_ISDIR(st.st_mode))
                         return setup_fail(x, ELOOP, rel, "image: not a directory where a "
@@ -127,7 +128,7 @@ static int image_entry(struct setup_ctx *x, const char *rel, unsigned depth)
         if (S_ISLNK(st.st_mode))
                 return recreate_symlink(x, src, rel);
         if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
-                return rootfs_bind(x, src, rel, IMAGE_RO_ATTRS);
+                return sbx_mount_bind(x, src, rel, IMAGE_RO_ATTRS);
         return 0;   /* devices, fifos, sockets: never shown */
 }
 
@@ -137,7 +138,7 @@ static int image_level(struct setup_ctx *x, const char *rel, unsigned depth)
         if (depth > 32)
                 return setup_fail(x, ELOOP, rel, "image: mount point too deep");
         if (*rel) {
-                int r = rootfs_mkdirs(x, rel);
+                int r = sbx_mount_mkdirs(x, rel);
                 if (r < 0)
                         return r;
         }

@@ -13,6 +13,8 @@
 #include "common/cleanup.h"
 #include "sandbox/helper-internal.h"
 #include "sandbox/supervise-internal.h"
+#include "sandbox/supervisor-internal.h"
+#include "sandbox/warm-internal.h"
 
 static int usage_error(int argc, char **argv, const char *msg)
 {

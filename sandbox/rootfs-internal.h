@@ -1,27 +1,12 @@
 /* The sandbox's file system: a fresh tmpfs root assembled at /tmp of the
- * child's private mount namespace, then made the root with pivot_root. */
+ * child's private mount namespace, then made the root with pivot_root.
+ * rootfs.c orders the steps; the mounts are mount.c's primitives. */
 #ifndef BC_SANDBOX_ROOTFS_INTERNAL_H
 #define BC_SANDBOX_ROOTFS_INTERNAL_H
 
 #include <stdbool.h>
 
-#include "common/error.h"
-#include "sandbox/helper-internal.h"
-
-/* Where a failing setup step was, for the status object. */
-struct setup_ctx {
-        const struct helper_config *c;
-        enum sbx_step step;
-        char path[512];
-        struct bc_error err;
-};
-
-/* Fails the current step on `path` with errno e: fills ctx, returns -e. */
-int setup_fail(struct setup_ctx *x, int e, const char *path, const char *what);
-
-/* The staging directory the new root is assembled in (inside the child's
- * mount namespace only). */
-#define SBX_NEWROOT "/tmp"
+#include "sandbox/setup-internal.h"
 
 /* The trees of one job, cloned detached (open_tree) before they are
  * attached: --workspace, --scratch/tmp, --scratch/shm (-1 when not
@@ -59,30 +44,5 @@ int rootfs_build_base(struct setup_ctx *x);
 int rootfs_pivot(struct setup_ctx *x);
 int rootfs_attach_job(struct setup_ctx *x, const struct rootfs_trees *t);
 int rootfs_seal(struct setup_ctx *x);
-/* Whether this process is in the entered root (paths without the
- * SBX_NEWROOT prefix): rootfs_pivot sets it; a warm supervisor, which
- * attaches a job from inside the sandbox's mount namespace, sets it for
- * that and back. */
-void rootfs_set_entered(bool entered);
-
-/* Parts of rootfs_build living in their own files. */
-/* The image (--image): opened before the root tmpfs is mounted, then its
- * entries in place of the host's system dirs; rootfs_image_root() is the
- * path it is read through ("" before rootfs_image_open). */
-int rootfs_image_open(struct setup_ctx *x);
-int rootfs_image_dirs(struct setup_ctx *x);
-const char *rootfs_image_root(void);
-/* Closes what rootfs_image_open opened (nothing when it did not). */
-void rootfs_image_close(void);
-int rootfs_etc(struct setup_ctx *x);
-int rootfs_dev(struct setup_ctx *x);
-int rootfs_proc(struct setup_ctx *x);
-/* Binds host path src at NEWROOT/dest: recursive, read-only, nosuid,
- * nodev on every submount (mount_setattr AT_RECURSIVE, atomic). */
-int rootfs_bind(struct setup_ctx *x, const char *src, const char *dest, unsigned long attrs);
-/* mkdir -p of NEWROOT/rel (mode 0755). */
-int rootfs_mkdirs(struct setup_ctx *x, const char *rel);
-/* Writes a small file NEWROOT/rel with the given contents. */
-int rootfs_write(struct setup_ctx *x, const char *rel, const char *data, mode_t mode);
 
 #endif

@@ -1,10 +1,9 @@
-/* Assembling the sandbox's root.  Runs in the child, in its new mount
- * namespace, as root of it (real root, or root-equivalent in a new user
- * namespace).  Every bind is made with the new mount API: open_tree()
- * clones the source tree detached, mount_setattr(AT_RECURSIVE) makes the
- * whole clone read-only/nosuid/nodev in one atomic step (no window, no
- * submount missed, unlike remounting each entry of mountinfo), and
- * move_mount() attaches it.  Needs Linux 5.12. */
+/* Assembling the sandbox's root: the steps, in their order (see
+ * rootfs-internal.h).  Runs in the child, in its new mount namespace, as
+ * root of it (real root, or root-equivalent in a new user namespace).
+ * The mounts are made with the primitives of mount.c (the new mount API,
+ * see there); /dev and /proc, /etc and an image's entries are parts of
+ * their own (devproc.c, etc.c, image.c). */
 #include "sandbox/rootfs-internal.h"
 
 #include <errno.h>
@@ -19,134 +18,10 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-
-int setup_fail(struct setup_ctx *x, int e, const char *path, const char *what)
-{
-        snprintf(x->path, sizeof(x->path), "%s", path ? path : "");
-        return bc_error_set(&x->err, BC_SANDBOX_SETUP, e, "%s %s: %s", what, path ? path : "",
-                            strerror(e));
-}
-
-/* Where the new root is, as seen by this process: SBX_NEWROOT while it
- * is assembled, "" once pivot_root made it "/" (a warm sandbox attaches
- * its job's trees after that). */
-static const char *root_prefix = SBX_NEWROOT;
-
-static int newroot_path(char *buf, size_t n, const char *rel)
-{
-        while (*rel == '/')
-                rel++;
-        return snprintf(buf, n, "%s/%s", root_prefix, rel) >= (int)n ? -ENAMETOOLONG : 0;
-}
-
-int rootfs_mkdirs(struct setup_ctx *x, const char *rel)
-{
-        char p[PATH_MAX];
-        if (newroot_path(p, sizeof(p), rel) < 0)
-                return setup_fail(x, ENAMETOOLONG, rel, "mkdir");
-        for (char *s = p + strlen(root_prefix) + 1; ; s++) {
-                bool end = *s == '\0';
-                if (*s == '/' || end) {
-                        *s = '\0';
-                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                                return setup_fail(x, errno, rel, "mkdir");
-                        if (end)
-                                return 0;
-                        *s = '/';
-                }
-        }
-}
-
-int rootfs_write(struct setup_ctx *x, const char *rel, const char *data, mode_t mode)
-{
-        char p[PATH_MAX];
-        if (newroot_path(p, sizeof(p), rel) < 0)
-                return setup_fail(x, ENAMETOOLONG, rel, "write");
-        _cleanup_fd_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-        if (fd < 0)
-                return setup_fail(x, errno, rel, "create");
-        size_t len = strlen(data);
-        if (write(fd, data, len) != (ssize_t)len)
-                return setup_fail(x, errno ? errno : EIO, rel, "write");
-        return 0;
-}
-
-/* Makes the mount point for a tree: a directory, or an empty file when
- * the source is a file (a bind must land on the same kind of inode). */
-static int make_mountpoint(struct setup_ctx *x, const char *dest, bool is_dir)
-{
-        if (is_dir)
-                return rootfs_mkdirs(x, dest);
-        char parent[PATH_MAX];
-        snprintf(parent, sizeof(parent), "%s", dest);
-        char *slash = strrchr(parent, '/');
-        if (slash && slash != parent) {
-                *slash = '\0';
-                int r = rootfs_mkdirs(x, parent);
-                if (r < 0)
-                        return r;
-        }
-        char p[PATH_MAX];
-        if (newroot_path(p, sizeof(p), dest) < 0)
-                return setup_fail(x, ENAMETOOLONG, dest, "create");
-        /* An existing file (a /proc entry) is a mount point as it is:
-         * opening it for writing, as O_CREAT needs, can be refused (Linux
-         * 6.1 refuses /proc/sysrq-trigger to a user namespace's root). */
-        struct stat st;
-        if (lstat(p, &st) == 0 && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode))
-                return 0;
-        int fd = open(p, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0444);
-        if (fd < 0)
-                return setup_fail(x, errno, dest, "create");
-        close(fd);
-        return 0;
-}
-
-/* Clones src (recursively, detached) with attrs applied to every mount. */
-static int capture(struct setup_ctx *x, const char *src, unsigned long attrs, int *ret_fd,
-                   bool *ret_is_dir)
-{
-        struct stat st;
-        if (stat(src, &st) < 0)
-                return setup_fail(x, errno, src, "stat");
-        int fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-        if (fd < 0)
-                return setup_fail(x, errno, src, "open_tree");
-        struct mount_attr a = { .attr_set = attrs };
-        if (attrs && mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &a, sizeof(a)) < 0) {
-                int e = errno;
-                close(fd);
-                return setup_fail(x, e, src, "mount_setattr");
-        }
-        *ret_fd = fd;
-        *ret_is_dir = S_ISDIR(st.st_mode);
-        return 0;
-}
-
-static int attach(struct setup_ctx *x, int fd, const char *dest, bool is_dir)
-{
-        int r = make_mountpoint(x, dest, is_dir);
-        if (r < 0)
-                return r;
-        char p[PATH_MAX];
-        if (newroot_path(p, sizeof(p), dest) < 0)
-                return setup_fail(x, ENAMETOOLONG, dest, "move_mount");
-        if (move_mount(fd, "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-                return setup_fail(x, errno, dest, "move_mount");
-        return 0;
-}
-
-int rootfs_bind(struct setup_ctx *x, const char *src, const char *dest, unsigned long attrs)
-{
-        int fd = -1;
-        bool is_dir = false;
-        int r = capture(x, src, attrs, &fd, &is_dir);
-        if (r < 0)
-                return r;
-        r = attach(x, fd, dest, is_dir);
-        close(fd);
-        return r;
-}
+#include "sandbox/devproc-internal.h"
+#include "sandbox/etc-internal.h"
+#include "sandbox/image-internal.h"
+#include "sandbox/mount-internal.h"
 
 #define RO_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
 
@@ -166,46 +41,15 @@ static int system_dirs(struct setup_ctx *x)
                         if (n < 0)
                                 return setup_fail(x, errno, dirs[i], "readlink");
                         target[n] = '\0';
-                        newroot_path(p, sizeof(p), dirs[i]);
+                        sbx_mount_path(p, sizeof(p), dirs[i]);
                         if (symlink(target, p) < 0)
                                 return setup_fail(x, errno, dirs[i], "symlink");
                 } else if (S_ISDIR(st.st_mode)) {
-                        int r = rootfs_bind(x, dirs[i], dirs[i], RO_ATTRS);
+                        int r = sbx_mount_bind(x, dirs[i], dirs[i], RO_ATTRS);
                         if (r < 0)
                                 return r;
                 }
         }
-        return 0;
-}
-
-/* A host directory to bind read-write, cloned (never recursively: what is
- * mounted below it on the host stays outside).  With idmap_fd, the mount
- * maps the directory's owner to the job's uid/gid, so the job owns what
- * it finds, and what it creates stays the owner's on the host. */
-static int set_rw_attrs(struct setup_ctx *x, int fd, const char *src, uint64_t attrs, int idmap_fd)
-{
-        struct mount_attr a = { .attr_set = attrs };
-        if (idmap_fd >= 0) {
-                a.attr_set |= MOUNT_ATTR_IDMAP;
-                a.userns_fd = (uint64_t)idmap_fd;
-        }
-        if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-                return setup_fail(x, errno, src, idmap_fd >= 0 ? "idmapped mount (the filesystem "
-                                  "must support idmapped mounts)" : "mount_setattr");
-        return 0;
-}
-
-static int capture_rw(struct setup_ctx *x, const char *src, int idmap_fd, int *ret_fd)
-{
-        int fd = open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-        if (fd < 0)
-                return setup_fail(x, errno, src, "open_tree");
-        int r = set_rw_attrs(x, fd, src, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, idmap_fd);
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
-        *ret_fd = fd;
         return 0;
 }
 
@@ -216,7 +60,8 @@ int rootfs_idmap_trees(struct setup_ctx *x, const struct rootfs_trees *t, int id
                 { t->ws, x->c->workspace }, { t->tmp, x->c->scratch }, { t->shm, x->c->scratch },
         };
         for (size_t i = 0; i < ELEMENTSOF(rw); i++) {
-                int r = rw[i].fd < 0 ? 0 : set_rw_attrs(x, rw[i].fd, rw[i].src, 0, idmap_fd);
+                int r = rw[i].fd < 0 ? 0 : sbx_mount_set_rw_attrs(x, rw[i].fd, rw[i].src, 0,
+                                                                  idmap_fd);
                 if (r < 0)
                         return r;
         }
@@ -231,8 +76,8 @@ int rootfs_capture_job(struct setup_ctx *x, int idmap_fd, struct rootfs_trees *t
          * volume under /tmp) is still seen. */
         x->step = SBX_STEP_MOUNT;
         for (size_t i = 0; i < c->n_ro_binds; i++) {
-                int r = capture(x, c->ro_binds[i].src, RO_ATTRS, &t->binds[i].fd,
-                                &t->binds[i].is_dir);
+                int r = sbx_mount_capture(x, c->ro_binds[i].src, RO_ATTRS, &t->binds[i].fd,
+                                          &t->binds[i].is_dir);
                 if (r < 0)
                         return r;
                 t->n_binds = i + 1;
@@ -240,14 +85,14 @@ int rootfs_capture_job(struct setup_ctx *x, int idmap_fd, struct rootfs_trees *t
         x->step = SBX_STEP_WORKSPACE;
         int r = 0;
         if (c->workspace)
-                r = capture_rw(x, c->workspace, idmap_fd, &t->ws);
+                r = sbx_mount_capture_rw(x, c->workspace, idmap_fd, &t->ws);
         if (r >= 0 && c->scratch) {
                 char p[PATH_MAX];
                 snprintf(p, sizeof(p), "%s/tmp", c->scratch);
-                r = capture_rw(x, p, idmap_fd, &t->tmp);
+                r = sbx_mount_capture_rw(x, p, idmap_fd, &t->tmp);
                 snprintf(p, sizeof(p), "%s/shm", c->scratch);
                 if (r >= 0)
-                        r = capture_rw(x, p, idmap_fd, &t->shm);
+                        r = sbx_mount_capture_rw(x, p, idmap_fd, &t->shm);
         }
         return r;
 }
@@ -288,15 +133,15 @@ static int scratch(struct setup_ctx *x, const struct rootfs_trees *t)
         x->step = SBX_STEP_WORKSPACE;
         int r = 0;
         if (c->workspace)
-                r = attach(x, t->ws, "/workspace", true);
+                r = sbx_mount_attach(x, t->ws, "/workspace", true);
         if (r >= 0 && c->scratch)
-                r = attach(x, t->tmp, "/tmp", true);
+                r = sbx_mount_attach(x, t->tmp, "/tmp", true);
         if (r >= 0 && c->scratch)
-                r = attach(x, t->shm, "/dev/shm", true);
+                r = sbx_mount_attach(x, t->shm, "/dev/shm", true);
         if (r < 0 || (c->workspace && c->scratch))
                 return r;
         x->step = SBX_STEP_MOUNT;
-        r = rootfs_mkdirs(x, ".scratch");
+        r = sbx_mount_mkdirs(x, ".scratch");
         if (r < 0)
                 return r;
         char opts[128];
@@ -305,7 +150,7 @@ static int scratch(struct setup_ctx *x, const struct rootfs_trees *t)
         else
                 snprintf(opts, sizeof(opts), "mode=0755");
         char s[64];  /* "/tmp/.scratch" before pivot_root, "/.scratch" after */
-        newroot_path(s, sizeof(s), ".scratch");
+        sbx_mount_path(s, sizeof(s), ".scratch");
         if (mount("tmpfs", s, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 return setup_fail(x, errno, "/workspace", "mount tmpfs");
         static const struct { const char *sub, *dest; mode_t mode; bool is_ws; } parts[] = {
@@ -321,10 +166,10 @@ static int scratch(struct setup_ctx *x, const struct rootfs_trees *t)
                     chown(sp, c->uid, c->gid) < 0)
                         return setup_fail(x, errno, parts[i].dest, "prepare");
                 char dp[PATH_MAX];
-                r = rootfs_mkdirs(x, parts[i].dest);
+                r = sbx_mount_mkdirs(x, parts[i].dest);
                 if (r < 0)
                         return r;
-                newroot_path(dp, sizeof(dp), parts[i].dest);
+                sbx_mount_path(dp, sizeof(dp), parts[i].dest);
                 if (mount(sp, dp, NULL, MS_BIND, NULL) < 0)
                         return setup_fail(x, errno, parts[i].dest, "bind");
         }
@@ -346,7 +191,8 @@ static int attach_user_binds(struct setup_ctx *x, const struct rootfs_trees *t)
                                                              x->c->ro_binds[best].dest) < 0))
                                 best = i;
                 done[best] = true;
-                int r = attach(x, cap[best].fd, x->c->ro_binds[best].dest, cap[best].is_dir);
+                int r = sbx_mount_attach(x, cap[best].fd, x->c->ro_binds[best].dest,
+                                         cap[best].is_dir);
                 if (r < 0)
                         return r;
         }
@@ -376,7 +222,7 @@ int rootfs_build_base(struct setup_ctx *x)
                 r = rootfs_proc(x);
         x->step = SBX_STEP_MOUNT;
         if (r >= 0)
-                r = rootfs_mkdirs(x, "/var");
+                r = sbx_mount_mkdirs(x, "/var");
         if (r >= 0 && symlink("../tmp", SBX_NEWROOT "/var/tmp") < 0)
                 r = setup_fail(x, errno, "/var/tmp", "symlink");
         return r;
@@ -403,13 +249,8 @@ int rootfs_pivot(struct setup_ctx *x)
                 return setup_fail(x, errno, SBX_NEWROOT, "pivot_root");
         if (umount2(".", MNT_DETACH) < 0)
                 return setup_fail(x, errno, "/", "detach old root");
-        rootfs_set_entered(true);
+        sbx_mount_set_entered(true);
         return 0;
-}
-
-void rootfs_set_entered(bool entered)
-{
-        root_prefix = entered ? "" : SBX_NEWROOT;
 }
 
 int rootfs_seal(struct setup_ctx *x)

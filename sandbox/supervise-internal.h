@@ -1,99 +1,15 @@
-/* The supervising side of boxcar-sandbox (see supervise.c; warm.c runs
- * the same pieces in the order of a warm sandbox). */
+/* The cold supervising side of boxcar-sandbox (see supervise.c; the
+ * pieces it runs are supervisor-internal.h's, supervise-start-internal.h's
+ * and supervise-dirs-internal.h's). */
 #ifndef BC_SANDBOX_SUPERVISE_INTERNAL_H
 #define BC_SANDBOX_SUPERVISE_INTERNAL_H
 
-#include <stdbool.h>
-#include <stdint.h>
-#include <sys/stat.h>
-#include <time.h>
-
-#include "sandbox/cgroup-internal.h"
 #include "sandbox/helper-internal.h"
-#include "sandbox/seccomp-internal.h"
-
-struct supervisor {
-        const struct helper_config *c;
-        struct sbx_cgroup cg;
-        struct sbx_seccomp_prog seccomp;
-        int cg_fds[4];
-        size_t n_cg_fds;
-        int sock, sigfd, timerfd, idmap_fd;
-        /* Warm: the job's process's socket (our end) and the sandbox's
-         * mount and network namespaces, opened at the clone, closed at the
-         * handoff.  Cold (netns_later): net_ns is the namespace made for
-         * the child, until GO hands it over. */
-        int job_sock, mnt_ns, net_ns;
-        pid_t child;
-        pid_t idmap_child;        /* the idmap namespace's placeholder: killed, not
-                                   * yet reaped (0: none) */
-        bool ready, reaped, sock_eof, job_reported, exec_failed;
-        bool timed_out, cancelled;
-        bool warm_built;          /* a warm child reported its base root done */
-        bool netns_later;         /* cold, root, no network: we make the network
-                                   * namespace while the child builds its root */
-        bool idmap_later;         /* cold, root: the same for the idmap namespace */
-        uid_t idmap_owner;        /* whose ids it maps, when made later */
-        gid_t idmap_group;
-        struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
-        bool failed;
-        int job_wstatus;
-        int child_wstatus;        /* init's, once reaped */
-        uint64_t job_cpu_us, job_rss_kb;
-        uint64_t cpu_base_us;     /* the cgroup's CPU time before the job (warm setup) */
-        struct timespec start;    /* the job's start (GO) */
-        struct timespec got_job;  /* when the supervisor had the job */
-        struct sbx_egress *egress; /* --network allow: the proxy, once set up */
-};
-
-#define SBX_SUPERVISOR_INIT(cfg)                                                              \
-        {                                                                                     \
-                .c = (cfg), .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,          \
-                .job_sock = -1, .mnt_ns = -1, .net_ns = -1,                                   \
-                .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 }, \
-        }
 
 /* Runs c->argv in a new sandbox and waits for it; reports how it ended
  * (sbx_report: c->status_fd, stderr) before its own teardown, and returns
  * the helper's exit code.  Blocks SIGCHLD/SIGTERM/SIGINT/SIGHUP/SIGQUIT for
  * its own use. */
 int sbx_supervise(const struct helper_config *c);
-/* --warm: makes the sandbox, reports it ready on c->control_fd, runs the
- * one job that comes over it; writes the status to the fd the job brought.
- * Returns the exit code. */
-int sbx_supervise_warm(const struct helper_config *c);
-
-/* The pieces both run. */
-void sbx_sup_fail(struct supervisor *s, enum sbx_step step, int e, const char *path,
-                  const char *msg);
-int sbx_sup_arm_timer(struct supervisor *s);
-void sbx_sup_kill(struct supervisor *s);
-/* Checks --workspace and --scratch of s->c and makes the idmap namespace
- * they need into s->idmap_fd, unless s->idmap_fd already maps their owner
- * (idmap_owner/idmap_group: whose ids it maps; -1 when none).  With
- * later, it only notes that one is needed (s->idmap_later, s->idmap_owner
- * and _group) for sbx_sup_make_idmap after the clone. */
-int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_group, bool later);
-int sbx_sup_prepare_signals(struct supervisor *s);
-/* Blocks the signals sbx_sup_prepare_signals reads, from the helper's
- * start: one that comes before its signalfd waits for it. */
-void sbx_sup_block_signals(void);
-/* Clones the sandbox's init with *sock_child (and, warm, *job_sock_child:
- * the socket its job's process will wait on; NULL when cold), both
- * closed here. */
-int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_child);
-/* A user namespace mapping owner:group to the job's ids (s->c), for an
- * idmapped bind: its fd, or a negative errno. */
-int sbx_sup_make_idmap(struct supervisor *s, uid_t owner, gid_t group);
-void sbx_sup_on_message(struct supervisor *s);
-void sbx_sup_on_signal(struct supervisor *s);
-void sbx_sup_on_timer(struct supervisor *s);
-/* Until the sandbox's init is reaped. */
-void sbx_sup_loop(struct supervisor *s);
-int sbx_sup_finish(struct supervisor *s, struct sandbox_status *st);
-/* The job's wall time into ret, when it started. */
-void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret);
-/* Frees what s holds (cgroup removed, fds closed). */
-void sbx_sup_done(struct supervisor *s);
 
 #endif

@@ -34,7 +34,7 @@
  * see them.
  *
  * One sandbox, one job: the process exits after it, like a cold one. */
-#include "sandbox/supervise-internal.h"
+#include "sandbox/warm-internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -53,7 +53,12 @@
 #include "common/cleanup.h"
 #include "sandbox/child-internal.h"
 #include "sandbox/egress-internal.h"
+#include "sandbox/mount-internal.h"
 #include "sandbox/rootfs-internal.h"
+#include "sandbox/setup-internal.h"
+#include "sandbox/supervise-dirs-internal.h"
+#include "sandbox/supervise-start-internal.h"
+#include "sandbox/supervisor-internal.h"
 
 /* A warm sandbox that is not built by then is stuck (a hung bind source,
  * an overloaded host): it fails rather than holding a pool slot. */
@@ -363,11 +368,11 @@ static int fail_setup(struct warm *w, struct setup_ctx *x)
 static int attach_trees(struct warm *w, void *arg)
 {
         struct setup_ctx x = { .c = &w->job, .step = SBX_STEP_MOUNT, .err = BC_ERROR_INIT };
-        rootfs_set_entered(true);
+        sbx_mount_set_entered(true);
         int r = rootfs_attach_job(&x, arg);
         if (r >= 0)
                 r = rootfs_seal(&x);
-        rootfs_set_entered(false);
+        sbx_mount_set_entered(false);
         return r < 0 ? fail_setup(w, &x) : 0;
 }
 
