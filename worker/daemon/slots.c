@@ -15,8 +15,12 @@
 #include "worker/db/db_pool.h"
 #include "worker/log/log.h"
 #include "worker/daemon/queue.h"
+#include "worker/daemon/startup.h"
 #include "worker/metrics/wmetrics.h"
+#include "worker/exec/backend.h"
 #include "worker/exec/claim_gate.h"
+#include "worker/job/livelog.h"
+#include "worker/job/services.h"
 
 struct slot {
         struct slots *owner;
@@ -93,12 +97,22 @@ static void forget_events(struct slot *sl)
         sl->events_since_ms = 0;
 }
 
+/* Whether job's claim committed (claim_gate.h), waiting until it is
+ * decided: the one place the worker asks, for the job's services
+ * (svc_claim_wait) and for what the slot itself writes about the job.
+ * Nothing about a job whose claim did not commit is ever written: it
+ * never started, and was never this worker's. */
+static bool claim_held(const struct claimed_job *job)
+{
+        return claim_gate_wait(job->gate);
+}
+
 /* Writes the kept-back events now.  Best effort, as the audit trail must
  * not hold the job back: when the database is away they stay kept and go
  * with the result (written once either way, see add_worker_events). */
 static void flush_events(struct slot *sl, const struct claimed_job *job)
 {
-        if (!claim_gate_wait(job->gate)) {
+        if (!claim_held(job)) {
                 forget_events(sl);   /* the claim did not commit: not ours */
                 return;
         }
@@ -131,6 +145,31 @@ static void svc_tick(void *ctx)
         if (sl->events_since_ms && sl->current &&
             bc_mono_ms() >= sl->events_since_ms + KEEP_BACK_MS)
                 flush_events(sl, sl->current);
+}
+
+static int svc_append_logs(void *ctx, const struct livelog_batch *batch, struct bc_error *err)
+{
+        struct slot *sl = ctx;
+        if (!claim_held(sl->current))
+                return bc_error_set(err, BC_INTERNAL, ECANCELED,
+                                    "not stored: the claim of the job did not commit");
+        PGconn *conn = db_pool_get(sl->owner->db, err);
+        int r = conn ? livelog_batch_store(conn, batch, err) : -ECONNREFUSED;
+        db_pool_put(sl->owner->db, conn);
+        return r;
+}
+
+static PGresult *svc_lookup(void *ctx, const char *sql, int nparams, const char *const *params,
+                            struct bc_error *err)
+{
+        struct slot *sl = ctx;
+        return db_pool_exec(sl->owner->db, sql, nparams, params, err);
+}
+
+static bool svc_claim_wait(void *ctx)
+{
+        struct slot *sl = ctx;
+        return claim_held(sl->current);
 }
 
 /* *c, reconnected first when it is missing or lost; NULL with err set
@@ -279,18 +318,21 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         const struct worker_config *cfg = sl->owner->cfg;
         log_event(LOG_DEBUG, "job.started", "job_id", job->id, "queue", job->queue,
                   LOG_INT("attempt", job->attempt), "worker_id", cfg->worker_id, NULL);
-        struct job_services svc = { .cfg = cfg, .store = sl->owner->store,
+        struct job_services svc = { .cfg = cfg, .backend = sl->owner->backend,
+                                    .store = sl->owner->store,
                                     .metrics = sl->owner->metrics,
                                     .ws_pool = sl->owner->ws_pool, .dirs = sl->owner->dirs,
                                     .disk = sl->owner->disk,
-                                    .db = sl->owner->db,
-                                    .ctx = sl, .event = svc_event, .tick = svc_tick };
+                                    .ctx = sl, .event = svc_event, .tick = svc_tick,
+                                    .append_logs = svc_append_logs, .lookup = svc_lookup,
+                                    .claim_wait = svc_claim_wait,
+                                    .claim_fd = claim_gate_fd(job->gate) };
         sl->current = job;
         struct job_outcome o;
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
         /* A claim that did not commit (loop.c says so): its job never
          * started, and was never this worker's to record or count. */
-        if (!claim_gate_wait(job->gate)) {
+        if (!claim_held(job)) {
                 forget_events(sl);
                 sl->current = NULL;
                 job_outcome_done(&o);
@@ -336,6 +378,17 @@ static void *slot_main(void *arg)
         return NULL;
 }
 
+/* The jobs' backend, with what start-up set up for it. */
+static int open_backend(struct slots *s, struct bc_error *err)
+{
+        /* Until worker_run sets cgroup_parent and sandbox_pool itself. */
+        if (!s->cgroup_parent && !s->sandbox_pool)
+                worker_backend_setup(&s->cgroup_parent, &s->sandbox_pool);
+        struct backend_options o = { .cgroup_parent = s->cgroup_parent, .pool = s->sandbox_pool,
+                                     .metrics = s->metrics };
+        return backend_new(s->cfg, &o, &s->backend, err);
+}
+
 int slots_start(struct slots *s, const struct worker_config *cfg, struct store *store,
                 struct bc_error *err)
 {
@@ -343,11 +396,15 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         struct ws_pool *wp = s->ws_pool;
         struct dir_bin *dirs = s->dirs;
         struct disk_budget *disk = s->disk;
+        const char *cgroup_parent = s->cgroup_parent;
+        struct sandbox_pool *sandbox_pool = s->sandbox_pool;
         memset(s, 0, sizeof(*s));
         s->metrics = m;
         s->ws_pool = wp;
         s->dirs = dirs;
         s->disk = disk;
+        s->cgroup_parent = cgroup_parent;
+        s->sandbox_pool = sandbox_pool;
         s->cfg = cfg;
         s->store = store;
         pthread_mutex_init(&s->lock, NULL);
@@ -359,7 +416,10 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         s->db = db_pool_new(cfg->database_url, "boxcar-worker", cfg->db_connections);
         if (s->done_fd < 0 || !s->slot || !s->db)
                 return bc_error_set(err, BC_INTERNAL, errno ? errno : ENOMEM, "slots: %m");
-        int rr = pthread_create(&s->reporter, NULL, reporter_main, s);
+        int rr = open_backend(s, err);
+        if (rr < 0)
+                return rr;
+        rr = pthread_create(&s->reporter, NULL, reporter_main, s);
         if (rr != 0)
                 return bc_error_set(err, BC_INTERNAL, rr, "slots: thread: %s", strerror(rr));
         s->reporter_started = true;
@@ -497,6 +557,8 @@ void slots_join(struct slots *s)
         }
         free(s->slot);
         s->slot = NULL;
+        backend_free(s->backend);
+        s->backend = NULL;
         /* Last: the slots waited for it to record their results. */
         if (s->reporter_started) {
                 pthread_mutex_lock(&s->report_lock);

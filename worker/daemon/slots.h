@@ -1,6 +1,9 @@
 /* The job slots of one worker: --concurrency threads, each running one job
- * at a time with its own database connection for reporting, so a slow or
- * reconnecting report never stalls the main loop's claims. */
+ * at a time, and a reporter thread recording their results, so a slow or
+ * reconnecting report never stalls the main loop's claims.  A slot is its
+ * job's services (worker/job/services.h): its events, live output and
+ * lookups go through the slots' shared connections, and nothing about a
+ * job is written, or reported, unless its claim committed. */
 #ifndef BC_WORKER_DAEMON_SLOTS_H
 #define BC_WORKER_DAEMON_SLOTS_H
 
@@ -12,8 +15,9 @@
 #include "worker/config/config.h"
 #include "worker/job/job.h"
 
+struct backend;
+struct sandbox_pool;
 struct slot;
-
 struct store;
 
 struct slots {
@@ -23,6 +27,13 @@ struct slots {
         struct ws_pool *ws_pool;    /* or NULL; set before slots_start */
         struct dir_bin *dirs;       /* or NULL; set before slots_start */
         struct disk_budget *disk;   /* or NULL; set before slots_start */
+        /* For the namespace backend (backend.h, backend_options), set
+         * before slots_start: the job cgroups' parent (or NULL; not copied,
+         * it must outlive the reaper's drain) and the warm sandboxes (or
+         * NULL; stopped after slots_join). */
+        const char *cgroup_parent;
+        struct sandbox_pool *sandbox_pool;
+        struct backend *backend;    /* made by slots_start, freed by slots_join */
         struct db_pool *db;         /* the slots' shared connections */
         struct slot *slot;
         unsigned n;
@@ -43,8 +54,9 @@ struct slots {
         bool report_stop;
 };
 
-/* Starts cfg->concurrency slot threads.  Signals must already be blocked
- * in the caller, so the threads inherit the mask. */
+/* Chooses the jobs' backend (cfg->sandbox) and starts cfg->concurrency
+ * slot threads.  Signals must already be blocked in the caller, so the
+ * threads inherit the mask. */
 int slots_start(struct slots *s, const struct worker_config *cfg, struct store *store,
                 struct bc_error *err);
 

@@ -17,7 +17,6 @@
 #include "sandbox/sandbox.h"
 #include "worker/daemon/notify.h"
 #include "worker/db/db.h"
-#include "worker/exec/backend.h"
 #include "worker/workdir/disk_budget.h"
 #include "worker/job/job.h"
 #include "worker/spec/spec.h"
@@ -187,6 +186,28 @@ char *worker_setup_cgroup(const struct worker_config *cfg)
                           "helpers gone without their teardown (a worker killed with SIGKILL)",
                           NULL);
         return parent;
+}
+
+/* Transitional (startup.h): what the namespace backend runs with, written
+ * before the slot threads exist, read by slots_start. */
+static const char *setup_cgroup_parent;
+static struct sandbox_pool *setup_pool;
+
+void backend_sandbox_set_cgroup_parent(const char *parent)
+{
+        setup_cgroup_parent = parent;
+}
+
+void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
+{
+        (void)m;   /* the slots' own */
+        setup_pool = p;
+}
+
+void worker_backend_setup(const char **ret_cgroup_parent, struct sandbox_pool **ret_pool)
+{
+        *ret_cgroup_parent = setup_cgroup_parent;
+        *ret_pool = setup_pool;
 }
 
 /* Warm sandboxes, made by the pool's own thread: they die with it, and it

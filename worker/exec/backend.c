@@ -1,4 +1,5 @@
-#include "worker/exec/backend.h"
+/* The backend chosen at start-up, and what the backends share. */
+#include "worker/exec/backend-internal.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -8,7 +9,42 @@
 #include <sys/stat.h>
 
 #include "common/cleanup.h"
-#include "worker/exec/claim_gate.h"
+
+/* By --sandbox: the one choice of a backend. */
+static const struct backend_ops *const by_kind[] = {
+        [BACKEND_NONE] = &backend_none_ops,
+        [BACKEND_NAMESPACE] = &backend_sandbox_ops,
+};
+
+int backend_new(const struct worker_config *cfg, const struct backend_options *opts,
+                struct backend **ret, struct bc_error *err)
+{
+        if ((size_t)cfg->sandbox >= ELEMENTSOF(by_kind) || !by_kind[cfg->sandbox])
+                return bc_error_set(err, BC_CONFIG, EINVAL, "unknown sandbox backend %d",
+                                    (int)cfg->sandbox);
+        struct backend *b = calloc(1, sizeof(*b));
+        if (!b)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        b->ops = by_kind[cfg->sandbox];
+        b->cfg = cfg;
+        if (opts) {
+                b->cgroup_parent = opts->cgroup_parent;
+                b->pool = opts->pool;
+                b->metrics = opts->metrics;
+        }
+        *ret = b;
+        return 0;
+}
+
+void backend_free(struct backend *b)
+{
+        free(b);
+}
+
+const char *backend_name(const struct backend *b)
+{
+        return b->ops->name;
+}
 
 void backend_strv_free(char **v)
 {
@@ -80,28 +116,26 @@ char **backend_command(char *const *argv, const char *chdir_to)
         return out;
 }
 
-void backend_inner_paths(const struct backend_job *j, const char **ret_workspace,
-                         const char **ret_meta)
+void backend_inner_paths(const struct backend *b, const struct backend_job *j,
+                         const char **ret_workspace, const char **ret_meta)
 {
-        bool ns = j->cfg->sandbox == BACKEND_NAMESPACE;
-        *ret_workspace = ns ? "/workspace" : j->workspace;
-        *ret_meta = ns ? BACKEND_META_DIR : j->meta_dir;
+        b->ops->inner_paths(j, ret_workspace, ret_meta);
 }
 
 int backend_wait_claim(const struct backend_job *j, struct bc_error *err)
 {
-        if (claim_gate_wait(j->gate))
+        if (!j->claim_wait || j->claim_wait(j->claim_ctx))
                 return 0;
         return bc_error_set(err, BC_INTERNAL, ECANCELED,
                             "not started: the claim of the job did not commit");
 }
 
-int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err)
+int backend_run(const struct backend *b, const struct backend_job *j, struct backend_result *ret,
+                struct bc_error *err)
 {
         memset(ret, 0, sizeof(*ret));
-        if (j->cfg->sandbox == BACKEND_NAMESPACE)
-                return backend_sandbox_run(j, ret, err);
-        return backend_none_run(j, ret, err);
+        ret->backend = b->ops->name;
+        return b->ops->run(b, j, ret, err);
 }
 
 void backend_result_done(struct backend_result *r)

@@ -1,6 +1,9 @@
 /* How a prepared job is run: as a plain process (--sandbox none, for
- * development) or inside boxcar-sandbox (--sandbox namespace).  Both give
- * the same result shape, so job.c decides the outcome once. */
+ * development) or inside boxcar-sandbox (--sandbox namespace), each a
+ * table of operations behind struct backend (backend-internal.h, as
+ * sandbox/cgroup.c puts cgroup v1 and v2 behind one), chosen once at
+ * start-up.  Both give the same result shape, so job.c decides the
+ * outcome once. */
 #ifndef BC_WORKER_EXEC_BACKEND_H
 #define BC_WORKER_EXEC_BACKEND_H
 
@@ -15,10 +18,35 @@
  * inside the sandbox, read-only. */
 #define BACKEND_META_DIR "/run/boxcar"
 
-struct claim_gate;
+struct backend;
+struct metrics;
+struct sandbox_pool;
+
+/* What the namespace backend runs with, set up at the worker's start
+ * (worker/daemon/startup.c).  Not copied, not owned. */
+struct backend_options {
+        /* The cgroup v2 directory job cgroups go in
+         * (sandbox_cgroup_prepare_worker), passed to every helper as
+         * --cgroup-parent; NULL: none.  It must outlive every helper,
+         * those reaped after their job too (proc_reaper_drain). */
+        const char *cgroup_parent;
+        /* The warm sandboxes the backend takes from (NULL: every sandbox
+         * is cold); stopped only after the backend's last job. */
+        struct sandbox_pool *pool;
+        struct metrics *metrics;          /* where sandbox starts are counted, or NULL */
+};
+
+/* The backend cfg->sandbox names (opts: NULL, none of them), chosen here
+ * once: before the slots start, which then share it, read-only. */
+int backend_new(const struct worker_config *cfg, const struct backend_options *opts,
+                struct backend **ret, struct bc_error *err);
+/* After its last job.  NULL-safe. */
+void backend_free(struct backend *b);
+/* "none" or "namespace": what the job's result and its "started" event
+ * call the sandbox. */
+const char *backend_name(const struct backend *b);
 
 struct backend_job {
-        const struct worker_config *cfg;
         const struct job_spec *spec;      /* env, workdir, limits, volumes, network */
         char *const *argv;                /* what to run, with paths as seen inside */
         double timeout_s;
@@ -32,9 +60,14 @@ struct backend_job {
         int cancel_fd;
         void (*on_output)(void *ctx, int stream, const char *data, size_t len);
         void *output_ctx;
-        /* Whether the job's claim committed (claim_gate.h): nothing of the
-         * job starts before it says so.  NULL: it had. */
-        struct claim_gate *gate;
+        /* The job's claim (the job's services, services.h): nothing of the
+         * job starts before claim_wait(claim_ctx) said it committed
+         * (backend_wait_claim); a warm sandbox, handed the job before
+         * that, starts it by itself once claim_fd is readable.  claim_wait
+         * NULL, claim_fd -1: the claim had committed. */
+        bool (*claim_wait)(void *ctx);
+        void *claim_ctx;
+        int claim_fd;
 };
 
 struct backend_result {
@@ -51,20 +84,18 @@ struct backend_result {
         size_t n_net_refused_list;
 };
 
-/* Waits for j's claim to commit: 0, or negative with err set when it did
- * not (the job must not start; the worker drops it). */
-int backend_wait_claim(const struct backend_job *j, struct bc_error *err);
-
-/* Runs the job to completion.  Returns 0 when it ran (whatever its exit
- * status), or a negative errno with err set (BC_SANDBOX_SETUP) when the
- * worker or the sandbox failed, not the job: such jobs are retried. */
-int backend_run(const struct backend_job *j, struct backend_result *ret, struct bc_error *err);
+/* Runs the job to completion on b.  Returns 0 when it ran (whatever its
+ * exit status), or a negative errno with err set (BC_SANDBOX_SETUP) when
+ * the worker or the sandbox failed, not the job: such jobs are retried;
+ * ECANCELED when its claim did not commit (it never started). */
+int backend_run(const struct backend *b, const struct backend_job *j, struct backend_result *ret,
+                struct bc_error *err);
 void backend_result_done(struct backend_result *r);
 
-/* Where the job sees its workspace and boxcar's files under this backend
- * (the host paths under --sandbox none). */
-void backend_inner_paths(const struct backend_job *j, const char **ret_workspace,
-                         const char **ret_meta);
+/* Where the job sees its workspace and boxcar's files under b (the host
+ * paths under --sandbox none). */
+void backend_inner_paths(const struct backend *b, const struct backend_job *j,
+                         const char **ret_workspace, const char **ret_meta);
 
 /* argv, preceded by `sh -c 'cd -- "$0" && exec "$@"' DIR` when chdir_to is
  * not NULL; and the job's environment: PATH, HOME, LANG, then exactly the
@@ -72,21 +103,5 @@ void backend_inner_paths(const struct backend_job *j, const char **ret_workspace
 char **backend_command(char *const *argv, const char *chdir_to);
 char **backend_env(const struct job_spec *spec, const char *home);
 void backend_strv_free(char **v);
-
-int backend_none_run(const struct backend_job *j, struct backend_result *ret,
-                     struct bc_error *err);
-int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
-                        struct bc_error *err);
-/* The cgroup v2 directory job cgroups go in (sandbox_cgroup_prepare_worker),
- * passed to every helper as --cgroup-parent; NULL: none.  Set once by the
- * worker loop before any slot thread starts (thread creation orders it
- * before their reads), reset after they are joined.  Not copied: the
- * string must outlive the slots. */
-void backend_sandbox_set_cgroup_parent(const char *parent);
-struct sandbox_pool;
-struct metrics;
-/* The warm sandbox pool the namespace backend takes from (NULL: every
- * sandbox is cold), and where it counts; set before the slots start. */
-void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m);
 
 #endif

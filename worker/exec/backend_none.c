@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/cleanup.h"
-#include "worker/exec/backend.h"
+#include "worker/exec/backend-internal.h"
 
 /* /workspace/x maps to the job's host directory; other paths are used as
  * they are on the host. */
@@ -25,8 +25,8 @@ static char *host_workdir(const struct job_spec *spec, const char *ws)
         return strdup(spec->workdir);
 }
 
-int backend_none_run(const struct backend_job *j, struct backend_result *ret,
-                     struct bc_error *err)
+static int none_run(const struct backend *b, const struct backend_job *j,
+                    struct backend_result *ret, struct bc_error *err)
 {
         const struct job_spec *spec = j->spec;
         _cleanup_free_ char *cwd = host_workdir(spec, j->workspace);
@@ -40,8 +40,8 @@ int backend_none_run(const struct backend_job *j, struct backend_result *ret,
         if (!argv || !env) {
                 r = bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
         } else {
-                uint64_t cap = spec->limits.output_bytes < j->cfg->max_output_bytes
-                                       ? spec->limits.output_bytes : j->cfg->max_output_bytes;
+                uint64_t cap = spec->limits.output_bytes < b->cfg->max_output_bytes
+                                       ? spec->limits.output_bytes : b->cfg->max_output_bytes;
                 struct proc_request req = {
                         .argv = argv, .envp = env, .cwd = cwd,
                         .timeout_s = j->timeout_s, .output_cap = (size_t)cap,
@@ -52,8 +52,21 @@ int backend_none_run(const struct backend_job *j, struct backend_result *ret,
                 if (r >= 0)
                         r = proc_run(&req, &ret->proc, err);
         }
-        ret->backend = "none";
         backend_strv_free(argv);
         backend_strv_free(env);
         return r;
 }
+
+/* The job sees the host's paths. */
+static void none_inner_paths(const struct backend_job *j, const char **ret_workspace,
+                             const char **ret_meta)
+{
+        *ret_workspace = j->workspace;
+        *ret_meta = j->meta_dir;
+}
+
+const struct backend_ops backend_none_ops = {
+        .name = "none",
+        .run = none_run,
+        .inner_paths = none_inner_paths,
+};

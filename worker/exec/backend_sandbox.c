@@ -14,8 +14,7 @@
 #include "common/cleanup.h"
 #include "common/netallow.h"
 #include "sandbox/sandbox.h"
-#include "worker/exec/backend.h"
-#include "worker/exec/claim_gate.h"
+#include "worker/exec/backend-internal.h"
 #include "worker/log/log.h"
 #include "worker/exec/sandbox_pool.h"
 
@@ -23,22 +22,6 @@
 /* The helper enforces the job's timeout itself; the worker only steps in
  * when the helper is stuck, this long after it. */
 #define HELPER_EXTRA_TIMEOUT_S 15.0
-
-/* Written before the slot threads exist, only read by them. */
-static const char *cgroup_parent;
-static struct sandbox_pool *pool;
-static struct metrics *pool_metrics;
-
-void backend_sandbox_set_cgroup_parent(const char *parent)
-{
-        cgroup_parent = parent;
-}
-
-void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
-{
-        pool = p;
-        pool_metrics = m;
-}
 
 /* Folds the helper's status into the result, or turns a setup failure,
  * or a sandbox killed from outside under its job, into the SANDBOX_SETUP
@@ -80,8 +63,8 @@ static int apply_status(struct sandbox_status *st, struct backend_result *ret,
         return 0;
 }
 
-static int build_argv(const struct backend_job *j, int status_fd, char ***ret_argv,
-                      struct bc_error *err)
+static int build_argv(const struct backend *b, const struct backend_job *j, int status_fd,
+                      char ***ret_argv, struct bc_error *err)
 {
         const struct job_spec *spec = j->spec;
         bool chdir_first = strcmp(spec->workdir, "/workspace") != 0;
@@ -108,33 +91,35 @@ static int build_argv(const struct backend_job *j, int status_fd, char ***ret_ar
                 .network = spec->network_host ? SANDBOX_NET_HOST
                            : n_rules             ? SANDBOX_NET_ALLOW
                                                  : SANDBOX_NET_NONE,
-                .cgroup_parent = cgroup_parent,
+                .cgroup_parent = b->cgroup_parent,
                 .image = j->image_path,
                 .net_allow = rule_ptrs, .n_net_allow = n_rules,
                 /* The SSRF guard on the names' addresses is the worker's
                  * own (--allow-private-urls lifts both). */
-                .net_private = j->cfg->url_guard.allow_all,
+                .net_private = b->cfg->url_guard.allow_all,
         };
-        int r = cmd && env ? sandbox_argv_build(&o, j->cfg->sandbox_helper, status_fd, ret_argv, err)
+        int r = cmd && env ? sandbox_argv_build(&o, b->cfg->sandbox_helper, status_fd, ret_argv, err)
                            : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
         backend_strv_free(cmd);
         backend_strv_free(env);
         return r;
 }
 
-/* A helper killed before its teardown left its cgroup: ours to remove. */
-static void helper_reaped(pid_t pid, int wstatus)
+/* A helper killed before its teardown left its cgroup: ours to remove.
+ * ctx: the backend's cgroup parent (it outlives the reaper's drain; the
+ * backend itself may be gone by then). */
+static void helper_reaped(void *ctx, pid_t pid, int wstatus)
 {
         if (WIFSIGNALED(wstatus))
-                sandbox_cgroup_remove_dead(pid, cgroup_parent);
+                sandbox_cgroup_remove_dead(pid, ctx);
 }
 
 /* A warm sandbox's start, for proc_run: the handoff. */
 struct warm_start {
+        const struct backend_job *j;
         struct sandbox_warm *w;
         char **argv;
         int status_w;
-        int claim_fd;   /* readable once the job's claim committed; -1: it had */
         uint64_t send_us;
 };
 
@@ -143,13 +128,20 @@ static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc
         struct warm_start *ws = ctx;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w, ws->claim_fd,
-                                     err);
+        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w,
+                                     ws->j->claim_fd, err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
         ws->send_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
-        if (r >= 0)
-                *ret_pid = ws->w->pid;
-        return r;
+        if (r < 0)
+                return r;
+        *ret_pid = ws->w->pid;
+        /* Handed over: the sandbox is ours to supervise whatever the
+         * claim's answer (one that did not commit has the slot cancelled,
+         * and the sandbox stops unstarted). */
+        struct bc_error not_committed = BC_ERROR_INIT;
+        (void)backend_wait_claim(ws->j, &not_committed);
+        bc_error_clear(&not_committed);
+        return 0;
 }
 
 /* One run of the helper: cold (spawned with argv, the status on fd 3) or
@@ -158,21 +150,21 @@ static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc
  * job could run (a warm one may be replaced by a cold one) rather than
  * the job's own options or workspace (which fail the same anywhere), or
  * after it may have run. */
-static int run_helper(const struct backend_job *j, char **argv, struct sandbox_warm *w,
-                      struct backend_result *ret, bool *ret_sandbox_fault, struct bc_error *err)
+static int run_helper(const struct backend *b, const struct backend_job *j, char **argv,
+                      struct sandbox_warm *w, struct backend_result *ret, bool *ret_sandbox_fault,
+                      struct bc_error *err)
 {
         *ret_sandbox_fault = true;
         int status_pipe[2];
         if (pipe2(status_pipe, O_CLOEXEC) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "status pipe: %m");
-        uint64_t cap = j->spec->limits.output_bytes < j->cfg->max_output_bytes
-                               ? j->spec->limits.output_bytes : j->cfg->max_output_bytes;
+        uint64_t cap = j->spec->limits.output_bytes < b->cfg->max_output_bytes
+                               ? j->spec->limits.output_bytes : b->cfg->max_output_bytes;
         /* The helper gets an empty environment: it sets the job's from argv. */
         char *empty_env[] = { NULL };
         _cleanup_(dynbuf_donep) struct dynbuf status;
         dynbuf_init(&status, STATUS_MAX);
-        struct warm_start ws = { .w = w, .argv = argv, .status_w = status_pipe[1],
-                                 .claim_fd = claim_gate_fd(j->gate) };
+        struct warm_start ws = { .j = j, .w = w, .argv = argv, .status_w = status_pipe[1] };
         struct proc_request req = {
                 .argv = argv, .envp = empty_env, .cwd = NULL,
                 .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
@@ -183,7 +175,7 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
                 /* The job's end is the status's EOF, not the helper's exit
                  * (its teardown): the slot is free as soon as it is read. */
                 .report = &status, .report_fd = status_pipe[0], .child_end = status_pipe[1],
-                .on_reaped = helper_reaped,
+                .on_reaped = helper_reaped, .reaped_ctx = (void *)b->cgroup_parent,
         };
         proc_outcome_done(&ret->proc);
         int r = proc_run(&req, &ret->proc, err);
@@ -200,7 +192,7 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
         size_t len = status.len;
         if (!ret->proc.spawned)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOENT,
-                                    "cannot start the sandbox helper %s", j->cfg->sandbox_helper);
+                                    "cannot start the sandbox helper %s", b->cfg->sandbox_helper);
         if (len == 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, EIO,
                                     "the sandbox helper ended without a status (exit %d%s)%s",
@@ -228,25 +220,26 @@ static int run_helper(const struct backend_job *j, char **argv, struct sandbox_w
         return r;
 }
 
-static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct sandbox_warm *w,
-                            struct backend_result *ret, struct bc_error *err)
+static int run_warm_or_cold(const struct backend *b, const struct backend_job *j, bool have_warm,
+                            struct sandbox_warm *w, struct backend_result *ret,
+                            struct bc_error *err)
 {
         if (have_warm) {
                 char **argv = NULL;
                 bool sandbox_fault = false;
-                int r = build_argv(j, -1, &argv, err);
+                int r = build_argv(b, j, -1, &argv, err);
                 if (r >= 0)
-                        r = run_helper(j, argv, w, ret, &sandbox_fault, err);
+                        r = run_helper(b, j, argv, w, ret, &sandbox_fault, err);
                 sandbox_argv_free(argv);
                 if (r >= 0) {
-                        sandbox_pool_count_start(pool_metrics, true);
-                        sandbox_pool_observe_handoff(pool_metrics, (double)ret->setup_us / 1e6);
+                        sandbox_pool_count_start(b->metrics, true);
+                        sandbox_pool_observe_handoff(b->metrics, (double)ret->setup_us / 1e6);
                         return r;
                 }
                 /* The handoff itself failed: the sandbox never ran (proc_run
                  * waited for any that did). */
                 if (w->ctl >= 0)
-                        sandbox_pool_discard(pool, w);
+                        sandbox_pool_discard(b->pool, w);
                 /* A warm sandbox that failed before the job could start: the
                  * job gets a cold one, in the same attempt. */
                 if (!sandbox_fault || ret->proc.cancelled)
@@ -263,28 +256,42 @@ static int run_warm_or_cold(const struct backend_job *j, bool have_warm, struct 
         int r = backend_wait_claim(j, err);
         if (r < 0)
                 return r;
-        sandbox_pool_count_start(pool_metrics, false);
+        sandbox_pool_count_start(b->metrics, false);
         char **argv = NULL;
         bool sandbox_fault;
-        r = build_argv(j, 3, &argv, err);
+        r = build_argv(b, j, 3, &argv, err);
         if (r >= 0)
-                r = run_helper(j, argv, NULL, ret, &sandbox_fault, err);
+                r = run_helper(b, j, argv, NULL, ret, &sandbox_fault, err);
         sandbox_argv_free(argv);
         return r;
 }
 
-int backend_sandbox_run(const struct backend_job *j, struct backend_result *ret,
-                        struct bc_error *err)
+static int sandbox_run(const struct backend *b, const struct backend_job *j,
+                       struct backend_result *ret, struct bc_error *err)
 {
-        ret->backend = "namespace";
         /* An allow-list job runs in a warm sandbox of network "none" (its
          * own namespace with loopback): the routes and proxy sockets of its
          * rules are added at handoff, before the job runs. */
         enum sandbox_network net = j->spec->network_host ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;
         struct sandbox_warm w;
         /* The job counts as in flight for the pool's sizing, warm or not. */
-        bool have_warm = sandbox_pool_take(pool, net, j->image_sha, &w);
-        int r = run_warm_or_cold(j, have_warm, &w, ret, err);
-        sandbox_pool_release(pool, net, j->image_sha);
+        bool have_warm = sandbox_pool_take(b->pool, net, j->image_sha, &w);
+        int r = run_warm_or_cold(b, j, have_warm, &w, ret, err);
+        sandbox_pool_release(b->pool, net, j->image_sha);
         return r;
 }
+
+/* Inside, the workspace and boxcar's files are at fixed places. */
+static void sandbox_inner_paths(const struct backend_job *j, const char **ret_workspace,
+                                const char **ret_meta)
+{
+        (void)j;
+        *ret_workspace = "/workspace";
+        *ret_meta = BACKEND_META_DIR;
+}
+
+const struct backend_ops backend_sandbox_ops = {
+        .name = "namespace",
+        .run = sandbox_run,
+        .inner_paths = sandbox_inner_paths,
+};

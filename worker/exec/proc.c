@@ -227,7 +227,7 @@ static void supervise(struct running *run)
         if (!run->exited && run->reported) {
                 /* Its exit (the teardown after the report) is not this
                  * job's time: reaped elsewhere, the group killed then. */
-                proc_reaper_adopt(run->pid, run->pidfd, req->on_reaped);
+                proc_reaper_adopt(run->pid, run->pidfd, req->on_reaped, req->reaped_ctx);
                 run->pidfd = -1;
                 run->o->reaped_later = true;
                 return;
@@ -238,7 +238,7 @@ static void supervise(struct running *run)
         }
         kill(-run->pid, SIGKILL);
         if (req->on_reaped)
-                req->on_reaped(run->pid, run->status);
+                req->on_reaped(req->reaped_ctx, run->pid, run->status);
 }
 
 /* Under a guard, wait4 measured the guard, whose resident set counts the

@@ -35,8 +35,11 @@ struct proc_request {
         struct dynbuf *report;    /* what came on report_fd; NULL: no report, wait for the exit */
         int report_fd, child_end; /* used only with report */
         /* Called once the child is collected (here or by proc_reaper, on
-         * its thread), with its wait status; NULL: nothing to do then. */
-        void (*on_reaped)(pid_t pid, int wstatus);
+         * its thread, maybe after proc_run's caller is gone: reaped_ctx
+         * must live until proc_reaper_drain), with its wait status; NULL:
+         * nothing to do then. */
+        void (*on_reaped)(void *reaped_ctx, pid_t pid, int wstatus);
+        void *reaped_ctx;
         /* Instead of spawning argv: starts the process some other way (a
          * warm sandbox's handoff) with out_w/err_w as its stdout/stderr;
          * *ret_pid must be our child and lead its process group.  A

@@ -25,7 +25,8 @@ struct child {
         pid_t pid;
         int pidfd;
         uint64_t deadline_ms;
-        void (*on_reaped)(pid_t pid, int wstatus);
+        void (*on_reaped)(void *ctx, pid_t pid, int wstatus);
+        void *ctx;
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -47,7 +48,7 @@ static void collect(const struct child *c, bool force)
         while ((r = waitpid(c->pid, &status, 0)) < 0 && errno == EINTR)
                 ;
         if (r == c->pid && c->on_reaped)
-                c->on_reaped(c->pid, status);
+                c->on_reaped(c->ctx, c->pid, status);
         if (c->pidfd >= 0)
                 close(c->pidfd);
 }
@@ -118,10 +119,11 @@ static bool start_thread(void)
         return started;
 }
 
-void proc_reaper_adopt(pid_t pid, int pidfd, void (*on_reaped)(pid_t pid, int wstatus))
+void proc_reaper_adopt(pid_t pid, int pidfd, void (*on_reaped)(void *ctx, pid_t pid, int wstatus),
+                       void *ctx)
 {
         struct child c = { .pid = pid, .pidfd = pidfd, .deadline_ms = bc_mono_ms() + TEARDOWN_LIMIT_MS,
-                           .on_reaped = on_reaped };
+                           .on_reaped = on_reaped, .ctx = ctx };
         pthread_mutex_lock(&lock);
         bool taken = n_children < MAX_CHILDREN && start_thread();
         if (taken)

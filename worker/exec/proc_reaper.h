@@ -11,9 +11,10 @@
 
 /* Takes pid (our child, leading its process group) and pidfd (-1 when the
  * kernel has none: then polled), which it closes; on_reaped (or NULL) is
- * called with its wait status once collected.  Never fails: without a
- * thread or memory, it waits for the exit right here. */
-void proc_reaper_adopt(pid_t pid, int pidfd, void (*on_reaped)(pid_t pid, int wstatus));
+ * called with ctx and its wait status once collected.  Never fails:
+ * without a thread or memory, it waits for the exit right here. */
+void proc_reaper_adopt(pid_t pid, int pidfd, void (*on_reaped)(void *ctx, pid_t pid, int wstatus),
+                       void *ctx);
 
 /* Waits up to timeout_s for every adopted child to exit, then kills the
  * rest and collects them.  Returns how many had to be killed.  For the

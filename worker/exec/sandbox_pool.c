@@ -1,4 +1,7 @@
-#include "worker/exec/sandbox_pool.h"
+/* The warm sandbox pool (sandbox_pool.h): its thread, which makes, checks
+ * and reaps sandboxes, and what the slots call (take, discard, release).
+ * How many it keeps of each kind, and when, is sandbox_pool_sizing.c. */
+#include "worker/exec/sandbox_pool-internal.h"
 
 #include <errno.h>
 #include <linux/capability.h>
@@ -18,14 +21,6 @@
 #include "storage/storage.h"
 #include "worker/log/log.h"
 
-/* Ready beyond what is in use, per kind in use. */
-#define PREFETCH 2
-/* How long demand is remembered (the pool shrinks to the prefetch after). */
-#define DEMAND_WINDOW_MS 60000
-/* Sandboxes being made at once: a refill must not starve running jobs. */
-#define MAX_STARTING 4
-#define BACKOFF_MIN_MS 1000
-#define BACKOFF_MAX_MS 60000
 /* Making sandboxes ahead is background work: the pool's thread, and the
  * sandboxes it spawns, yield the CPU to the jobs' pickup path (a take, a
  * handoff, a cold start) when they compete for one.  A warm sandbox's
@@ -37,65 +32,8 @@
  * while at 50 jobs/s commit -> command start inside fell from 4.1-5.2 to
  * 3.1-3.6 ms (p50). */
 #define POOL_NICE 5
-/* After a take, while the kind still has a ready sandbox, its refill
- * waits this long: the taken sandbox's job is starting (the handoff, its
- * process woken, the exec), and a build started with it took the CPU that
- * process was woken on.  The nice above does not stop that: the scheduler
- * lets a running task finish its slice (EEVDF's run-to-parity, ~1.5 ms on
- * 2 CPUs) before a waking one of higher priority, and the other CPU, gone
- * idle meanwhile, did not take it (traced: woken, then 1.35 ms waiting).
- * Over the start of 400 jobs at 50/s, the job's process waited for a CPU
- * p75 193 us, p90 1.18 ms; with the wait, 26 us and 245 us.  A kind left
- * with no ready sandbox (a burst) is refilled at once: its next job would
- * start cold. */
-#define REFILL_DELAY_MS 4
 /* A discarded sandbox that has not exited by then is killed. */
 #define DISCARD_GRACE_MS 5000
-#define MAX_DYING 64
-/* Images kept warm at once (each a kind per network); beyond, jobs on
- * further images start cold. */
-#define MAX_IMAGE_KINDS 8
-#define MAX_KINDS (2 + MAX_IMAGE_KINDS)
-
-/* Sandboxes of one network kind on one root: the host's (kinds 0 and 1,
- * always there) or an image's (made while jobs ask for it, gone once
- * nobody has for a demand window). */
-struct pool_kind {
-        enum sandbox_network network;
-        char sha[STORAGE_SHA256_HEX_LEN + 1];  /* "" for the host's root */
-        /* The pool's own reference to the image in the cache: its tree
-         * must not be evicted while sandboxes have it mounted. */
-        struct storage_cache_entry *image;
-        struct sandbox_warm *items;   /* starting and ready */
-        size_t n;
-        unsigned in_use;
-        unsigned peak_cur, peak_prev; /* most in use in this and the last window */
-        uint64_t last_take_ms;
-};
-
-struct dying {
-        struct sandbox_warm w;
-        uint64_t since_ms;
-};
-
-struct sandbox_pool {
-        char *helper, *cgroup_parent;
-        struct sandbox_warm_limits limits;   /* each sandbox's before its job */
-        unsigned max;
-        struct metrics *m;
-        pthread_mutex_t mu;
-        pthread_t thread;
-        int wake_fd;
-        bool stop;
-        struct storage_cache *images;   /* may be NULL: no image kinds */
-        struct pool_kind kinds[MAX_KINDS];
-        size_t n_kinds;
-        uint64_t window_start_ms;
-        uint64_t backoff_until_ms;
-        unsigned backoff_ms;
-        struct dying dying[MAX_DYING];  /* under mu */
-        size_t n_dying;
-};
 
 static const char *const l_state[] = { "state", NULL };
 static const char *const l_path[] = { "path", NULL };
@@ -130,40 +68,13 @@ void sandbox_pool_observe_handoff(struct metrics *m, double seconds)
                                   seconds < 0 ? 0 : seconds);
 }
 
-static unsigned target(const struct sandbox_pool *p, const struct pool_kind *k, uint64_t now)
-{
-        unsigned peak = k->peak_cur > k->peak_prev ? k->peak_cur : k->peak_prev;
-        if (k->in_use > peak)
-                peak = k->in_use;
-        /* The host-network kind and images are made only while they are
-         * asked for. */
-        bool wanted = (k->network == SANDBOX_NET_NONE && !k->sha[0]) ||
-                      (k->last_take_ms && now - k->last_take_ms < DEMAND_WINDOW_MS);
-        /* Ready ones, whatever is in use: when several slots free up at
-         * once (a claim fills them together), each must find one. */
-        unsigned t = wanted ? peak + PREFETCH : 0;
-        return t < p->max ? t : p->max;
-}
-
-/* How long the kind's refill still waits after its last take (see
- * REFILL_DELAY_MS): 0 once due. */
-static uint64_t refill_wait_ms(const struct pool_kind *k, uint64_t now)
-{
-        if (!k->last_take_ms || now - k->last_take_ms >= REFILL_DELAY_MS)
-                return 0;
-        for (size_t i = 0; i < k->n; i++)
-                if (k->items[i].ready)
-                        return k->last_take_ms + REFILL_DELAY_MS - now;
-        return 0;
-}
-
 static void wake(struct sandbox_pool *p)
 {
         uint64_t one = 1;
         (void)!write(p->wake_fd, &one, sizeof(one));
 }
 
-static void discard(struct sandbox_pool *p, struct sandbox_warm *w)
+void sbpool_discard_locked(struct sandbox_pool *p, struct sandbox_warm *w)
 {
         sandbox_warm_discard(w);
         if (p->n_dying < MAX_DYING) {
@@ -171,11 +82,6 @@ static void discard(struct sandbox_pool *p, struct sandbox_warm *w)
         } else {
                 sandbox_warm_reap(w, true, p->cgroup_parent);
         }
-}
-
-static void remove_at(struct pool_kind *k, size_t i)
-{
-        k->items[i] = k->items[--k->n];
 }
 
 /* Under the lock: the kind of (network, image sha or NULL), or NULL. */
@@ -203,28 +109,6 @@ static struct pool_kind *add_kind(struct sandbox_pool *p, enum sandbox_network n
         snprintf(k->sha, sizeof(k->sha), "%s", storage_cache_entry_sha256(*image));
         *image = NULL;
         return k;
-}
-
-/* Under the lock: drops image kinds nobody asked for in a demand window
- * once their sandboxes are gone; *ret_release gets their cache
- * references, released by the caller outside the lock. */
-static void drop_idle_kinds(struct sandbox_pool *p, uint64_t now,
-                            struct storage_cache_entry **ret_release, size_t *ret_n)
-{
-        for (size_t i = 2; i < p->n_kinds;) {
-                struct pool_kind *k = &p->kinds[i];
-                if (k->n || k->in_use || now - k->last_take_ms < DEMAND_WINDOW_MS) {
-                        i++;
-                        continue;
-                }
-                ret_release[(*ret_n)++] = k->image;
-                /* Keep the items arrays: swap with the last kind. */
-                struct pool_kind last = p->kinds[--p->n_kinds];
-                if (i < p->n_kinds) {
-                        p->kinds[p->n_kinds] = *k;
-                        *k = last;
-                }
-        }
 }
 
 bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, const char *image_sha,
@@ -262,7 +146,7 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
                 /* A sandbox that died while it waited is the pool's to replace. */
                 if (sandbox_warm_check(&k->items[i], &err) == 1) {
                         *ret = k->items[i];
-                        remove_at(k, i);
+                        sbpool_remove_at(k, i);
                         got = true;
                 }
                 bc_error_clear(&err);
@@ -280,7 +164,7 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
 void sandbox_pool_discard(struct sandbox_pool *p, struct sandbox_warm *w)
 {
         pthread_mutex_lock(&p->mu);
-        discard(p, w);
+        sbpool_discard_locked(p, w);
         pthread_mutex_unlock(&p->mu);
         wake(p);
 }
@@ -298,64 +182,8 @@ void sandbox_pool_release(struct sandbox_pool *p, enum sandbox_network network,
         wake(p);
 }
 
-static void note_failure(struct sandbox_pool *p, const struct bc_error *err, uint64_t now)
-{
-        metrics_counter_add(p->m, "boxcar_warm_sandbox_failures_total", NULL, 1);
-        p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : BACKOFF_MIN_MS;
-        if (p->backoff_ms > BACKOFF_MAX_MS)
-                p->backoff_ms = BACKOFF_MAX_MS;
-        p->backoff_until_ms = now + p->backoff_ms;
-        log_event(LOG_WARN, "sandbox.warm_failed", "error", bc_error_message(err),
-                  LOG_INT("retry_ms", p->backoff_ms), "effect",
-                  "jobs start cold (slower) until warm sandboxes can be made", NULL);
-}
-
-/* A sandbox to start: for kind index `kind`, which stays valid until it
- * is added (kinds are dropped on the pool's thread only, and an added one
- * goes at the end). */
-struct planned {
-        size_t kind;
-        enum sandbox_network network;
-        const char *root;
-};
-
-/* Under the lock: per kind, the sandboxes to start to reach its target
- * (at most MAX_STARTING being made at once, none while backing off), or
- * one surplus ready sandbox out (shrinking is slow on purpose: demand
- * comes back in bursts).  The starts are made outside the lock
- * (start_planned): a spawn takes about a millisecond, which a job's
- * sandbox_pool_take would otherwise wait for. */
-static size_t rebalance(struct sandbox_pool *p, uint64_t now, struct planned *ret)
-{
-        size_t starting = 0, n = 0;
-        for (size_t i = 0; i < p->n_kinds; i++)
-                for (size_t j = 0; j < p->kinds[i].n; j++)
-                        starting += !p->kinds[i].items[j].ready;
-        size_t room = now < p->backoff_until_ms || starting >= MAX_STARTING ? 0
-                                                                          : MAX_STARTING - starting;
-        for (size_t i = 0; i < p->n_kinds; i++) {
-                struct pool_kind *k = &p->kinds[i];
-                if (refill_wait_ms(k, now))
-                        continue;
-                unsigned t = target(p, k, now);
-                for (size_t have = k->n; have < t && n < room; have++)
-                        ret[n++] = (struct planned){
-                                .kind = i, .network = k->network,
-                                .root = k->image ? storage_cache_entry_path(k->image) : NULL };
-                if (k->n <= t)
-                        continue;
-                for (size_t j = 0; j < k->n; j++)
-                        if (k->items[j].ready) {
-                                discard(p, &k->items[j]);
-                                remove_at(k, j);
-                                break;
-                        }
-        }
-        return n;
-}
-
-/* Not under the lock: starts what rebalance planned; the first failure
- * backs off the rest. */
+/* Not under the lock: starts what sbpool_rebalance planned; the first
+ * failure backs off the rest. */
 static void start_planned(struct sandbox_pool *p, const struct planned *plan, size_t n,
                           uint64_t now)
 {
@@ -366,7 +194,7 @@ static void start_planned(struct sandbox_pool *p, const struct planned *plan, si
                                            plan[i].root, &p->limits, &w, &err);
                 pthread_mutex_lock(&p->mu);
                 if (r < 0) {
-                        note_failure(p, &err, now);
+                        sbpool_note_failure(p, &err, now);
                 } else {
                         struct pool_kind *k = &p->kinds[plan[i].kind];
                         k->items[k->n++] = w;
@@ -392,9 +220,9 @@ static void check_all(struct sandbox_pool *p, uint64_t now)
                                         metrics_counter_add(p->m, "boxcar_warm_sandbox_failures_total",
                                                             NULL, 1);
                                 else
-                                        note_failure(p, &err, now);
-                                discard(p, &k->items[j]);
-                                remove_at(k, j);
+                                        sbpool_note_failure(p, &err, now);
+                                sbpool_discard_locked(p, &k->items[j]);
+                                sbpool_remove_at(k, j);
                         } else {
                                 if (r == 1 && !was_ready)
                                         p->backoff_ms = 0;
@@ -482,19 +310,13 @@ static void *pool_main(void *arg)
                         pthread_mutex_unlock(&p->mu);
                         break;
                 }
-                if (now - p->window_start_ms >= DEMAND_WINDOW_MS) {
-                        for (size_t i = 0; i < p->n_kinds; i++) {
-                                p->kinds[i].peak_prev = p->kinds[i].peak_cur;
-                                p->kinds[i].peak_cur = p->kinds[i].in_use;
-                        }
-                        p->window_start_ms = now;
-                }
+                sbpool_roll_window(p, now);
                 check_all(p, now);
                 struct storage_cache_entry *idle[MAX_IMAGE_KINDS];
                 size_t n_idle = 0;
-                drop_idle_kinds(p, now, idle, &n_idle);
+                sbpool_drop_idle_kinds(p, now, idle, &n_idle);
                 struct planned plan[MAX_STARTING];
-                size_t n_plan = rebalance(p, now, plan);
+                size_t n_plan = sbpool_rebalance(p, now, plan);
                 update_gauges(p);
                 size_t n = 0;
                 fds[n++] = (struct pollfd){ .fd = p->wake_fd, .events = POLLIN };
@@ -502,14 +324,7 @@ static void *pool_main(void *arg)
                         for (size_t j = 0; j < p->kinds[i].n && n < ELEMENTSOF(fds); j++)
                                 fds[n++] = (struct pollfd){ .fd = p->kinds[i].items[j].ctl,
                                                             .events = POLLIN };
-                int timeout = p->n_dying ? 100 : 1000;
-                for (size_t i = 0; i < p->n_kinds; i++) {
-                        uint64_t wait = refill_wait_ms(&p->kinds[i], now);
-                        if (wait && wait < (uint64_t)timeout)
-                                timeout = (int)wait;
-                }
-                if (p->backoff_until_ms > now && p->backoff_until_ms - now < (uint64_t)timeout)
-                        timeout = (int)(p->backoff_until_ms - now);
+                int timeout = sbpool_wait_ms(p, now, p->n_dying ? 100 : 1000);
                 pthread_mutex_unlock(&p->mu);
                 for (size_t i = 0; i < n_idle; i++)
                         storage_cache_release(p->images, idle[i]);
@@ -589,7 +404,7 @@ void sandbox_pool_stop(struct sandbox_pool *p)
         pthread_join(p->thread, NULL);
         for (size_t i = 0; i < MAX_KINDS; i++) {
                 for (size_t j = 0; i < p->n_kinds && j < p->kinds[i].n; j++)
-                        discard(p, &p->kinds[i].items[j]);
+                        sbpool_discard_locked(p, &p->kinds[i].items[j]);
                 p->kinds[i].n = 0;
                 free(p->kinds[i].items);
         }

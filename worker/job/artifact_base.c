@@ -1,5 +1,8 @@
-/* Where a job's artifact base comes from.  With the namespace backend on a
- * host that has overlays (sandbox_overlay_available), the base version is
+/* A job's artifact: where its base comes from, and its workspace saved as
+ * the new version after the run.
+ *
+ * With the namespace backend on a host that has overlays
+ * (sandbox_overlay_available), the base version is
  * taken from the worker's artifact cache (extracted there once, on the
  * first job that needs it) and the job's workspace becomes an overlay:
  * that cached tree below, read-only and shared, the job's changes above,
@@ -14,7 +17,9 @@
 #include "worker/job/job-internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/cleanup.h"
@@ -24,14 +29,19 @@
 #include "worker/job/store.h"
 #include "worker/log/log.h"
 
+/* Packing gets the job's timeout again as its budget, at least this (a
+ * short job may leave a large tree). */
+#define PACK_MIN_BUDGET_S 60.0
+
+BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
+
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
                           const char *dir, const char *ws, struct store_artifact_start *ret,
                           struct bc_error *err)
 {
         bool cached = svc->store->artifacts && svc->cfg->sandbox == BACKEND_NAMESPACE;
         uint64_t downloaded = 0;
-        int r = store_restore_artifact(svc->store, svc->db, spec, ws, cached, ret, &downloaded,
-                                       err);
+        int r = store_restore_artifact(svc, spec, ws, cached, ret, &downloaded, err);
         if (downloaded)
                 wmetrics_transfer(svc->metrics, "download", "artifact", downloaded);
         if (r < 0 || !ret->base)
@@ -51,8 +61,22 @@ int artifact_base_restore(const struct job_services *svc, const struct job_spec 
         bc_error_clear(err);
         store_artifact_start_done(svc->store, ret);
         (void)fs_rm_rf(state);
-        return store_restore_artifact(svc->store, svc->db, spec, ws, false, ret, &downloaded, err);
+        return store_restore_artifact(svc, spec, ws, false, ret, &downloaded, err);
 }
+
+/* Once the new version is packed from an overlay workspace, it is cached
+ * too, built from the base's entry and the job's changes, so the session's
+ * next job starts from the cache (best effort, logged).  That walks the
+ * whole tree: it runs on a thread of its own while the version uploads,
+ * not after it. */
+struct artifact_promote {
+        const struct job_services *svc;
+        const char *dir, *ws;
+        const struct store_artifact_start *a;
+        char sha256[65];
+        pthread_t thread;
+        bool running;
+};
 
 static void *promote(void *arg)
 {
@@ -67,9 +91,10 @@ static void *promote(void *arg)
         return NULL;
 }
 
-/* Caching a version that then fails to upload is harmless: entries are
- * named by their content, and one no job names is evicted in time. */
-void artifact_base_on_packed(void *arg, const char *sha256)
+/* storage_push_dir's on_packed.  Caching a version that then fails to
+ * upload is harmless: entries are named by their content, and one no job
+ * names is evicted in time. */
+static void on_packed(void *arg, const char *sha256)
 {
         struct artifact_promote *p = arg;
         if (!p->a->base)
@@ -80,11 +105,101 @@ void artifact_base_on_packed(void *arg, const char *sha256)
                 promote(p);
 }
 
-void artifact_base_promote_wait(struct artifact_promote *p)
+static void promote_wait(struct artifact_promote *p)
 {
         if (p->running)
                 pthread_join(p->thread, NULL);
         p->running = false;
+}
+
+/* What the job left is bounded like the job: its disk and file limits,
+ * and its timeout (at least PACK_MIN_BUDGET_S) as the packing's budget;
+ * over a cached base (an overlay), the tree is that base plus at most what
+ * the job's own filesystem holds. */
+static void pack_limits(const struct job_run *run, struct storage_pack_limits *ret)
+{
+        storage_pack_limits_default(ret);
+        ret->max_bytes = run->spec->limits.disk_mb << 20;
+        ret->max_entries = run->spec->limits.files;
+        if (run->artifact_start.base) {
+                uint64_t bytes = 0, entries = 0;
+                storage_cache_entry_stats(run->artifact_start.base, &bytes, &entries);
+                ret->max_bytes += bytes;
+                ret->max_entries += entries;
+        }
+        ret->max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
+                                   ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
+}
+
+/* The saved version in the result, and to be recorded with the job's
+ * completion.  "conflict" is added when the version is recorded: whether
+ * the head moved under the job (a push, or a writer outside the queue's
+ * one-at-a-time order) is known then. */
+static void note_version(struct job_run *run, const struct store_artifact *a,
+                         struct job_outcome *o)
+{
+        const char *parent = run->artifact_start.base_sha[0] ? run->artifact_start.base_sha : NULL;
+        const char *head = run->artifact_start.head_sha[0] ? run->artifact_start.head_sha : NULL;
+        cJSON *art = cJSON_AddObjectToObject(run->result, "artifact");
+        cJSON_AddStringToObject(art, "storage", run->spec->artifact_storage);
+        cJSON_AddStringToObject(art, "sha256", a->sha256);
+        cJSON_AddNumberToObject(art, "size", (double)a->size);
+        cJSON_AddNumberToObject(art, "file_count", (double)a->file_count);
+        if (parent)
+                cJSON_AddStringToObject(art, "parent_sha256", parent);
+        else
+                cJSON_AddNullToObject(art, "parent_sha256");
+        cJSON_AddBoolToObject(art, "uploaded", a->uploaded);
+        cJSON_AddStringToObject(art, "url", a->url);
+        _cleanup_(cJSON_Deletep) cJSON *rec = cJSON_CreateObject();
+        cJSON_AddStringToObject(rec, "sha256", a->sha256);
+        cJSON_AddStringToObject(rec, "s3_key", a->s3_key);
+        cJSON_AddNumberToObject(rec, "size", (double)a->size);
+        cJSON_AddNumberToObject(rec, "file_count", (double)a->file_count);
+        cJSON_AddItemToObject(rec, "parent_sha256",
+                              parent ? cJSON_CreateString(parent) : cJSON_CreateNull());
+        cJSON_AddItemToObject(rec, "expected_head",
+                              head ? cJSON_CreateString(head) : cJSON_CreateNull());
+        free(o->artifact_json);
+        o->artifact_json = cJSON_PrintUnformatted(rec);
+}
+
+/* The workspace becomes the artifact's new version, whatever the exit
+ * status (a failed run's state is often what one wants to look at). */
+void artifact_save(struct job_run *run, struct job_outcome *o)
+{
+        if (!run->spec->artifact_storage || o->action == JOB_DROP || o->action == JOB_RELEASE)
+                return;
+        const struct job_services *svc = run->svc;
+        struct bc_error err = BC_ERROR_INIT;
+        struct store_artifact a;
+        struct storage_pack_limits lim;
+        pack_limits(run, &lim);
+        struct artifact_promote cache = { .svc = svc, .dir = run->dir, .ws = run->ws,
+                                          .a = &run->artifact_start };
+        int saved = store_save_artifact(svc->store, run->spec, run->ws, run->dir, &lim,
+                                        on_packed, &cache, &a, &err);
+        promote_wait(&cache);
+        if (saved < 0) {
+                /* The job's own tree over a limit is final (and the head
+                 * stays where it was); anything else is the upload's. */
+                bool own = err.code == BC_WORKSPACE_LIMIT;
+                job_outcome_fail(o, &err, BC_UPLOAD_FAILED);
+                if (!own)
+                        o->action = JOB_RETRY;
+                bc_error_clear(&err);
+                return;
+        }
+        note_version(run, &a, o);
+        if (a.uploaded)
+                wmetrics_transfer(svc->metrics, "upload", "artifact", a.size);
+        char details[256];
+        snprintf(details, sizeof(details),
+                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s}",
+                 run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
+                 a.uploaded ? "true" : "false");
+        svc->event(svc->ctx, run->job, "artifact_uploaded", details);
+        store_artifact_done(&a);
 }
 
 void artifact_base_release(const struct job_services *svc, const char *ws,

@@ -1,15 +1,36 @@
-/* Shared by the parts of one job's run (job.c, job_dir.c, outcome.c); not
- * part of the worker's API (job.h is). */
+/* Shared by the parts of one job's run (job.c, job_dir.c, artifact_base.c,
+ * outcome.c); not part of the worker's API (job.h is). */
 #ifndef BC_WORKER_JOB_JOB_INTERNAL_H
 #define BC_WORKER_JOB_JOB_INTERNAL_H
 
-#include <pthread.h>
 #include <cjson/cJSON.h>
 
 #include "common/error.h"
 #include "worker/exec/backend.h"
 #include "worker/job/job.h"
+#include "worker/job/livelog.h"
+#include "worker/job/services.h"
+#include "worker/job/store.h"
 #include "worker/spec/spec.h"
+
+struct disk_grant;
+
+/* One run of a job, from its directory on: what its steps (job.c) fill
+ * in and what the steps after them use. */
+struct job_run {
+        const struct job_services *svc;
+        const struct claimed_job *job;
+        const struct job_spec *spec;
+        const char *dir;
+        char *ws, *scratch, *meta;
+        struct store_mounts mounts;
+        struct storage_cache_entry *image;   /* NULL: the host's system root */
+        struct livelog log;
+        bool started_noted;        /* the "started" event is written */
+        struct store_artifact_start artifact_start;
+        struct disk_grant *disk;   /* the work dir's disk it may take, or NULL */
+        cJSON *result;
+};
 
 /* ---- job_dir.c ---- */
 /* The job's directory: meta/, and its workspace.  Under the namespace
@@ -32,35 +53,30 @@ void job_dir_release(const struct job_services *svc, const char *dir, int lock);
  * -ESHUTDOWN when the worker drains meanwhile; -ENOSPC with err set when
  * the job is larger than the filesystem above its reserve, or still did
  * not fit with no job running when the wait was over. */
-struct disk_grant;
 int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *job,
                       const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,
                       struct disk_grant **ret, struct bc_error *err);
+/* boxcar's own files for the job in meta (the directory mounted at
+ * BACKEND_META_DIR): its script and startup script, written to files and
+ * run by path, never spliced into a command line. */
+int job_dir_prepare_meta(const struct worker_config *cfg, const struct job_spec *spec,
+                         const char *meta, struct bc_error *err);
+/* spec's workdir inside the workspace ws, made when missing (after the
+ * artifact base is in place); a component that is not a directory is the
+ * job's own error (BC_BAD_SPEC). */
+int job_dir_make_workdir(const struct job_spec *spec, const char *ws, struct bc_error *err);
 
 /* ---- artifact_base.c ---- */
-struct store_artifact_start;
 /* Restores spec's artifact base for the job in dir: an overlay over the
  * artifact cache mounted at ws when this worker can (ret->base then holds
  * the cache entry), else extracted into ws. */
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
                           const char *dir, const char *ws, struct store_artifact_start *ret,
                           struct bc_error *err);
-/* Once the new version is packed from an overlay workspace, it is cached
- * too, built from the base's entry and the job's changes, so the session's
- * next job starts from the cache (best effort, logged).  That walks the
- * whole tree: it runs on a thread of its own while the version uploads,
- * not after it.  Zero-initialise, give it as on_packed's ctx
- * (artifact_base_on_packed), and wait for it after the upload. */
-struct artifact_promote {
-        const struct job_services *svc;
-        const char *dir, *ws;
-        const struct store_artifact_start *a;
-        char sha256[65];
-        pthread_t thread;
-        bool running;
-};
-void artifact_base_on_packed(void *promote, const char *sha256);
-void artifact_base_promote_wait(struct artifact_promote *p);
+/* After the run: the workspace becomes the artifact's new version (packed
+ * and uploaded), whatever the exit status; run->result gets "artifact",
+ * o the version to record with the completion, or the upload's failure. */
+void artifact_save(struct job_run *run, struct job_outcome *o);
 /* After the job: unmounts the overlay and releases the cache entry (a
  * no-op when the base was extracted or the artifact started empty). */
 void artifact_base_release(const struct job_services *svc, const char *ws,

@@ -1,12 +1,15 @@
+/* One job's run on its slot's thread, top-down (job_execute): its spec
+ * read and checked, its disk and directory taken, then the steps of
+ * run_job, each failing into fail_with(); what it leaves is released on
+ * the janitor's thread.  The rest of the worker is reached only through
+ * the job's services (services.h). */
 #include "worker/job/job.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,30 +18,17 @@
 #include "common/utf8.h"
 #include "sandbox/sandbox.h"
 #include "worker/metrics/wmetrics.h"
-#include "worker/exec/claim_gate.h"
 #include "worker/job/code.h"
 #include "worker/workdir/disk_budget.h"
 #include "worker/job/job-internal.h"
 #include "worker/workdir/janitor.h"
 #include "worker/job/livelog.h"
+#include "worker/job/services.h"
 #include "worker/job/store.h"
 #include "worker/workdir/wsfile.h"
 
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
-
-/* PATH, HOME and LANG, then exactly the spec's variables: nothing of the
- * worker's own environment (database URL, S3 keys) reaches the job. */
-static int write_file(const char *path, const char *text, struct bc_error *err)
-{
-        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", path);
-        int r = bc_write_all(fd, text, strlen(text));
-        if (r < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "write %s: %s", path, strerror(-r));
-        return 0;
-}
 
 /* The features the plain-process backend does not provide yet are refused
  * rather than silently ignored; so is a network the queue may not have.
@@ -75,85 +65,26 @@ static const char *unsupported_feature(const struct worker_config *cfg,
         return NULL;
 }
 
-/* Scripts are written to files and run by path: their text is never
- * spliced into a command line.  A plain process's command with no script
- * has no use for the directory (a sandbox mounts it at /run/boxcar):
- * not made, one directory less to make and remove per job. */
-static int prepare_meta(const struct worker_config *cfg, const struct job_spec *spec,
-                        const char *meta, struct bc_error *err)
+/* A spec asking for what this worker does not offer is the job's own
+ * error, never retried. */
+static int check_supported(const struct worker_config *cfg, const struct claimed_job *job,
+                           const struct job_spec *spec, struct bc_error *err)
 {
-        if (cfg->sandbox == BACKEND_NONE && spec->mode == SPEC_COMMAND && !spec->startup_script)
-                return 0;
-        /* A kept directory (dir_bin.h) has it, empty. */
-        if (mkdir(meta, 0755) < 0 && errno != EEXIST)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);
-        _cleanup_free_ char *script = NULL, *startup = NULL;
-        if (asprintf(&script, "%s/script.sh", meta) < 0 ||
-            asprintf(&startup, "%s/startup.sh", meta) < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
-        int r = spec->mode == SPEC_SCRIPT ? write_file(script, spec->script, err) : 0;
-        if (r >= 0 && spec->startup_script)
-                r = write_file(startup, spec->startup_script, err);
-        return r;
-}
-
-/* The workdir must exist before the job enters it.  Made after the
- * artifact base is in place (an overlay would hide it), so a component
- * may come from the base: each is opened without following a symlink (a
- * base's `w -> /etc` must not lead the worker out of the workspace), and
- * one that is not a directory is the job's own error, not retried.  What
- * is made belongs to the workspace's owner (wsfile_adopt). */
-static int make_workdir(const struct job_spec *spec, const char *ws, struct bc_error *err)
-{
-        const char *rest = spec->workdir + strlen("/workspace");
-        if (strncmp(spec->workdir, "/workspace", 10) != 0 || *rest != '/')
-                return 0;
-        _cleanup_free_ char *path = strdup(rest + 1);
-        if (!path)
-                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
-        struct stat st;
-        int fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                int e = errno;
-                if (fd >= 0)
-                        close(fd);
-                return bc_error_set(err, BC_SANDBOX_SETUP, e, "workspace %s: %s", ws, strerror(e));
-        }
-        char *save = NULL;
-        for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-                int r = mkdirat(fd, c, 0755) == 0 ? wsfile_adopt(&st, fd, c)
-                                                   : errno == EEXIST ? 0 : -errno;
-                int sub = r < 0 ? -1 : openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (r >= 0 && sub < 0)
-                        r = -errno;
-                close(fd);
-                fd = sub;
-                if (r == -ENOTDIR || r == -ELOOP)
-                        return bc_error_set(err, BC_BAD_SPEC, -r, "workdir %s: %s in the workspace "
-                                            "is not a directory (a symlink is never followed)",
-                                            spec->workdir, c);
-                if (r < 0)
-                        return bc_error_set(err, BC_SANDBOX_SETUP, -r, "workdir %s: %s",
-                                            spec->workdir, strerror(-r));
-        }
-        close(fd);
+        char why[NETALLOW_NAME_MAX + 256];
+        const char *unsupported = unsupported_feature(cfg, spec, job->queue, why, sizeof(why));
+        if (unsupported)
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL, "%s", unsupported);
         return 0;
 }
 
-struct job_run {
-        const struct job_services *svc;
-        const struct claimed_job *job;
-        const struct job_spec *spec;
-        const char *dir;
-        char *ws, *scratch, *meta;
-        struct store_mounts mounts;
-        struct storage_cache_entry *image;   /* NULL: the host's system root */
-        struct livelog log;
-        bool started_noted;        /* the "started" event is written */
-        struct store_artifact_start artifact_start;
-        struct disk_grant *disk;   /* the work dir's disk it may take, or NULL */
-        cJSON *result;
-};
+/* A step's failure: the outcome says it (job_outcome_fail: the
+ * infrastructure's, under infra, are retried, the job's own are final),
+ * and err is cleared for the next. */
+static void fail_with(struct job_outcome *o, struct bc_error *err, enum bc_code infra)
+{
+        job_outcome_fail(o, err, infra);
+        bc_error_clear(err);
+}
 
 /* The job's image from the image cache, timed on a miss. */
 static int stage_image(struct job_run *run, struct bc_error *err)
@@ -161,7 +92,7 @@ static int stage_image(struct job_run *run, struct bc_error *err)
         struct store *st = run->svc->store;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = store_acquire_image(st, run->svc->db, run->spec, &run->image, err);
+        int r = store_acquire_image(run->svc, run->spec, &run->image, err);
         if (r < 0 || !run->image)
                 return r;
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -183,7 +114,7 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         const struct job_spec *spec = run->spec;
         int r = stage_image(run, err);
         if (r >= 0)
-                r = store_acquire_volumes(run->svc->store, run->svc->db, spec, &run->mounts, err);
+                r = store_acquire_volumes(run->svc, spec, &run->mounts, err);
         for (size_t i = 0; r >= 0 && i < run->mounts.n; i++) {
                 const struct storage_cache_entry *e = run->mounts.entries[i];
                 wmetrics_cache(run->svc->metrics, !storage_cache_entry_downloaded(e));
@@ -195,7 +126,7 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
                 r = artifact_base_restore(run->svc, spec, run->dir, run->ws, &run->artifact_start,
                                           err);
         /* Over an overlay, the packed tree holds the base besides the
-         * job's changes (see save_outputs). */
+         * job's changes (see artifact_save). */
         if (r >= 0 && run->artifact_start.base) {
                 uint64_t bytes = 0, entries = 0;
                 storage_cache_entry_stats(run->artifact_start.base, &bytes, &entries);
@@ -204,32 +135,34 @@ static int stage_inputs(struct job_run *run, struct bc_error *err)
         return r;
 }
 
+/* The command's output and timer ticks (backend_job.on_output): its start
+ * noted once, its output to the live log.  The backend calls this only
+ * once the claim was answered (backend_wait_claim); what the job's
+ * services write waits for a committed claim anyway. */
 static void on_output(void *ctx, int stream, const char *data, size_t len)
 {
         struct job_run *run = ctx;
-        /* A warm sandbox is handed its job while the claim commits, and
-         * starts it only then: nothing is said about a job not ours. */
-        if (!claim_gate_wait(run->job->gate))
-                return;
+        const struct job_services *svc = run->svc;
         if (!run->started_noted) {
                 run->started_noted = true;
-                run->svc->event(run->svc->ctx, run->job, "started",
-                                run->svc->cfg->sandbox == BACKEND_NAMESPACE
-                                        ? "{\"sandbox\": \"namespace\"}"
-                                        : "{\"sandbox\": \"none\"}");
+                char details[64];
+                snprintf(details, sizeof(details), "{\"sandbox\": \"%s\"}",
+                         backend_name(svc->backend));
+                svc->event(svc->ctx, run->job, "started", details);
         }
         livelog_write(&run->log, stream, data, len);
-        if (run->svc->tick)
-                run->svc->tick(run->svc->ctx);
+        if (svc->tick)
+                svc->tick(svc->ctx);
 }
 
 static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
                      struct backend_result *res, struct bc_error *err)
 {
+        const struct job_services *svc = run->svc;
         const char *paths[33] = { NULL };
         for (size_t i = 0; i < run->mounts.n && i < 32; i++)
                 paths[i] = store_mount_path(&run->mounts, i);
-        struct backend_job bj = { .cfg = run->svc->cfg, .spec = run->spec, .argv = argv,
+        struct backend_job bj = { .spec = run->spec, .argv = argv,
                                   .timeout_s = timeout_s, .workspace = run->ws,
                                   .scratch = run->scratch,
                                   .meta_dir = run->meta, .volume_paths = paths,
@@ -238,10 +171,11 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                                   .image_sha = run->image ? storage_cache_entry_sha256(run->image)
                                                           : NULL,
                                   .cancel_fd = cancel_fd, .on_output = on_output,
-                                  .output_ctx = run, .gate = run->job->gate };
-        int r = backend_run(&bj, res, err);
+                                  .output_ctx = run, .claim_wait = svc->claim_wait,
+                                  .claim_ctx = svc->ctx, .claim_fd = svc->claim_fd };
+        int r = backend_run(svc->backend, &bj, res, err);
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)
-                wmetrics_sandbox_overhead(run->svc->metrics, (double)res->overhead_ms / 1000);
+                wmetrics_sandbox_overhead(svc->metrics, (double)res->overhead_ms / 1000);
         return r;
 }
 
@@ -269,13 +203,11 @@ static void note_egress(struct job_run *run, const struct backend_result *res)
 
 static void inner_paths(const struct job_run *run, const char **ret_ws, const char **ret_meta)
 {
-        struct backend_job bj = { .cfg = run->svc->cfg, .workspace = run->ws,
-                                  .meta_dir = run->meta };
-        backend_inner_paths(&bj, ret_ws, ret_meta);
+        struct backend_job bj = { .workspace = run->ws, .meta_dir = run->meta };
+        backend_inner_paths(run->svc->backend, &bj, ret_ws, ret_meta);
 }
 
 #define STATE_FILE ".boxcar/state.json"
-#define PACK_MIN_BUDGET_S 60.0
 
 /* The startup script already ran successfully on this workspace, in this
  * exact version (FastGPT's rule: skip it while unchanged). */
@@ -429,105 +361,29 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
         return r;
 }
 
-/* The workspace becomes the artifact's new version, whatever the exit
- * status (a failed run's state is often what one wants to look at). */
-static void save_outputs(struct job_run *run, struct job_outcome *o)
-{
-        if (!run->spec->artifact_storage || o->action == JOB_DROP || o->action == JOB_RELEASE)
-                return;
-        struct bc_error err = BC_ERROR_INIT;
-        struct store_artifact a;
-        /* What the job left is bounded like the job: its disk and file
-         * limits; packing gets the job's timeout again as its budget, at
-         * least PACK_MIN_BUDGET_S (a short job may leave a large tree). */
-        struct storage_pack_limits lim;
-        storage_pack_limits_default(&lim);
-        lim.max_bytes = run->spec->limits.disk_mb << 20;
-        lim.max_entries = run->spec->limits.files;
-        /* Over a cached base (an overlay), the tree is that base plus at
-         * most what the job's own filesystem holds. */
-        if (run->artifact_start.base) {
-                uint64_t bytes = 0, entries = 0;
-                storage_cache_entry_stats(run->artifact_start.base, &bytes, &entries);
-                lim.max_bytes += bytes;
-                lim.max_entries += entries;
-        }
-        lim.max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
-                                  ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
-        struct artifact_promote promote = { .svc = run->svc, .dir = run->dir, .ws = run->ws,
-                                            .a = &run->artifact_start };
-        int saved = store_save_artifact(run->svc->store, run->spec, run->ws, run->dir, &lim,
-                                        artifact_base_on_packed, &promote, &a, &err);
-        artifact_base_promote_wait(&promote);
-        if (saved < 0) {
-                /* The job's own tree over a limit is final (and the head
-                 * stays where it was); anything else is the upload's. */
-                bool own = err.code == BC_WORKSPACE_LIMIT;
-                job_outcome_fail(o, &err, BC_UPLOAD_FAILED);
-                if (!own)
-                        o->action = JOB_RETRY;
-                bc_error_clear(&err);
-                return;
-        }
-        const char *parent = run->artifact_start.base_sha[0] ? run->artifact_start.base_sha : NULL;
-        const char *head = run->artifact_start.head_sha[0] ? run->artifact_start.head_sha : NULL;
-        /* "conflict" is added when the version is recorded, with the job's
-         * completion: whether the head moved under the job (a push, or a
-         * writer outside the queue's one-at-a-time order) is known then. */
-        cJSON *art = cJSON_AddObjectToObject(run->result, "artifact");
-        cJSON_AddStringToObject(art, "storage", run->spec->artifact_storage);
-        cJSON_AddStringToObject(art, "sha256", a.sha256);
-        cJSON_AddNumberToObject(art, "size", (double)a.size);
-        cJSON_AddNumberToObject(art, "file_count", (double)a.file_count);
-        if (parent)
-                cJSON_AddStringToObject(art, "parent_sha256", parent);
-        else
-                cJSON_AddNullToObject(art, "parent_sha256");
-        cJSON_AddBoolToObject(art, "uploaded", a.uploaded);
-        cJSON_AddStringToObject(art, "url", a.url);
-        _cleanup_(cJSON_Deletep) cJSON *rec = cJSON_CreateObject();
-        cJSON_AddStringToObject(rec, "sha256", a.sha256);
-        cJSON_AddStringToObject(rec, "s3_key", a.s3_key);
-        cJSON_AddNumberToObject(rec, "size", (double)a.size);
-        cJSON_AddNumberToObject(rec, "file_count", (double)a.file_count);
-        cJSON_AddItemToObject(rec, "parent_sha256",
-                              parent ? cJSON_CreateString(parent) : cJSON_CreateNull());
-        cJSON_AddItemToObject(rec, "expected_head",
-                              head ? cJSON_CreateString(head) : cJSON_CreateNull());
-        free(o->artifact_json);
-        o->artifact_json = cJSON_PrintUnformatted(rec);
-        if (a.uploaded)
-                wmetrics_transfer(run->svc->metrics, "upload", "artifact", a.size);
-        char details[256];
-        snprintf(details, sizeof(details),
-                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s}",
-                 run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
-                 a.uploaded ? "true" : "false");
-        run->svc->event(run->svc->ctx, run->job, "artifact_uploaded", details);
-        store_artifact_done(&a);
-}
-
+/* The job's steps once its directory is there, in order. */
 static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
                     struct job_outcome *o)
 {
         struct bc_error err = BC_ERROR_INIT;
         if (asprintf(&run->meta, "%s/meta", run->dir) < 0) {
+                run->meta = NULL;
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
-                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
-        } else if (prepare_meta(run->svc->cfg, run->spec, run->meta, &err) < 0) {
-                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
+                fail_with(o, &err, BC_SANDBOX_SETUP);
+        } else if (job_dir_prepare_meta(run->svc->cfg, run->spec, run->meta, &err) < 0) {
+                fail_with(o, &err, BC_SANDBOX_SETUP);
         } else if (stage_inputs(run, &err) < 0) {
-                job_outcome_fail(o, &err, BC_FETCH_FAILED);
-        } else if (make_workdir(run->spec, run->ws, &err) < 0) {
+                fail_with(o, &err, BC_FETCH_FAILED);
+        } else if (job_dir_make_workdir(run->spec, run->ws, &err) < 0) {
                 /* After the base: an overlay would hide it. */
-                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
+                fail_with(o, &err, BC_SANDBOX_SETUP);
         } else if (run_command(run, cancel_fd, stop, o, &err) < 0) {
-                job_outcome_fail(o, &err, BC_SANDBOX_SETUP);
+                fail_with(o, &err, BC_SANDBOX_SETUP);
         } else {
                 /* An upload may take a while: the output is stored first. */
                 if (run->spec->artifact_storage)
                         livelog_flush(&run->log);
-                save_outputs(run, o);
+                artifact_save(run, o);
         }
         if (*stop == JOB_STOP_LOST)
                 o->action = JOB_DROP;
@@ -535,7 +391,6 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
                 free(o->result_json);
                 o->result_json = cJSON_PrintUnformatted(run->result);
         }
-        bc_error_clear(&err);
 }
 
 /* What a job leaves once its result is known: its overlay and workspace
@@ -543,7 +398,10 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
  * janitor's thread, so the slot's result is recorded without waiting for
  * unmounts whose cost grows with what the job touched. */
 struct job_leftovers {
-        struct job_services svc;   /* a copy: the slot's goes with the slot's turn */
+        /* A copy: the slot's goes with the slot's turn.  Only its
+         * worker-wide parts (store, pools, disk) are used there, never
+         * ctx's callbacks or the backend. */
+        struct job_services svc;
         char *dir, *ws;
         int lock;                  /* held until the directory is gone */
         struct store_mounts mounts;
@@ -568,6 +426,24 @@ static void release_leftovers(void *arg)
                 free(l);
 }
 
+/* Hands what the run holds to the janitor (its directory dir, locked by
+ * lock, both taken). */
+static void leave(struct job_run *run, char *dir, int lock)
+{
+        struct job_leftovers here = { .svc = *run->svc, .dir = dir, .ws = run->ws,
+                                      .lock = lock, .mounts = run->mounts,
+                                      .image = run->image, .artifact_start = run->artifact_start,
+                                      .disk = run->disk };
+        struct job_leftovers *l = malloc(sizeof(*l));
+        if (!l) {
+                release_leftovers(&here);
+                return;
+        }
+        *l = here;
+        l->heap = true;
+        janitor_run_later(release_leftovers, l);
+}
+
 /* The job did not get its disk (job_dir_take_disk): nothing of it ran. */
 static void disk_denied(int r, int stop, struct bc_error *err, struct job_outcome *o)
 {
@@ -582,6 +458,7 @@ static void disk_denied(int r, int stop, struct bc_error *err, struct job_outcom
         } else {
                 o->action = stop == JOB_STOP_DRAIN ? JOB_RELEASE : JOB_DROP;
         }
+        bc_error_clear(err);
 }
 
 void job_execute(const struct job_services *svc, const struct claimed_job *job, int cancel_fd,
@@ -592,34 +469,26 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         ret->report_alone = true;
         struct bc_error err = BC_ERROR_INIT;
         _cleanup_(spec_freep) struct job_spec *spec = NULL;
+        /* A bad spec never reaches a process and is never retried. */
         if (spec_parse(job->spec_json, strlen(job->spec_json), &spec, &err) < 0) {
-                /* A bad spec never reaches a process and is never retried. */
-                job_outcome_fail(ret, &err, BC_BAD_SPEC);
-                bc_error_clear(&err);
+                fail_with(ret, &err, BC_BAD_SPEC);
                 return;
         }
         ret->report_alone = spec->artifact_storage != NULL;
-        char why[NETALLOW_NAME_MAX + 256];
-        const char *unsupported = unsupported_feature(svc->cfg, spec, job->queue, why,
-                                                      sizeof(why));
-        if (unsupported) {
-                bc_error_set(&err, BC_BAD_SPEC, EINVAL, "%s", unsupported);
-                job_outcome_fail(ret, &err, BC_BAD_SPEC);
-                bc_error_clear(&err);
+        if (check_supported(svc->cfg, job, spec, &err) < 0) {
+                fail_with(ret, &err, BC_BAD_SPEC);
                 return;
         }
         struct disk_grant *disk = NULL;
         int r = job_dir_take_disk(svc, job, spec, cancel_fd, stop, &disk, &err);
         if (r < 0) {
                 disk_denied(r, *stop, &err, ret);
-                bc_error_clear(&err);
                 return;
         }
         _cleanup_free_ char *dir = NULL, *ws = NULL, *scratch = NULL;
         _cleanup_fd_ int lock = -1;
         if (job_dir_make(svc, job, spec, &dir, &ws, &scratch, &lock, &err) < 0) {
-                job_outcome_fail(ret, &err, BC_SANDBOX_SETUP);
-                bc_error_clear(&err);
+                fail_with(ret, &err, BC_SANDBOX_SETUP);
                 if (dir)
                         sandbox_workspace_remove_dir(dir);
                 disk_budget_give_back(svc->disk, disk);
@@ -629,8 +498,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                                .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch),
                                .disk = disk };
         livelog_init(&run.log, job->id, job->attempt, job->log_seq + 1, job->log_bytes,
-                     svc->cfg->max_log_bytes,
-                     svc->db);
+                     svc->cfg->max_log_bytes, svc->append_logs, svc->ctx);
         run_job(&run, cancel_fd, stop, ret);
         /* The last output goes with a completion or a retry.  A lost job's
          * result is not recorded; a released run stores its own below
@@ -641,16 +509,5 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         cJSON_Delete(run.result);
         free(run.scratch);
         free(run.meta);
-        struct job_leftovers here = { .svc = *svc, .dir = steal_pointer(&dir), .ws = run.ws,
-                                      .lock = steal_fd(&lock), .mounts = run.mounts,
-                                      .image = run.image, .artifact_start = run.artifact_start,
-                                      .disk = disk };
-        struct job_leftovers *l = malloc(sizeof(*l));
-        if (!l) {
-                release_leftovers(&here);
-                return;
-        }
-        *l = here;
-        l->heap = true;
-        janitor_run_later(release_leftovers, l);
+        leave(&run, steal_pointer(&dir), steal_fd(&lock));
 }

@@ -10,11 +10,7 @@
 
 #include "worker/config/config.h"
 
-struct store;
-struct metrics;
-struct ws_pool;
-struct dir_bin;
-struct disk_budget;
+struct job_services;
 
 struct claimed_job {
         char id[40];
@@ -74,36 +70,13 @@ struct job_outcome {
 
 void job_outcome_done(struct job_outcome *o);
 
-struct db_pool;
-
-/* What a job needs from the worker besides its spec. */
-struct job_services {
-        const struct worker_config *cfg;
-        struct store *store;                    /* volumes and artifacts */
-        struct metrics *metrics;                /* or NULL */
-        struct ws_pool *ws_pool;                /* ready workspaces, or NULL */
-        struct dir_bin *dirs;                   /* kept job directories, or NULL */
-        /* The work dir's disk that workspaces may take (disk_budget.h), or
-         * NULL: not budgeted (--sandbox none). */
-        struct disk_budget *disk;
-        /* The worker's shared connections, each held only for a statement. */
-        struct db_pool *db;
-        void *ctx;                              /* the callbacks' */
-        /* Appends to the job's audit trail (best effort). */
-        void (*event)(void *ctx, const struct claimed_job *job, const char *kind,
-                      const char *details_json);
-        /* Called while the command runs (at least every 200 ms): events
-         * kept back to go with the result are written once they waited
-         * long enough.  Or NULL. */
-        void (*tick)(void *ctx);
-};
-
-/* Runs job.  cancel_fd becomes readable when *stop is set.  Always fills
- * *ret (infrastructure failures become JOB_RETRY). */
 /* At worker start: unmounts and removes what a killed worker left under
  * work_dir/jobs (job directories whose lock no live process holds). */
 void job_dirs_cleanup(const char *work_dir);
 
+/* Runs job, reaching the rest of the worker only through svc
+ * (services.h).  cancel_fd becomes readable when *stop is set.  Always
+ * fills *ret (infrastructure failures become JOB_RETRY). */
 void job_execute(const struct job_services *svc, const struct claimed_job *job, int cancel_fd,
                  const _Atomic int *stop, struct job_outcome *ret);
 

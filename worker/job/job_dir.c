@@ -1,5 +1,7 @@
 /* A job's directory under --work-dir/jobs: made and locked at the start,
- * its workspace filesystem handed back to the pool (or removed) at the end. */
+ * with boxcar's files (meta/) and the workdir in its workspace before the
+ * run; its workspace filesystem handed back to the pool (or removed) at
+ * the end. */
 #include "worker/job/job-internal.h"
 
 #include <cjson/cJSON.h>
@@ -19,6 +21,7 @@
 #include "worker/workdir/disk_budget.h"
 #include "worker/log/log.h"
 #include "worker/workdir/ws_pool.h"
+#include "worker/workdir/wsfile.h"
 
 /* At the job's end: its workspace filesystem goes back to the pool (to be
  * wiped or discarded there, off this slot's path), the rest is emptied
@@ -178,5 +181,80 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
         }
         *ret_ws = steal_pointer(&ws);
         *ret_scratch = steal_pointer(&sc);
+        return 0;
+}
+
+static int write_file(const char *path, const char *text, struct bc_error *err)
+{
+        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", path);
+        int r = bc_write_all(fd, text, strlen(text));
+        if (r < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "write %s: %s", path, strerror(-r));
+        return 0;
+}
+
+/* A plain process's command with no script has no use for the directory
+ * (a sandbox mounts it at /run/boxcar): not made, one directory less to
+ * make and remove per job. */
+int job_dir_prepare_meta(const struct worker_config *cfg, const struct job_spec *spec,
+                         const char *meta, struct bc_error *err)
+{
+        if (cfg->sandbox == BACKEND_NONE && spec->mode == SPEC_COMMAND && !spec->startup_script)
+                return 0;
+        /* A kept directory (dir_bin.h) has it, empty. */
+        if (mkdir(meta, 0755) < 0 && errno != EEXIST)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);
+        _cleanup_free_ char *script = NULL, *startup = NULL;
+        if (asprintf(&script, "%s/script.sh", meta) < 0 ||
+            asprintf(&startup, "%s/startup.sh", meta) < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        int r = spec->mode == SPEC_SCRIPT ? write_file(script, spec->script, err) : 0;
+        if (r >= 0 && spec->startup_script)
+                r = write_file(startup, spec->startup_script, err);
+        return r;
+}
+
+/* The workdir must exist before the job enters it.  Made after the
+ * artifact base is in place (an overlay would hide it), so a component
+ * may come from the base: each is opened without following a symlink (a
+ * base's `w -> /etc` must not lead the worker out of the workspace), and
+ * one that is not a directory is the job's own error, not retried.  What
+ * is made belongs to the workspace's owner (wsfile_adopt). */
+int job_dir_make_workdir(const struct job_spec *spec, const char *ws, struct bc_error *err)
+{
+        const char *rest = spec->workdir + strlen("/workspace");
+        if (strncmp(spec->workdir, "/workspace", 10) != 0 || *rest != '/')
+                return 0;
+        _cleanup_free_ char *path = strdup(rest + 1);
+        if (!path)
+                return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        struct stat st;
+        int fd = open(ws, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0) {
+                int e = errno;
+                if (fd >= 0)
+                        close(fd);
+                return bc_error_set(err, BC_SANDBOX_SETUP, e, "workspace %s: %s", ws, strerror(e));
+        }
+        char *save = NULL;
+        for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                int r = mkdirat(fd, c, 0755) == 0 ? wsfile_adopt(&st, fd, c)
+                                                   : errno == EEXIST ? 0 : -errno;
+                int sub = r < 0 ? -1 : openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (r >= 0 && sub < 0)
+                        r = -errno;
+                close(fd);
+                fd = sub;
+                if (r == -ENOTDIR || r == -ELOOP)
+                        return bc_error_set(err, BC_BAD_SPEC, -r, "workdir %s: %s in the workspace "
+                                            "is not a directory (a symlink is never followed)",
+                                            spec->workdir, c);
+                if (r < 0)
+                        return bc_error_set(err, BC_SANDBOX_SETUP, -r, "workdir %s: %s",
+                                            spec->workdir, strerror(-r));
+        }
+        close(fd);
         return 0;
 }

@@ -1,5 +1,6 @@
 #include "worker/job/livelog.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +9,6 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "worker/db/db.h"
-#include "worker/db/db_pool.h"
 
 #define FLUSH_BYTES (64 * 1024)
 #define FLUSH_MS 200
@@ -17,7 +17,7 @@
 #define RETRY_MS 1000
 
 void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq,
-                  uint64_t stored_before, uint64_t cap, struct db_pool *db)
+                  uint64_t stored_before, uint64_t cap, livelog_append_fn *append, void *ctx)
 {
         memset(l, 0, sizeof(*l));
         l->job_id = job_id;
@@ -28,7 +28,8 @@ void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_
          * run stored it already. */
         l->capped = cap && stored_before > cap;
         l->next_seq = first_seq;
-        l->db = db;
+        l->append = append;
+        l->append_ctx = ctx;
         dynbuf_init(&l->pending, FLUSH_BYTES * 2);
 }
 
@@ -84,6 +85,18 @@ static void drop_pending(struct livelog *l)
         reset_pending(l);
 }
 
+int livelog_batch_store(PGconn *conn, const struct livelog_batch *b, struct bc_error *err)
+{
+        char attempt[16], seq[16];
+        snprintf(attempt, sizeof(attempt), "%d", b->attempt);
+        snprintf(seq, sizeof(seq), "%d", b->first_seq);
+        const char *p[] = { b->job_id, attempt, seq, b->streams, b->chunks };
+        _cleanup_pgresult_ PGresult *res = db_exec_hot(
+                conn, "select boxcar.append_logs($1::uuid, $2::int, $3::int, "
+                      "$4::smallint[], $5::bytea[])", 5, p, err);
+        return res ? 0 : -EIO;
+}
+
 void livelog_flush(struct livelog *l)
 {
         if (!l->n_chunks)
@@ -91,15 +104,11 @@ void livelog_flush(struct livelog *l)
         _cleanup_free_ char *streams = NULL, *chunks = NULL;
         struct bc_error err = BC_ERROR_INIT;
         bool stored = false;
-        if (build_arrays(l, &streams, &chunks) == 0) {
-                char attempt[16], seq[16];
-                snprintf(attempt, sizeof(attempt), "%d", l->attempt);
-                snprintf(seq, sizeof(seq), "%d", l->next_seq);
-                const char *p[] = { l->job_id, attempt, seq, streams, chunks };
-                _cleanup_pgresult_ PGresult *res = db_pool_exec(
-                        l->db, "select boxcar.append_logs($1::uuid, $2::int, $3::int, "
-                              "$4::smallint[], $5::bytea[])", 5, p, &err);
-                stored = res != NULL;
+        if (l->append && build_arrays(l, &streams, &chunks) == 0) {
+                struct livelog_batch b = { .job_id = l->job_id, .attempt = l->attempt,
+                                           .first_seq = l->next_seq, .streams = streams,
+                                           .chunks = chunks };
+                stored = l->append(l->append_ctx, &b, &err) >= 0;
         }
         bc_error_clear(&err);
         if (stored) {

@@ -17,9 +17,26 @@
 #include "common/dynbuf.h"
 #include "common/error.h"
 
-struct db_pool;
-
 #define LIVELOG_MAX_CHUNKS 256
+
+/* One batch, as boxcar.append_logs takes it: chunks first_seq.. of the
+ * job's attempt. */
+struct livelog_batch {
+        const char *job_id;
+        int attempt;
+        int first_seq;
+        const char *streams;    /* {1,2}: a smallint[] literal, a stream per chunk */
+        const char *chunks;     /* {"\\x6869","\\x0a"}: a bytea[] literal, in hex */
+};
+
+/* Where batches go (the job's services, services.h: append_logs): 0 when
+ * stored, negative when not (the batch is then kept and tried again, or
+ * dropped). */
+typedef int livelog_append_fn(void *ctx, const struct livelog_batch *batch, struct bc_error *err);
+
+/* Stores batch on conn (one INSERT plus one NOTIFY): for the services'
+ * side of append_logs, which holds the connection. */
+int livelog_batch_store(PGconn *conn, const struct livelog_batch *batch, struct bc_error *err);
 
 struct livelog {
         const char *job_id;
@@ -35,7 +52,8 @@ struct livelog {
         size_t n_chunks;
         size_t chunk_len[LIVELOG_MAX_CHUNKS];
         short chunk_stream[LIVELOG_MAX_CHUNKS];
-        struct db_pool *db;         /* a connection taken at flush time */
+        livelog_append_fn *append;  /* NULL: nothing is stored before livelog_take */
+        void *append_ctx;
 };
 
 /* first_seq and stored_before: 1 and 0, or after the chunks and bytes an
@@ -43,7 +61,7 @@ struct livelog {
  * claimed_job.log_seq): the cap counts the attempt's output, not each
  * run's. */
 void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq,
-                  uint64_t stored_before, uint64_t cap, struct db_pool *db);
+                  uint64_t stored_before, uint64_t cap, livelog_append_fn *append, void *ctx);
 /* Adds output (stream 1 or 2); flushes when the batch is due.  Stream 0 with
  * no data is a timer tick. */
 void livelog_write(struct livelog *l, int stream, const char *data, size_t len);

@@ -8,7 +8,7 @@
 #include "common/cleanup.h"
 #include "sandbox/sandbox.h"
 #include "worker/db/db.h"
-#include "worker/db/db_pool.h"
+#include "worker/job/services.h"
 #include "worker/metrics/wmetrics.h"
 #include "worker/workdir/disk_budget.h"
 #include "worker/log/log.h"
@@ -136,13 +136,14 @@ static int version_from_row(const PGresult *res, int first, struct store_version
         return 1;
 }
 
+#define RESOLVE_SQL "select sha256, s3_key, size, file_count " \
+                    "from boxcar.resolve_storage_version($1, $2)"
+
 int store_resolve(PGconn *conn, const char *storage, const char *version,
                   struct store_version *ret, struct bc_error *err)
 {
         const char *p[] = { storage, version };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select sha256, s3_key, size, file_count "
-                      "from boxcar.resolve_storage_version($1, $2)", 2, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, RESOLVE_SQL, 2, p, err);
         if (!res)
                 return -EPROTO;
         return version_from_row(res, 0, ret, err);
@@ -168,13 +169,14 @@ int store_presign_get(const struct store *st, const struct store_version *v, lon
 }
 
 /* Presigned URL and digest for a volume given by storage + version. */
-static int resolve_volume(struct store *st, struct db_pool *db, const struct spec_volume *vol,
+static int resolve_volume(const struct job_services *svc, const struct spec_volume *vol,
                           char **ret_url, char ret_sha[65], struct bc_error *err)
 {
+        const struct store *st = svc->store;
         struct store_version v = { 0 };
-        PGconn *conn = db_pool_get(db, err);
-        int found = conn ? store_resolve(conn, vol->storage, vol->version, &v, err) : -ECONNRESET;
-        db_pool_put(db, conn);
+        const char *p[] = { vol->storage, vol->version };
+        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx, RESOLVE_SQL, 2, p, err);
+        int found = res ? version_from_row(res, 0, &v, err) : -EPROTO;
         if (found < 0)
                 return bc_error_prefix(err, "resolve storage %s", vol->storage);
         if (found == 0)
@@ -188,9 +190,10 @@ static int resolve_volume(struct store *st, struct db_pool *db, const struct spe
         return r;
 }
 
-int store_acquire_volumes(struct store *st, struct db_pool *db, const struct job_spec *spec,
+int store_acquire_volumes(const struct job_services *svc, const struct job_spec *spec,
                           struct store_mounts *ret, struct bc_error *err)
 {
+        struct store *st = svc->store;
         memset(ret, 0, sizeof(*ret));
         if (!spec->n_volumes)
                 return 0;
@@ -204,7 +207,7 @@ int store_acquire_volumes(struct store *st, struct db_pool *db, const struct job
                 _cleanup_free_ char *url = NULL;
                 int r = 0;
                 if (vol->storage)
-                        r = resolve_volume(st, db, vol, &url, sha, err);
+                        r = resolve_volume(svc, vol, &url, sha, err);
                 if (r >= 0)
                         r = storage_cache_acquire(st->cache, vol->storage ? url : vol->url,
                                                   vol->storage ? sha : vol->sha256,
@@ -232,18 +235,19 @@ void store_release_volumes(struct store *st, struct store_mounts *m)
         memset(m, 0, sizeof(*m));
 }
 
-int store_acquire_image(struct store *st, struct db_pool *db, const struct job_spec *spec,
+int store_acquire_image(const struct job_services *svc, const struct job_spec *spec,
                         struct storage_cache_entry **ret, struct bc_error *err)
 {
+        struct store *st = svc->store;
         *ret = NULL;
         if (!spec->image_storage)
                 return 0;
         if (!st->images)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP, "image: no image cache");
         const char *p[] = { spec->image_storage, spec->image_version };
-        _cleanup_pgresult_ PGresult *res = db_pool_exec(
-                db, "select kind, sha256, s3_key, size, file_count "
-                      "from boxcar.resolve_image($1, $2)", 2, p, err);
+        _cleanup_pgresult_ PGresult *res = svc->lookup(
+                svc->ctx, "select kind, sha256, s3_key, size, file_count "
+                          "from boxcar.resolve_image($1, $2)", 2, p, err);
         if (!res)
                 return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
         if (PQntuples(res) == 0)
@@ -272,10 +276,11 @@ int store_acquire_image(struct store *st, struct db_pool *db, const struct job_s
         return r < 0 ? bc_error_prefix(err, "image %s", spec->image_storage) : 0;
 }
 
-int store_restore_artifact(struct store *st, struct db_pool *db, const struct job_spec *spec,
+int store_restore_artifact(const struct job_services *svc, const struct job_spec *spec,
                            const char *workspace, bool cached, struct store_artifact_start *ret,
                            uint64_t *ret_downloaded, struct bc_error *err)
 {
+        struct store *st = svc->store;
         memset(ret, 0, sizeof(*ret));
         *ret_downloaded = 0;
         if (!spec->artifact_storage)
@@ -283,9 +288,9 @@ int store_restore_artifact(struct store *st, struct db_pool *db, const struct jo
         /* The head and the base in one read: "latest" is the head read here,
          * the one the new version may later replace, and no other. */
         const char *p[] = { spec->artifact_storage, spec->artifact_base };
-        _cleanup_pgresult_ PGresult *res = db_pool_exec(
-                db, "select head, sha256, s3_key, size, file_count "
-                      "from boxcar.artifact_start($1, $2)", 2, p, err);
+        _cleanup_pgresult_ PGresult *res = svc->lookup(
+                svc->ctx, "select head, sha256, s3_key, size, file_count "
+                          "from boxcar.artifact_start($1, $2)", 2, p, err);
         if (!res)
                 return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
         snprintf(ret->head_sha, sizeof(ret->head_sha), "%s",

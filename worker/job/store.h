@@ -1,6 +1,8 @@
 /* The worker's use of storage/: resolving named storages in the database,
  * fetching a job's volumes (through the per-worker cache) and its artifact
- * base, and uploading the workspace as the artifact's new version. */
+ * base, and uploading the workspace as the artifact's new version.  A
+ * job's lookups go through its services (services.h: lookup), never a
+ * connection of their own. */
 #ifndef BC_WORKER_JOB_STORE_H
 #define BC_WORKER_JOB_STORE_H
 
@@ -13,7 +15,7 @@
 #include "storage/storage.h"
 #include "worker/spec/spec.h"
 
-struct db_pool;
+struct job_services;
 struct metrics;
 
 struct store {
@@ -59,9 +61,9 @@ struct store_version {
 };
 void store_version_done(struct store_version *v);
 
-/* Resolves NAME + "latest"|sha256.  Returns 1 and fills *ret when found,
- * 0 when the storage or version does not exist, negative on a database
- * error. */
+/* Resolves NAME + "latest"|sha256 on conn (the CLI's; a job's go through
+ * its services).  Returns 1 and fills *ret when found, 0 when the storage
+ * or version does not exist, negative on a database error. */
 int store_resolve(PGconn *conn, const char *storage, const char *version,
                   struct store_version *ret, struct bc_error *err);
 
@@ -75,21 +77,21 @@ struct store_mounts {
         size_t n;
 };
 
-/* Acquires every volume of spec (cache hit: no transfer).  On failure the
- * ones acquired are released and err says which volume (FETCH_FAILED,
- * CHECKSUM_MISMATCH, BAD_ARCHIVE, or BAD_SPEC for a storage version that
- * does not exist). */
-int store_acquire_volumes(struct store *st, struct db_pool *db, const struct job_spec *spec,
+/* Acquires every volume of spec from svc->store (cache hit: no transfer).
+ * On failure the ones acquired are released and err says which volume
+ * (FETCH_FAILED, CHECKSUM_MISMATCH, BAD_ARCHIVE, or BAD_SPEC for a storage
+ * version that does not exist). */
+int store_acquire_volumes(const struct job_services *svc, const struct job_spec *spec,
                           struct store_mounts *ret, struct bc_error *err);
 const char *store_mount_path(const struct store_mounts *m, size_t i);
 void store_release_volumes(struct store *st, struct store_mounts *m);
 
-/* Acquires the job's image (spec->image_storage + image_version) from the
- * image cache: *ret is NULL when the job has none.  A storage that does
- * not exist, is not an image, or lacks the version is BC_BAD_SPEC naming
- * image.storage or image.version; transfers fail as volumes do.  Release
- * with storage_cache_release(st->images, e). */
-int store_acquire_image(struct store *st, struct db_pool *db, const struct job_spec *spec,
+/* Acquires the job's image (spec->image_storage + image_version) from
+ * svc->store's image cache: *ret is NULL when the job has none.  A storage
+ * that does not exist, is not an image, or lacks the version is
+ * BC_BAD_SPEC naming image.storage or image.version; transfers fail as
+ * volumes do.  Release with storage_cache_release(st->images, e). */
+int store_acquire_image(const struct job_services *svc, const struct job_spec *spec,
                         struct storage_cache_entry **ret, struct bc_error *err);
 
 /* Where a job's artifact starts: the version unpacked into its workspace,
@@ -105,10 +107,11 @@ struct store_artifact_start {
 
 /* Reads the storage's head and restores the artifact's base version
  * ("latest" is that head): unpacked into workspace, which is empty, or,
- * with cached (st->artifacts must exist), taken from the artifact cache
- * (downloaded and extracted there on a miss) into ret->base, workspace
- * untouched.  *ret_downloaded: compressed bytes fetched (0 on a hit). */
-int store_restore_artifact(struct store *st, struct db_pool *db, const struct job_spec *spec,
+ * with cached (svc->store->artifacts must exist), taken from the artifact
+ * cache (downloaded and extracted there on a miss) into ret->base,
+ * workspace untouched.  *ret_downloaded: compressed bytes fetched (0 on a
+ * hit). */
+int store_restore_artifact(const struct job_services *svc, const struct job_spec *spec,
                            const char *workspace, bool cached, struct store_artifact_start *ret,
                            uint64_t *ret_downloaded, struct bc_error *err);
 /* Releases ret->base (NULL-safe). */
