@@ -13,7 +13,6 @@
 #include "worker/daemon/queue.h"
 #include "worker/daemon/s3_check.h"
 #include "worker/daemon/startup.h"
-#include "worker/exec/backend.h"
 #include "worker/exec/proc_reaper.h"
 #include "worker/exec/sandbox_pool.h"
 #include "worker/http/server.h"
@@ -91,6 +90,8 @@ static void start_pools(struct loop *l)
         l->slots.ws_pool = l->ws_pool;
         l->dirs = dir_bin_new(cfg->work_dir, cfg->concurrency + WS_POOL_PREFETCH);
         l->slots.dirs = l->dirs;
+        l->slots.cgroup_parent = l->cgroup_parent;
+        l->slots.sandbox_pool = l->sandbox_pool;
 }
 
 static void log_started(const struct loop *l, const char *no_webhooks)
@@ -201,14 +202,12 @@ void loop_close(struct loop *l)
         loop_disconnect(l);
         if (l->slots.slot)
                 slots_join(&l->slots);
-        backend_sandbox_set_pool(NULL, NULL);
         sandbox_pool_stop(l->sandbox_pool);
         reap_helpers(cfg);
         janitor_drain();
         dir_bin_free(l->dirs);
         ws_pool_stop(l->ws_pool);
         disk_budget_close(l->disk);
-        backend_sandbox_set_cgroup_parent(NULL);
         free(l->cgroup_parent);
         if (l->deliverer_started)
                 deliverer_stop(&l->deliverer);

@@ -179,35 +179,12 @@ char *worker_setup_cgroup(const struct worker_config *cfg)
         log_event(LOG_INFO, "sandbox.cgroup", "parent", parent ? parent : "none", "mode",
                   parent ? "v2 delegated: worker in a leaf, jobs beside it"
                          : "jobs under the helper's own cgroup", NULL);
-        backend_sandbox_set_cgroup_parent(parent);
         unsigned swept = sandbox_cgroup_sweep_dead(parent);
         if (swept)
                 log_event(LOG_INFO, "sandbox.cgroup_swept", LOG_INT("count", swept), "why",
                           "helpers gone without their teardown (a worker killed with SIGKILL)",
                           NULL);
         return parent;
-}
-
-/* Transitional (startup.h): what the namespace backend runs with, written
- * before the slot threads exist, read by slots_start. */
-static const char *setup_cgroup_parent;
-static struct sandbox_pool *setup_pool;
-
-void backend_sandbox_set_cgroup_parent(const char *parent)
-{
-        setup_cgroup_parent = parent;
-}
-
-void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m)
-{
-        (void)m;   /* the slots' own */
-        setup_pool = p;
-}
-
-void worker_backend_setup(const char **ret_cgroup_parent, struct sandbox_pool **ret_pool)
-{
-        *ret_cgroup_parent = setup_cgroup_parent;
-        *ret_pool = setup_pool;
 }
 
 /* Warm sandboxes, made by the pool's own thread: they die with it, and it
@@ -237,7 +214,6 @@ void worker_start_sandbox_pool(const struct worker_config *cfg, const char *cgro
         log_event(LOG_INFO, "sandbox.pool", LOG_INT("max", *ret ? max : 0), "mode",
                   *ret ? "warm sandboxes made ahead of jobs"
                        : max ? "off: warm sandboxes need root" : "off (--warm-sandboxes 0)", NULL);
-        backend_sandbox_set_pool(*ret, m);
 }
 
 /* Before any job or delivery thread starts: the schema must be one this

@@ -35,15 +35,6 @@ char *worker_setup_cgroup(const struct worker_config *cfg);
 void worker_start_sandbox_pool(const struct worker_config *cfg, const char *cgroup_parent,
                                struct storage_cache *images, struct metrics *m,
                                struct sandbox_pool **ret);
-/* Transitional, until worker_run gives the slots the cgroup parent and the
- * sandbox pool itself (slots.cgroup_parent, slots.sandbox_pool, before
- * slots_start): worker_setup_cgroup and worker_start_sandbox_pool keep what
- * they set up here, before any slot thread exists, and slots_start takes
- * it for the jobs' backend.  The two setters keep worker_run's calls
- * (NULL after the slots are joined) meaning what they did. */
-void backend_sandbox_set_cgroup_parent(const char *parent);
-void backend_sandbox_set_pool(struct sandbox_pool *p, struct metrics *m);
-void worker_backend_setup(const char **ret_cgroup_parent, struct sandbox_pool **ret_pool);
 /* The pool of ready workspace filesystems, or NULL. */
 struct ws_pool *worker_start_ws_pool(const struct worker_config *cfg, bool private_mounts,
                                      struct metrics *m);

@@ -1,0 +1,160 @@
+/* The slots' reporter thread: records the results the slots hand it,
+ * several per call (boxcar.report_batch), retrying through a lost
+ * database while the results wait in memory. */
+#include <errno.h>
+#include <time.h>
+
+#include "worker/daemon/slots-internal.h"
+#include "worker/db/db.h"
+#include "worker/log/log.h"
+
+/* Most results recorded by one call. */
+#define REPORT_BATCH_MAX 64
+
+static void sleep_ms(unsigned ms)
+{
+        struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+        nanosleep(&ts, NULL);
+}
+
+/* *c, reconnected first when it is missing or lost; NULL with err set
+ * when the database cannot be reached. */
+static PGconn *conn_get(PGconn **c, const struct worker_config *cfg, struct bc_error *err)
+{
+        if (*c && !db_connection_lost(*c))
+                return *c;
+        PQfinish(*c);
+        *c = db_connect(cfg->database_url, "boxcar-worker", err);
+        return *c;
+}
+
+/* Records one batch of results, retrying through a lost database with
+ * backoff (the results are kept in memory meanwhile) until they are
+ * recorded or the worker must exit now. */
+static void record_batch(struct slots *s, PGconn **conn, struct slot **batch, size_t n)
+{
+        const struct worker_config *cfg = s->cfg;
+        struct queue_report_row rows[REPORT_BATCH_MAX];
+        for (size_t i = 0; i < n; i++)
+                rows[i] = batch[i]->row;
+        unsigned backoff = 100;
+        bool retried = false;
+        for (;;) {
+                struct bc_error err = BC_ERROR_INIT;
+                int r = conn_get(conn, cfg, &err) ? queue_report_batch(*conn, cfg->worker_id, rows,
+                                                                       n, &err)
+                                                  : -ECONNREFUSED;
+                if (r >= 0) {
+                        for (size_t i = 0; i < n; i++) {
+                                batch[i]->report_rc = rows[i].held;
+                                batch[i]->report_retried = retried;
+                        }
+                        bc_error_clear(&err);
+                        return;
+                }
+                bool lost = !*conn || db_connection_lost(*conn);
+                if (!lost && n > 1) {
+                        /* The database refused the call (one row it cannot
+                         * take): each row on its own, so only that one fails. */
+                        bc_error_clear(&err);
+                        for (size_t i = 0; i < n; i++)
+                                record_batch(s, conn, &batch[i], 1);
+                        return;
+                }
+                for (size_t i = 0; i < n; i++)
+                        log_event(LOG_WARN, "job.report_failed", "job_id", rows[i].job->id,
+                                  "queue", rows[i].job->queue, "worker_id", cfg->worker_id,
+                                  "error", bc_error_message(&err),
+                                  LOG_BOOL("will_retry", lost && !s->hard), NULL);
+                bc_error_clear(&err);
+                if (!lost || s->hard) {
+                        for (size_t i = 0; i < n; i++)
+                                batch[i]->report_rc = r;
+                        return;
+                }
+                retried = true;
+                for (unsigned waited = 0; waited < backoff && !s->hard; waited += 100)
+                        sleep_ms(100);
+                backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+        }
+}
+
+/* The reporter thread: records the results the slots hand it, all those
+ * waiting in one call, so slots that finish close together cost one round
+ * trip (while one call is out, the next batch gathers). */
+void *slots_reporter_main(void *arg)
+{
+        struct slots *s = arg;
+        PGconn *conn = NULL;
+        for (;;) {
+                pthread_mutex_lock(&s->report_lock);
+                while (!s->report_head && !s->report_stop)
+                        pthread_cond_wait(&s->report_wake, &s->report_lock);
+                struct slot *batch[REPORT_BATCH_MAX];
+                size_t n = 0;
+                while (s->report_head && n < REPORT_BATCH_MAX) {
+                        batch[n++] = s->report_head;
+                        s->report_head = s->report_head->report_next;
+                }
+                if (!s->report_head)
+                        s->report_tail = NULL;
+                pthread_mutex_unlock(&s->report_lock);
+                if (!n)
+                        break;
+                /* A job with an artifact takes its storage's advisory lock
+                 * when it finishes (sql/35_artifact_order.sql): alone in
+                 * its call, as before batching, so a call never holds two
+                 * storages' locks that an enqueue could take the other way
+                 * round. */
+                struct slot *plain[REPORT_BATCH_MAX];
+                size_t np = 0;
+                for (size_t i = 0; i < n; i++) {
+                        if (batch[i]->row.o->report_alone)
+                                record_batch(s, &conn, &batch[i], 1);
+                        else
+                                plain[np++] = batch[i];
+                }
+                if (np)
+                        record_batch(s, &conn, plain, np);
+                pthread_mutex_lock(&s->report_lock);
+                for (size_t i = 0; i < n; i++)
+                        batch[i]->report_done = true;
+                pthread_cond_broadcast(&s->report_recorded);
+                pthread_mutex_unlock(&s->report_lock);
+        }
+        PQfinish(conn);
+        return NULL;
+}
+
+/* Hands the outcome (and the job's kept-back events) to the reporter and
+ * waits until it is recorded: the slot is free only then. */
+void slot_report(struct slot *sl, const struct claimed_job *job, const struct job_outcome *o)
+{
+        struct slots *s = sl->owner;
+        _cleanup_free_ char *events = slot_kept_events(sl);
+        slot_forget_events(sl);
+        if (o->action == JOB_DROP && !events)
+                return;
+        sl->row = (struct queue_report_row){ .job = job, .o = o, .events_json = events };
+        sl->report_done = false;
+        sl->report_retried = false;
+        sl->report_next = NULL;
+        pthread_mutex_lock(&s->report_lock);
+        if (s->report_tail)
+                s->report_tail->report_next = sl;
+        else
+                s->report_head = sl;
+        s->report_tail = sl;
+        pthread_cond_signal(&s->report_wake);
+        while (!sl->report_done)
+                pthread_cond_wait(&s->report_recorded, &s->report_lock);
+        pthread_mutex_unlock(&s->report_lock);
+        if (sl->report_rc == 0 && o->action != JOB_DROP)
+                log_event(sl->report_retried ? LOG_INFO : LOG_WARN, "job.not_held", "job_id",
+                          job->id, "queue", job->queue, "worker_id", s->cfg->worker_id, "detail",
+                          sl->report_retried ? "already recorded or rescued while the database "
+                                               "was away"
+                                             : "lease lost: another worker owns the job",
+                          NULL);
+}
+
