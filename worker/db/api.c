@@ -59,6 +59,20 @@ int api_status_call(PGconn *conn, const char *sql, int nparams, const char *cons
         return 0;
 }
 
+/* Zeroed room for one struct of size a row of res (for none too: never
+ * NULL when it worked); NULL with err set and res cleared when out of
+ * memory. */
+static void *api_rows_for(PGresult *res, size_t size, struct bc_error *err)
+{
+        int n = PQntuples(res);
+        void *rows = calloc(n ? (size_t)n : 1, size);
+        if (!rows) {
+                PQclear(res);
+                bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        }
+        return rows;
+}
+
 /* ---- queues ---- */
 
 int api_queue_overview(PGconn *conn, struct api_queue_rows *ret, struct bc_error *err)
@@ -74,11 +88,9 @@ int api_queue_overview(PGconn *conn, struct api_queue_rows *ret, struct bc_error
         if (!res)
                 return -EPROTO;
         int n = PQntuples(res);
-        struct api_queue_row *rows = calloc(n ? (size_t)n : 1, sizeof(*rows));
-        if (!rows) {
-                PQclear(res);
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        }
+        struct api_queue_row *rows = api_rows_for(res, sizeof(*rows), err);
+        if (!rows)
+                return -ENOMEM;
         for (int i = 0; i < n; i++)
                 rows[i] = (struct api_queue_row){
                         .queue = PQgetvalue(res, i, 0),
@@ -126,11 +138,9 @@ int api_workers(PGconn *conn, struct api_worker_rows *ret, struct bc_error *err)
         if (!res)
                 return -EPROTO;
         int n = PQntuples(res);
-        struct api_worker_row *rows = calloc(n ? (size_t)n : 1, sizeof(*rows));
-        if (!rows) {
-                PQclear(res);
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        }
+        struct api_worker_row *rows = api_rows_for(res, sizeof(*rows), err);
+        if (!rows)
+                return -ENOMEM;
         for (int i = 0; i < n; i++)
                 rows[i] = (struct api_worker_row){
                         .id = PQgetvalue(res, i, 0),
