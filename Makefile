@@ -104,7 +104,7 @@ $(BUILD)/sandbox-warm-run: tests/security/warm-run.c $(BUILD)/libsandbox.a $(BUI
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsandbox.a $(BUILD)/libcommon.a $(LDLIBS)
 
 # make bench's reference: the job command alone, spawned without a sandbox.
-$(BUILD)/spawn-floor: tests/bench/spawn_floor.c $(FLAGS_STAMP)
+$(BUILD)/spawn-floor: bench/spawn_floor.c $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 # The guard of a --sandbox none job (worker/guard/main.c), exec'd at each
@@ -125,20 +125,32 @@ $(BUILD)/boxcar-guard: $(GUARD_OBJS)
 	$(CC) $(if $(GUARD_RAW),-static -nostdlib -no-pie,$(if $(filter 0,$(SAN)),-static,$(LDFLAGS))) \
 	  -o $@ $^
 
-# Unit tests: tests/unit/test_<name>.c, each its own cmocka executable,
-# linked against the module libraries (never copies of their code).
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-# test_sandbox_*.c links only libsandbox + libcommon, test_storage_* only
-# libstorage + libcommon, anything else the whole worker.
-test_libs = $(strip $(if $(filter test_sandbox%,$(1)),$(BUILD)/libsandbox.a $(BUILD)/libcommon.a,\
-                    $(if $(filter test_storage%,$(1)),$(BUILD)/libstorage.a $(BUILD)/libcommon.a,\
-                    $(if $(filter test_common%,$(1)),$(BUILD)/libcommon.a,\
-                    $(BUILD)/obj/gen/sql_files.o $(LIBS)))))
+# Unit tests: tests/unit/<library>/[<room>/]test_<name>.c, each its own
+# cmocka executable $(BUILD)/tests/unit/<same path>, linked against the
+# libraries of the tree it sits in (never copies of their code):
+# tests/unit/common/ libcommon alone, tests/unit/sandbox/ libsandbox +
+# libcommon, tests/unit/storage/ libstorage + libcommon, tests/unit/worker/
+# (a folder per room: worker/exec/ -> tests/unit/worker/exec/) everything.
+# Base names are unique: `make test SUITES=unit T=test_proc` names one.
+UNIT_SRCS := $(sort $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+ifneq ($(wildcard tests/unit/test_*.c),)
+  $(error $(wildcard tests/unit/test_*.c): a unit test goes under tests/unit/<library>/, beside what it tests (see tests/unit/run.sh))
+endif
+ifneq ($(filter-out common/% sandbox/% storage/% worker/%,$(UNIT_SRCS:tests/unit/%=%)),)
+  $(error $(filter-out tests/unit/common/% tests/unit/sandbox/% tests/unit/storage/% tests/unit/worker/%,$(UNIT_SRCS)): not under a library's folder of tests/unit/)
+endif
+ifneq ($(words $(UNIT_SRCS)),$(words $(sort $(notdir $(UNIT_SRCS)))))
+  $(error two unit tests have the same base name: $(sort $(foreach f,$(notdir $(UNIT_SRCS)),$(if $(filter-out 1,$(words $(filter %/$(f),$(UNIT_SRCS)))),$(f)))))
+endif
+unit_libs = $(strip $(if $(filter common/%,$(1)),$(BUILD)/libcommon.a,\
+                     $(if $(filter sandbox/%,$(1)),$(BUILD)/libsandbox.a $(BUILD)/libcommon.a,\
+                     $(if $(filter storage/%,$(1)),$(BUILD)/libstorage.a $(BUILD)/libcommon.a,\
+                     $(BUILD)/obj/gen/sql_files.o $(LIBS)))))
 .SECONDEXPANSION:
-$(BUILD)/tests/%: tests/unit/%.c $$(call test_libs,$$*) $(FLAGS_STAMP)
+$(BUILD)/tests/unit/%: tests/unit/%.c $$(call unit_libs,$$*) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call test_libs,$*) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call unit_libs,$*) $(LDLIBS) -lcmocka
 
 # Fuzz harnesses: tests/fuzz/fuzz_<name>.c, each a libFuzzer executable
 # linked against the module libraries (build with SAN=fuzz; `make fuzz`).
@@ -157,8 +169,8 @@ fuzz-bins: $(FUZZ_BINS) $(BUILD)/fuzz/spec-check
 BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
 
 .DEFAULT_GOAL := all
-.PHONY: all deps test test-vm chaos unit-tests run bench lint format clean distclean dev-up dev-down \
-        fuzz fuzz-bins deb
+.PHONY: all deps test test-vm chaos unit-tests run bench lint clang-tidy cppcheck format-check format \
+        clean distclean dev-up dev-down fuzz fuzz-bins deb
 
 all: deps-build $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
 
@@ -170,14 +182,18 @@ deps:
 
 unit-tests: $(UNIT_BINS)
 
+# SUITES="unit sql" runs some suites only; T="t_drain 01_enqueue" some tests
+# of them only (a script's or a test's base name, tests/select.sh); a T that
+# names no test of those suites fails.
+unexport T
 test: deps
 	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
-	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) scripts/test.sh $(SUITES)
+	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) BOXCAR_T='$(T)' scripts/test.sh $(SUITES)
 
 # The cgroup v2 VM suite alone (it is also part of `make test`).
 test-vm: deps
 	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
-	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) scripts/test.sh vm
+	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) BOXCAR_T='$(T)' scripts/test.sh vm
 
 # Chaos at scale, full size: 100,000 jobs (tests/chaos/chaos.sh; the chaos
 # suite of `make test` runs 10,000), then its sandboxed run (2,000 jobs,
@@ -185,21 +201,22 @@ test-vm: deps
 CHAOS_JOBS ?= 100000
 chaos: deps
 	@$(MAKE) --no-print-directory all SAN=$(SAN) BUILD=$(BUILD)
-	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) CHAOS_JOBS=$(CHAOS_JOBS) scripts/test.sh chaos
+	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) BOXCAR_T='$(T)' CHAOS_JOBS=$(CHAOS_JOBS) scripts/test.sh chaos
 
 run: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/demo.sh
 
+# Benchmarks: bench/<name>.sh, all or BENCHES="queue egress" (bench/run.sh).
 bench: deps
 	@$(MAKE) --no-print-directory all
-	@scripts/bench.sh $(BENCHES)
+	@bench/run.sh $(BENCHES)
 
 # Every libFuzzer harness for FUZZ_SECONDS each (default 60), in their own
 # build directory; corpora and crash reproducers under .dev/fuzz.
 FUZZ_SECONDS ?= 60
 fuzz: deps
-	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
+	@SAN=$(SAN) BOXCAR_BUILD=$(BUILD) BOXCAR_T='$(T)' FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh
 
 # The Debian package (scripts/deb.sh): binaries, systemd unit, default
 # configuration, man pages; $(BUILD)/deb/boxcar_<version>_<arch>.deb.
@@ -214,13 +231,27 @@ dev-down:
 	@scripts/pg.sh stop
 	@scripts/s3.sh stop
 
+# `make lint`: clang-tidy and cppcheck over the modules, and the C sources'
+# format (.clang-format; scripts/format.sh lists the files, and `make
+# format` formats the same ones); each runs, and lint fails if one did.
+# The lint suite (tests/lint, part of `make test`) runs cppcheck and the
+# format check too, not clang-tidy: about 5 minutes of a CPU.
 lint:
+	@rc=0; for t in clang-tidy cppcheck format-check; do \
+	  $(MAKE) --no-print-directory $$t || rc=1; done; exit $$rc
+
+clang-tidy:
 	clang-tidy --quiet $(foreach m,$(MODULES),$(wildcard $(m)/*.c $(foreach r,$($(m)_ROOMS),$(m)/$(r)/*.c))) -- $(CPPFLAGS) -std=c17
+
+cppcheck:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
 	  --suppress=missingIncludeSystem -I. $(MODULES)
 
+format-check:
+	@scripts/format.sh check
+
 format:
-	clang-format -i $(foreach m,$(MODULES),$(wildcard $(m)/*.[ch] $(foreach r,$($(m)_ROOMS),$(m)/$(r)/*.[ch]))) tests/unit/*.c
+	scripts/format.sh fix
 
 clean:
 	rm -rf $(BUILD) build-fuzz build-vg

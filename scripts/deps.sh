@@ -12,7 +12,7 @@ TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            python3 python3-botocore python3-jsonschema curl bubblewrap hyperfine pgbouncer
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
            qemu-system-x86 busybox-static cpio lintian man-db
-           chromium)
+           chromium clang-format clang-tidy cppcheck)
 
 want=("${BUILD_PKGS[@]}")
 case "${1:-all}" in

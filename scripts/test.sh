@@ -3,19 +3,57 @@
 # with one line over all of them: "N passed, N failed, N skipped".
 # A suite is tests/<name>/run.sh printing TAP lines ("ok", "not ok",
 # "# SKIP"); a suite that dies without reporting counts as one failure.
+# BOXCAR_T (make's T=) names single tests: each suite runs only those of
+# its own it names (tests/select.sh), a suite it names none of is not run,
+# and a name that is no test of any suite asked for is a failure.
 set -uo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$BOXCAR_ROOT"
+source tests/select.sh
 
-ALL_SUITES=(unit sql e2e security storage webhooks valgrind chaos ops docs fuzz vm)
+ALL_SUITES=(unit sql e2e security storage webhooks valgrind chaos ops docs lint fuzz vm)
+# Suites that never touch PostgreSQL: asked for alone, no server is started.
+NO_PG_SUITES=" unit lint "
 suites=("$@")
 [[ ${#suites[@]} -eq 0 ]] && suites=("${ALL_SUITES[@]}")
 
+passed=0 failed=0 skipped=0
+read -ra t_words <<<"${BOXCAR_T:-}"
+export BOXCAR_T="${t_words[*]}"
+if [[ -n $BOXCAR_T ]]; then
+  # A suite's test names come from `run.sh --list`; a runner that does not
+  # take --list has none to pick (and must not be run to ask).
+  declare -A named=()
+  picked=()
+  for s in "${suites[@]}"; do
+    runner="tests/$s/run.sh"
+    [[ -x $runner ]] || { picked+=("$s"); continue; }   # reported missing below
+    grep -q -- '--list' "$runner" || continue
+    hit=0
+    for n in $("$runner" --list); do
+      for w in $BOXCAR_T; do
+        t_names_test "$w" "$n" && { named[$w]=1; hit=1; }
+      done
+    done
+    [[ $hit == 1 ]] && picked+=("$s")
+  done
+  for w in $BOXCAR_T; do
+    [[ -n ${named[$w]:-} ]] && continue
+    echo "not ok - T=$w names no test of suite(s) ${suites[*]} (tests/<suite>/run.sh --list prints their names)"
+    failed=$((failed + 1))
+  done
+  suites=("${picked[@]}")
+fi
+
 logdir="$BOXCAR_DEV/test-logs"
 mkdir -p "$logdir"
-scripts/pg.sh start || { echo "0 passed, 1 failed"; exit 1; }
+for s in "${suites[@]}"; do
+  if [[ $NO_PG_SUITES != *" $s "* ]]; then
+    scripts/pg.sh start || { echo "$passed passed, $((failed + 1)) failed"; exit 1; }
+    break
+  fi
+done
 
-passed=0 failed=0 skipped=0
 for s in "${suites[@]}"; do
   runner="tests/$s/run.sh"
   if [[ ! -x $runner ]]; then

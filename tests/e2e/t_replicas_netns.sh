@@ -1,6 +1,6 @@
 # Four replicas, each in its own network namespace (scripts/replicas-net.sh),
 # reach PostgreSQL over their veths and share 800 jobs: every job is claimed
-# once and runs once.  (scripts/bench-replicas.sh measures 1 to 16.)
+# once and runs once.  (bench/replicas.sh measures 1 to 16.)
 source "$(dirname "$0")/../lib.sh"
 netns_hosts e2e_replicas 4
 url=$NETNS_URL

@@ -15,7 +15,8 @@ static struct webhook_secrets *secrets;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
         struct bc_error err = BC_ERROR_INIT;
-        /* The Standard Webhooks test vector's secret (see tests/unit/test_webhook.c). */
+        /* The Standard Webhooks test vector's secret (see
+         * tests/unit/worker/webhook/test_webhook.c). */
         if (!secrets && webhook_secrets_parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
                                               &secrets, &err) < 0)
                 abort();

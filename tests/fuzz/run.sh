@@ -4,14 +4,26 @@
 # harness with its execution count.  Seeds: tests/fuzz/corpus/<name>/ plus
 # generated ones (the malformed-spec corpus, the hostile archives).  New
 # inputs and crash reproducers go under $BOXCAR_DEV/fuzz/, never into the
-# repository.
+# repository.  Last, the SQL/C differential check of the spec validators
+# (spec_diff.py) over the spec corpus, against a database of the local
+# PostgreSQL (BOXCAR_PG_PORT), which this starts when it is not running
+# (and stops again after).  BOXCAR_T (`make fuzz T=fuzz_spec`) picks
+# harnesses, and spec_diff, by name (tests/select.sh).
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
+names=()
+for f in tests/fuzz/fuzz_*.c; do n=${f##*/}; names+=("${n%.c}"); done
+names+=(spec_diff)
+[[ ${1:-} == --list ]] && { printf '%s\n' "${names[@]}"; exit 0; }
+picked=$(t_pick "${names[@]}") || exit 1
 : "${FUZZ_SECONDS:=10}"
 FB=build-fuzz
 work="$BOXCAR_DEV/fuzz"
 mkdir -p "$work"
+started_pg=0
+trap 'cleanup_bg; [[ $started_pg == 0 ]] || scripts/pg.sh stop' EXIT
 
 if ! make --no-print-directory -j2 SAN=fuzz BUILD=$FB fuzz-bins > "$work/build.log" 2>&1; then
   not_ok "build the fuzz harnesses with clang (see $work/build.log)"
@@ -34,9 +46,10 @@ rm -rf "$seeds/extract/sentinel"
 mkdir -p "$seeds/extract/ok/d"; echo hello > "$seeds/extract/ok/d/f"
 tar -C "$seeds/extract/ok" -czf "$seeds/extract/ok.tgz" . && rm -rf "$seeds/extract/ok"
 
-for bin in "$FB"/fuzz/fuzz_*; do
-  [[ $bin == *.d || ! -x $bin ]] && continue
-  name=${bin##*/fuzz_}
+for h in $picked; do
+  [[ $h == spec_diff ]] && continue
+  bin=$FB/fuzz/$h
+  name=${h#fuzz_}
   corpus="$work/corpus/$name"; crashes="$work/crashes/$name"
   mkdir -p "$corpus" "$crashes"
   dirs=("$corpus")
@@ -55,8 +68,20 @@ for bin in "$FB"/fuzz/fuzz_*; do
   fi
 done
 
-# The spec corpus as it grew above, through both validators.
-fresh_db fuzz_spec_diff > /dev/null 2>&1
+# The spec corpus as it grew above, through both validators: the SQL one
+# on a migrated database ($BOXCAR, the plain build, migrates it).
+grep -qx spec_diff <<<"$picked" || { tap_done; exit; }
+if ! scripts/pg.sh status >/dev/null 2>&1; then
+  started_pg=1
+  scripts/pg.sh start || { not_ok "start PostgreSQL for spec_diff (scripts/pg.sh start)"; tap_done; exit 1; }
+fi
+build=${BOXCAR_BUILD:-build}
+if ! make --no-print-directory -s SAN="${SAN:-0}" BUILD="$build" "$build/boxcar" >> "$work/build.log" 2>&1; then
+  not_ok "build $build/boxcar for spec_diff (see $work/build.log)"; tap_done; exit 1
+fi
+if ! fresh_db fuzz_spec_diff > "$work/spec_diff-db.log" 2>&1; then
+  not_ok "a migrated database for spec_diff (see $work/spec_diff-db.log)"; tap_done; exit 1
+fi
 out=$(python3 tests/fuzz/spec_diff.py "$FB/fuzz/spec-check" "$DATABASE_URL" \
         "$work/corpus/spec" tests/fuzz/corpus/spec "$seeds/spec" 2>&1)
 rc=$?

@@ -2,17 +2,25 @@
 # The security suite, twice: every check in checks.sh against a cold
 # sandbox (boxcar-sandbox as spawned per job) and against a warm one (the
 # worker's pool: boxcar-sandbox --warm, handed the job, through
-# sandbox-warm-run).  Each result line says which path it tested.
+# sandbox-warm-run).  Each result line says which path it tested.  Then
+# the warm sandboxes' preset limits.  BOXCAR_T (`make test SUITES=security
+# T=cold`) picks parts: cold, warm, preset (tests/select.sh).
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
+[[ ${1:-} == --list ]] && { printf '%s\n' cold warm preset; exit 0; }
+t_pick cold warm preset >/dev/null || exit 1
 here=tests/security
 build=${BOXCAR_BUILD:-build}
 warm=${SANDBOX_WARM_BIN:-$BOXCAR_ROOT/$build/sandbox-warm-run}
 rc=0
 label() { sed -u -E "s/^((not )?ok [0-9]+ - )/\1[$1] /"; }
-bash "$here/checks.sh" | label cold || rc=1
-if [[ $(id -u) -ne 0 ]]; then
+if t_selected cold; then
+  bash "$here/checks.sh" | label cold || rc=1
+fi
+if ! t_selected warm; then :
+elif [[ $(id -u) -ne 0 ]]; then
   # Unprivileged there are no warm sandboxes (--warm needs root): running
   # the checks "warm" would only run them cold again.
   echo "ok 1 - [warm] the warm path # SKIP needs root"
@@ -26,7 +34,7 @@ fi
 # its handoff (sandbox/warm.c): the ones made ahead must hold as if written
 # then, a job's other values replace them, lower or higher, and a job
 # cannot lift one.
-if [[ $(id -u) -eq 0 && -x $warm ]]; then
+if t_selected preset && [[ $(id -u) -eq 0 && -x $warm ]]; then
   n=0
   preset() {  # preset "MEMORY PIDS CPUS" EXPECTED-STATUS DESCRIPTION -- OPTIONS AND COMMAND
     local limits=$1 want=$2 what=$3; shift 4

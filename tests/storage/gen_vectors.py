@@ -2,7 +2,7 @@
 """SigV4 test vectors for boxcar's signer, made by Debian's python3-botocore
 (an independent implementation) with a fixed clock.
 
-  gen_vectors.py              writes tests/unit/test_storage_vectors.h
+  gen_vectors.py              writes tests/unit/storage/sigv4_vectors.h
   gen_vectors.py --live N     prints N fresh presign vectors (current time,
                               random keys) as tab-separated lines for
                               tests/storage/run.sh to replay through the C signer
@@ -178,4 +178,4 @@ if __name__ == "__main__":
         live(int(sys.argv[2]))
     else:
         here = os.path.dirname(os.path.abspath(__file__))
-        generate(os.path.join(here, "..", "unit", "test_storage_vectors.h"))
+        generate(os.path.join(here, "..", "unit", "storage", "sigv4_vectors.h"))

@@ -1,7 +1,7 @@
 /* Test and benchmark driver for libstorage: one subcommand per library
  * call, results on stdout as "key=value" words, failures as
  * "ERROR <CODE>: <message>" with exit status 1.  Built by
- * tests/storage/run.sh and scripts/bench-storage.sh.
+ * tests/storage/run.sh and bench/storage.sh.
  *
  *   pack DIR OUT                   -> sha256= size= files= skipped=
  *   extract FILE DEST [SHA|-]      -> sha256= size= bytes= entries=

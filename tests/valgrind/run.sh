@@ -10,15 +10,22 @@
 #
 # What valgrind cannot run, and where it is checked instead: valgrind 3.19
 # does not know seccomp(2), mount_setattr, open_tree or pidfd_open.  So
-# boxcar-sandbox and test_sandbox_seccomp (libseccomp probes the kernel
+# boxcar-sandbox and test_seccomp (libseccomp probes the kernel
 # through seccomp(2)) are left out, and the worker runs --sandbox none here
 # (its namespace backend would find no isolation); the sandbox's code runs
 # under AddressSanitizer and UBSan in `make test SAN=1` (security suite,
 # e2e) instead.  The binaries are a plain build: under SAN=1 one is made in
 # build-vg/, as valgrind cannot run sanitized code.
+#
+# BOXCAR_T (`make test SUITES=valgrind T=test_proc`) picks unit tests by
+# their unit-suite names, and the worker part by "worker" (tests/select.sh).
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
+units=$(tests/unit/run.sh --list)
+[[ ${1:-} == --list ]] && { printf '%s\n' $units worker; exit 0; }
+picked=$(t_pick $units worker) || exit 1
 if ! command -v valgrind >/dev/null; then
   not_ok "valgrind is installed (scripts/deps.sh installs it)"; tap_done; exit 1
 fi
@@ -59,10 +66,12 @@ clean() {
 }
 
 # --- unit tests -------------------------------------------------------------
-for t in "$build"/tests/test_*; do
-  [[ -x $t && $t != *.d ]] || continue
+for u in $picked; do
+  [[ $u == worker ]] && continue
+  t=$build/tests/unit/$u
   name=${t##*/}
-  [[ $name == test_sandbox_seccomp ]] && continue   # seccomp(2): see above
+  [[ $u == sandbox/test_seccomp ]] && continue   # seccomp(2): see above
+  [[ -x $t ]] || { not_ok "$name under valgrind: $t is not built"; continue; }
   out=$(CMOCKA_MESSAGE_OUTPUT=TAP vg "$name" "$t" 2>&1); rc=$?
   n=$(grep -c '^ok' <<<"$out")
   if [[ $rc -eq 0 ]] && ! grep -q '^not ok' <<<"$out" && clean "$name"; then
@@ -71,6 +80,7 @@ for t in "$build"/tests/test_*; do
 done
 
 # --- the worker and the CLI ---------------------------------------------------
+grep -qx worker <<<"$picked" || { tap_done; exit; }
 eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
 export BOXCAR_S3_PREFIX="vg-$$"
 fresh_db valgrind

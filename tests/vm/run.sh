@@ -5,9 +5,17 @@
 # tests/vm/inside.sh there, and prints the TAP it wrote.  Software
 # emulation (TCG) unless KVM is usable (below).  The console goes to
 # $BOXCAR_DEV/vm/console.log.
+# BOXCAR_T (`make test-vm T=worker`) picks parts as VM_PARTS does:
+# checks, security, worker (tests/select.sh).
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
+[[ ${1:-} == --list ]] && { printf '%s\n' checks security worker; exit 0; }
+if [[ -n ${BOXCAR_T:-} ]]; then
+  VM_PARTS=$(t_pick checks security worker) || exit 1
+  VM_PARTS=$(echo $VM_PARTS)
+fi
 for t in qemu-system-x86_64 cpio; do
   command -v $t >/dev/null || { not_ok "$t is missing (scripts/deps.sh vm installs it)"; tap_done; exit 1; }
 done

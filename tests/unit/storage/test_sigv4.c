@@ -33,7 +33,7 @@ struct header_vector {
         const char *payload, *authorization;
 };
 
-#include "test_storage_vectors.h"
+#include "sigv4_vectors.h"
 
 #define AK "AKIAIOSFODNN7EXAMPLE"
 #define SK "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"

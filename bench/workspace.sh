@@ -8,11 +8,11 @@
 # workspace comes ready from the pool (--warm-workspaces) against one that
 # makes its filesystem as it starts.  Needs root (loop devices).
 #
-#   scripts/bench-workspace.sh          (BENCH_WS_MB=1024 by default)
-#   BENCH_WS_ONLY=pool scripts/bench-workspace.sh   (the pool part alone)
-#   BENCH_WS_ONLY=peak scripts/bench-workspace.sh   (the memory part alone)
+#   bench/workspace.sh          (BENCH_WS_MB=1024 by default)
+#   BENCH_WS_ONLY=pool bench/workspace.sh   (the pool part alone)
+#   BENCH_WS_ONLY=peak bench/workspace.sh   (the memory part alone)
 set -euo pipefail
-source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/../scripts/env.sh"
 cd "$BOXCAR_ROOT"
 [[ $(id -u) -eq 0 ]] || { echo "bench-workspace: needs root (loop devices); skipped"; exit 0; }
 SIZE_MB=${BENCH_WS_MB:-1024}

@@ -10,9 +10,9 @@
 #     on an image takes a warm sandbox);
 #   - miss: storage-tool extract (what the worker's cache runs) vs tar xzf.
 # Needs root, mmdebstrap the first time (scripts/images.sh), hyperfine, jq.
-# Usage: scripts/bench-images.sh [RUNS]   (default 100)
+# Usage: bench/images.sh [RUNS]   (default 100)
 set -euo pipefail
-source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/../scripts/env.sh"
 cd "$BOXCAR_ROOT"
 
 runs=${1:-100}

@@ -9,7 +9,7 @@
 -- worker draining 4,000 jobs ran at a quarter of its rate, 5-9 ms of the
 -- database's CPU a job, until the next ANALYZE, while the tables grew under
 -- it; a heartbeat, a page of jobs_list or a rescue read jobs whole, and a
--- prune of 10 jobs read 9 million rows of the outbox.  14_claim_plan.sql
+-- prune of 10 jobs read 9 million rows of the outbox.  17_claim_plan.sql
 -- covers tables never analyzed; this file, analyzed while empty.  (A file
 -- of its own: plpgsql caches plans per session.)
 begin;
@@ -95,7 +95,7 @@ insert into periodic values
     ('select boxcar.prune(''1 day'', 10)'),
     ('select count(*) from boxcar.jobs_list(queue => ''rplan'', lim => 5)'),
     ('select count(*) from boxcar.jobs_list(status => ''failed'', lim => 5)'),
-    ('select boxcar.retry((select id from to_retry limit 1), ''17_report_plan'')');
+    ('select boxcar.retry((select id from to_retry limit 1), ''20_report_plan'')');
 create temp table to_retry (id uuid);
 -- A job enqueued and cancelled, for retry() to queue again.
 create procedure pg_temp.cancelled_job() language sql as $$

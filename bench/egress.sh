@@ -10,7 +10,7 @@
 #     namespace behind a veth pair) inside boxcar-sandbox, with --network
 #     host and through the egress proxy (--network allow), median of 5.
 # Needs root, ip netns, hyperfine, jq, python3.
-#   scripts/bench-egress.sh [JOBS]   (default 40; or make bench BENCHES=egress)
+#   bench/egress.sh [JOBS]   (default 40; or make bench BENCHES=egress)
 set -euo pipefail
 source "$(dirname "$0")/../tests/lib.sh"
 cd "$BOXCAR_ROOT"
@@ -49,6 +49,7 @@ hyperfine -N --warmup 10 --runs 100 --export-json "$tmp/cold.json" \
 cold() { jq ".results[] | select(.command==\"$1\") | .median * 1000" "$tmp/cold.json"; }
 
 # ---- pickup through the worker -----------------------------------------
+scripts/pg.sh start >/dev/null
 fresh_db bench_egress
 mport=$(free_port)
 metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }

@@ -5,9 +5,9 @@
 # tmpfs root, an idmapped workspace); the target is at most 0.8x bwrap's
 # time.  This is the cold path (boxcar-sandbox alone, or the worker with an
 # empty pool); the worker's warm path is measured by bench-queue-sandbox.
-# Usage: scripts/bench-sandbox.sh [RUNS]   (default 200)
+# Usage: bench/sandbox.sh [RUNS]   (default 200)
 set -euo pipefail
-source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/../scripts/env.sh"
 cd "$BOXCAR_ROOT"
 
 runs=${1:-200}

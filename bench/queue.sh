@@ -3,9 +3,9 @@
 # (`true`), same PostgreSQL server (one database each), same job count and
 # concurrency, one worker process each, both running for the whole run.
 #
-#   scripts/bench-queue.sh            (or `make bench BENCHES=queue`)
-#   BENCH_SANDBOX=1 scripts/bench-queue.sh   sandboxed jobs, see below (or
-#                   scripts/bench-queue-sandbox.sh, `make bench BENCHES=queue-sandbox`)
+#   bench/queue.sh            (or `make bench BENCHES=queue`)
+#   BENCH_SANDBOX=1 bench/queue.sh   sandboxed jobs, see below (or
+#                   bench/queue-sandbox.sh, `make bench BENCHES=queue-sandbox`)
 #
 #   idle        both workers started and idle for a second: RSS idle
 #   warm-up     BENCH_WARMUP jobs each in one statement, not measured
@@ -26,7 +26,7 @@
 #
 # boxcar: `build/boxcar worker --sandbox none`, enqueue with boxcar.enqueue(),
 # start instant = jobs.result.started_at, finish = jobs.finished_at.
-# graphile-worker: tests/bench/graphile_worker.mjs (task `bench_true` spawns
+# graphile-worker: bench/graphile_worker.mjs (task `bench_true` spawns
 # `true`), enqueue with graphile_worker.add_job(), start instant recorded by
 # the task, finish = a statement-level trigger on the delete graphile-worker
 # does when it completes a job (it keeps no finished jobs).
@@ -128,7 +128,7 @@ if [[ $SANDBOX == 1 ]]; then
   [[ -x $BOXCAR_ROOT/build/boxcar-sandbox ]] || make --no-print-directory build/boxcar-sandbox >&2 ||
     die "make build/boxcar-sandbox failed"
   # graphile-worker's sandbox: what issue 3 names, plus the read-only system
-  # directories a command needs (as in scripts/bench-sandbox.sh).
+  # directories a command needs (as in bench/sandbox.sh).
   BWRAP="bwrap --unshare-all --proc /proc --dev /dev --tmpfs /tmp --ro-bind /usr /usr"
   for d in bin lib lib64 sbin; do
     if [[ -L /$d ]]; then BWRAP+=" --symlink $(readlink "/$d") /$d"
@@ -344,7 +344,7 @@ lat_phase() {
   use "$s"
   # In the background so that a signal to the script is handled at once.
   DATABASE_URL=$(db_url "${DB[$s]}") BENCH_BOXCAR_SPEC=$BX_SPEC BENCH_GW_TASK=$GW_TASK \
-    node tests/bench/enqueue_steady.mjs "$s" "$RATE" "$LAT_SECS" \
+    node bench/enqueue_steady.mjs "$s" "$RATE" "$LAT_SECS" \
     "$TMP/$s.lat" & PIDS[enqueuer]=$!
   # Meanwhile: is autovacuum working on this database (it follows the
   # throughput rounds and competes for the two CPUs)?
@@ -422,7 +422,7 @@ PIDS[boxcar]=$!
  DATABASE_URL=$(db_url "$DB_GW") BENCH_CONCURRENCY=$C BENCH_POLL_MS=$((POLL_S * 1000)) \
    BENCH_STARTS="$TMP/graphile.starts" BENCH_READY="$TMP/graphile.ready" \
    BENCH_BWRAP=${BWRAP:-} BENCH_INNER=${INNER_JSON:-} \
-   exec node tests/bench/graphile_worker.mjs) > "$TMP/graphile.log" 2>&1 &
+   exec node bench/graphile_worker.mjs) > "$TMP/graphile.log" 2>&1 &
 PIDS[graphile]=$!
 for s in boxcar graphile; do rss_sampler "${PIDS[$s]}" "$TMP/$s.rss" & PIDS[$s-rss]=$!; done
 

@@ -1,5 +1,5 @@
 // Steady-rate enqueuer for the pickup-latency phase of
-// scripts/bench-queue.sh: one connection, one job per transaction (an
+// bench/queue.sh: one connection, one job per transaction (an
 // autocommit `select`), at a fixed rate, as a web app would.
 //
 //   node enqueue_steady.mjs boxcar|graphile RATE SECONDS OUT

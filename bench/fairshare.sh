@@ -2,7 +2,7 @@
 # Fair share between scopes: the pickup latency of a quiet scope's jobs,
 # alone and while another scope floods the same worker with queued jobs.
 #
-#   scripts/bench-fairshare.sh        (or `make bench BENCHES=fairshare`)
+#   bench/fairshare.sh        (or `make bench BENCHES=fairshare`)
 #
 # One `boxcar worker --sandbox none --queues flood/x,quiet/x` with
 # BENCH_CONCURRENCY slots (4).  Quiet jobs (`true`) are enqueued one per
@@ -25,6 +25,7 @@ C=${BENCH_CONCURRENCY:-4}
 QUIET=${BENCH_QUIET:-40}
 FLOOD=${BENCH_FLOOD:-100000}
 make -s build/boxcar >/dev/null
+scripts/pg.sh start >/dev/null
 fresh_db bench_fairshare
 start_worker bench-fair --concurrency "$C" --lease 30s --poll-interval 1s --sandbox none \
     --queues flood/x,quiet/x --log-level warn

@@ -4,9 +4,9 @@
 # and a 1 GiB volume.  Both sides use gzip level 6 (gzip's default); the
 # page cache is warmed first so both read from memory.
 #
-#   scripts/bench-storage.sh            (BENCH_SIZE_MB=1024 by default)
+#   bench/storage.sh            (BENCH_SIZE_MB=1024 by default)
 set -euo pipefail
-source "$(dirname "$0")/env.sh"
+source "$(dirname "$0")/../scripts/env.sh"
 cd "$BOXCAR_ROOT"
 
 SIZE_MB=${BENCH_SIZE_MB:-1024}

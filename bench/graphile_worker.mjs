@@ -1,10 +1,10 @@
-// The graphile-worker peer of the queue benchmark (scripts/bench-queue.sh).
+// The graphile-worker peer of the queue benchmark (bench/queue.sh).
 //
 // One graphile-worker pool with two tasks:
 //  - `bench_true` does what a boxcar `--sandbox none` job does for
 //    `{"command": ["true"]}`: spawn `true` with a clean environment, drain
 //    its stdout/stderr, wait for it to exit;
-//  - `bench_sandbox` (BENCH_SANDBOX=1 scripts/bench-queue.sh) spawns the
+//  - `bench_sandbox` (BENCH_SANDBOX=1 bench/queue.sh) spawns the
 //    bwrap command BENCH_BWRAP (argv words separated by spaces) followed by
 //    the inner command BENCH_INNER (a JSON argv that prints the instant it
 //    starts inside the sandbox, `date +%s%N`), and keeps that instant from
