@@ -30,7 +30,7 @@ enum sandbox_network {
         SANDBOX_NET_HOST,  /* the host's network (only if the queue allows it) */
         SANDBOX_NET_ALLOW, /* a fresh namespace whose only way out is the
                             * supervisor's egress proxy, for the allow-list
-                            * (sandbox/egress.h) */
+                            * (sandbox/egress-internal.h) */
 };
 
 /* Zero for a numeric limit means "not set" (the helper's default applies). */

@@ -90,7 +90,7 @@ returns setof boxcar.jobs language plpgsql volatile
 -- lives (until an ANALYZE of the table), and made while the table was
 -- empty (a worker started against an empty queue) they read every row of
 -- it at each claim: seq scans are priced out, the plans go by the primary
--- key whatever the table held (tests/sql/14_claim_plan.sql).
+-- key whatever the table held (tests/sql/17_claim_plan.sql).
 set plan_cache_mode = force_generic_plan
 set enable_seqscan = off as $$
 #variable_conflict use_column
@@ -98,7 +98,7 @@ begin
     -- Each update finds its rows by id alone, not through a join with the
     -- picked rows: planned while the statistics said the table was (nearly)
     -- empty, such a join was a merge join reading all of jobs_pkey at every
-    -- claim (tests/sql/17_report_plan.sql).  The caller holds the rows'
+    -- claim (tests/sql/20_report_plan.sql).  The caller holds the rows'
     -- locks, so both see the attempts the pick saw.
     return query
     with exhausted as (
@@ -234,7 +234,7 @@ create or replace function boxcar.heartbeat(worker_id text, lease interval defau
 returns setof uuid language plpgsql volatile
 -- No sequential scans, and the jobs' update finds its rows by id alone: see
 -- claim_ids (planned while ANALYZE had seen jobs nearly empty, a heartbeat
--- read it whole twice, tests/sql/17_report_plan.sql).
+-- read it whole twice, tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 #variable_conflict use_column
 begin
@@ -375,7 +375,7 @@ end $$;
 -- worker at once.  Returns how many jobs it rescued.
 create or replace function boxcar.rescue_expired()
 returns integer language plpgsql volatile
--- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+-- No sequential scans: see boxcar.claim_ids (tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 declare
     j boxcar.jobs;
@@ -403,7 +403,7 @@ end $$;
 -- many jobs it rescued.
 create or replace function boxcar.rescue_orphans(worker_id text, instance text)
 returns integer language plpgsql volatile
--- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+-- No sequential scans: see boxcar.claim_ids (tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 #variable_conflict use_column
 declare
@@ -492,7 +492,7 @@ returns table (ord integer, held boolean) language plpgsql volatile
 -- statements' plans (and the foreign-key checks of its inserts) live as long
 -- as the worker's session, and made while ANALYZE had seen the tables empty
 -- they read job_events and jobs whole for every event written
--- (tests/sql/17_report_plan.sql).
+-- (tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 #variable_conflict use_variable
 declare

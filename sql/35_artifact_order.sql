@@ -73,7 +73,7 @@ create or replace trigger jobs_artifact_done
 -- hand, say) gets its next one unblocked.  Returns how many it unblocked.
 create or replace function boxcar.unblock_artifact_stalled()
 returns integer language plpgsql volatile
--- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+-- No sequential scans: see boxcar.claim_ids (tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 declare
     s text;

@@ -8,7 +8,7 @@ create or replace function boxcar.cancel(id uuid)
 returns text language plpgsql volatile
 -- No sequential scans: an app's pooled session keeps this function's plans,
 -- and made while ANALYZE had seen jobs nearly empty they read it whole at
--- every cancel (see boxcar.claim_ids, tests/sql/17_report_plan.sql).
+-- every cancel (see boxcar.claim_ids, tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 #variable_conflict use_column
 declare
@@ -45,7 +45,7 @@ end $$;
 drop function if exists boxcar.prune(interval);
 create or replace function boxcar.prune(older_than interval, max_rows integer default null)
 returns integer language plpgsql volatile
--- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+-- No sequential scans: see boxcar.claim_ids (tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 declare
     n integer := 0;

@@ -17,7 +17,7 @@
 -- Returns the job as boxcar.job_json does.
 create or replace function boxcar.retry(id uuid, requested_by text)
 returns jsonb language plpgsql volatile
--- No sequential scans: see boxcar.claim_ids (tests/sql/17_report_plan.sql).
+-- No sequential scans: see boxcar.claim_ids (tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 #variable_conflict use_column
 declare
@@ -85,8 +85,8 @@ create or replace function boxcar.jobs_list(queue text default null, status text
                                             after text default null)
 returns table (job jsonb, cursor text) language plpgsql stable
 -- No sequential scans: each filter shape has its ordered index
--- (tests/sql/11_jobs_list_plan.sql), and a pooled session keeps the plans
--- (see boxcar.claim_ids, tests/sql/17_report_plan.sql).
+-- (tests/sql/13_jobs_list_plan.sql), and a pooled session keeps the plans
+-- (see boxcar.claim_ids, tests/sql/20_report_plan.sql).
 set enable_seqscan = off as $$
 declare
     c_at timestamptz := 'infinity';
