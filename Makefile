@@ -243,9 +243,15 @@ lint:
 clang-tidy:
 	clang-tidy --quiet $(foreach m,$(MODULES),$(wildcard $(m)/*.c $(foreach r,$($(m)_ROOMS),$(m)/$(r)/*.c))) -- $(CPPFLAGS) -std=c17
 
+# cppcheck does not model __attribute__((cleanup)): every _cleanup_free_
+# local returned early from is a "leak" to it, so leaks are left to the
+# ASan and Valgrind suites, which run the code.  log_event's NULL
+# terminator is checked by GCC (__attribute__((sentinel))).  The few other
+# findings it cannot see through are suppressed where they stand, with why.
 cppcheck:
-	cppcheck --quiet --error-exitcode=1 --enable=warning,portability \
-	  --suppress=missingIncludeSystem -I. $(MODULES)
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+	  --suppress=missingIncludeSystem --suppress=memleak --suppress=resourceLeak \
+	  --suppress=varFuncNullUB -I. $(MODULES)
 
 format-check:
 	@scripts/format.sh check

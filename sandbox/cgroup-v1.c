@@ -42,6 +42,7 @@ static int make_dirs(struct sbx_cgroup *cg, struct bc_error *err)
                         continue;
                 bool dup = false;
                 for (size_t d = 0; d < cg->n_dirs; d++)
+                        /* cppcheck-suppress uninitvar ; devs[0..n_dirs) are set as the dirs are added */
                         if (devs[d] == st.st_dev) {
                                 *index_of(cg, i) = (int)d;
                                 dup = true;

@@ -36,65 +36,18 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/rmtree.h"
+#include "storage/cache-internal.h"
 #include "storage/fsutil.h"
-#include "storage/storage.h"
 
 #define STALE_TMP_S (24 * 3600)
 
-/* What an entry (file, directory, symlink) is charged against the budget
- * beside its data bytes: about one block, what a directory or an inode
- * costs the disk.  Without it a tree of empty files or directories is
- * charged nothing: a session whose every job adds `files` empty files
- * (promoted versions, storage_cache_promote) would be kept forever and
- * exhaust the worker's inodes and directory blocks, whatever
- * --volume-cache-mb says. */
-#define CACHE_ENTRY_COST 4096
-
-struct cache_ref {
-        char sha[STORAGE_SHA256_HEX_LEN + 1];
-        char *path;
-        int lock_fd;
-        unsigned refs;
-        struct cache_ref *next;
-};
-
-struct storage_cache_entry {
-        struct cache_ref *ref;
-        bool downloaded;
-        uint64_t downloaded_bytes;      /* compressed, as fetched */
-};
-
-struct inflight {
-        char sha[STORAGE_SHA256_HEX_LEN + 1];
-        struct inflight *next;
-};
-
-struct storage_cache {
-        char *dir;
-        int dirfd;
-        int vfd;                /* v/ */
-        int tmpfd;              /* tmp/ */
-        int lock_fd;
-        uint64_t max_bytes;
-        const struct storage_config *cfg;
-        const struct storage_limits *limits;
-        uint64_t min_free;      /* of the filesystem, kept by downloads */
-        bool owned;             /* entries keep their modes, owned by uid:gid */
-        uid_t uid;
-        gid_t gid;
-        pthread_mutex_t mu;
-        pthread_cond_t cv;
-        struct cache_ref *refs;
-        struct inflight *fetching;
-};
-
-static void global_lock(struct storage_cache *c)
+void cache_global_lock(struct storage_cache *c)
 {
         while (flock(c->lock_fd, LOCK_EX) < 0 && errno == EINTR) {
         }
 }
 
-static void global_unlock(struct storage_cache *c)
+void cache_global_unlock(struct storage_cache *c)
 {
         (void)flock(c->lock_fd, LOCK_UN);
 }
@@ -186,9 +139,9 @@ int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_
         if (c->vfd < 0 || c->tmpfd < 0 || c->lock_fd < 0)
                 return bc_error_set(err, BC_IO, c->vfd < 0 ? -c->vfd : c->tmpfd < 0 ? -c->tmpfd : errno,
                                     "cache: set up %s: %s", dir, strerror(c->vfd < 0 ? -c->vfd : c->tmpfd < 0 ? -c->tmpfd : errno));
-        global_lock(c);
+        cache_global_lock(c);
         remove_stale_tmp(c);
-        global_unlock(c);
+        cache_global_unlock(c);
         *ret = steal_pointer(&c);
         return 0;
 }
@@ -205,7 +158,7 @@ int storage_cache_set_owner(struct storage_cache *c, uid_t uid, gid_t gid, struc
         return 0;
 }
 
-static struct cache_ref *find_ref(struct storage_cache *c, const char *sha)
+struct cache_ref *cache_find_ref(struct storage_cache *c, const char *sha)
 {
         for (struct cache_ref *r = c->refs; r; r = r->next)
                 if (strcmp(r->sha, sha) == 0)
@@ -221,13 +174,13 @@ static void touch(int fd)
 /* With the mutex held: a reference to an entry on disk, or NULL on a miss. */
 static struct cache_ref *take_ref(struct storage_cache *c, const char *sha)
 {
-        struct cache_ref *r = find_ref(c, sha);
+        struct cache_ref *r = cache_find_ref(c, sha);
         if (r) {
                 r->refs++;
                 touch(r->lock_fd);
                 return r;
         }
-        global_lock(c);
+        cache_global_lock(c);
         struct stat st;
         char name[80];
         snprintf(name, sizeof(name), "%s.lock", sha);
@@ -239,7 +192,7 @@ static struct cache_ref *take_ref(struct storage_cache *c, const char *sha)
                 close(fd);
                 fd = -1;
         }
-        global_unlock(c);
+        cache_global_unlock(c);
         if (fd < 0)
                 return NULL;
         r = calloc(1, sizeof(*r));
@@ -257,160 +210,12 @@ static struct cache_ref *take_ref(struct storage_cache *c, const char *sha)
         return r;
 }
 
-struct victim {
-        char sha[STORAGE_SHA256_HEX_LEN + 1];
-        uint64_t size;
-        struct timespec used;
-};
-
-static int cmp_victim(const void *a, const void *b)
-{
-        const struct victim *x = a, *y = b;
-        if (x->used.tv_sec != y->used.tv_sec)
-                return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
-        if (x->used.tv_nsec != y->used.tv_nsec)
-                return x->used.tv_nsec < y->used.tv_nsec ? -1 : 1;
-        return strcmp(x->sha, y->sha);
-}
-
-/* Lists entries with their sizes (global lock held). */
-static int scan(struct storage_cache *c, struct victim **ret, size_t *ret_n, uint64_t *ret_total)
-{
-        int d2 = fs_reopen_dir(c->vfd);
-        DIR *d = d2 < 0 ? NULL : fdopendir(d2);
-        if (!d) {
-                if (d2 >= 0)
-                        close(d2);
-                return -errno;
-        }
-        struct victim *v = NULL;
-        size_t n = 0, alloc = 0;
-        uint64_t total = 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                size_t len = strlen(de->d_name);
-                if (len != STORAGE_SHA256_HEX_LEN + 5 || strcmp(de->d_name + STORAGE_SHA256_HEX_LEN, ".size") != 0)
-                        continue;
-                if (n == alloc) {
-                        alloc = alloc ? 2 * alloc : 64;
-                        struct victim *nv = realloc(v, alloc * sizeof(*v));
-                        if (!nv)
-                                break;
-                        v = nv;
-                }
-                struct victim *x = &v[n];
-                memcpy(x->sha, de->d_name, STORAGE_SHA256_HEX_LEN);
-                x->sha[STORAGE_SHA256_HEX_LEN] = '\0';
-                char buf[32] = "";
-                _cleanup_fd_ int fd = openat(c->vfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-                ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
-                buf[k > 0 ? k : 0] = '\0';
-                char *end = NULL;
-                uint64_t bytes = strtoull(buf, &end, 10);
-                uint64_t entries = strtoull(end, NULL, 10);
-                x->size = bytes + entries * CACHE_ENTRY_COST;
-                char lock[80];
-                snprintf(lock, sizeof(lock), "%s.lock", x->sha);
-                struct stat st;
-                x->used = fstatat(c->vfd, lock, &st, 0) == 0 ? st.st_mtim : (struct timespec){ 0, 0 };
-                total += x->size;
-                n++;
-        }
-        closedir(d);
-        *ret = v;
-        *ret_n = n;
-        *ret_total = total;
-        return 0;
-}
-
-/* Evicts least recently used entries nobody holds until the total fits
- * and, beyond that, until `more` bytes are gone (global lock held); the
- * bytes evicted.  Trees are renamed into tmp/ here and deleted by the
- * caller after unlocking, so a large delete does not stall acquires. */
-static uint64_t evict(struct storage_cache *c, uint64_t more, char ***ret_trash,
-                      size_t *ret_ntrash)
-{
-        struct victim *v = NULL;
-        size_t n = 0;
-        uint64_t total = 0;
-        *ret_trash = NULL;
-        *ret_ntrash = 0;
-        if (scan(c, &v, &n, &total) < 0) {
-                free(v);
-                return 0;
-        }
-        uint64_t goal = total > more ? total - more : 0;
-        if (goal > c->max_bytes)
-                goal = c->max_bytes;
-        if (total <= goal) {
-                free(v);
-                return 0;
-        }
-        uint64_t before = total;
-        if (n)
-                qsort(v, n, sizeof(*v), cmp_victim);
-        char **trash = calloc(n, sizeof(char *));
-        size_t nt = 0;
-        for (size_t i = 0; trash && i < n && total > goal; i++) {
-                if (find_ref(c, v[i].sha))
-                        continue;
-                char lock[80], size[80], dst[128];
-                snprintf(lock, sizeof(lock), "%s.lock", v[i].sha);
-                snprintf(size, sizeof(size), "%s.size", v[i].sha);
-                _cleanup_fd_ int fd = openat(c->vfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-                if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
-                        continue; /* another process uses it */
-                unsigned char rnd[8];
-                RAND_bytes(rnd, sizeof(rnd));
-                snprintf(dst, sizeof(dst), "evict-%.16s-%02x%02x%02x%02x", v[i].sha, rnd[0], rnd[1], rnd[2], rnd[3]);
-                if (renameat(c->vfd, v[i].sha, c->tmpfd, dst) < 0 && errno != ENOENT)
-                        continue;
-                unlinkat(c->vfd, size, 0);
-                unlinkat(c->vfd, lock, 0);
-                trash[nt++] = strdup(dst);
-                total -= v[i].size;
-        }
-        free(v);
-        *ret_trash = trash;
-        *ret_ntrash = nt;
-        return before - total;
-}
-
-static void empty_trash(struct storage_cache *c, char **trash, size_t n)
-{
-        for (size_t i = 0; i < n; i++) {
-                if (trash[i])
-                        (void)fs_rm_rf_at(c->tmpfd, trash[i]);
-                free(trash[i]);
-        }
-        free(trash);
-}
-
-/* After an insert (mutex held): back within the budget, with the other
- * workers sharing the directory (global lock). */
-static uint64_t evict_shared(struct storage_cache *c, uint64_t more, char ***ret_trash,
-                             size_t *ret_ntrash)
-{
-        global_lock(c);
-        uint64_t gone = evict(c, more, ret_trash, ret_ntrash);
-        global_unlock(c);
-        return gone;
-}
-
-/* Unlocked: the temporary tree (gone already once renamed in) and what
- * eviction set aside. */
-static void drop_tmp(struct storage_cache *c, const char *tmpname, char **trash, size_t ntrash)
-{
-        (void)fs_rm_rf_at(c->tmpfd, tmpname);
-        empty_trash(c, trash, ntrash);
-}
-
 /* Moves a verified, read-only tree from tmp/ into v/<sha> (mutex held). */
 static int insert(struct storage_cache *c, const char *tmpname, const char *sha, uint64_t size,
                   uint64_t entries)
 {
         char name[96], buf[64];
-        global_lock(c);
+        cache_global_lock(c);
         snprintf(name, sizeof(name), "%s.size", sha);
         int fd = openat(c->vfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
         int len = snprintf(buf, sizeof(buf), "%llu %llu\n", (unsigned long long)size,
@@ -428,7 +233,7 @@ static int insert(struct storage_cache *c, const char *tmpname, const char *sha,
                         close(fd);
                 }
         }
-        global_unlock(c);
+        cache_global_unlock(c);
         return r;
 }
 
@@ -522,10 +327,10 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                 /* Evict only once our reference exists, so the fresh
                  * entry is never the victim. */
                 if (ref)
-                        evict_shared(c, 0, &trash, &ntrash);
+                        cache_evict_shared(c, 0, &trash, &ntrash);
         }
         pthread_mutex_unlock(&c->mu);
-        drop_tmp(c, tmpname, trash, ntrash);
+        cache_drop_tmp(c, tmpname, trash, ntrash);
         if (r < 0)
                 return r;
         r = new_handle(ref, true, res.size, ret, err);
@@ -535,14 +340,6 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                 pthread_mutex_unlock(&c->mu);
         }
         return r;
-}
-
-/* Whether the cache's filesystem has `more` bytes free beyond min_free. */
-static bool free_above(const struct storage_cache *c, uint64_t more)
-{
-        struct statvfs sv;
-        return !c->min_free || fstatvfs(c->dirfd, &sv) < 0 ||
-               (uint64_t)sv.f_bavail * sv.f_frsize >= c->min_free + more;
 }
 
 /* At most what copying upper's files can take: all its filesystem holds
@@ -567,7 +364,7 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
         pthread_mutex_unlock(&c->mu);
         if (have)
                 return 0;   /* already there (the job changed nothing, say) */
-        if (!free_above(c, upper_bytes(upper)))
+        if (!cache_free_above(c, upper_bytes(upper)))
                 return -ENOSPC;
         unsigned char rnd[8];
         RAND_bytes(rnd, sizeof(rnd));
@@ -582,17 +379,17 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
                                    &entries);
         /* Something else took the disk below the reserve meanwhile: a
          * promotion is only a head start for the next job. */
-        if (r == 0 && !free_above(c, 0))
+        if (r == 0 && !cache_free_above(c, 0))
                 r = -ENOSPC;
         char **trash = NULL;
         size_t ntrash = 0;
         if (r == 0) {
                 pthread_mutex_lock(&c->mu);
                 r = insert(c, tmpname, sha256, bytes, entries);
-                evict_shared(c, 0, &trash, &ntrash);
+                cache_evict_shared(c, 0, &trash, &ntrash);
                 pthread_mutex_unlock(&c->mu);
         }
-        drop_tmp(c, tmpname, trash, ntrash);
+        cache_drop_tmp(c, tmpname, trash, ntrash);
         return r == -ENOTEMPTY || r == -EEXIST ? 0 : r;  /* another made it meanwhile */
 }
 
@@ -662,29 +459,10 @@ void storage_cache_release(struct storage_cache *c, struct storage_cache_entry *
         release_ref(c, e->ref);
         char **trash = NULL;
         size_t ntrash = 0;
-        evict_shared(c, 0, &trash, &ntrash);
+        cache_evict_shared(c, 0, &trash, &ntrash);
         pthread_mutex_unlock(&c->mu);
-        empty_trash(c, trash, ntrash);
+        cache_empty_trash(c, trash, ntrash);
         free(e);
-}
-
-void storage_cache_set_min_free(struct storage_cache *c, uint64_t bytes)
-{
-        if (c)
-                c->min_free = bytes;
-}
-
-uint64_t storage_cache_reclaim(struct storage_cache *c, uint64_t bytes)
-{
-        if (!c || bytes == 0)
-                return 0;
-        char **trash = NULL;
-        size_t ntrash = 0;
-        pthread_mutex_lock(&c->mu);
-        uint64_t gone = evict_shared(c, bytes, &trash, &ntrash);
-        pthread_mutex_unlock(&c->mu);
-        empty_trash(c, trash, ntrash);
-        return gone;
 }
 
 const char *storage_cache_entry_path(const struct storage_cache_entry *e)
@@ -718,28 +496,4 @@ uint64_t storage_cache_entry_downloaded_bytes(const struct storage_cache_entry *
 bool storage_cache_entry_downloaded(const struct storage_cache_entry *e)
 {
         return e->downloaded;
-}
-
-uint64_t storage_cache_size(struct storage_cache *c)
-{
-        uint64_t total = 0;
-        storage_cache_stats(c, NULL, &total);
-        return total;
-}
-
-void storage_cache_stats(struct storage_cache *c, uint64_t *ret_entries, uint64_t *ret_bytes)
-{
-        struct victim *v = NULL;
-        size_t n = 0;
-        uint64_t total = 0;
-        pthread_mutex_lock(&c->mu);
-        global_lock(c);
-        (void)scan(c, &v, &n, &total);
-        global_unlock(c);
-        pthread_mutex_unlock(&c->mu);
-        free(v);
-        if (ret_entries)
-                *ret_entries = n;
-        if (ret_bytes)
-                *ret_bytes = total;
 }

@@ -46,6 +46,7 @@ int spec_parse_limits(const cJSON *v, struct spec_limits *limits, struct bc_erro
                         return r;
                 char *slot = (char *)limits + rule->offset;
                 if (rule->kind == AS_DOUBLE)
+                        /* cppcheck-suppress invalidPointerCast ; slot is a double field of struct spec_limits (rule->kind says so), reached by offsetof */
                         *(double *)slot = d;
                 else if (rule->kind == AS_U64)
                         *(uint64_t *)slot = (uint64_t)d;

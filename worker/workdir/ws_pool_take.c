@@ -116,6 +116,7 @@ static struct ws_entry *take_or_wait_locked(struct ws_pool *p, uint64_t disk_mb,
         if (e)
                 return e;
         struct ws_waiter me = { .next = p->waiters, .disk_mb = disk_mb, .files = files };
+        /* cppcheck-suppress autoVariables ; me is unlinked before this function returns */
         p->waiters = &me;
         double wait_ms = p->make_ms > COMING_WAIT_MIN_MS ? p->make_ms : COMING_WAIT_MIN_MS;
         struct timespec until = bc_realtime_after_ms((uint64_t)wait_ms);
