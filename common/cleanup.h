@@ -38,11 +38,11 @@ static inline void bc_fclosep(FILE **f)
 /* Declares a cleanup function `name##p` for pointers freed by `fn`. */
 /* unused: clang warns of a static inline function a .c file defines and
  * never calls. */
-#define BC_DEFINE_CLEANUP(type, fn)                          \
+#define BC_DEFINE_CLEANUP(type, fn)                               \
         __attribute__((unused)) static inline void fn##p(type *p) \
-        {                                                    \
-                if (*p)                                      \
-                        fn(*p);                              \
+        {                                                         \
+                if (*p)                                           \
+                        fn(*p);                                   \
         }
 
 BC_DEFINE_CLEANUP(DIR *, closedir)

@@ -11,7 +11,7 @@ struct dynbuf {
         char *data;
         size_t len;
         size_t alloc;
-        size_t cap;     /* most bytes it may ever hold */
+        size_t cap; /* most bytes it may ever hold */
 };
 
 void dynbuf_init(struct dynbuf *b, size_t cap);
@@ -27,8 +27,7 @@ void dynbuf_reset(struct dynbuf *b);
  * (nothing is appended then). */
 int dynbuf_add(struct dynbuf *b, const void *data, size_t len);
 int dynbuf_addstr(struct dynbuf *b, const char *s);
-int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
+int dynbuf_printf(struct dynbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Hands the contents to the caller (free() them) and empties b. Never NULL
  * unless out of memory. */

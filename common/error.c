@@ -39,8 +39,7 @@ static int errno_return(int errnum)
         return errnum > 0 ? -errnum : -EIO;
 }
 
-int bc_error_setv(struct bc_error *err, enum bc_code code, int errnum,
-                  const char *fmt, va_list ap)
+int bc_error_setv(struct bc_error *err, enum bc_code code, int errnum, const char *fmt, va_list ap)
 {
         if (!err)
                 return errno_return(errnum);
@@ -54,8 +53,7 @@ int bc_error_setv(struct bc_error *err, enum bc_code code, int errnum,
         return errno_return(errnum);
 }
 
-int bc_error_set(struct bc_error *err, enum bc_code code, int errnum,
-                 const char *fmt, ...)
+int bc_error_set(struct bc_error *err, enum bc_code code, int errnum, const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);

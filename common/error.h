@@ -22,7 +22,7 @@ enum bc_code {
         BC_CANCELLED,
         BC_WORKER_LOST,
         BC_NONZERO_EXIT,
-        BC_WORKSPACE_LIMIT,     /* what the job left in its workspace is over a limit */
+        BC_WORKSPACE_LIMIT, /* what the job left in its workspace is over a limit */
         /* Internal codes, never stored on a job. */
         BC_INTERNAL,
         BC_DATABASE,
@@ -35,19 +35,22 @@ enum bc_code {
 
 struct bc_error {
         enum bc_code code;
-        int errnum;     /* positive errno, 0 when none applies */
-        char *message;  /* owned; NULL when no error was set */
+        int errnum;    /* positive errno, 0 when none applies */
+        char *message; /* owned; NULL when no error was set */
 };
 
+/* One line, which clang-format would spread over four. */
+/* clang-format off */
 #define BC_ERROR_INIT { BC_OK, 0, NULL }
+/* clang-format on */
 
 /* Sets err (replacing any earlier error) and returns -errnum, or -EIO when
  * errnum is 0, so callers can write `return bc_error_set(...)`.  err may be
  * NULL: the return value is still right. */
-int bc_error_set(struct bc_error *err, enum bc_code code, int errnum,
-                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-int bc_error_setv(struct bc_error *err, enum bc_code code, int errnum,
-                  const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+int bc_error_set(struct bc_error *err, enum bc_code code, int errnum, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+int bc_error_setv(struct bc_error *err, enum bc_code code, int errnum, const char *fmt, va_list ap)
+        __attribute__((format(printf, 4, 0)));
 
 /* Prepends "context: " to the message already set and returns the same
  * negative value bc_error_set returned. */

@@ -41,8 +41,10 @@ static int mkdir_one(const char *dir, mode_t mode, struct bc_error *err)
         int e = errno;
         struct stat st;
         if (stat(dir, &st) == 0)
-                return S_ISDIR(st.st_mode) ? 0 : bc_error_set(err, BC_IO, ENOTDIR,
-                                                              "%s: exists and is not a directory", dir);
+                return S_ISDIR(st.st_mode)
+                               ? 0
+                               : bc_error_set(err, BC_IO, ENOTDIR,
+                                              "%s: exists and is not a directory", dir);
         return bc_error_set(err, BC_IO, e, "mkdir %s: %s", dir, strerror(e));
 }
 

@@ -43,9 +43,10 @@ static int hex4(struct scan *s, unsigned *ret)
                 if (s->p >= s->end)
                         return fail(s, -EINVAL, "a \\u escape is cut short");
                 unsigned c = *s->p;
-                unsigned d = c >= '0' && c <= '9' ? c - '0'
-                           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                           : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 16;
+                unsigned d = c >= '0' && c <= '9'   ? c - '0'
+                             : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                             : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                    : 16;
                 if (d == 16)
                         return fail(s, -EINVAL, "a \\u escape has a character that is not hex");
                 v = v * 16 + d;
@@ -102,7 +103,7 @@ static int utf8_char(struct scan *s)
 
 static int string(struct scan *s)
 {
-        s->p++;   /* the opening quote */
+        s->p++; /* the opening quote */
         while (s->p < s->end) {
                 unsigned c = *s->p;
                 if (c == '"') {
@@ -125,8 +126,8 @@ static int string(struct scan *s)
                 if (c == 'u') {
                         if (unicode_escape(s) < 0)
                                 return -1;
-                } else if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' &&
-                           c != 'n' && c != 'r' && c != 't') {
+                } else if (c != '"' && c != '\\' && c != '/' && c != 'b' && c != 'f' && c != 'n' &&
+                           c != 'r' && c != 't') {
                         return fail(s, -EINVAL, "an unknown escape inside a string");
                 }
         }
@@ -204,7 +205,8 @@ static int container(struct scan *s, unsigned depth, bool object)
                         s->p++;
                         return 0;
                 }
-                return fail(s, -EINVAL, object ? "a ',' or '}' is missing" : "a ',' or ']' is missing");
+                return fail(s, -EINVAL,
+                            object ? "a ',' or '}' is missing" : "a ',' or ']' is missing");
         }
 }
 
@@ -235,7 +237,8 @@ static int value(struct scan *s, unsigned depth)
 int json_strict_check(const char *text, size_t len, unsigned max_depth, const char **ret_problem)
 {
         struct scan s = { .p = (const unsigned char *)text,
-                          .end = (const unsigned char *)text + len, .max_depth = max_depth };
+                          .end = (const unsigned char *)text + len,
+                          .max_depth = max_depth };
         skip_space(&s);
         if (value(&s, 0) == 0) {
                 skip_space(&s);

@@ -138,13 +138,19 @@ const char *netallow_problem_text(enum netallow_problem p, const struct netallow
                                   char *buf, size_t size)
 {
         switch (p) {
-        case NETALLOW_OK: snprintf(buf, size, "ok"); break;
-        case NETALLOW_SYNTAX:
-                snprintf(buf, size, "must be \"name:port\", \"*.name:port\" or \"a.b.c.d/bits:port\"");
+        case NETALLOW_OK:
+                snprintf(buf, size, "ok");
                 break;
-        case NETALLOW_PORT: snprintf(buf, size, "port must be between 1 and 65535"); break;
+        case NETALLOW_SYNTAX:
+                snprintf(buf, size,
+                         "must be \"name:port\", \"*.name:port\" or \"a.b.c.d/bits:port\"");
+                break;
+        case NETALLOW_PORT:
+                snprintf(buf, size, "port must be between 1 and 65535");
+                break;
         case NETALLOW_HOST_BITS:
-                snprintf(buf, size, "address has bits set past the prefix (the network is %u.%u.%u.%u/%u)",
+                snprintf(buf, size,
+                         "address has bits set past the prefix (the network is %u.%u.%u.%u/%u)",
                          r->addr >> 24, (r->addr >> 16) & 255, (r->addr >> 8) & 255, r->addr & 255,
                          r->prefix);
                 break;
@@ -165,8 +171,7 @@ bool netallow_covers(const struct netallow_rule *cap, const struct netallow_rule
         if (cap->port != r->port || cap->is_cidr != r->is_cidr)
                 return false;
         if (cap->is_cidr)
-                return r->prefix >= cap->prefix &&
-                       (r->addr & mask_of(cap->prefix)) == cap->addr;
+                return r->prefix >= cap->prefix && (r->addr & mask_of(cap->prefix)) == cap->addr;
         if (!cap->wildcard)
                 return !r->wildcard && strcmp(cap->name, r->name) == 0;
         /* "*.x" covers "a.x", "*.x" and "*.a.x". */

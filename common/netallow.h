@@ -28,18 +28,18 @@
 
 struct netallow_rule {
         bool is_cidr;
-        bool wildcard;                       /* "*.name": names under name */
-        char name[NETALLOW_NAME_MAX + 1];    /* name rules, without "*." */
-        uint32_t addr;                       /* CIDR rules, host byte order */
-        unsigned prefix;                     /* 0..32 */
+        bool wildcard;                    /* "*.name": names under name */
+        char name[NETALLOW_NAME_MAX + 1]; /* name rules, without "*." */
+        uint32_t addr;                    /* CIDR rules, host byte order */
+        unsigned prefix;                  /* 0..32 */
         uint16_t port;
 };
 
 enum netallow_problem {
         NETALLOW_OK = 0,
-        NETALLOW_SYNTAX,        /* not name:port, *.name:port or a.b.c.d[/bits]:port */
-        NETALLOW_PORT,          /* port not 1-65535 */
-        NETALLOW_HOST_BITS,     /* bits set past the prefix length */
+        NETALLOW_SYNTAX,    /* not name:port, *.name:port or a.b.c.d[/bits]:port */
+        NETALLOW_PORT,      /* port not 1-65535 */
+        NETALLOW_HOST_BITS, /* bits set past the prefix length */
 };
 
 /* Parses one rule into *r.  On NETALLOW_HOST_BITS, r->addr/prefix hold the

@@ -13,7 +13,10 @@
 /* Every address is compared as 16 bytes: IPv4 as ::ffff:a.b.c.d, so one
  * table covers AF_INET and IPv4-mapped AF_INET6 alike (a socket given
  * ::ffff:127.0.0.1 talks to 127.0.0.1). */
-#define V4(a, b, c, d, len) { { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d }, 96 + (len) }
+#define V4(a, b, c, d, len)                                                          \
+        {                                                                            \
+                { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, a, b, c, d }, 96 + (len) \
+        }
 
 struct special {
         struct netguard_cidr net;
@@ -188,7 +191,7 @@ bool netguard_host_local(const struct sockaddr *sa, socklen_t len)
         close(nl);
         if (n < 0 || !NLMSG_OK(&ans.nh, (size_t)n))
                 return true;
-        if (ans.nh.nlmsg_type == NLMSG_ERROR)  /* no route at all: not ours */
+        if (ans.nh.nlmsg_type == NLMSG_ERROR) /* no route at all: not ours */
                 return ((struct nlmsgerr *)NLMSG_DATA(&ans.nh))->error == 0;
         return ans.nh.nlmsg_type != RTM_NEWROUTE ||
                ((struct rtmsg *)NLMSG_DATA(&ans.nh))->rtm_type == RTN_LOCAL;
@@ -261,7 +264,7 @@ static int parse_cidr(const char *text, struct netguard_cidr *ret)
          * a /32 or for 10.2.0.0/16 than either. */
         struct netguard_cidr masked = c;
         for (unsigned bit = c.prefix; bit < 128; bit++)
-                masked.addr[bit / 8] &= (uint8_t)~(0x80 >> (bit % 8));
+                masked.addr[bit / 8] &= (uint8_t) ~(0x80 >> (bit % 8));
         if (memcmp(masked.addr, c.addr, 16) != 0)
                 return -EINVAL;
         *ret = c;
@@ -274,7 +277,8 @@ int netguard_allow_cidr(struct netguard *g, const char *cidr, struct bc_error *e
         if (!cidr || parse_cidr(cidr, &c) < 0)
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "'%s' is not a CIDR (e.g. 10.2.0.0/16, fd00::/8 or one "
-                                    "address; host bits must be zero)", cidr ? cidr : "");
+                                    "address; host bits must be zero)",
+                                    cidr ? cidr : "");
         if (g->n_allow >= NETGUARD_MAX_CIDRS)
                 return bc_error_set(err, BC_USAGE, E2BIG, "more than %d CIDRs allowed",
                                     NETGUARD_MAX_CIDRS);

@@ -31,13 +31,13 @@
 #define NETGUARD_ADDR_TEXT 64
 
 struct netguard_cidr {
-        uint8_t addr[16];       /* IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d) */
-        unsigned prefix;        /* 0..128, counted on the 16 bytes */
+        uint8_t addr[16]; /* IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d) */
+        unsigned prefix;  /* 0..128, counted on the 16 bytes */
 };
 
 /* Plain data; zero-initialised it refuses every special address. */
 struct netguard {
-        bool allow_all;         /* --allow-private-urls: no check */
+        bool allow_all; /* --allow-private-urls: no check */
         size_t n_allow;
         struct netguard_cidr allow[NETGUARD_MAX_CIDRS];
 };

@@ -37,9 +37,10 @@ void netguard_curl_attach(CURL *c, struct netguard_curl *ctx)
 char *netguard_curl_message(const struct netguard_curl *ctx)
 {
         char *m = NULL;
-        if (asprintf(&m, "refused to connect to %s (%s): boxcar sends no request from a job "
-                         "spec to internal addresses unless the worker runs with "
-                         "--allow-private-urls or --allow-url-cidr",
+        if (asprintf(&m,
+                     "refused to connect to %s (%s): boxcar sends no request from a job "
+                     "spec to internal addresses unless the worker runs with "
+                     "--allow-private-urls or --allow-url-cidr",
                      ctx->addr, ctx->range ? ctx->range : "special-purpose address") < 0)
                 return NULL;
         return m;

@@ -9,9 +9,14 @@ static const struct {
         uint64_t factor;
 } units[] = {
         { "B", 1 },
-        { "KiB", UINT64_C(1) << 10 }, { "MiB", UINT64_C(1) << 20 },
-        { "GiB", UINT64_C(1) << 30 }, { "TiB", UINT64_C(1) << 40 },
-        { "kB", 1000 }, { "MB", 1000000 }, { "GB", 1000000000 }, { "TB", 1000000000000 },
+        { "KiB", UINT64_C(1) << 10 },
+        { "MiB", UINT64_C(1) << 20 },
+        { "GiB", UINT64_C(1) << 30 },
+        { "TiB", UINT64_C(1) << 40 },
+        { "kB", 1000 },
+        { "MB", 1000000 },
+        { "GB", 1000000000 },
+        { "TB", 1000000000000 },
 };
 
 int bc_parse_size(const char *s, uint64_t default_unit, uint64_t max, uint64_t *ret)

@@ -11,9 +11,9 @@
 struct tailbuf {
         char *ring;
         size_t cap;
-        size_t start;     /* index of the oldest kept byte */
-        size_t len;       /* bytes kept, <= cap */
-        uint64_t total;   /* bytes ever written */
+        size_t start;   /* index of the oldest kept byte */
+        size_t len;     /* bytes kept, <= cap */
+        uint64_t total; /* bytes ever written */
 };
 
 /* Returns 0 or -ENOMEM.  cap may be 0 (keeps nothing, still counts). */

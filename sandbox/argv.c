@@ -75,18 +75,19 @@ static int validate(const struct sandbox_opts *o, struct bc_error *err)
         }
         for (size_t i = 0; o->env && o->env[i]; i++)
                 if (!sbx_env_entry_valid(o->env[i]))
-                        return bc_error_set(err, BC_BAD_SPEC, EINVAL,
-                                            "env[%zu]: want K=V", i);
+                        return bc_error_set(err, BC_BAD_SPEC, EINVAL, "env[%zu]: want K=V", i);
         if (o->timeout_s < 0 || !isfinite(o->timeout_s) || o->timeout_s > 1e7)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits.timeout_s: out of range");
         if (o->cpus < 0 || !isfinite(o->cpus) || o->cpus > 4096 || (o->cpus > 0 && o->cpus < 0.01))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits.cpus: out of range");
         if (o->memory_mb > (UINT64_C(1) << 30) || o->disk_mb > (UINT64_C(1) << 30))
-                return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits: memory_mb/disk_mb too large");
+                return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                    "limits: memory_mb/disk_mb too large");
         if (o->pids > (1u << 22))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "limits.pids: too large");
         if (o->image && sbx_check_image(o->image) < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "image: bad path '%s'", o->image);
+                return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "image: bad path '%s'",
+                                    o->image);
         if (o->cgroup_parent && sbx_check_cgroup_parent(o->cgroup_parent) < 0)
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL,
                                     "cgroup parent: want an absolute, normalised path");
@@ -136,9 +137,10 @@ static int build(struct argv_builder *b, const struct sandbox_opts *o, const cha
         if (r >= 0 && o->disk_mb > 0)
                 r = add_fmt(b, "--disk-mb", "%llu", (unsigned long long)o->disk_mb);
         if (r >= 0)
-                r = add_fmt(b, "--network", "%s", o->network == SANDBOX_NET_HOST    ? "host"
-                                                  : o->network == SANDBOX_NET_ALLOW ? "allow"
-                                                                                    : "none");
+                r = add_fmt(b, "--network", "%s",
+                            o->network == SANDBOX_NET_HOST    ? "host"
+                            : o->network == SANDBOX_NET_ALLOW ? "allow"
+                                                              : "none");
         for (size_t i = 0; r >= 0 && i < o->n_net_allow; i++)
                 r = add_fmt(b, "--network-allow", "%s", o->net_allow[i]);
         if (r >= 0 && o->n_net_allow && o->net_private)

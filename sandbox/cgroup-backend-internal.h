@@ -14,9 +14,9 @@
 #include "sandbox/sandbox.h"
 
 struct cg_limits {
-        uint64_t memory_mb;  /* 0: unlimited */
-        uint32_t pids;       /* 0: unlimited; counts the sandbox's init too */
-        double cpus;         /* 0: unlimited */
+        uint64_t memory_mb; /* 0: unlimited */
+        uint32_t pids;      /* 0: unlimited; counts the sandbox's init too */
+        double cpus;        /* 0: unlimited */
 };
 
 struct cg_stats {
@@ -29,10 +29,10 @@ struct cg_stats {
 #define CG_MAX_DIRS 4
 
 struct sbx_cgroup {
-        const struct cg_backend *ops;  /* NULL: no cgroup */
+        const struct cg_backend *ops; /* NULL: no cgroup */
         char *dirs[CG_MAX_DIRS];
         size_t n_dirs;
-        int memory_dir, pids_dir, cpu_dir, cpuacct_dir;  /* index into dirs or -1 */
+        int memory_dir, pids_dir, cpu_dir, cpuacct_dir; /* index into dirs or -1 */
 };
 
 struct cg_backend {

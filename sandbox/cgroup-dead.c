@@ -28,7 +28,8 @@
 static void remove_dir(const char *parent, pid_t pid)
 {
         char path[4096];
-        if (snprintf(path, sizeof(path), "%s/boxcar-sandbox-%d", parent, (int)pid) >= (int)sizeof(path))
+        if (snprintf(path, sizeof(path), "%s/boxcar-sandbox-%d", parent, (int)pid) >=
+            (int)sizeof(path))
                 return;
         for (int tries = 0; tries < 20; tries++) {
                 if (rmdir(path) == 0 || errno != EBUSY)

@@ -36,9 +36,10 @@ static bool cg_path_valid(const char *p)
         if (p[1] == '\0')
                 return true;
         for (const char *s = p; *s; s += strcspn(s, "/")) {
-                s++;  /* past the '/' */
+                s++; /* past the '/' */
                 size_t len = strcspn(s, "/");
-                if (len == 0 || (len == 1 && s[0] == '.') || (len == 2 && s[0] == '.' && s[1] == '.'))
+                if (len == 0 || (len == 1 && s[0] == '.') ||
+                    (len == 2 && s[0] == '.' && s[1] == '.'))
                         return false;
         }
         return true;
@@ -114,8 +115,8 @@ static int enable_controllers(const char *dir, unsigned avail, struct bc_error *
         char buf[512];
         int r = cg_read_file(dir, "cgroup.subtree_control", buf, sizeof(buf));
         if (r < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "read %s/cgroup.subtree_control: %s",
-                                    dir, strerror(-r));
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r,
+                                    "read %s/cgroup.subtree_control: %s", dir, strerror(-r));
         unsigned missing = avail & ~cg_v2_parse_controllers(buf);
         if (!missing)
                 return 0;
@@ -126,12 +127,13 @@ static int enable_controllers(const char *dir, unsigned avail, struct bc_error *
         if (r < 0 && local.errnum == EBUSY) {
                 int n = count_procs(dir);
                 bc_error_clear(&local);
-                return bc_error_set(err, BC_SANDBOX_SETUP, EBUSY,
-                                    "cannot enable '%s' in %s/cgroup.subtree_control: %d other "
-                                    "process(es) still in %s, and cgroup v2 gives no controllers "
-                                    "to the children of a cgroup holding processes (run the worker "
-                                    "alone in its cgroup, e.g. a systemd service with Delegate=yes)",
-                                    buf, dir, n, dir);
+                return bc_error_set(
+                        err, BC_SANDBOX_SETUP, EBUSY,
+                        "cannot enable '%s' in %s/cgroup.subtree_control: %d other "
+                        "process(es) still in %s, and cgroup v2 gives no controllers "
+                        "to the children of a cgroup holding processes (run the worker "
+                        "alone in its cgroup, e.g. a systemd service with Delegate=yes)",
+                        buf, dir, n, dir);
         }
         if (r < 0) {
                 bc_error_move(err, &local);
@@ -181,7 +183,7 @@ int cg_prepare_worker_at(const struct cg_worker_paths *paths, char **ret_parent,
         _cleanup_free_ char *own = NULL;
         r = cg_v2_parse_own(buf, &own);
         if (r == -ENOENT) {
-                *ret_parent = NULL;  /* not in a v2 hierarchy at all */
+                *ret_parent = NULL; /* not in a v2 hierarchy at all */
                 return 0;
         }
         if (r < 0)
@@ -190,7 +192,8 @@ int cg_prepare_worker_at(const struct cg_worker_paths *paths, char **ret_parent,
         _cleanup_free_ char *rel = NULL;
         r = cg_v2_worker_parent(own, &rel);
         if (r < 0)
-                return bc_error_set(err, BC_INTERNAL, -r, "cgroup path '%s': %s", own, strerror(-r));
+                return bc_error_set(err, BC_INTERNAL, -r, "cgroup path '%s': %s", own,
+                                    strerror(-r));
         _cleanup_free_ char *dir = NULL;
         if (asprintf(&dir, "%s%s", paths->root, strcmp(rel, "/") ? rel : "") < 0) {
                 dir = NULL;
@@ -202,7 +205,7 @@ int cg_prepare_worker_at(const struct cg_worker_paths *paths, char **ret_parent,
                                     dir, strerror(-r));
         unsigned avail = cg_v2_parse_controllers(buf);
         if (!avail) {
-                *ret_parent = NULL;  /* nothing delegated to this cgroup */
+                *ret_parent = NULL; /* nothing delegated to this cgroup */
                 return 0;
         }
         /* The leaf first: the controllers can only be enabled in dir once
@@ -220,8 +223,7 @@ int cg_prepare_worker_at(const struct cg_worker_paths *paths, char **ret_parent,
         return 0;
 }
 
-int sandbox_cgroup_prepare_worker(const char *cgroup_root, char **ret_parent,
-                                  struct bc_error *err)
+int sandbox_cgroup_prepare_worker(const char *cgroup_root, char **ret_parent, struct bc_error *err)
 {
         if (!ret_parent)
                 return bc_error_set(err, BC_INTERNAL, EINVAL, "NULL ret_parent");
@@ -234,7 +236,7 @@ int sandbox_cgroup_prepare_worker(const char *cgroup_root, char **ret_parent,
                 root = NULL;
         }
         if (!root) {
-                *ret_parent = NULL;  /* v1 or no cgroups: nothing to delegate */
+                *ret_parent = NULL; /* v1 or no cgroups: nothing to delegate */
                 return 0;
         }
         const struct cg_worker_paths p = { .root = root, .proc_cgroup = "/proc/self/cgroup" };

@@ -61,15 +61,17 @@ int cg_write(const char *dir, const char *file, const char *value, struct bc_err
         }
         _cleanup_fd_ int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "open %s: %s", path, strerror(errno));
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "open %s: %s", path,
+                                    strerror(errno));
         size_t len = strlen(value);
         ssize_t n;
         do
                 n = write(fd, value, len);
         while (n < 0 && errno == EINTR);
         if (n != (ssize_t)len)
-                return bc_error_set(err, BC_SANDBOX_SETUP, n < 0 ? errno : EIO, "write '%s' to %s: %s",
-                                    value, path, n < 0 ? strerror(errno) : "short write");
+                return bc_error_set(err, BC_SANDBOX_SETUP, n < 0 ? errno : EIO,
+                                    "write '%s' to %s: %s", value, path,
+                                    n < 0 ? strerror(errno) : "short write");
         return 0;
 }
 
@@ -250,4 +252,3 @@ int cg_v2_format_enable(unsigned bits, char *buf, size_t size)
         }
         return 0;
 }
-

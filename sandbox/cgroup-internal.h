@@ -67,8 +67,8 @@ int cg_v2_worker_parent(const char *own, char **ret);
 /* Where sandbox_cgroup_prepare_worker looks, so tests can point it at a
  * tree of plain files. */
 struct cg_worker_paths {
-        const char *root;         /* the cgroup2 mount, e.g. /sys/fs/cgroup */
-        const char *proc_cgroup;  /* e.g. /proc/self/cgroup */
+        const char *root;        /* the cgroup2 mount, e.g. /sys/fs/cgroup */
+        const char *proc_cgroup; /* e.g. /proc/self/cgroup */
 };
 /* sandbox_cgroup_prepare_worker's procedure once the host is known to be
  * v2: no statfs, only reads, a mkdir and writes under paths->root. */

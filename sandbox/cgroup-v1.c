@@ -61,7 +61,8 @@ static int make_dirs(struct sbx_cgroup *cg, struct bc_error *err)
                 devs[cg->n_dirs] = st.st_dev;
                 *index_of(cg, i) = (int)cg->n_dirs++;
         }
-        return cg->n_dirs ? 0 : bc_error_set(err, BC_SANDBOX_SETUP, ENOENT, "no cgroup v1 hierarchy");
+        return cg->n_dirs ? 0
+                          : bc_error_set(err, BC_SANDBOX_SETUP, ENOENT, "no cgroup v1 hierarchy");
 }
 
 static int missing(const char *what, struct bc_error *err)
@@ -181,7 +182,7 @@ static int v1_self_attach_fds(struct sbx_cgroup *cg, int *fds, size_t max)
 fail:
         while (n > 0)
                 close(fds[--n]);
-        return 0;  /* the supervisor attaches by pid instead */
+        return 0; /* the supervisor attaches by pid instead */
 }
 
 static void v1_kill_all(struct sbx_cgroup *cg)
@@ -198,7 +199,8 @@ static void v1_stats(struct sbx_cgroup *cg, struct cg_stats *ret)
                 (void)cg_read_key(cg->dirs[cg->memory_dir], "memory.oom_control", "oom_kill",
                                   &ret->oom_kills);
         uint64_t ns;
-        if (cg->cpuacct_dir >= 0 && cg_read_u64(cg->dirs[cg->cpuacct_dir], "cpuacct.usage", &ns) == 0) {
+        if (cg->cpuacct_dir >= 0 &&
+            cg_read_u64(cg->dirs[cg->cpuacct_dir], "cpuacct.usage", &ns) == 0) {
                 ret->cpu_us = ns / 1000;
                 ret->have_cpu = true;
         }

@@ -24,9 +24,10 @@ static int v2_parent(const char *root, const char *given, char **ret, struct bc_
         if (given) {
                 size_t n = strlen(root);
                 if (strncmp(given, root, n) != 0 || (given[n] != '\0' && given[n] != '/'))
-                        return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL,
-                                            "--cgroup-parent %s is not under the cgroup v2 mount %s",
-                                            given, root);
+                        return bc_error_set(
+                                err, BC_SANDBOX_SETUP, EINVAL,
+                                "--cgroup-parent %s is not under the cgroup v2 mount %s", given,
+                                root);
                 *ret = strdup(given);
         } else {
                 _cleanup_free_ char *own = cg_own_path(NULL);
@@ -44,12 +45,12 @@ static int v2_enable(const char *parent, const struct cg_limits *l, struct bc_er
         unsigned need = (l->memory_mb ? CG_CTRL_MEMORY : 0) | (l->pids ? CG_CTRL_PIDS : 0) |
                         (l->cpus > 0 ? CG_CTRL_CPU : 0);
         if (!need)
-                return 0;  /* a warm sandbox's cgroup, made before its limits */
+                return 0; /* a warm sandbox's cgroup, made before its limits */
         char buf[512];
         int r = cg_read_file(parent, "cgroup.subtree_control", buf, sizeof(buf));
         if (r < 0)
-                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "read %s/cgroup.subtree_control: %s",
-                                    parent, strerror(-r));
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r,
+                                    "read %s/cgroup.subtree_control: %s", parent, strerror(-r));
         unsigned missing = need & ~cg_v2_parse_controllers(buf);
         if (!missing)
                 return 0;
@@ -67,9 +68,9 @@ static int v2_enable(const char *parent, const struct cg_limits *l, struct bc_er
                                                  "controllers below a cgroup with processes: "
                                                  "give the helper --cgroup-parent, as the "
                                                  "worker does on a delegated cgroup)"
-                                               : e == ENOENT || e == EINVAL
-                                                         ? " (controller not delegated to it)"
-                                                         : "");
+                                    : e == ENOENT || e == EINVAL
+                                            ? " (controller not delegated to it)"
+                                            : "");
         }
         return 0;
 }

@@ -36,7 +36,10 @@ static int no_cgroup(struct bc_error *err)
 static int create(struct sbx_cgroup *cg, const struct cg_limits *l, const char *parent,
                   bool always, struct bc_error *err)
 {
-        *cg = (struct sbx_cgroup){ .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 };
+        *cg = (struct sbx_cgroup){ .memory_dir = -1,
+                                   .pids_dir = -1,
+                                   .cpu_dir = -1,
+                                   .cpuacct_dir = -1 };
         /* Nothing to limit: the pid namespace bounds the job's lifetime and
          * rusage gives its CPU time; skip the cost of a cgroup. */
         if (!always && !wants_limits(l))

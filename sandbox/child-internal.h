@@ -13,14 +13,14 @@
 struct child_args {
         const struct helper_config *c;
         const struct sbx_seccomp_prog *prog;
-        int sock;          /* our end of the supervisor's socket */
-        int cg_fds[4];     /* "tasks" files to move ourselves into */
+        int sock;      /* our end of the supervisor's socket */
+        int cg_fds[4]; /* "tasks" files to move ourselves into */
         size_t n_cg_fds;
-        int job_sock;      /* warm: the socket the job will come over to the
+        int job_sock;     /* warm: the socket the job will come over to the
                             * job's process; -1 when cold */
-        bool netns_later;  /* cloned without CLONE_NEWNET: the supervisor
+        bool netns_later; /* cloned without CLONE_NEWNET: the supervisor
                             * makes the network namespace meanwhile */
-        bool idmap_later;  /* the idmap namespace comes in a GO after the
+        bool idmap_later; /* the idmap namespace comes in a GO after the
                             * first, while the base root is built */
 };
 

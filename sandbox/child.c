@@ -327,7 +327,7 @@ static void job_wait(int sock, int job_sock)
         size_t n = 0;
         if (sbx_msg_recv_fds(job_sock, &m, fds, ELEMENTSOF(fds), &n) != 1 ||
             m.type != SBX_MSG_JOB || n != ELEMENTSOF(fds))
-                _exit(SBX_EXIT_INTERNAL);  /* the supervisor is gone or confused */
+                _exit(SBX_EXIT_INTERNAL); /* the supervisor is gone or confused */
         close(job_sock);
         struct helper_config jc;
         if (read_job_options(fds[0], &jc, &x) < 0)
@@ -375,8 +375,8 @@ static void warm_child(int sock, int job_sock, struct setup_ctx *x,
                        const struct sbx_seccomp_prog *prog)
 {
         x->step = SBX_STEP_MOUNT;
-        if (rootfs_build_base(x) < 0 ||
-            setup_uts_net(x, x->c->network != SANDBOX_NET_HOST) < 0 || rootfs_pivot(x) < 0)
+        if (rootfs_build_base(x) < 0 || setup_uts_net(x, x->c->network != SANDBOX_NET_HOST) < 0 ||
+            rootfs_pivot(x) < 0)
                 report_and_exit(sock, x);
         pid_t job = lock_down_and_fork(x->c, prog, sock, x);
         if (job == 0)

@@ -87,7 +87,8 @@ static bool v2_enabled(const char *root, const char *ctrl)
         _cleanup_fclose_ FILE *f = fopen(p, "re");
         if (!f || !fgets(line, sizeof(line), f))
                 return false;
-        for (char *save = NULL, *t = strtok_r(line, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
+        for (char *save = NULL, *t = strtok_r(line, " \n", &save); t;
+             t = strtok_r(NULL, " \n", &save))
                 if (strcmp(t, ctrl) == 0)
                         return true;
         return false;
@@ -147,7 +148,8 @@ int sandbox_detect(struct sandbox_caps *ret, struct bc_error *err)
         c.pidfd_open = probe_pidfd_open();
         c.clone3 = probe_clone3();
         c.kvm = probe_kvm();
-        c.workspace_fs = sandbox_workspace_available(c.workspace_fs_why, sizeof(c.workspace_fs_why));
+        c.workspace_fs = sandbox_workspace_available(c.workspace_fs_why,
+                                                     sizeof(c.workspace_fs_why));
         c.artifact_overlay = sandbox_overlay_available(c.artifact_overlay_why,
                                                        sizeof(c.artifact_overlay_why));
         probe_cgroups(&c);
@@ -193,8 +195,9 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                               "backend:          %s%s%s\n",
                               c->kernel, yn(c->running_as_root), yn(c->user_namespaces),
                               c->user_namespaces ? " (unprivileged)" : "", yn(c->seccomp),
-                              yn(c->mount_api), yn(c->pidfd_open), yn(c->clone3), cg[c->cgroup <= SANDBOX_CGROUP_V2 ? c->cgroup : 0],
-                              yn(c->cg_memory), yn(c->cg_pids), yn(c->cg_cpu),
+                              yn(c->mount_api), yn(c->pidfd_open), yn(c->clone3),
+                              cg[c->cgroup <= SANDBOX_CGROUP_V2 ? c->cgroup : 0], yn(c->cg_memory),
+                              yn(c->cg_pids), yn(c->cg_cpu),
                               c->cg_writable ? "per-sandbox cgroups can be created"
                                              : "cannot create cgroups: limits unavailable",
                               yn(c->kvm),
@@ -208,10 +211,9 @@ char *sandbox_caps_format(const struct sandbox_caps *c)
                                       : "extracted into each job's workspace: ",
                               c->artifact_overlay ? "" : c->artifact_overlay_why,
                               yn(c->project_quota), c->project_quota ? "" : ": ",
-                              c->project_quota
-                                      ? " (not used: an image per job bounds blocks and "
-                                        "inodes on any filesystem)"
-                                      : c->project_quota_why,
+                              c->project_quota ? " (not used: an image per job bounds blocks and "
+                                                 "inodes on any filesystem)"
+                                               : c->project_quota_why,
                               c->backend ? c->backend : "none",
                               c->backend_reason && *c->backend_reason ? ": " : "",
                               c->backend_reason ? c->backend_reason : "");

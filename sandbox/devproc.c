@@ -58,19 +58,24 @@ int rootfs_dev(struct setup_ctx *x)
 {
         x->step = SBX_STEP_DEV;
         /* The kernel's fixed numbers (Documentation/admin-guide/devices.txt). */
-        static const struct { const char *name; unsigned major, minor; } nodes[] = {
-                { "null", 1, 3 },    { "zero", 1, 5 },    { "full", 1, 7 },
-                { "random", 1, 8 },  { "urandom", 1, 9 }, { "tty", 5, 0 },
+        static const struct {
+                const char *name;
+                unsigned major, minor;
+        } nodes[] = {
+                { "null", 1, 3 },   { "zero", 1, 5 },    { "full", 1, 7 },
+                { "random", 1, 8 }, { "urandom", 1, 9 }, { "tty", 5, 0 },
         };
         const char *dev = SBX_NEWROOT "/dev";
         int r = sbx_mount_mkdirs(x, "dev");
         if (r < 0)
                 return r;
-        if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+        if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
+                  "mode=0755,size=64k,nr_inodes=64") < 0)
                 return setup_fail(x, errno, "/dev", "mount tmpfs");
         bool can_mknod = true;
         for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
-                r = dev_node(x, nodes[i].name, makedev(nodes[i].major, nodes[i].minor), &can_mknod);
+                r = dev_node(x, nodes[i].name, makedev(nodes[i].major, nodes[i].minor),
+                             &can_mknod);
                 if (r < 0)
                         return r;
         }
@@ -106,8 +111,9 @@ static int proc_readonly(struct setup_ctx *x, const char *name)
         snprintf(p, sizeof(p), "%s/%s", SBX_NEWROOT, rel);
         if (access(p, F_OK) < 0)
                 return 0;
-        return sbx_mount_bind(x, p, rel, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                                 MOUNT_ATTR_NOEXEC);
+        return sbx_mount_bind(x, p, rel,
+                              MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                      MOUNT_ATTR_NOEXEC);
 }
 
 /* Covers a /proc entry: files with /dev/null, directories with an empty
@@ -144,9 +150,10 @@ int rootfs_proc(struct setup_ctx *x)
                 if (r < 0)
                         return r;
         }
-        static const char *const masked[] = { "kcore", "keys", "timer_list", "sched_debug",
-                                              "latency_stats", "kallsyms", "kmsg", "acpi",
-                                              "scsi", "firmware", "interrupts" };
+        static const char *const masked[] = { "kcore",       "keys",          "timer_list",
+                                              "sched_debug", "latency_stats", "kallsyms",
+                                              "kmsg",        "acpi",          "scsi",
+                                              "firmware",    "interrupts" };
         for (size_t i = 0; i < ELEMENTSOF(masked); i++) {
                 r = proc_mask(x, masked[i]);
                 if (r < 0)

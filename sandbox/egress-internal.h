@@ -89,13 +89,13 @@ struct egress_names;
 struct egress_policy {
         const struct netallow_rule *rules;
         size_t n_rules;
-        const struct netguard *guard;     /* allow_all: --network-private */
+        const struct netguard *guard; /* allow_all: --network-private */
         const struct egress_names *names;
 };
 /* A name being resolved and connected by a child process: wait for sock
  * to be readable, then egress_pending_take. */
 struct egress_pending {
-        int sock;  /* -1: none */
+        int sock; /* -1: none */
         pid_t pid;
 };
 #define EGRESS_PENDING (-2)

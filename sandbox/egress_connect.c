@@ -33,7 +33,7 @@
 
 static bool special(uint32_t addr, const char **ret_range)
 {
-        static const struct netguard none;  /* refuses every special address */
+        static const struct netguard none; /* refuses every special address */
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(addr) };
         return !netguard_permits(&none, (struct sockaddr *)&sa, sizeof(sa), ret_range);
 }
@@ -46,7 +46,8 @@ static bool special(uint32_t addr, const char **ret_range)
 static bool names_special_network(const struct netallow_rule *r)
 {
         uint32_t last = r->prefix >= 32 ? r->addr
-                        : r->prefix ? r->addr | (0xffffffffu >> r->prefix) : 0xffffffffu;
+                        : r->prefix     ? r->addr | (0xffffffffu >> r->prefix)
+                                        : 0xffffffffu;
         const char *a = NULL, *b = NULL;
         return special(r->addr, &a) && special(last, &b) && a && b && strcmp(a, b) == 0;
 }
@@ -57,7 +58,7 @@ static bool names_special_network(const struct netallow_rule *r)
 static int addr_allowed(const struct egress_policy *e, uint32_t addr, uint16_t port,
                         const char **ret_range)
 {
-        int r = 0, local = -1;  /* -1: not asked yet */
+        int r = 0, local = -1; /* -1: not asked yet */
         for (size_t i = 0; i < e->n_rules; i++) {
                 const struct netallow_rule *rule = &e->rules[i];
                 if (!netallow_match_addr(rule, addr, port))
@@ -107,7 +108,7 @@ static int connect_to(const struct sockaddr *sa, socklen_t len)
 }
 
 struct refusal {
-        char addr[NETGUARD_ADDR_TEXT];  /* the first address the guard refused */
+        char addr[NETGUARD_ADDR_TEXT]; /* the first address the guard refused */
         const char *range;
 };
 
@@ -136,8 +137,8 @@ static int connect_family(const struct egress_policy *e, const struct addrinfo *
 /* A name: resolved on the host, the first address the guard lets through
  * connected (IPv4 first: the job asked for an IPv4 address).  -1 (refused
  * and recorded) otherwise. */
-static int connect_name(const struct egress_policy *e, const char *name, uint16_t port,
-                        char *why, size_t size)
+static int connect_name(const struct egress_policy *e, const char *name, uint16_t port, char *why,
+                        size_t size)
 {
         char service[8];
         snprintf(service, sizeof(service), "%u", port);
@@ -253,7 +254,8 @@ int egress_open_upstream(const struct egress_policy *e, int in, struct egress_pe
                 if (ok == 0)
                         snprintf(why, size, "%s:%u", text, port);
                 else
-                        snprintf(why, size, "%s:%u (%s)", text, port, range ? range : "special-purpose");
+                        snprintf(why, size, "%s:%u (%s)", text, port,
+                                 range ? range : "special-purpose");
                 return -1;
         }
         return connect_to((struct sockaddr *)&dst, len);

@@ -90,7 +90,7 @@ size_t egress_dns_answer(const struct netallow_rule *rules, size_t n_rules,
                 return 0;
         size_t end = read_qname(q, n, name);
         if (end == 0 || end + 4 > n) {
-                name[0] = '\0';  /* read_qname may have stopped halfway */
+                name[0] = '\0'; /* read_qname may have stopped halfway */
                 return 0;
         }
         uint16_t type = (uint16_t)(q[end] << 8 | q[end + 1]);

@@ -22,33 +22,34 @@
 struct half {
         uint8_t *buf;
         size_t len, off;
-        bool eof;  /* the reading side is done */
+        bool eof; /* the reading side is done */
 };
 
 struct conn {
-        int in, out;     /* the job's side (-1: free slot), the host's side */
-        struct egress_pending pending;  /* a name being resolved: out is -1 */
+        int in, out;                   /* the job's side (-1: free slot), the host's side */
+        struct egress_pending pending; /* a name being resolved: out is -1 */
         bool connecting;
-        struct half up, down;  /* in -> out, out -> in */
+        struct half up, down; /* in -> out, out -> in */
 };
 
 struct sbx_egress {
         struct netallow_rule *rules;
         size_t n_rules;
-        struct netguard guard;  /* zero: special addresses refused */
-        int fds[EGRESS_MAX_FDS];  /* [0] DNS, then the listeners */
+        struct netguard guard;   /* zero: special addresses refused */
+        int fds[EGRESS_MAX_FDS]; /* [0] DNS, then the listeners */
         size_t n_fds;
         struct conn conns[EGRESS_MAX_CONNS];
-        size_t polled[EGRESS_MAX_CONNS];  /* the conns of the last poll, in order */
+        size_t polled[EGRESS_MAX_CONNS]; /* the conns of the last poll, in order */
         size_t n_polled;
         struct egress_names names;
         uint64_t bytes_out, bytes_in, connections, refused;
         char *refused_list[EGRESS_REFUSED_KEPT];
         size_t n_refused_list;
-        bool draining;  /* the job is gone: sbx_egress_drain */
+        bool draining; /* the job is gone: sbx_egress_drain */
 };
 
-static void refuse(struct sbx_egress *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse(struct sbx_egress *e, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
 static void refuse(struct sbx_egress *e, const char *fmt, ...)
 {
         e->refused++;
@@ -135,7 +136,7 @@ void sbx_egress_status(const struct sbx_egress *e, struct sandbox_status *st)
 
 static void on_dns(struct sbx_egress *e)
 {
-        for (int i = 0; i < 64; i++) {  /* a burst, then the others get their turn */
+        for (int i = 0; i < 64; i++) { /* a burst, then the others get their turn */
                 uint8_t q[513], out[EGRESS_DNS_OUT];
                 struct sockaddr_storage peer;
                 socklen_t plen = sizeof(peer);
@@ -182,8 +183,10 @@ static void on_listener(struct sbx_egress *e, int lfd)
                         close(in);
                         continue;
                 }
-                const struct egress_policy pol = { .rules = e->rules, .n_rules = e->n_rules,
-                                                   .guard = &e->guard, .names = &e->names };
+                const struct egress_policy pol = { .rules = e->rules,
+                                                   .n_rules = e->n_rules,
+                                                   .guard = &e->guard,
+                                                   .names = &e->names };
                 char why[NETALLOW_NAME_MAX + 128] = "";
                 struct egress_pending pending = { .sock = -1 };
                 int out = egress_open_upstream(&pol, in, &pending, why, sizeof(why));
@@ -192,13 +195,16 @@ static void on_listener(struct sbx_egress *e, int lfd)
                 if (out < 0 && out != EGRESS_PENDING) {
                         free(up);
                         free(down);
-                        close(in);  /* the job sees its connection closed */
+                        close(in); /* the job sees its connection closed */
                         continue;
                 }
                 if (out >= 0)
                         e->connections++;
-                *k = (struct conn){ .in = in, .out = out < 0 ? -1 : out, .pending = pending,
-                                    .connecting = true, .up = { .buf = up },
+                *k = (struct conn){ .in = in,
+                                    .out = out < 0 ? -1 : out,
+                                    .pending = pending,
+                                    .connecting = true,
+                                    .up = { .buf = up },
                                     .down = { .buf = down } };
         }
 }
@@ -288,7 +294,7 @@ static void on_conn(struct sbx_egress *e, struct conn *k, short rin, short rout)
                 }
                 k->out = fd;
                 e->connections++;
-                return;  /* connecting: polled for POLLOUT next */
+                return; /* connecting: polled for POLLOUT next */
         }
         if (k->connecting) {
                 if (!rout)

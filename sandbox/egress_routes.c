@@ -31,9 +31,12 @@ static int add_local_route(int nl, unsigned ifindex, uint32_t net, unsigned pref
         req.nh.nlmsg_type = RTM_NEWROUTE;
         req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK;
         req.nh.nlmsg_seq = 1;
-        req.rt = (struct rtmsg){ .rtm_family = AF_INET, .rtm_dst_len = (unsigned char)prefix,
-                                 .rtm_table = RT_TABLE_LOCAL, .rtm_protocol = RTPROT_BOOT,
-                                 .rtm_scope = RT_SCOPE_HOST, .rtm_type = RTN_LOCAL };
+        req.rt = (struct rtmsg){ .rtm_family = AF_INET,
+                                 .rtm_dst_len = (unsigned char)prefix,
+                                 .rtm_table = RT_TABLE_LOCAL,
+                                 .rtm_protocol = RTPROT_BOOT,
+                                 .rtm_scope = RT_SCOPE_HOST,
+                                 .rtm_type = RTN_LOCAL };
         uint32_t dst = htonl(net);
         struct rtattr *a = (struct rtattr *)((char *)&req + NLMSG_ALIGN(req.nh.nlmsg_len));
         a->rta_type = RTA_DST;
@@ -67,7 +70,8 @@ static int bound_socket(int type, uint32_t addr, uint16_t port)
                 return -errno;
         int one = 1;
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+        struct sockaddr_in sa = { .sin_family = AF_INET,
+                                  .sin_port = htons(port),
                                   .sin_addr.s_addr = htonl(addr) };
         if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
             (type == SOCK_STREAM && listen(fd, 128) < 0)) {

@@ -27,8 +27,9 @@
  * mount namespace down; directories are bound read-only; symlinks are
  * recreated. */
 static const char *const etc_entries[] = {
-        "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
-        "localtime", "timezone", "nsswitch.conf", "protocols", "services", "os-release",
+        "ld.so.cache",   "ld.so.conf",      "ld.so.conf.d", "alternatives",
+        "ssl",           "ca-certificates", "localtime",    "timezone",
+        "nsswitch.conf", "protocols",       "services",     "os-release",
 };
 
 static int copy_symlink(struct setup_ctx *x, const char *host, const char *rel)
@@ -147,8 +148,7 @@ static int etc_entry(struct setup_ctx *x, const char *name)
  * host's when the job has the host's network. */
 static bool etc_own(const char *name)
 {
-        static const char *const own[] = { "passwd", "group", "hostname", "hosts",
-                                           "resolv.conf" };
+        static const char *const own[] = { "passwd", "group", "hostname", "hosts", "resolv.conf" };
         for (size_t i = 0; i < ELEMENTSOF(own); i++)
                 if (strcmp(name, own[i]) == 0)
                         return true;
@@ -168,7 +168,8 @@ static int etc_image(struct setup_ctx *x)
         int fd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return errno == ENOENT || errno == ELOOP || errno == ENOTDIR
-                               ? 0 : setup_fail(x, errno, src, "open");
+                               ? 0
+                               : setup_fail(x, errno, src, "open");
         _cleanup_(closedirp) DIR *d = fdopendir(fd);
         if (!d) {
                 close(fd);

@@ -59,20 +59,20 @@ struct helper_config {
         const char *scratch;           /* NULL: /tmp and /dev/shm on a tmpfs */
         struct sandbox_bind *ro_binds; /* strings point into argv */
         size_t n_ro_binds;
-        char **env;                    /* NULL-terminated, strings into argv */
+        char **env; /* NULL-terminated, strings into argv */
         size_t n_env;
-        char **argv;                   /* into the helper's argv */
-        double timeout_s;              /* 0: none */
-        uint64_t memory_mb, disk_mb;   /* 0: none */
-        uint32_t pids;                 /* 0: none */
-        double cpus;                   /* 0: none */
+        char **argv;                 /* into the helper's argv */
+        double timeout_s;            /* 0: none */
+        uint64_t memory_mb, disk_mb; /* 0: none */
+        uint32_t pids;               /* 0: none */
+        double cpus;                 /* 0: none */
         enum sandbox_network network;
         struct netallow_rule *net_rules; /* --network-allow (owned) */
         size_t n_net_rules;
-        bool net_private;              /* --network-private */
-        const char *cgroup_parent;     /* v2: --cgroup-parent; NULL: own cgroup */
-        const char *image;             /* --image: the root's source; NULL: the host's */
-        int status_fd;                 /* -1: none */
+        bool net_private;          /* --network-private */
+        const char *cgroup_parent; /* v2: --cgroup-parent; NULL: own cgroup */
+        const char *image;         /* --image: the root's source; NULL: the host's */
+        int status_fd;             /* -1: none */
         const char *hostname;
         uid_t uid;
         gid_t gid;
@@ -85,8 +85,7 @@ struct helper_config {
 
 /* Parses the helper's command line.  Strings in *ret point into argv; the
  * arrays are owned by *ret (helper_config_done).  BC_USAGE errors. */
-int helper_config_parse(int argc, char **argv, struct helper_config *ret,
-                        struct bc_error *err);
+int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct bc_error *err);
 void helper_config_done(struct helper_config *c);
 /* A job's options as the worker sends them to a warm sandbox: argv
  * strings, each NUL-terminated, back to back (argv[0] first).  The config
@@ -135,14 +134,14 @@ void sbx_report(int status_fd, int err_fd, const struct sandbox_status *st);
 /* Messages over the SOCK_SEQPACKET pair between the supervisor (outside)
  * and the sandbox's init/job (inside).  Fixed size: one datagram each. */
 enum sbx_msg_type {
-        SBX_MSG_GO = 1,         /* supervisor -> child: continue */
-        SBX_MSG_READY,          /* child -> supervisor: mounts done (+ fd) */
-        SBX_MSG_SETUP_ERROR,    /* child -> supervisor, then _exit */
-        SBX_MSG_EXEC_ERROR,     /* job -> supervisor, then _exit(126/127) */
-        SBX_MSG_JOB_STATUS,     /* init -> supervisor: the job's wait status */
-        SBX_MSG_WARM,           /* warm supervisor -> worker: ready for a job */
-        SBX_MSG_JOB,            /* worker -> warm supervisor -> child: the job (+ fds) */
-        SBX_MSG_EGRESS,         /* child -> supervisor: the egress sockets (+ fds) */
+        SBX_MSG_GO = 1,      /* supervisor -> child: continue */
+        SBX_MSG_READY,       /* child -> supervisor: mounts done (+ fd) */
+        SBX_MSG_SETUP_ERROR, /* child -> supervisor, then _exit */
+        SBX_MSG_EXEC_ERROR,  /* job -> supervisor, then _exit(126/127) */
+        SBX_MSG_JOB_STATUS,  /* init -> supervisor: the job's wait status */
+        SBX_MSG_WARM,        /* warm supervisor -> worker: ready for a job */
+        SBX_MSG_JOB,         /* worker -> warm supervisor -> child: the job (+ fds) */
+        SBX_MSG_EGRESS,      /* child -> supervisor: the egress sockets (+ fds) */
 };
 
 /* The largest job options blob a warm sandbox takes (argv + env). */
@@ -171,8 +170,7 @@ int sbx_msg_recv_fds(int sock, struct sbx_msg *ret, int *fds, size_t max, size_t
  * a message, 0 on EOF, negative errno on error. */
 int sbx_msg_recv(int sock, struct sbx_msg *ret, int *ret_fd);
 /* Fills a SETUP_ERROR / EXEC_ERROR message. */
-void sbx_msg_error(struct sbx_msg *m, enum sbx_msg_type type, enum sbx_step step,
-                   int errnum, const char *path, const char *fmt, ...)
-        __attribute__((format(printf, 6, 7)));
+void sbx_msg_error(struct sbx_msg *m, enum sbx_msg_type type, enum sbx_step step, int errnum,
+                   const char *path, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 #endif

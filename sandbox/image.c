@@ -35,8 +35,8 @@
  * assembled by rootfs_etc, /var/tmp is a symlink to /tmp; /run and /mnt
  * are kept open for a warm sandbox, whose job's binds (/run/boxcar,
  * volumes) are only known later. */
-static const char *const fixed[] = { "dev", "proc", "sys", "tmp", "workspace", "etc",
-                                     "run", "mnt", "var/tmp" };
+static const char *const fixed[] = { "dev", "proc", "sys", "tmp",    "workspace",
+                                     "etc", "run",  "mnt", "var/tmp" };
 
 enum place { PLACE_IMAGE, PLACE_ON_THE_WAY, PLACE_OURS };
 
@@ -76,8 +76,9 @@ static enum place place_of(const struct helper_config *c, const char *rel)
         size_t n = strlen(rel);
         enum place p = PLACE_IMAGE;
         for (size_t i = 0; i < ELEMENTSOF(fixed) + c->n_ro_binds; i++) {
-                const char *m = i < ELEMENTSOF(fixed) ? fixed[i]
-                                                      : c->ro_binds[i - ELEMENTSOF(fixed)].dest + 1;
+                const char *m = i < ELEMENTSOF(fixed)
+                                        ? fixed[i]
+                                        : c->ro_binds[i - ELEMENTSOF(fixed)].dest + 1;
                 if (strcmp(m, rel) == 0)
                         return PLACE_OURS;
                 if (strncmp(m, rel, n) == 0 && m[n] == '/')
@@ -116,10 +117,12 @@ static int image_entry(struct setup_ctx *x, const char *rel, unsigned depth)
                 /* Kept as an empty directory (what the sandbox puts there
                  * comes later), but for /var/tmp, a symlink to /tmp. */
                 return S_ISDIR(st.st_mode) && strcmp(rel, "var/tmp") != 0
-                               ? sbx_mount_mkdirs(x, rel) : 0;
+                               ? sbx_mount_mkdirs(x, rel)
+                               : 0;
         case PLACE_ON_THE_WAY:
                 if (!S_ISDIR(st.st_mode))
-                        return setup_fail(x, ELOOP, rel, "image: not a directory where a "
+                        return setup_fail(x, ELOOP, rel,
+                                          "image: not a directory where a "
                                           "mount point must go");
                 return image_level(x, rel, depth + 1);
         case PLACE_IMAGE:
@@ -129,7 +132,7 @@ static int image_entry(struct setup_ctx *x, const char *rel, unsigned depth)
                 return recreate_symlink(x, src, rel);
         if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
                 return sbx_mount_bind(x, src, rel, IMAGE_RO_ATTRS);
-        return 0;   /* devices, fifos, sockets: never shown */
+        return 0; /* devices, fifos, sockets: never shown */
 }
 
 /* Makes rel on the root tmpfs and shows the image's entries below it. */

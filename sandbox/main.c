@@ -74,8 +74,9 @@ int main(int argc, char **argv)
                 helper_config_done(&cfg);
                 /* The job's trees are cloned from the host's mount namespace
                  * (open_tree), which takes CAP_SYS_ADMIN there. */
-                return usage_error(argc, argv, "--warm needs root (unprivileged, every sandbox "
-                                               "is made cold)");
+                return usage_error(argc, argv,
+                                   "--warm needs root (unprivileged, every sandbox "
+                                   "is made cold)");
         }
         if (cfg.warm) {
                 int code = sbx_supervise_warm(&cfg);

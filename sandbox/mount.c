@@ -42,7 +42,7 @@ int sbx_mount_mkdirs(struct setup_ctx *x, const char *rel)
         char p[PATH_MAX];
         if (sbx_mount_path(p, sizeof(p), rel) < 0)
                 return setup_fail(x, ENAMETOOLONG, rel, "mkdir");
-        for (char *s = p + strlen(root_prefix) + 1; ; s++) {
+        for (char *s = p + strlen(root_prefix) + 1;; s++) {
                 bool end = *s == '\0';
                 if (*s == '/' || end) {
                         *s = '\0';
@@ -159,8 +159,10 @@ int sbx_mount_set_rw_attrs(struct setup_ctx *x, int fd, const char *src, uint64_
                 a.userns_fd = (uint64_t)idmap_fd;
         }
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
-                return setup_fail(x, errno, src, idmap_fd >= 0 ? "idmapped mount (the filesystem "
-                                  "must support idmapped mounts)" : "mount_setattr");
+                return setup_fail(x, errno, src,
+                                  idmap_fd >= 0 ? "idmapped mount (the filesystem "
+                                                  "must support idmapped mounts)"
+                                                : "mount_setattr");
         return 0;
 }
 

@@ -204,8 +204,8 @@ int sbx_check_dest(const char *dest)
 {
         if (!dest || strlen(dest) >= 256 || !normalised(dest))
                 return -EINVAL;
-        static const char *const reserved[] = { "/proc", "/dev", "/sys", "/workspace",
-                                                "/tmp", "/etc" };
+        static const char *const reserved[] = { "/proc",      "/dev", "/sys",
+                                                "/workspace", "/tmp", "/etc" };
         for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)
                 if (path_under(dest, reserved[i]))
                         return -EINVAL;
@@ -265,7 +265,8 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                     u % mib)
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "%s: bad '%s' (MiB, or a size such as 1GiB that is "
-                                            "a whole number of MiB)", opt, val[0]);
+                                            "a whole number of MiB)",
+                                            opt, val[0]);
                 *(opt[2] == 'm' ? &c->memory_mb : &c->disk_mb) = u / mib;
         } else if (strcmp(opt, "--pids") == 0) {
                 if (sbx_parse_u64(val[0], 1 << 22, &u) < 0 || u == 0)
@@ -282,7 +283,8 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                 else if (strcmp(val[0], "allow") == 0)
                         c->network = SANDBOX_NET_ALLOW;
                 else
-                        return bc_error_set(err, BC_USAGE, EINVAL, "--network: none, host or allow");
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--network: none, host or allow");
         } else if (strcmp(opt, "--network-allow") == 0) {
                 if (c->n_net_rules >= NETALLOW_MAX_RULES)
                         return bc_error_set(err, BC_USAGE, E2BIG, "--network-allow: at most %d",
@@ -290,13 +292,15 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                 if (netallow_parse(val[0], &c->net_rules[c->n_net_rules]) != NETALLOW_OK)
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "--network-allow: bad rule '%s' (name:port, "
-                                            "*.name:port or a.b.c.d/bits:port)", val[0]);
+                                            "*.name:port or a.b.c.d/bits:port)",
+                                            val[0]);
                 c->n_net_rules++;
         } else if (strcmp(opt, "--cgroup-parent") == 0) {
                 if (sbx_check_cgroup_parent(val[0]) < 0)
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "--cgroup-parent: want an absolute, normalised path, "
-                                            "got '%s'", val[0]);
+                                            "got '%s'",
+                                            val[0]);
                 c->cgroup_parent = val[0];
         } else if (strcmp(opt, "--image") == 0) {
                 if (sbx_check_image(val[0]) < 0)
@@ -306,16 +310,19 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                 c->image = val[0];
         } else if (strcmp(opt, "--status-fd") == 0) {
                 if (sbx_parse_u64(val[0], INT_MAX, &u) < 0)
-                        return bc_error_set(err, BC_USAGE, EINVAL, "--status-fd: bad '%s'", val[0]);
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--status-fd: bad '%s'",
+                                            val[0]);
                 c->status_fd = (int)u;
         } else if (strcmp(opt, "--control-fd") == 0) {
                 if (sbx_parse_u64(val[0], INT_MAX, &u) < 0)
-                        return bc_error_set(err, BC_USAGE, EINVAL, "--control-fd: bad '%s'", val[0]);
+                        return bc_error_set(err, BC_USAGE, EINVAL, "--control-fd: bad '%s'",
+                                            val[0]);
                 c->control_fd = (int)u;
         } else if (strcmp(opt, "--hostname") == 0) {
                 size_t n = strlen(val[0]);
-                if (n == 0 || n > 64 || strspn(val[0], "abcdefghijklmnopqrstuvwxyz"
-                                                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n)
+                if (n == 0 || n > 64 ||
+                    strspn(val[0], "abcdefghijklmnopqrstuvwxyz"
+                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--hostname: bad '%s'", val[0]);
                 c->hostname = val[0];
         } else if (strcmp(opt, "--uid") == 0 || strcmp(opt, "--gid") == 0) {
@@ -365,8 +372,9 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
                 const char *opt = argv[i];
                 int n = option_arity(opt);
                 if (n == 0) {
-                        *(strcmp(opt, "--help") == 0 ? &c.help
-                          : strcmp(opt, "--warm") == 0 ? &c.warm : &c.net_private) = true;
+                        *(strcmp(opt, "--help") == 0   ? &c.help
+                          : strcmp(opt, "--warm") == 0 ? &c.warm
+                                                       : &c.net_private) = true;
                         i++;
                         continue;
                 }
@@ -395,7 +403,8 @@ int helper_config_parse(int argc, char **argv, struct helper_config *ret, struct
                 }
         } else if (!c.help) {
                 if (i >= argc - 1) {
-                        r = bc_error_set(err, BC_USAGE, EINVAL, "no command: want -- COMMAND [ARGS...]");
+                        r = bc_error_set(err, BC_USAGE, EINVAL,
+                                         "no command: want -- COMMAND [ARGS...]");
                         goto out;
                 }
                 c.argv = &argv[i + 1];
@@ -451,9 +460,10 @@ int helper_config_read_fd(int fd, char **ret_blob, char ***ret_argv, struct help
         if (!blob)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         ssize_t n = pread(fd, blob, (size_t)st.st_size, 0);
-        int r = n == st.st_size ? helper_config_parse_blob(blob, (size_t)n, ret_argv, ret, err)
-                : bc_error_set(err, BC_USAGE, n < 0 ? errno : EIO, "read job options: %s",
-                               n < 0 ? strerror(errno) : "short read");
+        int r = n == st.st_size
+                        ? helper_config_parse_blob(blob, (size_t)n, ret_argv, ret, err)
+                        : bc_error_set(err, BC_USAGE, n < 0 ? errno : EIO, "read job options: %s",
+                                       n < 0 ? strerror(errno) : "short read");
         if (r < 0) {
                 free(blob);
                 return r;
@@ -467,8 +477,12 @@ bool helper_config_warm_up(void)
         /* Adjacent literals: "\0" "600", not "\0600" (an octal escape). */
         static const char shape[] = "boxcar-sandbox\0--workspace\0/w\0--scratch\0/s\0"
                                     "--ro-bind\0/m\0/meta\0--env\0PATH=/usr/bin:/bin\0"
-                                    "--env\0HOME=/workspace\0--timeout\0" "600\0--memory-mb\0"
-                                    "1024\0--pids\0" "256\0--cpus\0" "1\0--disk-mb\0" "2048\0"
+                                    "--env\0HOME=/workspace\0--timeout\0"
+                                    "600\0--memory-mb\0"
+                                    "1024\0--pids\0"
+                                    "256\0--cpus\0"
+                                    "1\0--disk-mb\0"
+                                    "2048\0"
                                     "--network\0none\0--\0/bin/sh\0-c\0true";
         char blob[sizeof(shape)];
         memcpy(blob, shape, sizeof(shape));

@@ -32,7 +32,7 @@ int sbx_drop_bounding_set(struct bc_error *err)
         for (int cap = 0; cap < 64; cap++) {
                 int in_set = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
                 if (in_set < 0 && errno == EINVAL && cap > 0)
-                        return 0;  /* past the kernel's last one */
+                        return 0; /* past the kernel's last one */
                 if (in_set < 0 || (in_set && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0))
                         return fail(err, "PR_CAPBSET_DROP");
         }

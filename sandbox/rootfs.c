@@ -29,8 +29,8 @@
  * are symlinks into /usr: recreate the symlink instead of binding. */
 static int system_dirs(struct setup_ctx *x)
 {
-        static const char *const dirs[] = { "/usr", "/bin", "/sbin", "/lib", "/lib32",
-                                            "/lib64", "/libx32" };
+        static const char *const dirs[] = { "/usr",   "/bin",   "/sbin",  "/lib",
+                                            "/lib32", "/lib64", "/libx32" };
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 struct stat st;
                 if (lstat(dirs[i], &st) < 0)
@@ -56,12 +56,17 @@ static int system_dirs(struct setup_ctx *x)
 int rootfs_idmap_trees(struct setup_ctx *x, const struct rootfs_trees *t, int idmap_fd)
 {
         x->step = SBX_STEP_WORKSPACE;
-        const struct { int fd; const char *src; } rw[] = {
-                { t->ws, x->c->workspace }, { t->tmp, x->c->scratch }, { t->shm, x->c->scratch },
+        const struct {
+                int fd;
+                const char *src;
+        } rw[] = {
+                { t->ws, x->c->workspace },
+                { t->tmp, x->c->scratch },
+                { t->shm, x->c->scratch },
         };
         for (size_t i = 0; i < ELEMENTSOF(rw); i++) {
-                int r = rw[i].fd < 0 ? 0 : sbx_mount_set_rw_attrs(x, rw[i].fd, rw[i].src, 0,
-                                                                  idmap_fd);
+                int r = rw[i].fd < 0 ? 0
+                                     : sbx_mount_set_rw_attrs(x, rw[i].fd, rw[i].src, 0, idmap_fd);
                 if (r < 0)
                         return r;
         }
@@ -146,15 +151,21 @@ static int scratch(struct setup_ctx *x, const struct rootfs_trees *t)
                 return r;
         char opts[128];
         if (c->disk_mb)
-                snprintf(opts, sizeof(opts), "mode=0755,size=%llum", (unsigned long long)c->disk_mb);
+                snprintf(opts, sizeof(opts), "mode=0755,size=%llum",
+                         (unsigned long long)c->disk_mb);
         else
                 snprintf(opts, sizeof(opts), "mode=0755");
-        char s[64];  /* "/tmp/.scratch" before pivot_root, "/.scratch" after */
+        char s[64]; /* "/tmp/.scratch" before pivot_root, "/.scratch" after */
         sbx_mount_path(s, sizeof(s), ".scratch");
         if (mount("tmpfs", s, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                 return setup_fail(x, errno, "/workspace", "mount tmpfs");
-        static const struct { const char *sub, *dest; mode_t mode; bool is_ws; } parts[] = {
-                { "w", "/workspace", 0755, true }, { "t", "/tmp", 01777, false },
+        static const struct {
+                const char *sub, *dest;
+                mode_t mode;
+                bool is_ws;
+        } parts[] = {
+                { "w", "/workspace", 0755, true },
+                { "t", "/tmp", 01777, false },
                 { "s", "/dev/shm", 01777, false },
         };
         char sp[PATH_MAX];

@@ -21,8 +21,8 @@
 #include "common/error.h"
 
 struct sandbox_bind {
-        const char *src;   /* host path */
-        const char *dest;  /* absolute path inside the sandbox */
+        const char *src;  /* host path */
+        const char *dest; /* absolute path inside the sandbox */
 };
 
 enum sandbox_network {
@@ -35,13 +35,13 @@ enum sandbox_network {
 
 /* Zero for a numeric limit means "not set" (the helper's default applies). */
 struct sandbox_opts {
-        const char *workspace;            /* host dir, bound rw at /workspace (no copy) */
-        const char *scratch;              /* host dir whose tmp/ and shm/ are bound at
+        const char *workspace; /* host dir, bound rw at /workspace (no copy) */
+        const char *scratch;   /* host dir whose tmp/ and shm/ are bound at
                                            * /tmp and /dev/shm; NULL: a tmpfs */
         const struct sandbox_bind *ro_binds;
         size_t n_ro_binds;
-        char *const *env;                 /* "K=V", NULL-terminated; may be NULL */
-        char *const *argv;                /* command, NULL-terminated, non-empty */
+        char *const *env;  /* "K=V", NULL-terminated; may be NULL */
+        char *const *argv; /* command, NULL-terminated, non-empty */
         double timeout_s;
         uint64_t memory_mb;
         uint32_t pids;
@@ -69,8 +69,8 @@ struct sandbox_opts {
  * options (absolute bind destinations, "K=V" env entries, non-empty
  * command, sane numbers) with BC_BAD_SPEC errors naming the field.
  * Free with sandbox_argv_free(). */
-int sandbox_argv_build(const struct sandbox_opts *o, const char *helper_path,
-                       int status_fd, char ***ret_argv, struct bc_error *err);
+int sandbox_argv_build(const struct sandbox_opts *o, const char *helper_path, int status_fd,
+                       char ***ret_argv, struct bc_error *err);
 /* NULL-safe. */
 void sandbox_argv_free(char **argv);
 
@@ -140,11 +140,11 @@ int sandbox_workspace_check_bound(const char *dir, const struct statvfs *sv, uin
  * Start and discard from the thread that lives as long as the pool: the
  * helper dies with that thread (PR_SET_PDEATHSIG). */
 struct sandbox_warm {
-        pid_t pid;                 /* the helper (its process group's leader) */
-        int ctl;                   /* our end of its control socket; -1 after handoff */
+        pid_t pid; /* the helper (its process group's leader) */
+        int ctl;   /* our end of its control socket; -1 after handoff */
         enum sandbox_network network;
         bool ready;
-        struct timespec started;   /* CLOCK_MONOTONIC at the spawn */
+        struct timespec started; /* CLOCK_MONOTONIC at the spawn */
 };
 
 /* The limits a warm sandbox's cgroup takes while it is made and waits (as
@@ -159,10 +159,9 @@ struct sandbox_warm_limits {
 /* image: the root the sandbox is built on (as sandbox_opts.image), NULL
  * for the host's; its jobs must name the same image.  The string is
  * copied.  limits: NULL for none. */
-int sandbox_warm_start(const char *helper, enum sandbox_network network,
-                       const char *cgroup_parent, const char *image,
-                       const struct sandbox_warm_limits *limits, struct sandbox_warm *ret,
-                       struct bc_error *err);
+int sandbox_warm_start(const char *helper, enum sandbox_network network, const char *cgroup_parent,
+                       const char *image, const struct sandbox_warm_limits *limits,
+                       struct sandbox_warm *ret, struct bc_error *err);
 /* Non-blocking: 1 when ready (and still alive), 0 not yet, negative when it
  * failed or died (err says why; discard it). */
 int sandbox_warm_check(struct sandbox_warm *w, struct bc_error *err);
@@ -243,9 +242,9 @@ struct sandbox_status {
         bool setup_failed;
         bool exec_failed;
         int setup_errno;
-        char *setup_step;  /* owned; NULL unless setup_failed */
-        char *setup_path;  /* owned; NULL when no path applies */
-        char *message;     /* owned; NULL when nothing failed */
+        char *setup_step; /* owned; NULL unless setup_failed */
+        char *setup_path; /* owned; NULL when no path applies */
+        char *message;    /* owned; NULL when nothing failed */
         /* SANDBOX_NET_ALLOW: what went through the egress proxy, and the
          * first refused attempts ("name:port" or "address:port", owned). */
         bool has_network;
@@ -292,33 +291,33 @@ int sandbox_overlay_mount(const char *lower, const char *state_dir, const char *
 /* What isolation this host offers, for `boxcar sandbox detect`. */
 struct sandbox_caps {
         bool running_as_root;
-        bool user_namespaces;       /* an unprivileged user namespace can be made */
-        bool seccomp;               /* seccomp filters can be installed */
-        bool mount_api;             /* open_tree/move_mount/mount_setattr (>= 5.12) */
-        bool kvm;                   /* /dev/kvm is usable */
-        bool workspace_fs;          /* per-job workspace filesystems can be made */
-        char workspace_fs_why[128]; /* why not, when not */
-        bool artifact_overlay;      /* an artifact base is an overlay over the cache */
+        bool user_namespaces;           /* an unprivileged user namespace can be made */
+        bool seccomp;                   /* seccomp filters can be installed */
+        bool mount_api;                 /* open_tree/move_mount/mount_setattr (>= 5.12) */
+        bool kvm;                       /* /dev/kvm is usable */
+        bool workspace_fs;              /* per-job workspace filesystems can be made */
+        char workspace_fs_why[128];     /* why not, when not */
+        bool artifact_overlay;          /* an artifact base is an overlay over the cache */
         char artifact_overlay_why[128]; /* why not (then extracted per job) */
-        bool project_quota;         /* ext4 project quotas work here (unused:
+        bool project_quota;             /* ext4 project quotas work here (unused:
                                      * informational, see README); not probed
                                      * by sandbox_detect (it formats and
                                      * mounts an image): the caller fills it */
         char project_quota_why[160];
         enum sandbox_cgroup_version cgroup;
-        bool cg_memory, cg_pids, cg_cpu;  /* controllers the backend can use */
-        bool cg_writable;           /* we may create a per-sandbox cgroup */
-        bool cg_delegate;           /* v2: the worker moves into a leaf of its
+        bool cg_memory, cg_pids, cg_cpu; /* controllers the backend can use */
+        bool cg_writable;                /* we may create a per-sandbox cgroup */
+        bool cg_delegate;                /* v2: the worker moves into a leaf of its
                                      * cgroup and puts jobs next to it */
-        char cg_dir[256];           /* our cgroup directory, when known */
-        bool pidfd_open;            /* >= 5.3: the worker waits on job pidfds */
-        bool clone3;                /* >= 5.3: refused inside sandboxes (ENOSYS) */
-        int cg_kill;                /* v2 >= 5.14: 1 yes, 0 no, -1 cannot tell
+        char cg_dir[256];                /* our cgroup directory, when known */
+        bool pidfd_open;                 /* >= 5.3: the worker waits on job pidfds */
+        bool clone3;                     /* >= 5.3: refused inside sandboxes (ENOSYS) */
+        int cg_kill;                     /* v2 >= 5.14: 1 yes, 0 no, -1 cannot tell
                                      * (we sit in the root cgroup, which has
                                      * no cgroup.kill) */
-        char kernel[64];            /* uname release */
-        const char *backend;        /* static string: "namespace" or "none" */
-        const char *backend_reason; /* static string: why, when not "namespace" */
+        char kernel[64];                 /* uname release */
+        const char *backend;             /* static string: "namespace" or "none" */
+        const char *backend_reason;      /* static string: why, when not "namespace" */
 };
 
 /* Probes the host; never changes it (the userns probe is a short-lived

@@ -29,7 +29,8 @@ int sbx_seccomp_apply(const struct sbx_seccomp_prog *p, struct bc_error *err)
                 if (!p->filters[i].filter || p->filters[i].len == 0)
                         return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "seccomp: no filter");
                 if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->filters[i]) < 0)
-                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "seccomp: %s", strerror(errno));
+                        return bc_error_set(err, BC_SANDBOX_SETUP, errno, "seccomp: %s",
+                                            strerror(errno));
         }
         return 0;
 }

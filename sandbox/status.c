@@ -111,7 +111,7 @@ static int parse_network(const cJSON *n, struct sandbox_status *s)
         if (!s->net_refused_list)
                 return -ENOMEM;
         const cJSON *it;
-        cJSON_ArrayForEach(it, list) {
+        cJSON_ArrayForEach (it, list) {
                 if (!cJSON_IsString(it))
                         return -EINVAL;
                 if (!(s->net_refused_list[s->n_net_refused_list] = strdup(it->valuestring)))
@@ -171,7 +171,8 @@ int sandbox_status_parse(const char *json, size_t len, struct sandbox_status *re
                                     STATUS_MAX);
         _cleanup_(cJSON_Deletep) cJSON *root = cJSON_ParseWithLength(json, len);
         if (!cJSON_IsObject(root))
-                return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "sandbox status: not a JSON object");
+                return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL,
+                                    "sandbox status: not a JSON object");
         struct sandbox_status s = { 0 };
         int r = parse_root(root, &s);
         if (r < 0) {

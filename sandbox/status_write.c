@@ -62,8 +62,9 @@ static void add_error_object(struct dynbuf *b, const char *key, const struct san
 /* "network": what went through the egress proxy (--network allow). */
 static void add_network(struct dynbuf *b, const struct sandbox_status *s)
 {
-        dynbuf_printf(b, ",\"network\":{\"bytes_out\":%llu,\"bytes_in\":%llu,"
-                         "\"connections\":%llu,\"refused\":%llu,\"refused_list\":[",
+        dynbuf_printf(b,
+                      ",\"network\":{\"bytes_out\":%llu,\"bytes_in\":%llu,"
+                      "\"connections\":%llu,\"refused\":%llu,\"refused_list\":[",
                       (unsigned long long)s->net_bytes_out, (unsigned long long)s->net_bytes_in,
                       (unsigned long long)s->net_connections, (unsigned long long)s->net_refused);
         for (size_t i = 0; i < s->n_net_refused_list; i++) {
@@ -78,9 +79,10 @@ char *sbx_status_to_json(const struct sandbox_status *s)
 {
         struct dynbuf b;
         dynbuf_init(&b, 64 * 1024);
-        dynbuf_printf(&b, "{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"oom_killed\":%s,"
-                          "\"cancelled\":%s,\"wall_ms\":%llu,\"cpu_ms\":%llu,\"max_rss_kb\":%llu,"
-                          "\"setup_us\":%llu",
+        dynbuf_printf(&b,
+                      "{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"oom_killed\":%s,"
+                      "\"cancelled\":%s,\"wall_ms\":%llu,\"cpu_ms\":%llu,\"max_rss_kb\":%llu,"
+                      "\"setup_us\":%llu",
                       s->exit_code, s->signal, s->timed_out ? "true" : "false",
                       s->oom_killed ? "true" : "false", s->cancelled ? "true" : "false",
                       (unsigned long long)s->wall_ms, (unsigned long long)s->cpu_ms,
@@ -108,7 +110,7 @@ void sbx_status_write(int fd, const struct sandbox_status *st)
         if (!json)
                 return;
         size_t len = strlen(json);
-        json[len] = '\n';  /* replaces the NUL: one line per object */
+        json[len] = '\n'; /* replaces the NUL: one line per object */
         for (size_t off = 0; off < len + 1;) {
                 ssize_t n = write(fd, json + off, len + 1 - off);
                 if (n < 0 && errno == EINTR)
@@ -129,8 +131,10 @@ void sbx_report(int status_fd, int err_fd, const struct sandbox_status *st)
         else if (st->exec_failed)
                 dprintf(err_fd, "boxcar-sandbox: %s\n", st->message ? st->message : "exec failed");
         else if (st->sandbox_killed)
-                dprintf(err_fd, "boxcar-sandbox: the sandbox's init was killed by signal %d (%s) "
-                        "from outside the sandbox\n", st->signal, strsignal(st->signal));
+                dprintf(err_fd,
+                        "boxcar-sandbox: the sandbox's init was killed by signal %d (%s) "
+                        "from outside the sandbox\n",
+                        st->signal, strsignal(st->signal));
         sbx_status_write(status_fd, st);
         if (status_fd >= 0)
                 close(status_fd);

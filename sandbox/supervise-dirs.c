@@ -80,10 +80,11 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
          * the directory's owner outside) must not be set-id there. */
         struct statvfs sv;
         if (fstatvfs(fd, &sv) < 0 || !(sv.f_flag & ST_NOSUID)) {
-                sbx_sup_fail(s, SBX_STEP_WORKSPACE, EPERM, dir,
-                     "must be on a nosuid mount: a set-id file the job makes there would be "
-                     "set-id on the host (e.g. mount --bind DIR DIR; mount -o "
-                     "remount,bind,nosuid,nodev DIR; the worker mounts each job's nosuid)");
+                sbx_sup_fail(
+                        s, SBX_STEP_WORKSPACE, EPERM, dir,
+                        "must be on a nosuid mount: a set-id file the job makes there would be "
+                        "set-id on the host (e.g. mount --bind DIR DIR; mount -o "
+                        "remount,bind,nosuid,nodev DIR; the worker mounts each job's nosuid)");
                 return -1;
         }
         if (s->c->disk_mb && sandbox_workspace_check_bound(dir, &sv, s->c->disk_mb, &err) < 0) {
@@ -113,7 +114,7 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
                         char p[4096];
                         snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
                         sbx_sup_fail(s, SBX_STEP_WORKSPACE, e, p,
-                             "cannot prepare the scratch directory");
+                                     "cannot prepare the scratch directory");
                         return -1;
                 }
         }
@@ -146,7 +147,7 @@ int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_gr
         const struct stat *own = c->workspace ? &ws : c->scratch ? &sc : NULL;
         if (geteuid() != 0 || !own || (own->st_uid == c->uid && own->st_gid == c->gid)) {
                 if (s->idmap_fd >= 0)
-                        close(s->idmap_fd);  /* made ahead, not needed */
+                        close(s->idmap_fd); /* made ahead, not needed */
                 s->idmap_fd = -1;
                 return 0;
         }

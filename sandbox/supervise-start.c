@@ -50,7 +50,8 @@ static int open_namespaces(struct supervisor *s)
         s->mnt_ns = sbx_sup_open_ns_of(s->child, "mnt", p);
         s->net_ns = s->mnt_ns >= 0 ? sbx_sup_open_ns_of(s->child, "net", p) : -1;
         if (s->net_ns < 0) {
-                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, p, "cannot open the sandbox's namespaces");
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, p,
+                             "cannot open the sandbox's namespaces");
                 sbx_sup_kill(s);
                 return -1;
         }
@@ -97,7 +98,9 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
                 close(s->sock);
                 close(s->sigfd);
                 close(s->timerfd);
-                struct child_args a = { .c = s->c, .prog = &s->seccomp, .sock = *sock_child,
+                struct child_args a = { .c = s->c,
+                                        .prog = &s->seccomp,
+                                        .sock = *sock_child,
                                         .n_cg_fds = s->n_cg_fds,
                                         .job_sock = job_sock_child ? *job_sock_child : -1,
                                         .netns_later = s->netns_later,

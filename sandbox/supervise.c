@@ -79,7 +79,8 @@ static void prepare_behind(struct supervisor *s)
                 }
         }
         struct bc_error err = BC_ERROR_INIT;
-        struct cg_limits l = { .memory_mb = c->memory_mb, .cpus = c->cpus,
+        struct cg_limits l = { .memory_mb = c->memory_mb,
+                               .cpus = c->cpus,
                                .pids = c->pids ? c->pids + 1 : 0 /* + init */ };
         if (sbx_cgroup_create(&s->cg, &l, c->cgroup_parent, &err) < 0) {
                 sbx_sup_fail(s, SBX_STEP_CGROUP, err.errnum, NULL, bc_error_message(&err));

@@ -28,30 +28,30 @@ struct supervisor {
          * the child, until GO hands it over. */
         int job_sock, mnt_ns, net_ns;
         pid_t child;
-        pid_t idmap_child;        /* the idmap namespace's placeholder: killed, not
+        pid_t idmap_child; /* the idmap namespace's placeholder: killed, not
                                    * yet reaped (0: none) */
         bool ready, reaped, sock_eof, job_reported, exec_failed;
         bool timed_out, cancelled;
-        bool warm_built;          /* a warm child reported its base root done */
-        bool netns_later;         /* cold, root, no network: we make the network
+        bool warm_built;   /* a warm child reported its base root done */
+        bool netns_later;  /* cold, root, no network: we make the network
                                    * namespace while the child builds its root */
-        bool idmap_later;         /* cold, root: the same for the idmap namespace */
-        uid_t idmap_owner;        /* whose ids it maps, when made later */
+        bool idmap_later;  /* cold, root: the same for the idmap namespace */
+        uid_t idmap_owner; /* whose ids it maps, when made later */
         gid_t idmap_group;
-        struct sbx_msg failure;   /* SETUP_ERROR or EXEC_ERROR received */
+        struct sbx_msg failure; /* SETUP_ERROR or EXEC_ERROR received */
         bool failed;
         int job_wstatus;
-        int child_wstatus;        /* init's, once reaped */
+        int child_wstatus; /* init's, once reaped */
         uint64_t job_cpu_us, job_rss_kb;
-        uint64_t cpu_base_us;     /* the cgroup's CPU time before the job (warm setup) */
-        struct timespec start;    /* the job's start (GO) */
-        struct timespec got_job;  /* when the supervisor had the job */
+        uint64_t cpu_base_us;      /* the cgroup's CPU time before the job (warm setup) */
+        struct timespec start;     /* the job's start (GO) */
+        struct timespec got_job;   /* when the supervisor had the job */
         struct sbx_egress *egress; /* --network allow: the proxy, once set up */
 };
 
 #define SBX_SUPERVISOR_INIT(cfg)                                                              \
         {                                                                                     \
-                .c = (cfg), .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,          \
+                .c = (cfg), .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,           \
                 .job_sock = -1, .mnt_ns = -1, .net_ns = -1,                                   \
                 .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 }, \
         }

@@ -32,7 +32,7 @@ void sbx_sup_fail(struct supervisor *s, enum sbx_step step, int e, const char *p
                   const char *msg)
 {
         if (s->failed)
-                return;  /* the first failure is the cause */
+                return; /* the first failure is the cause */
         sbx_msg_error(&s->failure, SBX_MSG_SETUP_ERROR, step, e, path, "%s", msg);
         s->failed = true;
 }
@@ -96,7 +96,7 @@ static void hold_mount_ns(struct supervisor *s)
 static void on_ready(struct supervisor *s)
 {
         if (s->failed)
-                return;  /* the cgroup step failed: the child is being killed */
+                return; /* the cgroup step failed: the child is being killed */
         struct sbx_msg go = { .type = SBX_MSG_GO, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
         int fds[ELEMENTSOF(s->cg_fds) + 1];
         size_t n = s->n_cg_fds;
@@ -126,7 +126,7 @@ void sbx_sup_on_message(struct supervisor *s)
         size_t n_fds = 0;
         int r = sbx_msg_recv_fds(s->sock, &m, fds, ELEMENTSOF(fds), &n_fds);
         if (r <= 0) {
-                s->sock_eof = true;  /* EOF, or EAGAIN once drained */
+                s->sock_eof = true; /* EOF, or EAGAIN once drained */
                 return;
         }
         switch (m.type) {
@@ -284,9 +284,11 @@ int sbx_sup_finish(struct supervisor *s, struct sandbox_status *st)
         st->oom_killed = cs.oom_kills > 0;
         st->timed_out = s->timed_out;
         st->cancelled = s->cancelled;
-        st->cpu_ms = cs.have_cpu ? (cs.cpu_us > s->cpu_base_us ? cs.cpu_us - s->cpu_base_us : 0) / 1000
-                                 : s->job_cpu_us / 1000;
-        st->max_rss_kb = (uint64_t)ru.ru_maxrss > s->job_rss_kb ? (uint64_t)ru.ru_maxrss : s->job_rss_kb;
+        st->cpu_ms = cs.have_cpu
+                             ? (cs.cpu_us > s->cpu_base_us ? cs.cpu_us - s->cpu_base_us : 0) / 1000
+                             : s->job_cpu_us / 1000;
+        st->max_rss_kb = (uint64_t)ru.ru_maxrss > s->job_rss_kb ? (uint64_t)ru.ru_maxrss
+                                                                : s->job_rss_kb;
         if (s->egress)
                 sbx_egress_status(s->egress, st);
         if (s->failed) {
@@ -331,10 +333,10 @@ void sbx_sup_done(struct supervisor *s)
         sbx_sup_reap_idmap_child(s, 0);
         sbx_cgroup_destroy(&s->cg);
         sbx_seccomp_prog_done(&s->seccomp);
-        sbx_egress_free(s->egress);  /* the job is over: its connections end */
+        sbx_egress_free(s->egress); /* the job is over: its connections end */
         s->egress = NULL;
-        int *fds[] = { &s->sock, &s->sigfd, &s->timerfd, &s->idmap_fd, &s->job_sock, &s->mnt_ns,
-                       &s->net_ns };
+        int *fds[] = { &s->sock,     &s->sigfd,  &s->timerfd, &s->idmap_fd,
+                       &s->job_sock, &s->mnt_ns, &s->net_ns };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);
@@ -351,6 +353,6 @@ void sbx_sup_set_wall(const struct supervisor *s, struct sandbox_status *ret)
                 return;
         ret->setup_us = (uint64_t)((s->start.tv_sec - s->got_job.tv_sec) * 1000000 +
                                    (s->start.tv_nsec - s->got_job.tv_nsec) / 1000);
-        ret->wall_ms = bc_mono_ms() - ((uint64_t)s->start.tv_sec * 1000u +
-                                   (uint64_t)s->start.tv_nsec / 1000000u);
+        ret->wall_ms = bc_mono_ms() -
+                       ((uint64_t)s->start.tv_sec * 1000u + (uint64_t)s->start.tv_nsec / 1000000u);
 }

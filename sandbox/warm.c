@@ -66,14 +66,14 @@
 
 struct warm {
         struct supervisor s;
-        const struct helper_config *wc;  /* the warm options */
+        const struct helper_config *wc; /* the warm options */
         int ctl;
-        struct helper_config job;        /* the job's options, once received */
+        struct helper_config job; /* the job's options, once received */
         char *blob;
         char **job_argv;
         bool have_job;
         int status_fd;
-        int go_fd;                       /* -1: start at once */
+        int go_fd; /* -1: start at once */
         /* Why there is no cgroup (e.g. an unprivileged helper on v1): not
          * fatal until a job asks for limits, as in the cold path. */
         char cg_error[256];
@@ -87,7 +87,8 @@ struct warm {
 /* The cgroup limits a config asks for (its pids count init too). */
 static struct cg_limits limits_of(const struct helper_config *c)
 {
-        return (struct cg_limits){ .memory_mb = c->memory_mb, .cpus = c->cpus,
+        return (struct cg_limits){ .memory_mb = c->memory_mb,
+                                   .cpus = c->cpus,
                                    .pids = c->pids ? c->pids + 1 : 0 };
 }
 
@@ -144,7 +145,7 @@ static void make_idmap_ahead(struct warm *w)
                 return;
         s->idmap_fd = sbx_sup_make_idmap(s, 0, 0);
         if (s->idmap_fd < 0)
-                s->idmap_fd = -1;  /* made at handoff instead, or the job fails there */
+                s->idmap_fd = -1; /* made at handoff instead, or the job fails there */
 }
 
 /* Waits until the child has built its root (1), or failed or died (0);
@@ -269,12 +270,12 @@ static int check_fits(struct warm *w)
                              "or --cpus)");
                 return -1;
         }
-        const char *what = !net_fits ? "--network"
-                           : j->uid != c->uid || j->gid != c->gid ? "--uid/--gid"
-                           : !same_str(j->hostname, c->hostname) ? "--hostname"
+        const char *what = !net_fits                                       ? "--network"
+                           : j->uid != c->uid || j->gid != c->gid          ? "--uid/--gid"
+                           : !same_str(j->hostname, c->hostname)           ? "--hostname"
                            : !same_str(j->cgroup_parent, c->cgroup_parent) ? "--cgroup-parent"
-                           : !same_str(j->image, c->image) ? "--image"
-                                                            : NULL;
+                           : !same_str(j->image, c->image)                 ? "--image"
+                                                                           : NULL;
         if (!what)
                 return 0;
         char msg[160];
@@ -461,7 +462,8 @@ static int start_job(struct warm *w, const int fds[4])
         clock_gettime(CLOCK_MONOTONIC, &s->start);
         s->ready = true;
         if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send_fds(s->job_sock, &m, fds, 3) < 0) {
-                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "the sandbox's job process is gone");
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL,
+                             "the sandbox's job process is gone");
                 return -1;
         }
         return 0;
@@ -537,8 +539,11 @@ static int run_job(struct warm *w, int fds[4])
 
 int sbx_supervise_warm(const struct helper_config *c)
 {
-        struct warm w = { .s = SBX_SUPERVISOR_INIT(c), .wc = c, .ctl = c->control_fd,
-                          .status_fd = -1, .go_fd = -1 };
+        struct warm w = { .s = SBX_SUPERVISOR_INIT(c),
+                          .wc = c,
+                          .ctl = c->control_fd,
+                          .status_fd = -1,
+                          .go_fd = -1 };
         struct supervisor *s = &w.s;
         int sp[2] = { -1, -1 }, jp[2] = { -1, -1 };
         int code = 0, fds[4];
@@ -568,7 +573,7 @@ int sbx_supervise_warm(const struct helper_config *c)
                         code = run_job(&w, fds);
                 else if (r == 0)
                         code = report_warm_failure(&w);
-                reap(s);  /* dropped before a job: nothing to report */
+                reap(s); /* dropped before a job: nothing to report */
         }
         if (sp[1] >= 0)
                 close(sp[1]);

@@ -21,10 +21,9 @@
 #include "common/io.h"
 #include "sandbox/helper-internal.h"
 
-int sandbox_warm_start(const char *helper, enum sandbox_network network,
-                       const char *cgroup_parent, const char *image,
-                       const struct sandbox_warm_limits *limits, struct sandbox_warm *ret,
-                       struct bc_error *err)
+int sandbox_warm_start(const char *helper, enum sandbox_network network, const char *cgroup_parent,
+                       const char *image, const struct sandbox_warm_limits *limits,
+                       struct sandbox_warm *ret, struct bc_error *err)
 {
         *ret = (struct sandbox_warm){ .pid = -1, .ctl = -1, .network = network };
         int sp[2];
@@ -153,8 +152,8 @@ static int options_memfd(char *const *argv, struct bc_error *err)
         if (fd < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "memfd_create: %m");
         int r = bc_write_all(fd, blob, total);
-        if (r >= 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
-                                                     F_SEAL_SEAL) < 0)
+        if (r >= 0 &&
+            fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
                 r = -errno;
         if (r < 0) {
                 close(fd);
@@ -168,8 +167,9 @@ int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, i
 {
         int r = sandbox_warm_check(w, err);
         if (r <= 0)
-                return r < 0 ? r : bc_error_set(err, BC_SANDBOX_SETUP, EAGAIN,
-                                                "warm sandbox not ready");
+                return r < 0 ? r
+                             : bc_error_set(err, BC_SANDBOX_SETUP, EAGAIN,
+                                            "warm sandbox not ready");
         int opts = options_memfd(argv, err);
         if (opts < 0)
                 return opts;
@@ -199,7 +199,7 @@ int sandbox_warm_handoff(struct sandbox_warm *w, char *const *argv, int out_w, i
 void sandbox_warm_discard(struct sandbox_warm *w)
 {
         if (w->pid > 0)
-                kill(w->pid, SIGTERM);  /* it removes its cgroup, then exits */
+                kill(w->pid, SIGTERM); /* it removes its cgroup, then exits */
         if (w->ctl >= 0)
                 close(w->ctl);
         w->ctl = -1;

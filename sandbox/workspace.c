@@ -108,12 +108,23 @@ static int run_mke2fs(const char *image, uint64_t inodes, bool prjquota, struct 
                                     "workspace filesystem: mke2fs not found (install e2fsprogs)");
         char n[32];
         snprintf(n, sizeof(n), "%llu", (unsigned long long)inodes);
-        char *argv[] = { (char *)mke2fs, "-t", "ext4", "-q", "-F", "-m", "0", "-N", n,
-                         "-O", prjquota ? "^has_journal,quota,project" : "^has_journal",
-                         "-E", prjquota ? "lazy_itable_init=1,nodiscard,root_owner=0:0,"
-                                          "quotatype=prjquota"
-                                        : "lazy_itable_init=1,nodiscard,root_owner=0:0",
-                         (char *)image, NULL };
+        char *argv[] = { (char *)mke2fs,
+                         "-t",
+                         "ext4",
+                         "-q",
+                         "-F",
+                         "-m",
+                         "0",
+                         "-N",
+                         n,
+                         "-O",
+                         prjquota ? "^has_journal,quota,project" : "^has_journal",
+                         "-E",
+                         prjquota ? "lazy_itable_init=1,nodiscard,root_owner=0:0,"
+                                    "quotatype=prjquota"
+                                  : "lazy_itable_init=1,nodiscard,root_owner=0:0",
+                         (char *)image,
+                         NULL };
         int p[2];
         if (pipe2(p, O_CLOEXEC) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "pipe: %m");
@@ -194,8 +205,8 @@ static int attach_loop(int image_fd, int *ret_n, struct bc_error *err)
                 int e = errno;
                 close(fd);
                 if (e != EBUSY)
-                        return bc_error_set(err, BC_SANDBOX_SETUP, e, "LOOP_CONFIGURE /dev/loop%d: %s",
-                                            n, strerror(e));
+                        return bc_error_set(err, BC_SANDBOX_SETUP, e,
+                                            "LOOP_CONFIGURE /dev/loop%d: %s", n, strerror(e));
         }
         return bc_error_set(err, BC_SANDBOX_SETUP, EBUSY, "no free loop device after 16 tries");
 }
@@ -206,7 +217,8 @@ int sandbox_workspace_make(const char *image, const char *mountpoint, uint64_t d
         if (disk_mb == 0 || files == 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL,
                                     "workspace filesystem: disk_mb and files must be set");
-        _cleanup_fd_ int fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_fd_ int fd = open(image, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                   0600);
         if (fd < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", image);
         /* Sparse: only what mke2fs and the job write is allocated. */
@@ -225,7 +237,8 @@ int sandbox_workspace_make(const char *image, const char *mountpoint, uint64_t d
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "mkdir %s: %m", mountpoint);
         /* Closing `loop` after a failed mount detaches it (autoclear); after
          * a mount, the mount holds it until it is unmounted. */
-        if (mount(dev, mountpoint, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME, "errors=remount-ro") < 0)
+        if (mount(dev, mountpoint, "ext4", MS_NOSUID | MS_NODEV | MS_NOATIME,
+                  "errors=remount-ro") < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "mount %s on %s: %m", dev,
                                     mountpoint);
         return 0;
@@ -263,10 +276,11 @@ bool sandbox_workspace_project_quota(char *why, size_t n)
                 else
                         snprintf(msg, sizeof(msg),
                                  "ext4 with prjquota does not mount (%s): the kernel lacks "
-                                 "CONFIG_QUOTA or CONFIG_QFMT_V2", strerror(errno));
+                                 "CONFIG_QUOTA or CONFIG_QFMT_V2",
+                                 strerror(errno));
         }
         if (loop >= 0)
-                close(loop);   /* autoclear */
+                close(loop); /* autoclear */
         if (fd >= 0)
                 close(fd);
         unlink(img);
@@ -291,7 +305,7 @@ int sandbox_workspace_private_mounts(struct bc_error *err)
 int sandbox_workspace_unmount(const char *mountpoint, struct bc_error *err)
 {
         if (umount2(mountpoint, UMOUNT_NOFOLLOW) == 0 || errno == EINVAL || errno == ENOENT)
-                return 0;  /* EINVAL: not a mount point (any more) */
+                return 0; /* EINVAL: not a mount point (any more) */
         /* Busy (a process still has a file open): detach it from the tree;
          * the kernel finishes, and frees the loop device, once unused. */
         if (umount2(mountpoint, MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
@@ -351,7 +365,8 @@ int sandbox_workspace_cleanup(const char *dir, unsigned *ret_n, struct bc_error 
                 }
                 if (failed && pass == 7)
                         return bc_error_set(err, BC_SANDBOX_SETUP, failed,
-                                            "unmount leftovers under %s: %s", dir, strerror(failed));
+                                            "unmount leftovers under %s: %s", dir,
+                                            strerror(failed));
         }
         return 0;
 }

@@ -56,13 +56,16 @@ static char *aws_default_path(const char *env, const char *leaf)
 }
 
 struct key_slot {
-        const char *nested;     /* NULL: top level of the profile */
+        const char *nested; /* NULL: top level of the profile */
         const char *key;
-        size_t offset;          /* of the char * in struct aws_profile */
-        bool credential;        /* also read from the credentials file */
+        size_t offset;   /* of the char * in struct aws_profile */
+        bool credential; /* also read from the credentials file */
 };
 
-#define SLOT(n, k, f, c) { n, k, offsetof(struct aws_profile, f), c }
+#define SLOT(n, k, f, c)                                 \
+        {                                                \
+                n, k, offsetof(struct aws_profile, f), c \
+        }
 static const struct key_slot slots[] = {
         SLOT(NULL, "aws_access_key_id", access_key, true),
         SLOT(NULL, "aws_secret_access_key", secret_key, true),

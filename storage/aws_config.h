@@ -18,17 +18,17 @@
 #include "common/error.h"
 
 struct aws_profile {
-        char *name;                     /* AWS_PROFILE or "default" */
-        bool explicit_name;             /* AWS_PROFILE was set */
-        bool found;                     /* a section for it in either file */
+        char *name;         /* AWS_PROFILE or "default" */
+        bool explicit_name; /* AWS_PROFILE was set */
+        bool found;         /* a section for it in either file */
         char *credentials_path, *config_path;
         /* Credentials: the credentials file wins over the config file. */
         char *access_key, *secret_key, *session_token;
         char *role_arn, *web_identity_token_file, *role_session_name;
         char *region;
-        char *endpoint_url;             /* top-level endpoint_url */
-        char *s3_endpoint_url;          /* s3 = endpoint_url = … */
-        char *s3_addressing_style;      /* s3 = addressing_style = … */
+        char *endpoint_url;        /* top-level endpoint_url */
+        char *s3_endpoint_url;     /* s3 = endpoint_url = … */
+        char *s3_addressing_style; /* s3 = addressing_style = … */
 };
 
 /* Reads both files (a missing file is no error; an unreadable or larger

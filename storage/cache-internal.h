@@ -32,7 +32,7 @@ struct cache_ref {
 struct storage_cache_entry {
         struct cache_ref *ref;
         bool downloaded;
-        uint64_t downloaded_bytes;      /* compressed, as fetched */
+        uint64_t downloaded_bytes; /* compressed, as fetched */
 };
 
 struct inflight {
@@ -43,14 +43,14 @@ struct inflight {
 struct storage_cache {
         char *dir;
         int dirfd;
-        int vfd;                /* v/ */
-        int tmpfd;              /* tmp/ */
+        int vfd;   /* v/ */
+        int tmpfd; /* tmp/ */
         int lock_fd;
         uint64_t max_bytes;
         const struct storage_config *cfg;
         const struct storage_limits *limits;
-        uint64_t min_free;      /* of the filesystem, kept by downloads */
-        bool owned;             /* entries keep their modes, owned by uid:gid */
+        uint64_t min_free; /* of the filesystem, kept by downloads */
+        bool owned;        /* entries keep their modes, owned by uid:gid */
         uid_t uid;
         gid_t gid;
         pthread_mutex_t mu;

@@ -75,7 +75,8 @@ static void remove_stale_tmp(struct storage_cache *c)
         struct dirent *de;
         while ((de = readdir(d))) {
                 struct stat st;
-                if (de->d_name[0] == '.' || fstatat(c->tmpfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                if (de->d_name[0] == '.' ||
+                    fstatat(c->tmpfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
                 if (now - st.st_mtime > STALE_TMP_S || strncmp(de->d_name, "evict-", 6) == 0)
                         (void)fs_rm_rf_at(c->tmpfd, de->d_name);
@@ -137,8 +138,14 @@ int storage_cache_new(const char *dir, uint64_t max_bytes, const struct storage_
         c->tmpfd = open_subdir(c->dirfd, "tmp");
         c->lock_fd = openat(c->dirfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (c->vfd < 0 || c->tmpfd < 0 || c->lock_fd < 0)
-                return bc_error_set(err, BC_IO, c->vfd < 0 ? -c->vfd : c->tmpfd < 0 ? -c->tmpfd : errno,
-                                    "cache: set up %s: %s", dir, strerror(c->vfd < 0 ? -c->vfd : c->tmpfd < 0 ? -c->tmpfd : errno));
+                return bc_error_set(err, BC_IO,
+                                    c->vfd < 0     ? -c->vfd
+                                    : c->tmpfd < 0 ? -c->tmpfd
+                                                   : errno,
+                                    "cache: set up %s: %s", dir,
+                                    strerror(c->vfd < 0     ? -c->vfd
+                                             : c->tmpfd < 0 ? -c->tmpfd
+                                                            : errno));
         cache_global_lock(c);
         remove_stale_tmp(c);
         cache_global_unlock(c);
@@ -298,9 +305,11 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                 r = storage_fetch_extract(c->cfg, url, sha, tmppath, &l, guard, &res, err);
         }
         if (r == 0) {
-                _cleanup_fd_ int fd = open(tmppath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                r = fd < 0 ? -errno : c->owned ? fs_chown_tree(fd, c->uid, c->gid)
-                                               : fs_make_readonly(fd);
+                _cleanup_fd_ int fd = open(tmppath,
+                                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r = fd < 0     ? -errno
+                    : c->owned ? fs_chown_tree(fd, c->uid, c->gid)
+                               : fs_make_readonly(fd);
                 if (r < 0) {
                         bc_error_set(err, BC_IO, -r, "cache: %s %s: %s",
                                      c->owned ? "give away" : "make read-only", tmppath,
@@ -320,9 +329,11 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                         r = insert(c, tmpname, res.sha256, res.bytes, res.entries);
                         ref = r == 0 ? take_ref(c, res.sha256) : NULL;
                         if (r < 0)
-                                bc_error_set(err, BC_IO, -r, "cache: insert %s: %s", res.sha256, strerror(-r));
+                                bc_error_set(err, BC_IO, -r, "cache: insert %s: %s", res.sha256,
+                                             strerror(-r));
                         else if (!ref)
-                                r = bc_error_set(err, BC_IO, EIO, "cache: entry %s vanished", res.sha256);
+                                r = bc_error_set(err, BC_IO, EIO, "cache: entry %s vanished",
+                                                 res.sha256);
                 }
                 /* Evict only once our reference exists, so the fresh
                  * entry is never the victim. */
@@ -363,7 +374,7 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
                 release_ref(c, have);
         pthread_mutex_unlock(&c->mu);
         if (have)
-                return 0;   /* already there (the job changed nothing, say) */
+                return 0; /* already there (the job changed nothing, say) */
         if (!cache_free_above(c, upper_bytes(upper)))
                 return -ENOSPC;
         unsigned char rnd[8];
@@ -390,7 +401,7 @@ int storage_cache_promote(struct storage_cache *c, const struct storage_cache_en
                 pthread_mutex_unlock(&c->mu);
         }
         cache_drop_tmp(c, tmpname, trash, ntrash);
-        return r == -ENOTEMPTY || r == -EEXIST ? 0 : r;  /* another made it meanwhile */
+        return r == -ENOTEMPTY || r == -EEXIST ? 0 : r; /* another made it meanwhile */
 }
 
 int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
@@ -428,7 +439,8 @@ int storage_cache_acquire(struct storage_cache *c, const char *url, const char *
                 }
                 pthread_mutex_unlock(&c->mu);
                 if (!url)
-                        return bc_error_set(err, BC_NOT_FOUND, ENOENT, "cache: %s not cached", sha256);
+                        return bc_error_set(err, BC_NOT_FOUND, ENOENT, "cache: %s not cached",
+                                            sha256);
                 if (!f)
                         return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
         }

@@ -51,7 +51,8 @@ static int scan(struct storage_cache *c, struct victim **ret, size_t *ret_n, uin
         struct dirent *de;
         while ((de = readdir(d))) {
                 size_t len = strlen(de->d_name);
-                if (len != STORAGE_SHA256_HEX_LEN + 5 || strcmp(de->d_name + STORAGE_SHA256_HEX_LEN, ".size") != 0)
+                if (len != STORAGE_SHA256_HEX_LEN + 5 ||
+                    strcmp(de->d_name + STORAGE_SHA256_HEX_LEN, ".size") != 0)
                         continue;
                 if (n == alloc) {
                         alloc = alloc ? 2 * alloc : 64;
@@ -64,7 +65,8 @@ static int scan(struct storage_cache *c, struct victim **ret, size_t *ret_n, uin
                 memcpy(x->sha, de->d_name, STORAGE_SHA256_HEX_LEN);
                 x->sha[STORAGE_SHA256_HEX_LEN] = '\0';
                 char buf[32] = "";
-                _cleanup_fd_ int fd = openat(c->vfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_fd_ int fd = openat(c->vfd, de->d_name,
+                                             O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
                 ssize_t k = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
                 buf[k > 0 ? k : 0] = '\0';
                 char *end = NULL;
@@ -74,7 +76,8 @@ static int scan(struct storage_cache *c, struct victim **ret, size_t *ret_n, uin
                 char lock[80];
                 snprintf(lock, sizeof(lock), "%s.lock", x->sha);
                 struct stat st;
-                x->used = fstatat(c->vfd, lock, &st, 0) == 0 ? st.st_mtim : (struct timespec){ 0, 0 };
+                x->used = fstatat(c->vfd, lock, &st, 0) == 0 ? st.st_mtim
+                                                             : (struct timespec){ 0, 0 };
                 total += x->size;
                 n++;
         }
@@ -119,12 +122,14 @@ static uint64_t evict(struct storage_cache *c, uint64_t more, char ***ret_trash,
                 char lock[80], size[80], dst[128];
                 snprintf(lock, sizeof(lock), "%s.lock", v[i].sha);
                 snprintf(size, sizeof(size), "%s.size", v[i].sha);
-                _cleanup_fd_ int fd = openat(c->vfd, lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+                _cleanup_fd_ int fd = openat(c->vfd, lock,
+                                             O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
                 if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0)
                         continue; /* another process uses it */
                 unsigned char rnd[8];
                 RAND_bytes(rnd, sizeof(rnd));
-                snprintf(dst, sizeof(dst), "evict-%.16s-%02x%02x%02x%02x", v[i].sha, rnd[0], rnd[1], rnd[2], rnd[3]);
+                snprintf(dst, sizeof(dst), "evict-%.16s-%02x%02x%02x%02x", v[i].sha, rnd[0],
+                         rnd[1], rnd[2], rnd[3]);
                 if (renameat(c->vfd, v[i].sha, c->tmpfd, dst) < 0 && errno != ENOENT)
                         continue;
                 unlinkat(c->vfd, size, 0);
@@ -151,7 +156,7 @@ void cache_empty_trash(struct storage_cache *c, char **trash, size_t n)
 /* After an insert (mutex held): back within the budget, with the other
  * workers sharing the directory (global lock). */
 uint64_t cache_evict_shared(struct storage_cache *c, uint64_t more, char ***ret_trash,
-                             size_t *ret_ntrash)
+                            size_t *ret_ntrash)
 {
         cache_global_lock(c);
         uint64_t gone = evict(c, more, ret_trash, ret_ntrash);

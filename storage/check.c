@@ -41,7 +41,10 @@ int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 1
         if (r < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
 
-        struct s3_call call = { .cfg = cfg, .method = "GET", .target = &t, .query = query,
+        struct s3_call call = { .cfg = cfg,
+                                .method = "GET",
+                                .target = &t,
+                                .query = query,
                                 .n_query = ELEMENTSOF(query),
                                 .payload_sha256 = SIGV4_EMPTY_SHA256 };
         _cleanup_(curl_slist_free_allp) struct curl_slist *h = NULL;
@@ -65,13 +68,15 @@ int storage_check_bucket(const struct storage_config *cfg, char ret_why[static 1
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_body_head_cb);
         curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
         /* A probe, not a transfer: it must not hold up a worker's stop. */
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, p.connect_timeout_s < 5 ? (long)p.connect_timeout_s : 5L);
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT,
+                         p.connect_timeout_s < 5 ? (long)p.connect_timeout_s : 5L);
         curl_easy_setopt(c, CURLOPT_TIMEOUT, 10L);
         CURLcode cc = curl_easy_perform(c);
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
         if (cc != CURLE_OK) {
-                snprintf(ret_why, 160, "unreachable: %.120s", *errbuf ? errbuf : curl_easy_strerror(cc));
+                snprintf(ret_why, 160, "unreachable: %.120s",
+                         *errbuf ? errbuf : curl_easy_strerror(cc));
                 return bc_error_set(err, BC_FETCH_FAILED, EHOSTUNREACH, "bucket %s at %s: %s",
                                     cfg->bucket, t.url, ret_why);
         }

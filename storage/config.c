@@ -54,8 +54,8 @@ static int check_endpoint(const char *ep, const char *from, struct bc_error *err
         else if (strncmp(ep, "https://", 8) == 0)
                 rest = ep + 8;
         else
-                return bc_error_set(err, BC_CONFIG, EINVAL, "%s must start with http:// or https://",
-                                    from);
+                return bc_error_set(err, BC_CONFIG, EINVAL,
+                                    "%s must start with http:// or https://", from);
         size_t n = strcspn(rest, "/?#@");
         if (n == 0 || (rest[n] && strcmp(rest + n, "/") != 0))
                 return bc_error_set(err, BC_CONFIG, EINVAL,
@@ -69,9 +69,11 @@ static int check_bucket(const char *b, struct bc_error *err)
 {
         size_t n = strlen(b);
         if (n < 3 || n > 63)
-                return bc_error_set(err, BC_CONFIG, EINVAL, "BOXCAR_S3_BUCKET must be 3..63 characters");
+                return bc_error_set(err, BC_CONFIG, EINVAL,
+                                    "BOXCAR_S3_BUCKET must be 3..63 characters");
         for (const char *p = b; *p; p++)
-                if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '.' || *p == '-'))
+                if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '.' ||
+                      *p == '-'))
                         return bc_error_set(err, BC_CONFIG, EINVAL,
                                             "BOXCAR_S3_BUCKET may contain only a-z 0-9 . -");
         return 0;
@@ -207,8 +209,7 @@ int s3_credentials(const struct storage_config *cfg, struct aws_creds *ret, stru
         return 0;
 }
 
-int storage_credentials_key_id(const struct storage_config *cfg, char **ret,
-                               struct bc_error *err)
+int storage_credentials_key_id(const struct storage_config *cfg, char **ret, struct bc_error *err)
 {
         _cleanup_(aws_creds_donep) struct aws_creds c = { 0 };
         int r = s3_credentials(cfg, &c, err);
@@ -236,7 +237,8 @@ int storage_object_key(const struct storage_config *cfg, const char *sha256, cha
                 return bc_error_set(err, BC_USAGE, EINVAL, "object key: malformed sha256");
         const char *prefix = cfg && cfg->prefix ? cfg->prefix : "";
         char *k = NULL;
-        if (asprintf(&k, "%s%ssha256/%.2s/%s.tar.gz", prefix, *prefix ? "/" : "", sha256, sha256) < 0)
+        if (asprintf(&k, "%s%ssha256/%.2s/%s.tar.gz", prefix, *prefix ? "/" : "", sha256, sha256) <
+            0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         *ret = k;
         return 0;
@@ -256,9 +258,11 @@ void storage_limits_default(struct storage_limits *ret)
 int storage_limits_validate(const struct storage_limits *l, struct bc_error *err)
 {
         if (!l->max_bytes || !l->max_entries || !l->max_download)
-                return bc_error_set(err, BC_USAGE, EINVAL, "limits: max_bytes, max_entries and max_download must be > 0");
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "limits: max_bytes, max_entries and max_download must be > 0");
         if (l->max_ratio && l->ratio_floor > l->max_bytes)
-                return bc_error_set(err, BC_USAGE, EINVAL, "limits: ratio_floor exceeds max_bytes");
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "limits: ratio_floor exceeds max_bytes");
         return 0;
 }
 
@@ -332,7 +336,8 @@ int s3_target_init(const struct storage_config *cfg, const char *key, struct s3_
                    struct bc_error *err)
 {
         if (!key || !*key || strlen(key) > S3_MAX_KEY)
-                return bc_error_set(err, BC_USAGE, EINVAL, "object key empty or longer than %d bytes", S3_MAX_KEY);
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "object key empty or longer than %d bytes", S3_MAX_KEY);
         return target_init(cfg, key, ret, err);
 }
 
@@ -398,8 +403,8 @@ int s3_presign_at(const struct storage_config *cfg, enum storage_method method, 
         return 0;
 }
 
-int storage_presign(const struct storage_config *cfg, enum storage_method method,
-                    const char *key, long expires_s, char **ret, struct bc_error *err)
+int storage_presign(const struct storage_config *cfg, enum storage_method method, const char *key,
+                    long expires_s, char **ret, struct bc_error *err)
 {
         return s3_presign_at(cfg, method, key, NULL, 0, time(NULL), expires_s, ret, err);
 }

@@ -13,10 +13,10 @@
 #define CREDS_BODY_MAX (64 * 1024)
 
 struct creds_http_request {
-        const char *method;             /* "GET", "PUT", "POST" */
+        const char *method; /* "GET", "PUT", "POST" */
         const char *url;
-        const char *const *headers;     /* "Name: value", NULL-terminated; may be NULL */
-        const char *body;               /* POST/PUT body, may be NULL */
+        const char *const *headers; /* "Name: value", NULL-terminated; may be NULL */
+        const char *body;           /* POST/PUT body, may be NULL */
         long connect_timeout_ms;
         long timeout_ms;
 };
@@ -42,17 +42,17 @@ char *creds_xml_text(const char *xml, const char *tag);
 
 struct web_identity {
         const char *role_arn;
-        const char *token_file;         /* read again at every fetch: it rotates */
-        const char *session_name;       /* NULL: "boxcar-<time>" */
-        const char *sts_endpoint;       /* scheme://host[:port], no path */
+        const char *token_file;   /* read again at every fetch: it rotates */
+        const char *session_name; /* NULL: "boxcar-<time>" */
+        const char *sts_endpoint; /* scheme://host[:port], no path */
 };
 int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret,
                              struct bc_error *err);
 
 struct container_source {
         const char *url;
-        const char *auth_token;         /* may be NULL */
-        const char *auth_token_file;    /* read at every fetch; wins over auth_token */
+        const char *auth_token;      /* may be NULL */
+        const char *auth_token_file; /* read at every fetch; wins over auth_token */
 };
 /* Checks the URL the way the SDKs do (https, or http to a loopback or the
  * ECS/EKS link-local address), BC_CONFIG otherwise. */

@@ -26,7 +26,7 @@ struct creds_provider {
         char *url, *auth_token, *auth_token_file;
         char *imds_endpoint;
 
-        pthread_mutex_t lock;           /* guards what follows */
+        pthread_mutex_t lock; /* guards what follows */
         struct aws_creds cur;
         bool have;
         time_t next_try;
@@ -103,11 +103,11 @@ static int pick_files(struct creds_provider *p, const struct aws_profile *prof,
         if (!prof->access_key && !prof->secret_key)
                 return 0;
         if (!prof->access_key || !prof->secret_key)
-                return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "profile %s (%s, %s) has %s but not %s", prof->name,
-                                    prof->credentials_path, prof->config_path,
-                                    prof->access_key ? "aws_access_key_id" : "aws_secret_access_key",
-                                    prof->access_key ? "aws_secret_access_key" : "aws_access_key_id");
+                return bc_error_set(
+                        err, BC_CONFIG, EINVAL, "profile %s (%s, %s) has %s but not %s",
+                        prof->name, prof->credentials_path, prof->config_path,
+                        prof->access_key ? "aws_access_key_id" : "aws_secret_access_key",
+                        prof->access_key ? "aws_secret_access_key" : "aws_access_key_id");
         snprintf(p->source, sizeof(p->source), "shared files (profile %.64s)", prof->name);
         return set_fixed(p, prof->access_key, prof->secret_key, prof->session_token);
 }
@@ -285,9 +285,10 @@ int creds_provider_get(struct creds_provider *p, struct aws_creds *ret, struct b
                         /* IMDS is the last source, taken only when
                          * nothing else was configured. */
                         int r = p->kind == CREDS_IMDS
-                                        ? bc_error_prefix(&e, "no AWS credentials found: tried env, "
-                                                              "shared files, web identity, "
-                                                              "container, IMDS")
+                                        ? bc_error_prefix(&e,
+                                                          "no AWS credentials found: tried env, "
+                                                          "shared files, web identity, "
+                                                          "container, IMDS")
                                         : bc_error_prefix(&e, "AWS credentials: %s", p->source);
                         if (e.code != BC_INTERNAL)
                                 e.code = BC_FETCH_FAILED;

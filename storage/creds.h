@@ -26,13 +26,13 @@
 #include "common/error.h"
 #include "storage/aws_config.h"
 
-#define CREDS_REFRESH_S 300     /* refresh 5 min before expiry (the SDKs' window) */
+#define CREDS_REFRESH_S 300 /* refresh 5 min before expiry (the SDKs' window) */
 
 struct aws_creds {
         char *access_key;
         char *secret_key;
-        char *session_token;    /* NULL when none */
-        time_t expires;         /* 0: never */
+        char *session_token; /* NULL when none */
+        time_t expires;      /* 0: never */
 };
 
 /* Wipes and frees the strings; c itself is the caller's.  NULL-safe. */

@@ -21,8 +21,9 @@ int creds_container_check_url(const char *url, struct bc_error *err)
         if (strncmp(url, "https://", 8) == 0)
                 return 0;
         if (strncmp(url, "http://", 7) != 0)
-                return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "AWS_CONTAINER_CREDENTIALS_FULL_URI must be http:// or https://");
+                return bc_error_set(
+                        err, BC_CONFIG, EINVAL,
+                        "AWS_CONTAINER_CREDENTIALS_FULL_URI must be http:// or https://");
         const char *h = url + 7;
         char host[64];
         size_t n;
@@ -48,9 +49,11 @@ int creds_container_check_url(const char *url, struct bc_error *err)
                 ok = IN6_IS_ADDR_LOOPBACK(&a6) || memcmp(&a6, &eks, sizeof(eks)) == 0;
         }
         if (!ok)
-                return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "AWS_CONTAINER_CREDENTIALS_FULL_URI: plain http is allowed only to "
-                                    "a loopback address, 169.254.170.2 or 169.254.170.23, not %s", host);
+                return bc_error_set(
+                        err, BC_CONFIG, EINVAL,
+                        "AWS_CONTAINER_CREDENTIALS_FULL_URI: plain http is allowed only to "
+                        "a loopback address, 169.254.170.2 or 169.254.170.23, not %s",
+                        host);
         return 0;
 }
 
@@ -66,7 +69,8 @@ static int read_token(const struct container_source *c, char **ret, struct bc_er
                 return 0;
         }
         *ret = c->auth_token ? strdup(c->auth_token) : NULL;
-        return c->auth_token && !*ret ? bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory") : 0;
+        return c->auth_token && !*ret ? bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory")
+                                      : 0;
 }
 
 int creds_container_fetch(const struct container_source *c, struct aws_creds *ret,
@@ -86,8 +90,11 @@ int creds_container_fetch(const struct container_source *c, struct aws_creds *re
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         const char *headers[] = { "Accept: application/json", auth, NULL };
         struct creds_http_request req = {
-                .method = "GET", .url = c->url, .headers = headers,
-                .connect_timeout_ms = 2000, .timeout_ms = 5000,
+                .method = "GET",
+                .url = c->url,
+                .headers = headers,
+                .connect_timeout_ms = 2000,
+                .timeout_ms = 5000,
         };
         long status = 0;
         _cleanup_(aws_secret_freep) char *body = NULL;

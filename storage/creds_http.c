@@ -55,8 +55,8 @@ int creds_http(const struct creds_http_request *req, long *ret_status, char **re
                 _cleanup_free_ char *where = http_redact(req->url);
                 return bc_error_set(err, BC_FETCH_FAILED, EIO, "%s %s: %s", req->method, where,
                                     cc == CURLE_WRITE_ERROR ? "response larger than 64 KiB"
-                                    : *errbuf              ? errbuf
-                                                           : curl_easy_strerror(cc));
+                                    : *errbuf               ? errbuf
+                                                            : curl_easy_strerror(cc));
         }
         long status = 0;
         curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);

@@ -21,8 +21,11 @@ static int imds_call(const char *endpoint, const char *method, const char *path,
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         const char *headers[] = { header, NULL };
         struct creds_http_request req = {
-                .method = method, .url = url, .headers = headers,
-                .connect_timeout_ms = 1000, .timeout_ms = 2000,
+                .method = method,
+                .url = url,
+                .headers = headers,
+                .connect_timeout_ms = 1000,
+                .timeout_ms = 2000,
         };
         long status = 0;
         char *body = NULL;
@@ -34,7 +37,8 @@ static int imds_call(const char *endpoint, const char *method, const char *path,
                 return bc_error_set(err, BC_FETCH_FAILED, status == 404 ? ENOENT : EACCES,
                                     "%s %s returned HTTP %ld%s", method, url, status,
                                     status == 404 && strcmp(path, ROLES_PATH) == 0
-                                            ? " (no instance role attached)" : "");
+                                            ? " (no instance role attached)"
+                                            : "");
         }
         *ret_body = body;
         return 0;
@@ -60,8 +64,9 @@ int creds_imds_fetch(const char *endpoint, struct aws_creds *ret, struct bc_erro
         /* The first line is the role; a name is [\w+=,.@-]{1,64}. */
         size_t n = strcspn(roles, "\r\n");
         roles[n] = '\0';
-        if (n == 0 || n > 64 || roles[strspn(roles, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                     "0123456789_+=,.@-")])
+        if (n == 0 || n > 64 ||
+            roles[strspn(roles, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                "0123456789_+=,.@-")])
                 return bc_error_set(err, BC_FETCH_FAILED, EPROTO,
                                     "IMDS returned no usable role name");
         _cleanup_free_ char *path = NULL;

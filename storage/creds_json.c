@@ -36,8 +36,8 @@ int creds_parse_time(const char *s, time_t *ret)
                 /* Exactly "+HH:MM": sscanf alone would also take "+2:00",
                  * and the six bytes skipped below must all be there. */
                 const char *d = p + 1;
-                if (!isdigit((unsigned char)d[0]) || !isdigit((unsigned char)d[1]) || d[2] != ':' ||
-                    !isdigit((unsigned char)d[3]) || !isdigit((unsigned char)d[4]))
+                if (!isdigit((unsigned char)d[0]) || !isdigit((unsigned char)d[1]) ||
+                    d[2] != ':' || !isdigit((unsigned char)d[3]) || !isdigit((unsigned char)d[4]))
                         return -EINVAL;
                 int hh = (d[0] - '0') * 10 + (d[1] - '0'), mm = (d[3] - '0') * 10 + (d[4] - '0');
                 off = (*p == '-' ? -1 : 1) * (hh * 3600L + mm * 60L);
@@ -67,8 +67,8 @@ int creds_from_json(const char *body, const char *what, struct aws_creds *ret,
 {
         _cleanup_(cJSON_Deletep) cJSON *j = cJSON_ParseWithLength(body, strlen(body));
         if (!cJSON_IsObject(j))
-                return bc_error_set(err, BC_FETCH_FAILED, EPROTO, "%s: response is not a JSON object",
-                                    what);
+                return bc_error_set(err, BC_FETCH_FAILED, EPROTO,
+                                    "%s: response is not a JSON object", what);
         /* IMDS says {"Code": "Success", …}; anything else is its error. */
         const char *code = str_field(j, "Code");
         if (code && strcmp(code, "Success") != 0)

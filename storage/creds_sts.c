@@ -30,8 +30,12 @@ char *creds_xml_text(const char *xml, const char *tag)
         char *out = malloc((size_t)(e - s) + 1);
         if (!out)
                 return NULL;
-        static const struct { const char *ent; char c; } ents[] = {
-                { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' },
+        static const struct {
+                const char *ent;
+                char c;
+        } ents[] = {
+                { "&amp;", '&' },  { "&lt;", '<' },    { "&gt;", '>' },
+                { "&quot;", '"' }, { "&apos;", '\'' },
         };
         size_t o = 0;
         while (s < e) {
@@ -74,7 +78,9 @@ static int form_body(const struct web_identity *w, const char *token, char **ret
         char session[64];
         if (!w->session_name)
                 snprintf(session, sizeof(session), "boxcar-%lld", (long long)time(NULL));
-        const struct { const char *k, *v; } f[] = {
+        const struct {
+                const char *k, *v;
+        } f[] = {
                 { "Action", "AssumeRoleWithWebIdentity" },
                 { "Version", "2011-06-15" },
                 { "RoleArn", w->role_arn },
@@ -117,8 +123,12 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
         const char *headers[] = { "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
                                   "Accept: application/xml", NULL };
         struct creds_http_request req = {
-                .method = "POST", .url = url, .headers = headers, .body = body,
-                .connect_timeout_ms = 5000, .timeout_ms = 15000,
+                .method = "POST",
+                .url = url,
+                .headers = headers,
+                .body = body,
+                .connect_timeout_ms = 5000,
+                .timeout_ms = 15000,
         };
         long status = 0;
         _cleanup_(aws_secret_freep) char *resp = NULL;

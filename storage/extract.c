@@ -37,8 +37,8 @@ struct extractor {
         struct fs_walker walker;
         uint64_t bytes;
         uint64_t entries;
-        bool free_checked;      /* once at the start, then every FREE_CHECK_* */
-        uint64_t checked_bytes, checked_entries;  /* of the tar stream, at the last look */
+        bool free_checked;                       /* once at the start, then every FREE_CHECK_* */
+        uint64_t checked_bytes, checked_entries; /* of the tar stream, at the last look */
         struct dir_fixup *fix;
         size_t nfix;
         char path[FS_MAX_PATH + 1];
@@ -106,7 +106,8 @@ static int archive_failed(struct extractor *x, struct bc_error *err)
                 return bc_error_set(err, BC_BAD_ARCHIVE, EFBIG, "archive larger than %llu bytes",
                                     (unsigned long long)x->l->max_download);
         return bc_error_set(err, BC_BAD_ARCHIVE, EINVAL, "corrupt archive after entry %llu: %s",
-                            (unsigned long long)x->entries, archive_error_string(x->a) ?: "unknown error");
+                            (unsigned long long)x->entries,
+                            archive_error_string(x->a) ?: "unknown error");
 }
 
 /* Stops before the filesystem's free space goes below min_free: what
@@ -128,8 +129,7 @@ static int check_free(struct extractor *x, uint64_t unc, struct bc_error *err)
         return bc_error_set(err, BC_IO, ENOSPC,
                             "extract: %llu MiB free on the filesystem after %llu MiB of the "
                             "archive, below the %llu MiB kept free (--disk-reserve)",
-                            (unsigned long long)(avail >> 20),
-                            (unsigned long long)(unc >> 20),
+                            (unsigned long long)(avail >> 20), (unsigned long long)(unc >> 20),
                             (unsigned long long)(x->l->min_free >> 20));
 }
 
@@ -195,7 +195,8 @@ static int extract_file(struct extractor *x, struct archive_entry *e, int dirfd,
         int r = reserve_bytes(x, size, err);
         if (r < 0)
                 return r;
-        _cleanup_fd_ int fd = openat(dirfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_fd_ int fd = openat(dirfd, leaf,
+                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return create_failed(x, -errno, err);
         for (;;) {
@@ -248,7 +249,8 @@ static int extract_dir(struct extractor *x, int dirfd, const char *leaf, mode_t 
          * fine; anything else by that name is a duplicate. */
         _cleanup_fd_ int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                return create_failed(x, errno == ENOTDIR || errno == ELOOP ? -EEXIST : -errno, err);
+                return create_failed(x, errno == ENOTDIR || errno == ELOOP ? -EEXIST : -errno,
+                                     err);
         /* Keep owner rwx while extracting so later entries can go in. */
         if (fchmod(fd, perm | 0700) < 0)
                 return create_failed(x, -errno, err);
@@ -282,7 +284,9 @@ static int extract_hardlink(struct extractor *x, const char *link, mode_t perm,
         int dirfd;
         const char *leaf;
         int r = fs_walker_parent(&x->walker, src, &dirfd, &leaf);
-        _cleanup_fd_ int in = r < 0 ? -1 : openat(dirfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        _cleanup_fd_ int in = r < 0 ? -1
+                                    : openat(dirfd, leaf,
+                                             O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
                 return bad(x, err, "hard link to something that is not a file extracted earlier");
@@ -298,7 +302,8 @@ static int extract_hardlink(struct extractor *x, const char *link, mode_t perm,
         r = reserve_bytes(x, st.st_size, err);
         if (r < 0)
                 return r;
-        _cleanup_fd_ int out = openat(dirfd, leaf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_fd_ int out = openat(dirfd, leaf,
+                                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
                 return create_failed(x, -errno, err);
         char buf[65536];
@@ -387,7 +392,10 @@ static int apply_fixups(struct extractor *x, struct bc_error *err)
                 const char *leaf;
                 snprintf(x->path, sizeof(x->path), "%s", x->fix[i].path);
                 int r = fs_walker_parent(&x->walker, x->path, &dirfd, &leaf);
-                _cleanup_fd_ int fd = r < 0 ? -1 : openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_fd_ int fd = r < 0 ? -1
+                                            : openat(dirfd, leaf,
+                                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                             O_CLOEXEC);
                 if (fd < 0 || fchmod(fd, x->fix[i].mode) < 0)
                         return create_failed(x, r < 0 ? r : -errno, err);
         }
@@ -494,7 +502,8 @@ int extract_dest_open(const char *dest, int *ret_fd, bool *ret_created, struct b
                 return bc_error_set(err, BC_IO, errno, "open %s: %m", dest);
         if (!created && !dir_is_empty(fd)) {
                 close(fd);
-                return bc_error_set(err, BC_IO, ENOTEMPTY, "extract into %s: directory not empty", dest);
+                return bc_error_set(err, BC_IO, ENOTEMPTY, "extract into %s: directory not empty",
+                                    dest);
         }
         *ret_fd = fd;
         *ret_created = created;

@@ -39,10 +39,10 @@ struct archive;
 struct extract_source {
         ssize_t (*read)(void *ctx, const void **buf, struct bc_error *err);
         void *ctx;
-        EVP_MD_CTX *sha;        /* owned by the source's owner */
-        uint64_t total;         /* bytes handed out so far */
-        uint64_t max;           /* more than this is BC_BAD_ARCHIVE */
-        struct bc_error err;    /* the source's own failure, if any */
+        EVP_MD_CTX *sha;     /* owned by the source's owner */
+        uint64_t total;      /* bytes handed out so far */
+        uint64_t max;        /* more than this is BC_BAD_ARCHIVE */
+        struct bc_error err; /* the source's own failure, if any */
         bool failed;
 };
 

@@ -19,8 +19,8 @@
 #include "storage/http.h"
 #include "storage/storage.h"
 
-#define STREAM_BUF_MAX (1u << 20)  /* pause curl beyond this much unread */
-#define ERROR_BODY_MAX 4096        /* enough for an S3 <Error> document */
+#define STREAM_BUF_MAX (1u << 20) /* pause curl beyond this much unread */
+#define ERROR_BODY_MAX 4096       /* enough for an S3 <Error> document */
 
 struct curl_source {
         CURLM *multi;
@@ -189,7 +189,9 @@ static int finish(EVP_MD_CTX *sha, const struct extract_source *src,
                   const struct extract_stats *st, const char *expected, const char *what,
                   struct storage_fetch_result *ret, struct bc_error *err)
 {
-        struct storage_fetch_result r = { .size = src->total, .bytes = st->bytes, .entries = st->entries };
+        struct storage_fetch_result r = { .size = src->total,
+                                          .bytes = st->bytes,
+                                          .entries = st->entries };
         extract_sha_hex(sha, r.sha256);
         if (expected && strcmp(expected, r.sha256) != 0)
                 return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL,
@@ -200,9 +202,9 @@ static int finish(EVP_MD_CTX *sha, const struct extract_source *src,
 
 /* One attempt: a fresh transfer into a fresh (or emptied) dest. */
 static int fetch_once(const char *url, const char *redacted, const char *expected,
-                      const char *dest, const struct storage_limits *l, const struct http_policy *p,
-                      const struct netguard *guard, bool *ret_retryable,
-                      struct storage_fetch_result *ret, struct bc_error *err)
+                      const char *dest, const struct storage_limits *l,
+                      const struct http_policy *p, const struct netguard *guard,
+                      bool *ret_retryable, struct storage_fetch_result *ret, struct bc_error *err)
 {
         int fd = -1;
         bool created = false;
@@ -213,8 +215,11 @@ static int fetch_once(const char *url, const char *redacted, const char *expecte
         struct curl_source cs = { 0 };
         r = sha_new(&sha, err);
         r = r ? r : curl_source_init(&cs, url, p, guard, redacted, err);
-        struct extract_source src = { .read = curl_source_read, .ctx = &cs, .sha = sha,
-                                      .max = l->max_download, .err = BC_ERROR_INIT };
+        struct extract_source src = { .read = curl_source_read,
+                                      .ctx = &cs,
+                                      .sha = sha,
+                                      .max = l->max_download,
+                                      .err = BC_ERROR_INIT };
         struct extract_stats st;
         r = r ? r : extract_stream(&src, fd, l, &st, err);
         r = r ? r : finish(sha, &src, &st, expected, redacted, ret, err);
@@ -258,7 +263,8 @@ int storage_fetch_extract(const struct storage_config *cfg, const char *url,
         for (int attempt = 0;; attempt++) {
                 bool retryable = false;
                 struct bc_error e = BC_ERROR_INIT;
-                r = fetch_once(url, redacted, expected_sha256, dest_dir, &l, &p, guard, &retryable, ret, &e);
+                r = fetch_once(url, redacted, expected_sha256, dest_dir, &l, &p, guard, &retryable,
+                               ret, &e);
                 if (r == 0)
                         return 0;
                 if (!retryable || attempt >= p.retries) {
@@ -317,8 +323,11 @@ int storage_extract_file(const char *path, const char *expected_sha256, const ch
                 return r;
         _cleanup_(md_freep) EVP_MD_CTX *sha = NULL;
         r = sha_new(&sha, err);
-        struct extract_source src = { .read = file_source_read, .ctx = fs, .sha = sha,
-                                      .max = l.max_download, .err = BC_ERROR_INIT };
+        struct extract_source src = { .read = file_source_read,
+                                      .ctx = fs,
+                                      .sha = sha,
+                                      .max = l.max_download,
+                                      .err = BC_ERROR_INIT };
         struct extract_stats st;
         r = r ? r : extract_stream(&src, fd, &l, &st, err);
         r = r ? r : finish(sha, &src, &st, expected_sha256, path, ret, err);

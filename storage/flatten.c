@@ -29,7 +29,7 @@
 struct link_seen {
         dev_t dev;
         ino_t ino;
-        char *path;   /* relative to the destination's root */
+        char *path; /* relative to the destination's root */
 };
 
 struct flatten {
@@ -44,7 +44,7 @@ struct flatten {
          * job limit (100,000 linked inodes took 10 s, 1,000,000 would take
          * a quarter of an hour). */
         struct link_seen *seen;
-        size_t n_seen, alloc_seen;   /* alloc_seen: 0 or a power of two */
+        size_t n_seen, alloc_seen; /* alloc_seen: 0 or a power of two */
         uint64_t bytes, entries;
 };
 
@@ -88,14 +88,15 @@ static int copy_sparse(int src, int dst, off_t size)
         while (off < size) {
                 off_t start = lseek(src, off, SEEK_DATA);
                 if (start < 0 && errno == ENXIO)
-                        break;  /* only a hole is left */
+                        break; /* only a hole is left */
                 if (start < 0)
-                        return -errno;  /* never guess the data */
+                        return -errno; /* never guess the data */
                 off_t end = lseek(src, start, SEEK_HOLE);
                 if (end < 0)
                         return -errno;
                 for (off_t p = start; p < end;) {
-                        size_t want = (size_t)(end - p) < sizeof(buf) ? (size_t)(end - p) : sizeof(buf);
+                        size_t want = (size_t)(end - p) < sizeof(buf) ? (size_t)(end - p)
+                                                                      : sizeof(buf);
                         ssize_t k = pread(src, buf, want, p);
                         if (k < 0 && errno == EINTR)
                                 continue;
@@ -114,13 +115,14 @@ static int copy_sparse(int src, int dst, off_t size)
         return ftruncate(dst, size) < 0 ? -errno : 0;
 }
 
-static int copy_file(struct flatten *f, int mdir, int ddir, const char *name, const struct stat *st)
+static int copy_file(struct flatten *f, int mdir, int ddir, const char *name,
+                     const struct stat *st)
 {
         _cleanup_fd_ int src = openat(mdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (src < 0)
                 return -errno;
-        _cleanup_fd_ int dst = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                      0600);
+        _cleanup_fd_ int dst = openat(ddir, name,
+                                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (dst < 0)
                 return -errno;
         int r = copy_sparse(src, dst, st->st_size);
@@ -149,7 +151,7 @@ static uint64_t data_bytes(int mdir, const char *name, const struct stat *st)
                 if (start < 0 && errno == ENXIO)
                         break;
                 if (end < 0)
-                        return (uint64_t)st->st_size;  /* unknown: its size, as before */
+                        return (uint64_t)st->st_size; /* unknown: its size, as before */
                 n += (uint64_t)(end - start);
                 /* Packing widens each region to 4 KiB boundaries
                  * (PACK_HOLE_ALIGN): count as much, never beyond the size. */
@@ -195,7 +197,7 @@ static int regular(struct flatten *f, int mdir, int udir, int ldir, int ddir, co
             S_ISREG(ls.st_mode) && ls.st_size == st->st_size && ls.st_mode == st->st_mode)
                 return linkat(ldir, name, ddir, name, 0) < 0 ? -errno : 0;
         if (!changed)
-                return -ESTALE;  /* not in the upper, not as in the lower */
+                return -ESTALE; /* not in the upper, not as in the lower */
         return copy_file(f, mdir, ddir, name, st);
 }
 
@@ -223,7 +225,7 @@ static int one(struct flatten *f, int mdir, int udir, int ldir, int ddir, const 
                 return 0;
         }
         if (!S_ISDIR(st.st_mode))
-                return -ENOTSUP;   /* the packer stores no such entry either */
+                return -ENOTSUP; /* the packer stores no such entry either */
         if (mkdirat(ddir, name, 0700) < 0)
                 return -errno;
         _cleanup_fd_ int m = opt_openat(mdir, name);

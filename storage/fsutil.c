@@ -63,7 +63,8 @@ void fs_walker_done(struct fs_walker *w)
 static int classify_open_error(int dirfd, const char *name, int err)
 {
         struct stat st;
-        if ((err == ELOOP || err == ENOTDIR) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        if ((err == ELOOP || err == ENOTDIR) &&
+            fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
                 return S_ISLNK(st.st_mode) ? -ELOOP : -ENOTDIR;
         return -err;
 }
@@ -139,7 +140,8 @@ int fs_walker_parent(struct fs_walker *w, const char *path, int *ret_dirfd, cons
  * directory, the deepest first (so a mode change cannot lock the walk
  * out of what it still has to visit). */
 struct tree_visit {
-        int (*leaf)(int dirfd, const char *name, const struct stat *st, const struct tree_visit *v);
+        int (*leaf)(int dirfd, const char *name, const struct stat *st,
+                    const struct tree_visit *v);
         int (*dir)(int dirfd, const struct tree_visit *v);
         uid_t uid;
         gid_t gid;
@@ -165,7 +167,8 @@ static int visit_tree(int dirfd, const struct tree_visit *v, int depth)
                 if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         r = -errno;
                 } else if (S_ISDIR(st.st_mode)) {
-                        int fd = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        int fd = openat(dirfd, de->d_name,
+                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         r = fd < 0 ? -errno : visit_tree(fd, v, depth + 1);
                         if (fd >= 0)
                                 close(fd);
@@ -217,7 +220,10 @@ static int chown_dir(int dirfd, const struct tree_visit *v)
 
 int fs_chown_tree(int dirfd, uid_t uid, gid_t gid)
 {
-        const struct tree_visit v = { .leaf = chown_leaf, .dir = chown_dir, .uid = uid, .gid = gid };
+        const struct tree_visit v = { .leaf = chown_leaf,
+                                      .dir = chown_dir,
+                                      .uid = uid,
+                                      .gid = gid };
         return visit_tree(dirfd, &v, 0);
 }
 

@@ -10,9 +10,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define FS_MAX_PATH 4096  /* bytes of a relative path inside a tree */
-#define FS_MAX_NAME 255   /* bytes of one component */
-#define FS_MAX_DEPTH 256  /* components; also bounds recursion and fds */
+#define FS_MAX_PATH 4096 /* bytes of a relative path inside a tree */
+#define FS_MAX_NAME 255  /* bytes of one component */
+#define FS_MAX_DEPTH 256 /* components; also bounds recursion and fds */
 
 /* Splits path into its components after dropping empty and "." ones,
  * writing "a/b/c" into out (FS_MAX_PATH + 1 bytes).  Returns the number of
@@ -24,11 +24,11 @@ int fs_normalize(const char *path, char *out);
  * root.  The directory fd is cached for the next call with the same
  * parent (archives and sorted trees list siblings together). */
 struct fs_walker {
-        int rootfd;                     /* borrowed */
-        bool create;                    /* mkdir missing parents */
+        int rootfd;  /* borrowed */
+        bool create; /* mkdir missing parents */
         mode_t create_mode;
-        char cached[FS_MAX_PATH + 1];   /* parent path of cached_fd */
-        int cached_fd;                  /* -1 when none */
+        char cached[FS_MAX_PATH + 1]; /* parent path of cached_fd */
+        int cached_fd;                /* -1 when none */
 };
 
 void fs_walker_init(struct fs_walker *w, int rootfd, bool create, mode_t create_mode);

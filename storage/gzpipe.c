@@ -24,7 +24,7 @@ struct gzpipe {
         size_t len[NBUF];
         unsigned head, tail, count;
         bool done, stop;
-        int errnum;             /* the compressor's first error */
+        int errnum; /* the compressor's first error */
         int fd;
         EVP_MD_CTX *sha;
         uint64_t size;
@@ -59,7 +59,7 @@ static int emit(struct gzpipe *g, int flush, const unsigned char *in, size_t len
                 int r = write_out(g);
                 if (r < 0)
                         return r;
-        } while (g->z.avail_out == 0);  /* full output: more may be pending */
+        } while (g->z.avail_out == 0); /* full output: more may be pending */
         return 0;
 }
 

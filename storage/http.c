@@ -125,7 +125,8 @@ void http_s3_error_code(const char *body, char out[static 64])
         /* Keep it to the token S3 documents, nothing echoed from input. */
         size_t o = 0;
         for (size_t i = 0; i < n; i++)
-                if ((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9'))
+                if ((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
+                    (s[i] >= '0' && s[i] <= '9'))
                         out[o++] = s[i];
         out[o] = '\0';
 }

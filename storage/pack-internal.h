@@ -17,7 +17,7 @@ struct pack_item {
         nlink_t nlink;
         dev_t dev;
         ino_t ino;
-        const char *link_to;   /* hard link: the path carrying the data */
+        const char *link_to; /* hard link: the path carrying the data */
 };
 
 struct pack_list {

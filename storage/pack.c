@@ -87,10 +87,10 @@ struct packer {
         struct archive_entry *e;
         struct fs_walker walker;
         char *buf;
-        const char *zeros;         /* PACK_READ_BUF of zeros, fed for holes */
+        const char *zeros; /* PACK_READ_BUF of zeros, fed for holes */
         uint64_t files;
         uint64_t skipped;
-        uint64_t bytes;            /* data bytes stored (holes excluded) */
+        uint64_t bytes; /* data bytes stored (holes excluded) */
         const struct storage_pack_limits *lim;
         const struct timespec *deadline;
 };
@@ -99,7 +99,8 @@ static int archive_err(struct packer *p, const char *path, struct bc_error *err)
 {
         char q[FS_QUOTE_MAX];
         return bc_error_set(err, BC_IO, archive_errno(p->a) > 0 ? archive_errno(p->a) : EIO,
-                            "pack %s: %s", fs_quote(path, q), archive_error_string(p->a) ?: "archive error");
+                            "pack %s: %s", fs_quote(path, q),
+                            archive_error_string(p->a) ?: "archive error");
 }
 
 static int write_header(struct packer *p, const char *path, mode_t type, mode_t perm, int64_t size,
@@ -147,14 +148,14 @@ static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uin
         *ret_data = (uint64_t)size;
         off_t hole = lseek(fd, 0, SEEK_HOLE);
         if (hole < 0 || hole >= size)
-                return 0;  /* no hole (or no SEEK_HOLE): a plain file */
+                return 0; /* no hole (or no SEEK_HOLE): a plain file */
         uint64_t data = 0;
-        off_t ps = -1, pe = -1;  /* the region not yet added */
+        off_t ps = -1, pe = -1; /* the region not yet added */
         bool added = false;
         for (off_t off = 0; off < size;) {
                 off_t start = lseek(fd, off, SEEK_DATA);
                 if (start < 0 && errno == ENXIO)
-                        break;  /* a hole up to the end */
+                        break; /* a hole up to the end */
                 if (start < 0)
                         return -errno;
                 off_t end = lseek(fd, start, SEEK_HOLE);
@@ -179,7 +180,7 @@ static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uin
                 pe = end;
         }
         if (ps == 0 && pe == size && !added)
-                return 0;  /* no hole as large as PACK_HOLE_ALIGN: a plain file */
+                return 0; /* no hole as large as PACK_HOLE_ALIGN: a plain file */
         if (ps >= 0) {
                 archive_entry_sparse_add_entry(p->e, ps, pe - ps);
                 data += (uint64_t)(pe - ps);
@@ -207,8 +208,8 @@ static int feed(struct packer *p, int fd, off_t off, uint64_t len, bool hole, co
                         if (n < 0 && errno == EINTR)
                                 continue;
                         if (n < 0)
-                                return bc_error_set(err, pack_walk_code(errno), errno, "cannot read %s: %m",
-                                                    fs_quote(path, q));
+                                return bc_error_set(err, pack_walk_code(errno), errno,
+                                                    "cannot read %s: %m", fs_quote(path, q));
                         if (n == 0)
                                 return bc_error_set(err, BC_IO, EAGAIN,
                                                     "pack: %s shrank while being packed",
@@ -338,7 +339,8 @@ static int open_writer(struct archive *a, struct pack_out *o, struct bc_error *e
         if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
             archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
             archive_write_open(a, o, NULL, out_write_cb, NULL) != ARCHIVE_OK)
-                return bc_error_set(err, BC_IO, EIO, "pack: %s", archive_error_string(a) ?: "setup failed");
+                return bc_error_set(err, BC_IO, EIO, "pack: %s",
+                                    archive_error_string(a) ?: "setup failed");
         return 0;
 }
 
@@ -361,7 +363,8 @@ static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct
                 r = pack_item(p, &l->v[i], err);
         fs_walker_done(&p->walker);
         if (r == 0 && archive_write_close(a) != ARCHIVE_OK)
-                r = o->errnum ? bc_error_set(err, BC_IO, o->errnum, "pack: write: %s", strerror(o->errnum))
+                r = o->errnum ? bc_error_set(err, BC_IO, o->errnum, "pack: write: %s",
+                                             strerror(o->errnum))
                               : archive_err(p, "(end)", err);
         struct gzpipe *gz = o->gz;
         o->gz = NULL;
@@ -405,8 +408,10 @@ int storage_pack_dir(const char *dir, int out_fd, const struct storage_pack_limi
         free((void *)p.zeros);
         pack_list_done(&l);
         if (r < 0)
-                return err && err->code == BC_WORKSPACE_LIMIT ? r : bc_error_prefix(err, "%s", dir);
-        struct storage_pack_result res = { .size = o.size, .file_count = p.files,
+                return err && err->code == BC_WORKSPACE_LIMIT ? r
+                                                              : bc_error_prefix(err, "%s", dir);
+        struct storage_pack_result res = { .size = o.size,
+                                           .file_count = p.files,
                                            .skipped = l.skipped + p.skipped };
         extract_sha_hex(sha, res.sha256);
         *ret = res;

@@ -35,7 +35,7 @@ int pack_over_time(const struct storage_pack_limits *lim, const char *path, stru
 enum bc_code pack_walk_code(int e)
 {
         return e == EACCES || e == EPERM || e == ELOOP || e == ENAMETOOLONG ? BC_WORKSPACE_LIMIT
-                                                                          : BC_IO;
+                                                                            : BC_IO;
 }
 
 void pack_list_done(struct pack_list *l)
@@ -75,8 +75,11 @@ static int list_add(struct pack_list *l, const char *prefix, const char *name,
                 free(p);
                 return -ENAMETOOLONG;
         }
-        l->v[l->n] = (struct pack_item){ .path = p, .mode = st->st_mode, .nlink = st->st_nlink,
-                                         .dev = st->st_dev, .ino = st->st_ino };
+        l->v[l->n] = (struct pack_item){ .path = p,
+                                         .mode = st->st_mode,
+                                         .nlink = st->st_nlink,
+                                         .dev = st->st_dev,
+                                         .ino = st->st_ino };
         l->n++;
         return 0;
 }
@@ -105,7 +108,8 @@ static int collect(int dirfd, const char *prefix, int depth, struct pack_list *l
                         continue;
                 struct stat st;
                 if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return bc_error_set(err, pack_walk_code(errno), errno, "cannot stat %s/%s: %m",
+                        return bc_error_set(err, pack_walk_code(errno), errno,
+                                            "cannot stat %s/%s: %m",
                                             fs_quote(*prefix ? prefix : ".", q), de->d_name);
                 if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode)) {
                         l->skipped++;
@@ -116,9 +120,11 @@ static int collect(int dirfd, const char *prefix, int depth, struct pack_list *l
                         return r;
                 if (!S_ISDIR(st.st_mode))
                         continue;
-                _cleanup_fd_ int sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_fd_ int sub = openat(dirfd, de->d_name,
+                                              O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (sub < 0)
-                        return bc_error_set(err, pack_walk_code(errno), errno, "cannot open %s: %m",
+                        return bc_error_set(err, pack_walk_code(errno), errno,
+                                            "cannot open %s: %m",
                                             fs_quote(l->v[l->n - 1].path, q));
                 _cleanup_free_ char *path = strdup(l->v[l->n - 1].path);
                 if (!path)
@@ -128,7 +134,8 @@ static int collect(int dirfd, const char *prefix, int depth, struct pack_list *l
                         return r;
         }
         if (errno)
-                return bc_error_set(err, BC_IO, errno, "pack: readdir %s: %m", *prefix ? prefix : ".");
+                return bc_error_set(err, BC_IO, errno, "pack: readdir %s: %m",
+                                    *prefix ? prefix : ".");
         return 0;
 }
 
@@ -146,7 +153,7 @@ static int cmp_inode(const void *a, const void *b)
                 return x->dev < y->dev ? -1 : 1;
         if (x->ino != y->ino)
                 return x->ino < y->ino ? -1 : 1;
-        return x < y ? -1 : x > y;  /* the list is sorted by path */
+        return x < y ? -1 : x > y; /* the list is sorted by path */
 }
 
 /* After the sort by path: every regular file with other names gets

@@ -13,15 +13,16 @@
 #define S3_MAX_KEY 1024 /* S3's own limit on key bytes */
 
 struct s3_target {
-        char *url;      /* scheme://host + encoded path, no query */
-        char *host;     /* Host header value */
-        char *path;     /* raw (unencoded) path for the signer: /bucket/key or /key */
+        char *url;  /* scheme://host + encoded path, no query */
+        char *host; /* Host header value */
+        char *path; /* raw (unencoded) path for the signer: /bucket/key or /key */
 };
 
 int s3_target_init(const struct storage_config *cfg, const char *key, struct s3_target *ret,
                    struct bc_error *err);
 /* The bucket itself (for bucket-level requests such as ListObjectsV2). */
-int s3_target_bucket(const struct storage_config *cfg, struct s3_target *ret, struct bc_error *err);
+int s3_target_bucket(const struct storage_config *cfg, struct s3_target *ret,
+                     struct bc_error *err);
 void s3_target_done(struct s3_target *t);
 static inline void s3_target_donep(struct s3_target *t)
 {
@@ -47,13 +48,13 @@ struct s3_call {
         const struct storage_config *cfg;
         const char *method;
         const struct s3_target *target;
-        const struct sigv4_pair *query;  /* raw; the URL must carry the same */
+        const struct sigv4_pair *query; /* raw; the URL must carry the same */
         size_t n_query;
         const char *payload_sha256;
         const struct sigv4_pair *headers; /* extra signed headers */
         size_t n_headers;
-        struct put_body *body;          /* PUT only (upload.c) */
-        int64_t length;                 /* out: the answer's Content-Length, -1 if none */
+        struct put_body *body; /* PUT only (upload.c) */
+        int64_t length;        /* out: the answer's Content-Length, -1 if none */
 };
 
 /* The header list for c signed now, with credentials from s3_credentials

@@ -34,12 +34,19 @@ int s3_signed_headers(const struct s3_call *c, struct curl_slist **ret, struct b
         time_t now = time(NULL);
         sigv4_amz_date(now, date);
         struct sigv4_request req = {
-                .method = c->method, .host = c->target->host, .path = c->target->path,
-                .query = c->query, .n_query = c->n_query,
-                .headers = c->headers, .n_headers = c->n_headers,
-                .payload_sha256 = c->payload_sha256, .access_key = creds.access_key,
-                .secret_key = creds.secret_key, .session_token = creds.session_token,
-                .region = c->cfg->region, .now = now,
+                .method = c->method,
+                .host = c->target->host,
+                .path = c->target->path,
+                .query = c->query,
+                .n_query = c->n_query,
+                .headers = c->headers,
+                .n_headers = c->n_headers,
+                .payload_sha256 = c->payload_sha256,
+                .access_key = creds.access_key,
+                .secret_key = creds.secret_key,
+                .session_token = creds.session_token,
+                .region = c->cfg->region,
+                .now = now,
         };
         _cleanup_free_ char *auth = NULL;
         r = sigv4_authorization(&req, &auth, err);

@@ -169,7 +169,8 @@ static int collect(const struct sigv4_request *req, struct signing *s)
 {
         int r = 0;
         for (size_t i = 0; r == 0 && i < req->n_query; i++)
-                r = add_query(s, req->query[i].name, req->query[i].value ? req->query[i].value : "");
+                r = add_query(s, req->query[i].name,
+                              req->query[i].value ? req->query[i].value : "");
         r = r ? r : add_header(s, "host", req->host);
         if (s->presign) {
                 char cred[512];
@@ -226,7 +227,9 @@ static int canonical_request(const struct sigv4_request *req, const struct signi
                 r = dynbuf_printf(b, "%s:%s\n", s->h[i].name, s->h[i].value);
         r = r ? r : dynbuf_addstr(b, "\n");
         r = r ? r : append_signed_headers(b, s);
-        r = r ? r : dynbuf_printf(b, "\n%s", s->presign ? SIGV4_UNSIGNED_PAYLOAD : req->payload_sha256);
+        r = r ? r
+              : dynbuf_printf(b, "\n%s",
+                              s->presign ? SIGV4_UNSIGNED_PAYLOAD : req->payload_sha256);
         return r;
 }
 
@@ -265,8 +268,8 @@ static int signature(const struct sigv4_request *req, const struct signing *s,
 static int sign(const struct sigv4_request *req, struct signing *s, char **ret_canonical,
                 char ret_sig[65], struct bc_error *err)
 {
-        if (!req->access_key || !req->secret_key || !req->region || !req->host ||
-            !req->path || req->path[0] != '/' || !req->payload_sha256)
+        if (!req->access_key || !req->secret_key || !req->region || !req->host || !req->path ||
+            req->path[0] != '/' || !req->payload_sha256)
                 return bc_error_set(err, BC_USAGE, EINVAL, "sigv4: incomplete request");
         sigv4_amz_date(req->now, s->amz_date);
         if (snprintf(s->scope, sizeof(s->scope), "%.8s/%s/s3/aws4_request", s->amz_date,
@@ -299,8 +302,7 @@ static void signing_done(struct signing *s)
 }
 
 /* The signed header or query in b, as *ret; r is how building it went. */
-static int take_signed(struct dynbuf *b, int r, const char *what, char **ret,
-                       struct bc_error *err)
+static int take_signed(struct dynbuf *b, int r, const char *what, char **ret, struct bc_error *err)
 {
         if (r < 0)
                 return bc_error_set(err, BC_USAGE, -r, "sigv4: %s too long", what);

@@ -40,10 +40,10 @@ struct sigv4_request {
         size_t n_query;
         const struct sigv4_pair *headers; /* besides host, all signed; any case */
         size_t n_headers;
-        const char *payload_sha256;     /* hex, or SIGV4_UNSIGNED_PAYLOAD */
+        const char *payload_sha256; /* hex, or SIGV4_UNSIGNED_PAYLOAD */
         const char *access_key;
         const char *secret_key;
-        const char *session_token;      /* NULL when none */
+        const char *session_token; /* NULL when none */
         const char *region;
         time_t now;
 };

@@ -34,26 +34,26 @@ struct storage_config {
         struct creds_provider *creds;
         char *access_key;
         char *secret_key;
-        char *session_token;    /* NULL when none */
-        char *region;           /* AWS_REGION, AWS_DEFAULT_REGION, the profile's
+        char *session_token; /* NULL when none */
+        char *region;        /* AWS_REGION, AWS_DEFAULT_REGION, the profile's
                                  * region, else "us-east-1" */
-        char *endpoint;         /* AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the
+        char *endpoint;      /* AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the
                                  * profile's s3 endpoint_url or endpoint_url;
                                  * without trailing '/', NULL for AWS itself */
-        char *bucket;           /* BOXCAR_S3_BUCKET */
-        char *prefix;           /* BOXCAR_S3_PREFIX without surrounding '/',
+        char *bucket;        /* BOXCAR_S3_BUCKET */
+        char *prefix;        /* BOXCAR_S3_PREFIX without surrounding '/',
                                  * "" when unset */
-        bool path_style;        /* BOXCAR_S3_FORCE_PATH_STYLE, else the profile's
+        bool path_style;     /* BOXCAR_S3_FORCE_PATH_STYLE, else the profile's
                                  * s3 addressing_style, else true for custom
                                  * endpoints (and buckets with dots),
                                  * virtual-hosted on AWS */
         /* Transfer policy; storage_config_from_env sets the defaults shown,
          * callers (and tests) may change them before use. */
-        int retries;            /* extra attempts after the first: 4 */
-        int retry_base_ms;      /* first backoff, doubled each time: 250 */
-        int retry_max_ms;       /* backoff ceiling: 8000 */
-        int connect_timeout_s;  /* 10 */
-        int low_speed_time_s;   /* abort below 1 KiB/s for this long: 30 */
+        int retries;           /* extra attempts after the first: 4 */
+        int retry_base_ms;     /* first backoff, doubled each time: 250 */
+        int retry_max_ms;      /* backoff ceiling: 8000 */
+        int connect_timeout_s; /* 10 */
+        int low_speed_time_s;  /* abort below 1 KiB/s for this long: 30 */
 };
 
 /* Reads the variables above from the environment and the AWS shared files
@@ -73,8 +73,7 @@ const char *storage_credentials_source(const struct storage_config *cfg);
 /* The access key id in use (not a secret; it is in every signed URL),
  * fetching credentials first when needed.  *ret is a new heap string.
  * Errors as for any signed request (BC_FETCH_FAILED naming the source). */
-int storage_credentials_key_id(const struct storage_config *cfg, char **ret,
-                               struct bc_error *err);
+int storage_credentials_key_id(const struct storage_config *cfg, char **ret, struct bc_error *err);
 
 /* Checks that the bucket answers to these settings: a signed
  * ListObjects of at most one key under the prefix (the permission the
@@ -95,8 +94,8 @@ bool storage_sha256_valid(const char *s);
 /* "<prefix>/sha256/<2 hex>/<sha256>.tar.gz" ("sha256/…" when the prefix is
  * empty).  *ret is a new heap string the caller frees.  A malformed sha256
  * is BC_USAGE. */
-int storage_object_key(const struct storage_config *cfg, const char *sha256,
-                       char **ret, struct bc_error *err);
+int storage_object_key(const struct storage_config *cfg, const char *sha256, char **ret,
+                       struct bc_error *err);
 
 /* ---- Presigning ------------------------------------------------------- */
 
@@ -109,17 +108,17 @@ enum storage_method { STORAGE_GET, STORAGE_PUT, STORAGE_HEAD };
  * for expires_s seconds from now (1 s .. 7 days, else BC_USAGE).  *ret is
  * a new heap string the caller frees; it is a bearer credential: never
  * log it. */
-int storage_presign(const struct storage_config *cfg, enum storage_method method,
-                    const char *key, long expires_s, char **ret, struct bc_error *err);
+int storage_presign(const struct storage_config *cfg, enum storage_method method, const char *key,
+                    long expires_s, char **ret, struct bc_error *err);
 
 /* ---- Limits for untrusted archives ------------------------------------ */
 
 struct storage_limits {
-        uint64_t max_bytes;     /* uncompressed tar stream (bounds disk use) */
-        uint64_t max_entries;   /* headers of any kind */
-        uint64_t max_download;  /* compressed bytes accepted from the network */
-        uint32_t max_ratio;     /* uncompressed/compressed, 0 = no check */
-        uint64_t ratio_floor;   /* ratio checked only beyond this many
+        uint64_t max_bytes;    /* uncompressed tar stream (bounds disk use) */
+        uint64_t max_entries;  /* headers of any kind */
+        uint64_t max_download; /* compressed bytes accepted from the network */
+        uint32_t max_ratio;    /* uncompressed/compressed, 0 = no check */
+        uint64_t ratio_floor;  /* ratio checked only beyond this many
                                  * uncompressed bytes, so tiny archives of
                                  * zeros are not refused */
         /* An image (a root filesystem) holds setuid programs and device
@@ -147,19 +146,19 @@ int storage_limits_validate(const struct storage_limits *l, struct bc_error *err
  * path and the limit. */
 #define STORAGE_PACK_MAX_DEPTH 128
 struct storage_pack_limits {
-        uint64_t max_bytes;     /* file data stored (holes and extra links are free) */
-        uint64_t max_entries;   /* files, directories, symlinks */
-        uint32_t max_depth;     /* directory nesting */
-        double max_seconds;     /* wall-clock budget of the whole pack */
+        uint64_t max_bytes;   /* file data stored (holes and extra links are free) */
+        uint64_t max_entries; /* files, directories, symlinks */
+        uint32_t max_depth;   /* directory nesting */
+        double max_seconds;   /* wall-clock budget of the whole pack */
 };
 /* 16 GiB, 10,000,000 entries, depth STORAGE_PACK_MAX_DEPTH, 3600 s. */
 void storage_pack_limits_default(struct storage_pack_limits *ret);
 
 struct storage_pack_result {
         char sha256[STORAGE_SHA256_HEX_LEN + 1]; /* of the .tar.gz bytes */
-        uint64_t size;          /* bytes of .tar.gz written */
-        uint64_t file_count;    /* regular files and symlinks */
-        uint64_t skipped;       /* sockets, fifos, devices: not packed */
+        uint64_t size;                           /* bytes of .tar.gz written */
+        uint64_t file_count;                     /* regular files and symlinks */
+        uint64_t skipped;                        /* sockets, fifos, devices: not packed */
 };
 
 /* Writes dir as a deterministic .tar.gz to out_fd (from its current
@@ -180,12 +179,12 @@ int storage_pack_dir(const char *dir, int out_fd, const struct storage_pack_limi
  * `If-None-Match: *` (412 means someone else stored it meanwhile).
  * *ret_uploaded tells whether bytes were sent.  Retries 5xx and
  * connection errors; gives up with BC_UPLOAD_FAILED. */
-int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
-                   uint64_t size, bool *ret_uploaded, struct bc_error *err);
+int storage_upload(const struct storage_config *cfg, int fd, const char *sha256, uint64_t size,
+                   bool *ret_uploaded, struct bc_error *err);
 
 struct storage_push_result {
         struct storage_pack_result pack;
-        char *key;              /* object key; freed by storage_push_result_done */
+        char *key; /* object key; freed by storage_push_result_done */
         bool uploaded;
 };
 
@@ -193,17 +192,17 @@ struct storage_push_result {
  * storage_upload.  on_packed (or NULL) is called with the packed version's
  * sha256 between the two, for work that can overlap the upload.  Call
  * storage_push_result_done(ret) afterwards. */
-int storage_push_dir(const struct storage_config *cfg, const char *dir,
-                     const char *tmp_dir, const struct storage_pack_limits *limits,
+int storage_push_dir(const struct storage_config *cfg, const char *dir, const char *tmp_dir,
+                     const struct storage_pack_limits *limits,
                      void (*on_packed)(void *ctx, const char *sha256), void *ctx,
                      struct storage_push_result *ret, struct bc_error *err);
 void storage_push_result_done(struct storage_push_result *r);
 
 struct storage_fetch_result {
         char sha256[STORAGE_SHA256_HEX_LEN + 1]; /* of the downloaded bytes */
-        uint64_t size;          /* compressed bytes downloaded */
-        uint64_t bytes;         /* file bytes extracted */
-        uint64_t entries;       /* entries extracted */
+        uint64_t size;                           /* compressed bytes downloaded */
+        uint64_t bytes;                          /* file bytes extracted */
+        uint64_t entries;                        /* entries extracted */
 };
 
 /* Downloads url (any http(s) URL, typically presigned) and extracts it
@@ -230,9 +229,9 @@ int storage_fetch_extract(const struct storage_config *cfg, const char *url,
                           struct storage_fetch_result *ret, struct bc_error *err);
 
 /* Same as storage_fetch_extract, from a local .tar.gz (or .tar) file. */
-int storage_extract_file(const char *path, const char *expected_sha256,
-                         const char *dest_dir, const struct storage_limits *limits,
-                         struct storage_fetch_result *ret, struct bc_error *err);
+int storage_extract_file(const char *path, const char *expected_sha256, const char *dest_dir,
+                         const struct storage_limits *limits, struct storage_fetch_result *ret,
+                         struct bc_error *err);
 
 /* ---- Volume cache ------------------------------------------------------- */
 

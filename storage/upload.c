@@ -125,9 +125,10 @@ static long s3_call_run(struct s3_call *c, struct bc_error *err)
                         return -EIO;
                 }
                 if (!http_retryable(cc, status))
-                        return cc == CURLE_OK ? status
-                                              : bc_error_set(err, BC_UPLOAD_FAILED, EIO, "%s %s: %s",
-                                                             c->method, c->target->url, what);
+                        return cc == CURLE_OK
+                                       ? status
+                                       : bc_error_set(err, BC_UPLOAD_FAILED, EIO, "%s %s: %s",
+                                                      c->method, c->target->url, what);
                 if (attempt >= p.retries)
                         return bc_error_set(err, BC_UPLOAD_FAILED, EIO,
                                             "%s %s: %s (gave up after %d attempts)", c->method,
@@ -148,7 +149,9 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
         if (r < 0)
                 return r;
         /* The URL has no query string: it may appear in messages as is. */
-        struct s3_call head = { .cfg = cfg, .method = "HEAD", .target = &t,
+        struct s3_call head = { .cfg = cfg,
+                                .method = "HEAD",
+                                .target = &t,
                                 .payload_sha256 = SIGV4_EMPTY_SHA256 };
         long status = s3_call_run(&head, err);
         if (status < 0)
@@ -165,7 +168,8 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
                 return 0;
         }
         if (status != 404 && !broken)
-                return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "HEAD %s: HTTP %ld", t.url, status);
+                return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "HEAD %s: HTTP %ld", t.url,
+                                    status);
 
         /* The payload hash is the content address itself: S3 rejects the
          * PUT if the file changed since it was packed.  If-None-Match
@@ -176,7 +180,10 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
                 { "If-None-Match", "*" },
         };
         struct put_body body = { .fd = fd, .size = size };
-        struct s3_call put = { .cfg = cfg, .method = "PUT", .target = &t, .payload_sha256 = sha256,
+        struct s3_call put = { .cfg = cfg,
+                               .method = "PUT",
+                               .target = &t,
+                               .payload_sha256 = sha256,
                                .headers = put_headers,
                                .n_headers = ELEMENTSOF(put_headers) - broken,
                                .body = &body };
@@ -197,7 +204,8 @@ static int open_tmpfile(const char *tmp_dir, struct bc_error *err)
 {
         int fd = open(tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
         if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR))
-                return fd >= 0 ? fd : bc_error_set(err, BC_IO, errno, "tmpfile in %s: %m", tmp_dir);
+                return fd >= 0 ? fd
+                               : bc_error_set(err, BC_IO, errno, "tmpfile in %s: %m", tmp_dir);
         _cleanup_free_ char *tmpl = NULL;
         if (asprintf(&tmpl, "%s/boxcar-pack-XXXXXX", tmp_dir) < 0)
                 return bc_error_set(err, BC_IO, ENOMEM, "out of memory");

@@ -18,7 +18,8 @@ static void print_filter(const char *name, const struct sock_fprog *f)
                 printf("        { 0x%04x, %3u, %3u, 0x%08x },\n", (unsigned)k->code,
                        (unsigned)k->jt, (unsigned)k->jf, (unsigned)k->k);
         }
-        printf("};\nconst unsigned short sbx_seccomp_bpf_%s_len = %u;\n\n", name, (unsigned)f->len);
+        printf("};\nconst unsigned short sbx_seccomp_bpf_%s_len = %u;\n\n", name,
+               (unsigned)f->len);
 }
 
 int main(void)

@@ -10,7 +10,7 @@ struct bc_error;
 struct cli_command {
         const char *name;
         const char *summary;
-        const char *usage;      /* full help text */
+        const char *usage; /* full help text */
         int (*run)(int argc, char **argv);
 };
 

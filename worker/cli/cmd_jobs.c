@@ -41,14 +41,30 @@ static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret
                 if (o == -1)
                         break;
                 switch (o) {
-                case 'q': a->queue = optarg; break;
-                case 's': a->spec_file = optarg; break;
-                case 'p': a->priority = optarg; break;
-                case 'r': a->run_at = optarg; break;
-                case 'm': a->max_attempts = optarg; break;
-                case 'k': a->key = optarg; break;
-                case 'w': a->webhook = optarg; break;
-                case 'j': a->json = true; break;
+                case 'q':
+                        a->queue = optarg;
+                        break;
+                case 's':
+                        a->spec_file = optarg;
+                        break;
+                case 'p':
+                        a->priority = optarg;
+                        break;
+                case 'r':
+                        a->run_at = optarg;
+                        break;
+                case 'm':
+                        a->max_attempts = optarg;
+                        break;
+                case 'k':
+                        a->key = optarg;
+                        break;
+                case 'w':
+                        a->webhook = optarg;
+                        break;
+                case 'j':
+                        a->json = true;
+                        break;
                 default:
                         return cli_bad_option(argv, err);
                 }
@@ -85,7 +101,9 @@ int cmd_enqueue(int argc, char **argv)
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return cli_fail("enqueue", &err);
-        const char *p[] = { a.queue, spec, a.priority, a.run_at, a.max_attempts, a.key, a.webhook };
+        const char *p[] = {
+                a.queue, spec, a.priority, a.run_at, a.max_attempts, a.key, a.webhook
+        };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn,
                 "select boxcar.enqueue(queue => $1, spec => $2::jsonb,"
@@ -140,8 +158,8 @@ static bool is_final(const cJSON *job, char ret_status[16])
 
 struct status_args {
         bool wait;
-        const char *timeout;    /* as given, for the message */
-        long timeout_ms;        /* 0: none */
+        const char *timeout; /* as given, for the message */
+        long timeout_ms;     /* 0: none */
         const char *id;
 };
 
@@ -162,20 +180,27 @@ static int parse_status(int argc, char **argv, struct status_args *a)
                         break;
                 double secs = 0;
                 switch (o) {
-                case 'w': a->wait = true; break;
-                case 'j': break; /* the job is printed as JSON anyway */
+                case 'w':
+                        a->wait = true;
+                        break;
+                case 'j':
+                        break; /* the job is printed as JSON anyway */
                 case 't':
                         if (config_parse_duration(optarg, false, &secs) < 0) {
-                                fprintf(stderr, "boxcar status: --timeout: '%s' is not a duration "
-                                        "(250ms, 30s, 5m, 2h)\n", optarg);
+                                fprintf(stderr,
+                                        "boxcar status: --timeout: '%s' is not a duration "
+                                        "(250ms, 30s, 5m, 2h)\n",
+                                        optarg);
                                 return 2;
                         }
                         a->timeout = optarg;
                         a->timeout_ms = secs * 1000 < 1 ? 1 : (long)(secs * 1000);
                         break;
                 default:
-                        fprintf(stderr, "boxcar status: unknown or incomplete option '%s' "
-                                "(see boxcar help status)\n", argv[optind - 1]);
+                        fprintf(stderr,
+                                "boxcar status: unknown or incomplete option '%s' "
+                                "(see boxcar help status)\n",
+                                argv[optind - 1]);
                         return 2;
                 }
         }

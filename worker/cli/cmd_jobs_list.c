@@ -75,11 +75,21 @@ static int parse_ls(int argc, char **argv, struct ls_args *a, struct bc_error *e
                         break;
                 char *end = NULL;
                 switch (o) {
-                case 'q': a->queue = optarg; break;
-                case 's': a->status = optarg; break;
-                case 't': a->since = optarg; break;
-                case 'a': a->after = optarg; break;
-                case 'j': a->json = true; break;
+                case 'q':
+                        a->queue = optarg;
+                        break;
+                case 's':
+                        a->status = optarg;
+                        break;
+                case 't':
+                        a->since = optarg;
+                        break;
+                case 'a':
+                        a->after = optarg;
+                        break;
+                case 'j':
+                        a->json = true;
+                        break;
                 case 'n':
                         a->limit = strtol(optarg, &end, 10);
                         if (end == optarg || *end || a->limit < 1 || a->limit > 1000)
@@ -114,7 +124,7 @@ static void print_job_line(const cJSON *j)
         char created[20];
         snprintf(created, sizeof(created), "%s", str_or(j, "created_at", "-"));
         if (strlen(created) > 10)
-                created[10] = ' ';      /* "2026-01-02T03:04:05" → readable */
+                created[10] = ' '; /* "2026-01-02T03:04:05" → readable */
         printf("%-36s  %-9s  %-24s  %-8s  %-19s  %s\n", str_or(j, "id", "?"),
                str_or(j, "status", "?"), str_or(j, "queue", "?"), attempts, created,
                str_or(error, "code", "-"));
@@ -207,7 +217,8 @@ static int parse_retry(int argc, char **argv, struct retry_args *a, struct bc_er
                         return cli_bad_option(argv, err);
         }
         if (argc - optind != 1)
-                return bc_error_set(err, BC_USAGE, EINVAL, "expected one job id (see boxcar help jobs)");
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "expected one job id (see boxcar help jobs)");
         a->id = argv[optind];
         return 0;
 }

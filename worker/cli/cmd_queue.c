@@ -97,8 +97,11 @@ int cmd_queue(int argc, char **argv)
                           : is_pause  ? "select boxcar.pause_queue($1)"
                           : is_resume ? "select boxcar.resume_queue($1)"
                                       : "select boxcar.queue_config($1, $2::int, $3::float8)";
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, sql, is_ls ? 0 : is_config ? 3 : 1, p, &err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, sql,
+                                                   is_ls       ? 0
+                                                   : is_config ? 3
+                                                               : 1,
+                                                   p, &err);
         if (!res)
                 return cli_fail(name, &err);
         for (int i = 0; i < PQntuples(res); i++) {

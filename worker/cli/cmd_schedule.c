@@ -44,7 +44,7 @@ const char schedule_usage[] =
 struct sched_args {
         const char *cron, *tz, *queue, *spec_file, *priority, *max_attempts;
         bool replace, json;
-        int rest;               /* index of the first positional argument */
+        int rest; /* index of the first positional argument */
 };
 
 /* Options after the subcommand (argv[0] is the subcommand).  add_opts:
@@ -73,14 +73,30 @@ static int parse(int argc, char **argv, bool add_opts, struct sched_args *a, str
                         return bc_error_set(err, BC_USAGE, EINVAL, "'%s' is an option of add only",
                                             argv[optind - 1]);
                 switch (o) {
-                case 'c': a->cron = optarg; break;
-                case 'z': a->tz = optarg; break;
-                case 'q': a->queue = optarg; break;
-                case 's': a->spec_file = optarg; break;
-                case 'p': a->priority = optarg; break;
-                case 'm': a->max_attempts = optarg; break;
-                case 'r': a->replace = true; break;
-                case 'j': a->json = true; break;
+                case 'c':
+                        a->cron = optarg;
+                        break;
+                case 'z':
+                        a->tz = optarg;
+                        break;
+                case 'q':
+                        a->queue = optarg;
+                        break;
+                case 's':
+                        a->spec_file = optarg;
+                        break;
+                case 'p':
+                        a->priority = optarg;
+                        break;
+                case 'm':
+                        a->max_attempts = optarg;
+                        break;
+                case 'r':
+                        a->replace = true;
+                        break;
+                case 'j':
+                        a->json = true;
+                        break;
                 default:
                         return cli_bad_option(argv, err);
                 }
@@ -122,8 +138,8 @@ static int add(PGconn *conn, int argc, char **argv, const struct sched_args *a,
                 return -EINVAL;
         if (!a->spec_file && !(spec = cli_command_spec(argc - cmd, argv + cmd)))
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        const char *p[] = { name, a->cron, a->queue, spec, a->tz, a->priority, a->max_attempts,
-                            a->replace ? "true" : "false" };
+        const char *p[] = { name,  a->cron,     a->queue,        spec,
+                            a->tz, a->priority, a->max_attempts, a->replace ? "true" : "false" };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn,
                 "select boxcar.schedule_add(name => $1, cron => $2, queue => $3, spec => $4::jsonb,"
@@ -216,8 +232,8 @@ int cmd_schedule(int argc, char **argv)
                 return cli_fail(name, &err);
         a.rest += 1;
         if ((is_ls && a.rest != argc) || (named && a.rest + 1 != argc)) {
-                bc_error_set(&err, BC_USAGE, EINVAL, is_ls ? "ls takes no argument"
-                                                           : "expected one schedule NAME");
+                bc_error_set(&err, BC_USAGE, EINVAL,
+                             is_ls ? "ls takes no argument" : "expected one schedule NAME");
                 return cli_fail(name, &err);
         }
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);

@@ -117,8 +117,8 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         if (r < 0)
                 return r;
         const char *cp[] = { name, kind };
-        _cleanup_pgresult_ PGresult *created =
-                db_exec(conn, "select boxcar.create_storage($1, $2)", 2, cp, err);
+        _cleanup_pgresult_ PGresult *created = db_exec(
+                conn, "select boxcar.create_storage($1, $2)", 2, cp, err);
         if (!created)
                 return -EPROTO;
         struct store_version head = { 0 };
@@ -146,8 +146,9 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         char size[32], count[32];
         snprintf(size, sizeof(size), "%llu", (unsigned long long)res.pack.size);
         snprintf(count, sizeof(count), "%llu", (unsigned long long)res.pack.file_count);
-        const char *p[] = { name, res.pack.sha256, res.key, size, count,
-                            found ? head.sha256 : NULL };
+        const char *p[] = {
+                name, res.pack.sha256, res.key, size, count, found ? head.sha256 : NULL
+        };
         _cleanup_pgresult_ PGresult *added = db_exec(
                 conn, "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6)",
                 6, p, err);
@@ -227,10 +228,10 @@ static int list(PGconn *conn, const char *name, const char *kind, struct bc_erro
 
 struct storage_args {
         enum { PUSH, PULL, LS, URL } verb;
-        const char *kind;  /* push (default artifact), ls (NULL: every kind) */
-        char *ref;         /* NAME or NAME[@VERSION] */
-        const char *dir;   /* push, pull */
-        double ttl_s;      /* url */
+        const char *kind; /* push (default artifact), ls (NULL: every kind) */
+        char *ref;        /* NAME or NAME[@VERSION] */
+        const char *dir;  /* push, pull */
+        double ttl_s;     /* url */
         bool json;
 };
 
@@ -285,9 +286,12 @@ static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_e
 static int dispatch(PGconn *conn, struct storage_args *a, struct bc_error *err)
 {
         switch (a->verb) {
-        case PUSH: return push(conn, a->ref, a->dir, a->kind, a->json, err);
-        case PULL: return pull(conn, a->ref, a->dir, a->json, err);
-        case LS: return list(conn, a->ref, a->kind, err);
+        case PUSH:
+                return push(conn, a->ref, a->dir, a->kind, a->json, err);
+        case PULL:
+                return pull(conn, a->ref, a->dir, a->json, err);
+        case LS:
+                return list(conn, a->ref, a->kind, err);
         case URL: {
                 _cleanup_free_ char *url = NULL;
                 char sha[65];

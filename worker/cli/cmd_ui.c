@@ -48,12 +48,24 @@ static int parse_args(int argc, char **argv, struct ui_options *a, struct bc_err
                 if (o == -1)
                         break;
                 switch (o) {
-                case 'l': a->listen = optarg; break;
-                case 'a': a->actions = true; break;
-                case 't': a->token_file = optarg; break;
-                case 'u': a->user = optarg; break;
-                case 'n': a->no_auth = true; break;
-                case 's': a->secure_cookie = true; break;
+                case 'l':
+                        a->listen = optarg;
+                        break;
+                case 'a':
+                        a->actions = true;
+                        break;
+                case 't':
+                        a->token_file = optarg;
+                        break;
+                case 'u':
+                        a->user = optarg;
+                        break;
+                case 'n':
+                        a->no_auth = true;
+                        break;
+                case 's':
+                        a->secure_cookie = true;
+                        break;
                 default:
                         return cli_bad_option(argv, err);
                 }
@@ -62,8 +74,7 @@ static int parse_args(int argc, char **argv, struct ui_options *a, struct bc_err
                 return bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'",
                                     argv[optind]);
         if (!*a->user || strlen(a->user) > 64 || strchr(a->user, ':'))
-                return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "--user: 1 to 64 characters, no ':'");
+                return bc_error_set(err, BC_USAGE, EINVAL, "--user: 1 to 64 characters, no ':'");
         return 0;
 }
 
@@ -75,7 +86,9 @@ int cmd_ui(int argc, char **argv)
                 return r == 1 ? 0 : 2;
         log_setup(LOG_TEXT, LOG_INFO);
         struct bc_error err = BC_ERROR_INIT;
-        struct ui_options o = { .db_url = url, .listen = "127.0.0.1:9470", .user = "admin",
+        struct ui_options o = { .db_url = url,
+                                .listen = "127.0.0.1:9470",
+                                .user = "admin",
                                 .token_env = getenv("BOXCAR_UI_TOKEN") };
         r = parse_args(argc, argv, &o, &err);
         if (r >= 0)

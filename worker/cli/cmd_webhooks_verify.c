@@ -99,13 +99,27 @@ static int parse_args(int argc, char **argv, struct verify_args *a)
                         break;
                 double secs;
                 switch (o) {
-                case 'S': a->secret = optarg; break;
-                case 'H': a->headers_file = optarg; break;
-                case 'b': a->body_file = optarg; break;
-                case 'i': a->id = optarg; break;
-                case 't': a->timestamp = optarg; break;
-                case 's': a->signature = optarg; break;
-                case 'h': fputs(webhooks_verify_usage, stdout); return 1;
+                case 'S':
+                        a->secret = optarg;
+                        break;
+                case 'H':
+                        a->headers_file = optarg;
+                        break;
+                case 'b':
+                        a->body_file = optarg;
+                        break;
+                case 'i':
+                        a->id = optarg;
+                        break;
+                case 't':
+                        a->timestamp = optarg;
+                        break;
+                case 's':
+                        a->signature = optarg;
+                        break;
+                case 'h':
+                        fputs(webhooks_verify_usage, stdout);
+                        return 1;
                 case 'T':
                         if (strcmp(optarg, "none") == 0)
                                 a->tolerance_s = -1;
@@ -113,12 +127,14 @@ static int parse_args(int argc, char **argv, struct verify_args *a)
                                 a->tolerance_s = (long long)secs;
                         else
                                 return usage_error("--tolerance '%s': expected a duration "
-                                                   "like 300s or 5m, or none", optarg);
+                                                   "like 300s or 5m, or none",
+                                                   optarg);
                         break;
                 case 'n':
                         if (parse_number(optarg, &a->now) < 0)
                                 return usage_error("--now '%s': expected seconds since the "
-                                                   "epoch", optarg);
+                                                   "epoch",
+                                                   optarg);
                         break;
                 default:
                         return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
@@ -213,7 +229,8 @@ int webhooks_verify_main(int argc, char **argv)
         }
         _cleanup_free_ char *headers = NULL;
         size_t headers_len = 0;
-        if (a.headers_file && read_all(a.headers_file, HEADERS_CAP, &headers, &headers_len, &err) < 0)
+        if (a.headers_file &&
+            read_all(a.headers_file, HEADERS_CAP, &headers, &headers_len, &err) < 0)
                 return usage_fail(&err);
         _cleanup_free_ char *body = NULL;
         size_t body_len = 0;

@@ -39,8 +39,8 @@ static int list(PGconn *conn, struct bc_error *err)
         int r = api_workers(conn, &w, err);
         if (r < 0)
                 return r;
-        printf("%-24s %-20s %8s %-9s %7s %-24s %-6s %s\n", "ID", "HOST", "PID", "STATE",
-               "RUNNING", "QUEUES", "LEADER", "HEARTBEAT (UTC)");
+        printf("%-24s %-20s %8s %-9s %7s %-24s %-6s %s\n", "ID", "HOST", "PID", "STATE", "RUNNING",
+               "QUEUES", "LEADER", "HEARTBEAT (UTC)");
         for (size_t i = 0; i < w.n; i++) {
                 const struct api_worker_row *o = &w.rows[i];
                 printf("%-24s %-20s %8s %-9s %7s %-24s %-6s %s\n", o->id, o->host, o->pid,
@@ -89,7 +89,8 @@ int cmd_worker_drain(int argc, char **argv)
                 return st;
         }
         if (r == 0) {
-                fprintf(stderr, "boxcar worker drain: no running worker %s (see boxcar.worker_status)\n",
+                fprintf(stderr,
+                        "boxcar worker drain: no running worker %s (see boxcar.worker_status)\n",
                         argv[2]);
                 return 1;
         }
@@ -107,9 +108,9 @@ int cmd_worker_drain(int argc, char **argv)
 bool cli_is_worker_drain(int argc, char **argv)
 {
         int i = 1;
-        while (i < argc && (strncmp(argv[i], "--database-url=", 15) == 0 ||
-                            strcmp(argv[i], "--database-url") == 0 ||
-                            strcmp(argv[i], "--json") == 0))
+        while (i < argc &&
+               (strncmp(argv[i], "--database-url=", 15) == 0 ||
+                strcmp(argv[i], "--database-url") == 0 || strcmp(argv[i], "--json") == 0))
                 i += strcmp(argv[i], "--database-url") == 0 ? 2 : 1;
         return i < argc && strcmp(argv[i], "drain") == 0;
 }

@@ -75,12 +75,25 @@ static int set_string(char **dst, const char *v)
 static int apply_defaults(struct worker_config *c, struct bc_error *err)
 {
         *c = (struct worker_config){
-                .concurrency = 4, .db_connections = 4, .lease_s = 30, .poll_interval_s = 5, .drain_timeout_s = 60,
-                .sandbox = BACKEND_NAMESPACE, .log_format = LOG_TEXT, .log_level = LOG_INFO,
-                .max_output_bytes = 16u << 20, .volume_cache_bytes = 10240ull << 20,
-                .artifact_url_ttl_s = 86400, .webhook_timeout_s = 15, .webhook_concurrency = 4,
-                .max_log_bytes = 10u << 20, .retention_s = 7 * 86400,
-                .warm_workspaces = -1, .warm_sandboxes = -1, .disk_reserve_pct = 5, .disk_wait_s = 60,
+                .concurrency = 4,
+                .db_connections = 4,
+                .lease_s = 30,
+                .poll_interval_s = 5,
+                .drain_timeout_s = 60,
+                .sandbox = BACKEND_NAMESPACE,
+                .log_format = LOG_TEXT,
+                .log_level = LOG_INFO,
+                .max_output_bytes = 16u << 20,
+                .volume_cache_bytes = 10240ull << 20,
+                .artifact_url_ttl_s = 86400,
+                .webhook_timeout_s = 15,
+                .webhook_concurrency = 4,
+                .max_log_bytes = 10u << 20,
+                .retention_s = 7 * 86400,
+                .warm_workspaces = -1,
+                .warm_sandboxes = -1,
+                .disk_reserve_pct = 5,
+                .disk_wait_s = 60,
         };
         if (set_string(&c->work_dir, "/var/tmp/boxcar") < 0 ||
             config_parse_schedule("5s,5m,30m,2h,5h,10h,10h", &c->webhook_schedule) < 0)
@@ -89,12 +102,38 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
 }
 
 enum {
-        OPT_DATABASE_URL = 256, OPT_QUEUES, OPT_CONCURRENCY, OPT_DB_CONNECTIONS, OPT_LEASE, OPT_POLL, OPT_DRAIN,
-        OPT_SANDBOX, OPT_HELPER, OPT_WORK_DIR, OPT_WORKER_ID, OPT_LOG_FORMAT, OPT_LOG_LEVEL,
-        OPT_MAX_OUTPUT, OPT_HOST_NETWORK, OPT_VOLUME_CACHE, OPT_URL_TTL, OPT_WH_TIMEOUT,
-        OPT_WH_SCHEDULE, OPT_WH_CONCURRENCY, OPT_MAX_LOG, OPT_METRICS_ADDR, OPT_LISTEN_URL,
-        OPT_POLL_ONLY, OPT_RETENTION, OPT_WARM_SANDBOXES, OPT_WARM_WORKSPACES,
-        OPT_ALLOW_PRIVATE_URLS, OPT_ALLOW_URL_CIDR, OPT_NETWORK_ALLOW, OPT_DISK_RESERVE, OPT_DISK_WAIT,
+        OPT_DATABASE_URL = 256,
+        OPT_QUEUES,
+        OPT_CONCURRENCY,
+        OPT_DB_CONNECTIONS,
+        OPT_LEASE,
+        OPT_POLL,
+        OPT_DRAIN,
+        OPT_SANDBOX,
+        OPT_HELPER,
+        OPT_WORK_DIR,
+        OPT_WORKER_ID,
+        OPT_LOG_FORMAT,
+        OPT_LOG_LEVEL,
+        OPT_MAX_OUTPUT,
+        OPT_HOST_NETWORK,
+        OPT_VOLUME_CACHE,
+        OPT_URL_TTL,
+        OPT_WH_TIMEOUT,
+        OPT_WH_SCHEDULE,
+        OPT_WH_CONCURRENCY,
+        OPT_MAX_LOG,
+        OPT_METRICS_ADDR,
+        OPT_LISTEN_URL,
+        OPT_POLL_ONLY,
+        OPT_RETENTION,
+        OPT_WARM_SANDBOXES,
+        OPT_WARM_WORKSPACES,
+        OPT_ALLOW_PRIVATE_URLS,
+        OPT_ALLOW_URL_CIDR,
+        OPT_NETWORK_ALLOW,
+        OPT_DISK_RESERVE,
+        OPT_DISK_WAIT,
         OPT_CONFIG,
         OPT_HELP,
 };
@@ -158,10 +197,8 @@ static const struct {
 static const struct {
         const char *key, *env;
 } file_env_keys[] = {
-        { "s3-bucket", "BOXCAR_S3_BUCKET" },
-        { "s3-prefix", "BOXCAR_S3_PREFIX" },
-        { "aws-region", "AWS_REGION" },
-        { "aws-endpoint-url-s3", "AWS_ENDPOINT_URL_S3" },
+        { "s3-bucket", "BOXCAR_S3_BUCKET" },     { "s3-prefix", "BOXCAR_S3_PREFIX" },
+        { "aws-region", "AWS_REGION" },          { "aws-endpoint-url-s3", "AWS_ENDPOINT_URL_S3" },
         { "webhook-url", "BOXCAR_WEBHOOK_URL" },
 };
 
@@ -170,24 +207,39 @@ static const struct {
 static const char *option_hint(int opt)
 {
         switch (opt) {
-        case OPT_CONCURRENCY: return " (a number from 1 to 1024)";
-        case OPT_DB_CONNECTIONS: return " (a number from 1 to 64)";
-        case OPT_WARM_WORKSPACES: return " (a number from 0 to 1024)";
-        case OPT_WH_CONCURRENCY: return " (a number from 1 to 64)";
-        case OPT_WARM_SANDBOXES: return " (a number from 0 to 256)";
+        case OPT_CONCURRENCY:
+                return " (a number from 1 to 1024)";
+        case OPT_DB_CONNECTIONS:
+                return " (a number from 1 to 64)";
+        case OPT_WARM_WORKSPACES:
+                return " (a number from 0 to 1024)";
+        case OPT_WH_CONCURRENCY:
+                return " (a number from 1 to 64)";
+        case OPT_WARM_SANDBOXES:
+                return " (a number from 0 to 256)";
         case OPT_LEASE:
-        case OPT_POLL: return " (a duration above 0: " DURATION_GRAMMAR ")";
+        case OPT_POLL:
+                return " (a duration above 0: " DURATION_GRAMMAR ")";
         case OPT_DRAIN:
-        case OPT_RETENTION: return " (a duration, 0 allowed: " DURATION_GRAMMAR ")";
-        case OPT_WH_TIMEOUT: return " (a duration up to 600s: " DURATION_GRAMMAR ")";
-        case OPT_URL_TTL: return " (a duration from 1s to 7d: " DURATION_GRAMMAR ")";
-        case OPT_DISK_WAIT: return " (a duration from 1s to 1h: " DURATION_GRAMMAR ")";
-        case OPT_WH_SCHEDULE: return " (1 to 32 comma-separated durations: " DURATION_GRAMMAR ")";
-        case OPT_LOG_FORMAT: return " (text or json)";
-        case OPT_LOG_LEVEL: return " (debug, info, warn or error)";
+        case OPT_RETENTION:
+                return " (a duration, 0 allowed: " DURATION_GRAMMAR ")";
+        case OPT_WH_TIMEOUT:
+                return " (a duration up to 600s: " DURATION_GRAMMAR ")";
+        case OPT_URL_TTL:
+                return " (a duration from 1s to 7d: " DURATION_GRAMMAR ")";
+        case OPT_DISK_WAIT:
+                return " (a duration from 1s to 1h: " DURATION_GRAMMAR ")";
+        case OPT_WH_SCHEDULE:
+                return " (1 to 32 comma-separated durations: " DURATION_GRAMMAR ")";
+        case OPT_LOG_FORMAT:
+                return " (text or json)";
+        case OPT_LOG_LEVEL:
+                return " (debug, info, warn or error)";
         case OPT_POLL_ONLY:
-        case OPT_ALLOW_PRIVATE_URLS: return " (true or false)";
-        default: return "";
+        case OPT_ALLOW_PRIVATE_URLS:
+                return " (true or false)";
+        default:
+                return "";
         }
 }
 
@@ -244,8 +296,8 @@ static int parse_disk_reserve(const char *label, const char *v, struct worker_co
                 long pct = strtol(v, &end, 10);
                 if (errno || end != v + len - 1 || v[0] < '0' || v[0] > '9' || pct > 90)
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "%s: '%s' is not a percentage from 0%% to 90%%",
-                                            label, v);
+                                            "%s: '%s' is not a percentage from 0%% to 90%%", label,
+                                            v);
                 c->disk_reserve_pct = (int)pct;
                 return 0;
         }
@@ -263,16 +315,28 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
         int choice = 0;
         int r = 0;
         switch (opt) {
-        case OPT_DATABASE_URL: r = set_string(&c->database_url, v); break;
+        case OPT_DATABASE_URL:
+                r = set_string(&c->database_url, v);
+                break;
         case OPT_QUEUES:
                 config_strv_free(c->queues);
                 c->queues = NULL;
                 return config_parse_queues_as(label, v, &c->queues, err);
-        case OPT_CONCURRENCY: r = parse_uint(v, 1, 1024, &c->concurrency); break;
-        case OPT_DB_CONNECTIONS: r = parse_uint(v, 1, 64, &c->db_connections); break;
-        case OPT_LEASE: r = config_parse_duration(v, false, &c->lease_s); break;
-        case OPT_POLL: r = config_parse_duration(v, false, &c->poll_interval_s); break;
-        case OPT_DRAIN: r = config_parse_duration(v, true, &c->drain_timeout_s); break;
+        case OPT_CONCURRENCY:
+                r = parse_uint(v, 1, 1024, &c->concurrency);
+                break;
+        case OPT_DB_CONNECTIONS:
+                r = parse_uint(v, 1, 64, &c->db_connections);
+                break;
+        case OPT_LEASE:
+                r = config_parse_duration(v, false, &c->lease_s);
+                break;
+        case OPT_POLL:
+                r = config_parse_duration(v, false, &c->poll_interval_s);
+                break;
+        case OPT_DRAIN:
+                r = config_parse_duration(v, true, &c->drain_timeout_s);
+                break;
         case OPT_SANDBOX:
                 if (strcmp(v, "none") == 0)
                         c->sandbox = BACKEND_NONE;
@@ -287,11 +351,23 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
                 config_strv_free(c->host_network_queues);
                 c->host_network_queues = NULL;
                 return config_parse_queues_as(label, v, &c->host_network_queues, err);
-        case OPT_HELPER: r = set_string(&c->sandbox_helper, v); break;
-        case OPT_WORK_DIR: r = set_string(&c->work_dir, v); break;
-        case OPT_WORKER_ID: r = set_string(&c->worker_id, v); break;
-        case OPT_LOG_FORMAT: r = parse_choice(v, formats, &choice); c->log_format = choice; break;
-        case OPT_LOG_LEVEL: r = parse_choice(v, levels, &choice); c->log_level = choice; break;
+        case OPT_HELPER:
+                r = set_string(&c->sandbox_helper, v);
+                break;
+        case OPT_WORK_DIR:
+                r = set_string(&c->work_dir, v);
+                break;
+        case OPT_WORKER_ID:
+                r = set_string(&c->worker_id, v);
+                break;
+        case OPT_LOG_FORMAT:
+                r = parse_choice(v, formats, &choice);
+                c->log_format = choice;
+                break;
+        case OPT_LOG_LEVEL:
+                r = parse_choice(v, levels, &choice);
+                c->log_level = choice;
+                break;
         case OPT_MAX_OUTPUT: {
                 uint64_t n = 0;
                 r = parse_size(label, v, 1, 0, MAX_OUTPUT_BYTES_MAX, &n, err);
@@ -313,17 +389,30 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
                 c->webhook_schedule = NULL;
                 r = config_parse_schedule(v, &c->webhook_schedule);
                 break;
-        case OPT_WH_CONCURRENCY: r = parse_uint(v, 1, 64, &c->webhook_concurrency); break;
-        case OPT_METRICS_ADDR: r = set_string(&c->metrics_addr, v); break;
-        case OPT_LISTEN_URL: r = set_string(&c->listen_database_url, v); break;
-        case OPT_POLL_ONLY: r = parse_switch(v, &c->poll_only); break;
-        case OPT_ALLOW_PRIVATE_URLS: r = parse_switch(v, &c->url_guard.allow_all); break;
+        case OPT_WH_CONCURRENCY:
+                r = parse_uint(v, 1, 64, &c->webhook_concurrency);
+                break;
+        case OPT_METRICS_ADDR:
+                r = set_string(&c->metrics_addr, v);
+                break;
+        case OPT_LISTEN_URL:
+                r = set_string(&c->listen_database_url, v);
+                break;
+        case OPT_POLL_ONLY:
+                r = parse_switch(v, &c->poll_only);
+                break;
+        case OPT_ALLOW_PRIVATE_URLS:
+                r = parse_switch(v, &c->url_guard.allow_all);
+                break;
         case OPT_ALLOW_URL_CIDR:
                 if (netguard_allow_list(&c->url_guard, v, err) < 0)
                         return bc_error_prefix(err, "%s", label);
                 return 0;
-        case OPT_NETWORK_ALLOW: return config_network_allow(c, label, v, err);
-        case OPT_RETENTION: r = config_parse_duration(v, true, &c->retention_s); break;
+        case OPT_NETWORK_ALLOW:
+                return config_network_allow(c, label, v, err);
+        case OPT_RETENTION:
+                r = config_parse_duration(v, true, &c->retention_s);
+                break;
         case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {
                 unsigned n = 0;
@@ -343,7 +432,9 @@ static int apply_option(struct worker_config *c, int opt, const char *v, const c
                 if (r >= 0 && (c->artifact_url_ttl_s < 1 || c->artifact_url_ttl_s > 7 * 86400))
                         r = -EINVAL;
                 break;
-        default: r = -EINVAL; break;
+        default:
+                r = -EINVAL;
+                break;
         }
         if (r == -ENOMEM)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -454,7 +545,8 @@ static int read_config_file(int argc, char **argv, struct worker_config *c, stru
         }
         if (path && !*path)
                 return bc_error_set(err, BC_USAGE, EINVAL, "%s: empty path", label);
-        return config_file_read(path ? path : CONFIG_FILE_DEFAULT, !path, apply_file_entry, c, err);
+        return config_file_read(path ? path : CONFIG_FILE_DEFAULT, !path, apply_file_entry, c,
+                                err);
 }
 
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
@@ -479,8 +571,8 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         return 1;
                 }
                 if (opt == '?' || opt == ':') {
-                        r = bc_error_set(err, BC_USAGE, EINVAL, "unknown or incomplete option '%s'",
-                                         argv[optind - 1]);
+                        r = bc_error_set(err, BC_USAGE, EINVAL,
+                                         "unknown or incomplete option '%s'", argv[optind - 1]);
                         break;
                 }
                 if (opt == OPT_CONFIG)

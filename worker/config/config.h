@@ -25,41 +25,41 @@ struct network_cap {
 
 struct worker_config {
         char *database_url;
-        char **queues;             /* NULL-terminated, never empty */
+        char **queues; /* NULL-terminated, never empty */
         unsigned concurrency;
-        unsigned db_connections;   /* the job slots' shared connections */
+        unsigned db_connections; /* the job slots' shared connections */
         double lease_s;
         double poll_interval_s;
         double drain_timeout_s;
         enum sandbox_backend sandbox;
-        char *sandbox_helper;      /* path of boxcar-sandbox */
-        char *work_dir;            /* per-job directories go under it */
-        char *worker_id;           /* generated when not given */
+        char *sandbox_helper; /* path of boxcar-sandbox */
+        char *work_dir;       /* per-job directories go under it */
+        char *worker_id;      /* generated when not given */
         enum log_format log_format;
         enum log_level log_level;
-        unsigned max_output_bytes; /* cap on a job's kept stdout/stderr tail */
-        char **host_network_queues; /* queues whose jobs may ask for network "host" */
+        unsigned max_output_bytes;        /* cap on a job's kept stdout/stderr tail */
+        char **host_network_queues;       /* queues whose jobs may ask for network "host" */
         struct network_cap *network_caps; /* --network-allow: per queue */
         size_t n_network_caps;
-        uint64_t volume_cache_bytes;  /* bound on the extracted volume cache */
+        uint64_t volume_cache_bytes; /* bound on the extracted volume cache */
         /* --disk-reserve: kept free of jobs' workspaces on --work-dir's
          * filesystem, in percent of it, or in bytes when the percent is < 0 */
         int disk_reserve_pct;
         uint64_t disk_reserve_bytes;
-        double disk_wait_s;           /* --disk-wait: how long a job waits for it */
-        double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
-        char *metrics_addr;           /* --metrics-addr HOST:PORT, or NULL */
-        char *listen_database_url;    /* a direct connection for LISTEN, or NULL */
-        bool poll_only;               /* no LISTEN at all (PgBouncer without a direct URL) */
-        double retention_s;           /* prune finished jobs older than this; 0: never */
-        uint64_t max_log_bytes;       /* live log (job_logs) stored per job */
+        double disk_wait_s;        /* --disk-wait: how long a job waits for it */
+        double artifact_url_ttl_s; /* lifetime of result.artifact.url */
+        char *metrics_addr;        /* --metrics-addr HOST:PORT, or NULL */
+        char *listen_database_url; /* a direct connection for LISTEN, or NULL */
+        bool poll_only;            /* no LISTEN at all (PgBouncer without a direct URL) */
+        double retention_s;        /* prune finished jobs older than this; 0: never */
+        uint64_t max_log_bytes;    /* live log (job_logs) stored per job */
         double webhook_timeout_s;
         unsigned webhook_concurrency;
-        int warm_sandboxes;           /* --warm-sandboxes: most ready sandboxes per
+        int warm_sandboxes;        /* --warm-sandboxes: most ready sandboxes per
                                        * network kind; -1: concurrency + 2 */
-        char *webhook_schedule;       /* SQL interval[] literal: "{5 seconds,300 seconds}" */
-        char *webhook_default_url;    /* BOXCAR_WEBHOOK_URL, or NULL */
-        int warm_workspaces;          /* --warm-workspaces: most ready workspace
+        char *webhook_schedule;    /* SQL interval[] literal: "{5 seconds,300 seconds}" */
+        char *webhook_default_url; /* BOXCAR_WEBHOOK_URL, or NULL */
+        int warm_workspaces;       /* --warm-workspaces: most ready workspace
                                        * filesystems; -1: concurrency + 2 */
         /* Where URLs from job specs (webhooks, volume urls) may lead:
          * --allow-private-urls, --allow-url-cidr (and their variables). */

@@ -40,8 +40,9 @@ int config_file_read(const char *path, bool missing_ok, config_file_entry_fn fn,
         for (unsigned line = 1; fgets(buf, sizeof(buf), f); line++) {
                 size_t len = strlen(buf);
                 if (len == sizeof(buf) - 1 && buf[len - 1] != '\n' && !feof(f))
-                        return bc_error_set(err, BC_USAGE, EINVAL, "%s:%u: line longer than %d bytes",
-                                            path, line, MAX_LINE - 2);
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "%s:%u: line longer than %d bytes", path, line,
+                                            MAX_LINE - 2);
                 if (len > 0 && buf[len - 1] == '\n')
                         buf[--len] = '\0';
                 if (memchr(buf, '\0', len) != NULL)
@@ -52,26 +53,29 @@ int config_file_read(const char *path, bool missing_ok, config_file_entry_fn fn,
                 char *eq = strchr(s, '=');
                 if (!eq)
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "%s:%u: expected 'key = value', got '%s'", path, line, s);
+                                            "%s:%u: expected 'key = value', got '%s'", path, line,
+                                            s);
                 *eq = '\0';
                 char *key = bc_trim(s), *value = bc_trim(eq + 1);
                 if (!valid_key(key) || strlen(key) >= sizeof(seen[0].key))
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "%s:%u: '%s' is not a key (lower-case letters, digits "
-                                            "and '-')", path, line, key);
+                                            "and '-')",
+                                            path, line, key);
                 size_t vlen = strlen(value);
                 if (value[0] == '"') {
                         if (vlen < 2 || value[vlen - 1] != '"' || memchr(value + 1, '"', vlen - 2))
                                 return bc_error_set(err, BC_USAGE, EINVAL,
-                                                    "%s:%u: %s: unbalanced quotes", path, line, key);
+                                                    "%s:%u: %s: unbalanced quotes", path, line,
+                                                    key);
                         value[vlen - 1] = '\0';
                         value++;
                 }
                 for (unsigned i = 0; i < nseen; i++)
                         if (strcmp(seen[i].key, key) == 0)
                                 return bc_error_set(err, BC_USAGE, EINVAL,
-                                                    "%s:%u: %s: set twice (first at line %u)", path,
-                                                    line, key, seen[i].line);
+                                                    "%s:%u: %s: set twice (first at line %u)",
+                                                    path, line, key, seen[i].line);
                 if (nseen == MAX_KEYS)
                         return bc_error_set(err, BC_USAGE, EINVAL, "%s:%u: more than %d keys",
                                             path, line, MAX_KEYS);

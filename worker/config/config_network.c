@@ -62,7 +62,8 @@ static int parse_one(struct worker_config *c, const char *label, char *part, str
         if (!eq)
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "%s: '%s' is not QUEUE=RULE,RULE (e.g. "
-                                    "ci=pypi.org:443,*.pythonhosted.org:443)", label, part);
+                                    "ci=pypi.org:443,*.pythonhosted.org:443)",
+                                    label, part);
         *eq = '\0';
         char *queue = bc_trim(part);
         if (!config_valid_queue(queue))

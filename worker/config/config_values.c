@@ -134,7 +134,8 @@ int config_parse_queues_as(const char *label, const char *s, char ***ret_queues,
                         int r = v[i] ? bc_error_set(err, BC_USAGE, EINVAL,
                                                     "%s: '%s' is not a queue name "
                                                     "(name or scope/name of letters, digits, "
-                                                    "'_', '.', '-'; not '.' or '..')", label, v[i])
+                                                    "'_', '.', '-'; not '.' or '..')",
+                                                    label, v[i])
                                      : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                         config_strv_free(v);
                         return r;
@@ -152,4 +153,3 @@ int config_parse_queues(const char *s, char ***ret_queues, struct bc_error *err)
 {
         return config_parse_queues_as("--queues", s, ret_queues, err);
 }
-

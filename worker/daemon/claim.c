@@ -57,8 +57,10 @@ static bool settle_claim(struct loop *l, struct claimed_job **jobs, size_t got)
         if (!committed)
                 log_event(LOG_WARN, "claim.not_committed", "worker_id", l->cfg->worker_id,
                           LOG_INT("jobs", (long long)got), "error", bc_error_message(&err),
-                          "effect", "its jobs were stopped before they started; they stay "
-                          "queued (or are released by the next heartbeat)", NULL);
+                          "effect",
+                          "its jobs were stopped before they started; they stay "
+                          "queued (or are released by the next heartbeat)",
+                          NULL);
         claim_gate_decide(gate, committed);
         claim_gate_unref(gate);
         for (size_t i = 0; !gate && i < got; i++) {
@@ -132,17 +134,21 @@ void loop_release_unrun(struct loop *l, const char *held)
                 int r = never_ran ? queue_release(l->conn, l->cfg->worker_id, one, &err)
                                   : queue_retry_lost(l->conn, l->cfg->worker_id, one,
                                                      "held by its worker, which no longer ran it "
-                                                     "(its result could not be recorded)", &err);
+                                                     "(its result could not be recorded)",
+                                                     &err);
                 if (r < 0) {
                         loop_control_failed(l, never_ran ? "release" : "retry_or_fail", &err);
                         return;
                 }
                 if (r > 0)
-                        log_event(LOG_WARN, "job.released_unrun", "job_id", one, "worker_id",
-                                  l->cfg->worker_id, "detail", never_ran
-                                  ? "its claim committed unseen (the connection was lost): "
-                                    "back in the queue, its attempt not counted"
-                                  : "held by this worker in the database but run by none of "
-                                    "its slots: retried as a lost attempt", NULL);
+                        log_event(
+                                LOG_WARN, "job.released_unrun", "job_id", one, "worker_id",
+                                l->cfg->worker_id, "detail",
+                                never_ran
+                                        ? "its claim committed unseen (the connection was lost): "
+                                          "back in the queue, its attempt not counted"
+                                        : "held by this worker in the database but run by none of "
+                                          "its slots: retried as a lost attempt",
+                                NULL);
         }
 }

@@ -23,47 +23,47 @@
 
 struct loop {
         const struct worker_config *cfg;
-        char instance[33];         /* new at every start; leases are held by it */
+        char instance[33]; /* new at every start; leases are held by it */
         struct slots slots;
         struct store store;
         struct deliverer deliverer;
-        struct metrics *metrics;       /* NULL without --metrics-addr */
-        struct ws_pool *ws_pool;       /* ready workspace filesystems, or NULL */
-        struct dir_bin *dirs;          /* kept job directories, or NULL */
-        struct disk_budget *disk;      /* what workspaces may take, or NULL */
+        struct metrics *metrics;  /* NULL without --metrics-addr */
+        struct ws_pool *ws_pool;  /* ready workspace filesystems, or NULL */
+        struct dir_bin *dirs;     /* kept job directories, or NULL */
+        struct disk_budget *disk; /* what workspaces may take, or NULL */
         struct http_server *http;
-        struct s3_check *s3_check;     /* NULL without S3 */
+        struct s3_check *s3_check; /* NULL without S3 */
         /* What loop_open started that loop_close must stop; with the
          * pointers above, NULL or false when it was not started. */
         struct sandbox_pool *sandbox_pool; /* warm sandboxes, or NULL */
-        char *cgroup_parent;       /* of job cgroups (owned), or NULL */
+        char *cgroup_parent;               /* of job cgroups (owned), or NULL */
         bool store_opened, deliverer_started;
-        _Atomic bool ready_db;         /* read by the HTTP thread */
+        _Atomic bool ready_db; /* read by the HTTP thread */
         _Atomic bool ready_draining;
         uint64_t next_stats;
-        PGconn *conn;              /* control connection: claim, heartbeat, housekeeping */
-        PGconn *listen;            /* LISTEN: conn itself, a direct connection, or NULL */
-        bool leader;               /* holds the housekeeping lease */
+        PGconn *conn;   /* control connection: claim, heartbeat, housekeeping */
+        PGconn *listen; /* LISTEN: conn itself, a direct connection, or NULL */
+        bool leader;    /* holds the housekeeping lease */
         uint64_t next_lead, next_prune;
-        unsigned pruned;           /* jobs deleted since the last jobs.pruned report */
+        unsigned pruned; /* jobs deleted since the last jobs.pruned report */
         int signal_fd;
-        bool private_mounts;       /* job mounts live in our own mount namespace */
+        bool private_mounts; /* job mounts live in our own mount namespace */
         bool want_claim;
         bool draining;
-        bool stopping_all;         /* drain deadline passed or second signal */
-        unsigned reconnect_ms;     /* current backoff */
+        bool stopping_all;     /* drain deadline passed or second signal */
+        unsigned reconnect_ms; /* current backoff */
         /* The leader rescues expired leases only from settled_at on: a lease
          * after the database was out of reach, or this process stalled
          * (see loop_defer_rescue). */
-        uint64_t lost_at;          /* the database out of reach since; 0: it is not */
+        uint64_t lost_at; /* the database out of reach since; 0: it is not */
         uint64_t settled_at, last_beat_ms;
-        const char *deferred_why;  /* not logged yet */
+        const char *deferred_why; /* not logged yet */
         uint64_t next_reconnect, next_poll, next_heartbeat, next_rescue, next_schedule,
                 drain_deadline;
         uint64_t watchdog_ms, next_watchdog; /* systemd WATCHDOG=1; 0: none asked */
-        bool rated;                /* a queue of ours has a rate (claim_delay_ms) */
+        bool rated;                          /* a queue of ours has a rate (claim_delay_ms) */
         uint64_t next_rate_check;
-        struct in_doubt in_doubt;  /* jobs of claims whose commit is not known */
+        struct in_doubt in_doubt; /* jobs of claims whose commit is not known */
 };
 
 static inline uint64_t ms(double seconds)

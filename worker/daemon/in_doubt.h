@@ -14,7 +14,7 @@
 
 struct in_doubt {
         char ids[IN_DOUBT_MAX][40];
-        unsigned next;   /* the oldest is overwritten past IN_DOUBT_MAX */
+        unsigned next; /* the oldest is overwritten past IN_DOUBT_MAX */
 };
 
 void in_doubt_add(struct in_doubt *d, const char *id);

@@ -30,8 +30,10 @@ static void reap_helpers(const struct worker_config *cfg)
         unsigned killed = proc_reaper_drain(10);
         if (killed)
                 log_event(LOG_WARN, "sandbox.teardown_killed", "worker_id", cfg->worker_id,
-                          LOG_INT("helpers", killed), "detail", "sandbox helpers still tearing "
-                          "down 10 s after the worker stopped were killed", NULL);
+                          LOG_INT("helpers", killed), "detail",
+                          "sandbox helpers still tearing "
+                          "down 10 s after the worker stopped were killed",
+                          NULL);
 }
 
 /* /readyz: the database is reachable, the worker takes jobs, and its
@@ -71,8 +73,7 @@ static int open_store(struct loop *l, struct bc_error *err)
             asprintf(&image_dir, "%s/images", cfg->work_dir) < 0 ||
             worker_artifact_cache_dir(cfg, &artifact_dir) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        int r = store_open(&l->store, cache_dir, image_dir, artifact_dir,
-                           cfg->volume_cache_bytes,
+        int r = store_open(&l->store, cache_dir, image_dir, artifact_dir, cfg->volume_cache_bytes,
                            (long)cfg->artifact_url_ttl_s, err);
         l->store_opened = r >= 0;
         l->store.url_guard = &cfg->url_guard;
@@ -98,14 +99,16 @@ static void log_started(const struct loop *l, const char *no_webhooks)
 {
         const struct worker_config *cfg = l->cfg;
         log_event(LOG_INFO, "worker.started", "worker_id", cfg->worker_id,
-                  LOG_INT("concurrency", cfg->concurrency),
-                  "sandbox", cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none",
-                  "s3", l->store.s3 ? "configured" : "not configured",
-                  "version", BOXCAR_VERSION, "instance", l->instance, NULL);
+                  LOG_INT("concurrency", cfg->concurrency), "sandbox",
+                  cfg->sandbox == BACKEND_NAMESPACE ? "namespace" : "none", "s3",
+                  l->store.s3 ? "configured" : "not configured", "version", BOXCAR_VERSION,
+                  "instance", l->instance, NULL);
         if (no_webhooks)
                 log_event(LOG_WARN, "webhooks.disabled", "worker_id", cfg->worker_id, "reason",
-                          no_webhooks, "detail", "this worker delivers no webhooks; workers "
-                          "with a secret deliver them", NULL);
+                          no_webhooks, "detail",
+                          "this worker delivers no webhooks; workers "
+                          "with a secret deliver them",
+                          NULL);
 }
 
 int loop_open(struct loop *l, struct bc_error *err)

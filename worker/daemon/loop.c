@@ -192,7 +192,9 @@ static void run_loop(struct loop *l)
 
 int worker_run(const struct worker_config *cfg, struct bc_error *err)
 {
-        struct loop l = { .cfg = cfg, .signal_fd = -1, .reconnect_ms = 100,
+        struct loop l = { .cfg = cfg,
+                          .signal_fd = -1,
+                          .reconnect_ms = 100,
                           .watchdog_ms = notify_watchdog_interval_ms() };
         /* 1: a signal asked to stop before the database could be reached. */
         int r = loop_open(&l, err);

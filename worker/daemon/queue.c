@@ -12,8 +12,10 @@
 
 int queue_listen(PGconn *conn, struct bc_error *err)
 {
-        return db_exec_script(conn, "listen boxcar_jobs; listen boxcar_cancel; "
-                                    "listen boxcar_webhooks; listen boxcar_drain", err);
+        return db_exec_script(conn,
+                              "listen boxcar_jobs; listen boxcar_cancel; "
+                              "listen boxcar_webhooks; listen boxcar_drain",
+                              err);
 }
 
 /* {"a","b"}: queue names are checked against [A-Za-z0-9_.-/], which need
@@ -40,10 +42,13 @@ int queue_register(PGconn *conn, const struct worker_config *cfg, const char *in
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
         char lease[32];
         snprintf(lease, sizeof(lease), "%.3f", cfg->lease_s);
-        const char *p[] = { cfg->worker_id, host, pid, queues, conc, BOXCAR_VERSION, lease, instance };
+        const char *p[] = { cfg->worker_id, host,           pid,   queues,
+                            conc,           BOXCAR_VERSION, lease, instance };
         _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select boxcar.register_worker($1, $2, $3::int, $4::text[], $5::int, $6, "
-                      "$7::float8, $8)", 8, p, err);
+                conn,
+                "select boxcar.register_worker($1, $2, $3::int, $4::text[], $5::int, $6, "
+                "$7::float8, $8)",
+                8, p, err);
         return res ? 0 : -EPROTO;
 }
 
@@ -51,24 +56,24 @@ int queue_rescue_orphans(PGconn *conn, const char *worker_id, const char *instan
                          struct bc_error *err)
 {
         const char *p[] = { worker_id, instance };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.rescue_orphans($1, $2)", 2, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, "select boxcar.rescue_orphans($1, $2)", 2,
+                                                   p, err);
         return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
 }
 
 int queue_set_default_webhook(PGconn *conn, const char *url, struct bc_error *err)
 {
         const char *p[] = { url };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.set_default_webhook_url($1)", 1, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.set_default_webhook_url($1)", 1, p, err);
         return res ? 0 : -EPROTO;
 }
 
 int queue_set_state(PGconn *conn, const char *worker_id, const char *state, struct bc_error *err)
 {
         const char *p[] = { worker_id, state };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.set_worker_state($1, $2)", 2, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, "select boxcar.set_worker_state($1, $2)",
+                                                   2, p, err);
         return res ? 0 : -EPROTO;
 }
 
@@ -156,8 +161,8 @@ int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, const char *i
         char lease[32];
         snprintf(lease, sizeof(lease), "%.3f seconds", cfg->lease_s);
         const char *p[] = { cfg->worker_id, lease, instance };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.heartbeat($1, $2::interval, $3)", 3, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.heartbeat($1, $2::interval, $3)", 3, p, err);
         if (!res)
                 return -EPROTO;
         *ret_ids = ids_of(res);
@@ -166,8 +171,8 @@ int queue_heartbeat(PGconn *conn, const struct worker_config *cfg, const char *i
 
 int queue_rescue(PGconn *conn, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.rescue_expired()", 0, NULL, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, "select boxcar.rescue_expired()", 0, NULL,
+                                                   err);
         if (!res)
                 return -EPROTO;
         return atoi(PQgetvalue(res, 0, 0));
@@ -188,13 +193,15 @@ int queue_release(PGconn *conn, const char *worker_id, const char *job_id, struc
         return bool_call(conn, "select boxcar.release($1::uuid, $2)", 2, p, err);
 }
 
-int queue_retry_lost(PGconn *conn, const char *worker_id, const char *job_id,
-                     const char *message, struct bc_error *err)
+int queue_retry_lost(PGconn *conn, const char *worker_id, const char *job_id, const char *message,
+                     struct bc_error *err)
 {
         const char *p[] = { job_id, worker_id, message };
         _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select boxcar.retry_or_fail($1::uuid, $2, jsonb_build_object("
-                      "'code', 'WORKER_LOST', 'message', $3::text))", 3, p, err);
+                conn,
+                "select boxcar.retry_or_fail($1::uuid, $2, jsonb_build_object("
+                "'code', 'WORKER_LOST', 'message', $3::text))",
+                3, p, err);
         if (!res)
                 return -EPROTO;
         return !PQgetisnull(res, 0, 0);
@@ -227,15 +234,15 @@ int queue_prune(PGconn *conn, double retention_s, unsigned max_rows, struct bc_e
         snprintf(older, sizeof(older), "%.0f seconds", retention_s);
         snprintf(max, sizeof(max), "%u", max_rows);
         const char *p[] = { older, max };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.prune($1::interval, $2::int)", 2, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.prune($1::interval, $2::int)", 2, p, err);
         return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
 }
 
 int queue_schedule_tick(PGconn *conn, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.schedule_tick()", 0, NULL, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, "select boxcar.schedule_tick()", 0, NULL,
+                                                   err);
         return res ? atoi(PQgetvalue(res, 0, 0)) : -EPROTO;
 }
 
@@ -244,8 +251,8 @@ int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, bool *re
 {
         _cleanup_free_ char *queues = queues_literal(cfg->queues);
         const char *p[] = { queues };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.claim_delay_ms($1::text[])", 1, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select boxcar.claim_delay_ms($1::text[])", 1, p, err);
         if (!res)
                 return -EPROTO;
         *ret_rated = !PQgetisnull(res, 0, 0);
@@ -254,8 +261,10 @@ int queue_claim_delay_ms(PGconn *conn, const struct worker_config *cfg, bool *re
 
 PGresult *queue_stats(PGconn *conn, struct bc_error *err)
 {
-        return db_exec(conn, "select queue, queued, scheduled, running, oldest_queued_age_s "
-                             "from boxcar.active_queue_stats", 0, NULL, err);
+        return db_exec(conn,
+                       "select queue, queued, scheduled, running, oldest_queued_age_s "
+                       "from boxcar.active_queue_stats",
+                       0, NULL, err);
 }
 
 int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct bc_error *err)
@@ -292,15 +301,25 @@ static int array_elem(struct dynbuf *b, bool first, const char *s)
 }
 
 enum {
-        COL_ID, COL_ATTEMPT, COL_ACTION, COL_STATUS, COL_RESULT, COL_ERROR, COL_EVENTS,
-        COL_ARTIFACT, COL_LOGS, N_COLS
+        COL_ID,
+        COL_ATTEMPT,
+        COL_ACTION,
+        COL_STATUS,
+        COL_RESULT,
+        COL_ERROR,
+        COL_EVENTS,
+        COL_ARTIFACT,
+        COL_LOGS,
+        N_COLS
 };
 
 int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_row *rows,
                        size_t n, struct bc_error *err)
 {
-        static const char *const actions[] = { [JOB_COMPLETE] = "complete", [JOB_RETRY] = "retry",
-                                               [JOB_RELEASE] = "release", [JOB_DROP] = "none" };
+        static const char *const actions[] = { [JOB_COMPLETE] = "complete",
+                                               [JOB_RETRY] = "retry",
+                                               [JOB_RELEASE] = "release",
+                                               [JOB_DROP] = "none" };
         struct dynbuf col[N_COLS];
         bool any_artifact = false, any_logs = false;
         int r = 0;
@@ -342,10 +361,10 @@ int queue_report_batch(PGconn *conn, const char *worker_id, struct queue_report_
         _cleanup_pgresult_ PGresult *res = NULL;
         if (r == 0)
                 res = db_exec_hot(conn,
-                              "select ord, held from boxcar.report_batch($1, $2::uuid[], "
-                              "$3::int[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], "
-                              "$8::jsonb[], $9::jsonb[], $10::jsonb[])",
-                              N_COLS + 1, p, err);
+                                  "select ord, held from boxcar.report_batch($1, $2::uuid[], "
+                                  "$3::int[], $4::text[], $5::text[], $6::jsonb[], $7::jsonb[], "
+                                  "$8::jsonb[], $9::jsonb[], $10::jsonb[])",
+                                  N_COLS + 1, p, err);
         for (int c = 0; c < N_COLS; c++)
                 dynbuf_done(&col[c]);
         if (r != 0)

@@ -26,8 +26,7 @@ int queue_register(PGconn *conn, const struct worker_config *cfg, const char *in
  * earlier process of this name that is gone.  Returns how many. */
 int queue_rescue_orphans(PGconn *conn, const char *worker_id, const char *instance,
                          struct bc_error *err);
-int queue_set_state(PGconn *conn, const char *worker_id, const char *state,
-                    struct bc_error *err);
+int queue_set_state(PGconn *conn, const char *worker_id, const char *state, struct bc_error *err);
 
 /* Claims up to n jobs; *ret_jobs gets a new array of *ret_n claimed jobs
  * (free each with claimed_job_free, then the array).  With *ret_pending
@@ -56,8 +55,8 @@ int queue_release(PGconn *conn, const char *worker_id, const char *job_id, struc
 /* Retries a job this worker holds as a lost attempt (WORKER_LOST with
  * message; failed when it was the last): 1, or 0 when the worker no
  * longer held it. */
-int queue_retry_lost(PGconn *conn, const char *worker_id, const char *job_id,
-                     const char *message, struct bc_error *err);
+int queue_retry_lost(PGconn *conn, const char *worker_id, const char *job_id, const char *message,
+                     struct bc_error *err);
 
 /* Returns how many expired jobs were rescued, or a negative errno. */
 int queue_rescue(PGconn *conn, struct bc_error *err);
@@ -91,9 +90,9 @@ int queue_cancel_requested(PGconn *conn, const char *ids, char **ret_ids, struct
 /* One finished job for queue_report_batch. */
 struct queue_report_row {
         const struct claimed_job *job;
-        const struct job_outcome *o;    /* JOB_DROP: only the events are written */
-        const char *events_json;        /* JSON array of kept-back events, or NULL */
-        int held;                       /* out: 1 recorded, 0 not held */
+        const struct job_outcome *o; /* JOB_DROP: only the events are written */
+        const char *events_json;     /* JSON array of kept-back events, or NULL */
+        int held;                    /* out: 1 recorded, 0 not held */
 };
 
 /* Records the results (and kept-back events) of n finished jobs in one

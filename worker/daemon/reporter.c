@@ -41,9 +41,9 @@ static void record_batch(struct slots *s, PGconn **conn, struct slot **batch, si
         bool retried = false;
         for (;;) {
                 struct bc_error err = BC_ERROR_INIT;
-                int r = conn_get(conn, cfg, &err) ? queue_report_batch(*conn, cfg->worker_id, rows,
-                                                                       n, &err)
-                                                  : -ECONNREFUSED;
+                int r = conn_get(conn, cfg, &err)
+                                ? queue_report_batch(*conn, cfg->worker_id, rows, n, &err)
+                                : -ECONNREFUSED;
                 if (r >= 0) {
                         for (size_t i = 0; i < n; i++) {
                                 batch[i]->report_rc = rows[i].held;
@@ -157,4 +157,3 @@ void slot_report(struct slot *sl, const struct claimed_job *job, const struct jo
                                              : "lease lost: another worker owns the job",
                           NULL);
 }
-

@@ -16,7 +16,7 @@ struct s3_check {
         const struct storage_config *cfg;
         const char *worker_id;
         pthread_t thread;
-        pthread_mutex_t lock;   /* guards what follows */
+        pthread_mutex_t lock; /* guards what follows */
         pthread_cond_t wake;
         bool stop;
         bool checked, ok;
@@ -64,15 +64,16 @@ static void *run(void *arg)
                 clock_gettime(CLOCK_MONOTONIC, &until);
                 until.tv_sec += wait_s;
                 pthread_mutex_lock(&c->lock);
-                while (!c->stop && pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT) {
+                while (!c->stop &&
+                       pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT) {
                 }
         }
         pthread_mutex_unlock(&c->lock);
         return NULL;
 }
 
-int s3_check_start(const struct storage_config *cfg, const char *worker_id,
-                   struct s3_check **ret, struct bc_error *err)
+int s3_check_start(const struct storage_config *cfg, const char *worker_id, struct s3_check **ret,
+                   struct bc_error *err)
 {
         struct s3_check *c = calloc(1, sizeof(*c));
         if (!c)

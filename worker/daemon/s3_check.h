@@ -25,8 +25,8 @@ struct s3_check;
 
 /* Starts checking cfg's bucket at once.  cfg and worker_id must outlive
  * the check.  Stop with s3_check_stop(). */
-int s3_check_start(const struct storage_config *cfg, const char *worker_id,
-                   struct s3_check **ret, struct bc_error *err);
+int s3_check_start(const struct storage_config *cfg, const char *worker_id, struct s3_check **ret,
+                   struct bc_error *err);
 
 /* Thread-safe and non-blocking.  True when the last check passed; else
  * "s3: <reason>" (or "s3: checking" before the first answer) in reason. */

@@ -73,7 +73,7 @@ bool slot_claim_held(const struct claimed_job *job)
 static void flush_events(struct slot *sl, const struct claimed_job *job)
 {
         if (!slot_claim_held(job)) {
-                slot_forget_events(sl);   /* the claim did not commit: not ours */
+                slot_forget_events(sl); /* the claim did not commit: not ours */
                 return;
         }
         _cleanup_free_ char *json = slot_kept_events(sl);
@@ -84,7 +84,7 @@ static void flush_events(struct slot *sl, const struct claimed_job *job)
         if (conn && queue_add_events(conn, sl->owner->cfg->worker_id, job, json, &err) >= 0)
                 slot_forget_events(sl);
         else
-                sl->events_since_ms = bc_mono_ms() + 900;   /* try again in a second */
+                sl->events_since_ms = bc_mono_ms() + 900; /* try again in a second */
         db_pool_put(sl->owner->db, conn);
         bc_error_clear(&err);
 }
@@ -135,11 +135,18 @@ static bool svc_claim_wait(void *ctx)
 void slot_services(struct slot *sl, const struct claimed_job *job, struct job_services *ret)
 {
         const struct slots *s = sl->owner;
-        *ret = (struct job_services){ .cfg = s->cfg, .backend = s->backend, .store = s->store,
-                                      .metrics = s->metrics, .ws_pool = s->ws_pool,
-                                      .dirs = s->dirs, .disk = s->disk, .ctx = sl,
-                                      .event = svc_event, .tick = svc_tick,
-                                      .append_logs = svc_append_logs, .lookup = svc_lookup,
+        *ret = (struct job_services){ .cfg = s->cfg,
+                                      .backend = s->backend,
+                                      .store = s->store,
+                                      .metrics = s->metrics,
+                                      .ws_pool = s->ws_pool,
+                                      .dirs = s->dirs,
+                                      .disk = s->disk,
+                                      .ctx = sl,
+                                      .event = svc_event,
+                                      .tick = svc_tick,
+                                      .append_logs = svc_append_logs,
+                                      .lookup = svc_lookup,
                                       .claim_wait = svc_claim_wait,
                                       .claim_fd = claim_gate_fd(job->gate) };
 }

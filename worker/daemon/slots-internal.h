@@ -18,14 +18,14 @@ struct slot {
         unsigned index;
         pthread_t thread;
         pthread_cond_t wake;
-        struct claimed_job *job;     /* under owner->lock */
-        bool busy;                   /* assigned and not yet collected */
-        bool finished;               /* the thread is done with the job */
+        struct claimed_job *job; /* under owner->lock */
+        bool busy;               /* assigned and not yet collected */
+        bool finished;           /* the thread is done with the job */
         uint64_t assigned_ms;
-        _Atomic int stop;            /* enum job_stop */
-        _Atomic bool reporting;      /* the job ended; its outcome is being recorded */
-        int cancel_fd;               /* eventfd the job's supervisor polls */
-        const struct claimed_job *current;  /* the slot thread's job */
+        _Atomic int stop;                  /* enum job_stop */
+        _Atomic bool reporting;            /* the job ended; its outcome is being recorded */
+        int cancel_fd;                     /* eventfd the job's supervisor polls */
+        const struct claimed_job *current; /* the slot thread's job */
         /* Events kept back to go with a later call: comma-separated JSON
          * objects, and when the first was kept (0: none). */
         struct dynbuf events;
@@ -34,8 +34,8 @@ struct slot {
         struct queue_report_row row;
         struct slot *report_next;
         bool report_done;
-        bool report_retried;         /* recorded after a lost connection */
-        int report_rc;               /* 1 held, 0 not held, <0 not recorded */
+        bool report_retried; /* recorded after a lost connection */
+        int report_rc;       /* 1 held, 0 not held, <0 not recorded */
 };
 
 /* ---- slot_services.c ---- */

@@ -38,11 +38,11 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         static const char *const actions[] = { "complete", "retry", "release", "drop" };
         static const char *const outcomes[] = { NULL, "retried", "released", "lost" };
         wmetrics_finished(sl->owner->metrics, job->queue,
-                          o.action == JOB_COMPLETE ? o.status : outcomes[o.action],
-                          o.error_code, o.duration_s);
-        log_event(LOG_INFO, "job.finished", "job_id", job->id, "queue", job->queue,
-                  "worker_id", cfg->worker_id, LOG_INT("attempt", job->attempt), "action",
-                  actions[o.action], "status", o.status, "error_code", o.error_code, NULL);
+                          o.action == JOB_COMPLETE ? o.status : outcomes[o.action], o.error_code,
+                          o.duration_s);
+        log_event(LOG_INFO, "job.finished", "job_id", job->id, "queue", job->queue, "worker_id",
+                  cfg->worker_id, LOG_INT("attempt", job->attempt), "action", actions[o.action],
+                  "status", o.status, "error_code", o.error_code, NULL);
         job_outcome_done(&o);
 }
 
@@ -75,7 +75,8 @@ static void *slot_main(void *arg)
 /* The jobs' backend, with what start-up set up for it. */
 static int open_backend(struct slots *s, struct bc_error *err)
 {
-        struct backend_options o = { .cgroup_parent = s->cgroup_parent, .pool = s->sandbox_pool,
+        struct backend_options o = { .cgroup_parent = s->cgroup_parent,
+                                     .pool = s->sandbox_pool,
                                      .metrics = s->metrics };
         return backend_new(s->cfg, &o, &s->backend, err);
 }
@@ -226,8 +227,10 @@ void slots_stop_unheld(struct slots *s, const char *held, uint64_t since_ms)
                 if (sl->job && !sl->reporting && sl->assigned_ms < since_ms &&
                     !strstr(held, sl->job->id)) {
                         log_event(LOG_WARN, "job.lease_lost", "job_id", sl->job->id, "queue",
-                                  sl->job->queue, "worker_id", s->cfg->worker_id, "detail", "stopping it: the job is no longer "
-                                  "this worker's", NULL);
+                                  sl->job->queue, "worker_id", s->cfg->worker_id, "detail",
+                                  "stopping it: the job is no longer "
+                                  "this worker's",
+                                  NULL);
                         stop_slot(sl, JOB_STOP_LOST);
                 }
         }

@@ -23,33 +23,33 @@ struct store;
 struct slots {
         const struct worker_config *cfg;
         struct store *store;
-        struct metrics *metrics;    /* or NULL */
-        struct ws_pool *ws_pool;    /* or NULL; set before slots_start */
-        struct dir_bin *dirs;       /* or NULL; set before slots_start */
-        struct disk_budget *disk;   /* or NULL; set before slots_start */
+        struct metrics *metrics;  /* or NULL */
+        struct ws_pool *ws_pool;  /* or NULL; set before slots_start */
+        struct dir_bin *dirs;     /* or NULL; set before slots_start */
+        struct disk_budget *disk; /* or NULL; set before slots_start */
         /* For the namespace backend (backend.h, backend_options), set
          * before slots_start: the job cgroups' parent (or NULL; not copied,
          * it must outlive the reaper's drain) and the warm sandboxes (or
          * NULL; stopped after slots_join). */
         const char *cgroup_parent;
         struct sandbox_pool *sandbox_pool;
-        struct backend *backend;    /* made by slots_start, freed by slots_join */
-        struct db_pool *db;         /* the slots' shared connections */
+        struct backend *backend; /* made by slots_start, freed by slots_join */
+        struct db_pool *db;      /* the slots' shared connections */
         struct slot *slot;
         unsigned n;
-        unsigned busy;          /* main thread's count of assigned slots */
-        int done_fd;            /* eventfd: readable when a slot finished */
+        unsigned busy; /* main thread's count of assigned slots */
+        int done_fd;   /* eventfd: readable when a slot finished */
         pthread_mutex_t lock;
-        _Atomic bool closing;   /* threads exit once idle */
-        _Atomic bool hard;      /* stop retrying reports: exiting now */
+        _Atomic bool closing; /* threads exit once idle */
+        _Atomic bool hard;    /* stop retrying reports: exiting now */
         /* The reporter thread records finished slots' results, several
          * per call (boxcar.report_batch); a queue of slots under
          * report_lock. */
         pthread_t reporter;
         bool reporter_started;
         pthread_mutex_t report_lock;
-        pthread_cond_t report_wake;        /* the reporter: work queued */
-        pthread_cond_t report_recorded;    /* the slots: a batch is done */
+        pthread_cond_t report_wake;     /* the reporter: work queued */
+        pthread_cond_t report_recorded; /* the slots: a batch is done */
         struct slot *report_head, *report_tail;
         bool report_stop;
 };

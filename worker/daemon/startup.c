@@ -54,8 +54,7 @@ int worker_new_instance_id(char ret_id[33], struct bc_error *err)
 
 /* The work dir and its parents, 0700: a fresh checkout or host has none
  * of them, and only the worker needs to look inside. */
-int worker_setup_work_dir(const struct worker_config *cfg, bool *ret_private,
-                          struct bc_error *err)
+int worker_setup_work_dir(const struct worker_config *cfg, bool *ret_private, struct bc_error *err)
 {
         _cleanup_free_ char *jobs = NULL;
         if (asprintf(&jobs, "%s/jobs", cfg->work_dir) < 0)
@@ -68,14 +67,17 @@ int worker_setup_work_dir(const struct worker_config *cfg, bool *ret_private,
                 char why[128];
                 struct bc_error e = BC_ERROR_INIT;
                 if (!sandbox_workspace_available(why, sizeof(why)))
-                        log_event(LOG_WARN, "sandbox.workspace", "error", why, "effect",
-                                  "jobs fail with SANDBOX_SETUP: a workspace cannot be bounded here",
-                                  NULL);
+                        log_event(
+                                LOG_WARN, "sandbox.workspace", "error", why, "effect",
+                                "jobs fail with SANDBOX_SETUP: a workspace cannot be bounded here",
+                                NULL);
                 else if (sandbox_workspace_private_mounts(&e) < 0)
                         /* Still safe: the start-up cleanup below is the net. */
                         log_event(LOG_WARN, "sandbox.workspace", "error", bc_error_message(&e),
-                                  "effect", "job mounts live in the host's namespace; no "
-                                  "workspaces are made ahead", NULL);
+                                  "effect",
+                                  "job mounts live in the host's namespace; no "
+                                  "workspaces are made ahead",
+                                  NULL);
                 else
                         *ret_private = true;
                 bc_error_clear(&e);
@@ -117,9 +119,11 @@ struct ws_pool *worker_start_ws_pool(const struct worker_config *cfg, bool priva
         if (cfg->sandbox != BACKEND_NAMESPACE || !private_mounts)
                 return NULL;
         struct ws_pool_options o = {
-                .work_dir = cfg->work_dir, .concurrency = cfg->concurrency,
+                .work_dir = cfg->work_dir,
+                .concurrency = cfg->concurrency,
                 .max_ready = warm_max(cfg->warm_workspaces, cfg),
-                .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES,
+                .disk_mb = SPEC_DEFAULT_DISK_MB,
+                .files = SPEC_DEFAULT_FILES,
                 .metrics = m,
         };
         struct ws_pool *pool = NULL;
@@ -155,7 +159,8 @@ int worker_open_disk_budget(const struct worker_config *cfg, struct disk_budget 
                  (unsigned long long)(reserve >> 20), (unsigned long long)(room >> 20));
         snprintf(effect, sizeof(effect),
                  "a job of the default limits.disk_mb (%d MiB) waits for room, and fails when "
-                 "there is none even with no job running", SPEC_DEFAULT_DISK_MB);
+                 "there is none even with no job running",
+                 SPEC_DEFAULT_DISK_MB);
         log_event(LOG_WARN, "disk.short", "detail", detail, "effect", effect, NULL);
         return 0;
 }
@@ -178,7 +183,8 @@ char *worker_setup_cgroup(const struct worker_config *cfg)
         }
         log_event(LOG_INFO, "sandbox.cgroup", "parent", parent ? parent : "none", "mode",
                   parent ? "v2 delegated: worker in a leaf, jobs beside it"
-                         : "jobs under the helper's own cgroup", NULL);
+                         : "jobs under the helper's own cgroup",
+                  NULL);
         unsigned swept = sandbox_cgroup_sweep_dead(parent);
         if (swept)
                 log_event(LOG_INFO, "sandbox.cgroup_swept", LOG_INT("count", swept), "why",
@@ -212,8 +218,10 @@ void worker_start_sandbox_pool(const struct worker_config *cfg, const char *cgro
                 return;
         }
         log_event(LOG_INFO, "sandbox.pool", LOG_INT("max", *ret ? max : 0), "mode",
-                  *ret ? "warm sandboxes made ahead of jobs"
-                       : max ? "off: warm sandboxes need root" : "off (--warm-sandboxes 0)", NULL);
+                  *ret  ? "warm sandboxes made ahead of jobs"
+                  : max ? "off: warm sandboxes need root"
+                        : "off (--warm-sandboxes 0)",
+                  NULL);
 }
 
 /* Before any job or delivery thread starts: the schema must be one this
@@ -225,8 +233,8 @@ int worker_wait_for_schema(const struct worker_config *cfg, int signal_fd, uint6
 {
         unsigned backoff = 100;
         for (;;) {
-                _cleanup_pgconn_ PGconn *conn =
-                        db_connect(cfg->database_url, "boxcar-worker", err);
+                _cleanup_pgconn_ PGconn *conn = db_connect(cfg->database_url, "boxcar-worker",
+                                                           err);
                 int r = conn ? migrate_check_schema(conn, sql_files, sql_files_count, err)
                              : -ECONNREFUSED;
                 if (r >= 0 || (conn && !db_connection_lost(conn)))
@@ -245,4 +253,3 @@ int worker_wait_for_schema(const struct worker_config *cfg, int signal_fd, uint6
                 backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
         }
 }
-

@@ -164,7 +164,7 @@ void loop_refresh_queue_stats(struct loop *l)
         for (char *const *q = l->cfg->queues; *q; q++)
                 wmetrics_queue_depth(l->metrics, *q, 0, 0, 0, 0);
         for (int i = 0; i < PQntuples(res); i++)
-                wmetrics_queue_depth(l->metrics, PQgetvalue(res, i, 0), atof(PQgetvalue(res, i, 1)),
-                                     atof(PQgetvalue(res, i, 2)), atof(PQgetvalue(res, i, 3)),
-                                     atof(PQgetvalue(res, i, 4)));
+                wmetrics_queue_depth(l->metrics, PQgetvalue(res, i, 0),
+                                     atof(PQgetvalue(res, i, 1)), atof(PQgetvalue(res, i, 2)),
+                                     atof(PQgetvalue(res, i, 3)), atof(PQgetvalue(res, i, 4)));
 }

@@ -118,8 +118,10 @@ void api_queue_rows_done(struct api_queue_rows *q)
 
 int api_queue_overview_json(PGconn *conn, struct api_json_rows *ret, struct bc_error *err)
 {
-        return json_call(conn, "select coalesce(jsonb_agg(to_jsonb(q) order by q.queue), '[]')"
-                               " from boxcar.queue_overview() q", 0, NULL, ret, err);
+        return json_call(conn,
+                         "select coalesce(jsonb_agg(to_jsonb(q) order by q.queue), '[]')"
+                         " from boxcar.queue_overview() q",
+                         0, NULL, ret, err);
 }
 
 /* ---- workers ---- */
@@ -177,8 +179,8 @@ int api_workers_json(PGconn *conn, struct api_json_rows *ret, struct bc_error *e
 int api_request_drain(PGconn *conn, const char *worker_id, struct bc_error *err)
 {
         const char *p[] = { worker_id };
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select boxcar.request_drain($1)", 1, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, "select boxcar.request_drain($1)", 1, p,
+                                                   err);
         if (!res)
                 return -EPROTO;
         return strcmp(PQgetvalue(res, 0, 0), "t") == 0;

@@ -26,12 +26,12 @@ struct cJSON;
 
 /* One JSON value per row. */
 struct api_json {
-        const char *text;       /* as the server wrote it; points into res */
-        struct cJSON *json;     /* parsed; NULL when it is not readable JSON */
+        const char *text;   /* as the server wrote it; points into res */
+        struct cJSON *json; /* parsed; NULL when it is not readable JSON */
 };
 
 struct api_json_rows {
-        PGresult *res;          /* owns the texts */
+        PGresult *res; /* owns the texts */
         struct api_json *rows;
         size_t n;
 };
@@ -49,8 +49,8 @@ struct api_jobs_filter {
         const char *queue, *status, *since, *after;
 };
 struct api_jobs_page {
-        struct api_json_rows jobs;      /* at most the limit asked for */
-        const char *next_cursor;        /* NULL when no job follows; points into jobs.res */
+        struct api_json_rows jobs; /* at most the limit asked for */
+        const char *next_cursor;   /* NULL when no job follows; points into jobs.res */
 };
 /* limit: 1 to 1000 (the caller checks it); one row more is read to tell
  * whether a next page exists. */
@@ -80,8 +80,8 @@ int api_job_events(PGconn *conn, const char *id, struct api_json_rows *ret, stru
 #define API_LOG_CHUNKS_MAX 500
 struct api_log_chunk {
         int attempt, seq;
-        int stream;             /* 1 stdout, 2 stderr */
-        unsigned char *data;    /* the bytes as written (no terminating NUL) */
+        int stream;          /* 1 stdout, 2 stderr */
+        unsigned char *data; /* the bytes as written (no terminating NUL) */
         size_t len;
 };
 struct api_log_chunks {
@@ -108,11 +108,11 @@ int api_retry(PGconn *conn, const char *id, const char *by, struct api_json_rows
  * age rounded to 0.1 s, the averages to 0.01 s ("-" when no job finished
  * in the last hour). */
 struct api_queue_row {
-        const char *queue, *queued, *scheduled, *running, *oldest_queued_s,
-                *succeeded_last_hour, *failed_last_hour, *wait_avg_s, *run_avg_s;
+        const char *queue, *queued, *scheduled, *running, *oldest_queued_s, *succeeded_last_hour,
+                *failed_last_hour, *wait_avg_s, *run_avg_s;
 };
 struct api_queue_rows {
-        PGresult *res;          /* owns the strings */
+        PGresult *res; /* owns the strings */
         struct api_queue_row *rows;
         size_t n;
 };
@@ -124,14 +124,14 @@ int api_queue_overview_json(PGconn *conn, struct api_json_rows *ret, struct bc_e
 /* boxcar.worker_status, by id, as text ready to show. */
 struct api_worker_row {
         const char *id, *host, *pid, *state, *version;
-        const char *load;               /* "running/concurrency" */
-        const char *queues;             /* "a,b" (a queue name has no ',') */
-        const char *heartbeat_utc;      /* "YYYY-MM-DD HH24:MI:SS", UTC */
-        const char *heartbeat;          /* the same in the session's time zone */
+        const char *load;          /* "running/concurrency" */
+        const char *queues;        /* "a,b" (a queue name has no ',') */
+        const char *heartbeat_utc; /* "YYYY-MM-DD HH24:MI:SS", UTC */
+        const char *heartbeat;     /* the same in the session's time zone */
         bool leader, drain_requested;
 };
 struct api_worker_rows {
-        PGresult *res;          /* owns the strings */
+        PGresult *res; /* owns the strings */
         struct api_worker_row *rows;
         size_t n;
 };

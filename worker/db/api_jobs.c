@@ -58,7 +58,7 @@ int api_job(PGconn *conn, const char *id, struct api_json_rows *ret, struct bc_e
         if (r < 0)
                 return r;
         if (!found)
-                ret->n = 0;     /* the one row is a SQL null, no JSON to free */
+                ret->n = 0; /* the one row is a SQL null, no JSON to free */
         return found;
 }
 
@@ -98,8 +98,9 @@ int api_job_logs_after(PGconn *conn, const char *id, int attempt, int seq,
         snprintf(lim, sizeof(lim), "%d", API_LOG_CHUNKS_MAX);
         const char *p[] = { id, a, s, lim };
         _cleanup_pgresult_ PGresult *res = db_exec(
-                conn, "select attempt, seq, stream, data "
-                      "from boxcar.job_logs_after($1::uuid, $2::int, $3::int, $4::int)",
+                conn,
+                "select attempt, seq, stream, data "
+                "from boxcar.job_logs_after($1::uuid, $2::int, $3::int, $4::int)",
                 4, p, err);
         if (!res)
                 return -EPROTO;
@@ -133,8 +134,7 @@ void api_log_chunks_done(struct api_log_chunks *c)
         *c = (struct api_log_chunks){ 0 };
 }
 
-int api_cancel(PGconn *conn, const char *id, char ret_status[API_STATUS_MAX],
-               struct bc_error *err)
+int api_cancel(PGconn *conn, const char *id, char ret_status[API_STATUS_MAX], struct bc_error *err)
 {
         const char *p[] = { id };
         return api_status_call(conn, "select boxcar.cancel($1::uuid)", 1, p, ret_status, err);

@@ -26,10 +26,16 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
          * connection (LISTEN) is probed: the worker reconnects instead of
          * hanging.  A slow statement is not cut: the server's kernel
          * acknowledges it at once. */
-        const char *keys[] = { "application_name", "connect_timeout", "keepalives",
-                               "keepalives_idle", "keepalives_interval", "keepalives_count",
-                               "tcp_user_timeout", "dbname", NULL };
-        const char *vals[] = { application_name, "5", "1", "10", "5", "3", "10000",
+        const char *keys[] = { "application_name",
+                               "connect_timeout",
+                               "keepalives",
+                               "keepalives_idle",
+                               "keepalives_interval",
+                               "keepalives_count",
+                               "tcp_user_timeout",
+                               "dbname",
+                               NULL };
+        const char *vals[] = { application_name,    "5", "1", "10", "5", "3", "10000",
                                from_env ? "" : url, NULL };
         PGconn *conn = PQconnectdbParams(keys, vals, 1);
         if (!conn) {
@@ -94,13 +100,16 @@ void db_result_error(PGconn *conn, const PGresult *res, struct bc_error *err)
         int errnum = db_connection_lost(conn) ? ECONNRESET : EPROTO;
         if (strcmp(db_sqlstate(res), "3F000") == 0) {
                 /* Every statement names the boxcar schema: it is the one missing. */
-                bc_error_set(err, BC_CONFIG, ENOENT, "schema boxcar not found: run boxcar migrate");
+                bc_error_set(err, BC_CONFIG, ENOENT,
+                             "schema boxcar not found: run boxcar migrate");
                 return;
         }
         if (primary && strcmp(db_sqlstate(res), "42883") == 0 && strstr(primary, "boxcar.")) {
                 /* A function of the SQL API this binary calls is missing. */
-                bc_error_set(err, BC_CONFIG, EPROTO, "%s: the database schema is older than this "
-                             "boxcar: run boxcar migrate", primary);
+                bc_error_set(err, BC_CONFIG, EPROTO,
+                             "%s: the database schema is older than this "
+                             "boxcar: run boxcar migrate",
+                             primary);
                 return;
         }
         if (primary && hint)

@@ -13,7 +13,7 @@ struct db_pool {
         pthread_cond_t freed;
         char *url, *application_name;
         unsigned size;
-        PGconn **conns;            /* NULL: not opened yet, or dropped when lost */
+        PGconn **conns; /* NULL: not opened yet, or dropped when lost */
         bool *taken;
 };
 
@@ -108,8 +108,8 @@ void db_pool_put(struct db_pool *p, PGconn *conn)
         pthread_mutex_unlock(&p->lock);
 }
 
-PGresult *db_pool_exec(struct db_pool *p, const char *sql, int nparams,
-                       const char *const *params, struct bc_error *err)
+PGresult *db_pool_exec(struct db_pool *p, const char *sql, int nparams, const char *const *params,
+                       struct bc_error *err)
 {
         PGconn *conn = db_pool_get(p, err);
         if (!conn)

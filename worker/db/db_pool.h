@@ -22,7 +22,7 @@ PGconn *db_pool_get(struct db_pool *p, struct bc_error *err);
 void db_pool_put(struct db_pool *p, PGconn *conn);
 
 /* db_exec_hot on a connection of the pool's, held only for the statement. */
-PGresult *db_pool_exec(struct db_pool *p, const char *sql, int nparams,
-                       const char *const *params, struct bc_error *err);
+PGresult *db_pool_exec(struct db_pool *p, const char *sql, int nparams, const char *const *params,
+                       struct bc_error *err);
 
 #endif

@@ -34,7 +34,7 @@ static int on_event(PGEventId id, void *info, void *pass)
         if (id == PGEVT_CONNRESET) {
                 struct prepared *p = PQinstanceData(((PGEventConnReset *)info)->conn, on_event);
                 if (p)
-                        p->n = 0;   /* a new server session has none */
+                        p->n = 0; /* a new server session has none */
         } else if (id == PGEVT_CONNDESTROY) {
                 free(PQinstanceData(((PGEventConnDestroy *)info)->conn, on_event));
         }
@@ -45,7 +45,7 @@ void db_prepared_attach(PGconn *conn)
 {
         struct prepared *p = calloc(1, sizeof(*p));
         if (!p)
-                return;     /* statements run unnamed */
+                return; /* statements run unnamed */
         if (!PQregisterEventProc(conn, on_event, "boxcar-prepared", NULL) ||
             !PQsetInstanceData(conn, on_event, p))
                 free(p);
@@ -53,7 +53,7 @@ void db_prepared_attach(PGconn *conn)
 
 static uint64_t text_hash(const char *s)
 {
-        uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+        uint64_t h = 1469598103934665603ull; /* FNV-1a */
         for (; *s; s++)
                 h = (h ^ (unsigned char)*s) * 1099511628211ull;
         return h;
@@ -78,7 +78,7 @@ static bool prepare(PGconn *conn, struct prepared *p, uint64_t hash, const char 
                 return false;
         PGresult *res = PQprepare(conn, name, sql, nparams, NULL);
         bool ok = PQresultStatus(res) == PGRES_COMMAND_OK ||
-                  strcmp(db_sqlstate(res), "42P05") == 0;   /* duplicate_prepared_statement */
+                  strcmp(db_sqlstate(res), "42P05") == 0; /* duplicate_prepared_statement */
         PQclear(res);
         if (ok)
                 p->names[p->n++] = hash;

@@ -11,12 +11,11 @@
 /* An arbitrary constant: the advisory lock key all boxcar migrations take. */
 #define MIGRATE_LOCK_KEY "7320451886421763"
 
-static const char *const bootstrap_sql =
-        "create schema if not exists boxcar;"
-        "create table if not exists boxcar.schema_migrations ("
-        "  version text primary key,"
-        "  checksum text not null,"
-        "  applied_at timestamptz not null default now())";
+static const char *const bootstrap_sql = "create schema if not exists boxcar;"
+                                         "create table if not exists boxcar.schema_migrations ("
+                                         "  version text primary key,"
+                                         "  checksum text not null,"
+                                         "  applied_at timestamptz not null default now())";
 
 /* Migrations renamed after a release (two landed together and one moved
  * up): a database that recorded the old name applied the very same file,
@@ -62,9 +61,9 @@ static bool knows_version(const struct sql_file *files, unsigned n, const char *
 static int check_versions(PGconn *conn, const struct sql_file *files, unsigned n, bool want_all,
                           const char *upgrade, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *res =
-                db_exec(conn, "select version from boxcar.schema_migrations order by version", 0,
-                        NULL, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(
+                conn, "select version from boxcar.schema_migrations order by version", 0, NULL,
+                err);
         if (!res)
                 return -EPROTO;
         for (int row = 0; row < PQntuples(res); row++) {
@@ -106,8 +105,8 @@ int migrate_check_schema(PGconn *conn, const struct sql_file *files, unsigned n,
         return check_versions(conn, files, n, true, "upgrade the worker", err);
 }
 
-static int apply_migration(PGconn *conn, const struct sql_file *f,
-                           struct migrate_report *report, struct bc_error *err)
+static int apply_migration(PGconn *conn, const struct sql_file *f, struct migrate_report *report,
+                           struct bc_error *err)
 {
         char version[256], sum[65];
         migration_version(f, version, sizeof(version));
@@ -123,7 +122,8 @@ static int apply_migration(PGconn *conn, const struct sql_file *f,
                         return bc_error_set(err, BC_DATABASE, EPROTO,
                                             "%s was changed after it was applied (checksum %s, "
                                             "applied %s): never edit an applied migration, "
-                                            "add a new one", f->name, sum, PQgetvalue(res, 0, 0));
+                                            "add a new one",
+                                            f->name, sum, PQgetvalue(res, 0, 0));
                 report->already++;
                 return 0;
         }
@@ -132,8 +132,8 @@ static int apply_migration(PGconn *conn, const struct sql_file *f,
                 return bc_error_prefix(err, "%s", f->name);
         const char *ins[] = { version, sum };
         _cleanup_pgresult_ PGresult *done = db_exec(
-                conn, "insert into boxcar.schema_migrations (version, checksum) values ($1, $2)", 2,
-                ins, err);
+                conn, "insert into boxcar.schema_migrations (version, checksum) values ($1, $2)",
+                2, ins, err);
         if (!done)
                 return bc_error_prefix(err, "%s", f->name);
         report->applied++;
@@ -143,8 +143,8 @@ static int apply_migration(PGconn *conn, const struct sql_file *f,
 static int migrate_in_transaction(PGconn *conn, const struct sql_file *files, unsigned n,
                                   struct migrate_report *report, struct bc_error *err)
 {
-        _cleanup_pgresult_ PGresult *lock =
-                db_exec(conn, "select pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")", 0, NULL, err);
+        _cleanup_pgresult_ PGresult *lock = db_exec(
+                conn, "select pg_advisory_xact_lock(" MIGRATE_LOCK_KEY ")", 0, NULL, err);
         if (!lock)
                 return -EPROTO;
         int r = db_exec_script(conn, bootstrap_sql, err);
@@ -153,8 +153,9 @@ static int migrate_in_transaction(PGconn *conn, const struct sql_file *files, un
         for (size_t i = 0; i < sizeof(renamed) / sizeof(renamed[0]); i++) {
                 const char *p[] = { renamed[i].old, renamed[i].now };
                 _cleanup_pgresult_ PGresult *res = db_exec(
-                        conn, "update boxcar.schema_migrations set version = $2 where version = $1",
-                        2, p, err);
+                        conn,
+                        "update boxcar.schema_migrations set version = $2 where version = $1", 2,
+                        p, err);
                 if (!res)
                         return -EPROTO;
         }

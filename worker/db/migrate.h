@@ -11,9 +11,9 @@
 #include "worker/db/sql_files.h"
 
 struct migrate_report {
-        unsigned applied;       /* migrations applied by this run */
-        unsigned already;       /* migrations found applied before */
-        unsigned api_files;     /* sql/ files re-applied */
+        unsigned applied;   /* migrations applied by this run */
+        unsigned already;   /* migrations found applied before */
+        unsigned api_files; /* sql/ files re-applied */
 };
 
 /* Applies files[0..n) (names "migrations/…" or "sql/…", sorted) to conn.

@@ -4,7 +4,7 @@
 #define BC_WORKER_DB_SQL_FILES_H
 
 struct sql_file {
-        const char *name;   /* "migrations/0001_jobs.sql", "sql/10_spec.sql" */
+        const char *name; /* "migrations/0001_jobs.sql", "sql/10_spec.sql" */
         const char *text;
 };
 

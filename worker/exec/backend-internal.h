@@ -8,7 +8,7 @@
 #include "worker/exec/backend.h"
 
 struct backend_ops {
-        const char *name;       /* backend_name(), the result's "sandbox" */
+        const char *name; /* backend_name(), the result's "sandbox" */
         /* Runs j (ret zeroed, its backend named); as backend_run. */
         int (*run)(const struct backend *b, const struct backend_job *j,
                    struct backend_result *ret, struct bc_error *err);

@@ -33,7 +33,7 @@ struct backend_options {
         /* The warm sandboxes the backend takes from (NULL: every sandbox
          * is cold); stopped only after the backend's last job. */
         struct sandbox_pool *pool;
-        struct metrics *metrics;          /* where sandbox starts are counted, or NULL */
+        struct metrics *metrics; /* where sandbox starts are counted, or NULL */
 };
 
 /* The backend cfg->sandbox names (opts: NULL, none of them), chosen here
@@ -47,16 +47,16 @@ void backend_free(struct backend *b);
 const char *backend_name(const struct backend *b);
 
 struct backend_job {
-        const struct job_spec *spec;      /* env, workdir, limits, volumes, network */
-        char *const *argv;                /* what to run, with paths as seen inside */
+        const struct job_spec *spec; /* env, workdir, limits, volumes, network */
+        char *const *argv;           /* what to run, with paths as seen inside */
         double timeout_s;
-        const char *workspace;     /* host directory that is the job's /workspace */
-        const char *scratch;       /* host directory for /tmp and /dev/shm, or NULL */
-        const char *meta_dir;      /* host directory shown at BACKEND_META_DIR */
+        const char *workspace;           /* host directory that is the job's /workspace */
+        const char *scratch;             /* host directory for /tmp and /dev/shm, or NULL */
+        const char *meta_dir;            /* host directory shown at BACKEND_META_DIR */
         const char *const *volume_paths; /* host directories of spec->volumes, in order */
-        const char *image_path;    /* host directory of spec's image (the job's root), or
+        const char *image_path;          /* host directory of spec's image (the job's root), or
                                     * NULL: the host's system directories */
-        const char *image_sha;     /* its sha256 (the warm pool's key), or NULL */
+        const char *image_sha;           /* its sha256 (the warm pool's key), or NULL */
         int cancel_fd;
         void (*on_output)(void *ctx, int stream, const char *data, size_t len);
         void *output_ctx;
@@ -71,11 +71,11 @@ struct backend_job {
 };
 
 struct backend_result {
-        struct proc_outcome proc;  /* exit status, timings, output tails */
+        struct proc_outcome proc; /* exit status, timings, output tails */
         bool oom_killed;
-        const char *backend;       /* "none" or "namespace" */
-        uint64_t overhead_ms;      /* the sandbox's own setup + teardown time */
-        uint64_t setup_us;         /* from having the job to its start (sandbox) */
+        const char *backend;  /* "none" or "namespace" */
+        uint64_t overhead_ms; /* the sandbox's own setup + teardown time */
+        uint64_t setup_us;    /* from having the job to its start (sandbox) */
         /* network.allow: what the egress proxy let through and refused;
          * net_refused_list (owned) names the first refused attempts. */
         bool has_network;

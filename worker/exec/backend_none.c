@@ -41,12 +41,21 @@ static int none_run(const struct backend *b, const struct backend_job *j,
                 r = bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
         } else {
                 uint64_t cap = spec->limits.output_bytes < b->cfg->max_output_bytes
-                                       ? spec->limits.output_bytes : b->cfg->max_output_bytes;
+                                       ? spec->limits.output_bytes
+                                       : b->cfg->max_output_bytes;
                 struct proc_request req = {
-                        .argv = argv, .envp = env, .cwd = cwd,
-                        .timeout_s = j->timeout_s, .output_cap = (size_t)cap,
-                        .cancel_fd = j->cancel_fd, .on_output = j->on_output, .ctx = j->output_ctx, .kill_signal = SIGKILL, .kill_grace_s = 1,
-                        .pass_fd = -1, .guard = true,
+                        .argv = argv,
+                        .envp = env,
+                        .cwd = cwd,
+                        .timeout_s = j->timeout_s,
+                        .output_cap = (size_t)cap,
+                        .cancel_fd = j->cancel_fd,
+                        .on_output = j->on_output,
+                        .ctx = j->output_ctx,
+                        .kill_signal = SIGKILL,
+                        .kill_grace_s = 1,
+                        .pass_fd = -1,
+                        .guard = true,
                 };
                 r = backend_wait_claim(j, err);
                 if (r >= 0)

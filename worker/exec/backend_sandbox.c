@@ -33,7 +33,8 @@ static int apply_status(struct sandbox_status *st, struct backend_result *ret,
                 return bc_error_set(err, BC_SANDBOX_SETUP, st->setup_errno ? st->setup_errno : EIO,
                                     "sandbox setup failed at %s%s%s: %s",
                                     st->setup_step ? st->setup_step : "?",
-                                    st->setup_path ? " " : "", st->setup_path ? st->setup_path : "",
+                                    st->setup_path ? " " : "",
+                                    st->setup_path ? st->setup_path : "",
                                     st->message ? st->message : "unknown error");
         if (st->sandbox_killed)
                 return bc_error_set(err, BC_SANDBOX_SETUP, EINTR,
@@ -54,7 +55,7 @@ static int apply_status(struct sandbox_status *st, struct backend_result *ret,
         ret->net_bytes_in = st->net_bytes_in;
         ret->net_connections = st->net_connections;
         ret->net_refused = st->net_refused;
-        ret->net_refused_list = st->net_refused_list;  /* taken */
+        ret->net_refused_list = st->net_refused_list; /* taken */
         ret->n_net_refused_list = st->n_net_refused_list;
         st->net_refused_list = NULL;
         st->n_net_refused_list = 0;
@@ -84,22 +85,31 @@ static int build_argv(const struct backend *b, const struct backend_job *j, int 
                 binds[n++] = (struct sandbox_bind){ .src = j->volume_paths[i],
                                                     .dest = spec->volumes[i].mount };
         struct sandbox_opts o = {
-                .workspace = j->workspace, .scratch = j->scratch, .ro_binds = binds, .n_ro_binds = n, .env = env,
-                .argv = cmd, .timeout_s = j->timeout_s,
-                .memory_mb = spec->limits.memory_mb, .pids = spec->limits.pids,
-                .cpus = spec->limits.cpus, .disk_mb = spec->limits.disk_mb,
+                .workspace = j->workspace,
+                .scratch = j->scratch,
+                .ro_binds = binds,
+                .n_ro_binds = n,
+                .env = env,
+                .argv = cmd,
+                .timeout_s = j->timeout_s,
+                .memory_mb = spec->limits.memory_mb,
+                .pids = spec->limits.pids,
+                .cpus = spec->limits.cpus,
+                .disk_mb = spec->limits.disk_mb,
                 .network = spec->network_host ? SANDBOX_NET_HOST
-                           : n_rules             ? SANDBOX_NET_ALLOW
-                                                 : SANDBOX_NET_NONE,
+                           : n_rules          ? SANDBOX_NET_ALLOW
+                                              : SANDBOX_NET_NONE,
                 .cgroup_parent = b->cgroup_parent,
                 .image = j->image_path,
-                .net_allow = rule_ptrs, .n_net_allow = n_rules,
+                .net_allow = rule_ptrs,
+                .n_net_allow = n_rules,
                 /* The SSRF guard on the names' addresses is the worker's
                  * own (--allow-private-urls lifts both). */
                 .net_private = b->cfg->url_guard.allow_all,
         };
-        int r = cmd && env ? sandbox_argv_build(&o, b->cfg->sandbox_helper, status_fd, ret_argv, err)
-                           : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
+        int r = cmd && env
+                        ? sandbox_argv_build(&o, b->cfg->sandbox_helper, status_fd, ret_argv, err)
+                        : bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
         backend_strv_free(cmd);
         backend_strv_free(env);
         return r;
@@ -128,10 +138,11 @@ static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc
         struct warm_start *ws = ctx;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w,
-                                     ws->j->claim_fd, err);
+        int r = sandbox_warm_handoff(ws->w, ws->argv, out_w, err_w, ws->status_w, ws->j->claim_fd,
+                                     err);
         clock_gettime(CLOCK_MONOTONIC, &t1);
-        ws->send_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+        ws->send_us = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000 +
+                                 (t1.tv_nsec - t0.tv_nsec) / 1000);
         if (r < 0)
                 return r;
         *ret_pid = ws->w->pid;
@@ -159,23 +170,35 @@ static int run_helper(const struct backend *b, const struct backend_job *j, char
         if (pipe2(status_pipe, O_CLOEXEC) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "status pipe: %m");
         uint64_t cap = j->spec->limits.output_bytes < b->cfg->max_output_bytes
-                               ? j->spec->limits.output_bytes : b->cfg->max_output_bytes;
+                               ? j->spec->limits.output_bytes
+                               : b->cfg->max_output_bytes;
         /* The helper gets an empty environment: it sets the job's from argv. */
         char *empty_env[] = { NULL };
         _cleanup_(dynbuf_donep) struct dynbuf status;
         dynbuf_init(&status, STATUS_MAX);
         struct warm_start ws = { .j = j, .w = w, .argv = argv, .status_w = status_pipe[1] };
         struct proc_request req = {
-                .argv = argv, .envp = empty_env, .cwd = NULL,
+                .argv = argv,
+                .envp = empty_env,
+                .cwd = NULL,
                 .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
-                .output_cap = (size_t)cap, .cancel_fd = j->cancel_fd, .on_output = j->on_output, .ctx = j->output_ctx,
+                .output_cap = (size_t)cap,
+                .cancel_fd = j->cancel_fd,
+                .on_output = j->on_output,
+                .ctx = j->output_ctx,
                 /* SIGTERM: the helper kills the sandbox and still reports. */
-                .kill_signal = SIGTERM, .kill_grace_s = 5, .pass_fd = w ? -1 : status_pipe[1],
-                .start = w ? start_warm : NULL, .start_ctx = &ws,
+                .kill_signal = SIGTERM,
+                .kill_grace_s = 5,
+                .pass_fd = w ? -1 : status_pipe[1],
+                .start = w ? start_warm : NULL,
+                .start_ctx = &ws,
                 /* The job's end is the status's EOF, not the helper's exit
                  * (its teardown): the slot is free as soon as it is read. */
-                .report = &status, .report_fd = status_pipe[0], .child_end = status_pipe[1],
-                .on_reaped = helper_reaped, .reaped_ctx = (void *)b->cgroup_parent,
+                .report = &status,
+                .report_fd = status_pipe[0],
+                .child_end = status_pipe[1],
+                .on_reaped = helper_reaped,
+                .reaped_ctx = (void *)b->cgroup_parent,
         };
         proc_outcome_done(&ret->proc);
         int r = proc_run(&req, &ret->proc, err);
@@ -199,7 +222,8 @@ static int run_helper(const struct backend *b, const struct backend_job *j, char
                                     ret->proc.exit_code,
                                     ret->proc.signal ? ", killed by a signal" : "",
                                     handed ? " after the job was handed to it; the job may "
-                                             "have run in part" : "");
+                                             "have run in part"
+                                           : "");
         struct sandbox_status st;
         uint64_t helper_wall_ms = ret->proc.wall_ms;
         r = sandbox_status_parse(buf, len, &st, err);
@@ -213,7 +237,8 @@ static int run_helper(const struct backend *b, const struct backend_job *j, char
                              (!st.setup_step || (strcmp(st.setup_step, "options") != 0 &&
                                                  strcmp(st.setup_step, "workspace") != 0));
         r = apply_status(&st, ret, err);
-        ret->overhead_ms = helper_wall_ms > ret->proc.wall_ms ? helper_wall_ms - ret->proc.wall_ms : 0;
+        ret->overhead_ms = helper_wall_ms > ret->proc.wall_ms ? helper_wall_ms - ret->proc.wall_ms
+                                                              : 0;
         /* Warm: the handoff as the worker saw it, plus the helper's part. */
         ret->setup_us = st.setup_us + ws.send_us;
         sandbox_status_done(&st);

@@ -13,7 +13,7 @@ enum gate_state { GATE_PENDING, GATE_COMMITTED, GATE_FAILED };
 struct claim_gate {
         pthread_mutex_t mu;
         pthread_cond_t decided;
-        _Atomic int state;    /* enum gate_state; read without mu once decided */
+        _Atomic int state; /* enum gate_state; read without mu once decided */
         int fd;
         atomic_uint refs;
 };

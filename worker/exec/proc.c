@@ -79,14 +79,14 @@ struct running {
         pid_t pid;
         int pidfd;
         int out_r, err_r;
-        int report_r;            /* -1: none, or at EOF */
-        bool reported;           /* the report came whole: the child's part is over */
+        int report_r;  /* -1: none, or at EOF */
+        bool reported; /* the report came whole: the child's part is over */
         uint64_t start_ms;
-        uint64_t kill_sent_ms;   /* 0 until the first kill signal */
+        uint64_t kill_sent_ms; /* 0 until the first kill signal */
         bool exited;
         int status;
         struct rusage usage;
-        int usage_r;             /* the guard's report of the command's own usage, or -1 */
+        int usage_r; /* the guard's report of the command's own usage, or -1 */
 };
 
 static void drain(struct running *run, int *fd, int stream)
@@ -115,7 +115,7 @@ static void read_report(struct running *run)
                 return;
         }
         if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-                run->report_r = -1;  /* the caller's to close */
+                run->report_r = -1; /* the caller's to close */
                 /* An empty report is a child that died before writing one:
                  * its exit status says more. */
                 run->reported = n == 0 && run->req->report->len > 0;
@@ -147,11 +147,11 @@ static int poll_timeout(const struct running *run, uint64_t now)
                 t = (int64_t)(run->kill_sent_ms + (uint64_t)(req->kill_grace_s * 1000)) -
                     (int64_t)now;
         if (child_done(run))
-                t = 100;    /* stragglers holding the pipes get a moment, then the kill */
+                t = 100; /* stragglers holding the pipes get a moment, then the kill */
         if (req->on_output && (t < 0 || t > 200))
-                t = 200;    /* the output callback's timer tick */
+                t = 200; /* the output callback's timer tick */
         if (run->pidfd < 0 && !child_done(run) && (t < 0 || t > 20))
-                t = 20;     /* no pidfd: look for the exit by polling */
+                t = 20; /* no pidfd: look for the exit by polling */
         return t < 0 ? (t == -1 ? -1 : 0) : (int)(t > INT_MAX ? INT_MAX : t);
 }
 
@@ -193,7 +193,8 @@ static void supervise(struct running *run)
                                 exited_ms = bc_mono_ms();
                 }
                 bool check_exit = p[2].revents || (run->pidfd < 0 && !run->exited);
-                if (check_exit && wait4(run->pid, &run->status, WNOHANG, &run->usage) == run->pid) {
+                if (check_exit &&
+                    wait4(run->pid, &run->status, WNOHANG, &run->usage) == run->pid) {
                         run->exited = true;
                         exited_ms = bc_mono_ms();
                 }
@@ -205,7 +206,8 @@ static void supervise(struct running *run)
                         req->on_output(req->ctx, 0, NULL, 0);
                 uint64_t now = bc_mono_ms();
                 check_deadlines(run, now);
-                if (run->exited && now >= exited_ms + 100 && (run->out_r >= 0 || run->err_r >= 0)) {
+                if (run->exited && now >= exited_ms + 100 &&
+                    (run->out_r >= 0 || run->err_r >= 0)) {
                         /* The main process is gone but something it left
                          * behind holds the pipes: end the group. */
                         kill(-run->pid, SIGKILL);
@@ -293,10 +295,15 @@ static int run_child(const struct proc_request *req, struct proc_outcome *ret, i
                 close(out[1]);
                 return bc_error_set(err, BC_SANDBOX_SETUP, e, "pipe: %s", strerror(e));
         }
-        struct running run = { .req = req, .o = ret, .out_r = out[0], .err_r = errp[0],
+        struct running run = { .req = req,
+                               .o = ret,
+                               .out_r = out[0],
+                               .err_r = errp[0],
                                .report_r = req->report ? req->report_fd : -1,
-                               .pidfd = -1, .usage_r = -1, .start_ms = bc_mono_ms() };
-        int r = req->start ? req->start(req->start_ctx, out[1], errp[1], &run.pid, err)
+                               .pidfd = -1,
+                               .usage_r = -1,
+                               .start_ms = bc_mono_ms() };
+        int r = req->start   ? req->start(req->start_ctx, out[1], errp[1], &run.pid, err)
                 : req->guard ? proc_guard_spawn(req, path, out[1], errp[1], &run.pid, &run.usage_r)
                              : spawn_child(req, path, out[1], errp[1], &run.pid);
         close(out[1]);
@@ -309,7 +316,7 @@ static int run_child(const struct proc_request *req, struct proc_outcome *ret, i
                 close(out[0]);
                 close(errp[0]);
                 if (req->start)
-                        return r;  /* err says why; nothing ran */
+                        return r; /* err says why; nothing ran */
                 ret->exit_code = r == -ENOENT ? 127 : 126;
                 note(&ret->err, "boxcar: %s: %s\n", req->argv[0], -r);
                 return 0;

@@ -16,16 +16,16 @@
 #include "common/tailbuf.h"
 
 struct proc_request {
-        char *const *argv;        /* argv[0] is looked up in envp's PATH */
-        char *const *envp;        /* the child's whole environment */
-        const char *cwd;          /* or NULL */
-        double timeout_s;         /* 0: none */
-        size_t output_cap;        /* bytes of tail kept per stream */
-        int cancel_fd;            /* readable: stop the child now; -1: none */
-        int kill_signal;          /* sent on timeout/cancel (SIGKILL, or SIGTERM for a
+        char *const *argv;   /* argv[0] is looked up in envp's PATH */
+        char *const *envp;   /* the child's whole environment */
+        const char *cwd;     /* or NULL */
+        double timeout_s;    /* 0: none */
+        size_t output_cap;   /* bytes of tail kept per stream */
+        int cancel_fd;       /* readable: stop the child now; -1: none */
+        int kill_signal;     /* sent on timeout/cancel (SIGKILL, or SIGTERM for a
                                    * helper that reports before dying) */
-        double kill_grace_s;      /* then SIGKILL after this long */
-        int pass_fd;              /* given to the child as fd 3 (a status pipe); -1: none */
+        double kill_grace_s; /* then SIGKILL after this long */
+        int pass_fd;         /* given to the child as fd 3 (a status pipe); -1: none */
         /* The read end of a pipe whose write end only the child holds (the
          * caller's copy, child_end, is closed by proc_run once the child is
          * started, whatever happens): the child writes its report there and
@@ -46,7 +46,7 @@ struct proc_request {
          * negative return (err set) ends proc_run with it: nothing ran. */
         int (*start)(void *start_ctx, int out_w, int err_w, pid_t *ret_pid, struct bc_error *err);
         void *start_ctx;
-        bool guard;               /* run under a guard that kills the process group when
+        bool guard; /* run under a guard that kills the process group when
                                    * the worker dies (a child that does not do it itself) */
         /* Called with each chunk of output as it arrives (stream 1 or 2), and
          * with stream 0 and no data right after the spawn and then at least
@@ -56,15 +56,15 @@ struct proc_request {
 };
 
 struct proc_outcome {
-        bool spawned;             /* false: the command could not be started */
-        bool reaped_later;        /* ended by its report: no exit status or usage here */
-        int exit_code;            /* 0-255, or 128+signal */
-        int signal;               /* 0, or the signal that ended it */
+        bool spawned;      /* false: the command could not be started */
+        bool reaped_later; /* ended by its report: no exit status or usage here */
+        int exit_code;     /* 0-255, or 128+signal */
+        int signal;        /* 0, or the signal that ended it */
         bool timed_out;
         bool cancelled;
         uint64_t wall_ms, cpu_ms, max_rss_kb;
-        struct timespec started_at;   /* CLOCK_REALTIME at spawn */
-        struct tailbuf out, err;      /* owned; freed by proc_outcome_done */
+        struct timespec started_at; /* CLOCK_REALTIME at spawn */
+        struct tailbuf out, err;    /* owned; freed by proc_outcome_done */
 };
 
 /* Runs req to completion.  Returns 0 when the child ran (whatever its exit

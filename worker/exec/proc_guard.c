@@ -77,8 +77,8 @@ static int above_targets(int fd, int *tmp)
 
 /* posix_spawn (vfork-like: no copy of the worker's address space) of
  * boxcar-guard.  Returns 0 or a negative errno. */
-static int spawn_guard_exe(const struct proc_request *req, const char *path, int out_w,
-                           int err_w, int usage_w, pid_t worker, pid_t *ret_pid)
+static int spawn_guard_exe(const struct proc_request *req, const char *path, int out_w, int err_w,
+                           int usage_w, pid_t worker, pid_t *ret_pid)
 {
         size_t argc = 0;
         while (req->argv[argc])

@@ -56,7 +56,8 @@ static void collect(const struct child *c, bool force)
 static bool has_exited(const struct child *c)
 {
         siginfo_t si = { 0 };
-        return waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == c->pid;
+        return waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+               si.si_pid == c->pid;
 }
 
 /* Called with the lock held; collects the ended (or overdue) ones. */
@@ -122,8 +123,11 @@ static bool start_thread(void)
 void proc_reaper_adopt(pid_t pid, int pidfd, void (*on_reaped)(void *ctx, pid_t pid, int wstatus),
                        void *ctx)
 {
-        struct child c = { .pid = pid, .pidfd = pidfd, .deadline_ms = bc_mono_ms() + TEARDOWN_LIMIT_MS,
-                           .on_reaped = on_reaped, .ctx = ctx };
+        struct child c = { .pid = pid,
+                           .pidfd = pidfd,
+                           .deadline_ms = bc_mono_ms() + TEARDOWN_LIMIT_MS,
+                           .on_reaped = on_reaped,
+                           .ctx = ctx };
         pthread_mutex_lock(&lock);
         bool taken = n_children < MAX_CHILDREN && start_thread();
         if (taken)

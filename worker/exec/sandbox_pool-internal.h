@@ -28,11 +28,11 @@
  * nobody has for a demand window). */
 struct pool_kind {
         enum sandbox_network network;
-        char sha[STORAGE_SHA256_HEX_LEN + 1];  /* "" for the host's root */
+        char sha[STORAGE_SHA256_HEX_LEN + 1]; /* "" for the host's root */
         /* The pool's own reference to the image in the cache: its tree
          * must not be evicted while sandboxes have it mounted. */
         struct storage_cache_entry *image;
-        struct sandbox_warm *items;   /* starting and ready */
+        struct sandbox_warm *items; /* starting and ready */
         size_t n;
         unsigned in_use;
         unsigned peak_cur, peak_prev; /* most in use in this and the last window */
@@ -46,20 +46,20 @@ struct dying {
 
 struct sandbox_pool {
         char *helper, *cgroup_parent;
-        struct sandbox_warm_limits limits;   /* each sandbox's before its job */
+        struct sandbox_warm_limits limits; /* each sandbox's before its job */
         unsigned max;
         struct metrics *m;
         pthread_mutex_t mu;
         pthread_t thread;
         int wake_fd;
         bool stop;
-        struct storage_cache *images;   /* may be NULL: no image kinds */
+        struct storage_cache *images; /* may be NULL: no image kinds */
         struct pool_kind kinds[MAX_KINDS];
         size_t n_kinds;
         uint64_t window_start_ms;
         uint64_t backoff_until_ms;
         unsigned backoff_ms;
-        struct dying dying[MAX_DYING];  /* under mu */
+        struct dying dying[MAX_DYING]; /* under mu */
         size_t n_dying;
 };
 

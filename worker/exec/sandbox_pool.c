@@ -37,8 +37,8 @@
 
 static const char *const l_state[] = { "state", NULL };
 static const char *const l_path[] = { "path", NULL };
-static const double handoff_buckets[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005,
-                                          0.01, 0.025, 0.05, 0.1 };
+static const double handoff_buckets[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.002,
+                                          0.005,  0.01,    0.025,  0.05,  0.1 };
 
 static const struct metrics_desc families[] = {
         { "boxcar_warm_sandboxes",
@@ -46,7 +46,8 @@ static const struct metrics_desc families[] = {
           METRICS_GAUGE, l_state, NULL, 0, 0 },
         { "boxcar_sandbox_starts_total",
           "Sandboxes started for jobs: warm (from the pool) or cold (the pool was empty, "
-          "disabled, or a warm sandbox failed at handoff).", METRICS_COUNTER, l_path, NULL, 0, 0 },
+          "disabled, or a warm sandbox failed at handoff).",
+          METRICS_COUNTER, l_path, NULL, 0, 0 },
         { "boxcar_warm_sandbox_failures_total",
           "Warm sandboxes that could not be made or died while waiting (replaced).",
           METRICS_COUNTER, NULL, NULL, 0, 0 },
@@ -104,7 +105,7 @@ static struct pool_kind *add_kind(struct sandbox_pool *p, enum sandbox_network n
         if (p->n_kinds >= MAX_KINDS)
                 return NULL;
         struct pool_kind *k = &p->kinds[p->n_kinds++];
-        struct sandbox_warm *items = k->items;  /* allocated once, at start */
+        struct sandbox_warm *items = k->items; /* allocated once, at start */
         *k = (struct pool_kind){ .network = network, .image = *image, .items = items };
         snprintf(k->sha, sizeof(k->sha), "%s", storage_cache_entry_sha256(*image));
         *image = NULL;
@@ -217,7 +218,8 @@ static void check_all(struct sandbox_pool *p, uint64_t now)
                         int r = sandbox_warm_check(&k->items[j], &err);
                         if (r < 0) {
                                 if (was_ready)
-                                        metrics_counter_add(p->m, "boxcar_warm_sandbox_failures_total",
+                                        metrics_counter_add(p->m,
+                                                            "boxcar_warm_sandbox_failures_total",
                                                             NULL, 1);
                                 else
                                         sbpool_note_failure(p, &err, now);
@@ -254,7 +256,7 @@ static void reap_dying(struct sandbox_pool *p, uint64_t now, bool force)
         for (size_t i = 0; i < n; i++)
                 if (p->n_dying < MAX_DYING)
                         p->dying[p->n_dying++] = d[i];
-                else  /* more were discarded meanwhile */
+                else /* more were discarded meanwhile */
                         sandbox_warm_reap(&d[i].w, true, p->cgroup_parent);
         pthread_mutex_unlock(&p->mu);
 }
@@ -298,8 +300,8 @@ static void *pool_main(void *arg)
         if (!may_restore_priority())
                 log_event(LOG_INFO, "sandbox.pool_priority", "reason",
                           "no CAP_SYS_NICE to put a warm sandbox back at the jobs' priority once "
-                          "built", "effect",
-                          "warm sandboxes are made at the jobs' priority", NULL);
+                          "built",
+                          "effect", "warm sandboxes are made at the jobs' priority", NULL);
         else if (setpriority(PRIO_PROCESS, (id_t)gettid(), base + POOL_NICE) < 0)
                 log_event(LOG_WARN, "sandbox.pool_priority", "error", strerror(errno), "effect",
                           "warm sandboxes are made at the jobs' priority", NULL);

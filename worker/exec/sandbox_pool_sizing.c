@@ -109,8 +109,9 @@ size_t sbpool_rebalance(struct sandbox_pool *p, uint64_t now, struct planned *re
         for (size_t i = 0; i < p->n_kinds; i++)
                 for (size_t j = 0; j < p->kinds[i].n; j++)
                         starting += !p->kinds[i].items[j].ready;
-        size_t room = now < p->backoff_until_ms || starting >= MAX_STARTING ? 0
-                                                                          : MAX_STARTING - starting;
+        size_t room = now < p->backoff_until_ms || starting >= MAX_STARTING
+                              ? 0
+                              : MAX_STARTING - starting;
         for (size_t i = 0; i < p->n_kinds; i++) {
                 struct pool_kind *k = &p->kinds[i];
                 if (refill_wait_ms(k, now))
@@ -118,8 +119,10 @@ size_t sbpool_rebalance(struct sandbox_pool *p, uint64_t now, struct planned *re
                 unsigned t = target(p, k, now);
                 for (size_t have = k->n; have < t && n < room; have++)
                         ret[n++] = (struct planned){
-                                .kind = i, .network = k->network,
-                                .root = k->image ? storage_cache_entry_path(k->image) : NULL };
+                                .kind = i,
+                                .network = k->network,
+                                .root = k->image ? storage_cache_entry_path(k->image) : NULL
+                        };
                 if (k->n <= t)
                         continue;
                 for (size_t j = 0; j < k->n; j++)

@@ -21,7 +21,7 @@
 #include <sys/types.h>
 
 typedef uint64_t guard_sigset;
-#define GUARD_SIGBIT(sig) ((guard_sigset)1 << ((sig) - 1))
+#define GUARD_SIGBIT(sig) ((guard_sigset)1 << ((sig)-1))
 
 long g_setpgid(pid_t pid, pid_t pgid);
 long g_prctl(int option, unsigned long arg);

@@ -23,16 +23,46 @@ static sigset_t to_sigset(guard_sigset set)
         return s;
 }
 
-long g_setpgid(pid_t pid, pid_t pgid) { return ret(setpgid(pid, pgid)); }
-long g_prctl(int option, unsigned long arg) { return ret(prctl(option, arg, 0, 0, 0)); }
-pid_t g_getpid(void) { return getpid(); }
-pid_t g_getppid(void) { return getppid(); }
-long g_kill(pid_t pid, int sig) { return ret(kill(pid, sig)); }
-pid_t g_fork(void) { return (pid_t)ret(fork()); }
-long g_chdir(const char *path) { return ret(chdir(path)); }
-long g_close(int fd) { return ret(close(fd)); }
-long g_write(int fd, const void *buf, size_t n) { return ret(write(fd, buf, n)); }
-_Noreturn void g_exit(int code) { _exit(code); }
+long g_setpgid(pid_t pid, pid_t pgid)
+{
+        return ret(setpgid(pid, pgid));
+}
+long g_prctl(int option, unsigned long arg)
+{
+        return ret(prctl(option, arg, 0, 0, 0));
+}
+pid_t g_getpid(void)
+{
+        return getpid();
+}
+pid_t g_getppid(void)
+{
+        return getppid();
+}
+long g_kill(pid_t pid, int sig)
+{
+        return ret(kill(pid, sig));
+}
+pid_t g_fork(void)
+{
+        return (pid_t)ret(fork());
+}
+long g_chdir(const char *path)
+{
+        return ret(chdir(path));
+}
+long g_close(int fd)
+{
+        return ret(close(fd));
+}
+long g_write(int fd, const void *buf, size_t n)
+{
+        return ret(write(fd, buf, n));
+}
+_Noreturn void g_exit(int code)
+{
+        _exit(code);
+}
 
 long g_sigprocmask(int how, guard_sigset set)
 {
@@ -74,7 +104,7 @@ long g_close_from(int first)
         /* A kernel before 5.9: one by one, up to the descriptor limit. */
         struct rlimit rl;
         int max = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur
-                                                                              : 65536;
+                                                                            : 65536;
         for (int fd = first; fd < max; fd++)
                 close(fd);
         return 0;

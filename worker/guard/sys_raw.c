@@ -34,14 +34,38 @@ static long sys6(long nr, long a, long b, long c, long d, long e, long f)
 
 #define SYS(nr, a, b, c, d) sys6((nr), (long)(a), (long)(b), (long)(c), (long)(d), 0, 0)
 
-long g_setpgid(pid_t pid, pid_t pgid) { return SYS(__NR_setpgid, pid, pgid, 0, 0); }
-long g_prctl(int option, unsigned long arg) { return SYS(__NR_prctl, option, arg, 0, 0); }
-pid_t g_getpid(void) { return (pid_t)SYS(__NR_getpid, 0, 0, 0, 0); }
-pid_t g_getppid(void) { return (pid_t)SYS(__NR_getppid, 0, 0, 0, 0); }
-long g_kill(pid_t pid, int sig) { return SYS(__NR_kill, pid, sig, 0, 0); }
-long g_chdir(const char *path) { return SYS(__NR_chdir, path, 0, 0, 0); }
-long g_close(int fd) { return SYS(__NR_close, fd, 0, 0, 0); }
-long g_write(int fd, const void *buf, size_t n) { return SYS(__NR_write, fd, buf, n, 0); }
+long g_setpgid(pid_t pid, pid_t pgid)
+{
+        return SYS(__NR_setpgid, pid, pgid, 0, 0);
+}
+long g_prctl(int option, unsigned long arg)
+{
+        return SYS(__NR_prctl, option, arg, 0, 0);
+}
+pid_t g_getpid(void)
+{
+        return (pid_t)SYS(__NR_getpid, 0, 0, 0, 0);
+}
+pid_t g_getppid(void)
+{
+        return (pid_t)SYS(__NR_getppid, 0, 0, 0, 0);
+}
+long g_kill(pid_t pid, int sig)
+{
+        return SYS(__NR_kill, pid, sig, 0, 0);
+}
+long g_chdir(const char *path)
+{
+        return SYS(__NR_chdir, path, 0, 0, 0);
+}
+long g_close(int fd)
+{
+        return SYS(__NR_close, fd, 0, 0, 0);
+}
+long g_write(int fd, const void *buf, size_t n)
+{
+        return SYS(__NR_write, fd, buf, n, 0);
+}
 
 long g_sigprocmask(int how, guard_sigset set)
 {

@@ -17,13 +17,13 @@ _Noreturn void guard_exec_failed(const char *argv0, int e)
 {
         guard_say("boxcar: ");
         guard_say(argv0);
-        guard_say(e == ENOENT ? ": not found\n" : e == EACCES ? ": permission denied\n"
-                                                        : ": cannot be executed\n");
+        guard_say(e == ENOENT   ? ": not found\n"
+                  : e == EACCES ? ": permission denied\n"
+                                : ": cannot be executed\n");
         g_exit(e == ENOENT ? 127 : 126);
 }
 
-_Noreturn void guard_exec(const char *path, char *const argv[], char *const envp[],
-                          int keep_fd3)
+_Noreturn void guard_exec(const char *path, char *const argv[], char *const envp[], int keep_fd3)
 {
         for (int sig = 1; sig <= 64; sig++)
                 g_sig_default(sig);
@@ -80,8 +80,8 @@ _Noreturn void guard_wait(pid_t job, guard_sigset sigs)
         }
 }
 
-_Noreturn void guard_run(const char *cwd, const char *path, char *const argv[],
-                         char *const envp[], int keep_fd3, guard_sigset sigs)
+_Noreturn void guard_run(const char *cwd, const char *path, char *const argv[], char *const envp[],
+                         int keep_fd3, guard_sigset sigs)
 {
         if (cwd && cwd[0] && g_chdir(cwd) < 0) {
                 guard_say("boxcar: cannot enter the working directory\n");

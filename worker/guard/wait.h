@@ -24,15 +24,14 @@ _Noreturn void guard_exec_failed(const char *argv0, int e);
  * posix_spawn leaves glibc's internal signals 32 and 33 ignored, and an
  * exec keeps what is ignored), fd 3 closed unless keep_fd3, fd 4 closed,
  * then the exec; if that fails, says so as guard_exec_failed does. */
-_Noreturn void guard_exec(const char *path, char *const argv[], char *const envp[],
-                          int keep_fd3);
+_Noreturn void guard_exec(const char *path, char *const argv[], char *const envp[], int keep_fd3);
 
 /* The guard's second part, with the job's descriptors in place (0-2, 3
  * and 4 as boxcar-guard's usage says): enters cwd (NULL or "" keeps the
  * current one), forks the job (guard_exec), closes stdio and fd 3, and
  * waits for it (guard_wait).  Never returns. */
-_Noreturn void guard_run(const char *cwd, const char *path, char *const argv[],
-                         char *const envp[], int keep_fd3, guard_sigset sigs);
+_Noreturn void guard_run(const char *cwd, const char *path, char *const argv[], char *const envp[],
+                         int keep_fd3, guard_sigset sigs);
 
 /* With stdio and fd 3 closed and sigs (SIGTERM, SIGCHLD) blocked: waits
  * for job; writes its struct rusage to fd 4 and exits the way it did

@@ -49,8 +49,7 @@ int http_parse_addr(const char *addr, struct sockaddr_storage *ret_storage, bool
         if (bracketed) {
                 const char *close = strchr(addr, ']');
                 if (!close || close[1] != ':')
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "'%s': want [IPV6]:PORT", addr);
+                        return bc_error_set(err, BC_USAGE, EINVAL, "'%s': want [IPV6]:PORT", addr);
                 port = close + 2;
                 if ((size_t)(close - addr - 1) >= sizeof(host))
                         return bc_error_set(err, BC_USAGE, EINVAL, "'%s': host too long", addr);
@@ -58,12 +57,13 @@ int http_parse_addr(const char *addr, struct sockaddr_storage *ret_storage, bool
         } else {
                 const char *colon = strrchr(addr, ':');
                 if (!colon)
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "'%s': want HOST:PORT or :PORT", addr);
+                        return bc_error_set(err, BC_USAGE, EINVAL, "'%s': want HOST:PORT or :PORT",
+                                            addr);
                 if (memchr(addr, ':', (size_t)(colon - addr)))
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "'%s': an IPv6 address goes in brackets, "
-                                            "as [::1]:9464", addr);
+                                            "as [::1]:9464",
+                                            addr);
                 if ((size_t)(colon - addr) >= sizeof(host))
                         return bc_error_set(err, BC_USAGE, EINVAL, "'%s': host too long", addr);
                 snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
@@ -92,7 +92,8 @@ int http_parse_addr(const char *addr, struct sockaddr_storage *ret_storage, bool
                 if (inet_pton(AF_INET, h, &in4->sin_addr) != 1)
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "'%s': '%s' is not an IPv4 address (names other "
-                                            "than localhost are not resolved)", addr, host);
+                                            "than localhost are not resolved)",
+                                            addr, host);
         }
         *ret_storage = ss;
         *ret_any = any;
@@ -190,12 +191,11 @@ static struct MHD_Daemon *start_daemon(struct http_server *s, const struct socka
         /* Scrapes and probes are tiny and few: a small connection limit, a
          * short idle timeout and a small per-connection pool keep a
          * misbehaving client from tying up the worker's memory. */
-        return MHD_start_daemon(flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR,
-                                (const struct sockaddr *)ss, MHD_OPTION_CONNECTION_LIMIT,
-                                (unsigned)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)16,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
-                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024,
-                                MHD_OPTION_END);
+        return MHD_start_daemon(
+                flags, 0, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+                MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                (unsigned)16, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)10,
+                MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)32 * 1024, MHD_OPTION_END);
 }
 
 /* MHD reports no reason when it cannot start; binding the same address

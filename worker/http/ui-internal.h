@@ -33,21 +33,21 @@
 #define UI_JSON_SHOWN_MAX (256u << 10)
 
 struct ui_session {
-        char id[65];            /* hex of 32 random bytes; "" when free */
+        char id[65]; /* hex of 32 random bytes; "" when free */
         time_t expires;
 };
 
 struct ui {
         /* configuration */
         const char *db_url;
-        char *token;            /* NULL with --no-auth */
-        const char *user;       /* basic auth user name */
-        bool actions;           /* cancel, retry, drain, redrive allowed */
+        char *token;      /* NULL with --no-auth */
+        const char *user; /* basic auth user name */
+        bool actions;     /* cancel, retry, drain, redrive allowed */
         bool secure_cookie;
-        bool loopback;          /* bound to a loopback address */
+        bool loopback; /* bound to a loopback address */
         /* state */
         PGconn *conn;
-        unsigned char key[32];  /* signs CSRF tokens; new at every start */
+        unsigned char key[32]; /* signs CSRF tokens; new at every start */
         struct ui_session sessions[UI_SESSIONS_MAX];
 };
 
@@ -56,11 +56,11 @@ enum ui_auth_kind { UI_AUTH_NONE, UI_AUTH_ANON, UI_AUTH_BEARER, UI_AUTH_BASIC, U
 struct ui_req {
         struct MHD_Connection *c;
         const char *method, *url;
-        struct dynbuf body;     /* form body of a POST, capped at UI_BODY_MAX */
+        struct dynbuf body; /* form body of a POST, capped at UI_BODY_MAX */
         bool body_too_big;
         enum ui_auth_kind auth;
-        char who[80];           /* names the operator in audit events */
-        char csrf[65];          /* the CSRF token of this credential */
+        char who[80];  /* names the operator in audit events */
+        char csrf[65]; /* the CSRF token of this credential */
         const struct ui_session *session;
 };
 
@@ -94,7 +94,8 @@ void ui_esc(struct dynbuf *b, const char *s);
 void ui_esc_n(struct dynbuf *b, const char *s, size_t n);
 void ui_urlenc(struct dynbuf *b, const char *s);
 /* The page's head, header and navigation; ui_page_end closes it. */
-void ui_page_begin(struct dynbuf *b, const struct ui *ui, const struct ui_req *r, const char *title);
+void ui_page_begin(struct dynbuf *b, const struct ui *ui, const struct ui_req *r,
+                   const char *title);
 void ui_page_end(struct dynbuf *b);
 /* A POST button for an action (a form to /actions/ACTION with the CSRF
  * token and id): disabled, with the reason, when actions are off. */
@@ -118,9 +119,11 @@ enum MHD_Result ui_send(struct MHD_Connection *c, unsigned status, const char *t
 enum MHD_Result ui_send_page(struct MHD_Connection *c, unsigned status, struct dynbuf *b);
 enum MHD_Result ui_send_text(struct MHD_Connection *c, unsigned status, const char *text);
 /* 303 See Other to a path of ours. */
-enum MHD_Result ui_redirect(struct MHD_Connection *c, const char *location, const char *set_cookie);
+enum MHD_Result ui_redirect(struct MHD_Connection *c, const char *location,
+                            const char *set_cookie);
 /* An error page (message escaped). */
-enum MHD_Result ui_error_page(struct ui *ui, struct ui_req *r, unsigned status, const char *message);
+enum MHD_Result ui_error_page(struct ui *ui, struct ui_req *r, unsigned status,
+                              const char *message);
 /* The login form, with an optional message. */
 enum MHD_Result ui_login_page(struct MHD_Connection *c, unsigned status, const char *message);
 

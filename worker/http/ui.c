@@ -212,13 +212,15 @@ static int setup(struct ui *ui, const struct ui_options *a, struct sockaddr_stor
         ui->user = a->user;
         ui->secure_cookie = a->secure_cookie;
         if (a->no_auth && (a->token_file || a->token_env))
-                return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "--no-auth and a token (--token-file, BOXCAR_UI_TOKEN) exclude "
-                                    "each other");
+                return bc_error_set(
+                        err, BC_USAGE, EINVAL,
+                        "--no-auth and a token (--token-file, BOXCAR_UI_TOKEN) exclude "
+                        "each other");
         if (a->no_auth && !ui->loopback)
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "--no-auth is allowed only on a loopback address "
-                                    "(127.0.0.1, [::1], localhost), not %s", a->listen);
+                                    "(127.0.0.1, [::1], localhost), not %s",
+                                    a->listen);
         if (!a->no_auth) {
                 if (read_token(a, &ui->token, err) < 0)
                         return -EINVAL;
@@ -257,12 +259,13 @@ static int serve(struct ui *ui, const struct ui_options *a, struct sockaddr_stor
         if (!d)
                 return bc_error_set(err, BC_CONFIG, EADDRNOTAVAIL,
                                     "--listen %s: cannot listen there (in use, or not an address "
-                                    "of this host)", a->listen);
+                                    "of this host)",
+                                    a->listen);
         const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
         log_event(LOG_INFO, "ui.listening", "listen", a->listen,
-                  LOG_INT("port", info ? info->port : 0),
-                  "auth", ui->token ? "token" : "none (loopback)",
-                  "mode", ui->actions ? "actions" : "read-only", NULL);
+                  LOG_INT("port", info ? info->port : 0), "auth",
+                  ui->token ? "token" : "none (loopback)", "mode",
+                  ui->actions ? "actions" : "read-only", NULL);
         int sig = 0;
         sigwait(&set, &sig);
         MHD_stop_daemon(d);

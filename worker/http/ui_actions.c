@@ -43,8 +43,8 @@ static int redrive(PGconn *conn, const char *id, const char *who, struct bc_erro
 struct action {
         const char *path;
         int (*call)(PGconn *conn, const char *id, const char *who, struct bc_error *err);
-        bool job;               /* the id is a job's; back to its page */
-        const char *back;       /* else the page to go back to */
+        bool job;         /* the id is a job's; back to its page */
+        const char *back; /* else the page to go back to */
 };
 
 static const struct action actions[] = {
@@ -77,8 +77,7 @@ enum MHD_Result ui_action(struct ui *ui, struct ui_req *r)
         if (!ui_auth_csrf_ok(r, &reason))
                 return ui_error_page(ui, r, MHD_HTTP_FORBIDDEN, reason);
         char id[256];
-        if (!ui_form_value(&r->body, "id", id, sizeof(id)) || !*id ||
-            (a->job && !ui_is_uuid(id)))
+        if (!ui_form_value(&r->body, "id", id, sizeof(id)) || !*id || (a->job && !ui_is_uuid(id)))
                 return ui_error_page(ui, r, MHD_HTTP_BAD_REQUEST, "missing or malformed id");
         struct bc_error err = BC_ERROR_INIT;
         PGconn *conn = ui_db(ui, &err);

@@ -47,7 +47,8 @@ static void csrf_token(const struct ui *ui, const char *subject, char out[65])
         unsigned char mac[EVP_MAX_MD_SIZE];
         unsigned len = 0;
         if (!HMAC(EVP_sha256(), ui->key, sizeof(ui->key), (const unsigned char *)subject,
-                  strlen(subject), mac, &len) || len != 32) {
+                  strlen(subject), mac, &len) ||
+            len != 32) {
                 /* Never matches a submitted token (hex only). */
                 snprintf(out, 65, "unavailable");
                 return;
@@ -162,13 +163,14 @@ static bool same_origin(const struct ui_req *r, const char **ret_reason)
                 *ret_reason = "cross-site request refused (Sec-Fetch-Site)";
                 return false;
         }
-        const char *host = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+        const char *host = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND,
+                                                       MHD_HTTP_HEADER_HOST);
         const char *origin = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "Origin");
         const char *referer = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND,
                                                           MHD_HTTP_HEADER_REFERER);
         const char *from = origin ? origin : referer;
         if (!from)
-                return true;    /* not a browser: the CSRF token decides */
+                return true; /* not a browser: the CSRF token decides */
         if (!host) {
                 *ret_reason = "request without a Host header refused";
                 return false;
@@ -213,7 +215,7 @@ static struct ui_session *new_session(struct ui *ui)
                         break;
                 }
                 if (s->expires < slot->expires)
-                        slot = s;       /* full: the oldest gives way */
+                        slot = s; /* full: the oldest gives way */
         }
         unsigned char raw[32];
         if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))

@@ -26,13 +26,26 @@ void ui_esc_n(struct dynbuf *b, const char *s, size_t n)
         for (size_t i = 0; i < n; i++) {
                 const char *rep = NULL;
                 switch (s[i]) {
-                case '&': rep = "&amp;"; break;
-                case '<': rep = "&lt;"; break;
-                case '>': rep = "&gt;"; break;
-                case '"': rep = "&quot;"; break;
-                case '\'': rep = "&#39;"; break;
-                case '\0': rep = "\xef\xbf\xbd"; break;
-                default: continue;
+                case '&':
+                        rep = "&amp;";
+                        break;
+                case '<':
+                        rep = "&lt;";
+                        break;
+                case '>':
+                        rep = "&gt;";
+                        break;
+                case '"':
+                        rep = "&quot;";
+                        break;
+                case '\'':
+                        rep = "&#39;";
+                        break;
+                case '\0':
+                        rep = "\xef\xbf\xbd";
+                        break;
+                default:
+                        continue;
                 }
                 dynbuf_add(b, s + start, i - start);
                 dynbuf_addstr(b, rep);
@@ -58,14 +71,12 @@ void ui_urlenc(struct dynbuf *b, const char *s)
 static const struct {
         const char *path, *title;
 } nav[] = {
-        { "/", "Queues" },
-        { "/jobs", "Jobs" },
-        { "/workers", "Workers" },
-        { "/webhooks", "Webhooks" },
-        { "/schedules", "Schedules" },
+        { "/", "Queues" },           { "/jobs", "Jobs" },           { "/workers", "Workers" },
+        { "/webhooks", "Webhooks" }, { "/schedules", "Schedules" },
 };
 
-void ui_page_begin(struct dynbuf *b, const struct ui *ui, const struct ui_req *r, const char *title)
+void ui_page_begin(struct dynbuf *b, const struct ui *ui, const struct ui_req *r,
+                   const char *title)
 {
         dynbuf_addstr(b, "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                          "<meta name=\"viewport\" content=\"width=device-width\"><title>boxcar: ");
@@ -102,8 +113,10 @@ void ui_page_end(struct dynbuf *b)
 void ui_action_button(struct dynbuf *b, const struct ui *ui, const struct ui_req *r,
                       const char *action, const char *id, const char *label)
 {
-        dynbuf_printf(b, "<form method=\"post\" class=\"inline\" action=\"/actions/%s\">"
-                         "<input type=\"hidden\" name=\"csrf\" value=\"", action);
+        dynbuf_printf(b,
+                      "<form method=\"post\" class=\"inline\" action=\"/actions/%s\">"
+                      "<input type=\"hidden\" name=\"csrf\" value=\"",
+                      action);
         ui_esc(b, r->csrf);
         dynbuf_addstr(b, "\"><input type=\"hidden\" name=\"id\" value=\"");
         ui_esc(b, id);
@@ -195,10 +208,8 @@ enum MHD_Result ui_send(struct MHD_Connection *c, unsigned status, const char *t
                 return MHD_NO;
         }
         static const char *const fixed[][2] = {
-                { MHD_HTTP_HEADER_CACHE_CONTROL, "no-store" },
-                { "Content-Security-Policy", NULL },
-                { "X-Content-Type-Options", "nosniff" },
-                { "X-Frame-Options", "DENY" },
+                { MHD_HTTP_HEADER_CACHE_CONTROL, "no-store" }, { "Content-Security-Policy", NULL },
+                { "X-Content-Type-Options", "nosniff" },       { "X-Frame-Options", "DENY" },
                 { "Referrer-Policy", "same-origin" },
         };
         enum MHD_Result r = MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
@@ -252,7 +263,8 @@ enum MHD_Result ui_redirect(struct MHD_Connection *c, const char *location, cons
         return r;
 }
 
-enum MHD_Result ui_error_page(struct ui *ui, struct ui_req *r, unsigned status, const char *message)
+enum MHD_Result ui_error_page(struct ui *ui, struct ui_req *r, unsigned status,
+                              const char *message)
 {
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);

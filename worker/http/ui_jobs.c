@@ -21,8 +21,8 @@ static const char *arg(struct ui_req *r, const char *name)
 
 static void filter_form(struct dynbuf *b, const char *queue, const char *status, const char *since)
 {
-        static const char *const statuses[] = { "queued", "running", "succeeded", "failed",
-                                                "cancelled", NULL };
+        static const char *const statuses[] = { "queued", "running",   "succeeded",
+                                                "failed", "cancelled", NULL };
         dynbuf_addstr(b, "<form method=\"get\" action=\"/jobs\" id=\"filters\"><label>Queue "
                          "<input name=\"queue\" value=\"");
         ui_esc(b, queue);
@@ -147,7 +147,8 @@ static void artifact(struct dynbuf *b, const cJSON *result)
         dynbuf_addstr(b, "</code>");
         /* Only a web link: never javascript: or data: from a hostile result. */
         if (url && (strncmp(url, "https://", 8) == 0 || strncmp(url, "http://", 7) == 0)) {
-                dynbuf_addstr(b, " &middot; <a id=\"artifact\" rel=\"noreferrer noopener\" href=\"");
+                dynbuf_addstr(b,
+                              " &middot; <a id=\"artifact\" rel=\"noreferrer noopener\" href=\"");
                 ui_esc(b, url);
                 dynbuf_addstr(b, "\">download (presigned link; it expires)</a>");
         }

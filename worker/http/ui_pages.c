@@ -35,9 +35,16 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Queues");
-        static const char *const cols[] = { "queue", "queued", "scheduled", "running",
-                                            "oldest queued (s)", "succeeded (1 h)",
-                                            "failed (1 h)", "avg wait (s)", "avg run (s)", NULL };
+        static const char *const cols[] = { "queue",
+                                            "queued",
+                                            "scheduled",
+                                            "running",
+                                            "oldest queued (s)",
+                                            "succeeded (1 h)",
+                                            "failed (1 h)",
+                                            "avg wait (s)",
+                                            "avg run (s)",
+                                            NULL };
         head(&b, "queues", cols);
         for (size_t i = 0; i < q.n; i++) {
                 const struct api_queue_row *o = &q.rows[i];
@@ -94,8 +101,8 @@ enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Workers");
-        static const char *const cols[] = { "id", "host", "state", "running", "queues",
-                                            "version", "heartbeat", "leader", "", NULL };
+        static const char *const cols[] = { "id",      "host",      "state",  "running", "queues",
+                                            "version", "heartbeat", "leader", "",        NULL };
         head(&b, "workers", cols);
         for (size_t i = 0; i < w.n; i++) {
                 const struct api_worker_row *o = &w.rows[i];
@@ -170,8 +177,9 @@ enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r)
                                    "<strong>failed only</strong></p>"
                                  : "<p><strong>All deliveries</strong> &middot; "
                                    "<a href=\"/webhooks?failed=1\">failed only</a></p>");
-        static const char *const cols[] = { "delivery", "job", "type", "status", "attempts",
-                                            "last HTTP", "last error", "created", "", NULL };
+        static const char *const cols[] = { "delivery", "job",       "type",       "status",
+                                            "attempts", "last HTTP", "last error", "created",
+                                            "",         NULL };
         head(&b, "webhooks", cols);
         for (size_t i = 0; i < ls.n; i++)
                 if (ls.rows[i].json)
@@ -220,9 +228,9 @@ enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r)
         struct dynbuf b;
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Schedules");
-        static const char *const cols[] = { "name", "cron", "time zone", "queue", "state",
-                                            "next run", "last run", "last job", "last error",
-                                            NULL };
+        static const char *const cols[] = { "name",       "cron",     "time zone", "queue",
+                                            "state",      "next run", "last run",  "last job",
+                                            "last error", NULL };
         head(&b, "schedules", cols);
         for (size_t i = 0; i < ls.n; i++)
                 if (ls.rows[i].json)

@@ -84,10 +84,12 @@ static void *promote(void *arg)
         _cleanup_free_ char *upper = NULL;
         if (asprintf(&upper, "%s/fs/scratch/overlay/upper", p->dir) < 0)
                 return NULL;
-        int r = storage_cache_promote(p->svc->store->artifacts, p->a->base, p->ws, upper, p->sha256);
+        int r = storage_cache_promote(p->svc->store->artifacts, p->a->base, p->ws, upper,
+                                      p->sha256);
         if (r < 0)
                 log_event(LOG_WARN, "artifact.cache", "sha256", p->sha256, "error", strerror(-r),
-                          "effect", "the next job on this version downloads and extracts it", NULL);
+                          "effect", "the next job on this version downloads and extracts it",
+                          NULL);
         return NULL;
 }
 
@@ -128,7 +130,8 @@ static void pack_limits(const struct job_run *run, struct storage_pack_limits *r
                 ret->max_entries += entries;
         }
         ret->max_seconds = run->spec->limits.timeout_s > PACK_MIN_BUDGET_S
-                                   ? run->spec->limits.timeout_s : PACK_MIN_BUDGET_S;
+                                   ? run->spec->limits.timeout_s
+                                   : PACK_MIN_BUDGET_S;
 }
 
 /* The saved version in the result, and to be recorded with the job's
@@ -175,10 +178,12 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
         struct store_artifact a;
         struct storage_pack_limits lim;
         pack_limits(run, &lim);
-        struct artifact_promote cache = { .svc = svc, .dir = run->dir, .ws = run->ws,
+        struct artifact_promote cache = { .svc = svc,
+                                          .dir = run->dir,
+                                          .ws = run->ws,
                                           .a = &run->artifact_start };
-        int saved = store_save_artifact(svc->store, run->spec, run->ws, run->dir, &lim,
-                                        on_packed, &cache, &a, &err);
+        int saved = store_save_artifact(svc->store, run->spec, run->ws, run->dir, &lim, on_packed,
+                                        &cache, &a, &err);
         promote_wait(&cache);
         if (saved < 0) {
                 /* The job's own tree over a limit is final (and the head

@@ -85,7 +85,8 @@ static int write_text(const char *dir, const char *name, const char *a, const ch
         _cleanup_free_ char *path = NULL;
         if (asprintf(&path, "%s/%s", dir, name) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
-        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                                   0644);
         if (fd < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", path);
         const char *parts[] = { a, b };
@@ -112,7 +113,10 @@ int code_prepare(const struct job_spec *spec, const char *meta_dir, const char *
                 r = write_text(meta_dir, "arguments.json", spec->code_arguments, NULL, err);
         if (r >= 0)
                 r = write_text(meta_dir, wrapper_name,
-                               py ? python_wrapper : node ? node_wrapper : bash_wrapper, NULL, err);
+                               py     ? python_wrapper
+                               : node ? node_wrapper
+                                      : bash_wrapper,
+                               NULL, err);
         if (r < 0)
                 return r;
         char **argv = calloc(5, sizeof(char *));

@@ -24,11 +24,11 @@ struct job_run {
         const char *dir;
         char *ws, *scratch, *meta;
         struct store_mounts mounts;
-        struct storage_cache_entry *image;   /* NULL: the host's system root */
+        struct storage_cache_entry *image; /* NULL: the host's system root */
         struct livelog log;
-        bool started_noted;        /* the "started" event is written */
+        bool started_noted; /* the "started" event is written */
         struct store_artifact_start artifact_start;
-        struct disk_grant *disk;   /* the work dir's disk it may take, or NULL */
+        struct disk_grant *disk; /* the work dir's disk it may take, or NULL */
         cJSON *result;
 };
 

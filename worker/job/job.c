@@ -34,8 +34,8 @@ BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
  * rather than silently ignored; so is a network the queue may not have.
  * The message goes into buf. */
 static const char *unsupported_feature(const struct worker_config *cfg,
-                                       const struct job_spec *spec, const char *queue,
-                                       char *buf, size_t size)
+                                       const struct job_spec *spec, const char *queue, char *buf,
+                                       size_t size)
 {
         if (spec->n_volumes && cfg->sandbox == BACKEND_NONE)
                 return "volumes: need the isolating backend (this worker runs --sandbox none)";
@@ -53,7 +53,8 @@ static const char *unsupported_feature(const struct worker_config *cfg,
                         netallow_format(&spec->net_allow[i], rule, sizeof(rule));
                         snprintf(buf, size,
                                  "network.allow[%zd]: \"%s\" is not allowed for this queue on "
-                                 "this worker (see boxcar worker --network-allow)", i, rule);
+                                 "this worker (see boxcar worker --network-allow)",
+                                 i, rule);
                         return buf;
                 }
                 /* Plain processes have the host's network: nothing to
@@ -162,17 +163,23 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
         const char *paths[33] = { NULL };
         for (size_t i = 0; i < run->mounts.n && i < 32; i++)
                 paths[i] = store_mount_path(&run->mounts, i);
-        struct backend_job bj = { .spec = run->spec, .argv = argv,
-                                  .timeout_s = timeout_s, .workspace = run->ws,
-                                  .scratch = run->scratch,
-                                  .meta_dir = run->meta, .volume_paths = paths,
-                                  .image_path = run->image ? storage_cache_entry_path(run->image)
-                                                           : NULL,
-                                  .image_sha = run->image ? storage_cache_entry_sha256(run->image)
-                                                          : NULL,
-                                  .cancel_fd = cancel_fd, .on_output = on_output,
-                                  .output_ctx = run, .claim_wait = svc->claim_wait,
-                                  .claim_ctx = svc->ctx, .claim_fd = svc->claim_fd };
+        struct backend_job bj = {
+                .spec = run->spec,
+                .argv = argv,
+                .timeout_s = timeout_s,
+                .workspace = run->ws,
+                .scratch = run->scratch,
+                .meta_dir = run->meta,
+                .volume_paths = paths,
+                .image_path = run->image ? storage_cache_entry_path(run->image) : NULL,
+                .image_sha = run->image ? storage_cache_entry_sha256(run->image) : NULL,
+                .cancel_fd = cancel_fd,
+                .on_output = on_output,
+                .output_ctx = run,
+                .claim_wait = svc->claim_wait,
+                .claim_ctx = svc->ctx,
+                .claim_fd = svc->claim_fd
+        };
         int r = backend_run(svc->backend, &bj, res, err);
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)
                 wmetrics_sandbox_overhead(svc->metrics, (double)res->overhead_ms / 1000);
@@ -302,7 +309,8 @@ static void collect_return_value(struct job_run *run, cJSON *res, struct job_out
         if (!value) {
                 cJSON_AddNullToObject(res, "return_value");
                 o->status = "failed";
-                job_outcome_set_error(o, BC_NONZERO_EXIT, "main() returned a value that is not JSON");
+                job_outcome_set_error(o, BC_NONZERO_EXIT,
+                                      "main() returned a value that is not JSON");
                 return;
         }
         cJSON_AddItemToObject(res, "return_value", value);
@@ -333,7 +341,10 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
                 script_argv[1] = script;
         }
         struct backend_result res;
-        r = run_inner(run, argv ? argv : spec->mode == SPEC_SCRIPT ? script_argv : spec->argv,
+        r = run_inner(run,
+                      argv                        ? argv
+                      : spec->mode == SPEC_SCRIPT ? script_argv
+                                                  : spec->argv,
                       spec->limits.timeout_s, cancel_fd, &res, err);
         backend_strv_free(argv);
         if (r >= 0) {
@@ -349,10 +360,11 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
                 if (startup)
                         cJSON_AddItemToObject(run->result, "startup", startup);
                 char details[128];
-                snprintf(details, sizeof(details), "{\"exit_code\": %d, \"signal\": %d, "
-                         "\"timed_out\": %s, \"oom_killed\": %s}", res.proc.exit_code,
-                         res.proc.signal, res.proc.timed_out ? "true" : "false",
-                         res.oom_killed ? "true" : "false");
+                snprintf(details, sizeof(details),
+                         "{\"exit_code\": %d, \"signal\": %d, "
+                         "\"timed_out\": %s, \"oom_killed\": %s}",
+                         res.proc.exit_code, res.proc.signal,
+                         res.proc.timed_out ? "true" : "false", res.oom_killed ? "true" : "false");
                 if (res.has_network)
                         note_egress(run, &res);
                 run->svc->event(run->svc->ctx, run->job, "exited", details);
@@ -403,11 +415,11 @@ struct job_leftovers {
          * ctx's callbacks or the backend. */
         struct job_services svc;
         char *dir, *ws;
-        int lock;                  /* held until the directory is gone */
+        int lock; /* held until the directory is gone */
         struct store_mounts mounts;
         struct storage_cache_entry *image;
         struct store_artifact_start artifact_start;
-        struct disk_grant *disk;   /* given back once the directory is gone */
+        struct disk_grant *disk; /* given back once the directory is gone */
         bool heap;
 };
 
@@ -430,9 +442,13 @@ static void release_leftovers(void *arg)
  * lock, both taken). */
 static void leave(struct job_run *run, char *dir, int lock)
 {
-        struct job_leftovers here = { .svc = *run->svc, .dir = dir, .ws = run->ws,
-                                      .lock = lock, .mounts = run->mounts,
-                                      .image = run->image, .artifact_start = run->artifact_start,
+        struct job_leftovers here = { .svc = *run->svc,
+                                      .dir = dir,
+                                      .ws = run->ws,
+                                      .lock = lock,
+                                      .mounts = run->mounts,
+                                      .image = run->image,
+                                      .artifact_start = run->artifact_start,
                                       .disk = run->disk };
         struct job_leftovers *l = malloc(sizeof(*l));
         if (!l) {
@@ -448,7 +464,7 @@ static void leave(struct job_run *run, char *dir, int lock)
 static void disk_denied(int r, int stop, struct bc_error *err, struct job_outcome *o)
 {
         if (r == -EAGAIN || r == -ESHUTDOWN) {
-                o->action = JOB_RELEASE;        /* another worker may have the room */
+                o->action = JOB_RELEASE; /* another worker may have the room */
         } else if (r != -ECANCELED) {
                 job_outcome_fail(o, err, BC_SANDBOX_SETUP);
         } else if (stop == JOB_STOP_CANCEL) {
@@ -494,8 +510,12 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 disk_budget_give_back(svc->disk, disk);
                 return;
         }
-        struct job_run run = { .svc = svc, .job = job, .spec = spec, .dir = dir,
-                               .ws = steal_pointer(&ws), .scratch = steal_pointer(&scratch),
+        struct job_run run = { .svc = svc,
+                               .job = job,
+                               .spec = spec,
+                               .dir = dir,
+                               .ws = steal_pointer(&ws),
+                               .scratch = steal_pointer(&scratch),
                                .disk = disk };
         livelog_init(&run.log, job->id, job->attempt, job->log_seq + 1, job->log_bytes,
                      svc->cfg->max_log_bytes, svc->append_logs, svc->ctx);

@@ -15,9 +15,9 @@ struct job_services;
 struct claimed_job {
         char id[40];
         char *queue;
-        int attempt;            /* attempts after this claim */
+        int attempt; /* attempts after this claim */
         int max_attempts;
-        double pickup_s;        /* from due (run_at) to claim */
+        double pickup_s; /* from due (run_at) to claim */
         char *spec_json;
         /* The last live-output chunk already stored under this attempt: a
          * run handed back by a drain runs again under the same attempt,
@@ -37,25 +37,25 @@ void claimed_job_free(struct claimed_job *job);
 /* Why a running job is being stopped from outside. */
 enum job_stop {
         JOB_STOP_NONE = 0,
-        JOB_STOP_CANCEL,        /* boxcar.cancel(): finish as cancelled */
-        JOB_STOP_DRAIN,         /* worker shutting down: hand the job back */
-        JOB_STOP_LOST,          /* lease lost: someone else owns it now */
+        JOB_STOP_CANCEL, /* boxcar.cancel(): finish as cancelled */
+        JOB_STOP_DRAIN,  /* worker shutting down: hand the job back */
+        JOB_STOP_LOST,   /* lease lost: someone else owns it now */
 };
 
 enum job_action {
-        JOB_COMPLETE,           /* complete(status, result, error) */
-        JOB_RETRY,              /* retry_or_fail(error, result) */
-        JOB_RELEASE,            /* release(): not the job's fault, not counted */
-        JOB_DROP,               /* nothing: the worker no longer holds it */
+        JOB_COMPLETE, /* complete(status, result, error) */
+        JOB_RETRY,    /* retry_or_fail(error, result) */
+        JOB_RELEASE,  /* release(): not the job's fault, not counted */
+        JOB_DROP,     /* nothing: the worker no longer holds it */
 };
 
 struct job_outcome {
         enum job_action action;
-        const char *status;     /* for JOB_COMPLETE: "succeeded", "failed", "cancelled" */
-        char *result_json;      /* or NULL */
-        char *error_json;       /* {"code", "message"} or NULL */
-        char *error_code;       /* copy of the code, for logs; or NULL */
-        double duration_s;      /* the command's wall time; -1 when it did not run */
+        const char *status; /* for JOB_COMPLETE: "succeeded", "failed", "cancelled" */
+        char *result_json;  /* or NULL */
+        char *error_json;   /* {"code", "message"} or NULL */
+        char *error_code;   /* copy of the code, for logs; or NULL */
+        double duration_s;  /* the command's wall time; -1 when it did not run */
         /* Its result must be recorded in a call of its own: it has an
          * artifact storage, whose lock finishing takes (or its spec could
          * not be read to tell). */

@@ -86,14 +86,15 @@ int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *
         if (job_dir_path(svc->cfg, job, "/ws.img", &image) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         uint64_t bytes = spec->limits.disk_mb << 20;
-        struct disk_ask ask = { .image = image, .image_bytes = bytes,
+        struct disk_ask ask = { .image = image,
+                                .image_bytes = bytes,
                                 .extra_bytes = spec->artifact_storage ? bytes : 0 };
         struct disk_wait w = { svc, job, false };
         int r = disk_budget_take(svc->disk, &ask, cancel_fd, stop,
-                                 (unsigned)(svc->cfg->disk_wait_s * 1000),
-                                 disk_wait_event, &w, ret, err);
+                                 (unsigned)(svc->cfg->disk_wait_s * 1000), disk_wait_event, &w,
+                                 ret, err);
         if (w.waited)
-                wmetrics_disk_wait(svc->metrics, r == 0 ? "started"
+                wmetrics_disk_wait(svc->metrics, r == 0         ? "started"
                                                  : r == -ENOSPC ? "failed"
                                                  : r == -ECANCELED && *stop == JOB_STOP_CANCEL
                                                          ? "cancelled"
@@ -142,11 +143,10 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
 {
         const struct worker_config *cfg = svc->cfg;
         _cleanup_free_ char *dir = NULL, *ws = NULL, *img = NULL, *fs = NULL, *sc = NULL,
-                           *lock = NULL;
+                            *lock = NULL;
         bool bounded = cfg->sandbox == BACKEND_NAMESPACE;
-        if (job_dir_path(cfg, job, "", &dir) < 0 ||
-            asprintf(&lock, "%s/lock", dir) < 0 || asprintf(&img, "%s/ws.img", dir) < 0 ||
-            asprintf(&fs, "%s/fs", dir) < 0 ||
+        if (job_dir_path(cfg, job, "", &dir) < 0 || asprintf(&lock, "%s/lock", dir) < 0 ||
+            asprintf(&img, "%s/ws.img", dir) < 0 || asprintf(&fs, "%s/fs", dir) < 0 ||
             asprintf(&ws, bounded ? "%s/fs/ws" : "%s/workspace", dir) < 0 ||
             (bounded && asprintf(&sc, "%s/fs/scratch", dir) < 0))
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -171,7 +171,8 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
                 if (!sandbox_workspace_available(why, sizeof(why)))
                         return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP,
                                             "this worker cannot make bounded workspaces: %s "
-                                            "(see boxcar sandbox detect)", why);
+                                            "(see boxcar sandbox detect)",
+                                            why);
                 int r = ws_pool_acquire(svc->ws_pool, img, fs, spec->limits.disk_mb,
                                         spec->limits.files, err);
                 if (r < 0)
@@ -186,7 +187,8 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
 
 static int write_file(const char *path, const char *text, struct bc_error *err)
 {
-        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                                   0644);
         if (fd < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", path);
         int r = bc_write_all(fd, text, strlen(text));
@@ -241,14 +243,17 @@ int job_dir_make_workdir(const struct job_spec *spec, const char *ws, struct bc_
         char *save = NULL;
         for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
                 int r = mkdirat(fd, c, 0755) == 0 ? wsfile_adopt(&st, fd, c)
-                                                   : errno == EEXIST ? 0 : -errno;
-                int sub = r < 0 ? -1 : openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        : errno == EEXIST         ? 0
+                                                  : -errno;
+                int sub = r < 0 ? -1
+                                : openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (r >= 0 && sub < 0)
                         r = -errno;
                 close(fd);
                 fd = sub;
                 if (r == -ENOTDIR || r == -ELOOP)
-                        return bc_error_set(err, BC_BAD_SPEC, -r, "workdir %s: %s in the workspace "
+                        return bc_error_set(err, BC_BAD_SPEC, -r,
+                                            "workdir %s: %s in the workspace "
                                             "is not a directory (a symlink is never followed)",
                                             spec->workdir, c);
                 if (r < 0)

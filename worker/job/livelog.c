@@ -92,8 +92,10 @@ int livelog_batch_store(PGconn *conn, const struct livelog_batch *b, struct bc_e
         snprintf(seq, sizeof(seq), "%d", b->first_seq);
         const char *p[] = { b->job_id, attempt, seq, b->streams, b->chunks };
         _cleanup_pgresult_ PGresult *res = db_exec_hot(
-                conn, "select boxcar.append_logs($1::uuid, $2::int, $3::int, "
-                      "$4::smallint[], $5::bytea[])", 5, p, err);
+                conn,
+                "select boxcar.append_logs($1::uuid, $2::int, $3::int, "
+                "$4::smallint[], $5::bytea[])",
+                5, p, err);
         return res ? 0 : -EIO;
 }
 
@@ -105,8 +107,10 @@ void livelog_flush(struct livelog *l)
         struct bc_error err = BC_ERROR_INIT;
         bool stored = false;
         if (l->append && build_arrays(l, &streams, &chunks) == 0) {
-                struct livelog_batch b = { .job_id = l->job_id, .attempt = l->attempt,
-                                           .first_seq = l->next_seq, .streams = streams,
+                struct livelog_batch b = { .job_id = l->job_id,
+                                           .attempt = l->attempt,
+                                           .first_seq = l->next_seq,
+                                           .streams = streams,
                                            .chunks = chunks };
                 stored = l->append(l->append_ctx, &b, &err) >= 0;
         }
@@ -171,10 +175,11 @@ static void add_chunk(struct livelog *l, int stream, const char *data, size_t le
 void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
 {
         if (l->cap == 0)
-                return;     /* live logs turned off */
+                return; /* live logs turned off */
         if (stream == 1 || stream == 2) {
                 uint64_t room = l->stored + l->pending.len < l->cap
-                                        ? l->cap - l->stored - l->pending.len : 0;
+                                        ? l->cap - l->stored - l->pending.len
+                                        : 0;
                 size_t take = len < room ? len : (size_t)room;
                 while (take > 0) {
                         size_t part = take > FLUSH_BYTES ? FLUSH_BYTES : take;
@@ -187,8 +192,9 @@ void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
                 }
                 if (len > 0 && !l->capped) {
                         l->capped = true;
-                        static const char marker[] = "\n[boxcar: log limit reached; the rest "
-                                                     "of the output is only in the result's tail]\n";
+                        static const char marker[] =
+                                "\n[boxcar: log limit reached; the rest "
+                                "of the output is only in the result's tail]\n";
                         add_chunk(l, 2, marker, sizeof(marker) - 1);
                 }
                 l->dropped += len;

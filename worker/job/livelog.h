@@ -25,8 +25,8 @@ struct livelog_batch {
         const char *job_id;
         int attempt;
         int first_seq;
-        const char *streams;    /* {1,2}: a smallint[] literal, a stream per chunk */
-        const char *chunks;     /* {"\\x6869","\\x0a"}: a bytea[] literal, in hex */
+        const char *streams; /* {1,2}: a smallint[] literal, a stream per chunk */
+        const char *chunks;  /* {"\\x6869","\\x0a"}: a bytea[] literal, in hex */
 };
 
 /* Where batches go (the job's services, services.h: append_logs): 0 when
@@ -41,18 +41,18 @@ int livelog_batch_store(PGconn *conn, const struct livelog_batch *batch, struct 
 struct livelog {
         const char *job_id;
         int attempt;
-        uint64_t cap;               /* bytes of output stored per job */
-        uint64_t stored;            /* bytes stored so far (this attempt) */
-        uint64_t dropped;           /* bytes not stored: cap or database */
+        uint64_t cap;     /* bytes of output stored per job */
+        uint64_t stored;  /* bytes stored so far (this attempt) */
+        uint64_t dropped; /* bytes not stored: cap or database */
         bool capped;
         int next_seq;
-        uint64_t first_pending_ms;  /* 0 when nothing is pending */
-        uint64_t retry_ms;          /* no timed flush before (after a failed one) */
-        struct dynbuf pending;      /* concatenated chunk bytes */
+        uint64_t first_pending_ms; /* 0 when nothing is pending */
+        uint64_t retry_ms;         /* no timed flush before (after a failed one) */
+        struct dynbuf pending;     /* concatenated chunk bytes */
         size_t n_chunks;
         size_t chunk_len[LIVELOG_MAX_CHUNKS];
         short chunk_stream[LIVELOG_MAX_CHUNKS];
-        livelog_append_fn *append;  /* NULL: nothing is stored before livelog_take */
+        livelog_append_fn *append; /* NULL: nothing is stored before livelog_take */
         void *append_ctx;
 };
 

@@ -141,8 +141,8 @@ void job_outcome_fail(struct job_outcome *o, const struct bc_error *err, enum bc
         if (code == BC_DATABASE || code == BC_INTERNAL || code == BC_IO || code == BC_CONFIG ||
             code == BC_OK || code == BC_NOT_FOUND || code == BC_USAGE)
                 code = infra;
-        bool final = code == BC_BAD_SPEC || code == BC_CHECKSUM_MISMATCH || code == BC_BAD_ARCHIVE ||
-                     code == BC_WORKSPACE_LIMIT;
+        bool final = code == BC_BAD_SPEC || code == BC_CHECKSUM_MISMATCH ||
+                     code == BC_BAD_ARCHIVE || code == BC_WORKSPACE_LIMIT;
         o->action = final ? JOB_COMPLETE : JOB_RETRY;
         o->status = "failed";
         job_outcome_set_error(o, code, bc_error_message(err));

@@ -40,15 +40,15 @@ struct job_services {
         const struct worker_config *cfg;
         /* Runs the job's commands (backend.h); chosen once at start-up. */
         const struct backend *backend;
-        struct store *store;                    /* caches and S3 (store.h) */
-        struct metrics *metrics;                /* or NULL */
-        struct ws_pool *ws_pool;                /* ready workspaces, or NULL */
-        struct dir_bin *dirs;                   /* kept job directories, or NULL */
+        struct store *store;     /* caches and S3 (store.h) */
+        struct metrics *metrics; /* or NULL */
+        struct ws_pool *ws_pool; /* ready workspaces, or NULL */
+        struct dir_bin *dirs;    /* kept job directories, or NULL */
         /* The work dir's disk that workspaces may take (disk_budget.h), or
          * NULL: not budgeted (--sandbox none). */
         struct disk_budget *disk;
 
-        void *ctx;                              /* the callbacks' */
+        void *ctx; /* the callbacks' */
         /* Events: appends to the job's audit trail (best effort; once the
          * claim committed). */
         void (*event)(void *ctx, const struct claimed_job *job, const char *kind,

@@ -43,7 +43,8 @@ int store_open(struct store *st, const char *cache_dir, const char *image_dir,
         storage_limits_default(&st->image_limits);
         st->image_limits.image = true;
         r = image_dir ? storage_cache_new(image_dir, cache_bytes, st->s3, &st->image_limits,
-                                          &st->images, err) : 0;
+                                          &st->images, err)
+                      : 0;
         if (r < 0) {
                 store_close(st);
                 return bc_error_prefix(err, "image cache %s", image_dir);
@@ -69,7 +70,7 @@ void store_close(struct store *st)
 #define N_WORK_DIR_CACHES 3
 struct named_cache {
         const char *name;
-        struct storage_cache *cache;    /* NULL: none */
+        struct storage_cache *cache; /* NULL: none */
 };
 
 static void work_dir_caches(const struct store *st, struct named_cache ret[N_WORK_DIR_CACHES])
@@ -136,8 +137,9 @@ static int version_from_row(const PGresult *res, int first, struct store_version
         return 1;
 }
 
-#define RESOLVE_SQL "select sha256, s3_key, size, file_count " \
-                    "from boxcar.resolve_storage_version($1, $2)"
+#define RESOLVE_SQL                                \
+        "select sha256, s3_key, size, file_count " \
+        "from boxcar.resolve_storage_version($1, $2)"
 
 int store_resolve(PGconn *conn, const char *storage, const char *version,
                   struct store_version *ret, struct bc_error *err)
@@ -156,7 +158,8 @@ static int need_s3(const struct store *st, const char *what, struct bc_error *er
         /* A worker without S3 settings cannot serve this job; another may. */
         return bc_error_set(err, BC_FETCH_FAILED, ENOTSUP,
                             "%s: S3 is not configured on this worker (set BOXCAR_S3_BUCKET and "
-                            "the AWS_* variables)", what);
+                            "the AWS_* variables)",
+                            what);
 }
 
 int store_presign_get(const struct store *st, const struct store_version *v, long ttl_s,
@@ -246,8 +249,10 @@ int store_acquire_image(const struct job_services *svc, const struct job_spec *s
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP, "image: no image cache");
         const char *p[] = { spec->image_storage, spec->image_version };
         _cleanup_pgresult_ PGresult *res = svc->lookup(
-                svc->ctx, "select kind, sha256, s3_key, size, file_count "
-                          "from boxcar.resolve_image($1, $2)", 2, p, err);
+                svc->ctx,
+                "select kind, sha256, s3_key, size, file_count "
+                "from boxcar.resolve_image($1, $2)",
+                2, p, err);
         if (!res)
                 return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
         if (PQntuples(res) == 0)
@@ -289,22 +294,27 @@ int store_restore_artifact(const struct job_services *svc, const struct job_spec
          * the one the new version may later replace, and no other. */
         const char *p[] = { spec->artifact_storage, spec->artifact_base };
         _cleanup_pgresult_ PGresult *res = svc->lookup(
-                svc->ctx, "select head, sha256, s3_key, size, file_count "
-                          "from boxcar.artifact_start($1, $2)", 2, p, err);
+                svc->ctx,
+                "select head, sha256, s3_key, size, file_count "
+                "from boxcar.artifact_start($1, $2)",
+                2, p, err);
         if (!res)
-                return bc_error_prefix(err, "artifact: resolve storage %s", spec->artifact_storage);
+                return bc_error_prefix(err, "artifact: resolve storage %s",
+                                       spec->artifact_storage);
         snprintf(ret->head_sha, sizeof(ret->head_sha), "%s",
                  PQgetisnull(res, 0, 0) ? "" : PQgetvalue(res, 0, 0));
         bool latest = strcmp(spec->artifact_base, "latest") == 0;
         if (strcmp(spec->artifact_base, "empty") == 0 || (latest && !ret->head_sha[0]))
-                return 0;   /* a new artifact starts empty */
+                return 0; /* a new artifact starts empty */
         struct store_version v = { 0 };
         int found = version_from_row(res, 1, &v, err);
         if (found < 0)
                 return found;
         if (found == 0)
-                return bc_error_set(err, BC_BAD_SPEC, ENOENT, "artifact.base: storage %s has no "
-                                    "version %s", spec->artifact_storage, spec->artifact_base);
+                return bc_error_set(err, BC_BAD_SPEC, ENOENT,
+                                    "artifact.base: storage %s has no "
+                                    "version %s",
+                                    spec->artifact_storage, spec->artifact_base);
         _cleanup_free_ char *url = NULL;
         int r = store_presign_get(st, &v, 900, &url, err);
         struct storage_fetch_result fr = { 0 };

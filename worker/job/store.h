@@ -19,20 +19,20 @@ struct job_services;
 struct metrics;
 
 struct store {
-        struct storage_config *s3;    /* NULL when BOXCAR_S3_BUCKET is not set */
-        struct storage_cache *cache;  /* volume cache, keyed by sha256 */
-        struct storage_cache *images; /* image cache (image extraction rules) */
+        struct storage_config *s3;          /* NULL when BOXCAR_S3_BUCKET is not set */
+        struct storage_cache *cache;        /* volume cache, keyed by sha256 */
+        struct storage_cache *images;       /* image cache (image extraction rules) */
         struct storage_limits image_limits; /* the image cache's; lives as long */
         /* Artifact versions kept extracted, with their modes, owned by the
          * job's identity, for workspaces that are overlays over them (NULL:
          * bases are extracted into each job's workspace). */
         struct storage_cache *artifacts;
-        long url_ttl_s;               /* lifetime of presigned URLs handed out */
+        long url_ttl_s; /* lifetime of presigned URLs handed out */
         /* Checks the connections made for volume URLs taken from job specs
          * (not owned; NULL: none).  URLs the worker presigns itself for the
          * operator's S3 endpoint are trusted and not checked. */
         const struct netguard *url_guard;
-        struct metrics *metrics;      /* where cache reclaims are counted (not owned) */
+        struct metrics *metrics; /* where cache reclaims are counted (not owned) */
 };
 
 /* Sets up S3 (when configured), the volume cache under cache_dir, the
@@ -120,9 +120,9 @@ void store_artifact_start_done(struct store *st, struct store_artifact_start *a)
 struct store_artifact {
         char sha256[65];
         uint64_t size, file_count;
-        bool uploaded;             /* false when the same content was already stored */
+        bool uploaded; /* false when the same content was already stored */
         char *s3_key;
-        char *url;                 /* presigned GET */
+        char *url; /* presigned GET */
 };
 void store_artifact_done(struct store_artifact *a);
 

@@ -41,7 +41,8 @@ static cJSON *field_item(const char *tag, const char *s, long long n)
         if (tag == log_bool_tag)
                 return cJSON_CreateBool(n != 0);
         size_t len = s ? strnlen(s, LOG_VALUE_CAP + 1) : 0;
-        _cleanup_free_ char *clean = utf8_sanitize(s ? s : "", len > LOG_VALUE_CAP ? LOG_VALUE_CAP : len);
+        _cleanup_free_ char *clean = utf8_sanitize(s ? s : "",
+                                                   len > LOG_VALUE_CAP ? LOG_VALUE_CAP : len);
         return clean ? cJSON_CreateString(clean) : NULL;
 }
 
@@ -69,8 +70,8 @@ static void add_text_field(struct dynbuf *b, const char *key, const cJSON *item)
 }
 
 struct line {
-        cJSON *json;            /* --log-format json */
-        struct dynbuf text;     /* --log-format text */
+        cJSON *json;        /* --log-format json */
+        struct dynbuf text; /* --log-format text */
 };
 
 static void add_field(struct line *l, const char *key, cJSON *item)

@@ -19,26 +19,25 @@
 #define RENDER_CAP (256u << 20)
 #define DROPPED_NAME "boxcar_metrics_series_dropped_total"
 
-const double metrics_buckets_seconds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                                           2.5,   5,    10,    30,   60,  120,  300, 900,
-                                           1800,  3600 };
+const double metrics_buckets_seconds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,    2.5,
+                                           5,     10,   30,    60,   120, 300,  900, 1800, 3600 };
 const size_t metrics_n_buckets_seconds = ELEMENTSOF(metrics_buckets_seconds);
 
 struct series {
-        struct series *hnext;  /* hash chain */
-        struct series *next;   /* creation order */
-        char *key;             /* the raw label values, each NUL-terminated */
+        struct series *hnext; /* hash chain */
+        struct series *next;  /* creation order */
+        char *key;            /* the raw label values, each NUL-terminated */
         size_t key_len;
-        char *labels;          /* rendered: a="x",b="y" (escaped); "" without labels */
-        double value;          /* counter or gauge */
-        double sum;            /* histogram */
+        char *labels; /* rendered: a="x",b="y" (escaped); "" without labels */
+        double value; /* counter or gauge */
+        double sum;   /* histogram */
         uint64_t count;
-        uint64_t buckets[];    /* histogram: per bucket, not cumulative; last is +Inf */
+        uint64_t buckets[]; /* histogram: per bucket, not cumulative; last is +Inf */
 };
 
 struct family {
         char *name;
-        char *help;            /* already escaped */
+        char *help; /* already escaped */
         enum metrics_type type;
         size_t n_labels;
         char *label_names[METRICS_MAX_LABELS];
@@ -48,7 +47,7 @@ struct family {
         unsigned max_series;
         atomic_uint_fast64_t dropped;
 
-        pthread_mutex_t lock;  /* guards everything below */
+        pthread_mutex_t lock; /* guards everything below */
         unsigned n_series;
         struct series *table[HASH_SIZE];
         struct series *first, **last;
@@ -72,7 +71,7 @@ char *metrics_format_double(double v, char *buf, size_t n)
         } else if (isinf(v)) {
                 snprintf(buf, n, "%s", v > 0 ? "+Inf" : "-Inf");
         } else if (fabs(v) < 1e15 && v == (double)(int64_t)v) {
-                snprintf(buf, n, "%.0f", v == 0 ? 0.0 : v);  /* no "-0" */
+                snprintf(buf, n, "%.0f", v == 0 ? 0.0 : v); /* no "-0" */
         } else {
                 for (int prec = 15; prec <= 17; prec++) {
                         snprintf(buf, n, "%.*g", prec, v);
@@ -164,16 +163,19 @@ static int check_labels(const struct metrics_desc *d, size_t *ret_n, struct bc_e
         for (; d->labels && d->labels[n]; n++) {
                 const char *l = d->labels[n];
                 if (n == METRICS_MAX_LABELS)
-                        return bc_error_set(err, BC_INTERNAL, E2BIG, "metric %s: more than %d labels",
-                                            d->name, METRICS_MAX_LABELS);
+                        return bc_error_set(err, BC_INTERNAL, E2BIG,
+                                            "metric %s: more than %d labels", d->name,
+                                            METRICS_MAX_LABELS);
                 if (!valid_name(l, false) || strncmp(l, "__", 2) == 0 ||
                     (d->type == METRICS_HISTOGRAM && strcmp(l, "le") == 0))
                         return bc_error_set(err, BC_INTERNAL, EINVAL,
-                                            "metric %s: '%s' is not a valid label name", d->name, l);
+                                            "metric %s: '%s' is not a valid label name", d->name,
+                                            l);
                 for (size_t j = 0; j < n; j++)
                         if (strcmp(d->labels[j], l) == 0)
                                 return bc_error_set(err, BC_INTERNAL, EINVAL,
-                                                    "metric %s: label '%s' given twice", d->name, l);
+                                                    "metric %s: label '%s' given twice", d->name,
+                                                    l);
         }
         *ret_n = n;
         return 0;
@@ -182,9 +184,10 @@ static int check_labels(const struct metrics_desc *d, size_t *ret_n, struct bc_e
 static int check_buckets(const struct metrics_desc *d, struct bc_error *err)
 {
         if (d->type != METRICS_HISTOGRAM)
-                return d->n_buckets ? bc_error_set(err, BC_INTERNAL, EINVAL,
-                                                   "metric %s: buckets on a non-histogram", d->name)
-                                    : 0;
+                return d->n_buckets
+                               ? bc_error_set(err, BC_INTERNAL, EINVAL,
+                                              "metric %s: buckets on a non-histogram", d->name)
+                               : 0;
         if (!d->buckets || d->n_buckets == 0 || d->n_buckets > METRICS_MAX_BUCKETS)
                 return bc_error_set(err, BC_INTERNAL, EINVAL, "metric %s: needs 1 to %d buckets",
                                     d->name, METRICS_MAX_BUCKETS);
@@ -192,7 +195,8 @@ static int check_buckets(const struct metrics_desc *d, struct bc_error *err)
                 if (!isfinite(d->buckets[i]) || (i > 0 && d->buckets[i] <= d->buckets[i - 1]))
                         return bc_error_set(err, BC_INTERNAL, EINVAL,
                                             "metric %s: buckets must be finite and strictly "
-                                            "increasing", d->name);
+                                            "increasing",
+                                            d->name);
         return 0;
 }
 
@@ -307,7 +311,7 @@ void metrics_free(struct metrics *m)
 
 static uint32_t hash_values(const struct family *f, const char *const *values)
 {
-        uint32_t h = 2166136261u;  /* FNV-1a over the values and their NULs */
+        uint32_t h = 2166136261u; /* FNV-1a over the values and their NULs */
         for (size_t i = 0; i < f->n_labels; i++) {
                 const char *v = values[i] ? values[i] : "";
                 for (const unsigned char *p = (const unsigned char *)v;; p++) {
@@ -530,9 +534,9 @@ static int render_family(struct dynbuf *b, struct family *f)
         int r = dynbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name,
                               type_name(f->type));
         for (const struct series *s = f->first; s && r >= 0; s = s->next)
-                r = f->type == METRICS_HISTOGRAM ? render_histogram(b, f, s)
-                                                 : add_sample(b, f->name, "", s->labels, NULL,
-                                                              s->value);
+                r = f->type == METRICS_HISTOGRAM
+                            ? render_histogram(b, f, s)
+                            : add_sample(b, f->name, "", s->labels, NULL, s->value);
         pthread_mutex_unlock(&f->lock);
         return r;
 }

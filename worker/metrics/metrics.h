@@ -40,16 +40,16 @@ enum metrics_type {
 #define METRICS_DEFAULT_MAX_SERIES 1000
 
 struct metrics_desc {
-        const char *name;           /* [a-zA-Z_:][a-zA-Z0-9_:]* */
-        const char *help;           /* one line; \ and newlines are escaped */
+        const char *name; /* [a-zA-Z_:][a-zA-Z0-9_:]* */
+        const char *help; /* one line; \ and newlines are escaped */
         enum metrics_type type;
-        const char *const *labels;  /* NULL-terminated names; NULL for none.
+        const char *const *labels; /* NULL-terminated names; NULL for none.
                                      * [a-zA-Z_][a-zA-Z0-9_]*, not "__…",
                                      * not "le" for histograms */
-        const double *buckets;      /* histograms: strictly increasing finite
+        const double *buckets;     /* histograms: strictly increasing finite
                                      * upper bounds; +Inf is implied */
-        size_t n_buckets;           /* 1..METRICS_MAX_BUCKETS for histograms */
-        unsigned max_series;        /* 0: METRICS_DEFAULT_MAX_SERIES */
+        size_t n_buckets;          /* 1..METRICS_MAX_BUCKETS for histograms */
+        unsigned max_series;       /* 0: METRICS_DEFAULT_MAX_SERIES */
 };
 
 /* Default buckets for job durations and pickup latency, in seconds:

@@ -17,8 +17,8 @@ static const char *const l_where[] = { "where", NULL };
 static const char *const l_direction[] = { "direction", NULL };
 static const char *const l_cache[] = { "cache", NULL };
 
-static const double sandbox_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                          0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+static const double sandbox_buckets[] = { 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                          0.25,  0.5,    1,     2.5,  5,     10 };
 
 int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *err)
 {
@@ -28,24 +28,27 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                 { "boxcar_jobs_finished_total",
                   "Jobs this worker finished: succeeded, failed, cancelled, retried (back to "
                   "the queue after an infrastructure failure), released (drain) or lost "
-                  "(lease lost).", METRICS_COUNTER, l_finished, NULL, 0, 0 },
+                  "(lease lost).",
+                  METRICS_COUNTER, l_finished, NULL, 0, 0 },
                 { "boxcar_job_errors_total", "Failed or retried jobs by error code.",
                   METRICS_COUNTER, l_error, NULL, 0, 0 },
                 { "boxcar_job_duration_seconds", "Wall time of the job's command.",
-                  METRICS_HISTOGRAM, l_queue, metrics_buckets_seconds,
-                  metrics_n_buckets_seconds, 0 },
+                  METRICS_HISTOGRAM, l_queue, metrics_buckets_seconds, metrics_n_buckets_seconds,
+                  0 },
                 { "boxcar_job_pickup_latency_seconds",
-                  "Time from a job being due (run_at) to its claim.", METRICS_HISTOGRAM,
-                  l_queue, metrics_buckets_seconds, metrics_n_buckets_seconds, 0 },
+                  "Time from a job being due (run_at) to its claim.", METRICS_HISTOGRAM, l_queue,
+                  metrics_buckets_seconds, metrics_n_buckets_seconds, 0 },
                 { "boxcar_sandbox_overhead_seconds",
                   "boxcar-sandbox's own time per run: setup before the command plus "
-                  "teardown after it (its wall time minus the command's).", METRICS_HISTOGRAM,
-                  NULL, sandbox_buckets, sizeof(sandbox_buckets) / sizeof(sandbox_buckets[0]), 0 },
+                  "teardown after it (its wall time minus the command's).",
+                  METRICS_HISTOGRAM, NULL, sandbox_buckets,
+                  sizeof(sandbox_buckets) / sizeof(sandbox_buckets[0]), 0 },
                 { "boxcar_transfer_bytes_total", "Bytes moved from and to S3.", METRICS_COUNTER,
                   l_transfer, NULL, 0, 0 },
                 { "boxcar_egress_bytes_total",
                   "Bytes through the egress proxy of network.allow jobs: out (from the job) "
-                  "and in.", METRICS_COUNTER, l_direction, NULL, 0, 0 },
+                  "and in.",
+                  METRICS_COUNTER, l_direction, NULL, 0, 0 },
                 { "boxcar_egress_connections_total",
                   "Connections of network.allow jobs: allowed (proxied) or refused (a name, "
                   "address or port outside the rules, or a name resolving to a guarded "
@@ -57,25 +60,27 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                   METRICS_COUNTER, l_result, NULL, 0, 0 },
                 { "boxcar_artifact_cache_lookups_total",
                   "Artifact bases taken from the artifact cache (a hit is neither downloaded "
-                  "nor extracted), by result.", METRICS_COUNTER, l_result, NULL, 0, 0 },
+                  "nor extracted), by result.",
+                  METRICS_COUNTER, l_result, NULL, 0, 0 },
                 { "boxcar_images_cached", "Images unpacked in this worker's image cache.",
                   METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_image_cache_bytes", "Bytes of the images unpacked in the cache.",
                   METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_image_extract_seconds",
-                  "Time to download and unpack an image on a cache miss.", METRICS_HISTOGRAM,
-                  NULL, metrics_buckets_seconds, metrics_n_buckets_seconds, 0 },
+                  "Time to download and unpack an image on a cache miss.", METRICS_HISTOGRAM, NULL,
+                  metrics_buckets_seconds, metrics_n_buckets_seconds, 0 },
                 { "boxcar_workspaces_ready",
                   "Workspace filesystems made ahead and ready for a job (--warm-workspaces).",
                   METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_workspace_events_total",
                   "Workspace filesystems: made (by the pool, off the pickup path), taken (a "
                   "job got a ready one), cold (made on the job's path), reused (wiped after a "
-                  "job and ready again), discarded (unmounted and deleted).", METRICS_COUNTER,
-                  l_event, NULL, 0, 0 },
+                  "job and ready again), discarded (unmounted and deleted).",
+                  METRICS_COUNTER, l_event, NULL, 0, 0 },
                 { "boxcar_workspace_make_seconds",
                   "Time to make a workspace filesystem (mke2fs, loop device, mount), by the "
-                  "pool or cold on the job's path.", METRICS_HISTOGRAM, l_where, sandbox_buckets,
+                  "pool or cold on the job's path.",
+                  METRICS_HISTOGRAM, l_where, sandbox_buckets,
                   sizeof(sandbox_buckets) / sizeof(sandbox_buckets[0]), 0 },
                 { "boxcar_workspace_wipe_seconds",
                   "Time to wipe a used workspace filesystem for reuse.", METRICS_HISTOGRAM, NULL,
@@ -83,14 +88,16 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                 { "boxcar_disk_waits_total",
                   "Jobs that waited for the work dir's disk (--disk-reserve), by how the wait "
                   "ended: started, released (back to the queue), cancelled, failed (it could "
-                  "never fit).", METRICS_COUNTER, l_outcome, NULL, 0, 0 },
+                  "never fit).",
+                  METRICS_COUNTER, l_outcome, NULL, 0, 0 },
                 { "boxcar_disk_reclaimed_bytes_total",
                   "Bytes of cache entries (volumes, artifacts, images) evicted to make room "
-                  "for a job on the work dir's disk.", METRICS_COUNTER, l_cache, NULL, 0, 0 },
+                  "for a job on the work dir's disk.",
+                  METRICS_COUNTER, l_cache, NULL, 0, 0 },
                 { "boxcar_webhook_deliveries_total", "Webhook delivery attempts by outcome.",
                   METRICS_COUNTER, l_outcome, NULL, 0, 0 },
-                { "boxcar_jobs_running", "Jobs running on this worker.", METRICS_GAUGE, NULL,
-                  NULL, 0, 0 },
+                { "boxcar_jobs_running", "Jobs running on this worker.", METRICS_GAUGE, NULL, NULL,
+                  0, 0 },
                 { "boxcar_slots_free", "Idle job slots.", METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_slots", "Configured concurrency.", METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_queue_depth", "Jobs per queue and state, from boxcar.queue_stats.",
@@ -102,8 +109,8 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                 { "boxcar_worker_draining", "1 while draining.", METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_is_leader", "1 while this replica runs housekeeping.", METRICS_GAUGE,
                   NULL, NULL, 0, 0 },
-                { "boxcar_build_info", "Build version (always 1).", METRICS_GAUGE, l_version,
-                  NULL, 0, 0 },
+                { "boxcar_build_info", "Build version (always 1).", METRICS_GAUGE, l_version, NULL,
+                  0, 0 },
         };
         struct metrics *m = NULL;
         int r = metrics_new(&m, err);

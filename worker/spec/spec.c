@@ -15,8 +15,9 @@ BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 
 static const char *const top_fields[] = {
-        "version", "command", "script", "code", "env", "workdir", "startup_script",
-        "startup_timeout_s", "volumes", "artifact", "image", "limits", "network", "webhook", "retry", NULL,
+        "version",        "command",           "script",  "code",     "env",   "workdir",
+        "startup_script", "startup_timeout_s", "volumes", "artifact", "image", "limits",
+        "network",        "webhook",           "retry",   NULL,
 };
 
 static int bad(struct bc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -130,7 +131,8 @@ int spec_path(const cJSON *v, const char *field, bool reserved, char **ret, stru
                            field);
         if (reserved && (strcmp(s, "/") == 0 ||
                          regex_match("^/(proc|sys|dev|tmp|etc|usr|bin|sbin|lib|lib32|lib64|libx32|"
-                                     "run|boot|root|var|workspace)(/|$)", s)))
+                                     "run|boot|root|var|workspace)(/|$)",
+                                     s)))
                 return bad(err, "%s: \"%s\" is reserved", field, s);
         return spec_string(v, field, 1024, true, ret, err);
 }
@@ -228,8 +230,10 @@ static int parse_retry(const cJSON *v, struct job_spec *spec, struct bc_error *e
                 else if (strcmp(s, "OOM") == 0)
                         spec->retry_on |= SPEC_RETRY_OOM;
                 else
-                        return bad(err, "retry.on: \"%s\" cannot be retried (NONZERO_EXIT, "
-                                   "TIMEOUT or OOM)", s);
+                        return bad(err,
+                                   "retry.on: \"%s\" cannot be retried (NONZERO_EXIT, "
+                                   "TIMEOUT or OOM)",
+                                   s);
         }
         return 0;
 }
@@ -285,8 +289,8 @@ static int parse_network_allow(const cJSON *allow, struct job_spec *spec, struct
 
 static int parse_network(const cJSON *v, struct job_spec *spec, struct bc_error *err)
 {
-        if (cJSON_IsString(v) && (strcmp(v->valuestring, "none") == 0 ||
-                                  strcmp(v->valuestring, "host") == 0)) {
+        if (cJSON_IsString(v) &&
+            (strcmp(v->valuestring, "none") == 0 || strcmp(v->valuestring, "host") == 0)) {
                 spec->network_host = strcmp(v->valuestring, "host") == 0;
                 return 0;
         }
@@ -375,9 +379,13 @@ static int set_defaults(struct job_spec *spec, struct bc_error *err)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "spec: out of memory");
         spec->startup_timeout_s = 30;
         spec->limits = (struct spec_limits){
-                .timeout_s = 600, .memory_mb = SPEC_DEFAULT_MEMORY_MB, .cpus = SPEC_DEFAULT_CPUS,
+                .timeout_s = 600,
+                .memory_mb = SPEC_DEFAULT_MEMORY_MB,
+                .cpus = SPEC_DEFAULT_CPUS,
                 .pids = SPEC_DEFAULT_PIDS,
-                .disk_mb = SPEC_DEFAULT_DISK_MB, .files = SPEC_DEFAULT_FILES, .output_bytes = 1048576,
+                .disk_mb = SPEC_DEFAULT_DISK_MB,
+                .files = SPEC_DEFAULT_FILES,
+                .output_bytes = 1048576,
         };
         return 0;
 }

@@ -16,10 +16,10 @@ enum spec_mode { SPEC_COMMAND, SPEC_SCRIPT, SPEC_CODE };
 struct spec_volume {
         char *name;
         char *mount;
-        char *url;      /* presigned GET made by the web app, or NULL */
-        char *sha256;   /* expected digest, or NULL */
-        char *storage;  /* named storage resolved by the worker, or NULL */
-        char *version;  /* "latest" or a sha256, with storage */
+        char *url;     /* presigned GET made by the web app, or NULL */
+        char *sha256;  /* expected digest, or NULL */
+        char *storage; /* named storage resolved by the worker, or NULL */
+        char *version; /* "latest" or a sha256, with storage */
 };
 
 /* limits.files when the spec leaves it out. */
@@ -38,7 +38,7 @@ struct spec_limits {
         double cpus;
         uint32_t pids;
         uint64_t disk_mb;
-        uint64_t files;         /* files, directories and links in the workspace */
+        uint64_t files; /* files, directories and links in the workspace */
         uint64_t output_bytes;
 };
 
@@ -51,29 +51,29 @@ enum spec_retry {
 
 struct job_spec {
         enum spec_mode mode;
-        char **argv;              /* SPEC_COMMAND: NULL-terminated */
-        char *script;             /* SPEC_SCRIPT */
-        char *code_language;      /* SPEC_CODE: "python", "node", "bash" */
+        char **argv;         /* SPEC_COMMAND: NULL-terminated */
+        char *script;        /* SPEC_SCRIPT */
+        char *code_language; /* SPEC_CODE: "python", "node", "bash" */
         char *code_source;
-        char *code_arguments;     /* JSON object text, "{}" when absent */
-        char **env;               /* "K=V", NULL-terminated, never NULL */
-        char *workdir;            /* absolute; default "/workspace" */
-        char *startup_script;     /* or NULL */
+        char *code_arguments; /* JSON object text, "{}" when absent */
+        char **env;           /* "K=V", NULL-terminated, never NULL */
+        char *workdir;        /* absolute; default "/workspace" */
+        char *startup_script; /* or NULL */
         double startup_timeout_s;
         struct spec_volume *volumes;
         size_t n_volumes;
-        char *artifact_storage;   /* NULL when the job has no artifact */
-        char *artifact_base;      /* "latest", "empty" or a sha256 */
-        char *image_storage;      /* NULL: the host's system directories are the root */
-        char *image_version;      /* "latest" or a sha256 */
+        char *artifact_storage; /* NULL when the job has no artifact */
+        char *artifact_base;    /* "latest", "empty" or a sha256 */
+        char *image_storage;    /* NULL: the host's system directories are the root */
+        char *image_version;    /* "latest" or a sha256 */
         struct spec_limits limits;
         bool network_host;
         /* "network": {"allow": [...]}: the rules (common/netallow.h), or
          * NULL with n_net_allow 0 for "none" and "host". */
         struct netallow_rule *net_allow;
         size_t n_net_allow;
-        char *webhook_url;        /* or NULL */
-        unsigned retry_on;        /* enum spec_retry bits */
+        char *webhook_url; /* or NULL */
+        unsigned retry_on; /* enum spec_retry bits */
 };
 
 #define SPEC_MAX_BYTES (4u * 1024 * 1024)

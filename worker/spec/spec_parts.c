@@ -88,7 +88,8 @@ static int parse_volume_source(const cJSON *v, const char *f, struct spec_volume
                                     "%s: exactly one of url or storage is required", f);
         if (url && (!cJSON_IsString(url) || !spec_is_http_url(url->valuestring, 8192)))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL,
-                                    "%s.url: must be an http(s) URL of at most 8192 characters", f);
+                                    "%s.url: must be an http(s) URL of at most 8192 characters",
+                                    f);
         snprintf(field, sizeof(field), "%s.url", f);
         int r = url ? spec_string(url, field, 8192, true, &vol->url, err) : 0;
         if (r < 0)
@@ -122,8 +123,8 @@ static int parse_volume_source(const cJSON *v, const char *f, struct spec_volume
 
 static int parse_volume(const cJSON *v, size_t i, struct job_spec *spec, struct bc_error *err)
 {
-        static const char *const fields[] = { "name", "mount", "url", "sha256", "storage",
-                                              "version", NULL };
+        static const char *const fields[] = { "name",    "mount",   "url", "sha256",
+                                              "storage", "version", NULL };
         char f[32], field[64];
         snprintf(f, sizeof(f), "volumes[%zu]", i);
         if (!cJSON_IsObject(v))

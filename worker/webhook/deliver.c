@@ -42,7 +42,7 @@ struct deliver_thread {
         struct deliverer *d;
         PGconn *conn;
         struct webhook_client *http;
-        struct unrecorded *pending;   /* or NULL */
+        struct unrecorded *pending; /* or NULL */
 };
 
 static void unrecorded_free(struct unrecorded *u)
@@ -82,10 +82,10 @@ static void wait_for_work(struct deliverer *d, unsigned ms)
 static void log_outcome(struct deliverer *d, const struct unrecorded *u, const char *new_status)
 {
         _cleanup_free_ char *url = webhook_url_for_log(u->url);
-        const char *event = !new_status ? "webhook.lease_lost"
+        const char *event = !new_status                            ? "webhook.lease_lost"
                             : strcmp(new_status, "delivered") == 0 ? "webhook.delivered"
-                            : strcmp(new_status, "failed") == 0 ? "webhook.failed"
-                                                                 : "webhook.retry";
+                            : strcmp(new_status, "failed") == 0    ? "webhook.failed"
+                                                                   : "webhook.retry";
         /* A 2xx that changed nothing: the row was delivered already (by a
          * duplicate attempt), nothing is wrong. */
         bool quiet = strcmp(event, "webhook.delivered") == 0 ||
@@ -110,7 +110,10 @@ static int record(struct deliver_thread *t, struct bc_error *err)
         char status[16], retry_after[32];
         snprintf(status, sizeof(status), "%ld", u->resp.status);
         snprintf(retry_after, sizeof(retry_after), "%.3f", u->resp.retry_after_s);
-        const char *p[] = { u->id, d->cfg->worker_id, status, u->resp.error,
+        const char *p[] = { u->id,
+                            d->cfg->worker_id,
+                            status,
+                            u->resp.error,
                             u->resp.retry_after_s >= 0 ? retry_after : NULL,
                             d->cfg->webhook_schedule };
         _cleanup_pgresult_ PGresult *res = db_exec(
@@ -153,9 +156,14 @@ static int deliver_one(struct deliver_thread *t, const struct delivery *dl, stru
         if (r < 0)
                 return r;
         struct webhook_request req = {
-                .url = dl->url, .msg_id = dl->id, .timestamp = now, .signature = signature,
-                .body = dl->body, .body_len = strlen(dl->body),
-                .timeout_s = d->cfg->webhook_timeout_s, .user_agent = "boxcar/" BOXCAR_VERSION,
+                .url = dl->url,
+                .msg_id = dl->id,
+                .timestamp = now,
+                .signature = signature,
+                .body = dl->body,
+                .body_len = strlen(dl->body),
+                .timeout_s = d->cfg->webhook_timeout_s,
+                .user_agent = "boxcar/" BOXCAR_VERSION,
                 .guard = url_guard_for(d->cfg, dl->url),
         };
         _cleanup_(unrecorded_freep) struct unrecorded *u = calloc(1, sizeof(*u));
@@ -187,14 +195,17 @@ static int deliver_batch(struct deliver_thread *t, struct bc_error *err)
         const char *p[] = { d->cfg->worker_id, batch, lease };
         double claimed_at = bc_mono_s();
         _cleanup_pgresult_ PGresult *res = db_exec(
-                t->conn, "select id, job_id, url, body, attempts "
-                         "from boxcar.claim_deliveries($1, $2::int, $3::interval)", 3, p, err);
+                t->conn,
+                "select id, job_id, url, body, attempts "
+                "from boxcar.claim_deliveries($1, $2::int, $3::interval)",
+                3, p, err);
         if (!res)
                 return -EPROTO;
         for (int i = 0; i < PQntuples(res) && !(d->closing && i > 0); i++) {
                 /* Never post a row whose lease could end during the attempt:
                  * left alone, it is tried again once the lease passes. */
-                if (bc_mono_s() + d->cfg->webhook_timeout_s + LEASE_MARGIN_S > claimed_at + lease_len)
+                if (bc_mono_s() + d->cfg->webhook_timeout_s + LEASE_MARGIN_S >
+                    claimed_at + lease_len)
                         break;
                 struct delivery dl = { PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
                                        PQgetvalue(res, i, 2), PQgetvalue(res, i, 3),
@@ -283,7 +294,8 @@ int deliverer_start(struct deliverer *d, const struct worker_config *cfg,
                 r = pthread_create(&d->threads[i], NULL, deliver_main, &d->state[i]);
                 if (r != 0) {
                         webhook_client_free(steal_pointer(&d->state[i].http));
-                        return bc_error_set(err, BC_INTERNAL, r, "webhook thread: %s", strerror(r));
+                        return bc_error_set(err, BC_INTERNAL, r, "webhook thread: %s",
+                                            strerror(r));
                 }
                 d->n++;
         }

@@ -16,14 +16,14 @@ struct deliver_thread;
 
 struct deliverer {
         const struct worker_config *cfg;
-        struct webhook_secrets *secrets;  /* NULL: delivery disabled on this worker */
-        struct metrics *metrics;          /* or NULL; set before deliverer_start */
+        struct webhook_secrets *secrets; /* NULL: delivery disabled on this worker */
+        struct metrics *metrics;         /* or NULL; set before deliverer_start */
         pthread_t *threads;
-        struct deliver_thread *state;     /* one per thread: connections, unrecorded attempt */
+        struct deliver_thread *state; /* one per thread: connections, unrecorded attempt */
         unsigned n;
         pthread_mutex_t lock;
         pthread_cond_t wake;
-        unsigned kicks;                   /* NOTIFYs not yet seen by a thread */
+        unsigned kicks; /* NOTIFYs not yet seen by a thread */
         _Atomic bool closing;
 };
 

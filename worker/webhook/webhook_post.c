@@ -219,7 +219,8 @@ static void secret_add_both(struct secret_list *l, const char *v, size_t len)
 static void collect_secrets(const char *url, struct secret_list *l)
 {
         _cleanup_(curl_url_cleanupp) CURLU *u = curl_url();
-        if (!u || !url || curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
+        if (!u || !url ||
+            curl_url_set(u, CURLUPART_URL, url, CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK)
                 return;
         static const CURLUPart parts[] = { CURLUPART_USER, CURLUPART_PASSWORD, CURLUPART_QUERY };
         for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
@@ -290,7 +291,8 @@ static char *status_error(long status, const char *body, size_t len, const char 
         _cleanup_free_ char *clean = webhook_redact_url_secrets(body, len, url, &clean_len);
         if (!clean)
                 return NULL;
-        _cleanup_free_ char *quote = webhook_body_quote(clean, clean_len, WEBHOOK_ERROR_BODY_QUOTE);
+        _cleanup_free_ char *quote = webhook_body_quote(clean, clean_len,
+                                                        WEBHOOK_ERROR_BODY_QUOTE);
         if (quote && *quote)
                 r = asprintf(&msg, "HTTP %ld: %s", status, quote);
         else

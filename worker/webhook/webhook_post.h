@@ -25,11 +25,11 @@
 #define WEBHOOK_DEFAULT_TIMEOUT_S 15.0
 
 struct webhook_request {
-        const char *url;        /* http:// or https:// only */
-        const char *msg_id;     /* webhook-id */
-        long long timestamp;    /* webhook-timestamp, seconds */
-        const char *signature;  /* webhook-signature, from webhook_sign() */
-        const char *body;       /* JSON; body_len bytes */
+        const char *url;       /* http:// or https:// only */
+        const char *msg_id;    /* webhook-id */
+        long long timestamp;   /* webhook-timestamp, seconds */
+        const char *signature; /* webhook-signature, from webhook_sign() */
+        const char *body;      /* JSON; body_len bytes */
         size_t body_len;
         double timeout_s;       /* whole attempt incl. connect; <= 0: 15 s */
         const char *user_agent; /* e.g. "boxcar/0.1.0" */
@@ -40,8 +40,8 @@ struct webhook_request {
 };
 
 struct webhook_response {
-        long status;            /* HTTP status, 0 when no complete response */
-        double retry_after_s;   /* from Retry-After (seconds or HTTP-date), -1 when absent */
+        long status;          /* HTTP status, 0 when no complete response */
+        double retry_after_s; /* from Retry-After (seconds or HTTP-date), -1 when absent */
         bool timed_out;
         /* Owned; NULL on a 2xx.  Otherwise a short reason fit for logs and
          * the outbox row: "connection refused", "timed out after 15s",

@@ -30,7 +30,7 @@ struct webhook_key {
 };
 
 struct webhook_secrets {
-        EVP_MAC *hmac;  /* fetched once; EVP_MAC objects are shareable across threads */
+        EVP_MAC *hmac; /* fetched once; EVP_MAC objects are shareable across threads */
         size_t n;
         struct webhook_key keys[WEBHOOK_SECRETS_MAX];
 };
@@ -109,31 +109,32 @@ static int parse_one(const char *e, size_t len, size_t idx, size_t n, struct web
 {
         size_t plen = strlen(SECRET_PREFIX);
         if (len < plen || memcmp(e, SECRET_PREFIX, plen) != 0)
-                return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "webhook secret entry %zu of %zu: does not start with "
-                                    SECRET_PREFIX, idx, n);
+                return bc_error_set(
+                        err, BC_CONFIG, EINVAL,
+                        "webhook secret entry %zu of %zu: does not start with " SECRET_PREFIX, idx,
+                        n);
         int r = b64_decode(e + plen, len - plen, key->bytes, sizeof(key->bytes));
         if (r == -E2BIG)
                 return bc_error_set(err, BC_CONFIG, EINVAL,
                                     "webhook secret entry %zu of %zu: key longer than %d bytes",
                                     idx, n, WEBHOOK_SECRET_MAX_BYTES);
         if (r < 0)
-                return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "webhook secret entry %zu of %zu: not valid base64 after "
-                                    SECRET_PREFIX, idx, n);
+                return bc_error_set(
+                        err, BC_CONFIG, EINVAL,
+                        "webhook secret entry %zu of %zu: not valid base64 after " SECRET_PREFIX,
+                        idx, n);
         if (r < WEBHOOK_SECRET_MIN_BYTES) {
                 OPENSSL_cleanse(key->bytes, sizeof(key->bytes));
-                return bc_error_set(err, BC_CONFIG, EINVAL,
-                                    "webhook secret entry %zu of %zu: key is %d bytes, need %d to %d",
-                                    idx, n, r, WEBHOOK_SECRET_MIN_BYTES,
-                                    WEBHOOK_SECRET_MAX_BYTES);
+                return bc_error_set(
+                        err, BC_CONFIG, EINVAL,
+                        "webhook secret entry %zu of %zu: key is %d bytes, need %d to %d", idx, n,
+                        r, WEBHOOK_SECRET_MIN_BYTES, WEBHOOK_SECRET_MAX_BYTES);
         }
         key->len = (size_t)r;
         return 0;
 }
 
-int webhook_secrets_parse(const char *value, struct webhook_secrets **ret,
-                          struct bc_error *err)
+int webhook_secrets_parse(const char *value, struct webhook_secrets **ret, struct bc_error *err)
 {
         size_t n = value ? count_entries(value) : 0;
         if (n == 0)
@@ -299,8 +300,8 @@ static bool header_matches(const char *header, char expected[][SIG_B64_LEN + 1],
 }
 
 int webhook_verify(const struct webhook_secrets *s, const char *msg_id, const char *timestamp,
-                   const char *body, size_t body_len, const char *signature_header,
-                   long long now, long long tolerance_s, struct bc_error *err)
+                   const char *body, size_t body_len, const char *signature_header, long long now,
+                   long long tolerance_s, struct bc_error *err)
 {
         if (webhook_secrets_count(s) == 0)
                 return bc_error_set(err, BC_CONFIG, EINVAL, "no webhook secret to verify with");
@@ -333,10 +334,11 @@ int webhook_verify(const struct webhook_secrets *s, const char *msg_id, const ch
                 return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL,
                                     "webhook-signature has no v1 signature");
         if (!match)
-                return bc_error_set(err, BC_CHECKSUM_MISMATCH, EBADMSG,
-                                    "no matching signature (%zu v1 signature%s checked against "
-                                    "%zu secret%s; wrong secret, or id, timestamp or body changed)",
-                                    v1, v1 == 1 ? "" : "s", s->n, s->n == 1 ? "" : "s");
+                return bc_error_set(
+                        err, BC_CHECKSUM_MISMATCH, EBADMSG,
+                        "no matching signature (%zu v1 signature%s checked against "
+                        "%zu secret%s; wrong secret, or id, timestamp or body changed)",
+                        v1, v1 == 1 ? "" : "s", s->n, s->n == 1 ? "" : "s");
         long long skew = now - ts;
         if (tolerance_s >= 0 && (skew > tolerance_s || skew < -tolerance_s))
                 return bc_error_set(err, BC_CHECKSUM_MISMATCH, ERANGE,

@@ -35,8 +35,7 @@ struct webhook_secrets;
  * webhook_secrets_free().  On failure err (BC_CONFIG, -EINVAL) names the
  * bad entry by position ("entry 2 of 3: not valid base64 after whsec_")
  * and never contains any part of the secret. */
-int webhook_secrets_parse(const char *value, struct webhook_secrets **ret,
-                          struct bc_error *err);
+int webhook_secrets_parse(const char *value, struct webhook_secrets **ret, struct bc_error *err);
 
 /* Wipes and frees the keys.  NULL-safe. */
 void webhook_secrets_free(struct webhook_secrets *s);
@@ -73,7 +72,7 @@ int webhook_sign(const struct webhook_secrets *s, const char *msg_id, long long 
  * ever said of an authentic request.  A negative tolerance_s skips the
  * timestamp check (for looking at a saved request later). */
 int webhook_verify(const struct webhook_secrets *s, const char *msg_id, const char *timestamp,
-                   const char *body, size_t body_len, const char *signature_header,
-                   long long now, long long tolerance_s, struct bc_error *err);
+                   const char *body, size_t body_len, const char *signature_header, long long now,
+                   long long tolerance_s, struct bc_error *err);
 
 #endif

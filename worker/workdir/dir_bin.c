@@ -35,13 +35,13 @@ struct kept_dir {
 };
 
 struct dir_bin {
-        char *jobs;             /* work_dir/jobs */
+        char *jobs; /* work_dir/jobs */
         mode_t umask;
         uid_t uid;
         gid_t gid;
         pthread_mutex_t lock;
         unsigned cap, count, next;
-        struct kept_dir *dirs;  /* a stack: the last kept is taken first */
+        struct kept_dir *dirs; /* a stack: the last kept is taken first */
 };
 
 /* The process's umask, without changing it (umask(2) would, for every
@@ -134,8 +134,8 @@ static bool as_made(const struct dir_bin *b, const struct statx *st, mode_t type
 
 struct emptying {
         const struct dir_bin *b;
-        struct stat held;       /* the lock */
-        bool locked;            /* its file was found, as made */
+        struct stat held; /* the lock */
+        bool locked;      /* its file was found, as made */
 };
 
 /* What a job directory starts with is kept (a directory emptied), anything
@@ -162,8 +162,10 @@ static int empty_dir(const struct dir_bin *b, int dfd, dev_t dev, int lock)
         struct emptying e = { .b = b };
         if (fstat(lock, &e.held) < 0)
                 return -errno;
-        int r = ws_wipe_dir(dfd, dev, STATX_MODE | STATX_UID | STATX_GID | STATX_NLINK |
-                                              STATX_SIZE | STATX_INO, keep_as_made, &e);
+        int r = ws_wipe_dir(dfd, dev,
+                            STATX_MODE | STATX_UID | STATX_GID | STATX_NLINK | STATX_SIZE |
+                                    STATX_INO,
+                            keep_as_made, &e);
         return r == 0 && !e.locked ? -ENOENT : r;
 }
 
@@ -180,7 +182,8 @@ bool dir_bin_keep(struct dir_bin *b, const char *path, int lock)
         _cleanup_fd_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct statx st;
         if (dfd < 0 ||
-            statx(dfd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID, &st) < 0 ||
+            statx(dfd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MODE | STATX_UID | STATX_GID, &st) <
+                    0 ||
             !(st.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
             !as_made(b, &st, S_IFDIR, DIR_MODE) ||
             empty_dir(b, dfd, makedev(st.stx_dev_major, st.stx_dev_minor), lock) < 0)

@@ -47,15 +47,15 @@ struct waiter {
 struct disk_budget {
         pthread_mutex_t lock;
         char *work_dir;
-        int dir;                /* <work-dir>/disk */
-        int dir_lock;           /* its lock file: asking is one worker at a time */
-        int own;                /* this worker's file, held LOCK_SH while it lives */
+        int dir;      /* <work-dir>/disk */
+        int dir_lock; /* its lock file: asking is one worker at a time */
+        int own;      /* this worker's file, held LOCK_SH while it lives */
         char own_name[16];
         uint64_t reserve_bytes;
-        int reserve_pct;          /* < 0: reserve_bytes */
+        int reserve_pct; /* < 0: reserve_bytes */
         struct disk_grant *grants;
         struct waiter *queue;
-        _Atomic bool draining;  /* waiting jobs go back to the queue */
+        _Atomic bool draining; /* waiting jobs go back to the queue */
         uint64_t (*reclaim)(void *ctx, uint64_t bytes);
         void *reclaim_ctx;
 };
@@ -204,8 +204,8 @@ int disk_budget_room(struct disk_budget *b, uint64_t *ret_room, uint64_t *ret_av
 /* Called with b->lock and the directory's lock held.  On WAIT and
  * NO_ROOM, *lacking is the free space the job would need to start now. */
 static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
-                            struct disk_grant **ret, uint64_t *lacking, char *why,
-                            size_t why_len, struct bc_error *err)
+                            struct disk_grant **ret, uint64_t *lacking, char *why, size_t why_len,
+                            struct bc_error *err)
 {
         struct view v;
         int r = look(b, &v);
@@ -237,16 +237,17 @@ static enum answer try_take(struct disk_budget *b, const struct disk_ask *ask,
                              "--work-dir %s is on a filesystem with room for at most %llu MiB "
                              "of jobs even with none running (%llu MiB free, %llu MiB held by "
                              "running jobs, %llu MiB kept free by --disk-reserve)",
-                             mib(need), twice(ask), b->work_dir, mib(room), mib(avail),
-                             mib(held), mib(reserve));
+                             mib(need), twice(ask), b->work_dir, mib(room), mib(avail), mib(held),
+                             mib(reserve));
                 snprintf(why, why_len, "%s", bc_error_message(err));
                 return NO_ROOM;
         }
         if (*lacking) {
-                snprintf(why, why_len,
-                         "the job's limits need %llu MiB of disk; %llu MiB are free, running jobs "
-                         "may still write %llu MiB of them and %llu MiB stay free (--disk-reserve)",
-                         mib(need), mib(avail), mib(committed), mib(reserve));
+                snprintf(
+                        why, why_len,
+                        "the job's limits need %llu MiB of disk; %llu MiB are free, running jobs "
+                        "may still write %llu MiB of them and %llu MiB stay free (--disk-reserve)",
+                        mib(need), mib(avail), mib(committed), mib(reserve));
                 return WAIT;
         }
         struct disk_grant *g = calloc(1, sizeof(*g));
@@ -302,7 +303,7 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                                  mib(ask->image_bytes + ask->extra_bytes));
                 }
                 if (a == TAKEN) {
-                        bc_error_clear(err);    /* an earlier NO_ROOM's */
+                        bc_error_clear(err); /* an earlier NO_ROOM's */
                         r = 0;
                         break;
                 }
@@ -318,7 +319,7 @@ int disk_budget_take(struct disk_budget *b, const struct disk_ask *ask, int canc
                         uint64_t freed = b->reclaim(b->reclaim_ctx, lacking);
                         pthread_mutex_lock(&b->lock);
                         if (freed)
-                                continue;       /* look again before waiting */
+                                continue; /* look again before waiting */
                 }
                 if (b->draining) {
                         r = -ESHUTDOWN;
@@ -407,8 +408,8 @@ int disk_budget_open(struct disk_budget **ret, const char *work_dir, uint64_t re
         b->reserve_pct = reserve_pct;
         b->dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         b->dir_lock = b->dir < 0 ? -1
-                                 : openat(b->dir, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                                          0600);
+                                 : openat(b->dir, "lock",
+                                          O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (b->dir_lock < 0) {
                 r = bc_error_set(err, BC_CONFIG, errno, "%s/lock: %m", path);
                 disk_budget_close(b);
@@ -419,7 +420,8 @@ int disk_budget_open(struct disk_budget **ret, const char *work_dir, uint64_t re
         flock(b->dir_lock, LOCK_EX);
         for (int tries = 0; b->own < 0 && tries < 100; tries++) {
                 snprintf(b->own_name, sizeof(b->own_name), "w.%08x",
-                         (unsigned)(bc_mono_ms() * 2654435761u) ^ (unsigned)getpid() ^ (unsigned)tries);
+                         (unsigned)(bc_mono_ms() * 2654435761u) ^ (unsigned)getpid() ^
+                                 (unsigned)tries);
                 b->own = openat(b->dir, b->own_name,
                                 O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
                 if (b->own < 0 && errno != EEXIST)
@@ -430,8 +432,8 @@ int disk_budget_open(struct disk_budget **ret, const char *work_dir, uint64_t re
                 flock(b->own, LOCK_SH);
         flock(b->dir_lock, LOCK_UN);
         if (b->own < 0) {
-                r = bc_error_set(err, BC_CONFIG, e, "%s: cannot make this worker's file: %s",
-                                 path, strerror(e));
+                r = bc_error_set(err, BC_CONFIG, e, "%s: cannot make this worker's file: %s", path,
+                                 strerror(e));
                 disk_budget_close(b);
                 return r;
         }

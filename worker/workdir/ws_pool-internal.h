@@ -21,39 +21,39 @@ struct ws_entry {
          * makes or removes a directory: two rmdirs cost 0.2 ms here). */
         unsigned k;
         uint64_t disk_mb, files;
-        dev_t dev;                   /* of the mounted filesystem */
+        dev_t dev;                         /* of the mounted filesystem */
         uint64_t base_inodes, base_blocks; /* in use right after it was made */
         uint64_t block_size;
-        bool discard;                /* returned: discard, don't wipe */
+        bool discard; /* returned: discard, don't wipe */
 };
 
 /* A job waiting in ws_pool_acquire for a filesystem on its way. */
 struct ws_waiter {
-        struct ws_waiter *next;      /* one that came earlier */
+        struct ws_waiter *next; /* one that came earlier */
         uint64_t disk_mb, files;
 };
 
 struct ws_pool {
-        char *dir;                   /* <work-dir>/pool/<pid>.XXXXXX */
+        char *dir; /* <work-dir>/pool/<pid>.XXXXXX */
         int lock_fd;
         unsigned max_ready;
         uint64_t disk_mb, files;
         struct metrics *m;
         pthread_mutex_t lock;
         pthread_cond_t wake;
-        pthread_cond_t readied;      /* a filesystem went on the ready list */
+        pthread_cond_t readied; /* a filesystem went on the ready list */
         pthread_t thread;
         bool thread_started;
         /* under lock: */
         bool stopping;
-        struct ws_entry *ready;      /* most recently made or wiped first */
+        struct ws_entry *ready; /* most recently made or wiped first */
         unsigned n_ready;
-        struct ws_entry *returned;   /* to wipe or discard */
-        struct ws_entry *wiping;     /* taken off returned, being wiped */
-        bool making;                 /* the thread makes one of the pool's size */
-        double make_ms;              /* running mean of the makes' time */
-        struct ws_entry *taken;      /* in jobs' directories */
-        struct ws_waiter *waiters;   /* latest first */
+        struct ws_entry *returned; /* to wipe or discard */
+        struct ws_entry *wiping;   /* taken off returned, being wiped */
+        bool making;               /* the thread makes one of the pool's size */
+        double make_ms;            /* running mean of the makes' time */
+        struct ws_entry *taken;    /* in jobs' directories */
+        struct ws_waiter *waiters; /* latest first */
         unsigned n_taken;
         unsigned next_k;
         unsigned peak_prev, peak_cur;

@@ -215,9 +215,9 @@ static struct ws_entry *make_one(struct ws_pool *p, unsigned k)
         struct bc_error err = BC_ERROR_INIT;
         struct timespec t0;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = mkdir(dir, 0700) < 0 ? bc_error_set(&err, BC_SANDBOX_SETUP, errno,
-                                                    "create %s: %m", dir)
-                                     : wsp_make_fs(img, fs, e, &err);
+        int r = mkdir(dir, 0700) < 0
+                        ? bc_error_set(&err, BC_SANDBOX_SETUP, errno, "create %s: %m", dir)
+                        : wsp_make_fs(img, fs, e, &err);
         if (r >= 0) {
                 wsp_note_make(p, "pool", wsp_since_s(&t0));
                 wmetrics_workspace(p->m, "made");
@@ -244,7 +244,7 @@ static void recycle(struct ws_pool *p, struct ws_entry *e)
         clock_gettime(CLOCK_MONOTONIC, &t0);
         int r = e->discard ? 0 : wipe(p, e);
         bool reuse = !e->discard && r == 0;
-        if (r < 0) {   /* something still holds what the job made: see ws_wipe */
+        if (r < 0) { /* something still holds what the job made: see ws_wipe */
                 char fs[PATH_MAX];
                 wsp_entry_path(p, e->k, "fs", fs, sizeof(fs));
                 log_event(LOG_WARN, "workspace.wipe_failed", "path", fs, "error", strerror(-r),
@@ -258,7 +258,7 @@ static void recycle(struct ws_pool *p, struct ws_entry *e)
         p->wiping = NULL;
         if (reuse)
                 push_ready_locked(p, e);
-        else  /* a job waiting for it stops waiting */
+        else /* a job waiting for it stops waiting */
                 pthread_cond_broadcast(&p->readied);
         pthread_mutex_unlock(&p->lock);
         if (!reuse)
@@ -329,7 +329,7 @@ int ws_pool_start(struct ws_pool **ret, const struct ws_pool_options *o, struct 
         pthread_mutex_init(&p->lock, NULL);
         pthread_cond_init(&p->wake, NULL);
         pthread_cond_init(&p->readied, NULL);
-        *ret = p;   /* ws_pool_stop undoes any part of what follows */
+        *ret = p; /* ws_pool_stop undoes any part of what follows */
         if (o->max_ready == 0)
                 return 0;
         if ((mkdir(base, 0700) < 0 && errno != EEXIST) || !mkdtemp(p->dir))
@@ -353,7 +353,7 @@ void ws_pool_stop(struct ws_pool *p)
         pthread_mutex_lock(&p->lock);
         p->stopping = true;
         pthread_cond_signal(&p->wake);
-        pthread_cond_broadcast(&p->readied);   /* a job waiting for one makes its own */
+        pthread_cond_broadcast(&p->readied); /* a job waiting for one makes its own */
         pthread_mutex_unlock(&p->lock);
         if (p->thread_started)
                 pthread_join(p->thread, NULL);

@@ -26,8 +26,8 @@ struct ws_pool;
 
 struct ws_pool_options {
         const char *work_dir;
-        unsigned max_ready;     /* --warm-workspaces: at most this many ready */
-        unsigned concurrency;   /* the first minute keeps this + prefetch ready */
+        unsigned max_ready;      /* --warm-workspaces: at most this many ready */
+        unsigned concurrency;    /* the first minute keeps this + prefetch ready */
         uint64_t disk_mb, files; /* the size the pool makes (the spec defaults) */
         struct metrics *metrics; /* or NULL */
 };
@@ -49,8 +49,8 @@ void ws_pool_cleanup(const char *work_dir);
  * its image at image, with mountpoint/ws and mountpoint/scratch made: a
  * ready one moved into place when the pool has one, else
  * a new one made now.  p may be NULL (always made now). */
-int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint,
-                    uint64_t disk_mb, uint64_t files, struct bc_error *err);
+int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint, uint64_t disk_mb,
+                    uint64_t files, struct bc_error *err);
 
 /* After the job (no process of its sandbox left): takes the filesystem at
  * mountpoint (image at image) away from the job directory, to be wiped

@@ -133,8 +133,8 @@ static struct ws_entry *take_or_wait_locked(struct ws_pool *p, uint64_t disk_mb,
         return e;
 }
 
-int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint,
-                    uint64_t disk_mb, uint64_t files, struct bc_error *err)
+int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint, uint64_t disk_mb,
+                    uint64_t files, struct bc_error *err)
 {
         struct ws_entry *e = NULL;
         if (p && p->thread_started) {
@@ -186,7 +186,7 @@ int ws_pool_acquire(struct ws_pool *p, const char *image, const char *mountpoint
                 p->n_taken++;
                 if (p->n_taken > p->peak_cur)
                         p->peak_cur = p->n_taken;
-                if (!warm)   /* made on the job's path: a directory for its return */
+                if (!warm) /* made on the job's path: a directory for its return */
                         e->k = p->next_k++;
                 /* A take may bring the ready count under the target. */
                 pthread_cond_signal(&p->wake);
@@ -237,11 +237,11 @@ bool ws_pool_release(struct ws_pool *p, const char *image, const char *mountpoin
         wsp_entry_path(p, e->k, "fs", fs, sizeof(fs));
         wsp_entry_path(p, e->k, "ws.img", img, sizeof(img));
         wsp_entry_path(p, e->k, "", dir, sizeof(dir));
-        if ((mkdir(dir, 0700) < 0 && errno != EEXIST) || (mkdir(fs, 0700) < 0 && errno != EEXIST) ||
-            rename(image, img) < 0) {
+        if ((mkdir(dir, 0700) < 0 && errno != EEXIST) ||
+            (mkdir(fs, 0700) < 0 && errno != EEXIST) || rename(image, img) < 0) {
                 wsp_remove_entry_dir(p, e->k);
                 free(e);
-                wmetrics_workspace(p->m, "discarded");   /* by the caller */
+                wmetrics_workspace(p->m, "discarded"); /* by the caller */
                 return false;
         }
         if (mount(mountpoint, fs, NULL, MS_MOVE, NULL) < 0) {

@@ -42,12 +42,12 @@ static int wipe_entries(int dfd, dev_t dev, unsigned depth, unsigned mask, ws_wi
                         r = -errno;
                 } else if (makedev(st.stx_dev_major, st.stx_dev_minor) != dev ||
                            (st.stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
-                        r = -EXDEV;   /* a mount: never ours to enter */
+                        r = -EXDEV; /* a mount: never ours to enter */
                 } else if (keep && (k = keep(ctx, name, &st)) < 0) {
                         r = k;
                 } else if (S_ISDIR(st.stx_mode)) {
-                        _cleanup_fd_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY |
-                                                      O_NOFOLLOW | O_CLOEXEC);
+                        _cleanup_fd_ int sub = openat(
+                                dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         r = sub < 0 ? -errno : wipe_entries(sub, dev, depth + 1, 0, NULL, NULL);
                         if (r == 0 && !k && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
                                 r = -errno;
@@ -127,8 +127,8 @@ int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_block
         static const char *const dirs[] = { "ws", "scratch" };
         for (size_t i = 0; r == 0 && i < ELEMENTSOF(dirs); i++) {
                 struct stat ds;
-                _cleanup_fd_ int d = openat(root, dirs[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                            O_CLOEXEC);
+                _cleanup_fd_ int d = openat(root, dirs[i],
+                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (d < 0 || fstat(d, &ds) < 0)
                         r = d < 0 && errno == ENOENT ? 0 : -errno;
                 else if (ds.st_dev != dev)

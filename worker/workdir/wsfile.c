@@ -68,7 +68,8 @@ int wsfile_read(const char *workspace, const char *rel, size_t max, char **ret_d
         if (fd < 0 || fstat(fd, &st) < 0)
                 return bc_error_set(err, BC_IO, errno, "open /workspace/%s: %m", rel);
         if (!S_ISREG(st.st_mode))
-                return bc_error_set(err, BC_IO, EINVAL, "/workspace/%s is not a regular file", rel);
+                return bc_error_set(err, BC_IO, EINVAL, "/workspace/%s is not a regular file",
+                                    rel);
         if ((size_t)st.st_size > max)
                 return bc_error_set(err, BC_IO, EFBIG, "/workspace/%s is larger than %zu bytes",
                                     rel, max);
@@ -100,8 +101,8 @@ int wsfile_write(const char *workspace, const char *rel, const char *text, struc
         /* Replace whatever is there (a symlink included) by a new file. */
         if (unlinkat(dir, name, 0) < 0 && errno != ENOENT)
                 return bc_error_set(err, BC_IO, errno, "replace /workspace/%s: %m", rel);
-        _cleanup_fd_ int fd = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                     0644);
+        _cleanup_fd_ int fd = openat(dir, name,
+                                     O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (fd < 0)
                 return bc_error_set(err, BC_IO, errno, "create /workspace/%s: %m", rel);
         int r = wsfile_adopt(&ws, dir, name);

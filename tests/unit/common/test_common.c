@@ -85,11 +85,13 @@ static void test_utf8_sanitize(void **state)
         } cases[] = {
                 { "plain", 5, "plain" },
                 { "caf\xc3\xa9", 5, "caf\xc3\xa9" },
-                { "a\0b", 3, "a\xef\xbf\xbd" "b" },
+                { "a\0b", 3,
+                  "a\xef\xbf\xbd"
+                  "b" },
                 { "\xff", 1, "\xef\xbf\xbd" },
-                { "\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd" },       /* overlong '/' */
+                { "\xc0\xaf", 2, "\xef\xbf\xbd\xef\xbf\xbd" },                 /* overlong '/' */
                 { "\xed\xa0\x80", 3, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
-                { "\xa9tail", 5, "tail" },           /* cut sequence at the start */
+                { "\xa9tail", 5, "tail" }, /* cut sequence at the start */
                 { "end\xe2\x82", 5, "end\xef\xbf\xbd\xef\xbf\xbd" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -127,28 +129,45 @@ static void test_json_strict(void **state)
                 const char *text;
                 int want;
         } cases[] = {
-                { "{}", 0 }, { " [1, -0.5e+3, \"a\\u00e9\\ud83d\\ude00\", true, null] \n", 0 },
-                { "\"caf\xc3\xa9\"", 0 }, { "0", 0 }, { "1E5", 0 },
-                { "{} x", -EINVAL },            /* cJSON stops after the first value */
-                { "{}\x16", -EINVAL },         /* cJSON skips any byte below 0x20 */
+                { "{}", 0 },
+                { " [1, -0.5e+3, \"a\\u00e9\\ud83d\\ude00\", true, null] \n", 0 },
+                { "\"caf\xc3\xa9\"", 0 },
+                { "0", 0 },
+                { "1E5", 0 },
+                { "{} x", -EINVAL },   /* cJSON stops after the first value */
+                { "{}\x16", -EINVAL }, /* cJSON skips any byte below 0x20 */
                 { "\x0b{}", -EINVAL },
-                { "205.", -EINVAL }, { "01", -EINVAL }, { ".5", -EINVAL }, { "1e", -EINVAL },
-                { "+1", -EINVAL }, { "-", -EINVAL },
-                { "\"a\tb\"", -EINVAL },     /* raw control character in a string */
-                { "\"\\u0000\"", -EINVAL }, { "\"\\ud800\"", -EINVAL },
-                { "\"\\udc00\"", -EINVAL }, { "\"\\ud800\\u0041\"", -EINVAL },
-                { "\"\\x41\"", -EINVAL }, { "\"\xc3\"", -EINVAL },
-                { "\"\xc0\xaf\"", -EINVAL },  /* overlong */
+                { "205.", -EINVAL },
+                { "01", -EINVAL },
+                { ".5", -EINVAL },
+                { "1e", -EINVAL },
+                { "+1", -EINVAL },
+                { "-", -EINVAL },
+                { "\"a\tb\"", -EINVAL }, /* raw control character in a string */
+                { "\"\\u0000\"", -EINVAL },
+                { "\"\\ud800\"", -EINVAL },
+                { "\"\\udc00\"", -EINVAL },
+                { "\"\\ud800\\u0041\"", -EINVAL },
+                { "\"\\x41\"", -EINVAL },
+                { "\"\xc3\"", -EINVAL },
+                { "\"\xc0\xaf\"", -EINVAL },     /* overlong */
                 { "\"\xed\xa0\x80\"", -EINVAL }, /* encoded surrogate */
-                { "\"abc", -EINVAL }, { "[1,]", -EINVAL }, { "{\"a\" 1}", -EINVAL },
-                { "{1: 2}", -EINVAL }, { "tru", -EINVAL }, { "", -EINVAL }, { "[", -EINVAL },
-                { "[[[[1]]]]", 0 }, { "[[[[[1]]]]]", -E2BIG },
+                { "\"abc", -EINVAL },
+                { "[1,]", -EINVAL },
+                { "{\"a\" 1}", -EINVAL },
+                { "{1: 2}", -EINVAL },
+                { "tru", -EINVAL },
+                { "", -EINVAL },
+                { "[", -EINVAL },
+                { "[[[[1]]]]", 0 },
+                { "[[[[[1]]]]]", -E2BIG },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 const char *problem = NULL;
                 int r = json_strict_check(cases[i].text, strlen(cases[i].text), 4, &problem);
                 if (r != cases[i].want)
-                        fail_msg("case %zu (%s): got %d, want %d", i, cases[i].text, r, cases[i].want);
+                        fail_msg("case %zu (%s): got %d, want %d", i, cases[i].text, r,
+                                 cases[i].want);
                 if (r < 0)
                         assert_non_null(problem);
         }
@@ -298,14 +317,10 @@ static void test_realtime_after_ms(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_dynbuf_cap),
-                cmocka_unit_test(test_tailbuf_table),
-                cmocka_unit_test(test_utf8_sanitize),
-                cmocka_unit_test(test_error_context),
-                cmocka_unit_test(test_json_strict),
-                cmocka_unit_test(test_mkdir_p),
-                cmocka_unit_test(test_parse_size),
-                cmocka_unit_test(test_realtime_after_ms),
+                cmocka_unit_test(test_dynbuf_cap),    cmocka_unit_test(test_tailbuf_table),
+                cmocka_unit_test(test_utf8_sanitize), cmocka_unit_test(test_error_context),
+                cmocka_unit_test(test_json_strict),   cmocka_unit_test(test_mkdir_p),
+                cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_realtime_after_ms),
         };
         return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

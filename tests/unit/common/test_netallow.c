@@ -17,7 +17,8 @@ static struct netallow_rule rule(const char *text)
         return r;
 }
 
-#define IP(a, b, c, d) ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
+#define IP(a, b, c, d) \
+        ((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (uint32_t)(d))
 
 static void test_parse(void **state)
 {

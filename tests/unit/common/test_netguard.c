@@ -41,7 +41,10 @@ static bool permits(const struct netguard *g, const char *text, const char **ran
 static void test_default_refuses_special(void **state)
 {
         (void)state;
-        static const struct { const char *addr; const char *range_part; } refused[] = {
+        static const struct {
+                const char *addr;
+                const char *range_part;
+        } refused[] = {
                 { "127.0.0.1", "loopback" },
                 { "127.255.255.254", "loopback" },
                 { "10.1.2.3", "10.0.0.0/8" },
@@ -92,10 +95,21 @@ static void test_default_permits_public(void **state)
 {
         (void)state;
         static const char *const ok[] = {
-                "1.1.1.1", "8.8.8.8", "93.184.216.34", "172.15.255.255", "172.32.0.0",
-                "100.63.255.255", "100.128.0.0", "169.253.255.255", "192.169.0.1",
-                "223.255.255.255", "2606:4700:4700::1111", "2a00:1450:4001::200e",
-                "::ffff:8.8.8.8", "64:ff9b::808:808", "2002:808:808::1",
+                "1.1.1.1",
+                "8.8.8.8",
+                "93.184.216.34",
+                "172.15.255.255",
+                "172.32.0.0",
+                "100.63.255.255",
+                "100.128.0.0",
+                "169.253.255.255",
+                "192.169.0.1",
+                "223.255.255.255",
+                "2606:4700:4700::1111",
+                "2a00:1450:4001::200e",
+                "::ffff:8.8.8.8",
+                "64:ff9b::808:808",
+                "2002:808:808::1",
         };
         struct netguard g = { 0 };
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
@@ -131,9 +145,19 @@ static void test_allow_list_malformed(void **state)
 {
         (void)state;
         static const char *const bad[] = {
-                "", "10.0.0.0/", "10.0.0.0/33", "10.2.3.4/16", "fd00::/129", "fd00::1/8",
-                "10.0.0", "host.example", "10.0.0.0/8x", "10.0.0.0/-1", "10.0.0.0/008x",
-                "10.0.0.0/8,", ",10.0.0.0/8",
+                "",
+                "10.0.0.0/",
+                "10.0.0.0/33",
+                "10.2.3.4/16",
+                "fd00::/129",
+                "fd00::1/8",
+                "10.0.0",
+                "host.example",
+                "10.0.0.0/8x",
+                "10.0.0.0/-1",
+                "10.0.0.0/008x",
+                "10.0.0.0/8,",
+                ",10.0.0.0/8",
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 struct netguard g = { 0 };
@@ -154,7 +178,8 @@ static void test_allow_list_malformed(void **state)
 static int closed_port(void)
 {
         int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        struct sockaddr_in a = { .sin_family = AF_INET,
+                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
         assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
         socklen_t len = sizeof(a);
         getsockname(fd, (struct sockaddr *)&a, &len);
@@ -227,7 +252,7 @@ static void test_host_local(void **state)
         assert_false(host_local("1.1.1.1"));
         assert_false(host_local("198.51.100.77"));
         assert_false(host_local("2001:db8::77"));
-        assert_true(netguard_host_local(NULL, 0));  /* fails closed */
+        assert_true(netguard_host_local(NULL, 0)); /* fails closed */
         struct netguard g = { 0 }, all = { .allow_all = true }, list = { 0 };
         assert_int_equal(netguard_allow_cidr(&list, "127.0.0.0/8", NULL), 0);
         struct sockaddr_storage ss;

@@ -34,13 +34,13 @@ static void test_parse_own_table(void **state)
         } cases[] = {
                 { "0::/\n", 0, "/" },
                 { "0::/system.slice/boxcar.service\n", 0, "/system.slice/boxcar.service" },
-                { "0::/a/b", 0, "/a/b" },  /* no trailing newline */
+                { "0::/a/b", 0, "/a/b" }, /* no trailing newline */
                 { "12:memory:/x\n1:name=systemd:/x\n0::/init.scope\n", 0, "/init.scope" },
-                { "4:memory:/x\n1:name=systemd:/x\n", -ENOENT, NULL },  /* pure v1 */
+                { "4:memory:/x\n1:name=systemd:/x\n", -ENOENT, NULL }, /* pure v1 */
                 { "", -ENOENT, NULL },
                 { "0::relative\n", -EINVAL, NULL },
                 { "0::\n", -EINVAL, NULL },
-                { "0::/../outside\n", -EINVAL, NULL },  /* outside our cgroupns root */
+                { "0::/../outside\n", -EINVAL, NULL }, /* outside our cgroupns root */
                 { "0::/a/./b\n", -EINVAL, NULL },
                 { "0::/a//b\n", -EINVAL, NULL },
                 { "0::/a/\n", -EINVAL, NULL },
@@ -49,7 +49,8 @@ static void test_parse_own_table(void **state)
                 char *got = NULL;
                 int r = cg_v2_parse_own(cases[i].in, &got);
                 if (r != cases[i].want_r)
-                        fail_msg("case %zu (%s): r=%d, want %d", i, cases[i].in, r, cases[i].want_r);
+                        fail_msg("case %zu (%s): r=%d, want %d", i, cases[i].in, r,
+                                 cases[i].want_r);
                 if (cases[i].want)
                         assert_string_equal(got, cases[i].want);
                 else
@@ -66,9 +67,10 @@ static void test_controllers_table(void **state)
                 unsigned bits;
                 const char *enable;
         } cases[] = {
-                { "cpuset cpu io memory hugetlb pids rdma misc\n", CG_CTRL_ALL, "+memory +pids +cpu" },
+                { "cpuset cpu io memory hugetlb pids rdma misc\n", CG_CTRL_ALL,
+                  "+memory +pids +cpu" },
                 { "memory pids", CG_CTRL_MEMORY | CG_CTRL_PIDS, "+memory +pids" },
-                { "cpuset cpuacct io", 0, "" },  /* prefixes of "cpu" are not "cpu" */
+                { "cpuset cpuacct io", 0, "" }, /* prefixes of "cpu" are not "cpu" */
                 { "", 0, "" },
                 { "  cpu\tmemory\n", CG_CTRL_CPU | CG_CTRL_MEMORY, "+memory +cpu" },
         };
@@ -93,7 +95,7 @@ static void test_worker_parent_table(void **state)
         } cases[] = {
                 { "/", "/" },
                 { "/system.slice/boxcar.service", "/system.slice/boxcar.service" },
-                { "/svc/boxcar-worker", "/svc" },  /* already in the leaf: idempotent */
+                { "/svc/boxcar-worker", "/svc" }, /* already in the leaf: idempotent */
                 { "/boxcar-worker", "/" },
                 { "/svc/boxcar-worker-2", "/svc/boxcar-worker-2" },
         };
@@ -108,9 +110,9 @@ static void test_worker_parent_table(void **state)
 /* ---- the procedure, on a fake cgroupfs ---- */
 
 struct fake {
-        char dir[64];        /* the temporary directory */
-        char root[128];      /* dir/cg: the fake cgroup2 mount */
-        char proc[128];      /* dir/proc-self-cgroup */
+        char dir[64];   /* the temporary directory */
+        char root[128]; /* dir/cg: the fake cgroup2 mount */
+        char proc[128]; /* dir/proc-self-cgroup */
 };
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -195,36 +197,36 @@ static void mkdirs(const char *root, const char *rel, char *ret, size_t size)
 
 struct prep_case {
         const char *name;
-        const char *proc;          /* /proc/self/cgroup; NULL: the file is missing */
-        const char *cgroup;        /* the worker's cgroup C to create ("" = root) */
-        const char *controllers;   /* C/cgroup.controllers; NULL: missing */
-        const char *subtree;       /* C/cgroup.subtree_control; NULL: missing */
-        bool leaf;                 /* C/boxcar-worker exists, as the kernel makes it */
+        const char *proc;        /* /proc/self/cgroup; NULL: the file is missing */
+        const char *cgroup;      /* the worker's cgroup C to create ("" = root) */
+        const char *controllers; /* C/cgroup.controllers; NULL: missing */
+        const char *subtree;     /* C/cgroup.subtree_control; NULL: missing */
+        bool leaf;               /* C/boxcar-worker exists, as the kernel makes it */
         int want_r;
-        const char *want_parent;   /* relative to the root; NULL: none */
-        const char *want_procs;    /* C/boxcar-worker/cgroup.procs after; NULL: absent */
-        const char *want_subtree;  /* C/cgroup.subtree_control after */
-        const char *want_msg;      /* substring of the error message */
+        const char *want_parent;  /* relative to the root; NULL: none */
+        const char *want_procs;   /* C/boxcar-worker/cgroup.procs after; NULL: absent */
+        const char *want_subtree; /* C/cgroup.subtree_control after */
+        const char *want_msg;     /* substring of the error message */
 };
 
 static const char all_ctrls[] = "cpuset cpu io memory hugetlb pids rdma misc\n";
 
 static const struct prep_case prep_cases[] = {
         { "systemd service with Delegate=yes", "0::/system.slice/boxcar.service\n",
-          "/system.slice/boxcar.service", all_ctrls, "", true, 0,
-          "/system.slice/boxcar.service", "0", "+memory +pids +cpu", NULL },
-        { "root of a cgroup namespace (container)", "0::/\n", "", all_ctrls, "", true, 0, "",
+          "/system.slice/boxcar.service", all_ctrls, "", true, 0, "/system.slice/boxcar.service",
           "0", "+memory +pids +cpu", NULL },
+        { "root of a cgroup namespace (container)", "0::/\n", "", all_ctrls, "", true, 0, "", "0",
+          "+memory +pids +cpu", NULL },
         { "hybrid /proc/self/cgroup", "4:memory:/x\n1:name=systemd:/x\n0::/svc\n", "/svc",
           all_ctrls, "", true, 0, "/svc", "0", "+memory +pids +cpu", NULL },
         { "already in the leaf (restart)", "0::/svc/boxcar-worker\n", "/svc", all_ctrls,
           "memory pids cpu\n", true, 0, "/svc", "0", "memory pids cpu\n", NULL },
         { "only some controllers delegated", "0::/svc\n", "/svc", "memory pids\n", "", true, 0,
           "/svc", "0", "+memory +pids", NULL },
-        { "some already enabled", "0::/svc\n", "/svc", all_ctrls, "memory\n", true, 0, "/svc",
-          "0", "+pids +cpu", NULL },
-        { "no controllers: nothing to do", "0::/svc\n", "/svc", "", "", false, 0, NULL, NULL,
-          "", NULL },
+        { "some already enabled", "0::/svc\n", "/svc", all_ctrls, "memory\n", true, 0, "/svc", "0",
+          "+pids +cpu", NULL },
+        { "no controllers: nothing to do", "0::/svc\n", "/svc", "", "", false, 0, NULL, NULL, "",
+          NULL },
         { "pure v1 host", "4:memory:/x\n1:name=systemd:/x\n", "/svc", all_ctrls, "", false, 0,
           NULL, NULL, "", NULL },
         { "relative path", "0::svc\n", "/svc", all_ctrls, "", false, -EINVAL, NULL, NULL, "",
@@ -275,7 +277,7 @@ static void check_case(const struct fake *f, const struct prep_case *c)
         if (r != c->want_r)
                 fail_msg("%s: r=%d (%s), want %d", c->name, r, bc_error_message(&err), c->want_r);
         if (r < 0) {
-                assert_string_equal(parent, "untouched");  /* ret_ only on success */
+                assert_string_equal(parent, "untouched"); /* ret_ only on success */
                 assert_int_equal(err.code, BC_SANDBOX_SETUP);
                 if (!strstr(bc_error_message(&err), c->want_msg))
                         fail_msg("%s: message '%s' lacks '%s'", c->name, bc_error_message(&err),
@@ -325,8 +327,9 @@ static void test_prepare_worker_table(void **state)
 static void test_prepare_worker_not_writable(void **state)
 {
         struct fake *f = *state;
-        static const struct prep_case c = { "not writable", "0::/svc\n", "/svc", all_ctrls, "",
-                                            false, 0, NULL, NULL, "", NULL };
+        static const struct prep_case c = {
+                "not writable", "0::/svc\n", "/svc", all_ctrls, "", false, 0, NULL, NULL, "", NULL
+        };
         char cdir[512];
         build_tree(f, &c, cdir, sizeof(cdir));
         assert_int_equal(chmod(cdir, 0555), 0);
@@ -374,8 +377,10 @@ static void test_argv_cgroup_parent(void **state)
         char **argv = NULL;
         struct bc_error err = BC_ERROR_INIT;
         assert_int_equal(sandbox_argv_build(&o, "H", -1, &argv, &err), 0);
-        static const char *const want[] = { "H", "--network", "none", "--cgroup-parent",
-                                            "/sys/fs/cgroup/svc", "--", "true", NULL };
+        static const char *const want[] = {
+                "H",  "--network", "none", "--cgroup-parent", "/sys/fs/cgroup/svc",
+                "--", "true",      NULL
+        };
         for (size_t i = 0; want[i]; i++)
                 assert_string_equal(argv[i], want[i]);
         int argc = 0;
@@ -406,9 +411,14 @@ static void test_argv_cgroup_parent(void **state)
 static void test_caps_format_delegate(void **state)
 {
         (void)state;
-        struct sandbox_caps c = { .cgroup = SANDBOX_CGROUP_V2, .cg_memory = true, .cg_pids = true,
-                                  .cg_cpu = true, .cg_writable = true, .cg_delegate = true,
-                                  .backend = "namespace", .backend_reason = "" };
+        struct sandbox_caps c = { .cgroup = SANDBOX_CGROUP_V2,
+                                  .cg_memory = true,
+                                  .cg_pids = true,
+                                  .cg_cpu = true,
+                                  .cg_writable = true,
+                                  .cg_delegate = true,
+                                  .backend = "namespace",
+                                  .backend_reason = "" };
         snprintf(c.cg_dir, sizeof(c.cg_dir), "/sys/fs/cgroup/system.slice/boxcar.service");
         char *s = sandbox_caps_format(&c);
         assert_non_null(s);

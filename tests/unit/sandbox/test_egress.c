@@ -75,10 +75,10 @@ static void test_dns_allowed_names(void **state)
         size_t len = ask(&rs, &names, "pypi.org", 1, out, &refused);
         assert_false(refused);
         assert_true(len > 0);
-        assert_int_equal(out[0], 0x12);         /* the id */
-        assert_int_equal(out[2] & 0x80, 0x80);  /* a response */
-        assert_int_equal(out[3] & 0x0f, 0);     /* NOERROR */
-        assert_int_equal(out[7], 1);            /* one answer */
+        assert_int_equal(out[0], 0x12);        /* the id */
+        assert_int_equal(out[2] & 0x80, 0x80); /* a response */
+        assert_int_equal(out[3] & 0x0f, 0);    /* NOERROR */
+        assert_int_equal(out[7], 1);           /* one answer */
         uint32_t a = answer_a(out, len);
         assert_int_equal(a, EGRESS_SYNTH_NET | 1);
         assert_string_equal(egress_names_lookup(&names, a), "pypi.org");
@@ -89,7 +89,8 @@ static void test_dns_allowed_names(void **state)
         len = ask(&rs, &names, "files.example.com", 1, out, &refused);
         assert_false(refused);
         assert_int_equal(answer_a(out, len), EGRESS_SYNTH_NET | 2);
-        assert_string_equal(egress_names_lookup(&names, EGRESS_SYNTH_NET | 2), "files.example.com");
+        assert_string_equal(egress_names_lookup(&names, EGRESS_SYNTH_NET | 2),
+                            "files.example.com");
         assert_null(egress_names_lookup(&names, EGRESS_SYNTH_NET | 3));
         assert_null(egress_names_lookup(&names, 0x0a020001));
         /* AAAA for an allowed name: no data, not an error. */
@@ -108,11 +109,9 @@ static void test_dns_refused_names(void **state)
         struct egress_names names = { 0 };
         uint8_t out[600];
         static const char *const refused_names[] = {
-                "example.com",              /* a wildcard does not cover its apex */
-                "evil.org",
-                "pypi.org.evil.org",
-                "files.example.com.evil.org",
-                "10.2.0.1",                 /* CIDR rules have no names */
+                "example.com", /* a wildcard does not cover its apex */
+                "evil.org",    "pypi.org.evil.org", "files.example.com.evil.org",
+                "10.2.0.1", /* CIDR rules have no names */
         };
         for (size_t i = 0; i < sizeof(refused_names) / sizeof(refused_names[0]); i++) {
                 bool refused = false;
@@ -120,14 +119,14 @@ static void test_dns_refused_names(void **state)
                 print_message("# %s\n", refused_names[i]);
                 assert_true(refused);
                 assert_true(len > 0);
-                assert_int_equal(out[3] & 0x0f, 3);  /* NXDOMAIN */
+                assert_int_equal(out[3] & 0x0f, 3); /* NXDOMAIN */
                 assert_int_equal(out[7], 0);
         }
-        assert_true(names.n <= 1);  /* no address handed out */
+        assert_true(names.n <= 1); /* no address handed out */
         /* A '.' inside a label is not a label boundary. */
         uint8_t q[512];
         size_t n = query(q, "pypi.org", 1);
-        q[12 + 5] = '.';            /* "pypi.org" -> label "pypi.org" of 8 bytes */
+        q[12 + 5] = '.'; /* "pypi.org" -> label "pypi.org" of 8 bytes */
         q[12] = 8;
         char asked[NETALLOW_NAME_MAX + 1];
         bool refused = false;
@@ -147,14 +146,14 @@ static void test_dns_malformed(void **state)
         bool refused;
         size_t n = query(q, "pypi.org", 1);
         assert_int_equal(egress_dns_answer(rs.r, 3, &names, q, 11, out, asked, &refused), 0);
-        q[2] |= 0x80;  /* a response, not a query */
+        q[2] |= 0x80; /* a response, not a query */
         assert_int_equal(egress_dns_answer(rs.r, 3, &names, q, n, out, asked, &refused), 0);
         n = query(q, "pypi.org", 1);
-        q[12] = 0xc0;  /* a compression pointer in a question */
+        q[12] = 0xc0; /* a compression pointer in a question */
         assert_int_equal(egress_dns_answer(rs.r, 3, &names, q, n, out, asked, &refused), 0);
         n = query(q, "pypi.org", 1);
         assert_int_equal(egress_dns_answer(rs.r, 3, &names, q, n - 3, out, asked, &refused), 0);
-        q[5] = 2;  /* two questions */
+        q[5] = 2; /* two questions */
         assert_int_equal(egress_dns_answer(rs.r, 3, &names, q, n, out, asked, &refused), 0);
         egress_names_free(&names);
 }
@@ -177,8 +176,11 @@ static void test_options(void **state)
         }
         char *rules[] = { "pypi.org:443", "10.2.0.0/16:5432" };
         char *cmd[] = { "true", NULL };
-        struct sandbox_opts o = { .argv = cmd, .network = SANDBOX_NET_ALLOW, .net_allow = rules,
-                                  .n_net_allow = 2, .net_private = true };
+        struct sandbox_opts o = { .argv = cmd,
+                                  .network = SANDBOX_NET_ALLOW,
+                                  .net_allow = rules,
+                                  .n_net_allow = 2,
+                                  .net_private = true };
         char **argv = NULL;
         assert_int_equal(sandbox_argv_build(&o, "H", -1, &argv, NULL), 0);
         int argc = 0;
@@ -208,9 +210,13 @@ static void test_status_network(void **state)
 {
         (void)state;
         char *list[] = { "evil.org (DNS)", "a\"b\\c:1" };
-        struct sandbox_status in = { .has_network = true, .net_bytes_out = 12, .net_bytes_in = 3456,
-                                     .net_connections = 2, .net_refused = 7,
-                                     .net_refused_list = list, .n_net_refused_list = 2 };
+        struct sandbox_status in = { .has_network = true,
+                                     .net_bytes_out = 12,
+                                     .net_bytes_in = 3456,
+                                     .net_connections = 2,
+                                     .net_refused = 7,
+                                     .net_refused_list = list,
+                                     .n_net_refused_list = 2 };
         char *json = sbx_status_to_json(&in);
         assert_non_null(json);
         struct sandbox_status out;
@@ -240,10 +246,8 @@ static void test_status_network(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_dns_allowed_names),
-                cmocka_unit_test(test_dns_refused_names),
-                cmocka_unit_test(test_dns_malformed),
-                cmocka_unit_test(test_options),
+                cmocka_unit_test(test_dns_allowed_names), cmocka_unit_test(test_dns_refused_names),
+                cmocka_unit_test(test_dns_malformed),     cmocka_unit_test(test_options),
                 cmocka_unit_test(test_status_network),
         };
         return cmocka_run_group_tests_name("sandbox_egress", tests, NULL, NULL);

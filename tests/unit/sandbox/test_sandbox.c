@@ -32,31 +32,68 @@ struct argv_case {
         struct sandbox_opts o;
         int status_fd;
         int want_r;
-        const char *want[32];  /* expected argv, NULL-terminated */
+        const char *want[32]; /* expected argv, NULL-terminated */
 };
 
 static const struct argv_case argv_cases[] = {
-        { "minimal", { .argv = cmd_true }, -1, 0,
+        { "minimal",
+          { .argv = cmd_true },
+          -1,
+          0,
           { "H", "--network", "none", "--", "true", NULL } },
         { "everything",
-          { .workspace = "/w", .ro_binds = bind_ok, .n_ro_binds = 1, .env = env_two,
-            .argv = cmd_py, .timeout_s = 2.5, .memory_mb = 512, .pids = 64, .cpus = 0.5,
-            .disk_mb = 100, .network = SANDBOX_NET_HOST },
-          7, 0,
-          { "H", "--status-fd", "7", "--workspace", "/w", "--ro-bind", "/srv/data", "/mnt/data",
-            "--env", "A=1", "--env", "PATH=/usr/bin", "--timeout", "2.5", "--memory-mb", "512",
-            "--pids", "64", "--cpus", "0.5", "--disk-mb", "100", "--network", "host", "--",
-            "python3", "-c", "print(1)", NULL } },
+          { .workspace = "/w",
+            .ro_binds = bind_ok,
+            .n_ro_binds = 1,
+            .env = env_two,
+            .argv = cmd_py,
+            .timeout_s = 2.5,
+            .memory_mb = 512,
+            .pids = 64,
+            .cpus = 0.5,
+            .disk_mb = 100,
+            .network = SANDBOX_NET_HOST },
+          7,
+          0,
+          { "H",         "--status-fd", "7",           "--workspace", "/w",        "--ro-bind",
+            "/srv/data", "/mnt/data",   "--env",       "A=1",         "--env",     "PATH=/usr/bin",
+            "--timeout", "2.5",         "--memory-mb", "512",         "--pids",    "64",
+            "--cpus",    "0.5",         "--disk-mb",   "100",         "--network", "host",
+            "--",        "python3",     "-c",          "print(1)",    NULL } },
         { "empty command", { .argv = cmd_empty }, -1, -EINVAL, { NULL } },
         { "NULL command", { .argv = NULL }, -1, -EINVAL, { NULL } },
         { "env without =", { .argv = cmd_true, .env = env_bad }, -1, -EINVAL, { NULL } },
         { "env empty key", { .argv = cmd_true, .env = env_empty_key }, -1, -EINVAL, { NULL } },
-        { "relative dest", { .argv = cmd_true, .ro_binds = bind_rel, .n_ro_binds = 1 }, -1, -EINVAL, { NULL } },
-        { "dest in /proc", { .argv = cmd_true, .ro_binds = bind_proc, .n_ro_binds = 1 }, -1, -EINVAL, { NULL } },
-        { "dest with ..", { .argv = cmd_true, .ro_binds = bind_dotdot, .n_ro_binds = 1 }, -1, -EINVAL, { NULL } },
-        { "dest /", { .argv = cmd_true, .ro_binds = bind_root, .n_ro_binds = 1 }, -1, -EINVAL, { NULL } },
-        { "dest in workspace", { .argv = cmd_true, .ro_binds = bind_ws, .n_ro_binds = 1 }, -1, -EINVAL, { NULL } },
-        { "relative src", { .argv = cmd_true, .ro_binds = bind_srcrel, .n_ro_binds = 1 }, -1, -EINVAL, { NULL } },
+        { "relative dest",
+          { .argv = cmd_true, .ro_binds = bind_rel, .n_ro_binds = 1 },
+          -1,
+          -EINVAL,
+          { NULL } },
+        { "dest in /proc",
+          { .argv = cmd_true, .ro_binds = bind_proc, .n_ro_binds = 1 },
+          -1,
+          -EINVAL,
+          { NULL } },
+        { "dest with ..",
+          { .argv = cmd_true, .ro_binds = bind_dotdot, .n_ro_binds = 1 },
+          -1,
+          -EINVAL,
+          { NULL } },
+        { "dest /",
+          { .argv = cmd_true, .ro_binds = bind_root, .n_ro_binds = 1 },
+          -1,
+          -EINVAL,
+          { NULL } },
+        { "dest in workspace",
+          { .argv = cmd_true, .ro_binds = bind_ws, .n_ro_binds = 1 },
+          -1,
+          -EINVAL,
+          { NULL } },
+        { "relative src",
+          { .argv = cmd_true, .ro_binds = bind_srcrel, .n_ro_binds = 1 },
+          -1,
+          -EINVAL,
+          { NULL } },
         { "relative workspace", { .argv = cmd_true, .workspace = "w" }, -1, -EINVAL, { NULL } },
         { "negative timeout", { .argv = cmd_true, .timeout_s = -1 }, -1, -EINVAL, { NULL } },
         { "tiny cpus", { .argv = cmd_true, .cpus = 0.001 }, -1, -EINVAL, { NULL } },
@@ -147,8 +184,8 @@ static void test_options_reject(void **state)
 {
         (void)state;
         static const struct parse_case cases[] = {
-                { { "H", "true", NULL }, -EINVAL },                       /* no -- */
-                { { "H", "--", NULL }, -EINVAL },                         /* no command */
+                { { "H", "true", NULL }, -EINVAL }, /* no -- */
+                { { "H", "--", NULL }, -EINVAL },   /* no command */
                 { { "H", "--bogus", "--", "true", NULL }, -EINVAL },
                 { { "H", "--timeout", "abc", "--", "true", NULL }, -EINVAL },
                 { { "H", "--timeout", "0", "--", "true", NULL }, -EINVAL },
@@ -199,12 +236,12 @@ static void test_status_parse_table(void **state)
                 { "{\"exit_code\":0,\"signal\":0,\"timed_out\":false,\"oom_killed\":false,"
                   "\"cancelled\":false,\"wall_ms\":12,\"cpu_ms\":3,\"max_rss_kb\":1234}",
                   0, 0, 0, false, false, false, false, false, 12, NULL, NULL, NULL },
-                { "{\"exit_code\":137,\"signal\":9,\"timed_out\":true,\"wall_ms\":5000}",
-                  0, 137, 9, true, false, false, false, false, 5000, NULL, NULL, NULL },
-                { "{\"exit_code\":137,\"signal\":9,\"oom_killed\":true}",
-                  0, 137, 9, false, true, false, false, false, 0, NULL, NULL, NULL },
-                { "{\"exit_code\":137,\"signal\":9,\"cancelled\":true}",
-                  0, 137, 9, false, false, true, false, false, 0, NULL, NULL, NULL },
+                { "{\"exit_code\":137,\"signal\":9,\"timed_out\":true,\"wall_ms\":5000}", 0, 137,
+                  9, true, false, false, false, false, 5000, NULL, NULL, NULL },
+                { "{\"exit_code\":137,\"signal\":9,\"oom_killed\":true}", 0, 137, 9, false, true,
+                  false, false, false, 0, NULL, NULL, NULL },
+                { "{\"exit_code\":137,\"signal\":9,\"cancelled\":true}", 0, 137, 9, false, false,
+                  true, false, false, 0, NULL, NULL, NULL },
                 { "{\"exit_code\":122,\"setup_error\":{\"step\":\"mount\",\"path\":\"/usr\","
                   "\"errno\":2,\"message\":\"open_tree /usr: No such file\"}}",
                   0, 122, 0, false, false, false, true, false, 0, "mount", "/usr",
@@ -217,12 +254,18 @@ static void test_status_parse_table(void **state)
                   false, false, 0, NULL, NULL, NULL },
                 { "", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
                 { "[1,2]", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
-                { "{\"exit_code\":", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
-                { "{\"exit_code\":300}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
-                { "{\"exit_code\":\"0\"}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
-                { "{\"sandbox_killed\":1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
-                { "{\"timed_out\":1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
-                { "{\"wall_ms\":-1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL, NULL, NULL },
+                { "{\"exit_code\":", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL,
+                  NULL, NULL },
+                { "{\"exit_code\":300}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL,
+                  NULL, NULL },
+                { "{\"exit_code\":\"0\"}", -EINVAL, 0, 0, false, false, false, false, false, 0,
+                  NULL, NULL, NULL },
+                { "{\"sandbox_killed\":1}", -EINVAL, 0, 0, false, false, false, false, false, 0,
+                  NULL, NULL, NULL },
+                { "{\"timed_out\":1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL,
+                  NULL, NULL },
+                { "{\"wall_ms\":-1}", -EINVAL, 0, 0, false, false, false, false, false, 0, NULL,
+                  NULL, NULL },
                 { "{\"setup_error\":{\"path\":\"/x\"}}", -EINVAL, 0, 0, false, false, false, false,
                   false, 0, NULL, NULL, NULL },
                 { "{\"setup_error\":\"mount\"}", -EINVAL, 0, 0, false, false, false, false, false,
@@ -266,9 +309,15 @@ static void test_status_round_trip(void **state)
 {
         (void)state;
         struct sandbox_status in = {
-                .exit_code = 124, .setup_failed = true, .setup_errno = 28,
-                .setup_step = "workspace-out", .setup_path = "/w", .message = "copy: No space",
-                .wall_ms = 77, .cpu_ms = 5, .max_rss_kb = 4096,
+                .exit_code = 124,
+                .setup_failed = true,
+                .setup_errno = 28,
+                .setup_step = "workspace-out",
+                .setup_path = "/w",
+                .message = "copy: No space",
+                .wall_ms = 77,
+                .cpu_ms = 5,
+                .max_rss_kb = 4096,
         };
         char *json = sbx_status_to_json(&in);
         assert_non_null(json);
@@ -304,11 +353,15 @@ static void test_status_round_trip(void **state)
 static void test_dest_check_table(void **state)
 {
         (void)state;
-        static const struct { const char *dest; int ok; } cases[] = {
-                { "/mnt/repo", 1 }, { "/data", 1 }, { "/opt/x/y", 1 }, { "/workspacex", 1 },
-                { "/", 0 }, { "", 0 }, { "mnt", 0 }, { "/mnt/", 0 }, { "/mnt//x", 0 },
-                { "/mnt/./x", 0 }, { "/mnt/..", 0 }, { "/proc", 0 }, { "/dev/shm", 0 },
-                { "/sys/x", 0 }, { "/workspace", 0 }, { "/tmp/x", 0 }, { "/etc/passwd", 0 },
+        static const struct {
+                const char *dest;
+                int ok;
+        } cases[] = {
+                { "/mnt/repo", 1 },   { "/data", 1 },    { "/opt/x/y", 1 },   { "/workspacex", 1 },
+                { "/", 0 },           { "", 0 },         { "mnt", 0 },        { "/mnt/", 0 },
+                { "/mnt//x", 0 },     { "/mnt/./x", 0 }, { "/mnt/..", 0 },    { "/proc", 0 },
+                { "/dev/shm", 0 },    { "/sys/x", 0 },   { "/workspace", 0 }, { "/tmp/x", 0 },
+                { "/etc/passwd", 0 },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 print_message("# dest '%s'\n", cases[i].dest);

@@ -28,7 +28,7 @@ static void test_builtin_matches_policy(void **state)
                                     built.filters[i].len * sizeof(struct sock_filter));
         }
         sbx_seccomp_prog_done(&built);
-        sbx_seccomp_prog_done(&embedded);  /* frees nothing it does not own */
+        sbx_seccomp_prog_done(&embedded); /* frees nothing it does not own */
         assert_null(embedded.filters[0].filter);
 }
 

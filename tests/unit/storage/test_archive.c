@@ -27,7 +27,11 @@
 static void test_normalize(void **state)
 {
         (void)state;
-        static const struct { const char *in; int depth; const char *out; } cases[] = {
+        static const struct {
+                const char *in;
+                int depth;
+                const char *out;
+        } cases[] = {
                 { "a/b/c", 3, "a/b/c" },
                 { "./a//b/./", 2, "a/b" },
                 { ".", 0, "" },
@@ -61,8 +65,11 @@ static void test_normalize(void **state)
 static void test_redact(void **state)
 {
         (void)state;
-        static const struct { const char *in, *want; } cases[] = {
-                { "https://b.s3.amazonaws.com/k?X-Amz-Signature=abc&X-Amz-Credential=AK", "https://b.s3.amazonaws.com/k" },
+        static const struct {
+                const char *in, *want;
+        } cases[] = {
+                { "https://b.s3.amazonaws.com/k?X-Amz-Signature=abc&X-Amz-Credential=AK",
+                  "https://b.s3.amazonaws.com/k" },
                 { "http://user:pw@host:9000/b/k#frag", "http://host:9000/b/k" },
                 { "http://h/p", "http://h/p" },
                 { "http://h?x=1", "http://h" },
@@ -180,7 +187,7 @@ struct fake_entry {
         const char *path;
         mode_t type;
         mode_t perm;
-        const char *data;       /* file data, or symlink/hardlink target */
+        const char *data; /* file data, or symlink/hardlink target */
         bool hardlink;
 };
 
@@ -201,7 +208,9 @@ static void write_archive(const char *path, const struct fake_entry *e, size_t n
                         archive_entry_copy_hardlink(ae, e[i].data);
                 else if (e[i].type == AE_IFLNK)
                         archive_entry_copy_symlink(ae, e[i].data);
-                size_t len = e[i].type == AE_IFREG && !e[i].hardlink && e[i].data ? strlen(e[i].data) : 0;
+                size_t len = e[i].type == AE_IFREG && !e[i].hardlink && e[i].data
+                                     ? strlen(e[i].data)
+                                     : 0;
                 archive_entry_set_size(ae, (la_int64_t)len);
                 assert_true(archive_write_header(a, ae) >= ARCHIVE_WARN);
                 if (len)
@@ -233,14 +242,14 @@ static void test_pack_links_sparse_limits(void **state)
         int sfd = open(sp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         assert_true(sfd >= 0);
         assert_int_equal(pwrite(sfd, "x", 1, 1 << 20), 1);
-        assert_int_equal(ftruncate(sfd, (off_t)1 << 30), 0);  /* 1 GiB, one block */
+        assert_int_equal(ftruncate(sfd, (off_t)1 << 30), 0); /* 1 GiB, one block */
         close(sfd);
 
         int fd = open(out, O_RDWR | O_CREAT | O_TRUNC, 0600);
         struct storage_pack_result p1, p2;
         assert_int_equal(storage_pack_dir(src, fd, NULL, &p1, NULL), 0);
         close(fd);
-        assert_true(p1.size < 65536);  /* the holes are not stored */
+        assert_true(p1.size < 65536); /* the holes are not stored */
         fd = open("/dev/null", O_WRONLY);
         assert_int_equal(storage_pack_dir(src, fd, NULL, &p2, NULL), 0);
         close(fd);
@@ -270,7 +279,7 @@ static void test_pack_links_sparse_limits(void **state)
         assert_int_equal(err.code, BC_WORKSPACE_LIMIT);
         assert_non_null(strstr(bc_error_message(&err), "more than 2 files"));
         storage_pack_limits_default(&lim);
-        lim.max_bytes = 1000;  /* the links cost nothing, the sparse data 4 KiB */
+        lim.max_bytes = 1000; /* the links cost nothing, the sparse data 4 KiB */
         assert_true(storage_pack_dir(src, fd, &lim, &p2, &err) < 0);
         assert_int_equal(err.code, BC_WORKSPACE_LIMIT);
         assert_non_null(strstr(bc_error_message(&err), "more than 1000 bytes"));
@@ -317,8 +326,10 @@ static void test_refusals(void **state)
                 struct storage_fetch_result r;
                 struct bc_error err = BC_ERROR_INIT;
                 int rc = storage_extract_file(tgz, NULL, dst, NULL, &r, &err);
-                if (rc >= 0 || err.code != BC_BAD_ARCHIVE || !strstr(bc_error_message(&err), cases[i].needle))
-                        fail_msg("%s: rc=%d %s: %s", cases[i].name, rc, bc_code_name(err.code), bc_error_message(&err));
+                if (rc >= 0 || err.code != BC_BAD_ARCHIVE ||
+                    !strstr(bc_error_message(&err), cases[i].needle))
+                        fail_msg("%s: rc=%d %s: %s", cases[i].name, rc, bc_code_name(err.code),
+                                 bc_error_message(&err));
                 assert_int_equal(access(dst, F_OK), -1); /* removed */
                 bc_error_clear(&err);
         }

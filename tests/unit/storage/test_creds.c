@@ -36,12 +36,23 @@ static void write_file(const char *path, const char *text)
 static void clear_env(void)
 {
         static const char *const vars[] = {
-                "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-                "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_PROFILE",
-                "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_ROLE_SESSION_NAME",
-                "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
-                "AWS_CONTAINER_AUTHORIZATION_TOKEN", "AWS_EC2_METADATA_SERVICE_ENDPOINT",
-                "BOXCAR_S3_PREFIX", "BOXCAR_S3_FORCE_PATH_STYLE",
+                "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN",
+                "AWS_REGION",
+                "AWS_DEFAULT_REGION",
+                "AWS_ENDPOINT_URL_S3",
+                "AWS_ENDPOINT_URL",
+                "AWS_PROFILE",
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                "AWS_ROLE_ARN",
+                "AWS_ROLE_SESSION_NAME",
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+                "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                "BOXCAR_S3_PREFIX",
+                "BOXCAR_S3_FORCE_PATH_STYLE",
         };
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
                 unsetenv(vars[i]);
@@ -72,25 +83,24 @@ static int teardown(void **state)
         return 0;
 }
 
-static const char CONFIG[] =
-        "# comment\n"
-        "[default]\n"
-        "region = eu-west-3\n"
-        "\n"
-        "[profile dev]\n"
-        "region = eu-central-1\n"
-        "aws_access_key_id = FROMCONFIG\n"
-        "aws_secret_access_key = config-secret\n"
-        "endpoint_url = http://generic.example:9000\n"
-        "s3 =\n"
-        "    addressing_style = path\n"
-        "    endpoint_url = http://s3.example:9000/\n"
-        "output = json\n"
-        "[dev]\n"               /* not a profile in the config file */
-        "region = us-west-1\n"
-        "[profile irsa]\n"
-        "role_arn = arn:aws:iam::123456789012:role/r\n"
-        "web_identity_token_file = /var/run/token\n";
+static const char CONFIG[] = "# comment\n"
+                             "[default]\n"
+                             "region = eu-west-3\n"
+                             "\n"
+                             "[profile dev]\n"
+                             "region = eu-central-1\n"
+                             "aws_access_key_id = FROMCONFIG\n"
+                             "aws_secret_access_key = config-secret\n"
+                             "endpoint_url = http://generic.example:9000\n"
+                             "s3 =\n"
+                             "    addressing_style = path\n"
+                             "    endpoint_url = http://s3.example:9000/\n"
+                             "output = json\n"
+                             "[dev]\n" /* not a profile in the config file */
+                             "region = us-west-1\n"
+                             "[profile irsa]\n"
+                             "role_arn = arn:aws:iam::123456789012:role/r\n"
+                             "web_identity_token_file = /var/run/token\n";
 
 static const char CREDENTIALS[] =
         "[dev]\r\n"
@@ -98,7 +108,7 @@ static const char CREDENTIALS[] =
         "aws_secret_access_key = creds-secret\r\n"
         "; region here is ignored\r\n"
         "region = ap-south-1\r\n"
-        "[profile dev]\n"       /* the credentials file has no "profile " prefix */
+        "[profile dev]\n" /* the credentials file has no "profile " prefix */
         "aws_access_key_id = WRONG\n";
 
 static void test_profile_files(void **state)
@@ -111,9 +121,9 @@ static void test_profile_files(void **state)
         struct aws_profile p;
         assert_int_equal(aws_profile_load(&p, NULL), 0);
         assert_true(p.found);
-        assert_string_equal(p.access_key, "FROMCREDS");       /* credentials file wins */
+        assert_string_equal(p.access_key, "FROMCREDS"); /* credentials file wins */
         assert_string_equal(p.secret_key, "creds-secret");
-        assert_string_equal(p.region, "eu-central-1");        /* from [profile dev] only */
+        assert_string_equal(p.region, "eu-central-1"); /* from [profile dev] only */
         assert_string_equal(p.endpoint_url, "http://generic.example:9000");
         assert_string_equal(p.s3_endpoint_url, "http://s3.example:9000/");
         assert_string_equal(p.s3_addressing_style, "path");
@@ -176,7 +186,7 @@ static void test_chain_order(void **state)
         setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", "http://127.0.0.1:9/creds", 1);
         expect_source("container");
         setenv("AWS_WEB_IDENTITY_TOKEN_FILE", "/var/run/token", 1);
-        expect_error("AWS_ROLE_ARN");  /* a token file without a role is an error, not skipped */
+        expect_error("AWS_ROLE_ARN"); /* a token file without a role is an error, not skipped */
         setenv("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/r", 1);
         expect_source("web identity");
         write_file(config_path, CONFIG);
@@ -229,7 +239,8 @@ static void test_region_endpoint_path_style(void **state)
         setenv("AWS_PROFILE", "dev", 1);
         struct storage_config *cfg = config_ok();
         assert_string_equal(cfg->region, "eu-central-1");
-        assert_string_equal(cfg->endpoint, "http://s3.example:9000");  /* s3's beats the generic one */
+        assert_string_equal(cfg->endpoint,
+                            "http://s3.example:9000"); /* s3's beats the generic one */
         assert_true(cfg->path_style);
         storage_config_free(cfg);
 
@@ -282,7 +293,10 @@ static void test_region_endpoint_path_style(void **state)
 static void test_documents(void **state)
 {
         (void)state;
-        static const struct { const char *s; long long want; } times[] = {
+        static const struct {
+                const char *s;
+                long long want;
+        } times[] = {
                 { "2026-11-23T15:04:05Z", 1795446245 },
                 { "2026-11-23T15:04:05.123Z", 1795446245 },
                 { "2026-11-23T17:04:05+02:00", 1795446245 },
@@ -305,18 +319,23 @@ static void test_documents(void **state)
         struct aws_creds c;
         assert_int_equal(creds_from_json("{\"Code\":\"Success\",\"AccessKeyId\":\"ASIA1\","
                                          "\"SecretAccessKey\":\"s\",\"Token\":\"t\","
-                                         "\"Expiration\":\"2026-11-23T15:04:05Z\"}", "x", &c, NULL),
+                                         "\"Expiration\":\"2026-11-23T15:04:05Z\"}",
+                                         "x", &c, NULL),
                          0);
         assert_string_equal(c.access_key, "ASIA1");
         assert_string_equal(c.session_token, "t");
         assert_int_equal((long long)c.expires, 1795446245);
         aws_creds_done(&c);
-        static const struct { const char *doc, *needle; } bad[] = {
+        static const struct {
+                const char *doc, *needle;
+        } bad[] = {
                 { "[]", "not a JSON object" },
                 { "{\"AccessKeyId\":\"A\"}", "lacks AccessKeyId or SecretAccessKey" },
                 { "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":7}", "lacks" },
-                { "{\"Code\":\"Failed\",\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"s\"}", "Code Failed" },
-                { "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"s\",\"Expiration\":\"soon\"}", "ISO 8601" },
+                { "{\"Code\":\"Failed\",\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"s\"}",
+                  "Code Failed" },
+                { "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"s\",\"Expiration\":\"soon\"}",
+                  "ISO 8601" },
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 struct bc_error err = BC_ERROR_INIT;
@@ -325,12 +344,20 @@ static void test_documents(void **state)
                         fail_msg("'%s': '%s'", bad[i].doc, bc_error_message(&err));
                 bc_error_clear(&err);
         }
-        static const struct { const char *url; int ok; } urls[] = {
-                { "http://127.0.0.1:8080/x", 1 }, { "http://localhost/x", 1 },
-                { "http://169.254.170.2/v2/credentials", 1 }, { "http://169.254.170.23/v1", 1 },
-                { "http://[::1]:80/x", 1 }, { "http://[fd00:ec2::23]/x", 1 },
-                { "https://anything.example/x", 1 }, { "http://169.254.169.254/x", 0 },
-                { "http://example.com/x", 0 }, { "ftp://127.0.0.1/x", 0 },
+        static const struct {
+                const char *url;
+                int ok;
+        } urls[] = {
+                { "http://127.0.0.1:8080/x", 1 },
+                { "http://localhost/x", 1 },
+                { "http://169.254.170.2/v2/credentials", 1 },
+                { "http://169.254.170.23/v1", 1 },
+                { "http://[::1]:80/x", 1 },
+                { "http://[fd00:ec2::23]/x", 1 },
+                { "https://anything.example/x", 1 },
+                { "http://169.254.169.254/x", 0 },
+                { "http://example.com/x", 0 },
+                { "ftp://127.0.0.1/x", 0 },
         };
         for (size_t i = 0; i < ELEMENTSOF(urls); i++)
                 if ((creds_container_check_url(urls[i].url, NULL) == 0) != urls[i].ok)

@@ -40,7 +40,9 @@ struct header_vector {
 
 static enum storage_method method_of(const char *m)
 {
-        return strcmp(m, "PUT") == 0 ? STORAGE_PUT : strcmp(m, "HEAD") == 0 ? STORAGE_HEAD : STORAGE_GET;
+        return strcmp(m, "PUT") == 0    ? STORAGE_PUT
+               : strcmp(m, "HEAD") == 0 ? STORAGE_HEAD
+                                        : STORAGE_GET;
 }
 
 static void test_presign_vectors(void **state)
@@ -49,10 +51,14 @@ static void test_presign_vectors(void **state)
         for (size_t i = 0; i < ELEMENTSOF(presign_vectors); i++) {
                 const struct presign_vector *v = &presign_vectors[i];
                 struct storage_config cfg = {
-                        .access_key = (char *)AK, .secret_key = (char *)SK,
-                        .session_token = (char *)v->token, .region = (char *)v->region,
-                        .endpoint = (char *)v->endpoint, .bucket = (char *)v->bucket,
-                        .prefix = (char *)"", .path_style = v->path_style,
+                        .access_key = (char *)AK,
+                        .secret_key = (char *)SK,
+                        .session_token = (char *)v->token,
+                        .region = (char *)v->region,
+                        .endpoint = (char *)v->endpoint,
+                        .bucket = (char *)v->bucket,
+                        .prefix = (char *)"",
+                        .path_style = v->path_style,
                 };
                 struct bc_error err = BC_ERROR_INIT;
                 char *url = NULL;
@@ -66,7 +72,8 @@ static void test_presign_vectors(void **state)
                 const char *sig = strstr(url, "X-Amz-Signature=");
                 assert_non_null(sig);
                 if (strcmp(sig + 16, v->signature) != 0)
-                        fail_msg("%s: signature\n got %s\nwant %s", v->desc, sig + 16, v->signature);
+                        fail_msg("%s: signature\n got %s\nwant %s", v->desc, sig + 16,
+                                 v->signature);
                 /* The token must travel in the URL, the secret never. */
                 assert_null(strstr(url, "EXAMPLEKEY"));
                 assert_int_equal(v->token != NULL, strstr(url, "X-Amz-Security-Token=") != NULL);
@@ -117,15 +124,26 @@ static void test_header_vectors(void **state)
                         if (kn > len)
                                 kn = len;
                         q[nq].name = owned[nowned++] = pct_decode(s, kn);
-                        q[nq].value = owned[nowned++] = kn < len ? pct_decode(s + kn + 1, len - kn - 1) : strdup("");
+                        q[nq].value = owned[nowned++] = kn < len ? pct_decode(s + kn + 1,
+                                                                              len - kn - 1)
+                                                                 : strdup("");
                         nq++;
                         s += len + (s[len] == '&');
                 }
                 struct sigv4_request req = {
-                        .method = v->method, .host = host, .path = path, .query = q, .n_query = nq,
-                        .headers = v->headers, .n_headers = v->n_headers,
-                        .payload_sha256 = v->payload, .access_key = AK, .secret_key = SK,
-                        .session_token = v->token, .region = v->region, .now = VEC_NOW,
+                        .method = v->method,
+                        .host = host,
+                        .path = path,
+                        .query = q,
+                        .n_query = nq,
+                        .headers = v->headers,
+                        .n_headers = v->n_headers,
+                        .payload_sha256 = v->payload,
+                        .access_key = AK,
+                        .secret_key = SK,
+                        .session_token = v->token,
+                        .region = v->region,
+                        .now = VEC_NOW,
                 };
                 struct bc_error err = BC_ERROR_INIT;
                 char *auth = NULL;
@@ -177,11 +195,18 @@ static void test_aws_header_examples(void **state)
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct sigv4_request req = {
-                        .method = cases[i].method, .host = "examplebucket.s3.amazonaws.com",
-                        .path = cases[i].path, .query = cases[i].query, .n_query = cases[i].nq,
-                        .headers = cases[i].headers, .n_headers = cases[i].nh,
-                        .payload_sha256 = cases[i].payload, .access_key = AK, .secret_key = SK,
-                        .region = "us-east-1", .now = VEC_NOW,
+                        .method = cases[i].method,
+                        .host = "examplebucket.s3.amazonaws.com",
+                        .path = cases[i].path,
+                        .query = cases[i].query,
+                        .n_query = cases[i].nq,
+                        .headers = cases[i].headers,
+                        .n_headers = cases[i].nh,
+                        .payload_sha256 = cases[i].payload,
+                        .access_key = AK,
+                        .secret_key = SK,
+                        .region = "us-east-1",
+                        .now = VEC_NOW,
                 };
                 char *auth = NULL;
                 assert_int_equal(sigv4_authorization(&req, &auth, NULL), 0);
@@ -197,12 +222,18 @@ static void test_aws_presign_example(void **state)
 {
         (void)state;
         struct storage_config cfg = {
-                .access_key = (char *)AK, .secret_key = (char *)SK, .region = (char *)"us-east-1",
-                .bucket = (char *)"examplebucket", .prefix = (char *)"",
+                .access_key = (char *)AK,
+                .secret_key = (char *)SK,
+                .region = (char *)"us-east-1",
+                .bucket = (char *)"examplebucket",
+                .prefix = (char *)"",
         };
         char *url = NULL;
-        assert_int_equal(s3_presign_at(&cfg, STORAGE_GET, "test.txt", NULL, 0, VEC_NOW, 86400, &url, NULL), 0);
-        assert_string_equal(url,
+        assert_int_equal(
+                s3_presign_at(&cfg, STORAGE_GET, "test.txt", NULL, 0, VEC_NOW, 86400, &url, NULL),
+                0);
+        assert_string_equal(
+                url,
                 "https://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256"
                 "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
                 "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
@@ -214,11 +245,18 @@ static void test_expiry_bounds(void **state)
 {
         (void)state;
         struct storage_config cfg = {
-                .access_key = (char *)AK, .secret_key = (char *)SK, .region = (char *)"us-east-1",
-                .bucket = (char *)"examplebucket", .prefix = (char *)"",
+                .access_key = (char *)AK,
+                .secret_key = (char *)SK,
+                .region = (char *)"us-east-1",
+                .bucket = (char *)"examplebucket",
+                .prefix = (char *)"",
         };
-        static const struct { long expires; int ok; } cases[] = {
-                { -1, 0 }, { 0, 0 }, { 1, 1 }, { 3600, 1 }, { 604800, 1 }, { 604801, 0 }, { 1L << 40, 0 },
+        static const struct {
+                long expires;
+                int ok;
+        } cases[] = {
+                { -1, 0 },     { 0, 0 },      { 1, 1 },        { 3600, 1 },
+                { 604800, 1 }, { 604801, 0 }, { 1L << 40, 0 },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 struct bc_error err = BC_ERROR_INIT;
@@ -241,11 +279,17 @@ static void test_expiry_bounds(void **state)
 static void test_object_key(void **state)
 {
         (void)state;
-        static const char sha[] = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
-        static const struct { const char *prefix, *sha, *want; } cases[] = {
-                { "", sha, "sha256/9f/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.tar.gz" },
-                { "boxcar", sha, "boxcar/sha256/9f/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.tar.gz" },
-                { "a/b", sha, "a/b/sha256/9f/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.tar.gz" },
+        static const char sha[] =
+                "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        static const struct {
+                const char *prefix, *sha, *want;
+        } cases[] = {
+                { "", sha,
+                  "sha256/9f/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.tar.gz" },
+                { "boxcar", sha,
+                  "boxcar/sha256/9f/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.tar.gz" },
+                { "a/b", sha,
+                  "a/b/sha256/9f/9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.tar.gz" },
                 { "", "9F86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08", NULL },
                 { "", "9f86", NULL },
                 { "", "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08a", NULL },
@@ -296,10 +340,20 @@ static void test_limits(void **state)
 static void clear_env(void)
 {
         static const char *const vars[] = {
-                "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-                "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_PROFILE",
-                "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "BOXCAR_S3_BUCKET", "BOXCAR_S3_PREFIX",
+                "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN",
+                "AWS_REGION",
+                "AWS_DEFAULT_REGION",
+                "AWS_ENDPOINT_URL_S3",
+                "AWS_ENDPOINT_URL",
+                "AWS_PROFILE",
+                "AWS_WEB_IDENTITY_TOKEN_FILE",
+                "AWS_ROLE_ARN",
+                "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+                "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                "BOXCAR_S3_BUCKET",
+                "BOXCAR_S3_PREFIX",
                 "BOXCAR_S3_FORCE_PATH_STYLE",
         };
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
@@ -371,7 +425,11 @@ static void test_config_env(void **state)
 static void test_uri_encode(void **state)
 {
         (void)state;
-        static const struct { const char *in; int slash; const char *want; } cases[] = {
+        static const struct {
+                const char *in;
+                int slash;
+                const char *want;
+        } cases[] = {
                 { "AZaz09-._~", 0, "AZaz09-._~" },
                 { "a b+c", 1, "a%20b%2Bc" },
                 { "a/b", 1, "a/b" },

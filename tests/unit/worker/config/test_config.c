@@ -21,13 +21,16 @@ static void test_durations(void **state)
                 int ok;
                 double want;
         } cases[] = {
-                { "30s", 1, 30 }, { "30", 1, 30 }, { "250ms", 1, 0.25 }, { "5m", 1, 300 },
-                { "2h", 1, 7200 }, { "1d", 1, 86400 }, { "1.5s", 1, 1.5 }, { "0", 0, 0 },
-                { "", 0, 0 }, { "-1s", 0, 0 }, { "10x", 0, 0 }, { "s", 0, 0 },
-                { "nan", 0, 0 }, { "400d", 0, 0 }, { "365d", 1, 365 * 86400 }, { "7d", 1, 604800 },
-                { "1.5h", 1, 5400 }, { "0.5", 1, 0.5 }, { " 5s", 0, 0 }, { "+5s", 0, 0 },
-                { "1e3", 0, 0 }, { "0x10", 0, 0 }, { "5.s", 0, 0 }, { ".5s", 0, 0 },
-                { "5 s", 0, 0 }, { "5S", 0, 0 }, { "inf", 0, 0 }, { "5sec", 0, 0 },
+                { "30s", 1, 30 },    { "30", 1, 30 },     { "250ms", 1, 0.25 },
+                { "5m", 1, 300 },    { "2h", 1, 7200 },   { "1d", 1, 86400 },
+                { "1.5s", 1, 1.5 },  { "0", 0, 0 },       { "", 0, 0 },
+                { "-1s", 0, 0 },     { "10x", 0, 0 },     { "s", 0, 0 },
+                { "nan", 0, 0 },     { "400d", 0, 0 },    { "365d", 1, 365 * 86400 },
+                { "7d", 1, 604800 }, { "1.5h", 1, 5400 }, { "0.5", 1, 0.5 },
+                { " 5s", 0, 0 },     { "+5s", 0, 0 },     { "1e3", 0, 0 },
+                { "0x10", 0, 0 },    { "5.s", 0, 0 },     { ".5s", 0, 0 },
+                { "5 s", 0, 0 },     { "5S", 0, 0 },      { "inf", 0, 0 },
+                { "5sec", 0, 0 },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 double got = -1;
@@ -57,8 +60,8 @@ static void test_queues(void **state)
         assert_string_equal(q[4], ".a/..b");
         assert_null(q[5]);
         config_strv_free(q);
-        static const char *const bad[] = { "", "a,,b", "a,", "x y", "a/b/c", "/a", "a/", "é", ".", "..",
-                                           "../x", "x/..", "./x", "x/." };
+        static const char *const bad[] = { "",  "a,,b", "a,", "x y",  "a/b/c", "/a",  "a/",
+                                           "é", ".",    "..", "../x", "x/..",  "./x", "x/." };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 q = NULL;
                 if (config_parse_queues(bad[i], &q, &err) == 0)
@@ -99,10 +102,10 @@ static void test_worker_flags(void **state)
         config_done(&c);
 
         assert_int_equal(parse(&c, &err, "--queues", "a,b", "--concurrency", "8", "--lease", "1m",
-                               "--poll-interval", "500ms", "--drain-timeout", "0",
-                               "--sandbox", "none", "--database-url", "postgresql://flag/db",
-                               "--worker-id", "w-1", "--log-format", "json", "--log-level",
-                               "debug", "--work-dir", "/tmp/x", NULL),
+                               "--poll-interval", "500ms", "--drain-timeout", "0", "--sandbox",
+                               "none", "--database-url", "postgresql://flag/db", "--worker-id",
+                               "w-1", "--log-format", "json", "--log-level", "debug", "--work-dir",
+                               "/tmp/x", NULL),
                          0);
         assert_string_equal(c.database_url, "postgresql://flag/db");
         assert_string_equal(c.queues[1], "b");
@@ -115,8 +118,8 @@ static void test_worker_flags(void **state)
         config_done(&c);
 
         /* Every size flag takes the same units (common/size.c). */
-        assert_int_equal(parse(&c, &err, "--max-log-bytes", "10MiB", "--max-output-bytes", "512KiB",
-                               "--volume-cache-mb", "2GiB", NULL),
+        assert_int_equal(parse(&c, &err, "--max-log-bytes", "10MiB", "--max-output-bytes",
+                               "512KiB", "--volume-cache-mb", "2GiB", NULL),
                          0);
         assert_true(c.max_log_bytes == 10u << 20);
         assert_int_equal(c.max_output_bytes, 512u << 10);
@@ -146,7 +149,8 @@ static void test_worker_flags(void **state)
         assert_int_equal(parse(&c, &err, "--disk-wait", "2s", NULL), 0);
         assert_true(c.disk_wait_s == 2);
         config_done(&c);
-        assert_int_equal(parse(&c, &err, "--retention", "7d", "--artifact-url-ttl", "7d", NULL), 0);
+        assert_int_equal(parse(&c, &err, "--retention", "7d", "--artifact-url-ttl", "7d", NULL),
+                         0);
         assert_true(c.retention_s == 7 * 86400 && c.artifact_url_ttl_s == 7 * 86400);
         config_done(&c);
 
@@ -159,7 +163,8 @@ static void test_worker_flags(void **state)
         config_done(&c);
         setenv("BOXCAR_ALLOW_URL_CIDRS", "10.2.0.0/16", 1);
         assert_int_equal(parse(&c, &err, "--allow-url-cidr", "fd00::/8,192.168.5.0/24",
-                               "--allow-url-cidr", "127.0.0.1", NULL), 0);
+                               "--allow-url-cidr", "127.0.0.1", NULL),
+                         0);
         assert_false(c.url_guard.allow_all);
         assert_int_equal(c.url_guard.n_allow, 4);
         config_done(&c);
@@ -177,7 +182,8 @@ static void test_worker_flags(void **state)
         config_done(&c);
         setenv("BOXCAR_ALLOW_PRIVATE_URLS", "maybe", 1);
         assert_true(parse(&c, &err, NULL) < 0);
-        assert_non_null(strstr(bc_error_message(&err), "BOXCAR_ALLOW_PRIVATE_URLS: invalid value 'maybe'"));
+        assert_non_null(strstr(bc_error_message(&err),
+                               "BOXCAR_ALLOW_PRIVATE_URLS: invalid value 'maybe'"));
         bc_error_clear(&err);
         unsetenv("BOXCAR_ALLOW_PRIVATE_URLS");
         setenv("BOXCAR_ALLOW_URL_CIDRS", "10.2.3.4/16", 1);
@@ -202,9 +208,10 @@ static void test_network_allow(void **state)
         setenv("DATABASE_URL", "postgresql://env/db", 1);
         struct worker_config c;
         struct bc_error err = BC_ERROR_INIT;
-        assert_int_equal(parse(&c, &err, "--network-allow", "ci=pypi.org:443, *.pythonhosted.org:443",
-                               "--network-allow", "db = 10.2.0.0/16:5432; ci=files.example.com:443",
-                               NULL), 0);
+        assert_int_equal(parse(&c, &err, "--network-allow",
+                               "ci=pypi.org:443, *.pythonhosted.org:443", "--network-allow",
+                               "db = 10.2.0.0/16:5432; ci=files.example.com:443", NULL),
+                         0);
         assert_int_equal(c.n_network_caps, 2);
         struct netallow_rule job[3];
         assert_int_equal(netallow_parse("files.pythonhosted.org:443", &job[0]), NETALLOW_OK);
@@ -249,7 +256,8 @@ static void test_worker_flag_errors(void **state)
                 { "--concurrency", "0", "--concurrency: invalid value '0'" },
                 { "--concurrency", "2000", "--concurrency: invalid value '2000'" },
                 { "--lease", "soon", "--lease: invalid value 'soon'" },
-                { "--poll-interval", "60s", "--poll-interval (60s) must not exceed --lease (30s)" },
+                { "--poll-interval", "60s",
+                  "--poll-interval (60s) must not exceed --lease (30s)" },
                 { "--sandbox", "docker", "--sandbox: 'docker' is not a backend" },
                 { "--log-format", "xml", "--log-format: invalid value 'xml'" },
                 { "--work-dir", "relative", "--work-dir: 'relative' must be an absolute path" },
@@ -259,17 +267,20 @@ static void test_worker_flag_errors(void **state)
                 { "--max-output-bytes", "65MiB", "--max-output-bytes: '65MiB' is out of range" },
                 { "--max-output-bytes", "-1", "--max-output-bytes: '-1' is not a size" },
                 { "--volume-cache-mb", "0", "--volume-cache-mb: '0' is out of range" },
-                { "--disk-reserve", "91%", "--disk-reserve: '91%' is not a percentage from 0% to 90%" },
+                { "--disk-reserve", "91%",
+                  "--disk-reserve: '91%' is not a percentage from 0% to 90%" },
                 { "--disk-reserve", "-5%", "--disk-reserve: '-5%' is not a percentage" },
                 { "--disk-reserve", "5.5%", "--disk-reserve: '5.5%' is not a percentage" },
                 { "--disk-reserve", "lots", "--disk-reserve: 'lots' is not a size" },
-                { "--disk-wait", "500ms", "--disk-wait: invalid value '500ms' (a duration from 1s to 1h" },
+                { "--disk-wait", "500ms",
+                  "--disk-wait: invalid value '500ms' (a duration from 1s to 1h" },
                 { "--disk-wait", "2h", "--disk-wait: invalid value '2h'" },
                 { "--webhook-concurrency", "65",
                   "--webhook-concurrency: invalid value '65' (a number from 1 to 64)" },
                 { "--artifact-url-ttl", "8d", "--artifact-url-ttl: invalid value '8d'" },
                 { "--webhook-timeout", "601s", "--webhook-timeout: invalid value '601s'" },
-                { "--allow-url-cidr", "10.0.0.0/33", "--allow-url-cidr: '10.0.0.0/33' is not a CIDR" },
+                { "--allow-url-cidr", "10.0.0.0/33",
+                  "--allow-url-cidr: '10.0.0.0/33' is not a CIDR" },
                 { "--allow-url-cidr", "intranet", "--allow-url-cidr: 'intranet' is not a CIDR" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -343,8 +354,8 @@ static void test_config_file(void **state)
         setenv("BOXCAR_CONFIG", path, 1);
         setenv("BOXCAR_CONCURRENCY", "9", 1);
         setenv("BOXCAR_QUEUES", "envq", 1);
-        assert_int_equal(parse(&c, &err, "--queues", "flagq", "--network-allow", "ci=x.org:443",
-                               NULL), 0);
+        assert_int_equal(
+                parse(&c, &err, "--queues", "flagq", "--network-allow", "ci=x.org:443", NULL), 0);
         /* --network-allow adds to the file's caps. */
         assert_int_equal(c.n_network_caps, 2);
         assert_int_equal(c.network_caps[0].n_rules, 2);
@@ -368,7 +379,8 @@ static void test_config_file(void **state)
         static const struct {
                 const char *text, *want;
         } bad[] = {
-                { "# x\nconcurrency = 0\n", ":2: concurrency: invalid value '0' (a number from 1 to 1024)" },
+                { "# x\nconcurrency = 0\n",
+                  ":2: concurrency: invalid value '0' (a number from 1 to 1024)" },
                 { "frobnicate = 1\n", ":1: unknown key 'frobnicate'" },
                 { "help = 1\n", ":1: unknown key 'help'" },
                 { "config = /x\n", ":1: unknown key 'config'" },
@@ -422,12 +434,9 @@ static void test_config_file(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_durations),
-                cmocka_unit_test(test_queues),
-                cmocka_unit_test(test_worker_flags),
-                cmocka_unit_test(test_worker_flag_errors),
-                cmocka_unit_test(test_network_allow),
-                cmocka_unit_test(test_config_file),
+                cmocka_unit_test(test_durations),     cmocka_unit_test(test_queues),
+                cmocka_unit_test(test_worker_flags),  cmocka_unit_test(test_worker_flag_errors),
+                cmocka_unit_test(test_network_allow), cmocka_unit_test(test_config_file),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }

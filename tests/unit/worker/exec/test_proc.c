@@ -42,9 +42,16 @@ static pid_t run_reporting(const char *script, struct proc_outcome *o, struct dy
         char *envp[] = { "PATH=/usr/bin:/bin", NULL };
         dynbuf_init(report, 65536);
         struct proc_request req = {
-                .argv = argv, .envp = envp, .timeout_s = 20, .output_cap = 4096,
-                .cancel_fd = -1, .kill_signal = SIGKILL, .pass_fd = p[1],
-                .report = report, .report_fd = p[0], .child_end = p[1],
+                .argv = argv,
+                .envp = envp,
+                .timeout_s = 20,
+                .output_cap = 4096,
+                .cancel_fd = -1,
+                .kill_signal = SIGKILL,
+                .pass_fd = p[1],
+                .report = report,
+                .report_fd = p[0],
+                .child_end = p[1],
         };
         struct bc_error err = BC_ERROR_INIT;
         assert_int_equal(proc_run(&req, o, &err), 0);
@@ -62,8 +69,8 @@ static void test_report_ends_the_run_before_the_exit(void **state)
         (void)state;
         struct proc_outcome o;
         struct dynbuf report;
-        pid_t pid = run_reporting("echo out; echo $$ >&3; exec 3>&- >/dev/null 2>&1; sleep 1",
-                                  &o, &report);
+        pid_t pid = run_reporting("echo out; echo $$ >&3; exec 3>&- >/dev/null 2>&1; sleep 1", &o,
+                                  &report);
         assert_true(pid > 0);
         assert_true(o.reaped_later);
         assert_int_equal(o.out.len, 4);

@@ -31,7 +31,8 @@ static void test_escape(void **state)
         } cases[] = {
                 { "plain text", "plain text" },
                 { "<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;" },
-                { "\"><img src=x onerror=alert(1)>", "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" },
+                { "\"><img src=x onerror=alert(1)>",
+                  "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" },
                 { "' onmouseover='x", "&#39; onmouseover=&#39;x" },
                 { "a & b &amp;", "a &amp; b &amp;amp;" },
                 { "", "" },
@@ -63,7 +64,7 @@ static void test_form_value(void **state)
         assert_true(ui_form_value(&b, "csrf", v, sizeof(v)));
         assert_string_equal(v, "ab12");
         assert_true(ui_form_value(&b, "id", v, sizeof(v)));
-        assert_string_equal(v, "a/b c%zz");     /* a bad escape stays as sent */
+        assert_string_equal(v, "a/b c%zz"); /* a bad escape stays as sent */
         assert_true(ui_form_value(&b, "empty", v, sizeof(v)));
         assert_string_equal(v, "");
         assert_true(ui_form_value(&b, "last", v, sizeof(v)));
@@ -72,7 +73,7 @@ static void test_form_value(void **state)
         assert_false(ui_form_value(&b, "token", v, sizeof(v)));
         char small[4];
         assert_true(ui_form_value(&b, "csrf", small, sizeof(small)));
-        assert_string_equal(small, "ab1");      /* cut, never overrun */
+        assert_string_equal(small, "ab1"); /* cut, never overrun */
         dynbuf_done(&b);
 }
 
@@ -103,10 +104,8 @@ static void test_equal(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_escape),
-                cmocka_unit_test(test_urlenc),
-                cmocka_unit_test(test_form_value),
-                cmocka_unit_test(test_uuid),
+                cmocka_unit_test(test_escape),     cmocka_unit_test(test_urlenc),
+                cmocka_unit_test(test_form_value), cmocka_unit_test(test_uuid),
                 cmocka_unit_test(test_equal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,7 +48,7 @@ static void test_nothing_pending_is_null(void **state)
         struct livelog l;
         livelog_init(&l, "job", 1, 1, 0, 1024, NULL, NULL);
         assert_null(livelog_take(&l));
-        livelog_write(&l, 0, NULL, 0);     /* a tick with nothing to store */
+        livelog_write(&l, 0, NULL, 0); /* a tick with nothing to store */
         assert_null(livelog_take(&l));
         livelog_done(&l);
 }
@@ -59,7 +59,7 @@ static void test_chunks_by_stream_in_hex(void **state)
         struct livelog l;
         livelog_init(&l, "job", 1, 1, 0, 1024, NULL, NULL);
         livelog_write(&l, 1, "hi", 2);
-        livelog_write(&l, 1, "\n", 1);     /* the same stream: one chunk */
+        livelog_write(&l, 1, "\n", 1); /* the same stream: one chunk */
         livelog_write(&l, 2, "\xff\x00", 2);
         livelog_write(&l, 1, "\"", 1);
         cJSON *j = take_json(&l);

@@ -64,8 +64,8 @@ static void test_json_types_and_absent_fields(void **state)
         log_setup(LOG_JSON, LOG_DEBUG);
         struct capture c;
         capture_start(&c);
-        log_event(LOG_INFO, "job.finished", "job_id", "j-1", LOG_INT("attempt", 2),
-                  "status", "succeeded", "error_code", NULL, LOG_INT("retry_ms", 5000),
+        log_event(LOG_INFO, "job.finished", "job_id", "j-1", LOG_INT("attempt", 2), "status",
+                  "succeeded", "error_code", NULL, LOG_INT("retry_ms", 5000),
                   LOG_BOOL("will_retry", 0), "detail", (const char *)NULL, NULL);
         char *out = capture_end(&c);
         cJSON *j = one_json_line(out);

@@ -26,9 +26,9 @@
 #include "worker/http/server.h"
 #include "worker/metrics/metrics.h"
 
-#define DROPPED_HEAD                                                                        \
+#define DROPPED_HEAD                                                                       \
         "# HELP boxcar_metrics_series_dropped_total Updates dropped because their family " \
-        "reached its cap on label combinations.\n"                                          \
+        "reached its cap on label combinations.\n"                                         \
         "# TYPE boxcar_metrics_series_dropped_total counter\n"
 
 static const char *const queue_status[] = { "queue", "status", NULL };
@@ -58,11 +58,16 @@ static void test_counter_gauge_exact(void **state)
 {
         (void)state;
         const struct metrics_desc d[] = {
-                { .name = "boxcar_jobs_finished_total", .help = "Jobs finished, by queue and status.",
-                  .type = METRICS_COUNTER, .labels = queue_status },
-                { .name = "boxcar_slots_free", .help = "Job slots without a job.",
+                { .name = "boxcar_jobs_finished_total",
+                  .help = "Jobs finished, by queue and status.",
+                  .type = METRICS_COUNTER,
+                  .labels = queue_status },
+                { .name = "boxcar_slots_free",
+                  .help = "Job slots without a job.",
                   .type = METRICS_GAUGE },
-                { .name = "boxcar_jobs_running", .help = "Jobs running.", .type = METRICS_GAUGE,
+                { .name = "boxcar_jobs_running",
+                  .help = "Jobs running.",
+                  .type = METRICS_GAUGE,
                   .labels = queue_only },
         };
         struct metrics *m = new_registry(d, ELEMENTSOF(d));
@@ -101,18 +106,25 @@ static void test_histogram_exact(void **state)
         (void)state;
         static const double b[] = { 0.25, 1, 10 };
         const struct metrics_desc d[] = {
-                { .name = "boxcar_job_duration_seconds", .help = "Job wall time.",
-                  .type = METRICS_HISTOGRAM, .labels = queue_only, .buckets = b, .n_buckets = 3 },
-                { .name = "boxcar_sandbox_start_seconds", .help = "Sandbox setup time.",
-                  .type = METRICS_HISTOGRAM, .buckets = b, .n_buckets = 3 },
+                { .name = "boxcar_job_duration_seconds",
+                  .help = "Job wall time.",
+                  .type = METRICS_HISTOGRAM,
+                  .labels = queue_only,
+                  .buckets = b,
+                  .n_buckets = 3 },
+                { .name = "boxcar_sandbox_start_seconds",
+                  .help = "Sandbox setup time.",
+                  .type = METRICS_HISTOGRAM,
+                  .buckets = b,
+                  .n_buckets = 3 },
         };
         struct metrics *m = new_registry(d, ELEMENTSOF(d));
         const char *q[] = { "default" };
         /* Upper bounds are inclusive: 0.25 counts in le="0.25". */
         static const double obs[] = { 0.125, 0.25, 0.5, 20 };
         for (size_t i = 0; i < ELEMENTSOF(obs); i++)
-                assert_int_equal(metrics_histogram_observe(m, "boxcar_job_duration_seconds", q,
-                                                           obs[i]), 0);
+                assert_int_equal(
+                        metrics_histogram_observe(m, "boxcar_job_duration_seconds", q, obs[i]), 0);
         assert_render(m, "# HELP boxcar_job_duration_seconds Job wall time.\n"
                          "# TYPE boxcar_job_duration_seconds histogram\n"
                          "boxcar_job_duration_seconds_bucket{queue=\"default\",le=\"0.25\"} 2\n"
@@ -136,8 +148,10 @@ static void test_escaping(void **state)
 {
         (void)state;
         const struct metrics_desc d[] = {
-                { .name = "t_total", .help = "line one\nback\\slash \"quoted\"",
-                  .type = METRICS_COUNTER, .labels = queue_only },
+                { .name = "t_total",
+                  .help = "line one\nback\\slash \"quoted\"",
+                  .type = METRICS_COUNTER,
+                  .labels = queue_only },
         };
         struct metrics *m = new_registry(d, ELEMENTSOF(d));
         const char *v[] = { "a\\b\"c\nd caf\xc3\xa9" };
@@ -152,7 +166,10 @@ static void test_series_cap(void **state)
 {
         (void)state;
         const struct metrics_desc d[] = {
-                { .name = "t_total", .help = "h", .type = METRICS_COUNTER, .labels = queue_only,
+                { .name = "t_total",
+                  .help = "h",
+                  .type = METRICS_COUNTER,
+                  .labels = queue_only,
                   .max_series = 3 },
         };
         struct metrics *m = new_registry(d, ELEMENTSOF(d));
@@ -165,9 +182,11 @@ static void test_series_cap(void **state)
         /* Existing series still count once the family is full. */
         const char *q0[] = { "q0" };
         assert_int_equal(metrics_counter_add(m, "t_total", q0, 1), 0);
-        assert_render(m, "# HELP t_total h\n# TYPE t_total counter\n"
-                         "t_total{queue=\"q0\"} 2\nt_total{queue=\"q1\"} 1\nt_total{queue=\"q2\"} 1\n"
-                         DROPPED_HEAD "boxcar_metrics_series_dropped_total{family=\"t_total\"} 7\n");
+        assert_render(
+                m,
+                "# HELP t_total h\n# TYPE t_total counter\n"
+                "t_total{queue=\"q0\"} 2\nt_total{queue=\"q1\"} 1\nt_total{queue=\"q2\"} 1\n" DROPPED_HEAD
+                "boxcar_metrics_series_dropped_total{family=\"t_total\"} 7\n");
         metrics_free(m);
 }
 
@@ -190,8 +209,12 @@ static void test_register_errors(void **state)
                 { { .name = "bad-name", .type = METRICS_GAUGE }, -EINVAL },
                 { { .name = "", .type = METRICS_GAUGE }, -EINVAL },
                 { { .name = "ns:ok", .type = METRICS_GAUGE }, 0 },
-                { { .name = "h1", .type = METRICS_HISTOGRAM, .labels = le, .buckets = b,
-                    .n_buckets = 2 }, -EINVAL },
+                { { .name = "h1",
+                    .type = METRICS_HISTOGRAM,
+                    .labels = le,
+                    .buckets = b,
+                    .n_buckets = 2 },
+                  -EINVAL },
                 { { .name = "h2", .type = METRICS_HISTOGRAM, .buckets = unsorted, .n_buckets = 2 },
                   -EINVAL },
                 { { .name = "h3", .type = METRICS_HISTOGRAM, .buckets = inf, .n_buckets = 2 },
@@ -224,7 +247,11 @@ static void test_update_errors(void **state)
         const struct metrics_desc d[] = {
                 { .name = "c_total", .help = "h", .type = METRICS_COUNTER, .labels = queue_only },
                 { .name = "g", .help = "h", .type = METRICS_GAUGE },
-                { .name = "h", .help = "h", .type = METRICS_HISTOGRAM, .buckets = b, .n_buckets = 1 },
+                { .name = "h",
+                  .help = "h",
+                  .type = METRICS_HISTOGRAM,
+                  .buckets = b,
+                  .n_buckets = 1 },
         };
         struct metrics *m = new_registry(d, ELEMENTSOF(d));
         char long_value[METRICS_MAX_VALUE_LEN + 2];
@@ -260,10 +287,21 @@ static void test_format_double(void **state)
                 double v;
                 const char *want;
         } cases[] = {
-                { 0, "0" }, { -0.0, "0" }, { 1, "1" }, { -3, "-3" }, { 2.5, "2.5" },
-                { 0.1, "0.1" }, { 0.005, "0.005" }, { 1e15, "1e+15" }, { 123456789, "123456789" },
-                { 1.0 / 3, "0.3333333333333333" }, { INFINITY, "+Inf" }, { -INFINITY, "-Inf" },
-                { NAN, "NaN" }, { 4294967296.0, "4294967296" }, { 1e-9, "1e-09" },
+                { 0, "0" },
+                { -0.0, "0" },
+                { 1, "1" },
+                { -3, "-3" },
+                { 2.5, "2.5" },
+                { 0.1, "0.1" },
+                { 0.005, "0.005" },
+                { 1e15, "1e+15" },
+                { 123456789, "123456789" },
+                { 1.0 / 3, "0.3333333333333333" },
+                { INFINITY, "+Inf" },
+                { -INFINITY, "-Inf" },
+                { NAN, "NaN" },
+                { 4294967296.0, "4294967296" },
+                { 1e-9, "1e-09" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char buf[32];
@@ -287,7 +325,7 @@ static void *hammer(void *arg)
                 metrics_histogram_observe(m, "d_seconds", q[i & 1], 0.5);
                 metrics_gauge_add(m, "running", NULL, -1);
                 if (i % 1000 == 0)
-                        free(metrics_render(m, NULL));  /* scrapes race the updates */
+                        free(metrics_render(m, NULL)); /* scrapes race the updates */
         }
         return NULL;
 }
@@ -298,8 +336,11 @@ static void test_concurrent(void **state)
         const struct metrics_desc d[] = {
                 { .name = "c_total", .help = "h", .type = METRICS_COUNTER, .labels = queue_only },
                 { .name = "running", .help = "h", .type = METRICS_GAUGE },
-                { .name = "d_seconds", .help = "h", .type = METRICS_HISTOGRAM,
-                  .labels = queue_only, .buckets = metrics_buckets_seconds,
+                { .name = "d_seconds",
+                  .help = "h",
+                  .type = METRICS_HISTOGRAM,
+                  .labels = queue_only,
+                  .buckets = metrics_buckets_seconds,
                   .n_buckets = metrics_n_buckets_seconds },
         };
         struct metrics *m = new_registry(d, ELEMENTSOF(d));
@@ -317,7 +358,8 @@ static void test_concurrent(void **state)
         snprintf(want, sizeof(want), "\nd_seconds_bucket{queue=\"b\",le=\"0.5\"} %d\n",
                  THREADS * ROUNDS / 2);
         assert_non_null(strstr(text, want));
-        snprintf(want, sizeof(want), "\nd_seconds_sum{queue=\"a\"} %d\nd_seconds_count{queue=\"a\"} %d\n",
+        snprintf(want, sizeof(want),
+                 "\nd_seconds_sum{queue=\"a\"} %d\nd_seconds_count{queue=\"a\"} %d\n",
                  THREADS * ROUNDS / 4, THREADS * ROUNDS / 2);
         assert_non_null(strstr(text, want));
         free(text);
@@ -451,10 +493,16 @@ static struct metrics *sample_registry(void)
 {
         static const double b[] = { 0.1, 1, 10 };
         const struct metrics_desc d[] = {
-                { .name = "boxcar_jobs_finished_total", .help = "Jobs finished.",
-                  .type = METRICS_COUNTER, .labels = queue_status },
-                { .name = "boxcar_job_duration_seconds", .help = "Job wall time.",
-                  .type = METRICS_HISTOGRAM, .labels = queue_only, .buckets = b, .n_buckets = 3 },
+                { .name = "boxcar_jobs_finished_total",
+                  .help = "Jobs finished.",
+                  .type = METRICS_COUNTER,
+                  .labels = queue_status },
+                { .name = "boxcar_job_duration_seconds",
+                  .help = "Job wall time.",
+                  .type = METRICS_HISTOGRAM,
+                  .labels = queue_only,
+                  .buckets = b,
+                  .n_buckets = 3 },
                 { .name = "boxcar_slots_free", .help = "Free slots.", .type = METRICS_GAUGE },
         };
         struct metrics *m = new_registry(d, ELEMENTSOF(d));
@@ -519,7 +567,7 @@ static void test_http_endpoints(void **state)
         fetch(port, "GET", "/", &f);
         assert_int_equal(f.status, 404);
         fetched_done(&f);
-        fetch(port, "GET", "/healthz?verbose=1", &f);  /* the query is not the path */
+        fetch(port, "GET", "/healthz?verbose=1", &f); /* the query is not the path */
         assert_int_equal(f.status, 200);
         fetched_done(&f);
 

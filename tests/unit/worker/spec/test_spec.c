@@ -90,14 +90,16 @@ static void test_script_mode(void **state)
 static void test_duplicate_keys_last_wins(void **state)
 {
         (void)state;
-        struct job_spec *s = parse_ok("{\"script\": \"first\", \"env\": {\"A\": \"1\", \"A\": \"2\"}, "
-                                      "\"script\": \"last\"}");
+        struct job_spec *s = parse_ok(
+                "{\"script\": \"first\", \"env\": {\"A\": \"1\", \"A\": \"2\"}, "
+                "\"script\": \"last\"}");
         assert_string_equal(s->script, "last");
         spec_free(s);
         struct bc_error err = BC_ERROR_INIT;
-        const char *overlap = "{\"command\": [\"x\"], \"volumes\": [{\"name\": \"a\", \"mount\": \"/zz\", "
-                              "\"mount\": \"/mnt/a\", \"url\": \"https://s3/x\"}, {\"name\": \"b\", "
-                              "\"mount\": \"/mnt/a/b\", \"url\": \"https://s3/y\"}]}";
+        const char *overlap =
+                "{\"command\": [\"x\"], \"volumes\": [{\"name\": \"a\", \"mount\": \"/zz\", "
+                "\"mount\": \"/mnt/a\", \"url\": \"https://s3/x\"}, {\"name\": \"b\", "
+                "\"mount\": \"/mnt/a/b\", \"url\": \"https://s3/y\"}]}";
         s = NULL;
         assert_true(spec_parse(overlap, strlen(overlap), &s, &err) < 0);
         assert_non_null(strstr(bc_error_message(&err), "overlaps another volume at /mnt/a"));

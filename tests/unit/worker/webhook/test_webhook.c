@@ -84,7 +84,8 @@ static void test_verify_table(void **state)
 {
         (void)state;
         static const struct verify_case cases[] = {
-                { "vector", VEC_SECRET, VEC_ID, VEC_TS_S, VEC_BODY, VEC_SIG, VEC_TS, 300, 0, NULL },
+                { "vector", VEC_SECRET, VEC_ID, VEC_TS_S, VEC_BODY, VEC_SIG, VEC_TS, 300, 0,
+                  NULL },
                 { "body changed", VEC_SECRET, VEC_ID, VEC_TS_S, "{\"test\": 2432232315}", VEC_SIG,
                   VEC_TS, 300, -EBADMSG, "no matching signature" },
                 { "body gains a newline", VEC_SECRET, VEC_ID, VEC_TS_S, VEC_BODY "\n", VEC_SIG,
@@ -196,8 +197,8 @@ static void test_bad_secrets(void **state)
                 { "whsec_a2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2tra2"
                   "tra2tra2tra2s=",
                   "key longer than 64 bytes", "a2tra2tr" },
-                { VEC_SECRET " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET
-                  " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET,
+                { VEC_SECRET " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET
+                             " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET " " VEC_SECRET,
                   "9 entries, at most 8", "MfKQ9r8G" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -215,7 +216,8 @@ static void test_bad_secrets(void **state)
                 bc_error_clear(&err);
         }
         /* Unpadded base64 is the same key. */
-        char *h = sign("whsec_QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI", VEC_ID, VEC_TS, VEC_BODY);
+        char *h = sign("whsec_QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI", VEC_ID, VEC_TS,
+                       VEC_BODY);
         assert_string_equal(h, B_SIG);
         free(h);
 }
@@ -224,7 +226,8 @@ static void test_url_for_log(void **state)
 {
         (void)state;
         static const char *const cases[][2] = {
-                { "https://user:pass@example.com/hook?token=abc#frag", "https://example.com/hook" },
+                { "https://user:pass@example.com/hook?token=abc#frag",
+                  "https://example.com/hook" },
                 { "https://tok@example.com/", "https://example.com/" },
                 { "http://example.com:8080/a/b?x=1&sig=s", "http://example.com:8080/a/b" },
                 { "https://example.com", "https://example.com/" },
@@ -282,8 +285,8 @@ static void test_retry_after(void **state)
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 double got = webhook_parse_retry_after(cases[i].value, now);
                 if (got != cases[i].want)
-                        fail_msg("'%s': got %g, want %g", cases[i].value ? cases[i].value : "(null)",
-                                 got, cases[i].want);
+                        fail_msg("'%s': got %g, want %g",
+                                 cases[i].value ? cases[i].value : "(null)", got, cases[i].want);
         }
 }
 
@@ -299,7 +302,7 @@ static void test_body_quote(void **state)
                 { "  line one\r\n\tline two\n\n", 200, "line one line two" },
                 { "\x1b[31mred\x1b[0m", 200, "[31mred [0m" },
                 { "abcdef", 3, "abc" },
-                { "caf\xc3\xa9!", 4, "caf" },  /* never half an é */
+                { "caf\xc3\xa9!", 4, "caf" }, /* never half an é */
                 { "caf\xc3\xa9!", 5, "caf\xc3\xa9" },
                 { "bad \xff byte", 200, "bad \xef\xbf\xbd byte" },
                 { "", 200, "" },

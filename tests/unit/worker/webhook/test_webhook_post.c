@@ -30,7 +30,7 @@ static struct {
         char id[128], ts[32], sig[256], type[64], ua[64], expect[64];
         char body[256];
         int hits_ok;
-        unsigned peer_port;  /* the client's port: one per connection */
+        unsigned peer_port; /* the client's port: one per connection */
 } seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static struct MHD_Daemon *daemon_;
@@ -46,8 +46,8 @@ static void copy_header(struct MHD_Connection *c, const char *name, char *out, s
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *body,
                                size_t len, const char *hname, const char *hvalue)
 {
-        struct MHD_Response *r =
-                MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_PERSISTENT);
+        struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
+                                                                 MHD_RESPMEM_PERSISTENT);
         if (hname)
                 MHD_add_response_header(r, hname, hvalue);
         enum MHD_Result ret = MHD_queue_response(c, status, r);
@@ -72,11 +72,12 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url, struct u
                 copy_header(c, "Expect", seen.expect, sizeof(seen.expect));
                 snprintf(seen.body, sizeof(seen.body), "%.*s", (int)u->len, u->body);
                 seen.hits_ok++;
-                const union MHD_ConnectionInfo *ci =
-                        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-                seen.peer_port = ci && ci->client_addr
-                                         ? ntohs(((const struct sockaddr_in *)ci->client_addr)->sin_port)
-                                         : 0;
+                const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+                        c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+                seen.peer_port =
+                        ci && ci->client_addr
+                                ? ntohs(((const struct sockaddr_in *)ci->client_addr)->sin_port)
+                                : 0;
                 pthread_mutex_unlock(&seen.lock);
                 return respond(c, 204, "", 0, NULL, NULL);
         }
@@ -302,7 +303,8 @@ static void test_unusable_urls(void **state)
                 assert_int_equal(post(cases[i][0], 5, &resp), 0);
                 assert_int_equal(resp.status, 0);
                 if (!resp.error || strcmp(resp.error, cases[i][1]) != 0)
-                        fail_msg("%s: error '%s'", cases[i][0], resp.error ? resp.error : "(null)");
+                        fail_msg("%s: error '%s'", cases[i][0],
+                                 resp.error ? resp.error : "(null)");
                 webhook_response_done(&resp);
         }
 }
@@ -312,8 +314,12 @@ static void test_header_injection_refused(void **state)
         (void)state;
         char *url = url_of("/ok");
         struct webhook_request req = {
-                .url = url, .msg_id = "msg\r\nX-Evil: 1", .timestamp = 1,
-                .signature = "v1,abc=", .body = "{}", .body_len = 2,
+                .url = url,
+                .msg_id = "msg\r\nX-Evil: 1",
+                .timestamp = 1,
+                .signature = "v1,abc=",
+                .body = "{}",
+                .body_len = 2,
         };
         struct webhook_response resp = { .status = 12345 };
         struct bc_error err = BC_ERROR_INIT;
@@ -342,9 +348,14 @@ static void test_client_keeps_connection(void **state)
         for (size_t i = 0; i < 3; i++) {
                 const char *url = i == 1 ? e500 : ok;
                 struct webhook_request req = {
-                        .url = url, .msg_id = ids[i], .timestamp = 1614265330 + (long long)i,
-                        .signature = "v1,abc=", .body = "{\"n\": 1}", .body_len = 8,
-                        .timeout_s = 5, .user_agent = "boxcar-test/1",
+                        .url = url,
+                        .msg_id = ids[i],
+                        .timestamp = 1614265330 + (long long)i,
+                        .signature = "v1,abc=",
+                        .body = "{\"n\": 1}",
+                        .body_len = 8,
+                        .timeout_s = 5,
+                        .user_agent = "boxcar-test/1",
                 };
                 struct webhook_response resp = { 0 };
                 assert_int_equal(webhook_client_post(client, &req, &resp, &err), 0);
@@ -364,8 +375,13 @@ static void test_client_keeps_connection(void **state)
                 assert_int_equal(port, first_port);
         }
         struct webhook_request req = {
-                .url = slow, .msg_id = "msg_slow", .timestamp = 1614265330,
-                .signature = "v1,abc=", .body = "{}", .body_len = 2, .timeout_s = 0.3,
+                .url = slow,
+                .msg_id = "msg_slow",
+                .timestamp = 1614265330,
+                .signature = "v1,abc=",
+                .body = "{}",
+                .body_len = 2,
+                .timeout_s = 0.3,
                 .user_agent = "boxcar-test/1",
         };
         struct webhook_response resp = { 0 };

@@ -163,8 +163,8 @@ static void test_full_bin_and_foreign_modes_left_to_the_caller(void **state)
         path_of(d, sizeof(d), "d.1", "");
         int la = make_used("a.1"), lc = make_used("c.1"), ld = make_used("d.1");
         assert_true(dir_bin_keep(b, a, la));
-        assert_false(dir_bin_keep(b, c, lc));          /* full */
-        assert_true(exists(c, "/workspace/out.txt"));  /* untouched */
+        assert_false(dir_bin_keep(b, c, lc));         /* full */
+        assert_true(exists(c, "/workspace/out.txt")); /* untouched */
         assert_int_equal(dir_bin_take(b, a), la);
         /* The job made its directory someone else's mode: not as made. */
         assert_int_equal(chmod(d, 0755), 0);
@@ -232,7 +232,8 @@ static void test_a_mount_is_never_entered(void **state)
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
-                if (unshare(CLONE_NEWNS) < 0 || mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
+                if (unshare(CLONE_NEWNS) < 0 ||
+                    mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL) < 0)
                         _exit(2);
                 struct dir_bin *b = dir_bin_new(work, 4);
                 char a[256], p[300], src[300];
@@ -301,7 +302,8 @@ int main(void)
                                                 teardown),
                 cmocka_unit_test_setup_teardown(test_full_bin_and_foreign_modes_left_to_the_caller,
                                                 setup, teardown),
-                cmocka_unit_test_setup_teardown(test_symlinks_and_a_replaced_lock, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_symlinks_and_a_replaced_lock, setup,
+                                                teardown),
                 cmocka_unit_test_setup_teardown(test_a_mount_is_never_entered, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_freed_and_leftovers_removed, setup, teardown),
         };
