@@ -1,0 +1,61 @@
+/* Shared by the worker configuration's files only (config.c: defaults,
+ * sources and their precedence; config_option.c: one option's value onto
+ * the configuration); the API is config.h. */
+#ifndef BC_WORKER_CONFIG_CONFIG_INTERNAL_H
+#define BC_WORKER_CONFIG_CONFIG_INTERNAL_H
+
+#include "common/error.h"
+#include "worker/config/config.h"
+
+#define DURATION_GRAMMAR "250ms, 30s, 5m, 2h, 1d or plain seconds"
+#define MAX_OUTPUT_BYTES_MAX (UINT64_C(64) << 20)
+#define MAX_LOG_BYTES_MAX (UINT64_C(1) << 30)
+#define VOLUME_CACHE_MAX (UINT64_C(1) << 50)
+
+enum {
+        OPT_DATABASE_URL = 256,
+        OPT_QUEUES,
+        OPT_CONCURRENCY,
+        OPT_DB_CONNECTIONS,
+        OPT_LEASE,
+        OPT_POLL,
+        OPT_DRAIN,
+        OPT_SANDBOX,
+        OPT_HELPER,
+        OPT_WORK_DIR,
+        OPT_WORKER_ID,
+        OPT_LOG_FORMAT,
+        OPT_LOG_LEVEL,
+        OPT_MAX_OUTPUT,
+        OPT_HOST_NETWORK,
+        OPT_VOLUME_CACHE,
+        OPT_URL_TTL,
+        OPT_WH_TIMEOUT,
+        OPT_WH_SCHEDULE,
+        OPT_WH_CONCURRENCY,
+        OPT_MAX_LOG,
+        OPT_METRICS_ADDR,
+        OPT_LISTEN_URL,
+        OPT_POLL_ONLY,
+        OPT_RETENTION,
+        OPT_WARM_SANDBOXES,
+        OPT_WARM_WORKSPACES,
+        OPT_ALLOW_PRIVATE_URLS,
+        OPT_ALLOW_URL_CIDR,
+        OPT_NETWORK_ALLOW,
+        OPT_DISK_RESERVE,
+        OPT_DISK_WAIT,
+        OPT_CONFIG,
+        OPT_HELP,
+};
+
+/* Sets one option from v; label names where v came from in errors
+ * ("--lease", "BOXCAR_QUEUES", "/etc/boxcar/worker.conf:3: lease"). */
+int config_apply_option(struct worker_config *c, int opt, const char *v, const char *label,
+                        struct bc_error *err);
+/* Replaces *dst with a copy of v: 0 or -ENOMEM. */
+int config_set_string(char **dst, const char *v);
+/* A decimal in [lo, hi]: 0, or -EINVAL. */
+int config_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret);
+
+#endif
