@@ -233,6 +233,146 @@ int storage_extract_file(const char *path, const char *expected_sha256, const ch
                          const struct storage_limits *limits, struct storage_fetch_result *ret,
                          struct bc_error *err);
 
+/* ---- Trees: what a version is (layered versions, DESIGN §11) ----------- */
+
+/* A tree's manifest: every entry of the tree (files, directories,
+ * symlinks, hard links), sorted bytewise by path, each file with the
+ * SHA-256 of its data and where its holes are.  Its bytes are canonical:
+ * the same tree gives the same manifest whatever history produced it, and
+ * the SHA-256 of those bytes is the tree's id, the name of every version
+ * made since layered versions (a version made before is named by its
+ * tarball's SHA-256 and has no manifest).  Format: storage/tree.c. */
+struct storage_tree;
+
+/* Parses a manifest (untrusted: it may come from S3).  Anything
+ * malformed, unsorted, duplicated, or naming an unsafe path (absolute,
+ * "..", a parent that is not a directory of the tree) is BC_BAD_ARCHIVE
+ * naming the fault; so is a manifest whose SHA-256 is not expected_id
+ * (when not NULL).  *ret is the caller's (storage_tree_free). */
+int storage_tree_parse(const void *buf, size_t len, const char *expected_id,
+                       struct storage_tree **ret, struct bc_error *err);
+void storage_tree_free(struct storage_tree *t);
+/* The tree's id: 64 lowercase hex digits, valid while t is. */
+const char *storage_tree_id(const struct storage_tree *t);
+/* The manifest's canonical bytes, valid while t is. */
+void storage_tree_bytes(const struct storage_tree *t, const void **ret_buf, size_t *ret_len);
+/* Entries (of any kind), regular files and symlinks (as file_count
+ * counts them), and bytes of file data (holes and extra links excluded). */
+void storage_tree_stats(const struct storage_tree *t, uint64_t *ret_entries,
+                        uint64_t *ret_file_count, uint64_t *ret_data_bytes);
+
+/* The manifest as a file (written to a temporary name, then renamed), and
+ * back (checked against expected_id: a corrupt file is BC_BAD_ARCHIVE,
+ * a missing one BC_NOT_FOUND). */
+int storage_tree_save(const struct storage_tree *t, const char *path, struct bc_error *err);
+int storage_tree_load(const char *path, const char *expected_id, struct storage_tree **ret,
+                      struct bc_error *err);
+
+/* "<prefix>/trees/<2 hex>/<id>.tree.gz": where a tree's manifest lives
+ * in S3, gzip-compressed.  BC_USAGE for a malformed id. */
+int storage_tree_key(const struct storage_config *cfg, const char *id, char **ret,
+                     struct bc_error *err);
+/* Uploads t's manifest under storage_tree_key (HEAD first, then PUT with
+ * If-None-Match: *, as storage_upload).  *ret_size: compressed bytes of
+ * the object. */
+int storage_tree_upload(const struct storage_config *cfg, const struct storage_tree *t,
+                        uint64_t *ret_size, bool *ret_uploaded, struct bc_error *err);
+/* Downloads and parses the manifest of tree id (checked against id).  An
+ * object that does not exist is BC_NOT_FOUND; a corrupt one
+ * BC_BAD_ARCHIVE; transfer failures BC_FETCH_FAILED. */
+int storage_tree_download(const struct storage_config *cfg, const char *id,
+                          struct storage_tree **ret, struct bc_error *err);
+
+/* ---- Layers: a version as what changed -------------------------------- */
+
+/* A version is a stack of layers, bottom first: .tar.gz objects stored
+ * like any tarball (storage_object_key, named by their own SHA-256).  The
+ * bottom layer holds a whole tree and is extracted as any tarball; each
+ * layer above holds only what differs from the tree below it: entries
+ * that are new or changed (they replace what is there, never written
+ * through), and for each name that is gone an empty file
+ * "<dir>/.wh.<name>" (the OCI image whiteout).  A stack never holds more
+ * than STORAGE_MAX_LAYERS layers: a version made on a base that already
+ * has as many is stored as the bottom layer plus one layer of everything
+ * that differs from it (compaction). */
+#define STORAGE_MAX_LAYERS 16
+#define STORAGE_WHITEOUT_PREFIX ".wh."
+
+/* What storage_layer_build versions, and against what. */
+struct storage_layer_args {
+        const char *dir; /* the tree to version (a job's merged workspace) */
+        /* The tree dir started from, or NULL: a file's hash is taken from it
+         * instead of reading the file when the file cannot have changed
+         * (see upper). */
+        const struct storage_tree *base;
+        /* dir's overlay upper directory, or NULL.  When given, a regular
+         * file of dir absent from upper is base's file (the overlay is
+         * mounted without redirect_dir and metacopy) and is not read;
+         * without it every file is read and hashed. */
+        const char *upper;
+        /* The tree the layer will be applied onto: base, or the stack's
+         * bottom tree (compaction), or NULL: the layer is a whole tree. */
+        const struct storage_tree *below;
+        const struct storage_pack_limits *limits; /* NULL: the defaults */
+};
+
+struct storage_layer_result {
+        struct storage_tree *tree;  /* dir's tree; the caller frees it */
+        struct storage_pack_result pack; /* the layer's .tar.gz; file_count
+                                          * and skipped are of the tree */
+        bool whole;            /* the layer holds the whole tree (below was
+                                * NULL, or the difference was most of the
+                                * tree, or could not be said as a layer) */
+        uint64_t changed_bytes;   /* file data in the layer */
+        uint64_t changed_entries; /* entries in the layer, whiteouts included */
+        uint64_t whiteouts;
+};
+
+/* Computes dir's tree and writes, to out_fd, the layer that turns `below`
+ * into it: a deterministic .tar.gz of the entries that differ plus
+ * whiteouts, or the whole tree (result.whole) when below is NULL, when
+ * the differing file data exceeds half the tree's, or when a differing
+ * entry's name begins with STORAGE_WHITEOUT_PREFIX.  Limits, errors and
+ * the handling of what cannot be packed are storage_pack_dir's.
+ * Changed files are read twice (hashed, then packed), the others not at
+ * all when upper is given. */
+int storage_layer_build(const struct storage_layer_args *a, int out_fd,
+                        struct storage_layer_result *ret, struct bc_error *err);
+void storage_layer_result_done(struct storage_layer_result *r);
+
+/* The name of a layer stack, under which a cache keeps its extracted tree:
+ * the layer's own SHA-256 for a single layer (so a tarball version's
+ * entry keeps its name), else the SHA-256 of "boxcar-stack 1\n" followed
+ * by each layer's hex and "\n". */
+void storage_stack_id(const char *const *layer_sha256, size_t n, char ret[STORAGE_SHA256_HEX_LEN + 1]);
+
+/* Downloads url and applies it as a layer (not the bottom one) onto
+ * dest_dir, an existing tree: its entries replace what is there (a file
+ * is unlinked and created anew, never written through; a directory keeps
+ * its contents and takes the entry's mode), "<dir>/.wh.<name>" removes
+ * <name> (a directory with everything in it), and a hard link may name a
+ * regular file already in dest_dir.  Refused as BC_BAD_ARCHIVE, besides
+ * what storage_fetch_extract refuses: an opaque-directory marker
+ * (".wh..wh..opq": boxcar's layers never hold one), a whiteout naming
+ * nothing or "." or "..", a whiteout of a name this layer also creates,
+ * and anything reached through a symlink.  On failure dest_dir is left
+ * part-applied (the caller discards it); nothing outside it changes.
+ * Other arguments and errors as storage_fetch_extract. */
+int storage_fetch_apply(const struct storage_config *cfg, const char *url,
+                        const char *expected_sha256, const char *dest_dir,
+                        const struct storage_limits *limits, struct storage_fetch_result *ret,
+                        struct bc_error *err);
+/* Same, from a local .tar.gz file. */
+int storage_apply_file(const char *path, const char *expected_sha256, const char *dest_dir,
+                       const struct storage_limits *limits, struct storage_fetch_result *ret,
+                       struct bc_error *err);
+
+/* ---- Object lifecycle ------------------------------------------------- */
+
+/* Deletes key from the bucket (a key that is not there is success).
+ * Retries as storage_upload; BC_UPLOAD_FAILED when it gives up. */
+int storage_delete(const struct storage_config *cfg, const char *key, struct bc_error *err);
+
 /* ---- Volume cache ------------------------------------------------------- */
 
 struct storage_cache;
@@ -266,6 +406,19 @@ int storage_cache_set_owner(struct storage_cache *c, uid_t uid, gid_t gid, struc
 int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
                           const struct netguard *guard, struct storage_cache_entry **ret,
                           struct bc_error *err);
+/* A version given as its layers (bottom first, 1 to STORAGE_MAX_LAYERS):
+ * its extracted tree, cached under storage_stack_id(shas).  A miss starts
+ * from the longest prefix of the stack already cached (a tree of hard
+ * links to that entry: entries are never modified), or from nothing, and
+ * downloads and applies only the layers that are missing
+ * (storage_fetch_apply), so a worker holding version N of a chain fetches
+ * one layer for version N+1.  urls[i] is a presigned GET of layer i.  A
+ * stack naming a layer twice is BC_BAD_ARCHIVE.  Otherwise as
+ * storage_cache_acquire with a sha256 given; downloaded bytes are the
+ * sum over the layers fetched. */
+int storage_cache_acquire_layers(struct storage_cache *c, const char *const *urls,
+                                 const char *const *layer_sha256, size_t n,
+                                 struct storage_cache_entry **ret, struct bc_error *err);
 const char *storage_cache_entry_path(const struct storage_cache_entry *e);
 const char *storage_cache_entry_sha256(const struct storage_cache_entry *e);
 /* The entry's extracted file bytes and entries (0 when unknown: an entry
