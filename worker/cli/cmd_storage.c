@@ -1,6 +1,8 @@
-/* `boxcar storage push|pull|ls|url`: named storages from the command line. */
+/* `boxcar storage push|pull|ls|url`: named storages from the command line
+ * (rm, retain and gc: cmd_storage_admin.c). */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,9 +10,11 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
+#include "common/rmtree.h"
 #include "sandbox/sandbox.h"
 #include "storage/storage.h"
 #include "worker/cli/cli.h"
+#include "worker/cli/cmd_storage_admin.h"
 #include "worker/config/config.h"
 #include "worker/db/db.h"
 #include "worker/job/store.h"
@@ -20,6 +24,9 @@ const char storage_usage[] =
         "       boxcar storage pull [--json] NAME[@VERSION] DIR\n"
         "       boxcar storage ls [--kind volume|artifact|image] [--json] [NAME]\n"
         "       boxcar storage url [--expires DUR] [--json] NAME[@VERSION]\n"
+        "       boxcar storage rm NAME[@VERSION]\n"
+        "       boxcar storage retain NAME [--keep-last N] [--keep-within DUR] | --keep-all\n"
+        "       boxcar storage gc [--grace DUR] [--dry-run] [--json]\n"
         "\n"
         "  push    upload DIR as a new version of NAME (prints its sha256) and move the\n"
         "          head there; NAME is created when new, as --kind (default: artifact).\n"
@@ -32,14 +39,24 @@ const char storage_usage[] =
         "          be empty\n"
         "  ls      all storages (of --kind), or the versions of NAME, one JSON object\n"
         "          per line\n"
-        "  url     a presigned GET URL of a version, valid for --expires (default: 1h,\n"
-        "          at most 7d; durations: 250ms, 30s, 5m, 2h, 1d or plain seconds)\n"
+        "  url     a presigned GET URL of a version's whole tree as one .tar.gz, valid\n"
+        "          for --expires (default: 1h, at most 7d; durations: 250ms, 30s, 5m,\n"
+        "          2h, 1d or plain seconds); a version stored as several layers gets\n"
+        "          its tarball built (and kept) first\n"
+        "  rm      remove a version (not the head), or NAME with all its versions;\n"
+        "          the collector deletes what they alone stored\n"
+        "  retain  NAME's retention: keep its last N versions and those younger than\n"
+        "          DUR (the head and branch tips always stay), or everything (the\n"
+        "          default); applied by the collector\n"
+        "  gc      run the collector: apply retention, then delete the S3 objects\n"
+        "          nothing references that were last used more than --grace ago\n"
+        "          (default 1h); --dry-run only says what it would delete\n"
         "\n"
         "  --json                 print one JSON object: push, the new version as ls\n"
         "                         NAME shows it, with \"name\", \"kind\" and \"uploaded\";\n"
         "                         pull {\"name\", \"sha256\", \"dir\"}; url {\"name\",\n"
-        "                         \"sha256\", \"url\", \"expires_in_s\"}; ls: accepted, its\n"
-        "                         lines are JSON anyway\n"
+        "                         \"sha256\", \"url\", \"expires_in_s\"}; gc, its report;\n"
+        "                         ls: accepted, its lines are JSON anyway\n"
         "  --database-url URL     PostgreSQL URL (default: $DATABASE_URL)\n"
         "\n"
         "S3: BOXCAR_S3_BUCKET, BOXCAR_S3_PREFIX, BOXCAR_S3_FORCE_PATH_STYLE, and the\n"
@@ -109,80 +126,169 @@ static int print_pushed(PGconn *conn, const char *name, const char *sha, bool up
         return 0;
 }
 
+static PGresult *cli_db_exec(void *ctx, const char *sql, int n, const char *const *p,
+                             struct bc_error *err)
+{
+        return db_exec(ctx, sql, n, p, err);
+}
+
+static char *layers_literal(const struct store_version *v)
+{
+        char *s = malloc(v->n_layers * 65 + 3), *p = s;
+        if (!s)
+                return NULL;
+        *p++ = '{';
+        for (size_t i = 0; i < v->n_layers; i++)
+                p += sprintf(p, "%s%s", i ? "," : "", v->layers[i]);
+        strcpy(p, "}");
+        return s;
+}
+
+/* The version is the tree's (a whole layer, its manifest), whatever came
+ * before: the same directory pushed twice, or pushed and made by a job,
+ * is the same version. */
 static int push(PGconn *conn, const char *name, const char *dir, const char *kind, bool json,
                 struct bc_error *err)
 {
-        _cleanup_(storage_config_freep) struct storage_config *s3 = NULL;
-        int r = open_s3(&s3, err);
+        struct store st = { 0 };
+        int r = open_s3(&st.s3, err);
         if (r < 0)
                 return r;
         const char *cp[] = { name, kind };
         _cleanup_pgresult_ PGresult *created = db_exec(
                 conn, "select boxcar.create_storage($1, $2)", 2, cp, err);
-        if (!created)
+        if (!created) {
+                storage_config_free(st.s3);
                 return -EPROTO;
+        }
         struct store_version head = { 0 };
         int found = store_resolve(conn, name, "latest", &head, err);
-        if (found < 0)
+        if (found < 0) {
+                storage_config_free(st.s3);
                 return found;
+        }
         char tmp[] = "/tmp/boxcar-push-XXXXXX";
-        if (!mkdtemp(tmp))
+        if (!mkdtemp(tmp)) {
+                storage_config_free(st.s3);
                 return bc_error_set(err, BC_IO, errno, "temporary directory: %m");
+        }
         char tree[sizeof(tmp) + 8];
         snprintf(tree, sizeof(tree), "%s/tree", tmp);
-        struct stat st;
-        bool tarball = stat(dir, &st) == 0 && S_ISREG(st.st_mode);
+        struct stat sb;
+        bool tarball = stat(dir, &sb) == 0 && S_ISREG(sb.st_mode);
         r = tarball ? unpack_tarball(dir, tree, strcmp(kind, "image") == 0, err) : 0;
-        struct storage_push_result res;
+        struct store_saved saved = { 0 };
+        struct store_save_args args = { .dir = tarball ? tree : dir, .tmp_dir = tmp };
+        struct store_db db = { cli_db_exec, conn };
         if (r >= 0)
-                r = storage_push_dir(s3, tarball ? tree : dir, tmp, NULL, NULL, NULL, &res, err);
+                r = store_save_version(&st, &db, &args, &saved, err);
         if (tarball)
                 sandbox_workspace_remove_tree(tree);
         rmdir(tmp);
+        storage_config_free(st.s3);
+        _cleanup_free_ char *layers = r >= 0 ? layers_literal(&saved.v) : NULL;
+        if (r >= 0 && !layers)
+                r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (r < 0) {
+                store_saved_done(&saved);
                 store_version_done(&head);
                 return r;
         }
         char size[32], count[32];
-        snprintf(size, sizeof(size), "%llu", (unsigned long long)res.pack.size);
-        snprintf(count, sizeof(count), "%llu", (unsigned long long)res.pack.file_count);
-        const char *p[] = {
-                name, res.pack.sha256, res.key, size, count, found ? head.sha256 : NULL
-        };
-        _cleanup_pgresult_ PGresult *added = db_exec(
-                conn, "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6)",
-                6, p, err);
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)saved.v.size);
+        snprintf(count, sizeof(count), "%llu", (unsigned long long)saved.v.file_count);
+        const char *p[] = { name,        saved.v.sha256, saved.v.s3_key,         size, count,
+                            found ? head.sha256 : NULL, layers, saved.v.bottom_tree };
+        _cleanup_pgresult_ PGresult *added =
+                db_exec(conn,
+                        "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6,"
+                        " null, true, $7::text[], $8)",
+                        8, p, err);
         r = added ? 0 : -EPROTO;
         if (added && json)
-                r = print_pushed(conn, name, res.pack.sha256, res.uploaded, err);
+                r = print_pushed(conn, name, saved.v.sha256, saved.uploaded, err);
         else if (added)
-                printf("%s\n", res.pack.sha256);
+                printf("%s\n", saved.v.sha256);
         if (r >= 0)
                 fprintf(stderr, "%s: %s files, %s bytes, %s\n", name, count, size,
-                        res.uploaded ? "uploaded" : "already stored (nothing uploaded)");
-        storage_push_result_done(&res);
+                        saved.uploaded ? "uploaded" : "already stored (nothing uploaded)");
+        store_saved_done(&saved);
         store_version_done(&head);
         return r;
+}
+
+/* A version's whole-tree tarball, built when it has none (a version of
+ * several layers): its tree restored, packed and uploaded, and recorded
+ * (boxcar.set_storage_tarball) for the next time. */
+static int build_tarball(PGconn *conn, const struct store *st, const char *name,
+                         struct store_version *v, struct bc_error *err)
+{
+        char tmp[] = "/tmp/boxcar-tarball-XXXXXX";
+        if (!mkdtemp(tmp))
+                return bc_error_set(err, BC_IO, errno, "temporary directory: %m");
+        char tree[sizeof(tmp) + 8];
+        snprintf(tree, sizeof(tree), "%s/tree", tmp);
+        int r = store_extract_version(st, v, tree, NULL, NULL, err);
+        _cleanup_fd_ int fd = r < 0 ? -1 : open(tmp, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (r >= 0 && fd < 0)
+                r = bc_error_set(err, BC_IO, errno, "temporary file in %s: %m", tmp);
+        struct storage_pack_result pack;
+        if (r >= 0)
+                r = storage_pack_dir(tree, fd, NULL, &pack, err);
+        (void)fs_rm_rf(tmp);
+        _cleanup_free_ char *key = NULL;
+        if (r >= 0)
+                r = storage_object_key(st->s3, pack.sha256, &key, err);
+        const char *kind = "layer", *sha = pack.sha256;
+        struct store_db db = { cli_db_exec, conn };
+        if (r >= 0)
+                r = store_register_objects(&db, 1, (const char *const *)&key, &kind, &sha,
+                                           &pack.size, err);
+        bool uploaded;
+        if (r >= 0)
+                r = storage_upload(st->s3, fd, pack.sha256, pack.size, &uploaded, err);
+        char size[32];
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)pack.size);
+        const char *p[] = { name, v->sha256, key, size };
+        _cleanup_pgresult_ PGresult *set =
+                r < 0 ? NULL
+                      : db_exec(conn, "select boxcar.set_storage_tarball($1, $2, $3, $4::bigint)",
+                                4, p, err);
+        if (r >= 0 && !set)
+                r = -EPROTO;
+        if (r >= 0) {
+                free(v->s3_key);
+                v->s3_key = key;
+                key = NULL;
+        }
+        return r < 0 ? bc_error_prefix(err, "whole-tree tarball of %s", v->sha256) : 0;
+}
+
+static int resolve(PGconn *conn, char *ref, struct store *st, struct store_version *v,
+                   struct bc_error *err)
+{
+        const char *version;
+        split_ref(ref, &version);
+        int r = open_s3(&st->s3, err);
+        if (r < 0)
+                return r;
+        int found = store_resolve(conn, ref, version, v, err);
+        if (found == 0)
+                return bc_error_set(err, BC_NOT_FOUND, ENOENT, "storage %s has no version %s",
+                                    ref, version);
+        return found < 0 ? found : 0;
 }
 
 static int resolve_url(PGconn *conn, char *ref, long ttl, char **ret_url, char ret_sha[65],
                        struct bc_error *err)
 {
-        const char *version;
-        split_ref(ref, &version);
         struct store st = { .url_ttl_s = ttl };
-        int r = open_s3(&st.s3, err);
-        if (r < 0)
-                return r;
         struct store_version v = { 0 };
-        int found = store_resolve(conn, ref, version, &v, err);
-        if (found == 0)
-                r = bc_error_set(err, BC_NOT_FOUND, ENOENT, "storage %s has no version %s", ref,
-                                 version);
-        else if (found > 0)
+        int r = resolve(conn, ref, &st, &v, err);
+        if (r >= 0 && !v.s3_key)
+                r = build_tarball(conn, &st, ref, &v, err);
+        if (r >= 0)
                 r = store_presign_get(&st, &v, ttl, ret_url, err);
-        else
-                r = found;
         memcpy(ret_sha, v.sha256, 65);
         store_version_done(&v);
         storage_config_free(st.s3);
@@ -191,25 +297,22 @@ static int resolve_url(PGconn *conn, char *ref, long ttl, char **ret_url, char r
 
 static int pull(PGconn *conn, char *ref, const char *dir, bool json, struct bc_error *err)
 {
-        _cleanup_free_ char *url = NULL;
-        char sha[65] = "";
-        int r = resolve_url(conn, ref, 900, &url, sha, err);
-        if (r < 0)
-                return r;
-        _cleanup_(storage_config_freep) struct storage_config *s3 = NULL;
-        r = open_s3(&s3, err);
-        struct storage_fetch_result fr;
+        struct store st = { 0 };
+        struct store_version v = { 0 };
+        int r = resolve(conn, ref, &st, &v, err);
         if (r >= 0)
-                r = storage_fetch_extract(s3, url, sha, dir, NULL, NULL, &fr, err);
+                r = store_extract_version(&st, &v, dir, NULL, NULL, err);
         if (r >= 0)
-                fprintf(stderr, "%s: %s into %s\n", ref, sha, dir);
+                fprintf(stderr, "%s: %s into %s\n", ref, v.sha256, dir);
         if (r >= 0 && json) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "name", ref);
-                cJSON_AddStringToObject(o, "sha256", sha);
+                cJSON_AddStringToObject(o, "sha256", v.sha256);
                 cJSON_AddStringToObject(o, "dir", dir);
                 cli_print_json(o);
         }
+        store_version_done(&v);
+        storage_config_free(st.s3);
         return r;
 }
 
@@ -326,6 +429,15 @@ int cmd_storage(int argc, char **argv)
         char what[32];
         snprintf(what, sizeof(what), "storage %s", argv[1]);
         struct bc_error err = BC_ERROR_INIT;
+        if (storage_admin_verb(argv[1])) {
+                struct storage_admin_args aa;
+                if (storage_admin_parse(argc, argv, &aa, &err) < 0)
+                        return fail(what, &err);
+                _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+                if (!conn || storage_admin_run(conn, &aa, json, &err) < 0)
+                        return fail(what, &err);
+                return 0;
+        }
         struct storage_args a;
         if (parse_args(argc, argv, &a, &err) < 0)
                 return fail(what, &err);

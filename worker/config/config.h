@@ -52,6 +52,8 @@ struct worker_config {
         char *listen_database_url; /* a direct connection for LISTEN, or NULL */
         bool poll_only;            /* no LISTEN at all (PgBouncer without a direct URL) */
         double retention_s;        /* prune finished jobs older than this; 0: never */
+        double storage_gc_interval_s; /* the leader's storage collection; 0: never */
+        double storage_gc_grace_s;    /* objects used more recently are kept */
         uint64_t max_log_bytes;    /* live log (job_logs) stored per job */
         double webhook_timeout_s;
         unsigned webhook_concurrency;

@@ -52,6 +52,8 @@ static const char *option_hint(int opt)
                 return " (a duration above 0: " DURATION_GRAMMAR ")";
         case OPT_DRAIN:
         case OPT_RETENTION:
+        case OPT_STORAGE_GC_INTERVAL:
+        case OPT_STORAGE_GC_GRACE:
                 return " (a duration, 0 allowed: " DURATION_GRAMMAR ")";
         case OPT_WH_TIMEOUT:
                 return " (a duration up to 600s: " DURATION_GRAMMAR ")";
@@ -242,6 +244,12 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
                 return config_network_allow(c, label, v, err);
         case OPT_RETENTION:
                 r = config_parse_duration(v, true, &c->retention_s);
+                break;
+        case OPT_STORAGE_GC_INTERVAL:
+                r = config_parse_duration(v, true, &c->storage_gc_interval_s);
+                break;
+        case OPT_STORAGE_GC_GRACE:
+                r = config_parse_duration(v, true, &c->storage_gc_grace_s);
                 break;
         case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {

@@ -18,6 +18,7 @@
 #include "worker/config/config.h"
 #include "worker/daemon/in_doubt.h"
 #include "worker/daemon/slots.h"
+#include "worker/gc/gc_runner.h"
 #include "worker/job/store.h"
 #include "worker/webhook/deliver.h"
 
@@ -44,7 +45,8 @@ struct loop {
         PGconn *conn;   /* control connection: claim, heartbeat, housekeeping */
         PGconn *listen; /* LISTEN: conn itself, a direct connection, or NULL */
         bool leader;    /* holds the housekeeping lease */
-        uint64_t next_lead, next_prune;
+        uint64_t next_lead, next_prune, next_storage_gc;
+        struct gc_runner gc; /* the leader's storage collections */
         unsigned pruned; /* jobs deleted since the last jobs.pruned report */
         int signal_fd;
         bool private_mounts; /* job mounts live in our own mount namespace */
@@ -122,6 +124,9 @@ void loop_lead(struct loop *l);
 void loop_rescue(struct loop *l);
 void loop_schedule_tick(struct loop *l);
 void loop_prune(struct loop *l);
+/* Every --storage-gc-interval on the leader: a storage collection on its
+ * own thread (gc_runner.h). */
+void loop_storage_gc(struct loop *l);
 void loop_refresh_queue_stats(struct loop *l);
 
 #endif

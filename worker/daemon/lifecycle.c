@@ -77,6 +77,10 @@ static int open_store(struct loop *l, struct bc_error *err)
                            (long)cfg->artifact_url_ttl_s, err);
         l->store_opened = r >= 0;
         l->store.url_guard = &cfg->url_guard;
+        l->gc = (struct gc_runner){ .database_url = cfg->database_url,
+                                    .s3 = l->store.s3,
+                                    .metrics = l->metrics,
+                                    .grace_s = cfg->storage_gc_grace_s };
         return r;
 }
 
@@ -203,6 +207,7 @@ void loop_close(struct loop *l)
                 bc_error_clear(&ignored);
         }
         loop_disconnect(l);
+        gc_runner_join(&l->gc);
         if (l->slots.slot)
                 slots_join(&l->slots);
         sandbox_pool_stop(l->sandbox_pool);

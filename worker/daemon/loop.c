@@ -114,6 +114,9 @@ static int next_timeout(const struct loop *l)
                         next = l->next_schedule;
                 if (l->leader && l->cfg->retention_s > 0 && l->next_prune < next)
                         next = l->next_prune;
+                if (l->leader && l->gc.s3 && l->cfg->storage_gc_interval_s > 0 &&
+                    l->next_storage_gc < next)
+                        next = l->next_storage_gc;
                 if (l->next_lead < next)
                         next = l->next_lead;
         }
@@ -158,6 +161,9 @@ static void do_timers(struct loop *l)
                 loop_schedule_tick(l);
         if (l->conn && l->leader && l->cfg->retention_s > 0 && now >= l->next_prune)
                 loop_prune(l);
+        if (l->conn && l->leader && l->gc.s3 && l->cfg->storage_gc_interval_s > 0 &&
+            now >= l->next_storage_gc)
+                loop_storage_gc(l);
         if (l->conn && l->metrics && now >= l->next_stats)
                 loop_refresh_queue_stats(l);
         if (l->conn && !l->draining && slots_free(&l->slots) &&

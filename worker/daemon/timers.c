@@ -94,6 +94,12 @@ void loop_lead(struct loop *l)
 #define PRUNE_BATCH 500
 #define PRUNE_GAP_MS 200
 
+void loop_storage_gc(struct loop *l)
+{
+        l->next_storage_gc = bc_mono_ms() + ms(l->cfg->storage_gc_interval_s);
+        gc_runner_kick(&l->gc);
+}
+
 void loop_prune(struct loop *l)
 {
         l->next_prune = bc_mono_ms() + 10 * 60 * 1000;

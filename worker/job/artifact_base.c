@@ -93,9 +93,10 @@ static void *promote(void *arg)
         return NULL;
 }
 
-/* storage_push_dir's on_packed.  Caching a version that then fails to
- * upload is harmless: entries are named by their content, and one no job
- * names is evicted in time. */
+/* store_save_version's on_packed, with the name the new version's tree
+ * is cached under.  Caching a version that then fails to upload is
+ * harmless: entries are named by their content, and one no job names is
+ * evicted in time. */
 static void on_packed(void *arg, const char *sha256)
 {
         struct artifact_promote *p = arg;
@@ -134,37 +135,65 @@ static void pack_limits(const struct job_run *run, struct storage_pack_limits *r
                                    : PACK_MIN_BUDGET_S;
 }
 
+static cJSON *layers_json(const struct store_version *v)
+{
+        cJSON *a = cJSON_CreateArray();
+        for (size_t i = 0; a && i < v->n_layers; i++)
+                cJSON_AddItemToArray(a, cJSON_CreateString(v->layers[i]));
+        return a;
+}
+
 /* The saved version in the result, and to be recorded with the job's
  * completion.  "conflict" is added when the version is recorded: whether
  * the head moved under the job (a push, or a writer outside the queue's
- * one-at-a-time order) is known then. */
-static void note_version(struct job_run *run, const struct store_artifact *a,
+ * one-at-a-time order) is known then.  "url" is the whole tree's tarball
+ * when the version is one layer; otherwise null, and `boxcar storage url`
+ * or `pull` gets the tree (README: Layered versions). */
+static void note_version(struct job_run *run, const struct store_saved *s, const char *url,
                          struct job_outcome *o)
 {
+        const struct store_version *v = &s->v;
         const char *parent = run->artifact_start.base_sha[0] ? run->artifact_start.base_sha : NULL;
         const char *head = run->artifact_start.head_sha[0] ? run->artifact_start.head_sha : NULL;
         cJSON *art = cJSON_AddObjectToObject(run->result, "artifact");
         cJSON_AddStringToObject(art, "storage", run->spec->artifact_storage);
-        cJSON_AddStringToObject(art, "sha256", a->sha256);
-        cJSON_AddNumberToObject(art, "size", (double)a->size);
-        cJSON_AddNumberToObject(art, "file_count", (double)a->file_count);
+        cJSON_AddStringToObject(art, "sha256", v->sha256);
+        cJSON_AddNumberToObject(art, "size", (double)v->size);
+        cJSON_AddNumberToObject(art, "file_count", (double)v->file_count);
         if (parent)
                 cJSON_AddStringToObject(art, "parent_sha256", parent);
         else
                 cJSON_AddNullToObject(art, "parent_sha256");
-        cJSON_AddBoolToObject(art, "uploaded", a->uploaded);
-        cJSON_AddStringToObject(art, "url", a->url);
+        cJSON_AddBoolToObject(art, "uploaded", s->uploaded);
+        cJSON_AddNumberToObject(art, "layers", (double)v->n_layers);
+        cJSON_AddNumberToObject(art, "changed_bytes", (double)s->changed_bytes);
+        if (url)
+                cJSON_AddStringToObject(art, "url", url);
+        else
+                cJSON_AddNullToObject(art, "url");
         _cleanup_(cJSON_Deletep) cJSON *rec = cJSON_CreateObject();
-        cJSON_AddStringToObject(rec, "sha256", a->sha256);
-        cJSON_AddStringToObject(rec, "s3_key", a->s3_key);
-        cJSON_AddNumberToObject(rec, "size", (double)a->size);
-        cJSON_AddNumberToObject(rec, "file_count", (double)a->file_count);
+        cJSON_AddStringToObject(rec, "sha256", v->sha256);
+        if (v->s3_key)
+                cJSON_AddStringToObject(rec, "s3_key", v->s3_key);
+        cJSON_AddNumberToObject(rec, "size", (double)v->size);
+        cJSON_AddNumberToObject(rec, "file_count", (double)v->file_count);
         cJSON_AddItemToObject(rec, "parent_sha256",
                               parent ? cJSON_CreateString(parent) : cJSON_CreateNull());
         cJSON_AddItemToObject(rec, "expected_head",
                               head ? cJSON_CreateString(head) : cJSON_CreateNull());
+        if (v->tree) {
+                cJSON_AddItemToObject(rec, "layers", layers_json(v));
+                cJSON_AddStringToObject(rec, "bottom_tree", v->bottom_tree);
+        }
         free(o->artifact_json);
         o->artifact_json = cJSON_PrintUnformatted(rec);
+}
+
+static PGresult *job_db_exec(void *ctx, const char *sql, int n, const char *const *p,
+                             struct bc_error *err)
+{
+        const struct job_services *svc = ctx;
+        return svc->lookup(svc->ctx, sql, n, p, err);
 }
 
 /* The workspace becomes the artifact's new version, whatever the exit
@@ -175,16 +204,31 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
                 return;
         const struct job_services *svc = run->svc;
         struct bc_error err = BC_ERROR_INIT;
-        struct store_artifact a;
         struct storage_pack_limits lim;
         pack_limits(run, &lim);
         struct artifact_promote cache = { .svc = svc,
                                           .dir = run->dir,
                                           .ws = run->ws,
                                           .a = &run->artifact_start };
-        int saved = store_save_artifact(svc->store, run->spec, run->ws, run->dir, &lim, on_packed,
-                                        &cache, &a, &err);
+        _cleanup_free_ char *upper = NULL;
+        if (run->artifact_start.base && asprintf(&upper, "%s/fs/scratch/overlay/upper", run->dir) < 0)
+                upper = NULL;
+        const struct store_version *base =
+                run->artifact_start.base_sha[0] ? &run->artifact_start.base_version : NULL;
+        struct store_save_args args = { .dir = run->ws,
+                                        .upper = upper,
+                                        .base = base,
+                                        .tmp_dir = run->dir,
+                                        .limits = &lim,
+                                        .on_packed = on_packed,
+                                        .ctx = &cache };
+        struct store_db db = { job_db_exec, (void *)svc };
+        struct store_saved s;
+        int saved = store_save_version(svc->store, &db, &args, &s, &err);
         promote_wait(&cache);
+        _cleanup_free_ char *url = NULL;
+        if (saved >= 0 && s.v.s3_key)
+                saved = store_presign_get(svc->store, &s.v, svc->store->url_ttl_s, &url, &err);
         if (saved < 0) {
                 /* The job's own tree over a limit is final (and the head
                  * stays where it was); anything else is the upload's. */
@@ -193,18 +237,21 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
                 if (!own)
                         o->action = JOB_RETRY;
                 bc_error_clear(&err);
+                store_saved_done(&s);
                 return;
         }
-        note_version(run, &a, o);
-        if (a.uploaded)
-                wmetrics_transfer(svc->metrics, "upload", "artifact", a.size);
-        char details[256];
+        note_version(run, &s, url, o);
+        if (s.uploaded)
+                wmetrics_transfer(svc->metrics, "upload", "artifact", s.v.size);
+        char details[512];
         snprintf(details, sizeof(details),
-                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s}",
-                 run->spec->artifact_storage, a.sha256, (unsigned long long)a.size,
-                 a.uploaded ? "true" : "false");
+                 "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s, "
+                 "\"layers\": %zu, \"changed_bytes\": %llu}",
+                 run->spec->artifact_storage, s.v.sha256, (unsigned long long)s.v.size,
+                 s.uploaded ? "true" : "false", s.v.n_layers,
+                 (unsigned long long)s.changed_bytes);
         svc->event(svc->ctx, run->job, "artifact_uploaded", details);
-        store_artifact_done(&a);
+        store_saved_done(&s);
 }
 
 void artifact_base_release(const struct job_services *svc, const char *ws,

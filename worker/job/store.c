@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/cleanup.h"
 #include "sandbox/sandbox.h"
@@ -23,6 +24,20 @@ static int open_artifact_cache(struct store *st, const char *dir, uint64_t cache
         return r;
 }
 
+/* "trees" beside the volume cache (both under the work dir). */
+static int open_trees_dir(struct store *st, const char *cache_dir, struct bc_error *err)
+{
+        const char *slash = strrchr(cache_dir, '/');
+        int len = slash ? (int)(slash - cache_dir) : 1;
+        if (asprintf(&st->trees_dir, "%.*s/trees", len, slash ? cache_dir : ".") < 0) {
+                st->trees_dir = NULL;
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        }
+        if (mkdir(st->trees_dir, 0700) < 0 && errno != EEXIST)
+                return bc_error_set(err, BC_IO, errno, "create %s: %m", st->trees_dir);
+        return 0;
+}
+
 int store_open(struct store *st, const char *cache_dir, const char *image_dir,
                const char *artifact_dir, uint64_t cache_bytes, long url_ttl_s,
                struct bc_error *err)
@@ -35,7 +50,9 @@ int store_open(struct store *st, const char *cache_dir, const char *image_dir,
                 if (r < 0)
                         return bc_error_prefix(err, "S3 settings");
         }
-        int r = storage_cache_new(cache_dir, cache_bytes, st->s3, NULL, &st->cache, err);
+        int r = open_trees_dir(st, cache_dir, err);
+        if (r >= 0)
+                r = storage_cache_new(cache_dir, cache_bytes, st->s3, NULL, &st->cache, err);
         if (r < 0) {
                 store_close(st);
                 return bc_error_prefix(err, "volume cache %s", cache_dir);
@@ -63,6 +80,7 @@ void store_close(struct store *st)
         storage_cache_free(st->images);
         storage_cache_free(st->cache);
         storage_config_free(st->s3);
+        free(st->trees_dir);
         memset(st, 0, sizeof(*st));
 }
 
@@ -112,83 +130,23 @@ void store_give_way(struct store *st, struct disk_budget *disk, struct metrics *
         disk_budget_set_reclaim(disk, reclaim, st);
 }
 
-void store_version_done(struct store_version *v)
-{
-        if (!v)
-                return;
-        free(v->s3_key);
-        v->s3_key = NULL;
-}
+#define RESOLVE_SQL \
+        "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2)"
 
-/* Row 0 of a query returning sha256, s3_key, size, file_count from column
- * `first` on: a version, or 0 when those columns are null (no version). */
-static int version_from_row(const PGresult *res, int first, struct store_version *ret,
-                            struct bc_error *err)
+/* A volume given by storage + version, from the volume cache. */
+static int acquire_stored_volume(const struct job_services *svc, const struct spec_volume *vol,
+                                 struct storage_cache_entry **ret, struct bc_error *err)
 {
-        if (PQntuples(res) == 0 || PQgetisnull(res, 0, first))
-                return 0;
-        memset(ret, 0, sizeof(*ret));
-        snprintf(ret->sha256, sizeof(ret->sha256), "%s", PQgetvalue(res, 0, first));
-        ret->s3_key = strdup(PQgetvalue(res, 0, first + 1));
-        ret->size = strtoull(PQgetvalue(res, 0, first + 2), NULL, 10);
-        ret->file_count = strtoull(PQgetvalue(res, 0, first + 3), NULL, 10);
-        if (!ret->s3_key)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        return 1;
-}
-
-#define RESOLVE_SQL                                \
-        "select sha256, s3_key, size, file_count " \
-        "from boxcar.resolve_storage_version($1, $2)"
-
-int store_resolve(PGconn *conn, const char *storage, const char *version,
-                  struct store_version *ret, struct bc_error *err)
-{
-        const char *p[] = { storage, version };
-        _cleanup_pgresult_ PGresult *res = db_exec(conn, RESOLVE_SQL, 2, p, err);
-        if (!res)
-                return -EPROTO;
-        return version_from_row(res, 0, ret, err);
-}
-
-static int need_s3(const struct store *st, const char *what, struct bc_error *err)
-{
-        if (st->s3)
-                return 0;
-        /* A worker without S3 settings cannot serve this job; another may. */
-        return bc_error_set(err, BC_FETCH_FAILED, ENOTSUP,
-                            "%s: S3 is not configured on this worker (set BOXCAR_S3_BUCKET and "
-                            "the AWS_* variables)",
-                            what);
-}
-
-int store_presign_get(const struct store *st, const struct store_version *v, long ttl_s,
-                      char **ret_url, struct bc_error *err)
-{
-        int r = need_s3(st, "presign", err);
-        if (r < 0)
-                return r;
-        return storage_presign(st->s3, STORAGE_GET, v->s3_key, ttl_s, ret_url, err);
-}
-
-/* Presigned URL and digest for a volume given by storage + version. */
-static int resolve_volume(const struct job_services *svc, const struct spec_volume *vol,
-                          char **ret_url, char ret_sha[65], struct bc_error *err)
-{
-        const struct store *st = svc->store;
         struct store_version v = { 0 };
         const char *p[] = { vol->storage, vol->version };
         _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx, RESOLVE_SQL, 2, p, err);
-        int found = res ? version_from_row(res, 0, &v, err) : -EPROTO;
+        int found = res ? store_version_from_row(res, 0, &v, err) : -EPROTO;
         if (found < 0)
                 return bc_error_prefix(err, "resolve storage %s", vol->storage);
         if (found == 0)
                 return bc_error_set(err, BC_BAD_SPEC, ENOENT, "storage %s has no version %s",
                                     vol->storage, vol->version);
-        int r = need_s3(st, "storage volume", err);
-        if (r >= 0)
-                r = store_presign_get(st, &v, 900, ret_url, err);
-        memcpy(ret_sha, v.sha256, 65);
+        int r = store_cache_version(svc->store, svc->store->cache, &v, ret, err);
         store_version_done(&v);
         return r;
 }
@@ -205,17 +163,12 @@ int store_acquire_volumes(const struct job_services *svc, const struct job_spec 
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         for (size_t i = 0; i < spec->n_volumes; i++) {
                 const struct spec_volume *vol = &spec->volumes[i];
-                char field[64], sha[65] = "";
+                char field[64];
                 snprintf(field, sizeof(field), "volumes[%zu] (%s)", i, vol->name);
-                _cleanup_free_ char *url = NULL;
-                int r = 0;
-                if (vol->storage)
-                        r = resolve_volume(svc, vol, &url, sha, err);
-                if (r >= 0)
-                        r = storage_cache_acquire(st->cache, vol->storage ? url : vol->url,
-                                                  vol->storage ? sha : vol->sha256,
-                                                  vol->storage ? NULL : st->url_guard,
-                                                  &ret->entries[i], err);
+                int r = vol->storage ? acquire_stored_volume(svc, vol, &ret->entries[i], err)
+                                     : storage_cache_acquire(st->cache, vol->url, vol->sha256,
+                                                             st->url_guard, &ret->entries[i],
+                                                             err);
                 if (r < 0) {
                         store_release_volumes(st, ret);
                         return bc_error_prefix(err, "%s", field);
@@ -250,8 +203,7 @@ int store_acquire_image(const struct job_services *svc, const struct job_spec *s
         const char *p[] = { spec->image_storage, spec->image_version };
         _cleanup_pgresult_ PGresult *res = svc->lookup(
                 svc->ctx,
-                "select kind, sha256, s3_key, size, file_count "
-                "from boxcar.resolve_image($1, $2)",
+                "select kind, " STORE_VERSION_COLUMNS " from boxcar.resolve_image($1, $2)",
                 2, p, err);
         if (!res)
                 return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
@@ -264,19 +216,14 @@ int store_acquire_image(const struct job_services *svc, const struct job_spec *s
                                     "(push one with boxcar storage push --kind image)",
                                     spec->image_storage, PQgetvalue(res, 0, 0));
         struct store_version v = { 0 };
-        int found = version_from_row(res, 1, &v, err);
+        int found = store_version_from_row(res, 1, &v, err);
         if (found < 0)
                 return found;
         if (found == 0)
                 return bc_error_set(err, BC_BAD_SPEC, ENOENT,
                                     "image.version: storage %s has no version %s",
                                     spec->image_storage, spec->image_version);
-        _cleanup_free_ char *url = NULL;
-        int r = need_s3(st, "image", err);
-        if (r >= 0)
-                r = store_presign_get(st, &v, 900, &url, err);
-        if (r >= 0)
-                r = storage_cache_acquire(st->images, url, v.sha256, NULL, ret, err);
+        int r = store_cache_version(st, st->images, &v, ret, err);
         store_version_done(&v);
         return r < 0 ? bc_error_prefix(err, "image %s", spec->image_storage) : 0;
 }
@@ -295,8 +242,7 @@ int store_restore_artifact(const struct job_services *svc, const struct job_spec
         const char *p[] = { spec->artifact_storage, spec->artifact_base };
         _cleanup_pgresult_ PGresult *res = svc->lookup(
                 svc->ctx,
-                "select head, sha256, s3_key, size, file_count "
-                "from boxcar.artifact_start($1, $2)",
+                "select head, " STORE_VERSION_COLUMNS " from boxcar.artifact_start($1, $2)",
                 2, p, err);
         if (!res)
                 return bc_error_prefix(err, "artifact: resolve storage %s",
@@ -307,7 +253,7 @@ int store_restore_artifact(const struct job_services *svc, const struct job_spec
         if (strcmp(spec->artifact_base, "empty") == 0 || (latest && !ret->head_sha[0]))
                 return 0; /* a new artifact starts empty */
         struct store_version v = { 0 };
-        int found = version_from_row(res, 1, &v, err);
+        int found = store_version_from_row(res, 1, &v, err);
         if (found < 0)
                 return found;
         if (found == 0)
@@ -315,68 +261,31 @@ int store_restore_artifact(const struct job_services *svc, const struct job_spec
                                     "artifact.base: storage %s has no "
                                     "version %s",
                                     spec->artifact_storage, spec->artifact_base);
-        _cleanup_free_ char *url = NULL;
-        int r = store_presign_get(st, &v, 900, &url, err);
-        struct storage_fetch_result fr = { 0 };
-        if (r >= 0 && cached) {
-                /* The same extractor and limits as below: a hostile tarball
+        int r = 0;
+        if (cached) {
+                /* The same extractor and limits as below: a hostile layer
                  * is refused alike, and only a complete tree is published. */
-                r = storage_cache_acquire(st->artifacts, url, v.sha256, NULL, &ret->base, err);
+                r = store_cache_version(st, st->artifacts, &v, &ret->base, err);
                 if (r >= 0)
-                        fr.size = storage_cache_entry_downloaded_bytes(ret->base);
-        } else if (r >= 0) {
-                r = storage_fetch_extract(st->s3, url, v.sha256, workspace, NULL, NULL, &fr, err);
+                        *ret_downloaded = storage_cache_entry_downloaded_bytes(ret->base);
+        } else {
+                r = store_extract_version(st, &v, workspace, NULL, ret_downloaded, err);
         }
-        if (r >= 0) {
-                memcpy(ret->base_sha, v.sha256, 65);
-                *ret_downloaded = fr.size;
+        if (r < 0) {
+                store_version_done(&v);
+                return bc_error_prefix(err, "artifact %s base", spec->artifact_storage);
         }
-        store_version_done(&v);
-        return r < 0 ? bc_error_prefix(err, "artifact %s base", spec->artifact_storage) : 0;
+        memcpy(ret->base_sha, v.sha256, 65);
+        ret->base_version = v;
+        return 0;
 }
 
 void store_artifact_start_done(struct store *st, struct store_artifact_start *a)
 {
-        if (a && a->base)
-                storage_cache_release(st->artifacts, a->base);
-        if (a)
-                a->base = NULL;
-}
-
-void store_artifact_done(struct store_artifact *a)
-{
         if (!a)
                 return;
-        free(a->s3_key);
-        free(a->url);
-        a->s3_key = a->url = NULL;
-}
-
-int store_save_artifact(struct store *st, const struct job_spec *spec, const char *workspace,
-                        const char *tmp_dir, const struct storage_pack_limits *limits,
-                        void (*on_packed)(void *ctx, const char *sha256), void *ctx,
-                        struct store_artifact *ret, struct bc_error *err)
-{
-        memset(ret, 0, sizeof(*ret));
-        int r = need_s3(st, "artifact", err);
-        if (r < 0) {
-                err->code = BC_UPLOAD_FAILED;
-                return r;
-        }
-        struct storage_push_result push;
-        r = storage_push_dir(st->s3, workspace, tmp_dir, limits, on_packed, ctx, &push, err);
-        if (r < 0)
-                return bc_error_prefix(err, "artifact %s: workspace", spec->artifact_storage);
-        struct store_version v = { .s3_key = push.key };
-        r = store_presign_get(st, &v, st->url_ttl_s, &ret->url, err);
-        if (r >= 0) {
-                memcpy(ret->sha256, push.pack.sha256, 65);
-                ret->size = push.pack.size;
-                ret->file_count = push.pack.file_count;
-                ret->uploaded = push.uploaded;
-                ret->s3_key = push.key;
-                push.key = NULL;
-        }
-        storage_push_result_done(&push);
-        return r;
+        if (a->base)
+                storage_cache_release(st->artifacts, a->base);
+        a->base = NULL;
+        store_version_done(&a->base_version);
 }

@@ -109,6 +109,16 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                 { "boxcar_worker_draining", "1 while draining.", METRICS_GAUGE, NULL, NULL, 0, 0 },
                 { "boxcar_is_leader", "1 while this replica runs housekeeping.", METRICS_GAUGE,
                   NULL, NULL, 0, 0 },
+                { "boxcar_storage_bytes_stored",
+                  "Bytes of S3 objects (layers, manifests, tarballs) boxcar knows of, as the "
+                  "last storage collection on this replica counted them.",
+                  METRICS_GAUGE, NULL, NULL, 0, 0 },
+                { "boxcar_storage_bytes_reclaimed_total",
+                  "Bytes of S3 objects the storage collections on this replica deleted.",
+                  METRICS_COUNTER, NULL, NULL, 0, 0 },
+                { "boxcar_storage_objects_deleted_total",
+                  "S3 objects the storage collections on this replica deleted.",
+                  METRICS_COUNTER, NULL, NULL, 0, 0 },
                 { "boxcar_build_info", "Build version (always 1).", METRICS_GAUGE, l_version, NULL,
                   0, 0 },
         };
@@ -251,6 +261,13 @@ void wmetrics_db_up(struct metrics *m, bool up)
 void wmetrics_draining(struct metrics *m, bool draining)
 {
         metrics_gauge_set(m, "boxcar_worker_draining", NULL, draining);
+}
+
+void wmetrics_storage_gc(struct metrics *m, uint64_t stored, uint64_t reclaimed, long deleted)
+{
+        metrics_gauge_set(m, "boxcar_storage_bytes_stored", NULL, (double)stored);
+        metrics_counter_add(m, "boxcar_storage_bytes_reclaimed_total", NULL, (double)reclaimed);
+        metrics_counter_add(m, "boxcar_storage_objects_deleted_total", NULL, (double)deleted);
 }
 
 void wmetrics_leader(struct metrics *m, bool leader)

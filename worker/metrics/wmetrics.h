@@ -49,6 +49,8 @@ void wmetrics_slots(struct metrics *m, unsigned busy, unsigned total);
 void wmetrics_db_up(struct metrics *m, bool up);
 void wmetrics_draining(struct metrics *m, bool draining);
 void wmetrics_leader(struct metrics *m, bool leader);
+/* After a storage collection: bytes stored, and what it deleted. */
+void wmetrics_storage_gc(struct metrics *m, uint64_t stored, uint64_t reclaimed, long deleted);
 /* Replaces the queue depth gauges with one row per queue. */
 void wmetrics_queue_depth_begin(struct metrics *m);
 void wmetrics_queue_depth(struct metrics *m, const char *queue, double queued, double scheduled,
