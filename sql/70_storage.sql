@@ -9,9 +9,9 @@
 -- here, and its row is kept until boxcar.purge_removed_storage_versions
 -- (sql/72_storage_gc.sql) deletes it once no queued or running job names
 -- its storage, so such a job never loses the objects it may still read.
--- Whoever writes a storage's head or versions locks the storage's row
--- first, so retention and removal never interleave with a push or a job's
--- new version.
+-- Whoever moves a storage's head, or adds, removes or purges versions,
+-- locks the storage's row first, so retention and removal never
+-- interleave with a push or a job's new version.
 
 -- Functions whose result columns changed (layers, format, bottom_tree
 -- were appended) cannot be replaced in place: drop the older ones, only
@@ -30,7 +30,7 @@ begin
         end if;
     end loop;
 end $$;
--- The signatures before layers: kept, they would make calls ambiguous.
+-- The signatures before layers go: beside the new ones, calls would be ambiguous.
 drop function if exists boxcar.add_storage_version(text, text, text, bigint, bigint, text, uuid, boolean);
 drop function if exists boxcar.add_artifact_version(text, text, text, bigint, bigint, text, uuid, text);
 

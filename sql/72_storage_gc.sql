@@ -37,24 +37,32 @@ $$;
 
 -- Deletes the removed versions of storages no queued or running job names,
 -- then the removed storages left without versions that none names.  Run by
--- the collector before it looks for candidates.  Returns how many versions
--- it deleted.
+-- the collector before it looks for candidates.  Each storage's row is
+-- locked before its versions, as every writer of a storage does (a
+-- storage someone else holds is left for the next run), so a purge never
+-- deadlocks with a push bringing a removed storage or version back.
+-- Returns how many versions it deleted.
 create or replace function boxcar.purge_removed_storage_versions()
 returns integer language plpgsql volatile as $$
 declare
-    n integer;
+    s text;
+    k integer;
+    n integer := 0;
 begin
-    with unprotected as (
-        select d.storage from (select distinct v.storage from boxcar.storage_versions v
-                                where v.removed_at is not null) d
-         where not boxcar.storage_version_protected(d.storage))
-    delete from boxcar.storage_versions v using unprotected u
-     where v.storage = u.storage and v.removed_at is not null;
-    get diagnostics n = row_count;
-    delete from boxcar.storages s
-     where s.removed_at is not null
-       and not exists (select from boxcar.storage_versions v where v.storage = s.name)
-       and not boxcar.storage_version_protected(s.name);
+    for s in select st.name from boxcar.storages st
+              where st.removed_at is not null
+                 or exists (select from boxcar.storage_versions v
+                             where v.storage = st.name and v.removed_at is not null)
+              order by st.name
+                for update skip locked loop
+        continue when boxcar.storage_version_protected(s);
+        delete from boxcar.storage_versions v where v.storage = s and v.removed_at is not null;
+        get diagnostics k = row_count;
+        n := n + k;
+        delete from boxcar.storages st
+         where st.name = s and st.removed_at is not null
+           and not exists (select from boxcar.storage_versions v where v.storage = s);
+    end loop;
     return n;
 end $$;
 
