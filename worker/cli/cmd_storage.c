@@ -197,13 +197,15 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         char size[32], count[32];
         snprintf(size, sizeof(size), "%llu", (unsigned long long)saved.v.size);
         snprintf(count, sizeof(count), "%llu", (unsigned long long)saved.v.file_count);
-        const char *p[] = { name,        saved.v.sha256, saved.v.s3_key,         size, count,
-                            found ? head.sha256 : NULL, layers, saved.v.bottom_tree };
-        _cleanup_pgresult_ PGresult *added =
-                db_exec(conn,
-                        "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6,"
-                        " null, true, $7::text[], $8)",
-                        8, p, err);
+        const char *p[] = { name,           saved.v.sha256,
+                            saved.v.s3_key, size,
+                            count,          found ? head.sha256 : NULL,
+                            layers,         saved.v.bottom_tree };
+        _cleanup_pgresult_ PGresult *added = db_exec(
+                conn,
+                "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6,"
+                " null, true, $7::text[], $8)",
+                8, p, err);
         r = added ? 0 : -EPROTO;
         if (added && json)
                 r = print_pushed(conn, name, saved.v.sha256, saved.uploaded, err);
@@ -274,8 +276,8 @@ static int resolve(PGconn *conn, char *ref, struct store *st, struct store_versi
                 return r;
         int found = store_resolve(conn, ref, version, v, err);
         if (found == 0)
-                return bc_error_set(err, BC_NOT_FOUND, ENOENT, "storage %s has no version %s",
-                                    ref, version);
+                return bc_error_set(err, BC_NOT_FOUND, ENOENT, "storage %s has no version %s", ref,
+                                    version);
         return found < 0 ? found : 0;
 }
 

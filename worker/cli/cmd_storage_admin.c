@@ -20,8 +20,7 @@
 
 bool storage_admin_verb(const char *verb)
 {
-        return strcmp(verb, "rm") == 0 || strcmp(verb, "retain") == 0 ||
-               strcmp(verb, "gc") == 0;
+        return strcmp(verb, "rm") == 0 || strcmp(verb, "retain") == 0 || strcmp(verb, "gc") == 0;
 }
 
 static int usage(struct bc_error *err, const char *fmt, const char *arg)
@@ -37,8 +36,7 @@ static int duration(const char *opt, const char *val, double *ret, struct bc_err
         return 0;
 }
 
-static int parse_retain(int argc, char **argv, struct storage_admin_args *a,
-                        struct bc_error *err)
+static int parse_retain(int argc, char **argv, struct storage_admin_args *a, struct bc_error *err)
 {
         for (int i = 2; i < argc; i++) {
                 const char *arg = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -68,8 +66,10 @@ static int parse_retain(int argc, char **argv, struct storage_admin_args *a,
         if (!a->ref)
                 return usage(err, "retain: want NAME%s", "");
         if (a->keep_all == (a->keep_last || a->keep_within_s))
-                return usage(err, "retain: want --keep-last and/or --keep-within, or "
-                                  "--keep-all%s", "");
+                return usage(err,
+                             "retain: want --keep-last and/or --keep-within, or "
+                             "--keep-all%s",
+                             "");
         return 0;
 }
 
@@ -79,8 +79,8 @@ static int parse_gc(int argc, char **argv, struct storage_admin_args *a, struct 
                 if (strcmp(argv[i], "--dry-run") == 0) {
                         a->dry_run = true;
                 } else if (strcmp(argv[i], "--grace") == 0) {
-                        int r = duration("--grace", i + 1 < argc ? argv[i + 1] : NULL,
-                                         &a->grace_s, err);
+                        int r = duration("--grace", i + 1 < argc ? argv[i + 1] : NULL, &a->grace_s,
+                                         err);
                         if (r < 0)
                                 return r;
                         i++;
@@ -91,8 +91,7 @@ static int parse_gc(int argc, char **argv, struct storage_admin_args *a, struct 
         return 0;
 }
 
-int storage_admin_parse(int argc, char **argv, struct storage_admin_args *a,
-                        struct bc_error *err)
+int storage_admin_parse(int argc, char **argv, struct storage_admin_args *a, struct bc_error *err)
 {
         *a = (struct storage_admin_args){ .grace_s = DEFAULT_GRACE_S };
         if (strcmp(argv[1], "rm") == 0) {

@@ -21,8 +21,7 @@ struct storage_admin_args {
 /* Whether verb is one of these (argv[1] of `boxcar storage`). */
 bool storage_admin_verb(const char *verb);
 /* The arguments from argv[2] on, checked before connecting: BC_USAGE. */
-int storage_admin_parse(int argc, char **argv, struct storage_admin_args *a,
-                        struct bc_error *err);
+int storage_admin_parse(int argc, char **argv, struct storage_admin_args *a, struct bc_error *err);
 int storage_admin_run(PGconn *conn, const struct storage_admin_args *a, bool json,
                       struct bc_error *err);
 

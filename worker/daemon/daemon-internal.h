@@ -47,7 +47,7 @@ struct loop {
         bool leader;    /* holds the housekeeping lease */
         uint64_t next_lead, next_prune, next_storage_gc;
         struct gc_runner gc; /* the leader's storage collections */
-        unsigned pruned; /* jobs deleted since the last jobs.pruned report */
+        unsigned pruned;     /* jobs deleted since the last jobs.pruned report */
         int signal_fd;
         bool private_mounts; /* job mounts live in our own mount namespace */
         bool want_claim;

@@ -32,7 +32,7 @@ static int scalar(PGconn *conn, const char *sql, int n, const char *const *p, lo
         if (!res)
                 return -EPROTO;
         *ret = PQntuples(res) && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
-                                                          : -1;
+                                                         : -1;
         return 0;
 }
 
@@ -70,8 +70,8 @@ static int sweep_one(PGconn *conn, const struct storage_config *s3, const char *
                 bc_error_clear(&ignored);
                 return 0;
         }
-        _cleanup_pgresult_ PGresult *forgot =
-                db_exec(conn, "select boxcar.storage_gc_forget($1)", 1, p, err);
+        _cleanup_pgresult_ PGresult *forgot = db_exec(conn, "select boxcar.storage_gc_forget($1)",
+                                                      1, p, err);
         if (!forgot || !command_ok(conn, "commit", err))
                 return -EPROTO;
         ret->objects_deleted++;
@@ -87,8 +87,9 @@ static int sweep(PGconn *conn, const struct storage_config *s3, const char *grac
         const char *p[] = { grace, batch };
         for (;;) {
                 _cleanup_pgresult_ PGresult *res = db_exec(
-                        conn, "select key, size from boxcar.storage_gc_candidates($1::interval, $2)",
-                        2, p, err);
+                        conn,
+                        "select key, size from boxcar.storage_gc_candidates($1::interval, $2)", 2,
+                        p, err);
                 if (!res)
                         return -EPROTO;
                 int n = PQntuples(res), deleted = 0;
@@ -126,8 +127,8 @@ int gc_run(PGconn *conn, const struct storage_config *s3, double grace_s, bool d
                 r = scalar(conn, "select boxcar.apply_storage_retention()", 0, NULL, &n, err);
                 ret->versions_removed = n > 0 ? n : 0;
                 if (r >= 0)
-                        r = scalar(conn, "select boxcar.purge_removed_storage_versions()", 0,
-                                   NULL, &n, err);
+                        r = scalar(conn, "select boxcar.purge_removed_storage_versions()", 0, NULL,
+                                   &n, err);
                 ret->versions_purged = n > 0 ? n : 0;
         }
         if (r >= 0)

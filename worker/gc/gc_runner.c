@@ -35,8 +35,8 @@ static void collect(struct gc_runner *r)
         }
         wmetrics_storage_gc(r->metrics, rep.bytes_stored, rep.bytes_reclaimed,
                             rep.objects_deleted);
-        log_event(rep.objects_deleted || rep.versions_removed ? LOG_INFO : LOG_DEBUG,
-                  "storage.gc", LOG_INT("versions_removed", rep.versions_removed),
+        log_event(rep.objects_deleted || rep.versions_removed ? LOG_INFO : LOG_DEBUG, "storage.gc",
+                  LOG_INT("versions_removed", rep.versions_removed),
                   LOG_INT("versions_purged", rep.versions_purged),
                   LOG_INT("objects_deleted", rep.objects_deleted),
                   LOG_INT("bytes_reclaimed", rep.bytes_reclaimed),

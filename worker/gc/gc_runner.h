@@ -14,13 +14,13 @@
 struct metrics;
 
 struct gc_runner {
-        const char *database_url;       /* not owned */
+        const char *database_url;        /* not owned */
         const struct storage_config *s3; /* not owned; NULL: collections are skipped */
         struct metrics *metrics;         /* not owned; may be NULL */
         double grace_s;
         pthread_t thread;
-        bool started;          /* thread to join */
-        atomic_bool running;   /* a collection is under way */
+        bool started;        /* thread to join */
+        atomic_bool running; /* a collection is under way */
 };
 
 /* Starts a collection unless one is under way (then nothing). */

@@ -211,10 +211,12 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
                                           .ws = run->ws,
                                           .a = &run->artifact_start };
         _cleanup_free_ char *upper = NULL;
-        if (run->artifact_start.base && asprintf(&upper, "%s/fs/scratch/overlay/upper", run->dir) < 0)
+        if (run->artifact_start.base &&
+            asprintf(&upper, "%s/fs/scratch/overlay/upper", run->dir) < 0)
                 upper = NULL;
-        const struct store_version *base =
-                run->artifact_start.base_sha[0] ? &run->artifact_start.base_version : NULL;
+        const struct store_version *base = run->artifact_start.base_sha[0]
+                                                   ? &run->artifact_start.base_version
+                                                   : NULL;
         struct store_save_args args = { .dir = run->ws,
                                         .upper = upper,
                                         .base = base,
@@ -248,8 +250,7 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
                  "{\"storage\": \"%s\", \"sha256\": \"%s\", \"size\": %llu, \"uploaded\": %s, "
                  "\"layers\": %zu, \"changed_bytes\": %llu}",
                  run->spec->artifact_storage, s.v.sha256, (unsigned long long)s.v.size,
-                 s.uploaded ? "true" : "false", s.v.n_layers,
-                 (unsigned long long)s.changed_bytes);
+                 s.uploaded ? "true" : "false", s.v.n_layers, (unsigned long long)s.changed_bytes);
         svc->event(svc->ctx, run->job, "artifact_uploaded", details);
         store_saved_done(&s);
 }

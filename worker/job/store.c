@@ -130,8 +130,7 @@ void store_give_way(struct store *st, struct disk_budget *disk, struct metrics *
         disk_budget_set_reclaim(disk, reclaim, st);
 }
 
-#define RESOLVE_SQL \
-        "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2)"
+#define RESOLVE_SQL "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2)"
 
 /* A volume given by storage + version, from the volume cache. */
 static int acquire_stored_volume(const struct job_services *svc, const struct spec_volume *vol,
@@ -167,8 +166,7 @@ int store_acquire_volumes(const struct job_services *svc, const struct job_spec 
                 snprintf(field, sizeof(field), "volumes[%zu] (%s)", i, vol->name);
                 int r = vol->storage ? acquire_stored_volume(svc, vol, &ret->entries[i], err)
                                      : storage_cache_acquire(st->cache, vol->url, vol->sha256,
-                                                             st->url_guard, &ret->entries[i],
-                                                             err);
+                                                             st->url_guard, &ret->entries[i], err);
                 if (r < 0) {
                         store_release_volumes(st, ret);
                         return bc_error_prefix(err, "%s", field);
@@ -201,10 +199,10 @@ int store_acquire_image(const struct job_services *svc, const struct job_spec *s
         if (!st->images)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP, "image: no image cache");
         const char *p[] = { spec->image_storage, spec->image_version };
-        _cleanup_pgresult_ PGresult *res = svc->lookup(
-                svc->ctx,
-                "select kind, " STORE_VERSION_COLUMNS " from boxcar.resolve_image($1, $2)",
-                2, p, err);
+        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx,
+                                                       "select kind, " STORE_VERSION_COLUMNS
+                                                       " from boxcar.resolve_image($1, $2)",
+                                                       2, p, err);
         if (!res)
                 return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
         if (PQntuples(res) == 0)
@@ -240,10 +238,10 @@ int store_restore_artifact(const struct job_services *svc, const struct job_spec
         /* The head and the base in one read: "latest" is the head read here,
          * the one the new version may later replace, and no other. */
         const char *p[] = { spec->artifact_storage, spec->artifact_base };
-        _cleanup_pgresult_ PGresult *res = svc->lookup(
-                svc->ctx,
-                "select head, " STORE_VERSION_COLUMNS " from boxcar.artifact_start($1, $2)",
-                2, p, err);
+        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx,
+                                                       "select head, " STORE_VERSION_COLUMNS
+                                                       " from boxcar.artifact_start($1, $2)",
+                                                       2, p, err);
         if (!res)
                 return bc_error_prefix(err, "artifact: resolve storage %s",
                                        spec->artifact_storage);

@@ -105,9 +105,9 @@ int store_cache_version(const struct store *st, struct storage_cache *cache,
  * layer above applied in turn.  limits NULL: the defaults.  *ret_downloaded
  * (may be NULL): compressed bytes fetched.  On failure dest is removed
  * (emptied when it existed). */
-int store_extract_version(const struct store *st, const struct store_version *v,
-                          const char *dest, const struct storage_limits *limits,
-                          uint64_t *ret_downloaded, struct bc_error *err);
+int store_extract_version(const struct store *st, const struct store_version *v, const char *dest,
+                          const struct storage_limits *limits, uint64_t *ret_downloaded,
+                          struct bc_error *err);
 
 /* The volumes a job holds while it runs. */
 struct store_mounts {
@@ -169,10 +169,10 @@ struct store_db {
 
 /* What store_save_version versions. */
 struct store_save_args {
-        const char *dir;                   /* the tree (a job's merged workspace) */
-        const char *upper;                 /* its overlay upper directory, or NULL */
-        const struct store_version *base;  /* the version dir started from, or NULL */
-        const char *tmp_dir;               /* where the layer is written before upload */
+        const char *dir;                          /* the tree (a job's merged workspace) */
+        const char *upper;                        /* its overlay upper directory, or NULL */
+        const struct store_version *base;         /* the version dir started from, or NULL */
+        const char *tmp_dir;                      /* where the layer is written before upload */
         const struct storage_pack_limits *limits; /* NULL: the defaults */
         /* Called (may be NULL) once the new version's layers are known and
          * before the upload, with the name its tree is cached under

@@ -79,11 +79,11 @@ int store_register_objects(const struct store_db *db, size_t n, const char *cons
         if (!k || !t || !h || !z)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         const char *p[] = { k, t, h, z };
-        _cleanup_pgresult_ PGresult *res =
-                db->exec(db->ctx,
-                         "select boxcar.register_storage_objects($1::text[], $2::text[], "
-                         "$3::text[], $4::bigint[])",
-                         4, p, err);
+        _cleanup_pgresult_ PGresult *res = db->exec(
+                db->ctx,
+                "select boxcar.register_storage_objects($1::text[], $2::text[], "
+                "$3::text[], $4::bigint[])",
+                4, p, err);
         return res ? 0 : bc_error_prefix(err, "register stored objects");
 }
 
@@ -148,7 +148,9 @@ static int build(struct save *s, enum layer_choice c, struct bc_error *err)
                 .dir = s->a->dir,
                 .base = s->base_tree,
                 .upper = s->base_tree ? s->a->upper : NULL,
-                .below = c == ON_BASE ? s->base_tree : c == ON_BOTTOM ? s->bottom_tree : NULL,
+                .below = c == ON_BASE     ? s->base_tree
+                         : c == ON_BOTTOM ? s->bottom_tree
+                                          : NULL,
                 .limits = s->a->limits,
         };
         return storage_layer_build(&la, s->fd, &s->lr, err);

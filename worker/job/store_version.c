@@ -50,8 +50,8 @@ static int parse_layers(const char *s, struct store_version *v, struct bc_error 
                 for (size_t i = 0; i < v->n_layers; i++)
                         if (strcmp(v->layers[i], hex) == 0)
                                 return bc_error_set(err, BC_BAD_ARCHIVE, ELOOP,
-                                                    "version %s: layer %s listed twice",
-                                                    v->sha256, hex);
+                                                    "version %s: layer %s listed twice", v->sha256,
+                                                    hex);
                 v->n_layers++;
                 p += 64 + (p[64] == ',');
         }
@@ -88,10 +88,10 @@ int store_resolve(PGconn *conn, const char *storage, const char *version,
                   struct store_version *ret, struct bc_error *err)
 {
         const char *p[] = { storage, version };
-        _cleanup_pgresult_ PGresult *res = db_exec(
-                conn,
-                "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2)", 2,
-                p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn,
+                                                   "select " STORE_VERSION_COLUMNS
+                                                   " from boxcar.resolve_storage_version($1, $2)",
+                                                   2, p, err);
         if (!res)
                 return -EPROTO;
         return store_version_from_row(res, 0, ret, err);
@@ -176,9 +176,9 @@ int store_cache_version(const struct store *st, struct storage_cache *cache,
         return r < 0 ? layer_failed(v, r, err) : 0;
 }
 
-int store_extract_version(const struct store *st, const struct store_version *v,
-                          const char *dest, const struct storage_limits *limits,
-                          uint64_t *ret_downloaded, struct bc_error *err)
+int store_extract_version(const struct store *st, const struct store_version *v, const char *dest,
+                          const struct storage_limits *limits, uint64_t *ret_downloaded,
+                          struct bc_error *err)
 {
         char *urls[STORAGE_MAX_LAYERS] = { 0 };
         int r = presign_layers(st, v, urls, err);
@@ -190,8 +190,8 @@ int store_extract_version(const struct store *st, const struct store_version *v,
                 struct storage_fetch_result fr = { 0 };
                 r = i == 0 ? storage_fetch_extract(st->s3, urls[0], v->layers[0], dest, limits,
                                                    NULL, &fr, err)
-                           : storage_fetch_apply(st->s3, urls[i], v->layers[i], dest, limits,
-                                                 &fr, err);
+                           : storage_fetch_apply(st->s3, urls[i], v->layers[i], dest, limits, &fr,
+                                                 err);
                 downloaded += fr.size;
         }
         free_urls(urls, v->n_layers);

@@ -117,8 +117,8 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                   "Bytes of S3 objects the storage collections on this replica deleted.",
                   METRICS_COUNTER, NULL, NULL, 0, 0 },
                 { "boxcar_storage_objects_deleted_total",
-                  "S3 objects the storage collections on this replica deleted.",
-                  METRICS_COUNTER, NULL, NULL, 0, 0 },
+                  "S3 objects the storage collections on this replica deleted.", METRICS_COUNTER,
+                  NULL, NULL, 0, 0 },
                 { "boxcar_build_info", "Build version (always 1).", METRICS_GAUGE, l_version, NULL,
                   0, 0 },
         };
