@@ -79,7 +79,8 @@ static int list_add(struct pack_list *l, const char *prefix, const char *name,
                                          .mode = st->st_mode,
                                          .nlink = st->st_nlink,
                                          .dev = st->st_dev,
-                                         .ino = st->st_ino };
+                                         .ino = st->st_ino,
+                                         .size = st->st_size };
         l->n++;
         return 0;
 }
