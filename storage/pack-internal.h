@@ -39,6 +39,9 @@ struct pack_list {
 int pack_walk(int rootfd, const struct storage_pack_limits *lim, struct pack_list *ret,
               struct bc_error *err);
 void pack_list_done(struct pack_list *l);
+/* Index of path in l (sorted), or l->n when it is not there. */
+size_t pack_list_find(const struct pack_list *l, const char *path);
+
 /* Writes items v[0..n) (sorted bytewise by path; whiteouts need no file)
  * of the tree under rootfd as a deterministic .tar.gz to out_fd, exactly
  * as storage_pack_dir writes them, within lim and the walk's deadline.
