@@ -69,6 +69,7 @@ void tree_sha256_hex(const void *buf, size_t len, char out[STORAGE_SHA256_HEX_LE
  * checked when it is finished, as is every other rule of the format). */
 struct tree_builder {
         struct dynbuf buf;
+        size_t n;
 };
 int tree_builder_init(struct tree_builder *b, struct bc_error *err);
 int tree_builder_add(struct tree_builder *b, const char *path, const char *attrs,

@@ -386,7 +386,8 @@ int storage_tree_parse(const void *buf, size_t len, const char *expected_id,
         char *copy = malloc(len + 1);
         if (!copy)
                 return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
-        memcpy(copy, buf, len);
+        if (len)
+                memcpy(copy, buf, len);
         copy[len] = '\0';
         return tree_parse_owned(copy, len, expected_id, ret, err);
 }
@@ -438,6 +439,7 @@ char *tree_format_map(const struct pack_map *m)
 int tree_builder_init(struct tree_builder *b, struct bc_error *err)
 {
         dynbuf_init(&b->buf, TREE_MAX_BYTES);
+        b->n = 0;
         if (dynbuf_add(&b->buf, TREE_HEADER, TREE_HEADER_LEN) < 0)
                 return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
         return 0;
@@ -446,6 +448,11 @@ int tree_builder_init(struct tree_builder *b, struct bc_error *err)
 int tree_builder_add(struct tree_builder *b, const char *path, const char *attrs,
                      struct bc_error *err)
 {
+        if (b->n >= TREE_MAX_ENTRIES)
+                return bc_error_set(err, BC_WORKSPACE_LIMIT, E2BIG,
+                                    "more than %lu entries in a tree",
+                                    (unsigned long)TREE_MAX_ENTRIES);
+        b->n++;
         int r = dynbuf_add(&b->buf, path, strlen(path) + 1);
         r = r ? r : dynbuf_add(&b->buf, attrs, strlen(attrs) + 1);
         if (r == -E2BIG)
