@@ -1,5 +1,6 @@
-/* Shared by the packer's files only (pack_walk.c lists the tree, sorted
- * and bounded; pack.c writes it); the API is storage.h. */
+/* Shared by the packer's files (pack_walk.c lists the tree, sorted and
+ * bounded; pack.c writes it) and the layer builder (layer.c: writes a
+ * chosen part of a walked tree plus whiteouts); the API is storage.h. */
 #ifndef BC_STORAGE_PACK_INTERNAL_H
 #define BC_STORAGE_PACK_INTERNAL_H
 
@@ -17,7 +18,9 @@ struct pack_item {
         nlink_t nlink;
         dev_t dev;
         ino_t ino;
+        off_t size;          /* st_size at the walk */
         const char *link_to; /* hard link: the path carrying the data */
+        bool whiteout;       /* not on disk: an empty 0644 file (layer.c) */
 };
 
 struct pack_list {
@@ -36,6 +39,41 @@ struct pack_list {
 int pack_walk(int rootfd, const struct storage_pack_limits *lim, struct pack_list *ret,
               struct bc_error *err);
 void pack_list_done(struct pack_list *l);
+/* Index of path in l (sorted), or l->n when it is not there. */
+size_t pack_list_find(const struct pack_list *l, const char *path);
+
+/* Writes items v[0..n) (sorted bytewise by path; whiteouts need no file)
+ * of the tree under rootfd as a deterministic .tar.gz to out_fd, exactly
+ * as storage_pack_dir writes them, within lim and the walk's deadline.
+ * *ret gets the archive's sha256 and size; file_count and skipped count
+ * what was written and what turned out not to be packable. */
+int pack_write(int rootfd, const struct pack_item *v, size_t n,
+               const struct storage_pack_limits *lim, const struct timespec *deadline, int out_fd,
+               struct storage_pack_result *ret, struct bc_error *err);
+
+/* Data regions of a regular file as the packer stores it: SEEK_DATA and
+ * SEEK_HOLE widened to PACK_HOLE_ALIGN and joined where they touch.  When
+ * !sparse the file is stored whole (n = 0, data = its size). */
+#define PACK_HOLE_ALIGN 4096
+struct pack_region {
+        uint64_t off;
+        uint64_t len;
+};
+struct pack_map {
+        struct pack_region *v;
+        size_t n;
+        size_t alloc;
+        bool sparse;
+        uint64_t data; /* bytes in the regions */
+};
+/* 0 or -errno; m is reset first and freed by pack_map_done either way. */
+int pack_map_holes(int fd, off_t size, struct pack_map *m);
+void pack_map_done(struct pack_map *m);
+/* Adds n bytes of file data to *total, or BC_WORKSPACE_LIMIT past
+ * lim->max_bytes (naming path). */
+int pack_count_bytes(uint64_t *total, uint64_t n, const struct storage_pack_limits *lim,
+                     const char *path, struct bc_error *err);
+
 /* Whether the monotonic clock is past d. */
 bool pack_past_deadline(const struct timespec *d);
 /* The error for a packing past lim's time budget, at path. */

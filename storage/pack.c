@@ -119,19 +119,39 @@ static int write_header(struct packer *p, const char *path, mode_t type, mode_t 
         return 0;
 }
 
-static int count_bytes(struct packer *p, uint64_t n, const char *path, struct bc_error *err)
+int pack_count_bytes(uint64_t *total, uint64_t n, const struct storage_pack_limits *lim,
+                     const char *path, struct bc_error *err)
 {
         char q[FS_QUOTE_MAX];
-        if (n > p->lim->max_bytes - p->bytes)
+        if (n > lim->max_bytes - *total)
                 return bc_error_set(err, BC_WORKSPACE_LIMIT, EFBIG,
                                     "more than %llu bytes of file data (at %s)",
-                                    (unsigned long long)p->lim->max_bytes, fs_quote(path, q));
-        p->bytes += n;
+                                    (unsigned long long)lim->max_bytes, fs_quote(path, q));
+        *total += n;
         return 0;
 }
 
-/* The data regions of fd (SEEK_DATA/SEEK_HOLE) as sparse entries of p->e;
- * *ret_sparse says whether there is any hole, *ret_data the bytes of data. */
+void pack_map_done(struct pack_map *m)
+{
+        free(m->v);
+        *m = (struct pack_map){ 0 };
+}
+
+static int map_add(struct pack_map *m, off_t off, off_t len)
+{
+        if (m->n == m->alloc) {
+                size_t na = m->alloc ? m->alloc * 2 : 16;
+                struct pack_region *v = realloc(m->v, na * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                m->v = v;
+                m->alloc = na;
+        }
+        m->v[m->n++] = (struct pack_region){ (uint64_t)off, (uint64_t)len };
+        m->data += (uint64_t)len;
+        return 0;
+}
+
 /* Data regions are widened to PACK_HOLE_ALIGN boundaries, and joined
  * where they then touch: a filesystem reports holes at its block size,
  * 1 KiB on a small ext4 (a job's own filesystem) and 4 KiB on most
@@ -140,18 +160,15 @@ static int count_bytes(struct packer *p, uint64_t n, const char *path, struct bc
  * plain extraction of it packs get two names, and an artifact cache entry
  * (on the worker's disk) repacks to another sha256 than the one it is
  * filed under.  What the widening takes in is read, as zeros. */
-#define PACK_HOLE_ALIGN 4096
-
-static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uint64_t *ret_data)
+int pack_map_holes(int fd, off_t size, struct pack_map *m)
 {
-        *ret_sparse = false;
-        *ret_data = (uint64_t)size;
+        pack_map_done(m);
+        m->data = (uint64_t)size;
         off_t hole = lseek(fd, 0, SEEK_HOLE);
         if (hole < 0 || hole >= size)
                 return 0; /* no hole (or no SEEK_HOLE): a plain file */
-        uint64_t data = 0;
+        m->data = 0;
         off_t ps = -1, pe = -1; /* the region not yet added */
-        bool added = false;
         for (off_t off = 0; off < size;) {
                 off_t start = lseek(fd, off, SEEK_DATA);
                 if (start < 0 && errno == ENXIO)
@@ -171,25 +188,18 @@ static int map_holes(struct packer *p, int fd, off_t size, bool *ret_sparse, uin
                         pe = end > pe ? end : pe;
                         continue;
                 }
-                if (ps >= 0) {
-                        archive_entry_sparse_add_entry(p->e, ps, pe - ps);
-                        data += (uint64_t)(pe - ps);
-                        added = true;
-                }
+                if (ps >= 0 && map_add(m, ps, pe - ps) < 0)
+                        return -ENOMEM;
                 ps = start;
                 pe = end;
         }
-        if (ps == 0 && pe == size && !added)
-                return 0; /* no hole as large as PACK_HOLE_ALIGN: a plain file */
-        if (ps >= 0) {
-                archive_entry_sparse_add_entry(p->e, ps, pe - ps);
-                data += (uint64_t)(pe - ps);
+        if (ps == 0 && pe == size && m->n == 0) {
+                m->data = (uint64_t)size; /* no hole as large as PACK_HOLE_ALIGN */
+                return 0;
         }
-        /* libarchive wants the end of the file marked by an empty entry
-         * when it ends in a hole. */
-        archive_entry_sparse_add_entry(p->e, size, 0);
-        *ret_sparse = true;
-        *ret_data = data;
+        if (ps >= 0 && map_add(m, ps, pe - ps) < 0)
+                return -ENOMEM;
+        m->sparse = true;
         return 0;
 }
 
@@ -258,33 +268,37 @@ static int pack_file(struct packer *p, int dirfd, const char *leaf, const struct
                 return 0;
         }
         archive_entry_set_size(p->e, st.st_size);
-        bool sparse = false;
-        uint64_t data = 0;
-        int r = map_holes(p, fd, st.st_size, &sparse, &data);
+        _cleanup_(pack_map_done) struct pack_map m = { 0 };
+        int r = pack_map_holes(fd, st.st_size, &m);
         if (r < 0)
                 return bc_error_set(err, BC_IO, -r, "pack: map holes of %s: %s", fs_quote(path, q),
                                     strerror(-r));
-        r = count_bytes(p, data, path, err);
+        r = pack_count_bytes(&p->bytes, m.data, p->lim, path, err);
         if (r < 0)
                 return r;
+        for (size_t i = 0; i < m.n; i++)
+                archive_entry_sparse_add_entry(p->e, (la_int64_t)m.v[i].off,
+                                               (la_int64_t)m.v[i].len);
+        /* libarchive wants the end of the file marked by an empty entry
+         * when it ends in a hole. */
+        if (m.sparse)
+                archive_entry_sparse_add_entry(p->e, st.st_size, 0);
         if (archive_write_header(p->a, p->e) < ARCHIVE_WARN)
                 return archive_err(p, path, err);
-        if (!sparse) {
+        if (!m.sparse) {
                 (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
                 r = feed(p, fd, 0, (uint64_t)st.st_size, false, path, err);
         } else {
-                off_t off = 0;
-                int64_t so, sl;
-                archive_entry_sparse_reset(p->e);
-                while (r >= 0 && archive_entry_sparse_next(p->e, &so, &sl) == ARCHIVE_OK) {
-                        if (so > off)
-                                r = feed(p, fd, off, (uint64_t)(so - off), true, path, err);
-                        if (r >= 0 && sl > 0)
-                                r = feed(p, fd, so, (uint64_t)sl, false, path, err);
-                        off = so + sl;
+                uint64_t off = 0;
+                for (size_t i = 0; r >= 0 && i < m.n; i++) {
+                        if (m.v[i].off > off)
+                                r = feed(p, fd, (off_t)off, m.v[i].off - off, true, path, err);
+                        if (r >= 0)
+                                r = feed(p, fd, (off_t)m.v[i].off, m.v[i].len, false, path, err);
+                        off = m.v[i].off + m.v[i].len;
                 }
-                if (r >= 0 && off < st.st_size)
-                        r = feed(p, fd, off, (uint64_t)(st.st_size - off), true, path, err);
+                if (r >= 0 && off < (uint64_t)st.st_size)
+                        r = feed(p, fd, (off_t)off, (uint64_t)st.st_size - off, true, path, err);
         }
         if (r < 0)
                 return r;
@@ -295,6 +309,8 @@ static int pack_file(struct packer *p, int dirfd, const char *leaf, const struct
 static int pack_item(struct packer *p, const struct pack_item *it, struct bc_error *err)
 {
         char q[FS_QUOTE_MAX];
+        if (it->whiteout)
+                return write_header(p, it->path, AE_IFREG, 0644, 0, err);
         if (S_ISDIR(it->mode))
                 return write_header(p, it->path, AE_IFDIR, it->mode, 0, err);
         int dirfd;
@@ -344,8 +360,8 @@ static int open_writer(struct archive *a, struct pack_out *o, struct bc_error *e
         return 0;
 }
 
-static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct packer *p,
-                     struct bc_error *err)
+static int pack_items(int rootfd, const struct pack_item *v, size_t n, struct pack_out *o,
+                      struct packer *p, struct bc_error *err)
 {
         _cleanup_(archive_write_freep) struct archive *a = archive_write_new();
         p->e = archive_entry_new();
@@ -359,8 +375,8 @@ static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct
                 return bc_error_set(err, BC_IO, -r, "pack: start compressor: %s", strerror(-r));
         r = open_writer(a, o, err);
         fs_walker_init(&p->walker, rootfd, false, 0);
-        for (size_t i = 0; r == 0 && i < l->n; i++)
-                r = pack_item(p, &l->v[i], err);
+        for (size_t i = 0; r == 0 && i < n; i++)
+                r = pack_item(p, &v[i], err);
         fs_walker_done(&p->walker);
         if (r == 0 && archive_write_close(a) != ARCHIVE_OK)
                 r = o->errnum ? bc_error_set(err, BC_IO, o->errnum, "pack: write: %s",
@@ -378,6 +394,32 @@ static int pack_list(int rootfd, struct pack_list *l, struct pack_out *o, struct
         return 0;
 }
 
+int pack_write(int rootfd, const struct pack_item *v, size_t n,
+               const struct storage_pack_limits *lim, const struct timespec *deadline, int out_fd,
+               struct storage_pack_result *ret, struct bc_error *err)
+{
+        _cleanup_(md_freep) EVP_MD_CTX *sha = EVP_MD_CTX_new();
+        if (!sha || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1)
+                return bc_error_set(err, BC_IO, ENOMEM, "pack: sha256 init failed");
+        struct pack_out o = { .fd = out_fd, .sha = sha };
+        struct packer p = { .lim = lim, .deadline = deadline };
+        locale_t old = fs_archive_locale_enter();
+        int r = pack_items(rootfd, v, n, &o, &p, err);
+        fs_archive_locale_leave(old);
+        if (p.e)
+                archive_entry_free(p.e);
+        free(p.buf);
+        free((void *)p.zeros);
+        if (r < 0)
+                return r;
+        struct storage_pack_result res = { .size = o.size,
+                                           .file_count = p.files,
+                                           .skipped = p.skipped };
+        extract_sha_hex(sha, res.sha256);
+        *ret = res;
+        return 0;
+}
+
 int storage_pack_dir(const char *dir, int out_fd, const struct storage_pack_limits *limits,
                      struct storage_pack_result *ret, struct bc_error *err)
 {
@@ -391,29 +433,14 @@ int storage_pack_dir(const char *dir, int out_fd, const struct storage_pack_limi
         int r = pack_walk(rootfd, lim, &l, err);
         if (r < 0)
                 return r;
-
-        _cleanup_(md_freep) EVP_MD_CTX *sha = EVP_MD_CTX_new();
-        if (!sha || EVP_DigestInit_ex(sha, EVP_sha256(), NULL) != 1) {
-                pack_list_done(&l);
-                return bc_error_set(err, BC_IO, ENOMEM, "pack: sha256 init failed");
-        }
-        struct pack_out o = { .fd = out_fd, .sha = sha };
-        struct packer p = { .lim = lim, .deadline = &l.deadline };
-        locale_t old = fs_archive_locale_enter();
-        r = pack_list(rootfd, &l, &o, &p, err);
-        fs_archive_locale_leave(old);
-        if (p.e)
-                archive_entry_free(p.e);
-        free(p.buf);
-        free((void *)p.zeros);
+        struct storage_pack_result res;
+        r = pack_write(rootfd, l.v, l.n, lim, &l.deadline, out_fd, &res, err);
+        uint64_t skipped = l.skipped;
         pack_list_done(&l);
         if (r < 0)
                 return err && err->code == BC_WORKSPACE_LIMIT ? r
                                                               : bc_error_prefix(err, "%s", dir);
-        struct storage_pack_result res = { .size = o.size,
-                                           .file_count = p.files,
-                                           .skipped = l.skipped + p.skipped };
-        extract_sha_hex(sha, res.sha256);
+        res.skipped += skipped;
         *ret = res;
         return 0;
 }

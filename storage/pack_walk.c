@@ -45,6 +45,19 @@ void pack_list_done(struct pack_list *l)
         free(l->v);
 }
 
+static int cmp_path_item(const void *key, const void *item)
+{
+        return strcmp(key, ((const struct pack_item *)item)->path);
+}
+
+size_t pack_list_find(const struct pack_list *l, const char *path)
+{
+        const struct pack_item *it = l->n ? bsearch(path, l->v, l->n, sizeof(l->v[0]),
+                                                    cmp_path_item)
+                                          : NULL;
+        return it ? (size_t)(it - l->v) : l->n;
+}
+
 static int list_add(struct pack_list *l, const char *prefix, const char *name,
                     const struct stat *st, struct bc_error *err)
 {
@@ -79,7 +92,8 @@ static int list_add(struct pack_list *l, const char *prefix, const char *name,
                                          .mode = st->st_mode,
                                          .nlink = st->st_nlink,
                                          .dev = st->st_dev,
-                                         .ino = st->st_ino };
+                                         .ino = st->st_ino,
+                                         .size = st->st_size };
         l->n++;
         return 0;
 }

@@ -1,7 +1,9 @@
 /* Content-addressed upload: HEAD, then a conditional PUT streamed from the
- * packed file.  Requests are header-signed by storage/sigv4.c (see there
- * for why not CURLOPT_AWS_SIGV4), re-signed on every attempt so a retry
- * never carries a stale x-amz-date. */
+ * packed file (or from memory: a tree's manifest), plus the other signed
+ * object calls the worker makes itself: a small GET into memory and
+ * DELETE.  Requests are header-signed by storage/sigv4.c (see there for
+ * why not CURLOPT_AWS_SIGV4), re-signed on every attempt so a retry never
+ * carries a stale x-amz-date. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,13 +20,18 @@
 #include "storage/s3.h"
 #include "storage/sigv4.h"
 #include "storage/storage.h"
+#include "storage/upload.h"
 
 #define ERROR_BODY_MAX 4096
 
+/* What a call sends (PUT: from fd, or from mem when it is not NULL) or
+ * keeps of the answer (GET: sink). */
 struct put_body {
         int fd;
+        const char *mem;
         uint64_t size;
         uint64_t off;
+        struct dynbuf *sink;
 };
 
 static size_t read_cb(char *buf, size_t size, size_t nmemb, void *ud)
@@ -35,6 +42,11 @@ static size_t read_cb(char *buf, size_t size, size_t nmemb, void *ud)
                 want = (size_t)(b->size - b->off);
         if (!want)
                 return 0;
+        if (b->mem) {
+                memcpy(buf, b->mem + b->off, want);
+                b->off += want;
+                return want;
+        }
         for (;;) {
                 ssize_t n = pread(b->fd, buf, want, (off_t)b->off);
                 if (n < 0 && errno == EINTR)
@@ -75,11 +87,21 @@ static CURLcode s3_attempt(struct s3_call *c, const struct http_policy *p, long 
         curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
         curl_easy_setopt(curl, CURLOPT_URL, c->target->url);
         curl_easy_setopt(curl, CURLOPT_HTTPHEADER, h);
-        curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, http_body_head_cb);
-        curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+        struct dynbuf *sink = c->body ? c->body->sink : NULL;
+        if (sink) {
+                /* A document worth nothing cut: over its cap the call fails. */
+                dynbuf_reset(sink);
+                curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, http_body_whole_cb);
+                curl_easy_setopt(curl, CURLOPT_WRITEDATA, sink);
+        } else {
+                curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, http_body_head_cb);
+                curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+        }
         if (strcmp(c->method, "HEAD") == 0) {
                 curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-        } else if (c->body) {
+        } else if (strcmp(c->method, "DELETE") == 0) {
+                curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+        } else if (c->body && !sink) {
                 c->body->off = 0;
                 curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
                 curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)c->body->size);
@@ -95,7 +117,7 @@ static CURLcode s3_attempt(struct s3_call *c, const struct http_policy *p, long 
         if (curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) != CURLE_OK)
                 length = -1;
         c->length = length;
-        http_describe(cc, status, errbuf, body.data, what);
+        http_describe(cc, status, errbuf, sink ? sink->data : body.data, what);
         curl_easy_cleanup(curl);
         dynbuf_done(&body);
         *ret_status = cc == CURLE_OK ? status : 0;
@@ -103,8 +125,9 @@ static CURLcode s3_attempt(struct s3_call *c, const struct http_policy *p, long 
 }
 
 /* Runs a call with retries.  Returns the final HTTP status (>= 200), or a
- * negative errno with BC_UPLOAD_FAILED when every attempt failed. */
-static long s3_call_run(struct s3_call *c, struct bc_error *err)
+ * negative errno with `code` (BC_UPLOAD_FAILED, BC_FETCH_FAILED) when
+ * every attempt failed. */
+static long s3_call_run(struct s3_call *c, enum bc_code code, struct bc_error *err)
 {
         struct http_policy p;
         http_policy_of(c->cfg, &p);
@@ -120,32 +143,28 @@ static long s3_call_run(struct s3_call *c, struct bc_error *err)
                         /* Credentials that could not be had fail the upload
                          * (retried with the job), whatever their source. */
                         if (e.code == BC_FETCH_FAILED)
-                                e.code = BC_UPLOAD_FAILED;
+                                e.code = code;
                         bc_error_move(err, &e);
                         return -EIO;
                 }
                 if (!http_retryable(cc, status))
-                        return cc == CURLE_OK
-                                       ? status
-                                       : bc_error_set(err, BC_UPLOAD_FAILED, EIO, "%s %s: %s",
-                                                      c->method, c->target->url, what);
+                        return cc == CURLE_OK ? status
+                                              : bc_error_set(err, code, EIO, "%s %s: %s",
+                                                             c->method, c->target->url, what);
                 if (attempt >= p.retries)
-                        return bc_error_set(err, BC_UPLOAD_FAILED, EIO,
+                        return bc_error_set(err, code, EIO,
                                             "%s %s: %s (gave up after %d attempts)", c->method,
                                             c->target->url, what, attempt + 1);
                 http_backoff(&p, attempt + 1);
         }
 }
 
-int storage_upload(const struct storage_config *cfg, int fd, const char *sha256, uint64_t size,
-                   bool *ret_uploaded, struct bc_error *err)
+int s3_put_object(const struct storage_config *cfg, const char *key, int fd, const void *mem,
+                  uint64_t size, const char *payload_sha256, const char *content_type,
+                  bool *ret_uploaded, struct bc_error *err)
 {
-        _cleanup_free_ char *key = NULL;
-        int r = storage_object_key(cfg, sha256, &key, err);
-        if (r < 0)
-                return r;
         _cleanup_(s3_target_donep) struct s3_target t = { 0 };
-        r = s3_target_init(cfg, key, &t, err);
+        int r = s3_target_init(cfg, key, &t, err);
         if (r < 0)
                 return r;
         /* The URL has no query string: it may appear in messages as is. */
@@ -153,7 +172,7 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
                                 .method = "HEAD",
                                 .target = &t,
                                 .payload_sha256 = SIGV4_EMPTY_SHA256 };
-        long status = s3_call_run(&head, err);
+        long status = s3_call_run(&head, BC_UPLOAD_FAILED, err);
         if (status < 0)
                 return (int)status;
         /* An object of another size under this content address is not
@@ -171,23 +190,22 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
                 return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "HEAD %s: HTTP %ld", t.url,
                                     status);
 
-        /* The payload hash is the content address itself: S3 rejects the
-         * PUT if the file changed since it was packed.  If-None-Match
-         * stays last: it is left off (n_headers below) to overwrite a
-         * broken object. */
-        static const struct sigv4_pair put_headers[] = {
-                { "Content-Type", "application/gzip" },
+        /* The payload hash is the bytes' own: S3 rejects the PUT if the
+         * file changed since it was hashed.  If-None-Match stays last: it
+         * is left off (n_headers below) to overwrite a broken object. */
+        const struct sigv4_pair put_headers[] = {
+                { "Content-Type", content_type },
                 { "If-None-Match", "*" },
         };
-        struct put_body body = { .fd = fd, .size = size };
+        struct put_body body = { .fd = fd, .mem = mem, .size = size };
         struct s3_call put = { .cfg = cfg,
                                .method = "PUT",
                                .target = &t,
-                               .payload_sha256 = sha256,
+                               .payload_sha256 = payload_sha256,
                                .headers = put_headers,
                                .n_headers = ELEMENTSOF(put_headers) - broken,
                                .body = &body };
-        status = s3_call_run(&put, err);
+        status = s3_call_run(&put, BC_UPLOAD_FAILED, err);
         if (status < 0)
                 return (int)status;
         if (status == 412) { /* someone stored the same bytes meanwhile */
@@ -197,6 +215,69 @@ int storage_upload(const struct storage_config *cfg, int fd, const char *sha256,
         if (status < 200 || status >= 300)
                 return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "PUT %s: HTTP %ld", t.url, status);
         *ret_uploaded = true;
+        return 0;
+}
+
+int storage_upload(const struct storage_config *cfg, int fd, const char *sha256, uint64_t size,
+                   bool *ret_uploaded, struct bc_error *err)
+{
+        _cleanup_free_ char *key = NULL;
+        int r = storage_object_key(cfg, sha256, &key, err);
+        if (r < 0)
+                return r;
+        return s3_put_object(cfg, key, fd, NULL, size, sha256, "application/gzip", ret_uploaded,
+                             err);
+}
+
+int s3_get_object(const struct storage_config *cfg, const char *key, size_t max, char **ret_buf,
+                  size_t *ret_len, struct bc_error *err)
+{
+        _cleanup_(s3_target_donep) struct s3_target t = { 0 };
+        int r = s3_target_init(cfg, key, &t, err);
+        if (r < 0)
+                return r;
+        _cleanup_(dynbuf_donep) struct dynbuf out;
+        dynbuf_init(&out, max);
+        struct put_body sink = { .fd = -1, .sink = &out };
+        struct s3_call get = { .cfg = cfg,
+                               .method = "GET",
+                               .target = &t,
+                               .payload_sha256 = SIGV4_EMPTY_SHA256,
+                               .body = &sink };
+        long status = s3_call_run(&get, BC_FETCH_FAILED, err);
+        if (status < 0)
+                return (int)status;
+        if (status == 404)
+                return bc_error_set(err, BC_NOT_FOUND, ENOENT, "GET %s: no such object", t.url);
+        if (status != 200)
+                return bc_error_set(err, BC_FETCH_FAILED, EIO, "GET %s: HTTP %ld", t.url, status);
+        size_t len = out.len;
+        char *buf = dynbuf_steal(&out);
+        if (!buf)
+                return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+        *ret_buf = buf;
+        *ret_len = len;
+        return 0;
+}
+
+int storage_delete(const struct storage_config *cfg, const char *key, struct bc_error *err)
+{
+        _cleanup_(s3_target_donep) struct s3_target t = { 0 };
+        int r = s3_target_init(cfg, key, &t, err);
+        if (r < 0)
+                return r;
+        struct s3_call del = { .cfg = cfg,
+                               .method = "DELETE",
+                               .target = &t,
+                               .payload_sha256 = SIGV4_EMPTY_SHA256 };
+        long status = s3_call_run(&del, BC_UPLOAD_FAILED, err);
+        if (status < 0)
+                return (int)status;
+        /* S3 answers 204 whether or not the key was there; other stores
+         * may say 404, which is the same outcome. */
+        if (status != 200 && status != 204 && status != 404)
+                return bc_error_set(err, BC_UPLOAD_FAILED, EIO, "DELETE %s: HTTP %ld", t.url,
+                                    status);
         return 0;
 }
 
