@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Workspace benchmark (issue 12), through a real worker on the namespace
+# Workspace benchmark (issues 12 and 46), through a real worker on the namespace
 # backend: start and finish overhead of a job whose artifact is 10 MiB and
 # one whose artifact is ~1 GiB (later jobs of the session, each changing one
 # file: its base from the worker's artifact cache, under an overlay), packing speed against `tar | gzip -n | sha256sum` on the same tree,
@@ -110,9 +110,9 @@ mport=$(free_port)
   --sandbox namespace --metrics-addr "127.0.0.1:$mport" >"$B/worker.log" 2>&1 &
 wpid=$!
 trap 'kill $wpid 2>/dev/null; wait $wpid 2>/dev/null || true' EXIT
-session_job() {  # storage -> job id (second job of the session: base latest, one file changed)
+session_job() {  # storage -> job id (a later job of the session: base latest, one 1 MiB file rewritten)
   local id
-  id=$(echo "{\"script\": \"echo go; echo changed >> d000/f0001\", \"limits\": {\"disk_mb\": $((SIZE_MB * 2 + 64)), \"timeout_s\": 600}, \"artifact\": {\"storage\": \"$1\"}}" \
+  id=$(echo "{\"script\": \"echo go; i=\$(( \$(date +%N) % 10 )); head -c 1048576 /dev/urandom > d000/f000\$i\", \"limits\": {\"disk_mb\": $((SIZE_MB * 2 + 64)), \"timeout_s\": 600}, \"artifact\": {\"storage\": \"$1\"}}" \
        | "$BOXCAR" enqueue --spec -)
   "$BOXCAR" status --wait "$id" >/dev/null
   echo "$id"
@@ -132,6 +132,8 @@ for _ in $(seq "${BENCH_WS_SESSION_JOBS:-3}"); do
     finish[$s]+="$(span "$id" artifact_uploaded finished) "
   done
 done
+declare -A sent
+for s in ws10 wsbig; do sent[$s]=$(sql "select round(avg((result->'artifact'->>'size')::bigint) / 1024.0) from boxcar.jobs where spec->'artifact'->>'storage' = '$s' and (result->'artifact'->>'uploaded')::boolean and created_at > now() - interval '1 hour' and (result->'artifact'->>'layers')::int > 1"); done
 for s in ws10 wsbig; do
   start[$s]=$(tr ' ' '\n' <<<"${start[$s]}" | grep . | median)
   pack[$s]=$(tr ' ' '\n' <<<"${pack[$s]}" | grep . | median)
@@ -146,6 +148,38 @@ lookups=$(curl -s "http://127.0.0.1:$mport/metrics" | awk '
   END { printf "%d hits, %d misses", h, m }')
 base_path=$(grep 'event=artifact.base' "$B/worker.log" | grep -o 'path="[^"]*"' | head -1 || true)
 
+# A chain of BENCH_WS_CHAIN (50) such jobs on the big tree: what S3 holds
+# for it (its versions' layers, manifests and tarballs) after them, and
+# after the collector with a keep-the-last-5 policy; then a cold start (a
+# worker with an empty cache: the stack's layers downloaded and applied)
+# and the whole tree of the last version as one tarball (built on request).
+chain_bytes() {
+  sql "with v as (select * from boxcar.storage_versions where storage = 'wsbig' and removed_at is null),
+        r as (select unnest(layers) as sha, 'layer' as kind from v
+              union select sha256, 'tree' from v where format = 'tree'
+              union select bottom_tree, 'tree' from v where bottom_tree is not null)
+       select coalesce(sum(o.size), 0) from boxcar.storage_objects o
+        where exists (select 1 from r where r.sha = o.sha256 and r.kind = o.kind)
+           or o.key in (select s3_key from v where s3_key is not null)"
+}
+first_bytes=$(chain_bytes)
+CHAIN=${BENCH_WS_CHAIN:-50}
+for _ in $(seq "$CHAIN"); do session_job wsbig >/dev/null; done
+chain_sent=$(sql "select sum((result->'artifact'->>'size')::bigint) from (select result from boxcar.jobs where spec->'artifact'->>'storage' = 'wsbig' and (result->'artifact'->>'uploaded')::boolean order by created_at desc limit $CHAIN) j")
+chain_before=$(chain_bytes)
+chain_layers=$(sql "select cardinality(layers) from boxcar.storage_versions v join boxcar.storages s on s.head_version = v.sha256 and s.name = v.storage where s.name = 'wsbig'")
+"$BOXCAR" storage retain wsbig --keep-last 5
+"$BOXCAR" storage gc --grace 0s >/dev/null 2>&1
+chain_after=$(chain_bytes)
+t0=$(now); "$BOXCAR" storage url wsbig >/dev/null 2>&1; t1=$(now); tarball_s=$(secs "$t0" "$t1")
+kill "$wpid"; wait "$wpid" 2>/dev/null || true
+"$BOXCAR" worker --worker-id bench-ws-cold --work-dir "$B/work-cold" --concurrency 1 --poll-interval 200ms \
+  --sandbox namespace >"$B/worker-cold.log" 2>&1 &
+wpid=$!
+miss_id=$(session_job wsbig)
+miss_start=$(span "$miss_id" claimed started)
+kill "$wpid"; wait "$wpid" 2>/dev/null || true
+
 # Packing vs tar | gzip -n | sha256sum on the big tree.
 TOOL="$BOXCAR_ROOT/build/storage-tests/storage-tool"
 mkdir -p "$(dirname "$TOOL")"
@@ -153,6 +187,7 @@ cc -std=c17 -O2 -I. -D_GNU_SOURCE -o "$TOOL" tests/storage/storage-tool.c \
   build/libstorage.a build/libcommon.a -lcjson -lcurl -larchive -lz -lcrypto -lpthread
 find "$B/tbig" -type f -print0 | xargs -0 cat >/dev/null
 t0=$(now); "$TOOL" pack "$B/tbig" "$B/bx.tgz" >/dev/null; t1=$(now); bx=$(secs "$t0" "$t1")
+t0=$(now); "$BOXCAR" storage push wsfresh "$B/tbig" >/dev/null 2>&1; t1=$(now); push_s=$(secs "$t0" "$t1")
 t0=$(now); tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$B/tbig" -cf - . | gzip -n -6 | sha256sum >/dev/null; t1=$(now)
 gnu=$(secs "$t0" "$t1")
 
@@ -203,8 +238,18 @@ printf '%-34s %10s %10s\n' "" "10 MiB" "$SIZE_MB MiB"
 printf '%-34s %8sms %8sms\n' "start (claimed -> started)" "${start[ws10]}" "${start[wsbig]}"
 printf '%-34s %8sms %8sms\n' "pack + upload (exited -> uploaded)" "${pack[ws10]}" "${pack[wsbig]}"
 printf '%-34s %8sms %8sms\n' "finish (uploaded -> finished)" "${finish[ws10]}" "${finish[wsbig]}"
+printf '%-34s %8sKiB %8sKiB\n' "layer sent to S3 per job (mean)" "${sent[ws10]}" "${sent[wsbig]}"
 printf '%-34s %s (%s)\n' "artifact base from the cache" "$lookups" "$base_path"
-printf '\n%-34s %9ss\n%-34s %9ss\n' "pack + sha256 ($SIZE_MB MiB, boxcar)" "$bx" "tar | gzip -n -6 | sha256sum" "$gnu"
+printf '%-34s %10s %8sms\n' "start on a miss (empty cache)" "-" "$miss_start"
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+printf '\nlayered versions: a chain of %s jobs on the %s MiB tree, one 1 MiB file rewritten each\n' "$CHAIN" "$SIZE_MB"
+printf '%-34s %s\n' "S3 bytes: the first version" "$(mib "$first_bytes")"
+printf '%-34s %s (sent: %s; goal <= 1.2 x first + changed = %s)\n' "  after the chain" "$(mib "$chain_before")" "$(mib "$chain_sent")" \
+  "$(mib "$(awk -v f="$first_bytes" -v c="$CHAIN" 'BEGIN { printf "%d", 1.2 * f + c * 1048576 }')")"
+printf '%-34s %s\n' "  after gc (keep the last 5)" "$(mib "$chain_after")"
+printf '%-34s %s\n' "layers of the last version" "$chain_layers"
+printf '%-34s %9ss\n' "whole-tree tarball of the last" "$tarball_s"
+printf '\n%-34s %9ss\n%-34s %9ss\n%-34s %9ss\n' "pack + sha256 ($SIZE_MB MiB, boxcar)" "$bx" "push (manifest + whole layer + up)" "$push_s" "tar | gzip -n -6 | sha256sum" "$gnu"
 fi
 printf '\n%-34s %s\n%-34s %s\n' "cgroup peak, 1 GiB ws, 512 MiB limit" "$peak_fs" "  same on a tmpfs /workspace" "$peak_tmpfs"
 printf '%-34s %s\n' "  same on an overlay over $SIZE_MB MiB" "$peak_ovl"
