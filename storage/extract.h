@@ -54,9 +54,12 @@ struct extract_stats {
 /* Extracts the stream of src into rootfd, then reads src to its end (so
  * the hash covers every byte).  On failure the partial tree is left for
  * the caller to remove; src->failed tells a transport error (src->err)
- * from an archive one. */
+ * from an archive one.  apply: the archive is a layer laid onto the tree
+ * already at rootfd (storage_fetch_apply's rules, extract_apply.c);
+ * otherwise rootfd is empty and nothing in it is ever replaced.  The
+ * stats are the archive's (what this layer wrote), not the tree's. */
 int extract_stream(struct extract_source *src, int rootfd, const struct storage_limits *l,
-                   struct extract_stats *ret, struct bc_error *err);
+                   bool apply, struct extract_stats *ret, struct bc_error *err);
 
 /* Opens dest for extraction: creates it (mode 0755) or accepts an empty
  * existing directory.  *ret_created tells which, for extract_dest_abort. */
