@@ -1,4 +1,5 @@
-/* Per-worker volume cache, keyed by the SHA-256 of the tarball.
+/* Per-worker volume cache, keyed by the SHA-256 of the tarball (or the
+ * id of a stack of layers, storage_stack_id: see cache_layers.c).
  *
  * Layout under the cache directory:
  *   lock              flock(LOCK_EX) while the index changes (insert, evict,

@@ -1,6 +1,8 @@
 /* Extraction of untrusted tarballs into a directory (DESIGN §6).  Internal;
  * the public entry points are storage_fetch_extract and
- * storage_extract_file.
+ * storage_extract_file, and for a layer applied onto an existing tree
+ * storage_fetch_apply and storage_apply_file (what changes then:
+ * extract_apply.c).
  *
  * Policy, enforced entry by entry before anything is written:
  * - paths are relative, without "..", at most FS_MAX_PATH bytes and
