@@ -1,5 +1,6 @@
 /* Shared by the volume cache's files only (cache.c: entries, downloads,
- * references; cache_evict.c: the budget and eviction); the API is
+ * references; cache_evict.c: the budget and eviction; cache_layers.c:
+ * versions as stacks of layers); the API is
  * storage.h.  The layout and the locking rules are cache.c's head
  * comment. */
 #ifndef BC_STORAGE_CACHE_INTERNAL_H
@@ -64,6 +65,40 @@ void cache_global_lock(struct storage_cache *c);
 void cache_global_unlock(struct storage_cache *c);
 /* This process's reference to sha, or NULL (mutex held). */
 struct cache_ref *cache_find_ref(struct storage_cache *c, const char *sha);
+
+/* A tree being built in tmp/ before cache_publish moves it in. */
+struct cache_build {
+        char tmpname[64];
+        char tmppath[4200];
+        const char *claimed;          /* the sha this thread claimed, or NULL */
+        struct storage_limits limits; /* the cache's, with its min_free */
+        /* Set by the builder on success: */
+        char sha[STORAGE_SHA256_HEX_LEN + 1]; /* the entry's name */
+        uint64_t bytes, entries;              /* of the whole tree */
+        uint64_t downloaded;                  /* compressed bytes fetched */
+};
+/* A fresh temporary name "<kind>-<pid>-<random>" under tmp/. */
+void cache_build_init(struct storage_cache *c, const char *kind, const char *claimed,
+                      struct cache_build *b);
+/* Makes a built tree what an entry is: read-only, or given to the
+ * cache's owner.  BC_IO. */
+int cache_seal_tree(struct storage_cache *c, const char *path, struct bc_error *err);
+/* Ends a build (mutex not held): r is the build's outcome.  Releases the
+ * claim, moves the tree in (or finds the same entry published meanwhile
+ * by another process) and returns a handle to it, downloaded; removes
+ * the temporary tree in every case. */
+int cache_publish(struct storage_cache *c, const struct cache_build *b, int r,
+                  struct storage_cache_entry **ret, struct bc_error *err);
+/* Mutex not held.  0 with *ret on a hit; 1 on a miss, this thread being
+ * now the one to fetch sha (cache_publish with b->claimed = sha ends
+ * that), after waiting for another thread fetching it; without
+ * can_fetch a miss is BC_NOT_FOUND. */
+int cache_hit_or_claim(struct storage_cache *c, const char *sha, bool can_fetch,
+                       struct storage_cache_entry **ret, struct bc_error *err);
+/* A reference to a cached entry (so it is not evicted), or NULL when it
+ * is not there; a lookup, no network.  Mutex not held. */
+struct cache_ref *cache_hold(struct storage_cache *c, const char *sha);
+void cache_unhold(struct storage_cache *c, struct cache_ref *r);
 
 /* ---- cache_evict.c ---- */
 /* After an insert (mutex held): back within the budget, with the other

@@ -1,4 +1,5 @@
-/* Per-worker volume cache, keyed by the SHA-256 of the tarball.
+/* Per-worker volume cache, keyed by the SHA-256 of the tarball (or the
+ * id of a stack of layers, storage_stack_id: see cache_layers.c).
  *
  * Layout under the cache directory:
  *   lock              flock(LOCK_EX) while the index changes (insert, evict,
@@ -279,61 +280,57 @@ static int new_handle(struct cache_ref *r, bool downloaded, uint64_t bytes,
 
 static void release_ref(struct storage_cache *c, struct cache_ref *r);
 
-/* Downloads url into tmp/, then publishes it (mutex not held on entry). */
-static int download(struct storage_cache *c, const char *url, const char *sha,
-                    const struct netguard *guard, struct storage_cache_entry **ret,
-                    struct bc_error *err)
+void cache_build_init(struct storage_cache *c, const char *kind, const char *claimed,
+                      struct cache_build *b)
 {
         unsigned char rnd[8];
         RAND_bytes(rnd, sizeof(rnd));
-        char tmpname[64], tmppath[4200];
-        snprintf(tmpname, sizeof(tmpname), "dl-%d-%02x%02x%02x%02x%02x%02x", (int)getpid(), rnd[0],
-                 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
-        snprintf(tmppath, sizeof(tmppath), "%s/tmp/%s", c->dir, tmpname);
-        struct storage_fetch_result res;
-        struct storage_limits l;
+        *b = (struct cache_build){ .claimed = claimed };
+        snprintf(b->tmpname, sizeof(b->tmpname), "%s-%d-%02x%02x%02x%02x%02x%02x", kind,
+                 (int)getpid(), rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+        snprintf(b->tmppath, sizeof(b->tmppath), "%s/tmp/%s", c->dir, b->tmpname);
         if (c->limits)
-                l = *c->limits;
+                b->limits = *c->limits;
         else
-                storage_limits_default(&l);
-        l.min_free = c->min_free;
-        int r = storage_fetch_extract(c->cfg, url, sha, tmppath, &l, guard, &res, err);
-        /* The disk ran low while extracting (the extraction is undone):
-         * the entries nobody holds go before the download fails, once. */
-        if (r == -ENOSPC && storage_cache_reclaim(c, UINT64_MAX) > 0) {
-                bc_error_clear(err);
-                r = storage_fetch_extract(c->cfg, url, sha, tmppath, &l, guard, &res, err);
-        }
-        if (r == 0) {
-                _cleanup_fd_ int fd = open(tmppath,
-                                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                r = fd < 0     ? -errno
-                    : c->owned ? fs_chown_tree(fd, c->uid, c->gid)
-                               : fs_make_readonly(fd);
-                if (r < 0) {
-                        bc_error_set(err, BC_IO, -r, "cache: %s %s: %s",
-                                     c->owned ? "give away" : "make read-only", tmppath,
-                                     strerror(-r));
-                        (void)fs_rm_rf(tmppath);
-                }
-        }
+                storage_limits_default(&b->limits);
+        b->limits.min_free = c->min_free;
+}
+
+int cache_seal_tree(struct storage_cache *c, const char *path, struct bc_error *err)
+{
+        _cleanup_fd_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int r = fd < 0     ? -errno
+                : c->owned ? fs_chown_tree(fd, c->uid, c->gid)
+                           : fs_make_readonly(fd);
+        if (r < 0)
+                return bc_error_set(err, BC_IO, -r, "cache: %s %s: %s",
+                                    c->owned ? "give away" : "make read-only", path, strerror(-r));
+        return 0;
+}
+
+int cache_publish(struct storage_cache *c, const struct cache_build *b, int r,
+                  struct storage_cache_entry **ret, struct bc_error *err)
+{
         pthread_mutex_lock(&c->mu);
-        if (sha)
-                fetch_done(c, sha);
+        if (b->claimed)
+                fetch_done(c, b->claimed);
         struct cache_ref *ref = NULL;
         char **trash = NULL;
         size_t ntrash = 0;
         if (r == 0) {
-                ref = take_ref(c, res.sha256);
+                ref = take_ref(c, b->sha);
                 if (!ref) {
-                        r = insert(c, tmpname, res.sha256, res.bytes, res.entries);
-                        ref = r == 0 ? take_ref(c, res.sha256) : NULL;
+                        r = insert(c, b->tmpname, b->sha, b->bytes, b->entries);
+                        /* Another process published the same tree meanwhile. */
+                        if (r == -ENOTEMPTY || r == -EEXIST)
+                                r = 0;
+                        ref = r == 0 ? take_ref(c, b->sha) : NULL;
                         if (r < 0)
-                                bc_error_set(err, BC_IO, -r, "cache: insert %s: %s", res.sha256,
+                                bc_error_set(err, BC_IO, -r, "cache: insert %s: %s", b->sha,
                                              strerror(-r));
                         else if (!ref)
                                 r = bc_error_set(err, BC_IO, EIO, "cache: entry %s vanished",
-                                                 res.sha256);
+                                                 b->sha);
                 }
                 /* Evict only once our reference exists, so the fresh
                  * entry is never the victim. */
@@ -341,16 +338,42 @@ static int download(struct storage_cache *c, const char *url, const char *sha,
                         cache_evict_shared(c, 0, &trash, &ntrash);
         }
         pthread_mutex_unlock(&c->mu);
-        cache_drop_tmp(c, tmpname, trash, ntrash);
+        cache_drop_tmp(c, b->tmpname, trash, ntrash);
         if (r < 0)
                 return r;
-        r = new_handle(ref, true, res.size, ret, err);
+        r = new_handle(ref, true, b->downloaded, ret, err);
         if (r < 0) {
                 pthread_mutex_lock(&c->mu);
                 release_ref(c, ref);
                 pthread_mutex_unlock(&c->mu);
         }
         return r;
+}
+
+/* Downloads url into tmp/, then publishes it (mutex not held on entry). */
+static int download(struct storage_cache *c, const char *url, const char *sha,
+                    const struct netguard *guard, struct storage_cache_entry **ret,
+                    struct bc_error *err)
+{
+        struct cache_build b;
+        cache_build_init(c, "dl", sha, &b);
+        struct storage_fetch_result res;
+        int r = storage_fetch_extract(c->cfg, url, sha, b.tmppath, &b.limits, guard, &res, err);
+        /* The disk ran low while extracting (the extraction is undone):
+         * the entries nobody holds go before the download fails, once. */
+        if (r == -ENOSPC && storage_cache_reclaim(c, UINT64_MAX) > 0) {
+                bc_error_clear(err);
+                r = storage_fetch_extract(c->cfg, url, sha, b.tmppath, &b.limits, guard, &res,
+                                          err);
+        }
+        r = r ? r : cache_seal_tree(c, b.tmppath, err);
+        if (r == 0) {
+                memcpy(b.sha, res.sha256, sizeof(b.sha));
+                b.bytes = res.bytes;
+                b.entries = res.entries;
+                b.downloaded = res.size;
+        }
+        return cache_publish(c, &b, r, ret, err);
 }
 
 /* At most what copying upper's files can take: all its filesystem holds
@@ -413,38 +436,61 @@ int storage_cache_acquire(struct storage_cache *c, const char *url, const char *
         if (!sha256 && !url)
                 return bc_error_set(err, BC_USAGE, EINVAL, "cache: need a URL or a sha256");
         if (sha256) {
-                pthread_mutex_lock(&c->mu);
-                for (;;) {
-                        struct cache_ref *ref = take_ref(c, sha256);
-                        if (ref) {
-                                pthread_mutex_unlock(&c->mu);
-                                int r = new_handle(ref, false, 0, ret, err);
-                                if (r < 0) {
-                                        pthread_mutex_lock(&c->mu);
-                                        release_ref(c, ref);
-                                        pthread_mutex_unlock(&c->mu);
-                                }
-                                return r;
-                        }
-                        /* Another thread is fetching it: wait, not download twice. */
-                        if (!is_fetching(c, sha256))
-                                break;
-                        pthread_cond_wait(&c->cv, &c->mu);
-                }
-                struct inflight *f = url ? calloc(1, sizeof(*f)) : NULL;
-                if (f) {
-                        memcpy(f->sha, sha256, sizeof(f->sha));
-                        f->next = c->fetching;
-                        c->fetching = f;
-                }
-                pthread_mutex_unlock(&c->mu);
-                if (!url)
-                        return bc_error_set(err, BC_NOT_FOUND, ENOENT, "cache: %s not cached",
-                                            sha256);
-                if (!f)
-                        return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+                int r = cache_hit_or_claim(c, sha256, url != NULL, ret, err);
+                if (r <= 0)
+                        return r;
         }
         return download(c, url, sha256, guard, ret, err);
+}
+
+int cache_hit_or_claim(struct storage_cache *c, const char *sha, bool can_fetch,
+                       struct storage_cache_entry **ret, struct bc_error *err)
+{
+        pthread_mutex_lock(&c->mu);
+        for (;;) {
+                struct cache_ref *ref = take_ref(c, sha);
+                if (ref) {
+                        pthread_mutex_unlock(&c->mu);
+                        int r = new_handle(ref, false, 0, ret, err);
+                        if (r < 0) {
+                                pthread_mutex_lock(&c->mu);
+                                release_ref(c, ref);
+                                pthread_mutex_unlock(&c->mu);
+                        }
+                        return r;
+                }
+                /* Another thread is fetching it: wait, not download twice. */
+                if (!is_fetching(c, sha))
+                        break;
+                pthread_cond_wait(&c->cv, &c->mu);
+        }
+        struct inflight *f = can_fetch ? calloc(1, sizeof(*f)) : NULL;
+        if (f) {
+                memcpy(f->sha, sha, sizeof(f->sha));
+                f->next = c->fetching;
+                c->fetching = f;
+        }
+        pthread_mutex_unlock(&c->mu);
+        if (!can_fetch)
+                return bc_error_set(err, BC_NOT_FOUND, ENOENT, "cache: %s not cached", sha);
+        if (!f)
+                return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
+        return 1;
+}
+
+struct cache_ref *cache_hold(struct storage_cache *c, const char *sha)
+{
+        pthread_mutex_lock(&c->mu);
+        struct cache_ref *r = take_ref(c, sha);
+        pthread_mutex_unlock(&c->mu);
+        return r;
+}
+
+void cache_unhold(struct storage_cache *c, struct cache_ref *r)
+{
+        pthread_mutex_lock(&c->mu);
+        release_ref(c, r);
+        pthread_mutex_unlock(&c->mu);
 }
 
 /* Mutex held. */

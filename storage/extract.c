@@ -15,6 +15,7 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "common/rmtree.h"
+#include "storage/extract-internal.h"
 #include "storage/fsutil.h"
 
 /* Directories whose final mode denies us write or search get it at the
@@ -24,27 +25,6 @@
  * after this much data or this many entries. */
 #define FREE_CHECK_BYTES (8u << 20)
 #define FREE_CHECK_ENTRIES 1024
-
-struct dir_fixup {
-        char *path;
-        mode_t mode;
-};
-
-struct extractor {
-        struct archive *a;
-        struct extract_source *src;
-        const struct storage_limits *l;
-        struct fs_walker walker;
-        uint64_t bytes;
-        uint64_t entries;
-        bool free_checked;                       /* once at the start, then every FREE_CHECK_* */
-        uint64_t checked_bytes, checked_entries; /* of the tar stream, at the last look */
-        struct dir_fixup *fix;
-        size_t nfix;
-        char path[FS_MAX_PATH + 1];
-        char quoted[FS_QUOTE_MAX];
-        bool too_big;
-};
 
 void extract_sha_hex(EVP_MD_CTX *sha, char out[65])
 {
@@ -88,7 +68,7 @@ static la_ssize_t archive_read_cb(struct archive *a, void *ctx, const void **buf
         return n;
 }
 
-static int bad(struct extractor *x, struct bc_error *err, const char *what)
+int extract_bad(struct extractor *x, struct bc_error *err, const char *what)
 {
         return bc_error_set(err, BC_BAD_ARCHIVE, EINVAL, "entry %llu \"%s\": %s",
                             (unsigned long long)x->entries, fs_quote(x->path, x->quoted), what);
@@ -141,9 +121,10 @@ static int check_caps(struct extractor *x, struct bc_error *err)
                 return r;
         uint64_t raw = x->src->total;
         if (unc > x->l->max_bytes || x->bytes > x->l->max_bytes)
-                return bad(x, err, "archive expands beyond the size limit");
+                return extract_bad(x, err, "archive expands beyond the size limit");
         if (x->l->max_ratio && unc > x->l->ratio_floor && raw && unc / raw > x->l->max_ratio)
-                return bad(x, err, "compression ratio beyond the limit (decompression bomb?)");
+                return extract_bad(x, err,
+                                   "compression ratio beyond the limit (decompression bomb?)");
         return 0;
 }
 
@@ -165,15 +146,16 @@ static int pwrite_all(int fd, const char *p, size_t len, off_t off)
 
 /* Maps a failure to resolve or create a name: the archive's fault when it
  * is about the tree's shape, ours (BC_IO) otherwise. */
-static int create_failed(struct extractor *x, int r, struct bc_error *err)
+int extract_create_failed(struct extractor *x, int r, struct bc_error *err)
 {
         switch (-r) {
         case ELOOP:
-                return bad(x, err, "a parent is a symlink (refusing to write through it)");
+                return extract_bad(x, err, "a parent is a symlink (refusing to write through it)");
         case ENOTDIR:
-                return bad(x, err, "a parent is not a directory");
+                return extract_bad(x, err, "a parent is not a directory");
         case EEXIST:
-                return bad(x, err, "duplicate entry (refusing to replace an existing name)");
+                return extract_bad(x, err,
+                                   "duplicate entry (refusing to replace an existing name)");
         default:
                 return bc_error_set(err, BC_IO, -r, "extract \"%s\": %s",
                                     fs_quote(x->path, x->quoted), strerror(-r));
@@ -183,7 +165,7 @@ static int create_failed(struct extractor *x, int r, struct bc_error *err)
 static int reserve_bytes(struct extractor *x, int64_t size, struct bc_error *err)
 {
         if (size < 0 || (uint64_t)size > x->l->max_bytes - x->bytes)
-                return bad(x, err, "file larger than the remaining size limit");
+                return extract_bad(x, err, "file larger than the remaining size limit");
         x->bytes += (uint64_t)size;
         return 0;
 }
@@ -198,7 +180,7 @@ static int extract_file(struct extractor *x, struct archive_entry *e, int dirfd,
         _cleanup_fd_ int fd = openat(dirfd, leaf,
                                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return create_failed(x, -errno, err);
+                return extract_create_failed(x, -errno, err);
         for (;;) {
                 const void *buf;
                 size_t len;
@@ -209,31 +191,31 @@ static int extract_file(struct extractor *x, struct archive_entry *e, int dirfd,
                 if (r < ARCHIVE_WARN)
                         return archive_failed(x, err);
                 if (off < 0 || (uint64_t)off + len > (uint64_t)size)
-                        return bad(x, err, "data beyond the declared size");
+                        return extract_bad(x, err, "data beyond the declared size");
                 r = pwrite_all(fd, buf, len, off);
                 if (r < 0)
-                        return create_failed(x, r, err);
+                        return extract_create_failed(x, r, err);
                 r = check_caps(x, err);
                 if (r < 0)
                         return r;
         }
         /* Sparse entries may end in a hole. */
         if (ftruncate(fd, size) < 0 || fchmod(fd, perm) < 0)
-                return create_failed(x, -errno, err);
+                return extract_create_failed(x, -errno, err);
         return 0;
 }
 
-static int remember_fixup(struct extractor *x, mode_t perm, struct bc_error *err)
+int extract_add_fixup(struct extractor *x, const char *path, mode_t perm, struct bc_error *err)
 {
         if (x->nfix >= MAX_DIR_FIXUPS)
-                return bad(x, err, "too many directories without owner rwx");
+                return extract_bad(x, err, "too many directories without owner rwx");
         if (x->nfix % 256 == 0) {
                 struct dir_fixup *n = realloc(x->fix, (x->nfix + 256) * sizeof(*n));
                 if (!n)
                         return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
                 x->fix = n;
         }
-        x->fix[x->nfix].path = strdup(x->path);
+        x->fix[x->nfix].path = strdup(path);
         if (!x->fix[x->nfix].path)
                 return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
         x->fix[x->nfix++].mode = perm;
@@ -244,17 +226,21 @@ static int extract_dir(struct extractor *x, int dirfd, const char *leaf, mode_t 
                        struct bc_error *err)
 {
         if (mkdirat(dirfd, leaf, 0700) < 0 && errno != EEXIST)
-                return create_failed(x, -errno, err);
+                return extract_create_failed(x, -errno, err);
         /* An existing directory (made implicitly for an earlier entry) is
          * fine; anything else by that name is a duplicate. */
         _cleanup_fd_ int fd = openat(dirfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                return create_failed(x, errno == ENOTDIR || errno == ELOOP ? -EEXIST : -errno,
-                                     err);
+                return extract_create_failed(
+                        x, errno == ENOTDIR || errno == ELOOP ? -EEXIST : -errno, err);
         /* Keep owner rwx while extracting so later entries can go in. */
         if (fchmod(fd, perm | 0700) < 0)
-                return create_failed(x, -errno, err);
-        return (perm & 0700) == 0700 ? 0 : remember_fixup(x, perm, err);
+                return extract_create_failed(x, -errno, err);
+        bool noted = false;
+        int r = x->apply ? apply_note_dir_mode(x, perm, &noted, err) : 0;
+        if (r < 0 || noted)
+                return r;
+        return (perm & 0700) == 0700 ? 0 : extract_add_fixup(x, x->path, perm, err);
 }
 
 static int extract_symlink(struct extractor *x, struct archive_entry *e, int dirfd,
@@ -264,9 +250,9 @@ static int extract_symlink(struct extractor *x, struct archive_entry *e, int dir
         if (!target)
                 target = archive_entry_symlink_utf8(e);
         if (!target || !*target || strlen(target) > FS_MAX_PATH)
-                return bad(x, err, "symlink target empty or too long");
+                return extract_bad(x, err, "symlink target empty or too long");
         if (symlinkat(target, dirfd, leaf) < 0)
-                return create_failed(x, -errno, err);
+                return extract_create_failed(x, -errno, err);
         return 0;
 }
 
@@ -280,47 +266,57 @@ static int extract_hardlink(struct extractor *x, const char *link, mode_t perm,
 {
         char src[FS_MAX_PATH + 1];
         if (fs_normalize(link, src) <= 0)
-                return bad(x, err, "hard link to an unsafe path");
+                return extract_bad(x, err, "hard link to an unsafe path");
         int dirfd;
         const char *leaf;
+        /* Looking the target up must not make directories on the way. */
+        x->walker.create = false;
         int r = fs_walker_parent(&x->walker, src, &dirfd, &leaf);
+        x->walker.create = true;
         _cleanup_fd_ int in = r < 0 ? -1
                                     : openat(dirfd, leaf,
                                              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         struct stat st;
         if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode))
-                return bad(x, err, "hard link to something that is not a file extracted earlier");
+                return extract_bad(x, err,
+                                   x->apply ? "hard link to something that is not a file of the "
+                                              "tree or of this layer"
+                                            : "hard link to something that is not a file "
+                                              "extracted earlier");
         r = fs_walker_parent(&x->walker, x->path, &dirfd, &leaf);
         if (r < 0)
-                return create_failed(x, r, err);
+                return extract_create_failed(x, r, err);
+        r = x->apply ? apply_prepare(x, dirfd, leaf, false, err) : 0;
+        if (r < 0)
+                return r;
         char proc[64];
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", in);
         if (linkat(AT_FDCWD, proc, dirfd, leaf, AT_SYMLINK_FOLLOW) == 0)
                 return 0;
         if (errno == EEXIST)
-                return create_failed(x, -errno, err);
+                return extract_create_failed(x, -errno, err);
         r = reserve_bytes(x, st.st_size, err);
         if (r < 0)
                 return r;
         _cleanup_fd_ int out = openat(dirfd, leaf,
                                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
-                return create_failed(x, -errno, err);
+                return extract_create_failed(x, -errno, err);
         char buf[65536];
         for (;;) {
                 ssize_t n = read(in, buf, sizeof(buf));
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
-                        return create_failed(x, -errno, err);
+                        return extract_create_failed(x, -errno, err);
                 if (n == 0)
                         break;
                 r = bc_write_all(out, buf, (size_t)n);
                 if (r < 0)
-                        return create_failed(x, r, err);
+                        return extract_create_failed(x, r, err);
         }
         if (fchmod(out, perm) < 0)
-                return create_failed(x, -errno, err);
+                return extract_create_failed(x, -errno, err);
         return 0;
 }
 
@@ -331,13 +327,13 @@ static int extract_entry(struct extractor *x, struct archive_entry *e, struct bc
                 raw = archive_entry_pathname_utf8(e);
         if (!raw) {
                 x->path[0] = '\0';
-                return bad(x, err, "path not representable");
+                return extract_bad(x, err, "path not representable");
         }
         int depth = fs_normalize(raw, x->path);
         if (depth < 0) {
                 /* Name the raw path: it is what the author must fix. */
                 snprintf(x->path, sizeof(x->path), "%s", raw);
-                return bad(x, err, "unsafe path (absolute, \"..\", too long or too deep)");
+                return extract_bad(x, err, "unsafe path (absolute, \"..\", too long or too deep)");
         }
         mode_t type = archive_entry_filetype(e);
         mode_t perm = archive_entry_perm(e);
@@ -345,11 +341,15 @@ static int extract_entry(struct extractor *x, struct archive_entry *e, struct bc
          * nosuid mount a setuid file owned by the worker has no business in
          * its cache. */
         if ((perm & (S_ISUID | S_ISGID)) && !x->l->image)
-                return bad(x, err, "setuid/setgid bit");
+                return extract_bad(x, err, "setuid/setgid bit");
         perm &= 0777; /* the sticky bit is meaningless for us: dropped */
         const char *link = archive_entry_hardlink(e);
         if (depth == 0)
-                return type == AE_IFDIR && !link ? 0 : bad(x, err, "empty path");
+                return type == AE_IFDIR && !link ? 0 : extract_bad(x, err, "empty path");
+        bool whiteout = false;
+        int r = x->apply ? apply_whiteout(x, e, &whiteout, err) : 0;
+        if (r < 0 || whiteout)
+                return r;
         if (link)
                 return extract_hardlink(x, link, perm, err);
         if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
@@ -358,14 +358,18 @@ static int extract_entry(struct extractor *x, struct archive_entry *e, struct bc
                 if (x->l->image && (type == AE_IFCHR || type == AE_IFBLK || type == AE_IFIFO ||
                                     type == AE_IFSOCK))
                         return 0;
-                return bad(x, err, "not a file, directory or symlink (device, fifo or socket)");
+                return extract_bad(x, err,
+                                   "not a file, directory or symlink (device, fifo or socket)");
         }
 
         int dirfd;
         const char *leaf;
-        int r = fs_walker_parent(&x->walker, x->path, &dirfd, &leaf);
+        r = fs_walker_parent(&x->walker, x->path, &dirfd, &leaf);
         if (r < 0)
-                return create_failed(x, r, err);
+                return extract_create_failed(x, r, err);
+        r = x->apply ? apply_prepare(x, dirfd, leaf, type == AE_IFDIR, err) : 0;
+        if (r < 0)
+                return r;
         switch (type) {
         case AE_IFREG:
                 return extract_file(x, e, dirfd, leaf, perm, err);
@@ -391,13 +395,20 @@ static int apply_fixups(struct extractor *x, struct bc_error *err)
                 int dirfd;
                 const char *leaf;
                 snprintf(x->path, sizeof(x->path), "%s", x->fix[i].path);
-                int r = fs_walker_parent(&x->walker, x->path, &dirfd, &leaf);
-                _cleanup_fd_ int fd = r < 0 ? -1
-                                            : openat(dirfd, leaf,
-                                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                             O_CLOEXEC);
-                if (fd < 0 || fchmod(fd, x->fix[i].mode) < 0)
-                        return create_failed(x, r < 0 ? r : -errno, err);
+                x->walker.create = false;
+                int r = x->path[0] ? fs_walker_parent(&x->walker, x->path, &dirfd, &leaf) : 0;
+                _cleanup_fd_ int fd = r < 0        ? -1
+                                      : x->path[0] ? openat(dirfd, leaf,
+                                                            O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+                                                                    O_CLOEXEC)
+                                                   : fs_reopen_dir(x->walker.rootfd);
+                r = r < 0 ? r : fd < 0 ? -errno : 0;
+                /* A layer may remove a directory it opened up for writing
+                 * (a whiteout of it after one of a name inside). */
+                if (x->apply && (r == -ENOENT || r == -ENOTDIR || r == -ELOOP))
+                        continue;
+                if (r < 0 || fchmod(fd, x->fix[i].mode) < 0)
+                        return extract_create_failed(x, r < 0 ? r : -errno, err);
         }
         return 0;
 }
@@ -412,7 +423,7 @@ static int extract_all(struct extractor *x, struct bc_error *err)
                 if (r < ARCHIVE_WARN)
                         return archive_failed(x, err);
                 if (++x->entries > x->l->max_entries)
-                        return bad(x, err, "too many entries");
+                        return extract_bad(x, err, "too many entries");
                 r = check_caps(x, err);
                 r = r ? r : extract_entry(x, e, err);
                 if (r < 0)
@@ -442,13 +453,16 @@ static void archive_freep(struct archive **a)
 }
 
 int extract_stream(struct extract_source *src, int rootfd, const struct storage_limits *l,
-                   struct extract_stats *ret, struct bc_error *err)
+                   bool apply, struct extract_stats *ret, struct bc_error *err)
 {
         struct extractor x = { .src = src, .l = l };
         _cleanup_(archive_freep) struct archive *a = archive_read_new();
         if (!a)
                 return bc_error_set(err, BC_IO, ENOMEM, "out of memory");
         x.a = a;
+        int r = apply ? apply_begin(&x, err) : 0;
+        if (r < 0)
+                return r;
         /* Only tar (ustar/pax/GNU) behind gzip or nothing: every other
          * format and filter is attack surface we do not need. */
         archive_read_support_format_tar(a);
@@ -456,7 +470,6 @@ int extract_stream(struct extract_source *src, int rootfd, const struct storage_
         archive_read_support_filter_gzip(a);
         archive_read_support_filter_none(a);
         fs_walker_init(&x.walker, rootfd, true, 0755);
-        int r;
         locale_t old = fs_archive_locale_enter();
         if (archive_read_open(a, &x, NULL, archive_read_cb, NULL) != ARCHIVE_OK)
                 r = archive_failed(&x, err);
@@ -465,6 +478,7 @@ int extract_stream(struct extract_source *src, int rootfd, const struct storage_
         fs_archive_locale_leave(old);
         r = r ? r : drain(&x, err);
         fs_walker_done(&x.walker);
+        apply_end(&x);
         for (size_t i = 0; i < x.nfix; i++)
                 free(x.fix[i].path);
         free(x.fix);

@@ -1,6 +1,8 @@
 /* Extraction of untrusted tarballs into a directory (DESIGN §6).  Internal;
  * the public entry points are storage_fetch_extract and
- * storage_extract_file.
+ * storage_extract_file, and for a layer applied onto an existing tree
+ * storage_fetch_apply and storage_apply_file (what changes then:
+ * extract_apply.c).
  *
  * Policy, enforced entry by entry before anything is written:
  * - paths are relative, without "..", at most FS_MAX_PATH bytes and
@@ -54,9 +56,12 @@ struct extract_stats {
 /* Extracts the stream of src into rootfd, then reads src to its end (so
  * the hash covers every byte).  On failure the partial tree is left for
  * the caller to remove; src->failed tells a transport error (src->err)
- * from an archive one. */
+ * from an archive one.  apply: the archive is a layer laid onto the tree
+ * already at rootfd (storage_fetch_apply's rules, extract_apply.c);
+ * otherwise rootfd is empty and nothing in it is ever replaced.  The
+ * stats are the archive's (what this layer wrote), not the tree's. */
 int extract_stream(struct extract_source *src, int rootfd, const struct storage_limits *l,
-                   struct extract_stats *ret, struct bc_error *err);
+                   bool apply, struct extract_stats *ret, struct bc_error *err);
 
 /* Opens dest for extraction: creates it (mode 0755) or accepts an empty
  * existing directory.  *ret_created tells which, for extract_dest_abort. */

@@ -1,5 +1,5 @@
-/* Downloads streamed straight into extraction, and extraction of local
- * files.  libarchive pulls (a read callback) while libcurl pushes (a write
+/* Downloads streamed straight into extraction (a whole tree, or a layer
+ * onto one), and extraction of local files.  libarchive pulls (a read callback) while libcurl pushes (a write
  * callback); the curl multi interface turns the push into a pull on this
  * one thread: the read callback runs curl until some bytes arrive, and the
  * write callback pauses the transfer when our bounded buffer is full.  No
@@ -200,15 +200,36 @@ static int finish(EVP_MD_CTX *sha, const struct extract_source *src,
         return 0;
 }
 
-/* One attempt: a fresh transfer into a fresh (or emptied) dest. */
+/* A layer's destination: an existing tree, never created here. */
+static int dest_open_tree(const char *dest, int *ret_fd, struct bc_error *err)
+{
+        int fd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return bc_error_set(err, BC_IO, errno, "open %s: %m", dest);
+        *ret_fd = fd;
+        return 0;
+}
+
+/* Opens dest for a whole tree (created or empty) or a layer (existing). */
+static int dest_open(const char *dest, bool apply, int *ret_fd, bool *ret_created,
+                     struct bc_error *err)
+{
+        *ret_created = false;
+        return apply ? dest_open_tree(dest, ret_fd, err)
+                     : extract_dest_open(dest, ret_fd, ret_created, err);
+}
+
+/* One attempt: a fresh transfer into a fresh (or emptied) dest, or a
+ * layer onto it.  A layer's failed attempt is retried only when not a
+ * byte of it arrived: after that the tree is part-applied. */
 static int fetch_once(const char *url, const char *redacted, const char *expected,
                       const char *dest, const struct storage_limits *l,
-                      const struct http_policy *p, const struct netguard *guard,
+                      const struct http_policy *p, const struct netguard *guard, bool apply,
                       bool *ret_retryable, struct storage_fetch_result *ret, struct bc_error *err)
 {
         int fd = -1;
         bool created = false;
-        int r = extract_dest_open(dest, &fd, &created, err);
+        int r = dest_open(dest, apply, &fd, &created, err);
         if (r < 0)
                 return r;
         _cleanup_(md_freep) EVP_MD_CTX *sha = NULL;
@@ -221,12 +242,13 @@ static int fetch_once(const char *url, const char *redacted, const char *expecte
                                       .max = l->max_download,
                                       .err = BC_ERROR_INIT };
         struct extract_stats st;
-        r = r ? r : extract_stream(&src, fd, l, &st, err);
+        r = r ? r : extract_stream(&src, fd, l, apply, &st, err);
         r = r ? r : finish(sha, &src, &st, expected, redacted, ret, err);
-        *ret_retryable = r < 0 && err && err->code == BC_FETCH_FAILED && cs.retryable;
+        *ret_retryable = r < 0 && err && err->code == BC_FETCH_FAILED && cs.retryable &&
+                         (!apply || src.total == 0);
         curl_source_done(&cs);
         bc_error_clear(&src.err);
-        if (r < 0)
+        if (r < 0 && !apply)
                 extract_dest_abort(dest, fd, created);
         close(fd);
         return r;
@@ -245,10 +267,10 @@ static int checked_request(const struct storage_limits *limits, const char *expe
         return 0;
 }
 
-int storage_fetch_extract(const struct storage_config *cfg, const char *url,
-                          const char *expected_sha256, const char *dest_dir,
-                          const struct storage_limits *limits, const struct netguard *guard,
-                          struct storage_fetch_result *ret, struct bc_error *err)
+static int fetch_run(const struct storage_config *cfg, const char *url,
+                     const char *expected_sha256, const char *dest_dir,
+                     const struct storage_limits *limits, const struct netguard *guard, bool apply,
+                     struct storage_fetch_result *ret, struct bc_error *err)
 {
         struct storage_limits l;
         int r = checked_request(limits, expected_sha256, &l, err);
@@ -263,8 +285,8 @@ int storage_fetch_extract(const struct storage_config *cfg, const char *url,
         for (int attempt = 0;; attempt++) {
                 bool retryable = false;
                 struct bc_error e = BC_ERROR_INIT;
-                r = fetch_once(url, redacted, expected_sha256, dest_dir, &l, &p, guard, &retryable,
-                               ret, &e);
+                r = fetch_once(url, redacted, expected_sha256, dest_dir, &l, &p, guard, apply,
+                               &retryable, ret, &e);
                 if (r == 0)
                         return 0;
                 if (!retryable || attempt >= p.retries) {
@@ -276,6 +298,22 @@ int storage_fetch_extract(const struct storage_config *cfg, const char *url,
                 bc_error_clear(&e);
                 http_backoff(&p, attempt + 1);
         }
+}
+
+int storage_fetch_extract(const struct storage_config *cfg, const char *url,
+                          const char *expected_sha256, const char *dest_dir,
+                          const struct storage_limits *limits, const struct netguard *guard,
+                          struct storage_fetch_result *ret, struct bc_error *err)
+{
+        return fetch_run(cfg, url, expected_sha256, dest_dir, limits, guard, false, ret, err);
+}
+
+int storage_fetch_apply(const struct storage_config *cfg, const char *url,
+                        const char *expected_sha256, const char *dest_dir,
+                        const struct storage_limits *limits, struct storage_fetch_result *ret,
+                        struct bc_error *err)
+{
+        return fetch_run(cfg, url, expected_sha256, dest_dir, limits, NULL, true, ret, err);
 }
 
 /* ---- local files ------------------------------------------------------ */
@@ -300,9 +338,9 @@ static ssize_t file_source_read(void *ctx, const void **buf, struct bc_error *er
         }
 }
 
-int storage_extract_file(const char *path, const char *expected_sha256, const char *dest_dir,
-                         const struct storage_limits *limits, struct storage_fetch_result *ret,
-                         struct bc_error *err)
+static int file_run(const char *path, const char *expected_sha256, const char *dest_dir,
+                    const struct storage_limits *limits, bool apply,
+                    struct storage_fetch_result *ret, struct bc_error *err)
 {
         struct storage_limits l;
         int r = checked_request(limits, expected_sha256, &l, err);
@@ -318,7 +356,7 @@ int storage_extract_file(const char *path, const char *expected_sha256, const ch
         fs->fd = in;
         int fd = -1;
         bool created = false;
-        r = extract_dest_open(dest_dir, &fd, &created, err);
+        r = dest_open(dest_dir, apply, &fd, &created, err);
         if (r < 0)
                 return r;
         _cleanup_(md_freep) EVP_MD_CTX *sha = NULL;
@@ -329,11 +367,25 @@ int storage_extract_file(const char *path, const char *expected_sha256, const ch
                                       .max = l.max_download,
                                       .err = BC_ERROR_INIT };
         struct extract_stats st;
-        r = r ? r : extract_stream(&src, fd, &l, &st, err);
+        r = r ? r : extract_stream(&src, fd, &l, apply, &st, err);
         r = r ? r : finish(sha, &src, &st, expected_sha256, path, ret, err);
         bc_error_clear(&src.err);
-        if (r < 0)
+        if (r < 0 && !apply)
                 extract_dest_abort(dest_dir, fd, created);
         close(fd);
         return r;
+}
+
+int storage_extract_file(const char *path, const char *expected_sha256, const char *dest_dir,
+                         const struct storage_limits *limits, struct storage_fetch_result *ret,
+                         struct bc_error *err)
+{
+        return file_run(path, expected_sha256, dest_dir, limits, false, ret, err);
+}
+
+int storage_apply_file(const char *path, const char *expected_sha256, const char *dest_dir,
+                       const struct storage_limits *limits, struct storage_fetch_result *ret,
+                       struct bc_error *err)
+{
+        return file_run(path, expected_sha256, dest_dir, limits, true, ret, err);
 }

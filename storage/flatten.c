@@ -12,7 +12,11 @@
  * path not in the upper is the lower's file at the same path.  Anything
  * unexpected (a type the packer would not store, a lower file that does
  * not match) makes the build fail: then there is simply no entry, and the
- * next job extracts the version as on any miss. */
+ * next job extracts the version as on any miss.
+ *
+ * With no upper at all the same walk clones a tree as hard links
+ * (fs_clone_tree): the start of a cache entry built from a cached prefix
+ * of its layers (cache_layers.c). */
 #include "storage/fsutil.h"
 
 #include <dirent.h>
@@ -269,15 +273,9 @@ static int walk(struct flatten *f, int mdir, int udir, int ldir, int ddir, const
         return r;
 }
 
-int fs_overlay_flatten(const char *merged, const char *upper, const char *lower, const char *dest,
-                       uid_t uid, gid_t gid, uint64_t *ret_bytes, uint64_t *ret_entries)
+static int flatten_fds(int m, int u, int l, int d, uid_t uid, gid_t gid, uint64_t *ret_bytes,
+                       uint64_t *ret_entries)
 {
-        _cleanup_fd_ int m = open(merged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_fd_ int u = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_fd_ int l = open(lower, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        _cleanup_fd_ int d = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (m < 0 || u < 0 || l < 0 || d < 0)
-                return -errno;
         struct flatten f = { .dest_root = d, .uid = uid, .gid = gid };
         int r = walk(&f, m, u, l, d, "", 0);
         if (r == 0 && fchown(d, uid, gid) < 0)
@@ -287,5 +285,33 @@ int fs_overlay_flatten(const char *merged, const char *upper, const char *lower,
         free(f.seen);
         *ret_bytes = f.bytes;
         *ret_entries = f.entries;
+        return r;
+}
+
+int fs_overlay_flatten(const char *merged, const char *upper, const char *lower, const char *dest,
+                       uid_t uid, gid_t gid, uint64_t *ret_bytes, uint64_t *ret_entries)
+{
+        _cleanup_fd_ int m = open(merged, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fd_ int u = open(upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fd_ int l = open(lower, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fd_ int d = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (m < 0 || u < 0 || l < 0 || d < 0)
+                return -errno;
+        return flatten_fds(m, u, l, d, uid, gid, ret_bytes, ret_entries);
+}
+
+/* The overlay case with nothing changed: no upper, so every file is the
+ * lower's, hard-linked. */
+int fs_clone_tree(const char *src, const char *dest, uid_t uid, gid_t gid)
+{
+        _cleanup_fd_ int s = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_fd_ int d = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (s < 0 || d < 0 || fstat(s, &st) < 0)
+                return -errno;
+        uint64_t bytes, entries;
+        int r = flatten_fds(s, -1, s, d, uid, gid, &bytes, &entries);
+        if (r == 0 && fchmod(d, st.st_mode & 0777) < 0)
+                r = -errno;
         return r;
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -145,6 +146,7 @@ struct tree_visit {
         int (*dir)(int dirfd, const struct tree_visit *v);
         uid_t uid;
         gid_t gid;
+        void *ctx;
 };
 
 static int visit_tree(int dirfd, const struct tree_visit *v, int depth)
@@ -225,6 +227,87 @@ int fs_chown_tree(int dirfd, uid_t uid, gid_t gid)
                                       .uid = uid,
                                       .gid = gid };
         return visit_tree(dirfd, &v, 0);
+}
+
+/* fs_tree_stats' count, with the inodes of more than one name seen so
+ * far: an open-addressing table by (dev, ino), at most half full. */
+struct tree_stats {
+        uint64_t bytes, entries;
+        struct stat_inode {
+                dev_t dev;
+                ino_t ino; /* 0: a free slot */
+        } * seen;
+        size_t n, alloc;
+};
+
+static size_t inode_slot(const struct stat_inode *v, size_t alloc, dev_t dev, ino_t ino)
+{
+        uint64_t h = ((uint64_t)ino ^ (uint64_t)dev << 40) * UINT64_C(0x9E3779B97F4A7C15);
+        size_t i = (size_t)(h >> 17) & (alloc - 1);
+        while (v[i].ino && (v[i].dev != dev || v[i].ino != ino))
+                i = (i + 1) & (alloc - 1);
+        return i;
+}
+
+/* Whether (dev, ino) was seen, adding it: -ENOMEM, 1 seen, 0 new. */
+static int inode_seen(struct tree_stats *t, dev_t dev, ino_t ino)
+{
+        if (2 * (t->n + 1) > t->alloc) {
+                size_t na = t->alloc ? 2 * t->alloc : 1024;
+                struct stat_inode *nv = calloc(na, sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                for (size_t i = 0; i < t->alloc; i++)
+                        if (t->seen[i].ino)
+                                nv[inode_slot(nv, na, t->seen[i].dev, t->seen[i].ino)] =
+                                        t->seen[i];
+                free(t->seen);
+                t->seen = nv;
+                t->alloc = na;
+        }
+        struct stat_inode *s = &t->seen[inode_slot(t->seen, t->alloc, dev, ino)];
+        if (s->ino)
+                return 1;
+        *s = (struct stat_inode){ .dev = dev, .ino = ino };
+        t->n++;
+        return 0;
+}
+
+static int stats_leaf(int dirfd, const char *name, const struct stat *st,
+                      const struct tree_visit *v)
+{
+        (void)dirfd;
+        (void)name;
+        struct tree_stats *t = v->ctx;
+        t->entries++;
+        if (!S_ISREG(st->st_mode))
+                return 0;
+        int seen = st->st_nlink > 1 && st->st_ino ? inode_seen(t, st->st_dev, st->st_ino) : 0;
+        if (seen < 0)
+                return seen;
+        if (!seen)
+                t->bytes += (uint64_t)st->st_size;
+        return 0;
+}
+
+static int stats_dir(int dirfd, const struct tree_visit *v)
+{
+        (void)dirfd;
+        ((struct tree_stats *)v->ctx)->entries++;
+        return 0;
+}
+
+int fs_tree_stats(int dirfd, uint64_t *ret_bytes, uint64_t *ret_entries)
+{
+        struct tree_stats t = { 0 };
+        const struct tree_visit v = { .leaf = stats_leaf, .dir = stats_dir, .ctx = &t };
+        int r = visit_tree(dirfd, &v, 0);
+        free(t.seen);
+        if (r < 0)
+                return r;
+        *ret_bytes = t.bytes;
+        *ret_entries = t.entries - 1; /* the root is no name of the tree */
+        return 0;
 }
 
 const char *fs_quote(const char *name, char out[static FS_QUOTE_MAX])

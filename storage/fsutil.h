@@ -57,6 +57,17 @@ int fs_chown_tree(int dirfd, uid_t uid, gid_t gid);
 int fs_overlay_flatten(const char *merged, const char *upper, const char *lower, const char *dest,
                        uid_t uid, gid_t gid, uint64_t *ret_bytes, uint64_t *ret_entries);
 
+/* Builds in dest (an empty directory on src's filesystem) a copy of the
+ * tree src that shares its files: new directories with src's permission
+ * bits, every regular file a hard link to src's (so neither may ever be
+ * written through), symlinks made anew; everything but the shared files
+ * owned by uid:gid.  0 or -errno (-ENOTSUP: a device, fifo or socket). */
+int fs_clone_tree(const char *src, const char *dest, uid_t uid, gid_t gid);
+/* Of the tree under dirfd: *ret_bytes, the sizes of its regular files,
+ * each inode once (as extraction counts them: a hard link is free);
+ * *ret_entries, its names, the root not included. */
+int fs_tree_stats(int dirfd, uint64_t *ret_bytes, uint64_t *ret_entries);
+
 /* Quotes an untrusted name for an error message: non-printable bytes as
  * \xNN, at most ~200 bytes, into out (FS_QUOTE_MAX bytes). */
 #define FS_QUOTE_MAX 256

@@ -261,6 +261,84 @@ wait
 check "cache: two processes acquire one volume concurrently, one entry results" \
   bash -c "grep -q acquired '$W/mp1' && grep -q acquired '$W/mp2' && [[ \$(ls '$C4/v' | grep -vc '\.') == 1 && -z \$(ls -A '$C4/tmp') ]]"
 
+# ---- layered versions in the cache ------------------------------------------
+# Layers are packed directories (a whiteout is an empty ".wh.<name>" file),
+# pushed as any tarball.  A stack is built from its longest cached prefix:
+# a 4-layer stack on a cached 3-layer one downloads the 4th layer only.
+L="$W/layers"; mkdir -p "$L/l0/d" "$L/l1/d" "$L/l2/d" "$L/l3/sub" "$L/bad"
+head -c 200000 /dev/urandom > "$L/l0/data"; echo keep > "$L/l0/keep"
+echo one > "$L/l0/d/one"; echo two > "$L/l0/d/two"; echo gone > "$L/l0/gone"
+echo three > "$L/l1/d/three"; : > "$L/l1/.wh.gone"
+head -c 1000 /dev/urandom > "$L/l2/data"; : > "$L/l2/d/.wh.one"
+echo new > "$L/l3/sub/new"; : > "$L/l3/.wh.keep"; chmod 0700 "$L/l3/sub"
+: > "$L/bad/.wh.nothere"
+declare -A LSHA LURL LSIZE
+for l in l0 l1 l2 l3 bad; do
+  o=$(tool push "$L/$l" "$W"); LSHA[$l]=$(field sha256 "$o"); LSIZE[$l]=$(field size "$o")
+  LURL[$l]=$(tool presign GET "$(field key "$o")" 3600)
+done
+# The trees expected, made by hand.
+mkdir -p "$L/e3"; cp -a "$L/l0/." "$L/e3/"; rm "$L/e3/gone" "$L/e3/d/one"
+cp "$L/l1/d/three" "$L/e3/d/"; cp "$L/l2/data" "$L/e3/data"
+cp -a "$L/e3" "$L/e4"; rm "$L/e4/keep"; cp -a "$L/l3/sub" "$L/e4/"
+ro_listing() { tree_listing "$1" | awk '{ print $1, $2, $4, $5 }'; }   # modes aside
+same_tree() { [[ "$(ro_listing "$1")" == "$(ro_listing "$2")" ]] && diff -r "$1" "$2" >/dev/null; }
+stack() { local a=(); for l in "$@"; do a+=("${LURL[$l]}" "${LSHA[$l]}"); done; echo "$#" "${a[@]}"; }
+CL="$W/cache-layers"
+o=$(tool cache "$CL" 100000000 layers $(stack l0 l1 l2))
+is "layers: a cold 3-layer stack downloads its 3 layers" \
+  "$(field downloaded "$o") $(field downloaded_bytes "$o")" "1 $(( LSIZE[l0] + LSIZE[l1] + LSIZE[l2] ))"
+p3=$(field path "$o")
+check "layers: the 3-layer tree is the bottom with both layers applied" same_tree "$p3" "$L/e3"
+check "layers: the entry is read-only on disk" bash -c "[[ -z \$(find '$p3' -perm /222 ! -type l) ]]"
+o=$(tool cache "$CL" 100000000 layers $(stack l0 l1 l2 l3))
+is "layers: the 4-layer stack on it downloads exactly its 4th layer" \
+  "$(field downloaded "$o") $(field downloaded_bytes "$o")" "1 ${LSIZE[l3]}"
+p4=$(field path "$o")
+check "layers: the 4-layer tree is right" same_tree "$p4" "$L/e4"
+check "layers: the 3-layer entry is unchanged" same_tree "$p3" "$L/e3"
+is "layers: a file the 4th layer did not touch is shared with the 3-layer entry" \
+  "$(stat -c %i "$p4/d/two")" "$(stat -c %i "$p3/d/two")"
+ex=$(tool pack "$L/e4" "$W/e4.tgz" >/dev/null && tool extract "$W/e4.tgz" "$W/e4x")
+is "layers: the entry's stats are its whole tree's (as extracting it would count)" \
+  "$(field bytes "$o") $(field entries "$o")" "$(field bytes "$ex") $(field entries "$ex")"
+o=$(tool cache "$CL" 100000000 layers $(stack l0 l1 l2 l3))
+is "layers: a hit downloads nothing" "$(field downloaded "$o") $(field downloaded_bytes "$o")" "0 0"
+o=$(tool cache "$CL" 100000000 layers 4 - "${LSHA[l0]}" - "${LSHA[l1]}" - "${LSHA[l2]}" - "${LSHA[l3]}")
+is "layers: a hit needs no URL" "$(field downloaded "$o")" 0
+o=$(tool cache "$CL" 100000000 layers 1 - "${LSHA[l0]}")
+check "layers: a 1-layer stack is the tarball's own entry (not cached alone: NOT_FOUND)" \
+  has "$o" "ERROR NOT_FOUND"
+o=$(tool cache "$CL" 100000000 layers $(stack l0 l1 l0))
+check "layers: a layer listed twice is BAD_ARCHIVE" has "$o" "ERROR BAD_ARCHIVE"
+entries_before=$(ls "$CL/v" | grep -vc '\.')
+o=$(tool cache "$CL" 100000000 layers $(stack l0 l1 bad))
+check "layers: a hostile layer fails the build as BAD_ARCHIVE ($o)" has "$o" "ERROR BAD_ARCHIVE"
+check "layers: nothing published, nothing left in tmp/" \
+  bash -c "[[ \$(ls '$CL/v' | grep -vc '\.') == $entries_before && -z \$(ls -A '$CL/tmp') ]]"
+o=$(tool cache "$CL" 100000000 layers $(stack l0 l1 l2 l3 l2))
+check "layers: a layer listed twice, even applied, is refused before any download" \
+  has "$o" "ERROR BAD_ARCHIVE"
+# Two processes building the same stack at once.
+CL2="$W/cache-layers-mp"
+tool cache "$CL2" 100000000 layers $(stack l0 l1 l2 l3) > "$W/lmp1" &
+tool cache "$CL2" 100000000 layers $(stack l0 l1 l2 l3) > "$W/lmp2" &
+wait
+check "layers: two processes build one stack at once, one entry results, tmp/ empty" \
+  bash -c "grep -q acquired '$W/lmp1' && grep -q acquired '$W/lmp2' && [[ \$(ls '$CL2/v' | grep -vc '\.') == 1 && -z \$(ls -A '$CL2/tmp') ]]"
+check "layers: and it is right" same_tree "$(field path "$(cat "$W/lmp1")")" "$L/e4"
+if [[ $(id -u) -eq 0 ]]; then
+  CL3="$W/cache-layers-own"
+  tool cache "$CL3" 100000000 owner 65534 65534 layers $(stack l0 l1 l2) >/dev/null
+  o=$(tool cache "$CL3" 100000000 owner 65534 65534 layers $(stack l0 l1 l2 l3))
+  p=$(field path "$o")
+  is "layers, owned cache: 4th layer only" "$(field downloaded_bytes "$o")" "${LSIZE[l3]}"
+  is "layers, owned cache: modes kept exactly" "$(tree_listing "$p")" "$(tree_listing "$L/e4")"
+  is "layers, owned cache: everything owned by 65534:65534" "$(find "$p" ! -uid 65534 -o ! -gid 65534 | wc -l)" 0
+else
+  skip "layers, owned cache needs root (chown)"
+fi
+
 # ---- S3 down ------------------------------------------------------------------
 scripts/s3.sh stop
 t0=$(date +%s%N)

@@ -19,6 +19,11 @@
  *                                      size | time-hit SHA N
  *                                      reclaim BYTES (-> "reclaimed=N")
  *                                      min-free BYTES (downloads keep it free)
+ *                                      layers N URL|- SHA ... (N pairs, bottom
+ *                                      first: acquire_layers+release ->
+ *                                      "acquired sha256= downloaded=
+ *                                      downloaded_bytes= bytes= entries= path=")
+ *   apply FILE DEST [SHA|-]        -> as extract, the file a layer onto DEST
  *
  * Limits come from BOXCAR_TEST_MAX_BYTES, _MAX_ENTRIES, _MAX_RATIO,
  * _RATIO_FLOOR, _MAX_DOWNLOAD, and BOXCAR_TEST_IMAGE=1 for an image's
@@ -112,7 +117,7 @@ static int cmd_pack(int argc, char **argv, struct bc_error *err)
         return 0;
 }
 
-static int cmd_extract(int argc, char **argv, bool fetch, struct bc_error *err)
+static int cmd_extract(int argc, char **argv, bool fetch, bool apply, struct bc_error *err)
 {
         if (argc < 2)
                 return 2;
@@ -130,6 +135,8 @@ static int cmd_extract(int argc, char **argv, bool fetch, struct bc_error *err)
                 rc = storage_fetch_extract(cfg, argv[0], opt_sha(argc > 2 ? argv[2] : NULL), argv[1],
                                            limits(), allow ? &guard : NULL, &r, err);
                 storage_config_free(cfg);
+        } else if (apply) {
+                rc = storage_apply_file(argv[0], opt_sha(argc > 2 ? argv[2] : NULL), argv[1], limits(), &r, err);
         } else {
                 rc = storage_extract_file(argv[0], opt_sha(argc > 2 ? argv[2] : NULL), argv[1], limits(), &r, err);
         }
@@ -363,6 +370,30 @@ static int cmd_cache(int argc, char **argv, struct bc_error *err)
                         else
                                 storage_cache_release(c, e);
                         i += 2;
+                } else if (strcmp(argv[i], "layers") == 0 && i + 1 < argc) {
+                        size_t n = strtoul(argv[i + 1], NULL, 10);
+                        if (n > 64 || i + 1 + 2 * (int)n >= argc) {
+                                rc = 2;
+                                break;
+                        }
+                        const char *urls[64], *shas[64];
+                        for (size_t k = 0; k < n; k++) {
+                                urls[k] = strcmp(argv[i + 2 + 2 * k], "-") ? argv[i + 2 + 2 * k] : NULL;
+                                shas[k] = argv[i + 3 + 2 * k];
+                        }
+                        struct storage_cache_entry *e;
+                        if (storage_cache_acquire_layers(c, urls, shas, n, &e, err) < 0) {
+                                rc = fail(err);
+                                break;
+                        }
+                        uint64_t bytes = 0, entries = 0;
+                        storage_cache_entry_stats(e, &bytes, &entries);
+                        printf("acquired sha256=%s downloaded=%d downloaded_bytes=%llu bytes=%llu entries=%llu path=%s\n",
+                               storage_cache_entry_sha256(e), storage_cache_entry_downloaded(e),
+                               (unsigned long long)storage_cache_entry_downloaded_bytes(e),
+                               (unsigned long long)bytes, (unsigned long long)entries, storage_cache_entry_path(e));
+                        storage_cache_release(c, e);
+                        i += 1 + 2 * (int)n;
                 } else {
                         fprintf(stderr, "cache: bad op %s\n", argv[i]);
                         rc = 2;
@@ -389,9 +420,11 @@ int main(int argc, char **argv)
                 if (strcmp(cmd, "pack") == 0)
                         rc = cmd_pack(n, a, &err);
                 else if (strcmp(cmd, "extract") == 0)
-                        rc = cmd_extract(n, a, false, &err);
+                        rc = cmd_extract(n, a, false, false, &err);
+                else if (strcmp(cmd, "apply") == 0)
+                        rc = cmd_extract(n, a, false, true, &err);
                 else if (strcmp(cmd, "fetch") == 0)
-                        rc = cmd_extract(n, a, true, &err);
+                        rc = cmd_extract(n, a, true, false, &err);
                 else if (strcmp(cmd, "push") == 0)
                         rc = cmd_push(n, a, &err);
                 else if (strcmp(cmd, "presign") == 0)
