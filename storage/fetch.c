@@ -91,7 +91,9 @@ static int transfer_failed(struct curl_source *s, struct bc_error *err)
         char what[256];
         http_describe(s->result, s->status, s->errbuf, s->error_body.data, what);
         s->retryable = http_retryable(s->result, s->status);
-        return bc_error_set(err, BC_FETCH_FAILED, EIO, "GET %s: %s", s->redacted, what);
+        /* ENOENT tells "not there" (a collected layer) from a failure. */
+        return bc_error_set(err, BC_FETCH_FAILED, s->status == 404 ? ENOENT : EIO, "GET %s: %s",
+                            s->redacted, what);
 }
 
 static ssize_t curl_source_read(void *ctx, const void **buf, struct bc_error *err)

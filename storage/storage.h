@@ -317,14 +317,14 @@ struct storage_layer_args {
 };
 
 struct storage_layer_result {
-        struct storage_tree *tree;  /* dir's tree; the caller frees it */
+        struct storage_tree *tree;       /* dir's tree; the caller frees it */
         struct storage_pack_result pack; /* the layer's .tar.gz; file_count
                                           * and skipped are of the tree */
-        bool whole;            /* the layer holds the whole tree (below was
+        bool whole;                      /* the layer holds the whole tree (below was
                                 * NULL, or the difference was most of the
                                 * tree, or could not be said as a layer) */
-        uint64_t changed_bytes;   /* file data in the layer */
-        uint64_t changed_entries; /* entries in the layer, whiteouts included */
+        uint64_t changed_bytes;          /* file data in the layer */
+        uint64_t changed_entries;        /* entries in the layer, whiteouts included */
         uint64_t whiteouts;
 };
 
@@ -344,7 +344,8 @@ void storage_layer_result_done(struct storage_layer_result *r);
  * the layer's own SHA-256 for a single layer (so a tarball version's
  * entry keeps its name), else the SHA-256 of "boxcar-stack 1\n" followed
  * by each layer's hex and "\n". */
-void storage_stack_id(const char *const *layer_sha256, size_t n, char ret[STORAGE_SHA256_HEX_LEN + 1]);
+void storage_stack_id(const char *const *layer_sha256, size_t n,
+                      char ret[STORAGE_SHA256_HEX_LEN + 1]);
 
 /* Downloads url and applies it as a layer (not the bottom one) onto
  * dest_dir, an existing tree: its entries replace what is there (a file
