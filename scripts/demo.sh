@@ -112,8 +112,12 @@ print(f"    status {job['status']}, exit code {r.get('exit_code')}, {r.get('wall
 print(f"    stdout: {r.get('stdout', '').strip()}")
 if job.get("error"):
     print(f"    error: {job['error']}")
-print(f"    artifact {a.get('storage')} version {a.get('sha256')}: {a.get('file_count')} files, {a.get('size')} bytes")
-print(f"    presigned URL: {a.get('url')}")
+print(f"    artifact {a.get('storage')} version {a.get('sha256')}: {a.get('file_count')} files, "
+      f"{a.get('layers')} layer(s), {a.get('size')} bytes stored for it")
+if a.get("url"):
+    print(f"    presigned URL of the whole tree: {a['url']}")
+else:
+    print(f"    whole tree as one tarball: boxcar storage url {a.get('storage')}@{a.get('sha256')}")
 PY
 
 status=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"])' "$demo/result.json")

@@ -33,6 +33,15 @@ sha_of() { job_field "$1" "result->'artifact'->>'sha256'"; }
 # symlink target; then every regular file's sha256.
 listing() { (cd "$1" && find . -mindepth 1 -printf '%y %m %s %p %l\n' | sort && find . -type f -print0 | sort -z | xargs -0r sha256sum); }
 pull() { rm -rf "$2"; "$BOXCAR" storage pull "$1" "$2" 2>/dev/null; }
+# The cache names a version's tree by its layer stack: the layer itself
+# for one layer, else the SHA-256 of "boxcar-stack 1\n" and each layer's
+# hex on a line (storage_stack_id).
+stack_of() {
+  local l; l=$(sql "select array_to_string(layers, ' ') from boxcar.storage_versions where sha256 = '$1' limit 1")
+  set -- $l
+  if [[ $# -eq 1 ]]; then echo "$1"; else { printf 'boxcar-stack 1\n'; printf '%s\n' "$@"; } | sha256sum | cut -d' ' -f1; fi
+}
+entry_of() { echo "$WD/artifacts/v/$(stack_of "$1")"; }
 
 "$BOXCAR" sandbox detect > "$tmp/detect"
 check "boxcar sandbox detect says the artifact base is an overlay here" grep -q '^artifact base: *overlay' "$tmp/detect"
@@ -58,7 +67,7 @@ is "job 2 owns the base's files, modes kept, and runs one" "$(job_field $j2 "sta
 run"
 v2=$(sha_of $j2)
 is "job 2's base came from the cache: one miss (extracted once), no hit" "$(hits)/$(misses)" "0/1"
-entry="$WD/artifacts/v/$v1"
+entry=$(entry_of "$v1")
 check "the cache holds the base version" test -d "$entry"
 is "the artifact cache is the worker's alone (0700)" "$(stat -c %a "$WD/artifacts")" "700"
 
@@ -84,12 +93,12 @@ is "job 3 succeeds" "$(job_field $j3 status)" "succeeded"
 is "job 3's base was a cache hit" "$(hits)/$(misses)" "1/1"
 is "and nothing was downloaded for it" "$(dl)" "$d0"
 is "same tree from the overlay, same sha256" "$(sha_of $j3)" "$v2"
-is "nothing extracted per job: the cache holds version 1 and version 2 only" "$(ls "$WD/artifacts/v" | grep '^[0-9a-f]*$' | sort | tr '\n' ' ')" "$(printf '%s\n' "$v1" "$v2" | sort | tr '\n' ' ')"
+is "nothing extracted per job: the cache holds version 1 and version 2 only" "$(ls "$WD/artifacts/v" | grep '^[0-9a-f]*$' | sort | tr '\n' ' ')" "$(printf '%s\n' "$(stack_of "$v1")" "$(stack_of "$v2")" | sort | tr '\n' ' ')"
 
 # The session's next job starts from the cache too: job 2's new version
 # was put there from its changes (links to version 1's files, copies of
 # what changed), exactly version 2.
-listing "$WD/artifacts/v/$v2" > "$tmp/entry-v2.ls"
+listing "$(entry_of "$v2")" > "$tmp/entry-v2.ls"
 if diff "$tmp/v2.ls" "$tmp/entry-v2.ls" > "$tmp/d"; then ok "job 2's version was cached from its changes: exactly version 2"
 else not_ok "promoted version 2"; diag "$(cat "$tmp/d")"; fi
 jsame=$(run_job "true" s "$v2")
@@ -108,9 +117,9 @@ vp=$(sha_of $jp)
 jsp=$(run_job 'truncate -s 1G sparse; echo end >> sparse; printf x | dd of=sparse bs=1 seek=500000000 conv=notrunc 2>/dev/null' s "$v2" '{"disk_mb": 16}')
 vsp=$(sha_of $jsp)
 is "a job adds a 1 GiB sparse file over version 2" "$(job_field $jsp status)" "succeeded"
-charged=$(cut -d' ' -f1 "$WD/artifacts/v/$vsp.size")
+charged=$(cut -d' ' -f1 "$(entry_of "$vsp").size")
 check "its cached version is charged its data, not 1 GiB ($charged bytes)" test "$charged" -lt $((64 << 20))
-is "the cached version (holes on another filesystem) repacks to the same sha256" "$("$BOXCAR" storage push sparse-check "$WD/artifacts/v/$vsp" 2>/dev/null | tail -1)" "$vsp"
+is "the cached version (holes on another filesystem) repacks to the same sha256" "$("$BOXCAR" storage push sparse-check "$(entry_of "$vsp")" 2>/dev/null | tail -1)" "$vsp"
 jsp2=$(run_job 'echo x > small' s "$vsp" '{"disk_mb": 16}')
 is "and the next job over it, disk_mb 16, still packs it (its data bytes, the base's, are within the limit)" "$(job_field $jsp2 "status || ' ' || coalesce(error->>'code', '')")" "succeeded "
 
@@ -205,7 +214,7 @@ check "once released, version 1 was evicted (over the 1 MiB budget)" test ! -e "
 jmany=$(run_job 'mkdir m; cd m; i=0; while [ $i -lt 3000 ]; do : > f$i; i=$((i+1)); done' u "$vu")
 vmany=$(sha_of $jmany)
 is "a job adds 3,000 empty files" "$(job_field $jmany "status || ' ' || ((result->'artifact'->>'file_count')::int >= 3000)")" "succeeded true"
-check "a version of empty files is charged for its entries: not kept over the budget" test ! -e "$WD/artifacts/v/$vmany"
+check "a version of empty files is charged for its entries: not kept over the budget" test ! -e "$(entry_of "$vmany")"
 jm2=$(run_job 'ls m | wc -l' u "$vmany")
 is "and the next job on it still gets it (downloaded)" "$(job_field $jm2 "status || ' ' || (result->>'stdout')")" "succeeded 3000"
 

@@ -14,7 +14,7 @@ eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
 export BOXCAR_S3_PREFIX="e2e-layers-$$"
 fresh_db e2e_layered
 tmp=$(mktemp -d)
-trap 'cleanup_bg; rm -rf "$tmp"' EXIT
+trap 'cleanup_bg; [[ -n ${KEEP_TMP:-} ]] && echo "kept $tmp" || rm -rf "$tmp"' EXIT
 PORT=$(free_port)
 rm -rf "$BOXCAR_DEV/work/lay-a" "$BOXCAR_DEV/work/lay-b"
 metric() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
@@ -28,7 +28,7 @@ art() { job_field "$1" "result->'artifact'->>'$2'"; }
 # A tree as it matters to a version: type, mode, path, symlink
 # target; each file's sha256; the groups of hard-linked names; the
 # allocated KiB of each sparse file.
-LISTING='find . -mindepth 1 -printf "%y %m %p %l\n" | LC_ALL=C sort; find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum; find . -type f -links +1 -printf "%i %p\n" | LC_ALL=C sort | awk "{ g[\$1] = g[\$1] \" \" \$2 } END { for (i in g) print g[i] }" | LC_ALL=C sort; find . -type f -name "sparse*" -printf "%k %p\n" | awk "{ print (\$1 < 1024 ? \"small\" : \"big\"), \$2 }"'
+LISTING='find . -mindepth 1 -printf "%y %m %p %l\n" | LC_ALL=C sort; find . -type f -print0 | LC_ALL=C sort -z | xargs -0r sha256sum; find . -type f -links +1 -printf "%i %p\n" | LC_ALL=C sort | awk "{ g[\$1] = g[\$1] \" \" \$2; n[\$1]++ } END { for (i in g) if (n[i] > 1) print g[i] }" | LC_ALL=C sort; find . -type f -name "sparse*" -printf "%k %p\n" | awk "{ print (\$1 < 1024 ? \"small\" : \"big\"), \$2 }" | LC_ALL=C sort'
 listing() { (cd "$1" && bash -c "$LISTING"); }
 pull() { rm -rf "$2"; "$BOXCAR" storage pull "$1" "$2" 2>"$tmp/pull.err"; }
 
@@ -78,7 +78,7 @@ CHANGE='rm -rf gone; rm -rf opq; mkdir opq; echo new > opq/o3; mv ren renamed; c
 jc=$(spec "$CHANGE; $LISTING" s | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$jc" >/dev/null
 is "a job deletes, replaces, renames, relinks and rechmods" "$(job_field $jc status) $(art $jc layers)" "succeeded 4"
-job_field $jc "result->>'stdout'" > "$tmp/in-job.ls"
+job_field $jc "result->>'stdout'" | sed '/^$/d' > "$tmp/in-job.ls"
 pull "s@$(art $jc sha256)" "$tmp/vc"
 listing "$tmp/vc" > "$tmp/pulled.ls"
 if diff "$tmp/in-job.ls" "$tmp/pulled.ls" > "$tmp/d"; then ok "the pulled version (4 layers applied) is exactly the tree the job left"

@@ -22,7 +22,10 @@ is "storage ls NAME lists one version, the head" "$("$BOXCAR" storage ls repo | 
 check "storage pull restores the tree" diff -r "$tmp/src" "$tmp/pulled"
 url=$("$BOXCAR" storage url repo)
 curl -sf "$url" -o "$tmp/obj.tar.gz"
-is "storage url downloads the object, whose sha256 is the version" "$(sha256sum < "$tmp/obj.tar.gz" | cut -d' ' -f1)" "$sha"
+# A pushed version is one layer: the whole tree's tarball, named by its
+# bytes (the version is named by its tree).
+lsha=$(sql "select layers[1] from boxcar.storage_versions where storage = 'repo' and sha256 = '$sha'")
+is "storage url downloads the version's one layer, the whole tree" "$(sha256sum < "$tmp/obj.tar.gz" | cut -d' ' -f1)" "$lsha"
 check "the printed URL is presigned" grep -q 'X-Amz-Signature=' <<<"$url"
 
 start_worker storage-w --concurrency 2 --lease 10s --poll-interval 500ms --sandbox "$E2E_SANDBOX"
@@ -62,7 +65,7 @@ is "and its webhook is in the outbox" "$(sql "select event_type from boxcar.webh
 # Volumes: by storage (resolved and presigned by the worker) and by URL.
 mkdir -p "$tmp/vol"; printf 'city,temp\nOslo,4\n' > "$tmp/vol/data.csv"
 vsha=$("$BOXCAR" storage push --kind volume datasets "$tmp/vol" 2>/dev/null)
-v1=$(echo '{"script": "cat /mnt/data/data.csv; cat /mnt/repo/a.txt; echo x > /mnt/data/new 2>/dev/null && echo WROTE || echo read-only", "volumes": [{"name": "data", "mount": "/mnt/data", "storage": "datasets"}, {"name": "repo", "mount": "/mnt/repo", "url": "'"$url"'", "sha256": "'"$sha"'"}]}' | "$BOXCAR" enqueue --spec -)
+v1=$(echo '{"script": "cat /mnt/data/data.csv; cat /mnt/repo/a.txt; echo x > /mnt/data/new 2>/dev/null && echo WROTE || echo read-only", "volumes": [{"name": "data", "mount": "/mnt/data", "storage": "datasets"}, {"name": "repo", "mount": "/mnt/repo", "url": "'"$url"'", "sha256": "'"$lsha"'"}]}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$v1" >/dev/null
 is "volumes by storage and by presigned URL are mounted" "$(job_field $v1 "status || ' ' || (result->>'stdout')")" "succeeded city,temp
 Oslo,4

@@ -56,17 +56,21 @@ is "the removed rows are purged" "$(sql "select count(*) from boxcar.storage_ver
 
 # ---- Retention keeps the head, branch tips, the last N ----
 for i in 1 2 3 4 5 6; do j=$(run_job "head -c 200000 /dev/urandom > f$i" ret); done
-vhead=$(art $j sha256)
+tip=$(art $j sha256)
+# A job based on the second version moves the head there (nobody moved it
+# meanwhile): version 6 stays a branch tip; two more jobs follow.
 jbr=$(jq -cn --arg b "$(sql "select sha256 from boxcar.storage_versions where storage = 'ret' order by id limit 1 offset 1")" \
   '{script: "echo branch > br", artifact: {storage: "ret", base: $b}}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$jbr" >/dev/null
-is "a job on an old version makes a branch" "$(job_field $jbr "result->'artifact'->>'conflict'")" "true"
+for i in 7 8; do j=$(run_job "echo $i > g$i" ret); done
+vhead=$(art $j sha256)
 "$BOXCAR" storage retain ret --keep-last 2
 is "the policy is listed" "$(sql "select s->>'keep_last' from boxcar.storages_json() s where s->>'name' = 'ret'")" "2"
 out=$(gc --grace 0s)
-is "retention removed all but the head, the branch tip and the last two" \
-   "$(jq -r .versions_removed <<<"$out") $(sql "select count(*) from boxcar.storage_versions where storage = 'ret' and removed_at is null")" "4 3"
+is "retention removed all but the last two (the head among them) and the old branch's tip" \
+   "$(jq -r .versions_removed <<<"$out") $(sql "select count(*) from boxcar.storage_versions where storage = 'ret' and removed_at is null")" "6 3"
 is "the head stays" "$(sql "select head_version from boxcar.storages where name = 'ret'")" "$vhead"
+is "the branch tip stays" "$(sql "select count(*) from boxcar.storage_versions where storage = 'ret' and sha256 = '$tip' and removed_at is null")" "1"
 check "every kept version still pulls (their layers were kept)" all_pull
 
 # ---- Nothing a running job needs: rm while it runs ----
@@ -87,7 +91,7 @@ is "with both jobs' files" "$(ls "$tmp/busy" | tr '\n' ' ')" "base more "
 "$BOXCAR" storage retain race --keep-last 1
 ids=()
 for i in $(seq 12); do ids+=("$(enq "head -c 100000 /dev/urandom > f$((i % 3)); rm -f f$(((i + 1) % 3))" race)"); done
-for _ in 1 2 3 4 5 6; do gc --grace 0s >/dev/null & gc --grace 0s >/dev/null; wait; sleep 0.3; done
+for _ in 1 2 3 4 5 6; do gc --grace 0s >/dev/null & p=$!; gc --grace 0s >/dev/null; wait "$p"; sleep 0.3; done
 for id in "${ids[@]}"; do "$BOXCAR" status --wait "$id" >/dev/null; done
 is "every job of the session succeeded while collections ran" \
    "$(sql "select count(*) from boxcar.jobs where spec->'artifact'->>'storage' = 'race' and status = 'succeeded'")" "12"
