@@ -81,19 +81,11 @@ static const struct tree_rec *unchanged_in_base(struct builder *b, const struct 
 static int read_into(struct builder *b, EVP_MD_CTX *sha, int fd, uint64_t off, uint64_t len,
                      const char *path, struct bc_error *err)
 {
-        char q[FS_QUOTE_MAX];
         while (len) {
                 size_t want = len < HASH_READ_BUF ? (size_t)len : HASH_READ_BUF;
-                ssize_t n = pread(fd, b->buf, want, (off_t)off);
-                if (n < 0 && errno == EINTR)
-                        continue;
+                ssize_t n = pack_pread(fd, b->buf, want, (off_t)off, path, "hashed", err);
                 if (n < 0)
-                        return bc_error_set(err, pack_walk_code(errno), errno,
-                                            "cannot read %s: %m", fs_quote(path, q));
-                if (n == 0)
-                        return bc_error_set(err, BC_IO, EAGAIN,
-                                            "pack: %s shrank while being hashed",
-                                            fs_quote(path, q));
+                        return (int)n;
                 EVP_DigestUpdate(sha, b->buf, (size_t)n);
                 len -= (uint64_t)n;
                 off += (uint64_t)n;

@@ -78,6 +78,12 @@ int pack_count_bytes(uint64_t *total, uint64_t n, const struct storage_pack_limi
 bool pack_past_deadline(const struct timespec *d);
 /* The error for a packing past lim's time budget, at path. */
 int pack_over_time(const struct storage_pack_limits *lim, const char *path, struct bc_error *err);
+/* Reads up to want bytes of the file being packed or hashed (path, for
+ * messages) at off: the count (> 0), or negative with err set: an
+ * unreadable file is the tree's fault (pack_walk_code), one that ends
+ * before its size shrank while we read it ("doing": "packed", "hashed"). */
+ssize_t pack_pread(int fd, void *buf, size_t want, off_t off, const char *path, const char *doing,
+                   struct bc_error *err);
 /* The tree's own faults (an entry we may not read is as much the job's
  * doing as one too many) are BC_WORKSPACE_LIMIT; anything else BC_IO. */
 enum bc_code pack_walk_code(int e);

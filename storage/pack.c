@@ -208,22 +208,14 @@ int pack_map_holes(int fd, off_t size, struct pack_map *m)
 static int feed(struct packer *p, int fd, off_t off, uint64_t len, bool hole, const char *path,
                 struct bc_error *err)
 {
-        char q[FS_QUOTE_MAX];
         while (len) {
                 size_t want = len < PACK_READ_BUF ? (size_t)len : PACK_READ_BUF;
                 const char *src = p->zeros;
                 ssize_t n = (ssize_t)want;
                 if (!hole) {
-                        n = pread(fd, p->buf, want, off);
-                        if (n < 0 && errno == EINTR)
-                                continue;
+                        n = pack_pread(fd, p->buf, want, off, path, "packed", err);
                         if (n < 0)
-                                return bc_error_set(err, pack_walk_code(errno), errno,
-                                                    "cannot read %s: %m", fs_quote(path, q));
-                        if (n == 0)
-                                return bc_error_set(err, BC_IO, EAGAIN,
-                                                    "pack: %s shrank while being packed",
-                                                    fs_quote(path, q));
+                                return (int)n;
                         src = p->buf;
                 }
                 if (archive_write_data(p->a, src, (size_t)n) != n)

@@ -30,6 +30,24 @@ int pack_over_time(const struct storage_pack_limits *lim, const char *path, stru
                             fs_quote(*path ? path : ".", q));
 }
 
+ssize_t pack_pread(int fd, void *buf, size_t want, off_t off, const char *path, const char *doing,
+                   struct bc_error *err)
+{
+        char q[FS_QUOTE_MAX];
+        for (;;) {
+                ssize_t n = pread(fd, buf, want, off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return bc_error_set(err, pack_walk_code(errno), errno,
+                                            "cannot read %s: %m", fs_quote(path, q));
+                if (n == 0)
+                        return bc_error_set(err, BC_IO, EAGAIN, "pack: %s shrank while being %s",
+                                            fs_quote(path, q), doing);
+                return n;
+        }
+}
+
 /* The tree's own faults: an entry we may not read is as much the job's
  * doing as one too many. */
 enum bc_code pack_walk_code(int e)

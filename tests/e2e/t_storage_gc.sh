@@ -54,6 +54,19 @@ is "past the grace period, the removed storage's objects are deleted from S3" \
 check "bytes stored went down by what was reclaimed" test "$(stored)" -eq $((before - $(jq -r .bytes_reclaimed <<<"$out")))
 is "the removed rows are purged" "$(sql "select count(*) from boxcar.storage_versions where storage = 'gone'")" "0"
 
+# ---- Uploads no version records: an attempt that is retried ----
+is "nothing is left to collect so far" "$(sql "select count(*) from boxcar.storage_gc_candidates('0 seconds')")" "0"
+# Both attempts start from the same (empty) base and fail: the first's
+# upload is never recorded, the last one's is.
+jr=$(jq -cn '{script: "head -c 100000 /dev/urandom > r; exit 3", retry: {on: ["NONZERO_EXIT"]}, artifact: {storage: "retried"}}' \
+  | "$BOXCAR" enqueue --spec - --max-attempts 2)
+"$BOXCAR" status --wait "$jr" >/dev/null
+orphans=$(sql "select count(*) from boxcar.storage_gc_candidates('0 seconds')")
+is "a retried attempt's upload (layer and manifest) is referenced by nothing" "$(job_field $jr "status || ' ' || attempts") $orphans" "failed 2 2"
+out=$(gc --grace 0s)
+is "the collector deletes exactly those" "$(jq -r .objects_deleted <<<"$out") $(sql "select count(*) from boxcar.storage_gc_candidates('0 seconds')")" "2 0"
+check "the version the last attempt recorded still pulls" "$BOXCAR" storage pull "retried@latest" "$tmp/retried"
+
 # ---- Retention keeps the head, branch tips, the last N ----
 for i in 1 2 3 4 5 6; do j=$(run_job "head -c 200000 /dev/urandom > f$i" ret); done
 tip=$(art $j sha256)
