@@ -101,14 +101,21 @@ check "its version, built on the removed one's layers, pulls" "$BOXCAR" storage 
 is "with both jobs' files" "$(ls "$tmp/busy" | tr '\n' ' ')" "base more "
 
 # ---- Collectors racing jobs on the same storages ----
-"$BOXCAR" storage retain race --keep-last 1
+check "retain on a storage that does not exist is an error" bash -c "! '$BOXCAR' storage retain race --keep-last 1 2>/dev/null"
+sql "select boxcar.create_storage('race', 'artifact')" >/dev/null
+check "retain race --keep-last 1" "$BOXCAR" storage retain race --keep-last 1
 ids=()
 for i in $(seq 12); do ids+=("$(enq "head -c 100000 /dev/urandom > f$((i % 3)); rm -f f$(((i + 1) % 3))" race)"); done
-for _ in 1 2 3 4 5 6; do gc --grace 0s >/dev/null & p=$!; gc --grace 0s >/dev/null; wait "$p"; sleep 0.3; done
+# The grace period must cover a job's upload-to-record window (under a
+# second here; 1h by default): an upload is not referenced until then.
+for _ in 1 2 3 4 5 6; do gc --grace 3s >/dev/null & p=$!; gc --grace 3s >/dev/null; wait "$p"; sleep 0.3; done
 for id in "${ids[@]}"; do "$BOXCAR" status --wait "$id" >/dev/null; done
 is "every job of the session succeeded while collections ran" \
    "$(sql "select count(*) from boxcar.jobs where spec->'artifact'->>'storage' = 'race' and status = 'succeeded'")" "12"
-gc --grace 0s >/dev/null
+sleep 3
+out=$(gc --grace 3s)
+check "once the session is idle, what retention removed is collected ($(jq -r .objects_deleted <<<"$out") objects)" \
+  test "$(jq -r .objects_deleted <<<"$out")" -gt 0
 check "and every version still kept, on every storage, pulls" all_pull
 jl=$(run_job "ls | sort | tr '\n' ' '" race)
 is "the session goes on from its head" "$(job_field $jl status)" "succeeded"

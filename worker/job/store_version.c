@@ -152,11 +152,12 @@ static int presign_layers(const struct store *st, const struct store_version *v,
  * network's, and retrying would not help. */
 static int layer_failed(const struct store_version *v, int r, struct bc_error *err)
 {
-        if (err && err->code == BC_FETCH_FAILED && err->errnum == ENOENT)
-                return bc_error_set(err, BC_BAD_ARCHIVE, ENOENT,
-                                    "version %s: a layer is missing from S3 (%s)", v->sha256,
-                                    bc_error_message(err));
-        return r;
+        if (!err || err->code != BC_FETCH_FAILED || err->errnum != ENOENT)
+                return r;
+        _cleanup_free_ char *why = strdup(bc_error_message(err));
+        return bc_error_set(err, BC_BAD_ARCHIVE, ENOENT,
+                            "version %s: a layer is missing from S3 (%s)", v->sha256,
+                            why ? why : "404");
 }
 
 int store_cache_version(const struct store *st, struct storage_cache *cache,
