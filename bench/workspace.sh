@@ -112,7 +112,7 @@ wpid=$!
 trap 'kill $wpid 2>/dev/null; wait $wpid 2>/dev/null || true' EXIT
 session_job() {  # storage -> job id (a later job of the session: base latest, one 1 MiB file rewritten)
   local id
-  id=$(echo "{\"script\": \"echo go; i=\$(( \$(date +%N) % 10 )); head -c 1048576 /dev/urandom > d000/f000\$i\", \"limits\": {\"disk_mb\": $((SIZE_MB * 2 + 64)), \"timeout_s\": 600}, \"artifact\": {\"storage\": \"$1\"}}" \
+  id=$(echo "{\"script\": \"echo go; i=\$(( \$(od -An -N1 -tu1 /dev/urandom) % 10 )); head -c 1048576 /dev/urandom > d000/f000\$i\", \"limits\": {\"disk_mb\": $((SIZE_MB * 2 + 64)), \"timeout_s\": 600}, \"artifact\": {\"storage\": \"$1\"}}" \
        | "$BOXCAR" enqueue --spec -)
   "$BOXCAR" status --wait "$id" >/dev/null
   echo "$id"

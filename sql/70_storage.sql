@@ -294,10 +294,12 @@ begin
 end $$;
 
 -- Records the whole-tree tarball of a live version (a tree version's,
--- built after it was made): its S3 key, and size its bytes (the version's
--- size becomes the tarball's, as for a tarball version).  The caller
--- registered the object (register_storage_objects) before uploading it.
--- No such live storage or version: P0002.
+-- built after it was made): its S3 key.  The version's size stays the
+-- bytes of the layer it added (what it cost to store); the tarball's own
+-- size is in storage_objects, where the caller registered it
+-- (register_storage_objects) before uploading it.  size is accepted for
+-- that record's sake and not stored here.  No such live storage or
+-- version: P0002.
 create or replace function boxcar.set_storage_tarball(storage text, sha256 text, s3_key text, size bigint)
 returns void language plpgsql volatile as $$
 #variable_conflict use_column
@@ -306,7 +308,7 @@ begin
         raise exception 'tarball: an S3 key is required' using errcode = '22023';
     end if;
     update boxcar.storage_versions v
-       set s3_key = set_storage_tarball.s3_key, size = coalesce(set_storage_tarball.size, v.size)
+       set s3_key = set_storage_tarball.s3_key
       from boxcar.storages s
      where s.name = v.storage and s.removed_at is null
        and v.storage = set_storage_tarball.storage and v.sha256 = set_storage_tarball.sha256

@@ -71,8 +71,8 @@ select is((select v->>'format' || ' ' || (v->>'has_tarball') || ' ' || jsonb_arr
           'tree false 2 ' || pg_temp.h('1'), 'storage_versions_json shows a tree version without tarball');
 select lives_ok($$select boxcar.set_storage_tarball('t', pg_temp.h('2'), 'sha256/tt/t.tar.gz', 999)$$,
                 'the whole-tree tarball of a tree version is recorded');
-select is((select s3_key || ' ' || size from boxcar.resolve_storage_version('t')), 'sha256/tt/t.tar.gz 999',
-          'and resolves with the version');
+select is((select s3_key || ' ' || size from boxcar.resolve_storage_version('t')), 'sha256/tt/t.tar.gz 60',
+          'and resolves with the version, whose size stays its own layer''s');
 select throws_ok($$select boxcar.set_storage_tarball('t', pg_temp.h('9'), 'k', 1)$$, 'P0002', null,
                  'a tarball of no such version is refused');
 

@@ -150,7 +150,7 @@ static int gc(PGconn *conn, const struct storage_admin_args *a, bool json, struc
         if (bucket && *bucket && storage_config_from_env(&s3, err) < 0)
                 return bc_error_prefix(err, "S3 settings");
         struct gc_report rep;
-        int r = gc_run(conn, s3, a->grace_s, a->dry_run, &rep, err);
+        int r = gc_run(conn, s3, a->grace_s, a->dry_run, NULL, &rep, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *s = gc_report_json(&rep, a->dry_run);

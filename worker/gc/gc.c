@@ -80,7 +80,7 @@ static int sweep_one(PGconn *conn, const struct storage_config *s3, const char *
 }
 
 static int sweep(PGconn *conn, const struct storage_config *s3, const char *grace, bool dry_run,
-                 struct gc_report *ret, struct bc_error *err)
+                 const atomic_bool *stop, struct gc_report *ret, struct bc_error *err)
 {
         char batch[16];
         snprintf(batch, sizeof(batch), "%d", GC_BATCH);
@@ -94,6 +94,8 @@ static int sweep(PGconn *conn, const struct storage_config *s3, const char *grac
                         return -EPROTO;
                 int n = PQntuples(res), deleted = 0;
                 for (int i = 0; i < n; i++) {
+                        if (stop && atomic_load(stop))
+                                return 0;
                         if (dry_run) {
                                 ret->objects_deleted++;
                                 ret->bytes_reclaimed += strtoull(PQgetvalue(res, i, 1), NULL, 10);
@@ -112,7 +114,7 @@ static int sweep(PGconn *conn, const struct storage_config *s3, const char *grac
 }
 
 int gc_run(PGconn *conn, const struct storage_config *s3, double grace_s, bool dry_run,
-           struct gc_report *ret, struct bc_error *err)
+           const atomic_bool *stop, struct gc_report *ret, struct bc_error *err)
 {
         memset(ret, 0, sizeof(*ret));
         if (!s3 && !dry_run)
@@ -132,7 +134,7 @@ int gc_run(PGconn *conn, const struct storage_config *s3, double grace_s, bool d
                 ret->versions_purged = n > 0 ? n : 0;
         }
         if (r >= 0)
-                r = sweep(conn, s3, grace, dry_run, ret, err);
+                r = sweep(conn, s3, grace, dry_run, stop, ret, err);
         if (r >= 0)
                 r = scalar(conn, "select boxcar.storage_bytes_stored()", 0, NULL, &n, err);
         if (r < 0)

@@ -6,6 +6,7 @@
 #define BC_WORKER_GC_GC_H
 
 #include <libpq-fe.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -30,9 +31,10 @@ struct gc_report {
  * Several collectors may run at once (rows are claimed with SKIP LOCKED);
  * the worker takes an advisory lock so that one does.  An object S3
  * would not delete is counted and left for the next run; a database
- * error stops the run (BC_DATABASE). */
+ * error stops the run (BC_DATABASE).  stop (may be NULL) ends the sweep
+ * between two objects once set: a worker shutting down. */
 int gc_run(PGconn *conn, const struct storage_config *s3, double grace_s, bool dry_run,
-           struct gc_report *ret, struct bc_error *err);
+           const atomic_bool *stop, struct gc_report *ret, struct bc_error *err);
 
 /* The report as one JSON object (caller frees). */
 char *gc_report_json(const struct gc_report *r, bool dry_run);

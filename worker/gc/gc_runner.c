@@ -27,7 +27,7 @@ static void collect(struct gc_runner *r)
                 return;
         }
         struct gc_report rep;
-        if (gc_run(conn, r->s3, r->grace_s, false, &rep, &err) < 0) {
+        if (gc_run(conn, r->s3, r->grace_s, false, &r->stopping, &rep, &err) < 0) {
                 log_event(LOG_WARN, "storage.gc", "error", bc_error_message(&err), "effect",
                           "retried at the next interval", NULL);
                 bc_error_clear(&err);
@@ -56,7 +56,9 @@ void gc_runner_kick(struct gc_runner *r)
 {
         if (!r->s3 || atomic_load(&r->running))
                 return;
-        gc_runner_join(r);
+        if (r->started)
+                pthread_join(r->thread, NULL);
+        r->started = false;
         atomic_store(&r->running, true);
         r->started = pthread_create(&r->thread, NULL, main_fn, r) == 0;
         if (!r->started)
@@ -65,6 +67,7 @@ void gc_runner_kick(struct gc_runner *r)
 
 void gc_runner_join(struct gc_runner *r)
 {
+        atomic_store(&r->stopping, true);
         if (r->started)
                 pthread_join(r->thread, NULL);
         r->started = false;

@@ -19,13 +19,15 @@ struct gc_runner {
         struct metrics *metrics;         /* not owned; may be NULL */
         double grace_s;
         pthread_t thread;
-        bool started;        /* thread to join */
-        atomic_bool running; /* a collection is under way */
+        bool started;         /* thread to join */
+        atomic_bool running;  /* a collection is under way */
+        atomic_bool stopping; /* gc_runner_join: the sweep ends early */
 };
 
 /* Starts a collection unless one is under way (then nothing). */
 void gc_runner_kick(struct gc_runner *r);
-/* Waits for the collection under way, if any. */
+/* Ends the collection under way, if any, at its next object (the rest
+ * waits for the next one) and waits for it. */
 void gc_runner_join(struct gc_runner *r);
 
 #endif
