@@ -109,7 +109,7 @@ mport=$(free_port)
 "$BOXCAR" worker --worker-id bench-ws --work-dir "$B/work" --concurrency 1 --poll-interval 200ms \
   --sandbox namespace --metrics-addr "127.0.0.1:$mport" >"$B/worker.log" 2>&1 &
 wpid=$!
-trap 'kill $wpid 2>/dev/null; wait $wpid 2>/dev/null || true' EXIT
+trap 'kill $wpid 2>/dev/null || true; wait $wpid 2>/dev/null || true' EXIT
 session_job() {  # storage -> job id (a later job of the session: base latest, one 1 MiB file rewritten)
   local id
   id=$(echo "{\"script\": \"echo go; i=\$(( \$(od -An -N1 -tu1 /dev/urandom) % 10 )); head -c 1048576 /dev/urandom > d000/f000\$i\", \"limits\": {\"disk_mb\": $((SIZE_MB * 2 + 64)), \"timeout_s\": 600}, \"artifact\": {\"storage\": \"$1\"}}" \
