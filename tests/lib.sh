@@ -104,6 +104,15 @@ metric_at() {
   curl -fsS "http://127.0.0.1:$1/metrics" 2>/dev/null | awk -v k="$2" '$1 == k { v = $2 } END { print v + 0 }'
 }
 
+# stack_of VERSION: the name a worker's caches give that version's tree:
+# its layer stack (storage_stack_id), the layer itself for one layer,
+# else the SHA-256 of "boxcar-stack 1\n" and each layer's hex on a line.
+stack_of() {
+  local l; l=$(sql "select array_to_string(layers, ' ') from boxcar.storage_versions where sha256 = '$1' limit 1")
+  set -- $l
+  if [[ $# -eq 1 ]]; then echo "$1"; else { printf 'boxcar-stack 1\n'; printf '%s\n' "$@"; } | sha256sum | cut -d' ' -f1; fi
+}
+
 # job_field ID EXPR: a SQL expression over the job row j.
 job_field() { sql "select $2 from boxcar.jobs j where id = '$1'"; }
 

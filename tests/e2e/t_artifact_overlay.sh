@@ -33,14 +33,6 @@ sha_of() { job_field "$1" "result->'artifact'->>'sha256'"; }
 # symlink target; then every regular file's sha256.
 listing() { (cd "$1" && find . -mindepth 1 -printf '%y %m %s %p %l\n' | sort && find . -type f -print0 | sort -z | xargs -0r sha256sum); }
 pull() { rm -rf "$2"; "$BOXCAR" storage pull "$1" "$2" 2>/dev/null; }
-# The cache names a version's tree by its layer stack: the layer itself
-# for one layer, else the SHA-256 of "boxcar-stack 1\n" and each layer's
-# hex on a line (storage_stack_id).
-stack_of() {
-  local l; l=$(sql "select array_to_string(layers, ' ') from boxcar.storage_versions where sha256 = '$1' limit 1")
-  set -- $l
-  if [[ $# -eq 1 ]]; then echo "$1"; else { printf 'boxcar-stack 1\n'; printf '%s\n' "$@"; } | sha256sum | cut -d' ' -f1; fi
-}
 entry_of() { echo "$WD/artifacts/v/$(stack_of "$1")"; }
 
 "$BOXCAR" sandbox detect > "$tmp/detect"

@@ -150,7 +150,7 @@ is "storage ls takes no unknown option as NAME (usage error)" "$?" "2"
 out=$("$BOXCAR" storage url --json --expires 5m repo)
 jqis "storage url --json: name, version, expiry" "$out" '"\(.name) \(.sha256) \(.expires_in_s)"' "repo $sha 300"
 curl -sf "$(jq -r .url <<<"$out")" -o "$tmp/obj"
-is "its url downloads the version" "$(sha256sum < "$tmp/obj" | cut -d' ' -f1)" "$sha"
+is "its url downloads the version (its one layer, the whole tree)" "$(sha256sum < "$tmp/obj" | cut -d' ' -f1)" "$(stack_of "$sha")"
 out=$("$BOXCAR" storage pull --json "repo@$sha" "$tmp/pulled" 2>/dev/null)
 jqis "storage pull --json: name, version, directory" "$out" '"\(.name) \(.sha256) \(.dir)"' "repo $sha $tmp/pulled"
 check "and the tree is there" diff -r "$tmp/src" "$tmp/pulled"

@@ -76,19 +76,20 @@ with open(sys.argv[1], "wb") as f:
     for _ in range(8000):
         f.write(os.urandom(1024) + bytes(64512))' "$VOL/data"
 vsha=$("$BOXCAR" storage push --kind volume disk-fill "$VOL" 2>/dev/null)
+ventry=$(stack_of "$vsha")   # the cache's name for its tree
 rm -rf "$VOL"
 VOLUME_JOB='{"command": ["true"], "volumes": [{"name": "fill", "mount": "/mnt/fill", "storage": "disk-fill"}], "limits": {"disk_mb": 64}}'
 v=$(enqueue "$VOLUME_JOB")
 "$BOXCAR" status --wait "$v" >/dev/null
 is "a job with the 500 MiB volume succeeded" "$(job_field $v status)" "succeeded"
-check "control: the volume is in the cache under the work dir" test -d "$WD/volumes/v/$vsha"
+check "control: the volume is in the cache under the work dir" test -d "$WD/volumes/v/$ventry"
 check "control: a job of disk_mb 700 would not fit beside it ($(free_mib) MiB free, 100 kept)" \
   test $(( $(free_mib) - 100 )) -lt 700
 w=$(enqueue '{"command": ["true"], "limits": {"disk_mb": 700}}')
 "$BOXCAR" status --wait "$w" >/dev/null
 is "the job of disk_mb 700 succeeded" "$(job_field $w status)" "succeeded"
 check "without waiting (events: $(events $w))" grep -q "^claimed started exited finished$" <<< "$(events $w)"
-check "the volume was evicted from the cache" test ! -e "$WD/volumes/v/$vsha"
+check "the volume was evicted from the cache" test ! -e "$WD/volumes/v/$ventry"
 logged=$(grep -Eo "event=disk.reclaimed cache=volumes bytes=5[0-9]{8} asked=[0-9]+" "$BOXCAR_DEV/test-logs/disk-w.log")
 check "the worker logged what it reclaimed: $logged" test -n "$logged"
 reclaimed=$(curl -s "http://127.0.0.1:$PORT/metrics" | awk '$1 == "boxcar_disk_reclaimed_bytes_total{cache=\"volumes\"}" { print $2 }')
@@ -112,7 +113,7 @@ check "the message says why: $msg" grep -q "MiB free on the filesystem after [0-
 check "the free space stayed near the reserve (lowest ${lowest} MiB; the check runs every 8 MiB)" \
   test "$lowest" -ge 85
 check "nothing of the volume is left in the cache" \
-  bash -c "[[ ! -e '$WD/volumes/v/$vsha' && -z \$(ls -A '$WD/volumes/tmp') ]]"
+  bash -c "[[ ! -e '$WD/volumes/v/$ventry' && -z \$(ls -A '$WD/volumes/tmp') ]]"
 
 # A session's next version is kept in the artifact cache from the job's
 # changes (a copy of what changed), unless that copy could take the disk
@@ -128,9 +129,9 @@ p2=$(enqueue "{\"script\": \"head -c 104857600 /dev/urandom > big\", \"artifact\
 watched; rm -f "$WD/filler"
 v2=$(job_field $p2 "result->'artifact'->>'sha256'")
 is "the job over version 1 succeeded and uploaded its version" "$(job_field $p2 status) ${#v2}" "succeeded 64"
-check "control: version 1 is in the artifact cache" test -d "$WD/artifacts/v/$v1"
-check "its version was not cached" test ! -e "$WD/artifacts/v/$v2"
-check "the worker said why" grep -q "event=artifact.cache sha256=$v2 error=\"No space left on device\"" "$BOXCAR_DEV/test-logs/disk-w.log"
+check "control: version 1 is in the artifact cache" test -d "$WD/artifacts/v/$(stack_of "$v1")"
+check "its version was not cached" test ! -e "$WD/artifacts/v/$(stack_of "$v2")"
+check "the worker said why" grep -q "event=artifact.cache sha256=$(stack_of "$v2") error=\"No space left on device\"" "$BOXCAR_DEV/test-logs/disk-w.log"
 check "the free space stayed above the reserve (lowest ${lowest} MiB)" test "$lowest" -ge 95
 
 # Item 2: a job that cannot fit even alone fails, naming the figures: at

@@ -30,6 +30,7 @@ t0=$(date +%s%N)
 sha12=$("$BOXCAR" storage push --kind image deb12 "$deb12" 2>"$tmp/push12.err")
 diag "push of $(du -sh "$deb12" | cut -f1) image: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 check "storage push --kind image DIR prints a sha256" grep -qE '^[0-9a-f]{64}$' <<<"$sha12"
+e12=$(stack_of "$sha12")   # the image cache's name for deb12's tree
 sha13=$("$BOXCAR" storage push --kind image deb13 "$deb13" 2>/dev/null)
 tar -C "$deb13" -cf "$tmp/deb13.tar" .
 sha13t=$("$BOXCAR" storage push --kind image deb13-tar "$tmp/deb13.tar" 2>"$tmp/pusht.err")
@@ -68,9 +69,9 @@ check "extraction time is measured" test "$(metric boxcar_image_extract_seconds_
 # Warm sandboxes per image: after a job on deb12 the pool keeps sandboxes
 # on it, and the next job on deb12 takes one (as fast as on the host root;
 # the handoff histogram has the figure).
-deb12_warm() { pgrep -P "$WORKER_PID" -f "boxcar-sandbox --warm .*--image .*/$sha12\$" | wc -l; }
+deb12_warm() { pgrep -P "$WORKER_PID" -f "boxcar-sandbox --warm .*--image .*/$e12\$" | wc -l; }
 if [[ $E2E_SANDBOX == namespace && $(id -u) == 0 ]]; then
-  wait_for "warm sandboxes on deb12" 30 bash -c "(( \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm .*--image .*/$sha12\$' | wc -l) >= 1 ))"
+  wait_for "warm sandboxes on deb12" 30 bash -c "(( \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm .*--image .*/$e12\$' | wc -l) >= 1 ))"
   check "the pool keeps warm sandboxes on an image in use ($(deb12_warm))" test "$(deb12_warm)" -ge 1
   wb=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
   d=$(run_job '{"script": "python3 -c \"print(7)\"", "image": {"storage": "deb12"}}')
@@ -169,7 +170,7 @@ check "a malformed version is refused at enqueue" grep -q 'image.version: must b
 # minute (the last job on deb12 ran before the setuid checks).
 if [[ $E2E_SANDBOX == namespace && $(id -u) == 0 ]]; then
   t0=$(date +%s)
-  if wait_for "deb12's warm sandboxes gone" 120 bash -c "(( \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm .*--image .*/$sha12\$' | wc -l) == 0 ))"; then
+  if wait_for "deb12's warm sandboxes gone" 120 bash -c "(( \$(pgrep -P $WORKER_PID -f 'boxcar-sandbox --warm .*--image .*/$e12\$' | wc -l) == 0 ))"; then
     ok "an image nobody uses loses its warm sandboxes (after $(( $(date +%s) - t0 )) s more)"
   else
     not_ok "an image nobody uses loses its warm sandboxes ($(deb12_warm) left)"
