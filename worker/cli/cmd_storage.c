@@ -132,18 +132,6 @@ static PGresult *cli_db_exec(void *ctx, const char *sql, int n, const char *cons
         return db_exec(ctx, sql, n, p, err);
 }
 
-static char *layers_literal(const struct store_version *v)
-{
-        char *s = malloc(v->n_layers * 65 + 3), *p = s;
-        if (!s)
-                return NULL;
-        *p++ = '{';
-        for (size_t i = 0; i < v->n_layers; i++)
-                p += sprintf(p, "%s%s", i ? "," : "", v->layers[i]);
-        strcpy(p, "}");
-        return s;
-}
-
 /* The version is the tree's (a whole layer, its manifest), whatever came
  * before: the same directory pushed twice, or pushed and made by a job,
  * is the same version. */
@@ -186,7 +174,11 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
                 sandbox_workspace_remove_tree(tree);
         rmdir(tmp);
         storage_config_free(st.s3);
-        _cleanup_free_ char *layers = r >= 0 ? layers_literal(&saved.v) : NULL;
+        const char *shas[STORAGE_MAX_LAYERS];
+        for (size_t i = 0; i < saved.v.n_layers; i++)
+                shas[i] = saved.v.layers[i];
+        _cleanup_free_ char *layers = r >= 0 ? store_array_literal(saved.v.n_layers, shas, NULL)
+                                             : NULL;
         if (r >= 0 && !layers)
                 r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (r < 0) {

@@ -130,7 +130,6 @@ void store_give_way(struct store *st, struct disk_budget *disk, struct metrics *
         disk_budget_set_reclaim(disk, reclaim, st);
 }
 
-#define RESOLVE_SQL "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2)"
 
 /* A volume given by storage + version, from the volume cache. */
 static int acquire_stored_volume(const struct job_services *svc, const struct spec_volume *vol,
@@ -138,7 +137,7 @@ static int acquire_stored_volume(const struct job_services *svc, const struct sp
 {
         struct store_version v = { 0 };
         const char *p[] = { vol->storage, vol->version };
-        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx, RESOLVE_SQL, 2, p, err);
+        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx, STORE_RESOLVE_SQL, 2, p, err);
         int found = res ? store_version_from_row(res, 0, &v, err) : -EPROTO;
         if (found < 0)
                 return bc_error_prefix(err, "resolve storage %s", vol->storage);

@@ -76,6 +76,9 @@ void store_version_done(struct store_version *v);
 /* The columns every version query selects, in this order, after any
  * others: version_from_row reads them from a given column on. */
 #define STORE_VERSION_COLUMNS "sha256, s3_key, size, file_count, layers, format, bottom_tree"
+/* NAME ($1) + "latest"|sha256 ($2) resolved, as the CLI and jobs ask. */
+#define STORE_RESOLVE_SQL \
+        "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2)"
 
 /* Row 0 of res from column first on (STORE_VERSION_COLUMNS): 1 and *ret
  * filled, 0 when those columns are null (no such version), or
@@ -214,6 +217,11 @@ int store_tree_get(const struct store *st, const char *id, struct storage_tree *
                    struct bc_error *err);
 /* Keeps t in st->trees_dir (best effort: the manifest is in S3 too). */
 void store_tree_keep(const struct store *st, const struct storage_tree *t);
+
+/* A PostgreSQL array literal ("{...}") of n strings (vals, quoted) or
+ * numbers (nums, when not NULL); the caller frees it, NULL when out of
+ * memory. */
+char *store_array_literal(size_t n, const char *const *vals, const uint64_t *nums);
 
 /* Registers objects (boxcar.register_storage_objects) before they are
  * checked or uploaded: kinds "layer" or "tree". */

@@ -36,46 +36,14 @@ void store_saved_done(struct store_saved *s)
                 store_version_done(&s->v);
 }
 
-/* A PostgreSQL array literal of n strings (vals) or numbers (nums). */
-static char *array_literal(size_t n, const char *const *vals, const uint64_t *nums)
-{
-        char *buf = NULL;
-        size_t len = 0;
-        FILE *f = open_memstream(&buf, &len);
-        if (!f)
-                return NULL;
-        fputc('{', f);
-        for (size_t i = 0; i < n; i++) {
-                if (i)
-                        fputc(',', f);
-                if (nums) {
-                        fprintf(f, "%llu", (unsigned long long)nums[i]);
-                        continue;
-                }
-                fputc('"', f);
-                for (const char *v = vals[i]; *v; v++) {
-                        if (*v == '"' || *v == '\\')
-                                fputc('\\', f);
-                        fputc(*v, f);
-                }
-                fputc('"', f);
-        }
-        fputc('}', f);
-        if (fclose(f) != 0) {
-                free(buf);
-                return NULL;
-        }
-        return buf;
-}
-
 int store_register_objects(const struct store_db *db, size_t n, const char *const *keys,
                            const char *const *kinds, const char *const *shas,
                            const uint64_t *sizes, struct bc_error *err)
 {
-        _cleanup_free_ char *k = array_literal(n, keys, NULL);
-        _cleanup_free_ char *t = array_literal(n, kinds, NULL);
-        _cleanup_free_ char *h = array_literal(n, shas, NULL);
-        _cleanup_free_ char *z = array_literal(n, NULL, sizes);
+        _cleanup_free_ char *k = store_array_literal(n, keys, NULL);
+        _cleanup_free_ char *t = store_array_literal(n, kinds, NULL);
+        _cleanup_free_ char *h = store_array_literal(n, shas, NULL);
+        _cleanup_free_ char *z = store_array_literal(n, NULL, sizes);
         if (!k || !t || !h || !z)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         const char *p[] = { k, t, h, z };

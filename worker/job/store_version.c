@@ -61,6 +61,37 @@ static int parse_layers(const char *s, struct store_version *v, struct bc_error 
         return 0;
 }
 
+char *store_array_literal(size_t n, const char *const *vals, const uint64_t *nums)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+        if (!f)
+                return NULL;
+        fputc('{', f);
+        for (size_t i = 0; i < n; i++) {
+                if (i)
+                        fputc(',', f);
+                if (nums) {
+                        fprintf(f, "%llu", (unsigned long long)nums[i]);
+                        continue;
+                }
+                fputc('"', f);
+                for (const char *v = vals[i]; *v; v++) {
+                        if (*v == '"' || *v == '\\')
+                                fputc('\\', f);
+                        fputc(*v, f);
+                }
+                fputc('"', f);
+        }
+        fputc('}', f);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
 int store_version_from_row(const PGresult *res, int first, struct store_version *ret,
                            struct bc_error *err)
 {
@@ -88,10 +119,7 @@ int store_resolve(PGconn *conn, const char *storage, const char *version,
                   struct store_version *ret, struct bc_error *err)
 {
         const char *p[] = { storage, version };
-        _cleanup_pgresult_ PGresult *res = db_exec(conn,
-                                                   "select " STORE_VERSION_COLUMNS
-                                                   " from boxcar.resolve_storage_version($1, $2)",
-                                                   2, p, err);
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, STORE_RESOLVE_SQL, 2, p, err);
         if (!res)
                 return -EPROTO;
         return store_version_from_row(res, 0, ret, err);
