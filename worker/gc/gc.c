@@ -42,6 +42,14 @@ static bool command_ok(PGconn *conn, const char *sql, struct bc_error *err)
         return res != NULL;
 }
 
+/* What this transaction did is dropped; a failure here ends it anyway. */
+static void rollback(PGconn *conn)
+{
+        struct bc_error ignored = BC_ERROR_INIT;
+        command_ok(conn, "rollback", &ignored);
+        bc_error_clear(&ignored);
+}
+
 /* One object: claimed, deleted from S3, forgotten, in one transaction.
  * 1 deleted, 0 no longer a candidate (or S3 refused: counted), <0 a
  * database error. */
@@ -54,9 +62,7 @@ static int sweep_one(PGconn *conn, const struct storage_config *s3, const char *
         long long size = -1;
         int r = scalar(conn, "select boxcar.storage_gc_claim($1, $2::interval)", 2, p, &size, err);
         if (r < 0 || size < 0) {
-                struct bc_error ignored = BC_ERROR_INIT;
-                command_ok(conn, "rollback", &ignored);
-                bc_error_clear(&ignored);
+                rollback(conn);
                 return r;
         }
         struct bc_error s3err = BC_ERROR_INIT;
@@ -65,9 +71,7 @@ static int sweep_one(PGconn *conn, const struct storage_config *s3, const char *
                           "effect", "left for the next collection", NULL);
                 bc_error_clear(&s3err);
                 ret->objects_failed++;
-                struct bc_error ignored = BC_ERROR_INIT;
-                command_ok(conn, "rollback", &ignored);
-                bc_error_clear(&ignored);
+                rollback(conn);
                 return 0;
         }
         _cleanup_pgresult_ PGresult *forgot = db_exec(conn, "select boxcar.storage_gc_forget($1)",
