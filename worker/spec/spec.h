@@ -11,7 +11,9 @@
 #include "common/error.h"
 #include "common/netallow.h"
 
-enum spec_mode { SPEC_COMMAND, SPEC_SCRIPT, SPEC_CODE };
+/* SPEC_FILES: a list of file operations on a session's workspace, no
+ * command (spec.files). */
+enum spec_mode { SPEC_COMMAND, SPEC_SCRIPT, SPEC_CODE, SPEC_FILES };
 
 struct spec_volume {
         char *name;
@@ -40,6 +42,44 @@ struct spec_limits {
         uint64_t disk_mb;
         uint64_t files; /* files, directories and links in the workspace */
         uint64_t output_bytes;
+};
+
+/* spec.session: the live sandbox the job runs in (docs/sessions.md). */
+#define SPEC_SESSION_STORAGE_PREFIX "session-"
+#define SPEC_DEFAULT_IDLE_TIMEOUT_S 300.0
+#define SPEC_MAX_IDLE_TIMEOUT_S 86400.0
+struct spec_session {
+        char *id;              /* NULL: the job has no session */
+        double idle_timeout_s; /* SPEC_DEFAULT_IDLE_TIMEOUT_S when left out */
+        char *from_session;    /* "from": the session it forks, or NULL */
+        char *from_version;    /* with from_session: "latest" or a sha256 */
+};
+
+/* spec.stdin: at most this many bytes. */
+#define SPEC_STDIN_MAX (1024u * 1024)
+
+/* spec.files: one file operation (the same numbers as common/session_wire.h's
+ * enum sw_file_op). */
+enum spec_file_kind {
+        SPEC_FILE_WRITE = 1,
+        SPEC_FILE_READ = 2,
+        SPEC_FILE_LIST = 3,
+        SPEC_FILE_STAT = 4,
+        SPEC_FILE_MKDIR = 5,
+        SPEC_FILE_REMOVE = 6,
+        SPEC_FILE_MOVE = 7,
+};
+#define SPEC_FILES_MAX 1000u
+/* All of spec.files' write contents together, decoded. */
+#define SPEC_FILES_DATA_MAX (4u * 1024 * 1024)
+struct spec_file_op {
+        enum spec_file_kind op;
+        char *path;     /* as given: relative ones are from /workspace */
+        char *to;       /* SPEC_FILE_MOVE's destination, else NULL */
+        char *data;     /* SPEC_FILE_WRITE's content, decoded (base64 or text) */
+        size_t data_len;
+        bool parents;   /* WRITE, MKDIR: make missing parent directories */
+        bool recursive; /* REMOVE: a directory and everything in it */
 };
 
 /* Which of the job's own failures the spec asks to retry. */
@@ -74,6 +114,11 @@ struct job_spec {
         size_t n_net_allow;
         char *webhook_url; /* or NULL */
         unsigned retry_on; /* enum spec_retry bits */
+        struct spec_session session;
+        char *stdin_data; /* spec.stdin's bytes, or NULL */
+        size_t stdin_len;
+        struct spec_file_op *files; /* SPEC_FILES */
+        size_t n_files;
 };
 
 #define SPEC_MAX_BYTES (4u * 1024 * 1024)
