@@ -23,6 +23,7 @@ enum bc_code {
         BC_WORKER_LOST,
         BC_NONZERO_EXIT,
         BC_WORKSPACE_LIMIT, /* what the job left in its workspace is over a limit */
+        BC_FILE_OP_FAILED,  /* a file operation of a session job failed (spec.files) */
         /* Internal codes, never stored on a job. */
         BC_INTERNAL,
         BC_DATABASE,

@@ -46,15 +46,17 @@ struct worker_config {
          * filesystem, in percent of it, or in bytes when the percent is < 0 */
         int disk_reserve_pct;
         uint64_t disk_reserve_bytes;
-        double disk_wait_s;           /* --disk-wait: how long a job waits for it */
-        double artifact_url_ttl_s;    /* lifetime of result.artifact.url */
-        char *metrics_addr;           /* --metrics-addr HOST:PORT, or NULL */
-        char *listen_database_url;    /* a direct connection for LISTEN, or NULL */
-        bool poll_only;               /* no LISTEN at all (PgBouncer without a direct URL) */
-        double retention_s;           /* prune finished jobs older than this; 0: never */
-        double storage_gc_interval_s; /* the leader's storage collection; 0: never */
-        double storage_gc_grace_s;    /* objects used more recently are kept */
-        uint64_t max_log_bytes;       /* live log (job_logs) stored per job */
+        double disk_wait_s;            /* --disk-wait: how long a job waits for it */
+        double artifact_url_ttl_s;     /* lifetime of result.artifact.url */
+        char *metrics_addr;            /* --metrics-addr HOST:PORT, or NULL */
+        char *listen_database_url;     /* a direct connection for LISTEN, or NULL */
+        bool poll_only;                /* no LISTEN at all (PgBouncer without a direct URL) */
+        double retention_s;            /* prune finished jobs older than this; 0: never */
+        double storage_gc_interval_s;  /* the leader's storage collection; 0: never */
+        double storage_gc_grace_s;     /* objects used more recently are kept */
+        unsigned max_sessions;         /* --max-sessions: live sessions held at once */
+        double session_max_lifetime_s; /* --session-max-lifetime: a session's sandbox at most */
+        uint64_t max_log_bytes;        /* live log (job_logs) stored per job */
         double webhook_timeout_s;
         unsigned webhook_concurrency;
         int warm_sandboxes;        /* --warm-sandboxes: most ready sandboxes per

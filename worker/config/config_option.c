@@ -58,7 +58,10 @@ static const char *option_hint(int opt)
         case OPT_WH_TIMEOUT:
                 return " (a duration up to 600s: " DURATION_GRAMMAR ")";
         case OPT_URL_TTL:
+        case OPT_SESSION_MAX_LIFETIME:
                 return " (a duration from 1s to 7d: " DURATION_GRAMMAR ")";
+        case OPT_MAX_SESSIONS:
+                return " (a number from 0 to 4096)";
         case OPT_DISK_WAIT:
                 return " (a duration from 1s to 1h: " DURATION_GRAMMAR ")";
         case OPT_WH_SCHEDULE:
@@ -250,6 +253,15 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
                 break;
         case OPT_STORAGE_GC_GRACE:
                 r = config_parse_duration(v, true, &c->storage_gc_grace_s);
+                break;
+        case OPT_MAX_SESSIONS:
+                r = config_parse_uint(v, 0, 4096, &c->max_sessions);
+                break;
+        case OPT_SESSION_MAX_LIFETIME:
+                r = config_parse_duration(v, false, &c->session_max_lifetime_s);
+                if (r >= 0 &&
+                    (c->session_max_lifetime_s < 1 || c->session_max_lifetime_s > 7 * 86400))
+                        r = -EINVAL;
                 break;
         case OPT_WARM_SANDBOXES:
         case OPT_WARM_WORKSPACES: {

@@ -150,6 +150,7 @@ int loop_open(struct loop *l, struct bc_error *err)
         if (l->disk)
                 store_give_way(&l->store, l->disk, l->metrics);
         l->slots.disk = l->disk;
+        l->slots.instance = l->instance;
         if (r < 0)
                 return r;
         start_pools(l);

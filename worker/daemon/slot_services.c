@@ -142,6 +142,7 @@ void slot_services(struct slot *sl, const struct claimed_job *job, struct job_se
                                       .ws_pool = s->ws_pool,
                                       .dirs = s->dirs,
                                       .disk = s->disk,
+                                      .sessions = s->sessions,
                                       .ctx = sl,
                                       .event = svc_event,
                                       .tick = svc_tick,

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "worker/db/db_pool.h"
+#include "worker/session/session.h"
 #include "worker/log/log.h"
 #include "worker/metrics/wmetrics.h"
 #include "worker/exec/backend.h"
@@ -90,7 +91,9 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         struct disk_budget *disk = s->disk;
         const char *cgroup_parent = s->cgroup_parent;
         struct sandbox_pool *sandbox_pool = s->sandbox_pool;
+        const char *instance = s->instance;
         memset(s, 0, sizeof(*s));
+        s->instance = instance;
         s->metrics = m;
         s->ws_pool = wp;
         s->dirs = dirs;
@@ -111,6 +114,19 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         int rr = open_backend(s, err);
         if (rr < 0)
                 return rr;
+        if (cfg->sandbox == BACKEND_NAMESPACE && cfg->max_sessions > 0) {
+                struct session_registry_options so = { .cfg = cfg,
+                                                       .backend = s->backend,
+                                                       .store = store,
+                                                       .metrics = s->metrics,
+                                                       .db = s->db,
+                                                       .worker_id = cfg->worker_id,
+                                                       .instance = s->instance,
+                                                       .lease_s = cfg->lease_s };
+                rr = session_registry_new(&so, &s->sessions, err);
+                if (rr < 0)
+                        return rr;
+        }
         rr = pthread_create(&s->reporter, NULL, slots_reporter_main, s);
         if (rr != 0)
                 return bc_error_set(err, BC_INTERNAL, rr, "slots: thread: %s", strerror(rr));
@@ -251,6 +267,9 @@ void slots_join(struct slots *s)
         }
         free(s->slot);
         s->slot = NULL;
+        /* No job runs now: every session is idle, checkpointed and stopped. */
+        session_registry_free(s->sessions);
+        s->sessions = NULL;
         backend_free(s->backend);
         s->backend = NULL;
         /* Last: the slots waited for it to record their results. */

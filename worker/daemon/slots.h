@@ -34,7 +34,12 @@ struct slots {
         const char *cgroup_parent;
         struct sandbox_pool *sandbox_pool;
         struct backend *backend; /* made by slots_start, freed by slots_join */
-        struct db_pool *db;      /* the slots' shared connections */
+        const char *instance;    /* the worker's instance id; set before slots_start */
+        /* The live sessions (worker/session/): made by slots_start under
+         * the namespace backend with --max-sessions above 0, else NULL;
+         * stopped by slots_join once no job runs (a final checkpoint each). */
+        struct session_registry *sessions;
+        struct db_pool *db; /* the slots' shared connections */
         struct slot *slot;
         unsigned n;
         unsigned busy; /* main thread's count of assigned slots */

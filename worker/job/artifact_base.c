@@ -205,14 +205,19 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
         const struct job_services *svc = run->svc;
         struct bc_error err = BC_ERROR_INIT;
         struct storage_pack_limits lim;
-        pack_limits(run, &lim);
+        if (run->pack_limits)
+                lim = *run->pack_limits;
+        else
+                pack_limits(run, &lim);
         struct artifact_promote cache = { .svc = svc,
                                           .dir = run->dir,
                                           .ws = run->ws,
                                           .a = &run->artifact_start };
         _cleanup_free_ char *upper = NULL;
-        if (run->artifact_start.base &&
-            asprintf(&upper, "%s/fs/scratch/overlay/upper", run->dir) < 0)
+        if (run->upper_override)
+                upper = strdup(run->upper_override);
+        else if (run->artifact_start.base &&
+                 asprintf(&upper, "%s/fs/scratch/overlay/upper", run->dir) < 0)
                 upper = NULL;
         const struct store_version *base = run->artifact_start.base_sha[0]
                                                    ? &run->artifact_start.base_version
@@ -243,6 +248,11 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
                 return;
         }
         note_version(run, &s, url, o);
+        if (run->saved) {
+                store_version_done(run->saved);
+                *run->saved = s.v;
+                run->saved->s3_key = s.v.s3_key ? strdup(s.v.s3_key) : NULL;
+        }
         if (s.uploaded)
                 wmetrics_transfer(svc->metrics, "upload", "artifact", s.v.size);
         char details[512];

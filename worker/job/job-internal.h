@@ -30,7 +30,34 @@ struct job_run {
         struct store_artifact_start artifact_start;
         struct disk_grant *disk; /* the work dir's disk it may take, or NULL */
         cJSON *result;
+        /* A session's checkpoint: what the tree may hold (instead of the
+         * spec's limits and the base's size), and where artifact_save puts
+         * a copy of the version it saved (NULL: nowhere). */
+        const struct storage_pack_limits *pack_limits;
+        struct store_version *saved;
+        const char *upper_override; /* the session's overlay upper, or NULL */
 };
+
+/* ---- job.c ---- */
+/* Image and volumes in (caches), artifact base into the workspace. */
+int job_stage_inputs(struct job_run *run, struct bc_error *err);
+/* The backend's job for argv in run (paths: room for its volumes' host
+ * paths, which ret points to). */
+void job_backend_job(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
+                     const char *paths[33], struct backend_job *ret);
+/* What the run holds (its directory dir, locked by lock, both taken),
+ * released later by job_leftovers_release (on the janitor's thread);
+ * NULL when it could not be kept (out of memory): released already. */
+void *job_leftovers_take(struct job_run *run, char *dir, int lock);
+void job_leftovers_release(void *leftovers);
+
+/* ---- session_job.c ---- */
+/* A job of a session (spec->session.id): run inside the session's live
+ * sandbox on this worker, started (or resumed from its last checkpoint)
+ * when it is not live here; its end is the session's checkpoint. */
+void session_job_execute(const struct job_services *svc, const struct claimed_job *job,
+                         const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,
+                         struct job_outcome *ret);
 
 /* ---- job_dir.c ---- */
 /* The job's directory: meta/, and its workspace.  Under the namespace

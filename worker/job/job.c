@@ -37,6 +37,8 @@ static const char *unsupported_feature(const struct worker_config *cfg,
                                        const struct job_spec *spec, const char *queue, char *buf,
                                        size_t size)
 {
+        if (spec->session.id && spec->startup_script)
+                return "startup_script: not with a session (make it the session's first job)";
         if (spec->n_volumes && cfg->sandbox == BACKEND_NONE)
                 return "volumes: need the isolating backend (this worker runs --sandbox none)";
         if (spec->image_storage && cfg->sandbox == BACKEND_NONE)
@@ -110,7 +112,7 @@ static int stage_image(struct job_run *run, struct bc_error *err)
 }
 
 /* Image and volumes in (caches), artifact base into the workspace. */
-static int stage_inputs(struct job_run *run, struct bc_error *err)
+int job_stage_inputs(struct job_run *run, struct bc_error *err)
 {
         const struct job_spec *spec = run->spec;
         int r = stage_image(run, err);
@@ -156,14 +158,13 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
                 svc->tick(svc->ctx);
 }
 
-static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
-                     struct backend_result *res, struct bc_error *err)
+void job_backend_job(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
+                     const char *paths[33], struct backend_job *ret)
 {
         const struct job_services *svc = run->svc;
-        const char *paths[33] = { NULL };
-        for (size_t i = 0; i < run->mounts.n && i < 32; i++)
-                paths[i] = store_mount_path(&run->mounts, i);
-        struct backend_job bj = {
+        for (size_t i = 0; i < 33; i++)
+                paths[i] = i < run->mounts.n && i < 32 ? store_mount_path(&run->mounts, i) : NULL;
+        *ret = (struct backend_job){
                 .spec = run->spec,
                 .argv = argv,
                 .timeout_s = timeout_s,
@@ -180,6 +181,15 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
                 .claim_ctx = svc->ctx,
                 .claim_fd = svc->claim_fd
         };
+}
+
+static int run_inner(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
+                     struct backend_result *res, struct bc_error *err)
+{
+        const struct job_services *svc = run->svc;
+        const char *paths[33];
+        struct backend_job bj;
+        job_backend_job(run, argv, timeout_s, cancel_fd, paths, &bj);
         int r = backend_run(svc->backend, &bj, res, err);
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)
                 wmetrics_sandbox_overhead(svc->metrics, (double)res->overhead_ms / 1000);
@@ -384,7 +394,7 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
                 fail_with(o, &err, BC_SANDBOX_SETUP);
         } else if (job_dir_prepare_meta(run->svc->cfg, run->spec, run->meta, &err) < 0) {
                 fail_with(o, &err, BC_SANDBOX_SETUP);
-        } else if (stage_inputs(run, &err) < 0) {
+        } else if (job_stage_inputs(run, &err) < 0) {
                 fail_with(o, &err, BC_FETCH_FAILED);
         } else if (job_dir_make_workdir(run->spec, run->ws, &err) < 0) {
                 /* After the base: an overlay would hide it. */
@@ -423,7 +433,7 @@ struct job_leftovers {
         bool heap;
 };
 
-static void release_leftovers(void *arg)
+void job_leftovers_release(void *arg)
 {
         struct job_leftovers *l = arg;
         const struct job_services *svc = &l->svc;
@@ -438,9 +448,10 @@ static void release_leftovers(void *arg)
                 free(l);
 }
 
-/* Hands what the run holds to the janitor (its directory dir, locked by
- * lock, both taken). */
-static void leave(struct job_run *run, char *dir, int lock)
+/* What the run holds (its directory dir, locked by lock, both taken), to
+ * be released later with job_leftovers_release (NULL: released now, out
+ * of memory). */
+void *job_leftovers_take(struct job_run *run, char *dir, int lock)
 {
         struct job_leftovers here = { .svc = *run->svc,
                                       .dir = dir,
@@ -452,12 +463,19 @@ static void leave(struct job_run *run, char *dir, int lock)
                                       .disk = run->disk };
         struct job_leftovers *l = malloc(sizeof(*l));
         if (!l) {
-                release_leftovers(&here);
-                return;
+                job_leftovers_release(&here);
+                return NULL;
         }
         *l = here;
         l->heap = true;
-        janitor_run_later(release_leftovers, l);
+        return l;
+}
+
+static void leave(struct job_run *run, char *dir, int lock)
+{
+        void *l = job_leftovers_take(run, dir, lock);
+        if (l)
+                janitor_run_later(job_leftovers_release, l);
 }
 
 /* The job did not get its disk (job_dir_take_disk): nothing of it ran. */
@@ -493,6 +511,10 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         ret->report_alone = spec->artifact_storage != NULL;
         if (check_supported(svc->cfg, job, spec, &err) < 0) {
                 fail_with(ret, &err, BC_BAD_SPEC);
+                return;
+        }
+        if (spec->session.id) {
+                session_job_execute(svc, job, spec, cancel_fd, stop, ret);
                 return;
         }
         struct disk_grant *disk = NULL;

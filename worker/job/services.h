@@ -32,6 +32,7 @@ struct dir_bin;
 struct disk_budget;
 struct livelog_batch;
 struct metrics;
+struct session_registry;
 struct store;
 struct worker_config;
 struct ws_pool;
@@ -47,6 +48,9 @@ struct job_services {
         /* The work dir's disk that workspaces may take (disk_budget.h), or
          * NULL: not budgeted (--sandbox none). */
         struct disk_budget *disk;
+        /* The live sessions this worker holds (worker/session/), or NULL:
+         * none (--max-sessions 0, --sandbox none). */
+        struct session_registry *sessions;
 
         void *ctx; /* the callbacks' */
         /* Events: appends to the job's audit trail (best effort; once the

@@ -119,6 +119,12 @@ int wmetrics_new(struct metrics **ret, unsigned concurrency, struct bc_error *er
                 { "boxcar_storage_objects_deleted_total",
                   "S3 objects the storage collections on this replica deleted.", METRICS_COUNTER,
                   NULL, NULL, 0, 0 },
+                { "boxcar_sessions_live", "Live session sandboxes this worker holds.",
+                  METRICS_GAUGE, NULL, NULL, 0, 0 },
+                { "boxcar_session_events_total",
+                  "Session sandboxes started (start: a new session, resume: from its last "
+                  "checkpoint), evicted (--max-sessions) and ended idle, on this worker.",
+                  METRICS_COUNTER, l_event, NULL, 0, 0 },
                 { "boxcar_build_info", "Build version (always 1).", METRICS_GAUGE, l_version, NULL,
                   0, 0 },
         };
@@ -268,6 +274,17 @@ void wmetrics_storage_gc(struct metrics *m, uint64_t stored, uint64_t reclaimed,
         metrics_gauge_set(m, "boxcar_storage_bytes_stored", NULL, (double)stored);
         metrics_counter_add(m, "boxcar_storage_bytes_reclaimed_total", NULL, (double)reclaimed);
         metrics_counter_add(m, "boxcar_storage_objects_deleted_total", NULL, (double)deleted);
+}
+
+void wmetrics_sessions_live(struct metrics *m, size_t n)
+{
+        metrics_gauge_set(m, "boxcar_sessions_live", NULL, (double)n);
+}
+
+void wmetrics_session_event(struct metrics *m, const char *event)
+{
+        const char *l[] = { event };
+        metrics_counter_add(m, "boxcar_session_events_total", l, 1);
 }
 
 void wmetrics_leader(struct metrics *m, bool leader)

@@ -50,6 +50,10 @@ void wmetrics_db_up(struct metrics *m, bool up);
 void wmetrics_draining(struct metrics *m, bool draining);
 void wmetrics_leader(struct metrics *m, bool leader);
 /* After a storage collection: bytes stored, and what it deleted. */
+/* Live sessions held (a gauge), and their starts, resumes, evictions and
+ * idle ends: event "start", "resume", "eviction" or "idle_end". */
+void wmetrics_sessions_live(struct metrics *m, size_t n);
+void wmetrics_session_event(struct metrics *m, const char *event);
 void wmetrics_storage_gc(struct metrics *m, uint64_t stored, uint64_t reclaimed, long deleted);
 /* Replaces the queue depth gauges with one row per queue. */
 void wmetrics_queue_depth_begin(struct metrics *m);

@@ -74,9 +74,9 @@ enum spec_file_kind {
 #define SPEC_FILES_DATA_MAX (4u * 1024 * 1024)
 struct spec_file_op {
         enum spec_file_kind op;
-        char *path;     /* as given: relative ones are from /workspace */
-        char *to;       /* SPEC_FILE_MOVE's destination, else NULL */
-        char *data;     /* SPEC_FILE_WRITE's content, decoded (base64 or text) */
+        char *path; /* as given: relative ones are from /workspace */
+        char *to;   /* SPEC_FILE_MOVE's destination, else NULL */
+        char *data; /* SPEC_FILE_WRITE's content, decoded (base64 or text) */
         size_t data_len;
         bool parents;   /* WRITE, MKDIR: make missing parent directories */
         bool recursive; /* REMOVE: a directory and everything in it */
