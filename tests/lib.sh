@@ -113,6 +113,9 @@ stack_of() {
   if [[ $# -eq 1 ]]; then echo "$1"; else { printf 'boxcar-stack 1\n'; printf '%s\n' "$@"; } | sha256sum | cut -d' ' -f1; fi
 }
 
+# sql_true QUERY: succeeds when the query's one value is true.
+sql_true() { [[ $(sql "$1") == t ]]; }
+
 # job_field ID EXPR: a SQL expression over the job row j.
 job_field() { sql "select $2 from boxcar.jobs j where id = '$1'"; }
 

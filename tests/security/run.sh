@@ -3,14 +3,15 @@
 # sandbox (boxcar-sandbox as spawned per job) and against a warm one (the
 # worker's pool: boxcar-sandbox --warm, handed the job, through
 # sandbox-warm-run).  Each result line says which path it tested.  Then
-# the warm sandboxes' preset limits.  BOXCAR_T (`make test SUITES=security
-# T=cold`) picks parts: cold, warm, preset (tests/select.sh).
+# the warm sandboxes' preset limits, then attacks on sessions through a
+# real worker (sessions.sh).  BOXCAR_T (`make test SUITES=security
+# T=cold`) picks parts: cold, warm, preset, sessions (tests/select.sh).
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
-[[ ${1:-} == --list ]] && { printf '%s\n' cold warm preset; exit 0; }
-t_pick cold warm preset >/dev/null || exit 1
+[[ ${1:-} == --list ]] && { printf '%s\n' cold warm preset sessions; exit 0; }
+t_pick cold warm preset sessions >/dev/null || exit 1
 here=tests/security
 build=${BOXCAR_BUILD:-build}
 warm=${SANDBOX_WARM_BIN:-$BOXCAR_ROOT/$build/sandbox-warm-run}
@@ -65,5 +66,8 @@ sys.exit(4)')
     --memory-mb 64 --pids 8 --cpus 1 -- "${forks[@]}"
   preset "64 32 1" 120 "a job without a memory limit cannot lift the sandbox's: refused before it runs" -- \
     --pids 32 --cpus 1 -- sh -c 'echo ran'
+fi
+if t_selected sessions; then
+  bash "$here/sessions.sh" | label sessions || rc=1
 fi
 exit $rc
