@@ -59,8 +59,10 @@ begin
         -- answered with a job that does something else.  run_at is not
         -- compared: the default is now() and retries move it.
         select * into existing from boxcar.jobs j where j.idempotency_key = enqueue.idempotency_key;
+        -- A session job's stored spec has its artifact filled in
+        -- (boxcar.session_job): the request is compared filled as well.
         differs := case
-            when existing.spec is distinct from enqueue.spec then 'spec'
+            when existing.spec is distinct from boxcar.session_fill_spec(enqueue.spec) then 'spec'
             when existing.queue is distinct from enqueue.queue then 'queue'
             when existing.priority is distinct from enqueue.priority then 'priority'
             when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'

@@ -24,7 +24,8 @@ end $$;
 -- A queued row whose attempts already reached max_attempts (written by
 -- hand, or left by an older version) is failed, not run.  Blocked jobs
 -- wait behind an earlier one on their artifact storage
--- (sql/35_artifact_order.sql).
+-- (sql/35_artifact_order.sql).  A job of a session another worker instance
+-- holds is left to that instance (sql/75_sessions.sql).
 --
 -- Two paths.  The fast one, for queues with no row in queue_config and of
 -- one scope, is a single SKIP LOCKED index scan.  The other
@@ -67,6 +68,22 @@ begin
                  from boxcar.jobs j
                 where j.status = 'queued' and not j.blocked and j.queue = u.q
                   and j.run_at <= now()
+                  -- A session's job goes to the worker instance holding the
+                  -- session (sql/75_sessions.sql).  Written out, not in
+                  -- a function, so that its plan is this one: a probe of
+                  -- sessions_pkey per session job the scan meets, and one
+                  -- null test per other job.  offset 0 keeps it a probe:
+                  -- without it, the generic plan hashed every held
+                  -- session at each claim.
+                  and (j.session_id is null
+                       or not exists (select from boxcar.sessions s
+                                       where s.scope = boxcar.queue_scope(j.queue)
+                                         and s.id = j.session_id
+                                         and s.holder is not null and s.held_until > now()
+                                         and (s.holder, coalesce(s.holder_instance, ''))
+                                             is distinct from (claim.worker_id,
+                                                               coalesce(claim.instance, ''))
+                                      offset 0))
                 order by j.priority desc, j.run_at, j.id
                 limit claim.n
                   for update skip locked) o
@@ -195,6 +212,16 @@ begin
                   select j.id, j.priority, j.run_at from boxcar.jobs j
                    where j.status = 'queued' and not j.blocked and j.queue = q.queue
                      and j.run_at <= now()
+                     -- A held session's job is its holder's: see claim().
+                     and (j.session_id is null
+                          or not exists (select from boxcar.sessions s
+                                          where s.scope = boxcar.queue_scope(j.queue)
+                                            and s.id = j.session_id
+                                            and s.holder is not null and s.held_until > now()
+                                            and (s.holder, coalesce(s.holder_instance, ''))
+                                                is distinct from (claim_limited.worker_id,
+                                                                  coalesce(claim_limited.instance, ''))
+                                         offset 0))
                    order by j.priority desc, j.run_at, j.id
                    limit q.allow
                      for update skip locked) o
@@ -372,7 +399,9 @@ end $$;
 -- Running jobs that no live worker holds: their lease ran out (the worker
 -- died or lost the database), or they have no lease at all (a row written
 -- by hand or by a tool).  SKIP LOCKED makes it safe to run from every
--- worker at once.  Returns how many jobs it rescued.
+-- worker at once.  Returns how many jobs it rescued.  It also unblocks
+-- stalled artifact storages and drops the sessions' lapsed holds
+-- (sessions_expire, sql/75_sessions.sql).
 create or replace function boxcar.rescue_expired()
 returns integer language plpgsql volatile
 -- No sequential scans: see boxcar.claim_ids (tests/sql/20_report_plan.sql).
@@ -391,6 +420,8 @@ begin
         n := n + 1;
     end loop;
     perform boxcar.unblock_artifact_stalled();
+    -- Sessions whose holder stopped renewing (sql/75_sessions.sql).
+    perform boxcar.sessions_expire();
     return n;
 end $$;
 
@@ -399,8 +430,8 @@ end $$;
 -- its host restarted), which is gone; they are rescued now rather than
 -- after their leases.  Names are unique among live workers: a second live
 -- process under the same name takes over the first one's jobs (they are
--- retried; the first one stops them at its next heartbeat).  Returns how
--- many jobs it rescued.
+-- retried; the first one stops them at its next heartbeat), and so are
+-- its sessions (sessions_orphaned).  Returns how many jobs it rescued.
 create or replace function boxcar.rescue_orphans(worker_id text, instance text)
 returns integer language plpgsql volatile
 -- No sequential scans: see boxcar.claim_ids (tests/sql/20_report_plan.sql).
@@ -418,6 +449,9 @@ begin
                                             j.worker_id));
         n := n + 1;
     end loop;
+    -- And the sessions it held (sql/75_sessions.sql): their sandboxes died
+    -- with it.
+    perform boxcar.sessions_orphaned(rescue_orphans.worker_id, rescue_orphans.instance);
     return n;
 end $$;
 
