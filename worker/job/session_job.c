@@ -143,6 +143,16 @@ static int start_session(const struct job_services *svc, const struct claimed_jo
         return r;
 }
 
+/* The session's count of jobs run (boxcar.sessions.jobs, last_job_at):
+ * for the operators' view only, best effort. */
+static void count_job(const struct job_services *svc, const char *scope, const char *id)
+{
+        struct bc_error err = BC_ERROR_INIT;
+        const char *p[] = { scope, id };
+        PQclear(svc->lookup(svc->ctx, "select boxcar.session_job_done($1, $2)", 2, p, &err));
+        bc_error_clear(&err);
+}
+
 void session_job_execute(const struct job_services *svc, const struct claimed_job *job,
                          const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,
                          struct job_outcome *ret)
@@ -170,4 +180,6 @@ void session_job_execute(const struct job_services *svc, const struct claimed_jo
         session_set_idle_timeout(sess, spec->session.idle_timeout_s);
         bool broken = session_dialogue_run(svc, job, spec, sess, cancel_fd, stop, ret);
         session_put(sess, broken);
+        if (ret->action == JOB_COMPLETE)
+                count_job(svc, scope, spec->session.id);
 }

@@ -49,6 +49,7 @@ static struct session *take_expired(struct session_registry *r, uint64_t now, bo
                 if (s->state != SESSION_IDLE)
                         continue;
                 const char *why = all                                            ? "drain"
+                                  : !session_alive(s)                            ? "failed"
                                   : s->end_requested                             ? "ended"
                                   : (double)(now - s->started_ms) >= lifetime_ms ? "lifetime"
                                   : (double)(now - s->last_used_ms) >= s->idle_timeout_s * 1000
@@ -245,6 +246,16 @@ int session_take(struct session_registry *r, const char *scope, const char *id,
                 }
                 /* Its jobs run one at a time (the queue's artifact order),
                  * but the last one may still be giving it back. */
+                if (found->state == SESSION_IDLE && !found->broken && !session_alive(found)) {
+                        /* Its sandbox died while idle (the agent killed,
+                         * the cgroup's OOM killer): the workspace is
+                         * still here, checkpointed before a new start. */
+                        found->state = SESSION_STOPPING;
+                        unlink_session(r, found);
+                        pthread_mutex_unlock(&r->lock);
+                        session_stop(found, "failed", true);
+                        return 0;
+                }
                 if (found->state == SESSION_IDLE && !found->broken) {
                         found->state = SESSION_BUSY;
                         found->first_job = false;

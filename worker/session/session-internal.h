@@ -63,6 +63,9 @@ int session_boot(struct session *s, struct bc_error *err);
  * lost with the sandbox), its lease released with reason, the sandbox
  * stopped, its home released; then frees it.  s is out of the list. */
 void session_stop(struct session *s, const char *reason, bool checkpoint);
+/* Whether s's sandbox and agent are still there (an idle one can die:
+ * its agent killed by a process it left, the OOM killer). */
+bool session_alive(const struct session *s);
 
 /* ---- registry.c ---- */
 /* One statement on the registry's pool; NULL with err set. */

@@ -216,6 +216,15 @@ int session_boot(struct session *s, struct bc_error *err)
         return r < 0 ? bc_error_prefix(err, "session %s", s->id) : 0;
 }
 
+bool session_alive(const struct session *s)
+{
+        struct pollfd p[2] = { { .fd = s->sock, .events = POLLRDHUP },
+                               { .fd = s->done_fd, .events = POLLIN } };
+        if (s->sock < 0 || poll(p, 2, 0) < 0)
+                return false;
+        return !(p[0].revents & (POLLHUP | POLLRDHUP | POLLERR)) && !(p[1].revents & POLLIN);
+}
+
 uint32_t session_next_seq(struct session *s)
 {
         return ++s->seq;
