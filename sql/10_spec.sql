@@ -223,6 +223,143 @@ begin
     return null;
 end $$;
 
+-- A session id, or the session a fork starts from: a storage name short
+-- enough that "session-" || id is one too (worker/spec/spec_session.c).
+create or replace function boxcar.session_name_error(field text, v jsonb)
+returns text language sql immutable as $$
+    select case
+        when jsonb_typeof(v) is distinct from 'string' then field || ': must be a string'
+        when (v #>> '{}') !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,119}$'
+            then field || ': must be 1-120 letters, digits, "_", "." or "-"'
+    end
+$$;
+
+-- spec.session: {"id", "idle_timeout_s", "from": {"session", "version"}}.
+create or replace function boxcar.session_error(s jsonb)
+returns text language plpgsql immutable as $$
+declare
+    e text;
+    f jsonb;
+begin
+    if jsonb_typeof(s) <> 'object' then
+        return 'session: must be an object';
+    end if;
+    select 'session.' || key || ': unknown field' into e from jsonb_object_keys(s) key
+     where key not in ('id', 'idle_timeout_s', 'from') limit 1;
+    if e is not null then return e; end if;
+    e := boxcar.session_name_error('session.id', s -> 'id');
+    if e is not null then return e; end if;
+    if s ? 'idle_timeout_s' then
+        e := boxcar.number_error('session.idle_timeout_s', s -> 'idle_timeout_s', 1, 86400, false);
+        if e is not null then return e; end if;
+    end if;
+    if not s ? 'from' then
+        return null;
+    end if;
+    f := s -> 'from';
+    if jsonb_typeof(f) <> 'object' then
+        return 'session.from: must be an object';
+    end if;
+    select 'session.from.' || key || ': unknown field' into e from jsonb_object_keys(f) key
+     where key not in ('session', 'version') limit 1;
+    if e is not null then return e; end if;
+    e := boxcar.session_name_error('session.from.session', f -> 'session');
+    if e is not null then return e; end if;
+    -- A session forks another one's checkpoint; its own has none yet.
+    if f -> 'session' = s -> 'id' then
+        return 'session.from.session: must name another session';
+    end if;
+    if f ? 'version' and (jsonb_typeof(f -> 'version') <> 'string'
+                          or (f ->> 'version') !~ '^(latest|[0-9a-f]{64})$') then
+        return 'session.from.version: must be "latest" or a sha256';
+    end if;
+    return null;
+end $$;
+
+create or replace function boxcar.file_path_error(field text, v jsonb)
+returns text language sql immutable as $$
+    select case
+        when jsonb_typeof(v) is distinct from 'string' or (v #>> '{}') = ''
+             or octet_length(v #>> '{}') > 4096
+            then field || ': must be a non-empty path of at most 4096 bytes'
+    end
+$$;
+
+-- spec.files: 1 to 1000 file operations for a session's agent.  Base64
+-- content is groups of four symbols ("+/" alphabet), only the last ending
+-- in "=" or "==", whitespace (space, tab, CR, LF) ignored: the grammar the
+-- worker's decoder takes, and a subset of what decode(x, 'base64') takes.
+create or replace function boxcar.files_error(files jsonb)
+returns text language plpgsql immutable as $$
+declare
+    op jsonb;
+    i int := 0;
+    f text;
+    e text;
+    kind text;
+    c text;
+    total bigint := 0;
+begin
+    if jsonb_typeof(files) <> 'array' or jsonb_array_length(files) not between 1 and 1000 then
+        return 'files: must be an array of 1 to 1000 operations';
+    end if;
+    for op in select * from jsonb_array_elements(files) loop
+        f := 'files[' || i || ']';
+        if jsonb_typeof(op) <> 'object' then
+            return f || ': must be an object';
+        end if;
+        kind := case when jsonb_typeof(op -> 'op') = 'string' then op ->> 'op' end;
+        if kind is null or kind not in ('write', 'read', 'list', 'stat', 'mkdir', 'remove', 'move') then
+            return f || '.op: must be "write", "read", "list", "stat", "mkdir", "remove" or "move"';
+        end if;
+        select f || '.' || key || ': unknown field for op "' || kind || '"' into e
+          from jsonb_object_keys(op) key
+         where key not in ('op', 'path')
+           and not (kind = 'write' and key in ('content', 'encoding', 'parents'))
+           and not (kind = 'mkdir' and key = 'parents')
+           and not (kind = 'remove' and key = 'recursive')
+           and not (kind = 'move' and key = 'to')
+         limit 1;
+        if e is not null then return e; end if;
+        e := boxcar.file_path_error(f || '.path', op -> 'path');
+        if e is not null then return e; end if;
+        if kind = 'write' then
+            if jsonb_typeof(op -> 'content') is distinct from 'string' then
+                return f || '.content: must be a string';
+            end if;
+            if op ? 'encoding' and op -> 'encoding' not in ('"utf-8"'::jsonb, '"base64"'::jsonb) then
+                return f || '.encoding: must be "utf-8" or "base64"';
+            end if;
+            if op -> 'encoding' = '"base64"'::jsonb then
+                c := translate(op ->> 'content', E' \t\r\n', '');
+                if length(c) % 4 <> 0 or c !~ '^[A-Za-z0-9+/]*={0,2}$' then
+                    return f || '.content: not valid base64';
+                end if;
+                total := total + length(c) / 4 * 3 - (length(c) - length(rtrim(c, '=')));
+            else
+                total := total + octet_length(op ->> 'content');
+            end if;
+        end if;
+        if op ? 'parents' and jsonb_typeof(op -> 'parents') <> 'boolean' then
+            return f || '.parents: must be true or false';
+        end if;
+        if op ? 'recursive' and jsonb_typeof(op -> 'recursive') <> 'boolean' then
+            return f || '.recursive: must be true or false';
+        end if;
+        if kind = 'move' then
+            e := boxcar.file_path_error(f || '.to', op -> 'to');
+            if e is not null then return e; end if;
+        end if;
+        -- Unreachable while a spec is at most 4 MiB of JSON (no content
+        -- decodes longer than its text); kept in step with the worker.
+        if total > 4194304 then
+            return 'files: the contents written exceed 4194304 bytes';
+        end if;
+        i := i + 1;
+    end loop;
+    return null;
+end $$;
+
 create or replace function boxcar.spec_error(spec jsonb)
 returns text language plpgsql immutable as $$
 declare
@@ -246,17 +383,25 @@ begin
     select key || ': unknown field' into e from jsonb_object_keys(spec) key
      where key not in ('version', 'command', 'script', 'code', 'env', 'workdir',
                        'startup_script', 'startup_timeout_s', 'volumes', 'artifact',
-                       'image', 'limits', 'network', 'webhook', 'retry')
+                       'image', 'limits', 'network', 'webhook', 'retry',
+                       'session', 'stdin', 'files')
      limit 1;
     if e is not null then return e; end if;
     if spec ? 'version' and spec -> 'version' <> '1'::jsonb then
         return 'version: must be 1';
     end if;
-    modes := (spec ? 'command')::int + (spec ? 'script')::int + (spec ? 'code')::int;
+    -- The session first: stdin, files and the artifact are checked
+    -- against it (the worker keeps the same order).
+    if spec ? 'session' then
+        e := boxcar.session_error(spec -> 'session');
+        if e is not null then return e; end if;
+    end if;
+    modes := (spec ? 'command')::int + (spec ? 'script')::int + (spec ? 'code')::int
+             + (spec ? 'files')::int;
     if modes = 0 then
-        return 'command: one of command, script or code is required';
+        return 'command: one of command, script, code or files is required';
     elsif modes > 1 then
-        return 'command: only one of command, script or code may be given';
+        return 'command: only one of command, script, code or files may be given';
     end if;
     if spec ? 'command' then
         v := spec -> 'command';
@@ -295,6 +440,26 @@ begin
         if e is not null then return e; end if;
         if v ? 'arguments' and jsonb_typeof(v -> 'arguments') <> 'object' then
             return 'code.arguments: must be an object';
+        end if;
+    end if;
+    if spec ? 'files' then
+        -- Only a session's agent carries file operations out.
+        if not spec ? 'session' then
+            return 'files: needs a session';
+        end if;
+        e := boxcar.files_error(spec -> 'files');
+        if e is not null then return e; end if;
+    end if;
+    if spec ? 'stdin' then
+        -- Only a session's agent feeds a job's stdin for now.
+        if not spec ? 'session' then
+            return 'stdin: needs a session';
+        end if;
+        if jsonb_typeof(spec -> 'stdin') <> 'string' then
+            return 'stdin: must be a string';
+        end if;
+        if octet_length(spec ->> 'stdin') > 1048576 then
+            return 'stdin: longer than 1048576 bytes';
         end if;
     end if;
     if spec ? 'env' then
@@ -341,6 +506,14 @@ begin
         if e is not null then return e; end if;
         e := boxcar.name_error('artifact.storage', v -> 'storage');
         if e is not null then return e; end if;
+        -- A session's checkpoints are its own: no plain job writes there.
+        if spec ? 'session' and (v ->> 'storage') <> ('session-' || (spec -> 'session' ->> 'id')) then
+            return 'artifact.storage: a session''s files are in its own storage "session-'
+                   || (spec -> 'session' ->> 'id') || '"';
+        end if;
+        if not spec ? 'session' and left(v ->> 'storage', 8) = 'session-' then
+            return 'artifact.storage: names starting with "session-" belong to sessions';
+        end if;
         if v ? 'mount' and v -> 'mount' <> '"/workspace"'::jsonb then
             return 'artifact.mount: must be "/workspace"';
         end if;

@@ -31,16 +31,16 @@ check "the printed URL is presigned" grep -q 'X-Amz-Signature=' <<<"$url"
 start_worker storage-w --concurrency 2 --lease 10s --poll-interval 500ms --sandbox "$E2E_SANDBOX"
 
 # Artifact persistence across two jobs, with lineage.
-j1=$(echo '{"script": "echo first > notes.txt; mkdir -p out; echo 1 > out/n", "artifact": {"storage": "session-1"}}' | "$BOXCAR" enqueue --spec -)
+j1=$(echo '{"script": "echo first > notes.txt; mkdir -p out; echo 1 > out/n", "artifact": {"storage": "notes-1"}}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$j1" >/dev/null
 is "the first job succeeds" "$(job_field $j1 status)" "succeeded"
 a1=$(job_field $j1 "result->'artifact'->>'sha256'")
-j2=$(echo '{"script": "cat notes.txt; cat out/n; echo second >> notes.txt", "artifact": {"storage": "session-1", "base": "latest"}}' | "$BOXCAR" enqueue --spec -)
+j2=$(echo '{"script": "cat notes.txt; cat out/n; echo second >> notes.txt", "artifact": {"storage": "notes-1", "base": "latest"}}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$j2" >/dev/null
 is "the second job sees the first job's files" "$(job_field $j2 "result->>'stdout'")" "first
 1"
 is "its artifact's parent is the first version" "$(job_field $j2 "result->'artifact'->>'parent_sha256'")" "$a1"
-is "the head moved to the second version" "$(sql "select head_version from boxcar.storages where name = 'session-1'")" "$(job_field $j2 "result->'artifact'->>'sha256'")"
+is "the head moved to the second version" "$(sql "select head_version from boxcar.storages where name = 'notes-1'")" "$(job_field $j2 "result->'artifact'->>'sha256'")"
 curl -sf "$(job_field $j2 "result->'artifact'->>'url'")" -o "$tmp/a2.tar.gz"
 mkdir "$tmp/a2"; tar xzf "$tmp/a2.tar.gz" -C "$tmp/a2"
 is "result.artifact.url serves the new version" "$(cat "$tmp/a2/notes.txt")" "first
@@ -49,7 +49,7 @@ is "the upload is in the audit trail" "$(sql "select count(*) from boxcar.job_ev
 is "its trail keeps the order things happened in (started and exited are written before the upload)" \
    "$(sql "select string_agg(kind, ',' order by id) from boxcar.job_events where job_id = '$j2'")" \
    "claimed,started,exited,artifact_uploaded,finished"
-j3=$(echo '{"command": ["sh", "-c", "echo failed-state > f.txt; exit 7"], "artifact": {"storage": "session-1", "base": "empty"}}' | "$BOXCAR" enqueue --spec -)
+j3=$(echo '{"command": ["sh", "-c", "echo failed-state > f.txt; exit 7"], "artifact": {"storage": "notes-1", "base": "empty"}}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$j3" >/dev/null
 is "a failed run still saves its workspace, from an empty base" "$(job_field $j3 "status || ' ' || (result->'artifact'->>'file_count') || ' ' || coalesce(result->'artifact'->>'parent_sha256', 'none')")" "failed 1 none"
 
@@ -89,9 +89,9 @@ check "the error names the URL without its signature" bash -c "m=\$(psql -XqtA '
 # one it has in its artifact cache would need no download at all (the
 # nonce: the work dir, and its cache, outlive a run of this test).
 mkdir -p "$tmp/s2"; printf 'first\nsecond\n' > "$tmp/s2/notes.txt"; echo "$$-$RANDOM-$(date +%s%N)" > "$tmp/s2/nonce"
-a2=$("$BOXCAR" storage push session-2 "$tmp/s2" 2>/dev/null)
+a2=$("$BOXCAR" storage push notes-2 "$tmp/s2" 2>/dev/null)
 "$BOXCAR_ROOT/scripts/s3.sh" stop
-down=$(echo '{"script": "cat notes.txt", "artifact": {"storage": "session-2", "base": "'"$a2"'"}}' | "$BOXCAR" enqueue --max-attempts 6 --spec -)
+down=$(echo '{"script": "cat notes.txt", "artifact": {"storage": "notes-2", "base": "'"$a2"'"}}' | "$BOXCAR" enqueue --max-attempts 6 --spec -)
 check "with S3 down the job is retried" wait_for "retried" 30 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$down' and kind = 'retried' and details->'error'->>'code' = 'FETCH_FAILED'\") -ge 1 ]]"
 eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
 check "and succeeds once S3 is back" wait_for "finished" 60 finished "$down"

@@ -11,7 +11,7 @@ select throws_ok($$select boxcar.enqueue('default', '[1,2]')$$, '22023',
 select throws_ok($$select boxcar.enqueue('default', '"echo hi"')$$, '22023',
                  'BAD_SPEC: spec: must be a JSON object', 'a string spec is rejected');
 select throws_ok($$select boxcar.enqueue('default', '{"env":{}}')$$, '22023',
-                 'BAD_SPEC: command: one of command, script or code is required',
+                 'BAD_SPEC: command: one of command, script, code or files is required',
                  'a spec without a command is rejected');
 select throws_ok($$select boxcar.enqueue('default', '{"command":"echo hi"}')$$, '22023',
                  'BAD_SPEC: command: must be a non-empty array of strings', 'command must be an array');

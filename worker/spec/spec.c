@@ -15,9 +15,25 @@ BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 
 static const char *const top_fields[] = {
-        "version",        "command",           "script",  "code",     "env",   "workdir",
-        "startup_script", "startup_timeout_s", "volumes", "artifact", "image", "limits",
-        "network",        "webhook",           "retry",   NULL,
+        "version",
+        "command",
+        "script",
+        "code",
+        "env",
+        "workdir",
+        "startup_script",
+        "startup_timeout_s",
+        "volumes",
+        "artifact",
+        "image",
+        "limits",
+        "network",
+        "webhook",
+        "retry",
+        "session",
+        "stdin",
+        "files",
+        NULL,
 };
 
 static int bad(struct bc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -88,9 +104,9 @@ static bool regex_match(const char *pattern, const char *s)
         return m;
 }
 
-bool spec_is_name(const char *s)
+bool spec_is_name(const char *s, size_t max)
 {
-        return strlen(s) <= 128 && regex_match("^[A-Za-z0-9][A-Za-z0-9_.-]*$", s);
+        return strlen(s) <= max && regex_match("^[A-Za-z0-9][A-Za-z0-9_.-]*$", s);
 }
 
 bool spec_is_sha256(const char *s)
@@ -243,11 +259,13 @@ static int parse_mode(const cJSON *root, struct job_spec *spec, struct bc_error 
         const cJSON *command = cJSON_GetObjectItemCaseSensitive(root, "command");
         const cJSON *script = cJSON_GetObjectItemCaseSensitive(root, "script");
         const cJSON *code = cJSON_GetObjectItemCaseSensitive(root, "code");
-        int modes = !!command + !!script + !!code;
+        const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files");
+        int modes = !!command + !!script + !!code + !!files;
         if (modes == 0)
-                return bad(err, "command: one of command, script or code is required");
+                return bad(err, "command: one of command, script, code or files is required");
         if (modes > 1)
-                return bad(err, "command: only one of command, script or code may be given");
+                return bad(err,
+                           "command: only one of command, script, code or files may be given");
         if (command) {
                 spec->mode = SPEC_COMMAND;
                 return parse_command(command, spec, err);
@@ -255,6 +273,10 @@ static int parse_mode(const cJSON *root, struct job_spec *spec, struct bc_error 
         if (script) {
                 spec->mode = SPEC_SCRIPT;
                 return spec_string(script, "script", SPEC_MAX_BYTES, true, &spec->script, err);
+        }
+        if (files) {
+                spec->mode = SPEC_FILES;
+                return spec_parse_files(files, spec, err);
         }
         spec->mode = SPEC_CODE;
         return parse_code(code, spec, err);
@@ -455,10 +477,19 @@ int spec_parse(const char *json, size_t len, struct job_spec **ret_spec, struct 
         if (!spec)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "spec: out of memory");
         r = set_defaults(spec, err);
+        /* The session first: stdin, files and the artifact are checked
+         * against it (sql/10_spec.sql keeps the same order). */
+        if (r >= 0)
+                r = spec_parse_session(cJSON_GetObjectItemCaseSensitive(root, "session"), spec,
+                                       err);
         if (r >= 0)
                 r = parse_mode(root, spec, err);
         if (r >= 0)
+                r = spec_parse_stdin(cJSON_GetObjectItemCaseSensitive(root, "stdin"), spec, err);
+        if (r >= 0)
                 r = parse_optional(root, spec, err);
+        if (r >= 0)
+                r = spec_session_artifact_default(spec, err);
         if (r < 0)
                 return r;
         *ret_spec = steal_pointer(&spec);
@@ -502,5 +533,10 @@ void spec_free(struct job_spec *spec)
         free(spec->image_version);
         free(spec->webhook_url);
         free(spec->net_allow);
+        free(spec->session.id);
+        free(spec->session.from_session);
+        free(spec->session.from_version);
+        free(spec->stdin_data);
+        spec_files_free(spec->files, spec->n_files);
         free(spec);
 }

@@ -64,15 +64,20 @@ static bool mounts_overlap(const char *a, const char *b)
         return strncmp(a, b, la) == 0 && (b[la] == '\0' || b[la] == '/');
 }
 
-static int check_name(const cJSON *v, const char *field, char **ret, struct bc_error *err)
+int spec_name(const cJSON *v, const char *field, size_t max, char **ret, struct bc_error *err)
 {
         if (!cJSON_IsString(v))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL, "%s: must be a string", field);
-        if (!spec_is_name(v->valuestring))
+        if (!spec_is_name(v->valuestring, max))
                 return bc_error_set(err, BC_BAD_SPEC, EINVAL,
-                                    "%s: must be 1-128 letters, digits, \"_\", \".\" or \"-\"",
-                                    field);
-        return spec_string(v, field, 128, true, ret, err);
+                                    "%s: must be 1-%zu letters, digits, \"_\", \".\" or \"-\"",
+                                    field, max);
+        return spec_string(v, field, max, true, ret, err);
+}
+
+static int check_name(const cJSON *v, const char *field, char **ret, struct bc_error *err)
+{
+        return spec_name(v, field, SPEC_NAME_MAX, ret, err);
 }
 
 static int parse_volume_source(const cJSON *v, const char *f, struct spec_volume *vol,
@@ -191,6 +196,9 @@ int spec_parse_artifact(const cJSON *v, struct job_spec *spec, struct bc_error *
                 return r;
         r = check_name(cJSON_GetObjectItemCaseSensitive(v, "storage"), "artifact.storage",
                        &spec->artifact_storage, err);
+        if (r < 0)
+                return r;
+        r = spec_check_session_artifact(spec, err);
         if (r < 0)
                 return r;
         const cJSON *mount = cJSON_GetObjectItemCaseSensitive(v, "mount");
