@@ -50,6 +50,9 @@ void job_backend_job(struct job_run *run, char *const *argv, double timeout_s, i
  * NULL when it could not be kept (out of memory): released already. */
 void *job_leftovers_take(struct job_run *run, char *dir, int lock);
 void job_leftovers_release(void *leftovers);
+/* The job did not get its disk (job_dir_take_disk returned r): nothing
+ * of it ran; o says what becomes of it. */
+void job_disk_denied(int r, int stop, struct bc_error *err, struct job_outcome *o);
 
 /* ---- session_job.c ---- */
 /* A job of a session (spec->session.id): run inside the session's live

@@ -478,8 +478,7 @@ static void leave(struct job_run *run, char *dir, int lock)
                 janitor_run_later(job_leftovers_release, l);
 }
 
-/* The job did not get its disk (job_dir_take_disk): nothing of it ran. */
-static void disk_denied(int r, int stop, struct bc_error *err, struct job_outcome *o)
+void job_disk_denied(int r, int stop, struct bc_error *err, struct job_outcome *o)
 {
         if (r == -EAGAIN || r == -ESHUTDOWN) {
                 o->action = JOB_RELEASE; /* another worker may have the room */
@@ -520,7 +519,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         struct disk_grant *disk = NULL;
         int r = job_dir_take_disk(svc, job, spec, cancel_fd, stop, &disk, &err);
         if (r < 0) {
-                disk_denied(r, *stop, &err, ret);
+                job_disk_denied(r, *stop, &err, ret);
                 return;
         }
         _cleanup_free_ char *dir = NULL, *ws = NULL, *scratch = NULL;

@@ -60,12 +60,7 @@ static int start_session(const struct job_services *svc, const struct claimed_jo
         struct disk_grant *disk = NULL;
         int r = job_dir_take_disk(svc, job, spec, cancel_fd, stop, &disk, &err);
         if (r < 0) {
-                if (r == -EAGAIN || r == -ESHUTDOWN || r == -ECANCELED)
-                        o->action = *stop == JOB_STOP_NONE || *stop == JOB_STOP_DRAIN ? JOB_RELEASE
-                                                                                      : JOB_DROP;
-                else
-                        start_failed(o, &err, BC_SANDBOX_SETUP);
-                bc_error_clear(&err);
+                job_disk_denied(r, *stop, &err, o);
                 return r;
         }
         _cleanup_free_ char *dir = NULL, *ws = NULL, *scratch = NULL;
@@ -137,6 +132,7 @@ static int start_session(const struct job_services *svc, const struct claimed_jo
                                   &err);
         else
                 release_home(&home);
+        free(run.scratch); /* the session keeps its own copy */
         store_version_done(&checkpoint);
         if (r < 0)
                 start_failed(o, &err, infra);

@@ -343,6 +343,8 @@ static int copy_job(struct session *s, const struct backend_job *bj, struct bc_e
                 if (!(s->volume_paths[i] = strdup(bj->volume_paths[i])))
                         return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         s->bj.volume_paths = (const char *const *)s->volume_paths;
+        s->scratch = dup_or_null(bj->scratch);
+        s->bj.scratch = s->scratch;
         s->image_path = dup_or_null(bj->image_path);
         s->image_sha = dup_or_null(bj->image_sha);
         s->bj.image_path = s->image_path;

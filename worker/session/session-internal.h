@@ -32,7 +32,7 @@ struct session {
          * session's whole life; cancel_fd ends it at once. */
         struct job_spec *spec;
         char **volume_paths;
-        char *image_path, *image_sha;
+        char *image_path, *image_sha, *scratch;
         char *agent_argv[3];
         struct backend_job bj;
         pthread_t thread;

@@ -396,6 +396,7 @@ static void free_session(struct session *s)
                         free(s->volume_paths[i]);
         free(s->volume_paths);
         free(s->image_path);
+        free(s->scratch);
         free(s->image_sha);
         if (s->cancel_fd >= 0)
                 close(s->cancel_fd);
