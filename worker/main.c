@@ -103,6 +103,8 @@ const struct cli_command cli_commands[] = {
         { "jobs", "list jobs a page at a time; retry a failed one", jobs_usage, cmd_jobs },
         { "queues", "per-queue depth, running, rates and latency", queues_usage, cmd_queues },
         { "workers", "list the workers, their state and load", workers_usage, cmd_workers },
+        { "sessions", "list sessions, their state and holder; end one", sessions_usage,
+          cmd_sessions },
         { "logs", "print a job's output, or follow it while it runs", logs_usage, cmd_logs },
         { "schedule", "add, list, remove and pause periodic jobs", schedule_usage, cmd_schedule },
         { "queue", "limit, pause and resume queues across all workers", queue_usage, cmd_queue },

@@ -41,6 +41,7 @@ SAMPLE_ARGS = {
     "schedule rm": ["n"], "schedule pause": ["n"], "schedule resume": ["n"],
     "queue config": ["q"], "queue pause": ["q"], "queue resume": ["q"], "queue ls": [],
     "jobs ls": [], "jobs retry": [UUID], "queues": [], "workers": [], "ui": [],
+    "sessions": [], "sessions end": ["s1"],
 }
 GLOBAL = {"--help", "--database-url"}
 FLAG = r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-z])(?![\w-])"

@@ -38,6 +38,8 @@ int cmd_workers(int argc, char **argv);
 bool cli_is_worker_drain(int argc, char **argv);
 int cmd_worker_drain(int argc, char **argv);
 extern const char workers_usage[];
+int cmd_sessions(int argc, char **argv);
+extern const char sessions_usage[];
 int cmd_ui(int argc, char **argv);
 extern const char logs_usage[];
 extern const char jobs_usage[];

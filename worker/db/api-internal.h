@@ -1,4 +1,4 @@
-/* Shared by api.c and api_jobs.c: reading a result into the structs of
+/* Shared by api.c, api_jobs.c and api_sessions.c: reading a result into the structs of
  * worker/db/api.h. */
 #ifndef BC_WORKER_DB_API_INTERNAL_H
 #define BC_WORKER_DB_API_INTERNAL_H
@@ -13,5 +13,10 @@ int api_json_rows_from(PGresult *res, struct api_json_rows *ret, struct bc_error
  * cut at API_STATUS_MAX. */
 int api_status_call(PGconn *conn, const char *sql, int nparams, const char *const *params,
                     char ret_status[API_STATUS_MAX], struct bc_error *err);
+
+/* Zeroed room for one struct of size a row of res (for none too: never
+ * NULL when it worked); NULL with err set and res cleared when out of
+ * memory. */
+void *api_rows_for(PGresult *res, size_t size, struct bc_error *err);
 
 #endif

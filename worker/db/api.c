@@ -1,6 +1,6 @@
 /* The shared SQL API calls (api.h) about queues, workers, webhook
  * deliveries and schedules, and the result structs' readers; the jobs'
- * calls are in api_jobs.c. */
+ * calls are in api_jobs.c, the sessions' in api_sessions.c. */
 #include "worker/db/api.h"
 
 #include <cjson/cJSON.h>
@@ -59,10 +59,7 @@ int api_status_call(PGconn *conn, const char *sql, int nparams, const char *cons
         return 0;
 }
 
-/* Zeroed room for one struct of size a row of res (for none too: never
- * NULL when it worked); NULL with err set and res cleared when out of
- * memory. */
-static void *api_rows_for(PGresult *res, size_t size, struct bc_error *err)
+void *api_rows_for(PGresult *res, size_t size, struct bc_error *err)
 {
         int n = PQntuples(res);
         void *rows = calloc(n ? (size_t)n : 1, size);

@@ -1,6 +1,7 @@
 /* The SQL API calls that the command line (worker/cli/) and the dashboard
  * (worker/http/ui*.c) both make: jobs, their events, logs, cancel and
- * retry, the queue overview, workers, webhook deliveries and schedules.
+ * retry, the queue overview, workers, sessions, webhook deliveries and
+ * schedules.
  * One function per call, with parameters (never SQL built from values);
  * it returns what the server answered, read into the structs below, and
  * leaves printing and pages to its callers.
@@ -102,7 +103,7 @@ int api_cancel(PGconn *conn, const char *id, char ret_status[API_STATUS_MAX],
 int api_retry(PGconn *conn, const char *id, const char *by, struct api_json_rows *ret,
               struct bc_error *err);
 
-/* ---- queues, workers, webhooks, schedules ---- */
+/* ---- queues, workers ---- */
 
 /* boxcar.queue_overview, one row per queue, as text ready to show: the
  * age rounded to 0.1 s, the averages to 0.01 s ("-" when no job finished
@@ -143,6 +144,44 @@ int api_workers_json(PGconn *conn, struct api_json_rows *ret, struct bc_error *e
 /* boxcar.request_drain: returns 1 when asked, 0 when there is no running
  * worker of that id. */
 int api_request_drain(PGconn *conn, const char *worker_id, struct bc_error *err);
+
+/* ---- sessions ---- */
+
+/* A session's scope is its queue name's first part (a queue name has at
+ * most 128 characters): it fits here with its NUL. */
+#define API_SCOPE_MAX 256
+
+/* boxcar.session_list, by scope and id, as text ready to show; scope NULL
+ * lists every scope's. */
+struct api_session_row {
+        const char *scope, *id, *storage;
+        const char *state;  /* live, stale (its hold lapsed), stopped, ended */
+        const char *holder; /* the worker holding it, "" when none does */
+        const char *jobs, *starts, *resumes, *idle_ends, *evictions;
+        const char *last_job_utc;     /* "YYYY-MM-DD HH24:MI:SS", UTC; "-" before its first */
+        const char *checkpoint;       /* the version it starts from next, "" before its first */
+        const char *queued, *running; /* its jobs now */
+        bool holder_alive;            /* the holder is registered and heartbeating */
+        bool end_requested;           /* ending: its holder was asked to stop it */
+};
+struct api_session_rows {
+        PGresult *res; /* owns the strings */
+        struct api_session_row *rows;
+        size_t n;
+};
+int api_sessions(PGconn *conn, const char *scope, struct api_session_rows *ret,
+                 struct bc_error *err);
+void api_session_rows_done(struct api_session_rows *s);
+/* The same as one JSON array of the rows whole (to_jsonb), by scope and id. */
+int api_sessions_json(PGconn *conn, const char *scope, struct api_json_rows *ret,
+                      struct bc_error *err);
+
+/* boxcar.end_session: "ending" (its worker checkpoints and stops it) or
+ * "ended".  An unknown session is an error naming it. */
+int api_end_session(PGconn *conn, const char *scope, const char *id,
+                    char ret_status[API_STATUS_MAX], struct bc_error *err);
+
+/* ---- webhook deliveries, schedules ---- */
 
 /* boxcar.webhook_list: deliveries newest first, at most limit (1-10000),
  * only those that gave up with failed_only. */

@@ -5,9 +5,9 @@
  *   ui_auth.c     who is asking (token, session cookie, basic auth), login
  *                 sessions, CSRF tokens and the Origin check
  *   ui_html.c     escaping, the page shell, responses with security headers
- *   ui_pages.c    queues, workers, webhook deliveries and schedules
+ *   ui_pages.c    queues, workers, sessions, webhook deliveries and schedules
  *   ui_jobs.c     the job list, a job's page and its live log
- *   ui_actions.c  cancel, retry, drain, redrive (POST only)
+ *   ui_actions.c  cancel, retry, drain, end a session, redrive (POST only)
  *   ui_assets.c   the stylesheet and the script, served from the binary
  *
  * Every request is handled on the server's one thread, so the database
@@ -42,7 +42,7 @@ struct ui {
         const char *db_url;
         char *token;      /* NULL with --no-auth */
         const char *user; /* basic auth user name */
-        bool actions;     /* cancel, retry, drain, redrive allowed */
+        bool actions;     /* cancel, retry, drain, end a session, redrive allowed */
         bool secure_cookie;
         bool loopback; /* bound to a loopback address */
         /* state */
@@ -130,14 +130,15 @@ enum MHD_Result ui_login_page(struct MHD_Connection *c, unsigned status, const c
 /* ---- pages ---- */
 enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r);
+enum MHD_Result ui_page_sessions(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_webhooks(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_schedules(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_jobs(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id);
 enum MHD_Result ui_api_log(struct ui *ui, struct ui_req *r, const char *id);
 /* POST /actions/cancel|retry (form field id: a job), /actions/drain (a
- * worker), /actions/redrive (a webhook delivery): ui_action_path says
- * whether url is one of them. */
+ * worker), /actions/end-session (SCOPE/ID), /actions/redrive (a webhook
+ * delivery): ui_action_path says whether url is one of them. */
 bool ui_action_path(const char *url);
 enum MHD_Result ui_action(struct ui *ui, struct ui_req *r);
 

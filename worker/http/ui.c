@@ -87,6 +87,8 @@ static enum MHD_Result route_get(struct ui *ui, struct ui_req *r)
                 return ui_api_log(ui, r, id);
         if (strcmp(r->url, "/workers") == 0)
                 return ui_page_workers(ui, r);
+        if (strcmp(r->url, "/sessions") == 0)
+                return ui_page_sessions(ui, r);
         if (strcmp(r->url, "/schedules") == 0)
                 return ui_page_schedules(ui, r);
         if (strcmp(r->url, "/webhooks") == 0)

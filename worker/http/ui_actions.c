@@ -1,6 +1,6 @@
 /* The dashboard's actions, each a POST of a form with the CSRF token and
- * an id: cancel and retry a job, drain a worker, redrive a webhook
- * delivery.  Refused (403) unless `boxcar ui --actions`, and refused
+ * an id: cancel and retry a job, drain a worker, end a session, redrive a
+ * webhook delivery.  Refused (403) unless `boxcar ui --actions`, and refused
  * without a same-origin request and the credential's CSRF token. */
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +33,26 @@ static int drain(PGconn *conn, const char *id, const char *who, struct bc_error 
         return r < 0 ? r : 0;
 }
 
+/* SCOPE/ID: neither part is empty nor has a '/' (a scope is a queue
+ * name's first part, a session id has none).  An unknown session is
+ * refused by boxcar.end_session, naming it. */
+static bool session_key_ok(const char *key)
+{
+        const char *slash = strchr(key, '/');
+        return slash && slash != key && slash[1] && !strchr(slash + 1, '/') &&
+               (size_t)(slash - key) < API_SCOPE_MAX;
+}
+
+static int end_session(PGconn *conn, const char *key, const char *who, struct bc_error *err)
+{
+        (void)who;
+        char scope[API_SCOPE_MAX], state[API_STATUS_MAX];
+        const char *slash = strchr(key, '/');
+        memcpy(scope, key, (size_t)(slash - key));
+        scope[slash - key] = '\0';
+        return api_end_session(conn, scope, slash + 1, state, err);
+}
+
 static int redrive(PGconn *conn, const char *id, const char *who, struct bc_error *err)
 {
         (void)who;
@@ -43,15 +63,17 @@ static int redrive(PGconn *conn, const char *id, const char *who, struct bc_erro
 struct action {
         const char *path;
         int (*call)(PGconn *conn, const char *id, const char *who, struct bc_error *err);
-        bool job;         /* the id is a job's; back to its page */
-        const char *back; /* else the page to go back to */
+        bool (*id_ok)(const char *id); /* the form's id is well formed; NULL: any */
+        bool job;                      /* the id is a job's; back to its page */
+        const char *back;              /* else the page to go back to */
 };
 
 static const struct action actions[] = {
-        { "/actions/cancel", cancel, true, NULL },
-        { "/actions/retry", retry, true, NULL },
-        { "/actions/drain", drain, false, "/workers" },
-        { "/actions/redrive", redrive, false, "/webhooks" },
+        { "/actions/cancel", cancel, ui_is_uuid, true, NULL },
+        { "/actions/retry", retry, ui_is_uuid, true, NULL },
+        { "/actions/drain", drain, NULL, false, "/workers" },
+        { "/actions/end-session", end_session, session_key_ok, false, "/sessions" },
+        { "/actions/redrive", redrive, NULL, false, "/webhooks" },
 };
 
 static const struct action *find(const char *url)
@@ -77,7 +99,7 @@ enum MHD_Result ui_action(struct ui *ui, struct ui_req *r)
         if (!ui_auth_csrf_ok(r, &reason))
                 return ui_error_page(ui, r, MHD_HTTP_FORBIDDEN, reason);
         char id[256];
-        if (!ui_form_value(&r->body, "id", id, sizeof(id)) || !*id || (a->job && !ui_is_uuid(id)))
+        if (!ui_form_value(&r->body, "id", id, sizeof(id)) || !*id || (a->id_ok && !a->id_ok(id)))
                 return ui_error_page(ui, r, MHD_HTTP_BAD_REQUEST, "missing or malformed id");
         struct bc_error err = BC_ERROR_INIT;
         PGconn *conn = ui_db(ui, &err);

@@ -71,8 +71,8 @@ void ui_urlenc(struct dynbuf *b, const char *s)
 static const struct {
         const char *path, *title;
 } nav[] = {
-        { "/", "Queues" },           { "/jobs", "Jobs" },           { "/workers", "Workers" },
-        { "/webhooks", "Webhooks" }, { "/schedules", "Schedules" },
+        { "/", "Queues" },           { "/jobs", "Jobs" },         { "/workers", "Workers" },
+        { "/sessions", "Sessions" }, { "/webhooks", "Webhooks" }, { "/schedules", "Schedules" },
 };
 
 void ui_page_begin(struct dynbuf *b, const struct ui *ui, const struct ui_req *r,

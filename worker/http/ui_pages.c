@@ -1,7 +1,8 @@
 /* The overview pages: queues (boxcar.queue_overview), workers
- * (boxcar.worker_status), webhook deliveries (boxcar.webhook_list) and
- * periodic jobs (boxcar.schedule_ls). */
+ * (boxcar.worker_status), sessions (boxcar.session_list), webhook
+ * deliveries (boxcar.webhook_list) and periodic jobs (boxcar.schedule_ls). */
 #include <cjson/cJSON.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "worker/db/api.h"
@@ -126,6 +127,79 @@ enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
         }
         dynbuf_addstr(&b, "</tbody></table>\n<p class=\"note\">Drain: the worker stops "
                           "claiming, finishes its jobs and exits.</p>");
+        ui_page_end(&b);
+        return ui_send_page(r->c, MHD_HTTP_OK, &b);
+}
+
+/* A page of the sessions shows this many: beyond, the command line lists
+ * them all (the page's size is capped). */
+#define UI_SESSION_ROWS_SHOWN 1000
+
+static void session_row(struct dynbuf *b, struct ui *ui, struct ui_req *r,
+                        const struct api_session_row *o)
+{
+        /* The action's id: SCOPE/ID (neither has a '/'; a scope has at
+         * most 128 characters, an id 120). */
+        char key[API_SCOPE_MAX + 128];
+        snprintf(key, sizeof(key), "%s/%s", o->scope, o->id);
+        bool live = strcmp(o->state, "live") == 0, stale = strcmp(o->state, "stale") == 0;
+        dynbuf_addstr(b, "<tr data-id=\"");
+        ui_esc(b, key);
+        dynbuf_addstr(b, "\"><td class=\"scope\"><a href=\"/sessions?scope=");
+        ui_urlenc(b, o->scope);
+        dynbuf_addstr(b, "\">");
+        ui_esc(b, o->scope);
+        dynbuf_addstr(b, "</a></td>");
+        cell(b, "id", o->id);
+        cell(b, "state", live && o->end_requested ? "ending" : o->state);
+        dynbuf_addstr(b, "<td class=\"holder\">");
+        ui_esc(b, o->holder);
+        if (*o->holder && !o->holder_alive)
+                dynbuf_addstr(b, " (gone)");
+        dynbuf_addstr(b, "</td>");
+        cell(b, "jobs", o->jobs);
+        cell(b, "last", o->last_job_utc);
+        cell(b, "queued", o->queued);
+        dynbuf_addstr(b, "<td>");
+        if ((live && !o->end_requested) || stale)
+                ui_action_button(b, ui, r, "end-session", key, "End");
+        dynbuf_addstr(b, "</td></tr>\n");
+}
+
+enum MHD_Result ui_page_sessions(struct ui *ui, struct ui_req *r)
+{
+        const char *scope = MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, "scope");
+        if (scope && !*scope)
+                scope = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_session_rows_done) struct api_session_rows s = { 0 };
+        PGconn *conn = ui_db(ui, &err);
+        if (!conn || api_sessions(conn, scope, &s, &err) < 0)
+                return ui_fail(ui, r, MHD_HTTP_INTERNAL_SERVER_ERROR, &err);
+        struct dynbuf b;
+        dynbuf_init(&b, UI_PAGE_MAX);
+        ui_page_begin(&b, ui, r, "Sessions");
+        if (scope) {
+                dynbuf_addstr(&b, "<p>Scope <strong>");
+                ui_esc(&b, scope);
+                dynbuf_addstr(&b, "</strong> &middot; <a href=\"/sessions\">all scopes</a></p>");
+        }
+        static const char *const cols[] = { "scope",    "session", "state", "holder", "jobs",
+                                            "last job", "queued",  "",      NULL };
+        head(&b, "sessions", cols);
+        size_t shown = s.n < UI_SESSION_ROWS_SHOWN ? s.n : UI_SESSION_ROWS_SHOWN;
+        for (size_t i = 0; i < shown; i++)
+                session_row(&b, ui, r, &s.rows[i]);
+        dynbuf_addstr(&b, "</tbody></table>\n");
+        if (s.n == 0)
+                dynbuf_addstr(&b, "<p>No sessions.</p>");
+        if (s.n > shown)
+                dynbuf_printf(&b, "<p>%zu more: <code>boxcar sessions</code> lists them all.</p>",
+                              s.n - shown);
+        dynbuf_addstr(&b, "<p class=\"note\">Stale: its worker stopped renewing its hold. "
+                          "End: a live session is checkpointed and stopped by its worker; a "
+                          "later job of the session starts it again from its last checkpoint. "
+                          "Times are UTC.</p>");
         ui_page_end(&b);
         return ui_send_page(r->c, MHD_HTTP_OK, &b);
 }
