@@ -44,7 +44,7 @@ is "its events say the session started" "$(sql "select count(*) from boxcar.job_
 wall=$(job_field $j1 "(result->>'wall_ms')::int")
 check "the job ended without waiting for what it left running ($wall ms)" test "${wall:-99999}" -lt 5000
 j2=$(sh_job web 'for i in 1 2 3 4 5 6 7 8 9 10; do python3 -c "import urllib.request; print(urllib.request.urlopen(\"http://127.0.0.1:8000/\").status)" 2>/dev/null && break; sleep 0.3; done; cat /tmp/t "$HOME/h"; ~/.local/bin/tool; echo "$BOXCAR_SESSION_ID $BOXCAR_SESSION_JOB $BOXCAR_SESSION_RESUMED"')
-is "the next job reaches the server, /tmp, \$HOME and the installed tool" "$(st $j2) $(out $j2 | tr '\n' ' ')" "succeeded 200 tmp home tool web 2 0 "
+is "the next job reaches the server, /tmp, \$HOME and the installed tool" "$(st $j2) $(out $j2 | tr -s '\n' ' ')" "succeeded 200 tmp home tool web 2 0 "
 is "both ran in the same sandbox, in order (seq 1, 2)" \
    "$(job_field $j1 "result->'session'->>'seq'") $(job_field $j2 "result->'session'->>'seq'")" "1 2"
 is "one session started on this worker" "$(metric 'boxcar_session_events_total{event="start"}') $(metric boxcar_sessions_live)" "1 1"
@@ -54,7 +54,7 @@ is "the session is live, held by ses-a" "$(sql "select state || ' ' || holder fr
 j3=$(sh_job web 'echo v3 > ws3.txt')
 v3=$(job_field $j3 "result->'artifact'->>'sha256'")
 is "the job's checkpoint is the session storage's head, recorded with it" \
-   "$(sql "select head_sha256 from boxcar.storages where name = 'session-web'")" "$v3"
+   "$(sql "select head_version from boxcar.storages where name = 'session-web'")" "$v3"
 check "and is a layer over the previous one" test "$(job_field $j3 "(result->'artifact'->>'layers')::int")" -ge 2
 
 # ---- stdin ----
@@ -65,7 +65,7 @@ is "stdin is fed to the command" "$(st $js) $(out $js)" "succeeded FED THROUGH S
 jt=$(run web '{"command": ["sh", "-c", "sleep 30 & sleep 30"], "limits": {"timeout_s": 1, "disk_mb": 128}}')
 is "a job past its timeout is killed" "$(st $jt) $(job_field $jt "error->>'code'")" "failed TIMEOUT"
 ja=$(sh_job web 'pgrep -x sleep >/dev/null && echo sleepers || echo none; python3 -c "import urllib.request; print(urllib.request.urlopen(\"http://127.0.0.1:8000/\").status)"')
-is "its process group died with it; the server the session left runs on" "$(st $ja) $(out $ja | tr '\n' ' ')" "succeeded none 200 "
+is "its process group died with it; the server the session left runs on" "$(st $ja) $(out $ja | tr -s '\n' ' ')" "succeeded none 200 "
 
 # ---- Stateful code ----
 c1=$(run web '{"code": {"language": "python", "source": "import json\nx = 41\nprint(\"set\")"}}')
@@ -107,7 +107,7 @@ is "and bytes as base64" "$(job_field $f1 "result->'files'->3->>'encoding'") $(j
 is "list names the entries" "$(job_field $f1 "result->'files'->6->'entries'->0->>'name'") $(job_field $f1 "result->'files'->6->'entries'->0->>'type'")" "b.txt file"
 is "stat gives the size" "$(job_field $f1 "result->'files'->7->'stat'->>'size'")" "9"
 jf=$(sh_job web 'cat d1/d2/b.txt; test -e notes && echo notes-left || echo notes-gone')
-is "a command sees what the file operations did" "$(out $jf | tr '\n' ' ')" "hello notes-gone "
+is "a command sees what the file operations did" "$(out $jf | tr -s '\n' ' ')" "hello notes-gone "
 rb=$(run web '{"files": [{"op": "write", "path": "big.txt", "content": "0123456789"}, {"op": "read", "path": "big.txt"}], "limits": {"output_bytes": 4, "disk_mb": 128}}')
 is "a read is bounded by output_bytes" "$(job_field $rb "result->'files'->1->>'content'") $(job_field $rb "result->'files'->1->>'truncated'") $(job_field $rb "result->'files'->1->>'size'")" "0123 true 10"
 fm=$(run web '{"files": [{"op": "read", "path": "missing"}, {"op": "write", "path": "after.txt", "content": "x"}]}')
@@ -132,7 +132,7 @@ check "removing a symlink removes the link, not its target" test -f "$probe"
 
 # ---- Sessions do not see each other ----
 o1=$(sh_job other 'test -e /tmp/t && echo sees-tmp || echo no-tmp; test -e ws3.txt && echo sees-ws || echo no-ws; python3 -c "import urllib.request; urllib.request.urlopen(\"http://127.0.0.1:8000/\")" 2>/dev/null && echo sees-server || echo no-server; ps -e -o comm= | grep -c python3 || true')
-is "another session sees none of its files, /tmp, server or processes" "$(out $o1 | tr '\n' ' ')" "no-tmp no-ws no-server 0 "
+is "another session sees none of its files, /tmp, server or processes" "$(out $o1 | tr -s '\n' ' ')" "no-tmp no-ws no-server 0 "
 
 # ---- Scopes: a session belongs to the scope that made it ----
 sc1=$(sh_job shared 'echo t1 > mine' t1/q)
@@ -162,7 +162,7 @@ kill -9 "$A_PID"
 start_worker ses-b --concurrency 1 --lease 4s --poll-interval 200ms --sandbox namespace --queues default
 k2=$(enq web '{"command": ["sh", "-c", "cat before-kill.txt ws3.txt; echo resumed=$BOXCAR_SESSION_RESUMED; pgrep -x sleep || echo no-sleep"]}')
 wait_job "$k2"
-is "the next job resumes on another worker with every file change" "$(st $k2) $(out $k2 | tr '\n' ' ')" "succeeded kept v3 resumed=1 no-sleep "
+is "the next job resumes on another worker with every file change" "$(st $k2) $(out $k2 | tr -s '\n' ' ')" "succeeded kept v3 resumed=1 no-sleep "
 is "it is told: an event and the environment" "$(sql "select count(*) from boxcar.job_events where job_id = '$k2' and kind = 'session_resumed'")" "1"
 is "nothing ran twice" "$(sql "select count(*) from boxcar.job_events where job_id = '$k1' and kind = 'claimed'")" "1"
 is "the session is held by ses-b now" "$(sql "select holder from boxcar.sessions where id = 'web'")" "ses-b"

@@ -26,7 +26,7 @@ apid=$(out $s1)
 check "the agent runs in the session's sandbox (pid $apid)" test -n "$apid"
 s2=$(run sa "cat /proc/$apid/environ >/dev/null 2>&1 && echo environ-read || echo environ-denied; ls /proc/$apid/fd >/dev/null 2>&1 && echo fds-listed || echo fds-denied; head -c1 /proc/$apid/mem >/dev/null 2>&1 && echo mem-read || echo mem-denied")
 is "a job cannot read the agent's environment, fds or memory (it is not dumpable)" \
-   "$(out $s2 | tr '\n' ' ')" "environ-denied fds-denied mem-denied "
+   "$(out $s2 | tr -s '\n' ' ')" "environ-denied fds-denied mem-denied "
 s3=$(run sa "python3 -c 'import ctypes,sys; l=ctypes.CDLL(None); print(\"attached\" if l.ptrace(16, $apid, 0, 0) == 0 else \"refused\")'")
 is "nor ptrace it" "$(out $s3)" "refused"
 s4=$(run sa 'ls /run/boxcar/; test -S /run/boxcar/agent.sock && echo socket-left || echo no-socket')
@@ -40,7 +40,7 @@ is "boxcar's files in the session are read-only" "$(out $s5)" "meta-ro"
 k=$(run sa "kill -9 $apid; sleep 5; echo survived")
 is "a job that kills the agent fails (the session's sandbox is gone)" "$(job_field $k status)" "failed"
 n=$(run sa 'cat one.txt; echo $BOXCAR_SESSION_RESUMED')
-is "the next job resumes from the last checkpoint" "$(job_field $n status) $(out $n | tr '\n' ' ')" "succeeded one 1 "
+is "the next job resumes from the last checkpoint" "$(job_field $n status) $(out $n | tr -s '\n' ' ')" "succeeded one 1 "
 
 # Forged frames: a job of the session writing the agent's protocol at the
 # worker gets nowhere (it has no connection to the worker); one that
@@ -59,5 +59,5 @@ check "nor can a row inserted directly: $direct" grep -q 'another scope' <<<"$di
 # Two sessions: no view of each other's processes, files or network.
 b1=$(run sb 'setsid sleep 600 & echo b-secret > /tmp/b; echo ok')
 a2=$(run sa 'ps -e -o pid=,comm= | grep -c sleep || true; cat /tmp/b 2>/dev/null || echo no-b')
-is "a session sees no process or /tmp file of another" "$(out $a2 | tr '\n' ' ')" "0 no-b "
+is "a session sees no process or /tmp file of another" "$(out $a2 | tr -s '\n' ' ')" "0 no-b "
 tap_done
