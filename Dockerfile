@@ -31,18 +31,19 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /src
-# Only what the two executables are built from: no build/, .dev/ (a local
+# Only what the executables are built from: no build/, .dev/ (a local
 # PostgreSQL cluster), node_modules/ or .git/ end up in a layer.
 COPY Makefile VERSION ./
-COPY scripts/embed-sql.sh scripts/
+COPY scripts/embed-sql.sh scripts/embed-text.sh scripts/
 COPY common/ common/
+COPY agent/ agent/
 COPY storage/ storage/
 COPY sandbox/ sandbox/
 COPY worker/ worker/
 COPY migrations/ migrations/
 COPY sql/ sql/
-RUN make -j"$(nproc)" build/boxcar build/boxcar-guard build/boxcar-sandbox \
- && strip --strip-unneeded build/boxcar build/boxcar-guard build/boxcar-sandbox \
+RUN make -j"$(nproc)" build/boxcar build/boxcar-guard build/boxcar-sandbox build/boxcar-session-agent \
+ && strip --strip-unneeded build/boxcar build/boxcar-guard build/boxcar-sandbox build/boxcar-session-agent \
  && ./build/boxcar version
 
 # ---- runtime -----------------------------------------------------------
@@ -67,7 +68,8 @@ RUN apt-get update \
 # with no capabilities, no_new_privs and boxcar's own seccomp filter.
 RUN install -d -m 0700 /var/tmp/boxcar /var/lib/boxcar
 
-COPY --from=build /src/build/boxcar /src/build/boxcar-guard /src/build/boxcar-sandbox /usr/local/bin/
+COPY --from=build /src/build/boxcar /src/build/boxcar-guard /src/build/boxcar-sandbox \
+     /src/build/boxcar-session-agent /usr/local/bin/
 COPY deploy/docker-entrypoint.sh /usr/local/bin/boxcar-entrypoint
 
 # Per-job workspaces and the volume cache.  A volume here keeps them off the

@@ -2,7 +2,7 @@
 # Builds the Debian package of boxcar with dpkg-deb (no debhelper: the
 # layout is small and spelled out here):
 #   scripts/deb.sh BUILD_DIR VERSION   ->  BUILD_DIR/deb/boxcar_VERSION_ARCH.deb
-# BUILD_DIR must hold boxcar, boxcar-sandbox and boxcar-guard (make).
+# BUILD_DIR must hold boxcar, boxcar-sandbox, boxcar-session-agent and boxcar-guard (make).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$1 version=$2
@@ -19,7 +19,7 @@ d() { install -d -m 0755 "$root/$1"; }
 d usr/bin; d lib/systemd/system; d etc/boxcar; d usr/lib/modules-load.d
 d usr/share/doc/boxcar; d usr/share/man/man1; d usr/share/lintian/overrides
 
-for b in boxcar boxcar-sandbox boxcar-guard; do
+for b in boxcar boxcar-sandbox boxcar-session-agent boxcar-guard; do
   install -m 0755 "$build/$b" "$root/usr/bin/$b"
   # What dh_strip does: no debug sections, no .comment/.note.
   strip --strip-unneeded --remove-section=.comment --remove-section=.note "$root/usr/bin/$b"
@@ -54,7 +54,8 @@ done
 mkdir -p "$out/src/debian"
 printf 'Source: boxcar\n\nPackage: boxcar\nArchitecture: any\n' > "$out/src/debian/control"
 shlibs=$(cd "$out/src" && dpkg-shlibdeps -O "$OLDPWD/$root/usr/bin/boxcar" \
-           "$OLDPWD/$root/usr/bin/boxcar-sandbox" "$OLDPWD/$root/usr/bin/boxcar-guard" 2>/dev/null |
+           "$OLDPWD/$root/usr/bin/boxcar-sandbox" "$OLDPWD/$root/usr/bin/boxcar-session-agent" \
+           "$OLDPWD/$root/usr/bin/boxcar-guard" 2>/dev/null |
          sed -n 's/^shlibs:Depends=//p')
 [[ -n $shlibs ]] || { echo "deb: dpkg-shlibdeps found no dependencies" >&2; exit 1; }
 
