@@ -34,13 +34,13 @@ enum sw_type {
         SW_FILES = 'F', /* file operations: struct sw_files */
         SW_CODE = 'C',  /* code in the kept interpreter: struct sw_code */
         /* agent -> worker */
-        SA_HELLO = 'H',     /* payload: SW_VERSION, NUL-terminated; seq 0 */
-        SA_STARTED = 's',   /* i32 pid (in the sandbox's pid namespace) */
-        SA_OUTPUT = 'o',    /* u8 stream (1 stdout, 2 stderr), then the bytes */
-        SA_EXIT = 'x',      /* struct sw_exit */
-        SA_FILE = 'f',      /* one operation's result: struct sw_file_result */
+        SA_HELLO = 'H',      /* payload: SW_VERSION, NUL-terminated; seq 0 */
+        SA_STARTED = 's',    /* i32 pid (in the sandbox's pid namespace) */
+        SA_OUTPUT = 'o',     /* u8 stream (1 stdout, 2 stderr), then the bytes */
+        SA_EXIT = 'x',       /* struct sw_exit */
+        SA_FILE = 'f',       /* one operation's result: struct sw_file_result */
         SA_FILES_DONE = 'F', /* after the last SA_FILE of a SW_FILES (empty) */
-        SA_CODE_DONE = 'c', /* struct sw_code_done */
+        SA_CODE_DONE = 'c',  /* struct sw_code_done */
 };
 
 struct sw_header {
@@ -224,6 +224,10 @@ struct sw_stream {
 };
 void sw_stream_init(struct sw_stream *s);
 void sw_stream_done(struct sw_stream *s);
+/* 0, -EMSGSIZE (the next frame's header is bad), -ENOBUFS (more buffered
+ * than two whole frames: take every whole frame after each feed, and feed
+ * at most a frame's size at a time), -ENOMEM.  Invalidates the payloads
+ * take handed out. */
 int sw_stream_feed(struct sw_stream *s, const void *data, size_t len);
 /* 1 with *ret_hdr and *ret_payload (valid until the next feed or take),
  * 0 when no whole frame is there yet, negative on a bad header. */
