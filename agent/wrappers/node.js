@@ -16,12 +16,16 @@ const vm = require('vm');
 const VALUE_MAX = 4 * 1024 * 1024;
 const ERROR_MAX = 64 * 1024;
 
-const context = vm.createContext({
-  console, process, require, module, Buffer, URL, URLSearchParams, TextEncoder, TextDecoder,
-  AbortController, atob, btoa, structuredClone, queueMicrotask, performance,
-  setTimeout, clearTimeout, setInterval, clearInterval, setImmediate, clearImmediate,
-  fetch: globalThis.fetch,
-});
+// The code's globals: Node's own, as far as this Node has them (an older
+// one lacks structuredClone or fetch), and the require of a script run
+// from the interpreter's cwd.
+const SHARED = ['console', 'process', 'Buffer', 'URL', 'URLSearchParams', 'TextEncoder',
+  'TextDecoder', 'AbortController', 'atob', 'btoa', 'structuredClone', 'queueMicrotask',
+  'performance', 'setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate',
+  'clearImmediate', 'fetch'];
+const globals = { require, module };
+for (const name of SHARED) if (typeof globalThis[name] !== 'undefined') globals[name] = globalThis[name];
+const context = vm.createContext(globals);
 vm.runInContext('globalThis.global = globalThis', context);
 
 // A kept interpreter outlives one job's mistakes: an error thrown later

@@ -806,6 +806,12 @@ static void test_code_python(void **state)
              "{\"a\": 1, \"b\": 2}");
         assert_code(&j, SW_CODE_OK, "{\"sum\": 3}");
         job_done(&j);
+        /* More output than a pipe holds: all of it before the answer. */
+        code(h, &j, 60, "python", "def main():\n    print('y' * 200000)\n    return len('y')\n",
+             "{}");
+        assert_code(&j, SW_CODE_OK, "1");
+        assert_int_equal(j.out[1].len, 200001);
+        job_done(&j);
         code(h, &j, 6, "python", "def main():\n    return {1, 2}\n", "{}");
         assert_code(&j, SW_CODE_ERROR, "null");
         assert_contains(j.done.error, "main() returned a value that is not JSON");
@@ -888,6 +894,13 @@ static void test_code_node(void **state)
         job_done(&j);
         code(h, &j, 7, "node", "function main() { return typeof x; }", "{}");
         assert_code(&j, SW_CODE_OK, "\"undefined\"");
+        job_done(&j);
+        code(h, &j, 8, "node",
+             "const path = require('path');\n"
+             "function main() { process.stdout.write('z'.repeat(200000)); return path.join('a', 'b'); }",
+             "{}");
+        assert_code(&j, SW_CODE_OK, "\"a/b\"");
+        assert_int_equal(j.out[1].len, 200000);
         job_done(&j);
 }
 
