@@ -1,4 +1,5 @@
-# boxcar build.  `make` builds build/boxcar, build/boxcar-guard and build/boxcar-sandbox;
+# boxcar build.  `make` builds build/boxcar, build/boxcar-guard, build/boxcar-sandbox and
+# build/boxcar-session-agent;
 # `make test` runs every suite; `make chaos` the full chaos run; `make run` runs the demo; SAN=1 builds with
 # AddressSanitizer + UndefinedBehaviorSanitizer.
 
@@ -46,7 +47,7 @@ $(shell mkdir -p $(BUILD)/gen && echo '#define BOXCAR_VERSION "$(FULL_VERSION)"'
 # One static library per module directory; a module's main.c (if any) is
 # its executable, not part of the library.  A module's rooms (subfolders
 # by concern) are part of its library.
-MODULES := common storage sandbox worker
+MODULES := common storage sandbox worker agent
 worker_ROOMS := cli config daemon db exec gc http job log metrics session spec webhook workdir
 define module_rules
 $(1)_SRCS := $$(filter-out $(1)/main.c,$$(wildcard $(1)/*.c $$(foreach r,$$($(1)_ROOMS),$(1)/$$(r)/*.c)))
@@ -84,6 +85,17 @@ $(BUILD)/obj/gen/seccomp_bpf.o: $(BUILD)/gen/seccomp_bpf.c $(FLAGS_STAMP)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 $(BUILD)/libsandbox.a: $(BUILD)/obj/gen/seccomp_bpf.o
 
+# The session agent's interpreter wrappers (agent/wrappers/), embedded as
+# strings: written and checked as Python and JavaScript, not as C literals.
+AGENT_WRAPPERS := agent_python_wrapper=agent/wrappers/python.py agent_node_wrapper=agent/wrappers/node.js
+$(BUILD)/gen/agent_wrappers.c: scripts/embed-text.sh $(foreach w,$(AGENT_WRAPPERS),$(lastword $(subst =, ,$(w))))
+	@mkdir -p $(dir $@)
+	scripts/embed-text.sh agent/wrappers.h $(AGENT_WRAPPERS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/agent_wrappers.o: $(BUILD)/gen/agent_wrappers.c $(FLAGS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+$(BUILD)/libagent.a: $(BUILD)/obj/gen/agent_wrappers.o
+
 LIBS := $(BUILD)/libworker.a $(BUILD)/libstorage.a $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
 
 $(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
@@ -97,6 +109,13 @@ $(BUILD)/boxcar: $(BUILD)/obj/worker/main.o $(BUILD)/obj/gen/sql_files.o $(LIBS)
 # starts with an exec of it, and the dynamic loader's mappings and
 # relocations cost more than the rest of its start on a virtualised host.
 $(BUILD)/boxcar-sandbox: $(BUILD)/obj/sandbox/main.o $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
+	$(CC) $(if $(filter 0,$(SAN)),-static,$(LDFLAGS)) -o $@ $^
+
+# boxcar-session-agent runs inside a session's sandbox, whose image may
+# have no libc of ours: static (unless sanitized), and linked with nothing
+# but libc and the few objects of libcommon it uses (the frames, dynbuf,
+# rmtree), which the archive hands over alone.
+$(BUILD)/boxcar-session-agent: $(BUILD)/obj/agent/main.o $(BUILD)/libagent.a $(BUILD)/libcommon.a
 	$(CC) $(if $(filter 0,$(SAN)),-static,$(LDFLAGS)) -o $@ $^
 
 # The pooled path with boxcar-sandbox's command line, for the security suite.
@@ -130,20 +149,21 @@ $(BUILD)/boxcar-guard: $(GUARD_OBJS)
 # libraries of the tree it sits in (never copies of their code):
 # tests/unit/common/ libcommon alone, tests/unit/sandbox/ libsandbox +
 # libcommon, tests/unit/storage/ libstorage + libcommon, tests/unit/worker/
-# (a folder per room: worker/exec/ -> tests/unit/worker/exec/) everything.
+# (a folder per room: worker/exec/ -> tests/unit/worker/exec/) everything,
+# tests/unit/agent/ libcommon (they drive the built boxcar-session-agent).
 # Base names are unique: `make test SUITES=unit T=test_proc` names one.
 UNIT_SRCS := $(sort $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 ifneq ($(wildcard tests/unit/test_*.c),)
   $(error $(wildcard tests/unit/test_*.c): a unit test goes under tests/unit/<library>/, beside what it tests (see tests/unit/run.sh))
 endif
-ifneq ($(filter-out common/% sandbox/% storage/% worker/%,$(UNIT_SRCS:tests/unit/%=%)),)
-  $(error $(filter-out tests/unit/common/% tests/unit/sandbox/% tests/unit/storage/% tests/unit/worker/%,$(UNIT_SRCS)): not under a library's folder of tests/unit/)
+ifneq ($(filter-out common/% sandbox/% storage/% worker/% agent/%,$(UNIT_SRCS:tests/unit/%=%)),)
+  $(error $(filter-out tests/unit/common/% tests/unit/sandbox/% tests/unit/storage/% tests/unit/worker/% tests/unit/agent/%,$(UNIT_SRCS)): not under a library's folder of tests/unit/)
 endif
 ifneq ($(words $(UNIT_SRCS)),$(words $(sort $(notdir $(UNIT_SRCS)))))
   $(error two unit tests have the same base name: $(sort $(foreach f,$(notdir $(UNIT_SRCS)),$(if $(filter-out 1,$(words $(filter %/$(f),$(UNIT_SRCS)))),$(f)))))
 endif
-unit_libs = $(strip $(if $(filter common/%,$(1)),$(BUILD)/libcommon.a,\
+unit_libs = $(strip $(if $(filter common/% agent/%,$(1)),$(BUILD)/libcommon.a,\
                      $(if $(filter sandbox/%,$(1)),$(BUILD)/libsandbox.a $(BUILD)/libcommon.a,\
                      $(if $(filter storage/%,$(1)),$(BUILD)/libstorage.a $(BUILD)/libcommon.a,\
                      $(BUILD)/obj/gen/sql_files.o $(LIBS)))))
@@ -151,6 +171,8 @@ unit_libs = $(strip $(if $(filter common/%,$(1)),$(BUILD)/libcommon.a,\
 $(BUILD)/tests/unit/%: tests/unit/%.c $$(call unit_libs,$$*) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call unit_libs,$*) $(LDLIBS) -lcmocka
+# The agent's tests run the agent itself, found beside them in $(BUILD).
+$(filter $(BUILD)/tests/unit/agent/%,$(UNIT_BINS)): $(BUILD)/boxcar-session-agent
 
 # Fuzz harnesses: tests/fuzz/fuzz_<name>.c, each a libFuzzer executable
 # linked against the module libraries (build with SAN=fuzz; `make fuzz`).
@@ -166,7 +188,8 @@ $(BUILD)/fuzz/spec-check: tests/fuzz/spec-check.c $(BUILD)/obj/gen/sql_files.o $
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/obj/gen/sql_files.o $(LIBS) $(LDLIBS)
 fuzz-bins: $(FUZZ_BINS) $(BUILD)/fuzz/spec-check
 
-BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox)
+BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(BUILD)/boxcar-sandbox) \
+        $(BUILD)/boxcar-session-agent
 
 .DEFAULT_GOAL := all
 .PHONY: all deps test test-vm chaos unit-tests run bench lint clang-tidy cppcheck format-check format \

@@ -224,6 +224,10 @@ struct sw_stream {
 };
 void sw_stream_init(struct sw_stream *s);
 void sw_stream_done(struct sw_stream *s);
+/* 0, -EMSGSIZE (the next frame's header is bad), -ENOBUFS (more buffered
+ * than two whole frames: take every whole frame after each feed, and feed
+ * at most a frame's size at a time), -ENOMEM.  Invalidates the payloads
+ * take handed out. */
 int sw_stream_feed(struct sw_stream *s, const void *data, size_t len);
 /* 1 with *ret_hdr and *ret_payload (valid until the next feed or take),
  * 0 when no whole frame is there yet, negative on a bad header. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The C sources clang-format owns (.clang-format), in one list for `make
 # format`, `make lint` and the lint suite: every .c and .h under common/,
-# sandbox/, storage/, worker/ and tests/unit/, but generated files.
+# sandbox/, storage/, worker/, agent/ and tests/unit/, but generated files.
 #
 #   scripts/format.sh list    prints them, one a line
 #   scripts/format.sh check   clang-format --dry-run -Werror over them;
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 GENERATED=(tests/unit/storage/sigv4_vectors.h)   # tests/storage/gen_vectors.py
 
 list() {
-  find common sandbox storage worker tests/unit -name '*.[ch]' -type f | LC_ALL=C sort |
+  find common sandbox storage worker agent tests/unit -name '*.[ch]' -type f | LC_ALL=C sort |
     grep -vxF -f <(printf '%s\n' "${GENERATED[@]}")
 }
 

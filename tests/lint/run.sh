@@ -5,7 +5,8 @@
 #   format       the C sources are clang-format clean (scripts/format.sh
 #                check; `make format` fixes them)
 #   includes     no #include reaches past another library's public header
-#                (the layering: common <- sandbox, storage <- worker)
+#                (the layering: common <- sandbox, storage <- worker;
+#                common <- agent, which nothing includes)
 #   guards       every header guard is named after its path
 #   readmes      every room of worker/ has a README.md
 #   sizes        no .c/.h over 600 lines unless its first comment says
@@ -22,7 +23,7 @@ names=(format includes guards readmes sizes sql_numbers cppcheck)
 [[ ${1:-} == --list ]] && { printf '%s\n' "${names[@]}"; exit 0; }
 picked=$(t_pick "${names[@]}") || exit 1
 
-LIBS=(common sandbox storage worker)
+LIBS=(common sandbox storage worker agent)
 # A library's public headers: what the layers above it may include.  Every
 # other header of sandbox/ and storage/ says "Internal" (storage/s3.h,
 # sigv4.h, http.h, fsutil.h, creds.h, aws_config.h, extract.h, gzpipe.h)
@@ -74,6 +75,12 @@ check_includes() {
       sed 's/$/  (sandbox\/ includes only common\/ and itself)/'
     included $(find storage -name '*.[ch]') | grep -vE ': (common/|storage/|version\.h$)' |
       sed 's/$/  (storage\/ includes only common\/ and itself)/'
+    # agent/: a program of its own, static, in the sandbox: only common/
+    # (what links without curl or cJSON) and itself; nothing includes it.
+    included $(find agent -name '*.[ch]') | grep -vE ': (common/|agent/)' |
+      sed 's/$/  (agent\/ includes only common\/ and itself)/'
+    included $(find common sandbox storage worker -name '*.[ch]') | grep -E ': agent/' |
+      sed 's/$/  (nothing outside agent\/ includes it)/'
     # common/: only itself.
     included $(find common -name '*.[ch]') | grep -vE ': common/' | sed 's/$/  (common\/ includes only common\/)/'
   } )
