@@ -45,6 +45,9 @@ int job_stage_inputs(struct job_run *run, struct bc_error *err);
  * paths, which ret points to). */
 void job_backend_job(struct job_run *run, char *const *argv, double timeout_s, int cancel_fd,
                      const char *paths[33], struct backend_job *ret);
+/* Code mode run as a process: main's JSON return value (in the
+ * workspace's CODE_RETURN_FILE) becomes res's return_value. */
+void job_collect_return_value(struct job_run *run, cJSON *res, struct job_outcome *o);
 /* What the run holds (its directory dir, locked by lock, both taken),
  * released later by job_leftovers_release (on the janitor's thread);
  * NULL when it could not be kept (out of memory): released already. */

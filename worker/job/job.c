@@ -302,7 +302,7 @@ static int run_startup(struct job_run *run, int cancel_fd, const _Atomic int *st
 
 /* Code mode: main's JSON return value becomes result.return_value; a file
  * that is not JSON fails the job as the wrappers do for Python and Node. */
-static void collect_return_value(struct job_run *run, cJSON *res, struct job_outcome *o)
+void job_collect_return_value(struct job_run *run, cJSON *res, struct job_outcome *o)
 {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
@@ -362,7 +362,7 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
                 job_outcome_decide(spec, &res, *stop, o);
                 o->duration_s = (double)res.proc.wall_ms / 1000;
                 if (spec->mode == SPEC_CODE)
-                        collect_return_value(run, main_res, o);
+                        job_collect_return_value(run, main_res, o);
                 /* The main run's fields at the top level, the startup's beside them. */
                 cJSON *startup = cJSON_DetachItemFromObjectCaseSensitive(run->result, "startup");
                 cJSON_Delete(run->result);

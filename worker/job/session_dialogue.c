@@ -475,8 +475,10 @@ static void finish(struct dialogue *d, const _Atomic int *stop, struct job_outco
         cJSON *res = job_result_json(&d->res);
         job_outcome_decide(spec, &d->res, *stop, o);
         o->duration_s = (double)d->res.proc.wall_ms / 1000;
-        if (res && spec->mode == SPEC_CODE && d->return_value)
+        if (res && spec->mode == SPEC_CODE && d->code_status >= 0)
                 code_result(d, res, o);
+        else if (res && spec->mode == SPEC_CODE)
+                job_collect_return_value(&d->run, res, o); /* bash: a process of its own */
         if (res && spec->mode == SPEC_FILES) {
                 cJSON_AddItemToObject(res, "files", d->files);
                 d->files = NULL;
@@ -522,6 +524,7 @@ bool session_dialogue_run(const struct job_services *svc, const struct claimed_j
         tailbuf_init(&d.res.proc.err, cap);
         clock_gettime(CLOCK_REALTIME, &d.res.proc.started_at);
         d.files = cJSON_CreateArray();
+        d.code_status = -1; /* no kept interpreter's answer (yet) */
         livelog_init(&d.run.log, job->id, job->attempt, job->log_seq + 1, job->log_bytes,
                      svc->cfg->max_log_bytes, svc->append_logs, svc->ctx);
         struct dynbuf req;
@@ -530,9 +533,14 @@ bool session_dialogue_run(const struct job_services *svc, const struct claimed_j
         int r = svc->claim_wait && !svc->claim_wait(svc->ctx) ? -ECANCELED : 0;
         if (r < 0)
                 ret->action = JOB_DROP;
+        /* The job's workdir, made as for any job (never through a link
+         * the session left: job_dir_make_workdir). */
+        if (r >= 0)
+                r = job_dir_make_workdir(spec, session_ws(sess), &err);
         if (r >= 0)
                 r = build_request(&d, &req, &err);
         d.start_ms = bc_mono_ms();
+        bool asked = r >= 0; /* the agent may have (part of) the request */
         if (r >= 0)
                 r = session_send(sess, &req, &err);
         dynbuf_done(&req);
@@ -540,6 +548,10 @@ bool session_dialogue_run(const struct job_services *svc, const struct claimed_j
                 r = converse(&d, cancel_fd, &err);
         if (r >= 0) {
                 finish(&d, stop, ret);
+        } else if (r != -ECANCELED && !asked) {
+                /* Before anything was asked of the agent: the job's own
+                 * error (its workdir), or the worker's (retried). */
+                job_outcome_fail(ret, &err, BC_SANDBOX_SETUP);
         } else if (r != -ECANCELED) {
                 /* The agent is gone or broke the protocol: the job may or
                  * may not have run.  Not retried (it may have had effects
