@@ -126,7 +126,10 @@ declare
     cur double precision;
     forking boolean;
 begin
-    if sid is null then
+    -- A malformed session (a row written around enqueue, which checks it)
+    -- makes no session: the row goes in, and the worker fails the job at
+    -- its claim with the field's BAD_SPEC, as for any malformed spec.
+    if sid is null or boxcar.session_error(new.spec -> 'session') is not null then
         return new;
     end if;
     sscope := boxcar.queue_scope(new.queue);
