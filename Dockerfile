@@ -68,8 +68,7 @@ RUN apt-get update \
 # with no capabilities, no_new_privs and boxcar's own seccomp filter.
 RUN install -d -m 0700 /var/tmp/boxcar /var/lib/boxcar
 
-COPY --from=build /src/build/boxcar /src/build/boxcar-guard /src/build/boxcar-sandbox \
-     /src/build/boxcar-session-agent /usr/local/bin/
+COPY --from=build /src/build/boxcar /src/build/boxcar-session-agent /src/build/boxcar-guard /src/build/boxcar-sandbox /usr/local/bin/
 COPY deploy/docker-entrypoint.sh /usr/local/bin/boxcar-entrypoint
 
 # Per-job workspaces and the volume cache.  A volume here keeps them off the

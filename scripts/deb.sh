@@ -31,7 +31,7 @@ install -m 0600 deploy/worker.env "$root/etc/boxcar/worker.env"
 install -m 0644 deploy/modules-load.conf "$root/usr/lib/modules-load.d/boxcar.conf"
 install -m 0644 deploy/debian/copyright "$root/usr/share/doc/boxcar/copyright"
 install -m 0644 deploy/debian/lintian-overrides "$root/usr/share/lintian/overrides/boxcar"
-for f in README.md deploy/README.md docs/job-spec.md; do
+for f in README.md deploy/README.md docs/job-spec.md docs/sessions.md; do
   name=$(basename "$f"); [[ $f == deploy/* ]] && name=deploy.md
   gzip -9nc "$f" > "$root/usr/share/doc/boxcar/$name.gz"
 done

@@ -53,6 +53,17 @@ page boxcar-sandbox "run a command in an isolated sandbox (the helper of boxcar 
   DESCRIPTION ":nf:$("$build/boxcar-sandbox" --help)" \
   "SEE ALSO" "boxcar(1)"
 
+page boxcar-session-agent "runs a session's jobs inside its sandbox (the helper of boxcar worker)" \
+  SYNOPSIS "boxcar-session-agent SOCKET_PATH [WORKSPACE]" \
+  DESCRIPTION "An internal program: boxcar worker copies it into a live \
+session's sandbox and runs it there for the session's life.  It connects to \
+the worker's socket at SOCKET_PATH and runs each of the session's jobs: \
+commands in their own process group, file operations inside the sandbox's \
+root, and code in one kept interpreter per language \
+(/usr/share/doc/boxcar/sessions.md.gz).  It exits when the worker closes the \
+connection.  It is not meant to be run by hand." \
+  "SEE ALSO" "boxcar(1), boxcar-sandbox(1)"
+
 page boxcar-guard "the guard process of a boxcar job run with --sandbox none" \
   SYNOPSIS "boxcar-guard WORKER_PID PASS_FD CWD PATH ARGV0 [ARGS...]" \
   DESCRIPTION "An internal program: boxcar worker starts one per job under \

@@ -37,7 +37,7 @@ deb_test() {
     not_ok "lintian is installed (scripts/deps.sh)"
   fi
   local contents; contents=$(dpkg-deb -c "$deb" | awk '{print $1, $NF}')
-  for f in usr/bin/boxcar usr/bin/boxcar-sandbox usr/bin/boxcar-guard \
+  for f in usr/bin/boxcar usr/bin/boxcar-sandbox usr/bin/boxcar-session-agent usr/bin/boxcar-guard \
            lib/systemd/system/boxcar-worker.service usr/share/man/man1/boxcar.1.gz \
            usr/lib/modules-load.d/boxcar.conf; do
     check "the package ships /$f" grep -q " \./$f\$" <<<"$contents"

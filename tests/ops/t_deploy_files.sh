@@ -148,10 +148,11 @@ deny = {"ptrace", "bpf", "kexec_load", "init_module", "finit_module", "keyctl", 
         "io_uring_setup", "perf_event_open", "userfaultfd", "reboot", "swapon", "acct"}
 sys.exit(0 if not names & deny else "allowed: %s" % (names & deny))'
 
-check "the three binaries land in /usr/local/bin" \
-  grep -qE '^COPY --from=build .*build/boxcar .*build/boxcar-guard .*build/boxcar-sandbox /usr/local/bin/' Dockerfile
-check "build stage runs make build/boxcar build/boxcar-guard build/boxcar-sandbox" \
-  grep -qE 'make .*build/boxcar build/boxcar-guard build/boxcar-sandbox' Dockerfile
+check "the four binaries land in /usr/local/bin" \
+  grep -qE '^COPY --from=build .*build/boxcar .*build/boxcar-session-agent .*build/boxcar-guard .*build/boxcar-sandbox /usr/local/bin/' Dockerfile
+check "build stage runs make build/boxcar build/boxcar-guard build/boxcar-sandbox build/boxcar-session-agent" \
+  grep -qE 'make .*build/boxcar build/boxcar-guard build/boxcar-sandbox build/boxcar-session-agent' Dockerfile
+check "the build stage has the agent's sources" grep -qE '^COPY agent/ agent/' Dockerfile
 
 # The build stage installs scripts/deps.sh's BUILD_PKGS (cmocka only serves
 # the unit tests); the runtime stage, the packages of what the binaries link.
