@@ -97,6 +97,7 @@ static int start_session(const struct job_services *svc, const struct claimed_jo
                 if (run.artifact_start.base &&
                     asprintf(&home.upper, "%s/fs/scratch/overlay/upper", run.dir) < 0)
                         home.upper = NULL;
+                home.base_entry = run.artifact_start.base;
                 home.checkpoint = run.artifact_start.base_sha[0] ? &run.artifact_start.base_version
                                                                  : NULL;
                 home.pack_max_bytes = spec->limits.disk_mb << 20;

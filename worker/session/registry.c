@@ -18,6 +18,7 @@
 #include "worker/metrics/wmetrics.h"
 
 #define TICK_MS 1000
+#define RENEW_MAX_MS 2000
 
 PGresult *session_db(struct session_registry *r, const char *sql, int n, const char *const *p,
                      struct bc_error *err)
@@ -148,6 +149,14 @@ void session_registry_renew(struct session_registry *r)
         renew(r);
 }
 
+/* A third of the lease, as the jobs' heartbeat; at most RENEW_MAX_MS, so
+ * that an end asked with boxcar.end_session is seen soon. */
+static double renew_every_ms(const struct session_registry *r)
+{
+        double third = r->o.lease_s * 1000 / 3;
+        return third < RENEW_MAX_MS ? third : RENEW_MAX_MS;
+}
+
 static void *registry_thread(void *arg)
 {
         struct session_registry *r = arg;
@@ -162,7 +171,7 @@ static void *registry_thread(void *arg)
                 pthread_mutex_unlock(&r->lock);
                 session_registry_tick(r);
                 uint64_t now = bc_mono_ms();
-                if (r->n && (double)(now - r->last_renew_ms) >= r->o.lease_s * 1000 / 3) {
+                if (r->n && (double)(now - r->last_renew_ms) >= renew_every_ms(r)) {
                         r->last_renew_ms = now;
                         renew(r);
                 }

@@ -336,6 +336,17 @@ static void final_checkpoint(struct session *s)
                 rc = res ? 0 : -EIO;
                 PQclear(res);
         }
+        /* Cached as the session's next start (here, after an idle end or
+         * an eviction) will need it: built from the overlay's lower and
+         * upper, its cost the names and changed bytes, not the tree's. */
+        if (rc >= 0 && s->home.base_entry && s->home.upper && r->o.store->artifacts) {
+                int p = storage_cache_promote(r->o.store->artifacts, s->home.base_entry,
+                                              s->home.ws, s->home.upper, saved.stack_id);
+                if (p < 0)
+                        log_event(LOG_WARN, "session.cache", "session", s->id, "error",
+                                  strerror(-p), "effect",
+                                  "its next start here downloads its last checkpoint", NULL);
+        }
         if (rc < 0)
                 log_event(LOG_WARN, "session.checkpoint", "session", s->id, "error",
                           bc_error_message(&err), "effect",
@@ -411,9 +422,11 @@ static void free_session(struct session *s)
 
 void session_stop(struct session *s, const char *reason, bool checkpoint)
 {
+        /* The sandbox first: nothing writes to the workspace (which stays
+         * mounted here until its release) while it is saved and cached. */
+        stop_sandbox(s);
         if (checkpoint && !s->broken && s->home.ws)
                 final_checkpoint(s);
-        stop_sandbox(s);
         if (reason)
                 release_lease(s, reason);
         log_event(LOG_INFO, "session.stopped", "session", s->id, "scope", s->scope, "reason",

@@ -65,7 +65,10 @@ struct session_home {
         char *dir, *ws, *meta, *upper;
         void *resources;
         void (*release)(void *resources);
-        const struct store_version *checkpoint;    /* the version ws starts as, or NULL */
+        const struct store_version *checkpoint; /* the version ws starts as, or NULL */
+        /* The artifact cache's entry below ws's overlay (held by
+         * resources until release), or NULL. */
+        const struct storage_cache_entry *base_entry;
         uint64_t pack_max_bytes, pack_max_entries; /* what a checkpoint may hold */
 };
 
