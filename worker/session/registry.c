@@ -255,26 +255,25 @@ int session_take(struct session_registry *r, const char *scope, const char *id,
                 }
                 /* Its jobs run one at a time (the queue's artifact order),
                  * but the last one may still be giving it back. */
-                if (found->state == SESSION_IDLE && !found->broken && !session_alive(found)) {
-                        /* Its sandbox died while idle (the agent killed,
-                         * the cgroup's OOM killer): the workspace is
-                         * still here, checkpointed before a new start. */
+                if (found->state == SESSION_IDLE && (found->broken || !session_alive(found))) {
+                        /* Lost (another worker may hold it now: no
+                         * checkpoint, no release), or its sandbox died
+                         * while idle (the agent killed, the OOM killer):
+                         * the workspace is still here, checkpointed
+                         * before a new start. */
+                        bool lost = found->broken;
                         found->state = SESSION_STOPPING;
                         unlink_session(r, found);
                         pthread_mutex_unlock(&r->lock);
-                        session_stop(found, "failed", true);
+                        session_stop(found, lost ? NULL : "failed", !lost);
                         return 0;
                 }
-                if (found->state == SESSION_IDLE && !found->broken) {
+                if (found->state == SESSION_IDLE) {
                         found->state = SESSION_BUSY;
                         found->first_job = false;
                         pthread_mutex_unlock(&r->lock);
                         *ret = found;
                         return 1;
-                }
-                if (found->broken && found->state == SESSION_IDLE) {
-                        pthread_mutex_unlock(&r->lock);
-                        return 0;
                 }
                 struct timespec until;
                 clock_gettime(CLOCK_MONOTONIC, &until);

@@ -298,6 +298,29 @@ static PGresult *registry_exec(void *ctx, const char *sql, int n, const char *co
 /* The workspace as it is now, recorded as the session's version (not a
  * job's): what the session's processes changed since its last job is
  * kept too. */
+/* Whether this worker instance still holds s's lease: a final checkpoint
+ * of a session another worker may run by now would move its storage's
+ * head back. */
+static bool still_held(struct session *s)
+{
+        struct session_registry *r = s->reg;
+        struct bc_error err = BC_ERROR_INIT;
+        const char *p[] = { s->scope, s->id, r->o.worker_id, r->o.instance };
+        PGresult *res = session_db(r,
+                                   "select 1 from boxcar.sessions where scope = $1 and id = $2"
+                                   " and holder = $3 and holder_instance = $4"
+                                   " and held_until > now()",
+                                   4, p, &err);
+        bool held = res && PQntuples(res) == 1;
+        PQclear(res);
+        if (!held)
+                log_event(LOG_WARN, "session.checkpoint", "session", s->id, "effect",
+                          "not saved: this worker no longer holds the session",
+                          err.message ? "error" : NULL, bc_error_message(&err), NULL);
+        bc_error_clear(&err);
+        return held;
+}
+
 static void final_checkpoint(struct session *s)
 {
         struct session_registry *r = s->reg;
@@ -425,7 +448,7 @@ void session_stop(struct session *s, const char *reason, bool checkpoint)
         /* The sandbox first: nothing writes to the workspace (which stays
          * mounted here until its release) while it is saved and cached. */
         stop_sandbox(s);
-        if (checkpoint && !s->broken && s->home.ws)
+        if (checkpoint && !s->broken && s->home.ws && still_held(s))
                 final_checkpoint(s);
         if (reason)
                 release_lease(s, reason);
