@@ -150,7 +150,8 @@ $(BUILD)/boxcar-guard: $(GUARD_OBJS)
 # tests/unit/common/ libcommon alone, tests/unit/sandbox/ libsandbox +
 # libcommon, tests/unit/storage/ libstorage + libcommon, tests/unit/worker/
 # (a folder per room: worker/exec/ -> tests/unit/worker/exec/) everything,
-# tests/unit/agent/ libcommon (they drive the built boxcar-session-agent).
+# tests/unit/agent/ libagent + libcommon (test_agent drives the built
+# boxcar-session-agent, test_spawn calls spawn.c itself).
 # Base names are unique: `make test SUITES=unit T=test_proc` names one.
 UNIT_SRCS := $(sort $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
@@ -163,10 +164,11 @@ endif
 ifneq ($(words $(UNIT_SRCS)),$(words $(sort $(notdir $(UNIT_SRCS)))))
   $(error two unit tests have the same base name: $(sort $(foreach f,$(notdir $(UNIT_SRCS)),$(if $(filter-out 1,$(words $(filter %/$(f),$(UNIT_SRCS)))),$(f)))))
 endif
-unit_libs = $(strip $(if $(filter common/% agent/%,$(1)),$(BUILD)/libcommon.a,\
+unit_libs = $(strip $(if $(filter common/%,$(1)),$(BUILD)/libcommon.a,\
+                     $(if $(filter agent/%,$(1)),$(BUILD)/libagent.a $(BUILD)/libcommon.a,\
                      $(if $(filter sandbox/%,$(1)),$(BUILD)/libsandbox.a $(BUILD)/libcommon.a,\
                      $(if $(filter storage/%,$(1)),$(BUILD)/libstorage.a $(BUILD)/libcommon.a,\
-                     $(BUILD)/obj/gen/sql_files.o $(LIBS)))))
+                     $(BUILD)/obj/gen/sql_files.o $(LIBS))))))
 .SECONDEXPANSION:
 $(BUILD)/tests/unit/%: tests/unit/%.c $$(call unit_libs,$$*) $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)

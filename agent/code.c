@@ -39,10 +39,7 @@ static const struct lang langs[CODE_LANGS] = {
 
 static void interp_init(struct interp *in)
 {
-        *in = (struct interp){ .report_fd = -1,
-                               .req_fd = -1,
-                               .res_fd = -1,
-                               .out = { { -1, 1 }, { -1, 2 } } };
+        *in = (struct interp){ .req_fd = -1, .res_fd = -1, .out = { { -1, 1 }, { -1, 2 } } };
         dynbuf_init(&in->req, CODE_REQUEST_MAX);
         dynbuf_init(&in->res, CODE_ANSWER_MAX);
 }
@@ -104,7 +101,7 @@ static int interp_spawn(struct interp *in, const struct lang *l, char **env, con
                                            .cwd = cwd,
                                            .fds = { p[0][0], p[1][1], p[2][1], p[3][0], p[4][1] },
                                            .n_fds = 5 };
-                r = spawn_start(&plan, &in->pid, &in->report_fd);
+                r = spawn_start(&plan, &in->pid, &in->report);
         }
         for (int i = 0; i < 5; i++)
                 close_fd(&p[i][1 - agent_end[i]]);
@@ -292,15 +289,15 @@ void code_read_answer(struct agent *a, struct interp *in)
 
 static void crashed(struct agent *a, struct interp *in, const struct lang *l, int wstatus)
 {
-        struct spawn_report rep;
-        if (spawn_read_report(&in->report_fd, &rep) == 1) {
-                if (rep.step == SPAWN_STEP_EXEC && rep.err == ENOENT)
+        const struct spawn_report *rep = &in->report;
+        if (rep->step != SPAWN_STEP_NONE) {
+                if (rep->step == SPAWN_STEP_EXEC && rep->err == ENOENT)
                         answer_now(a, in->seq, SW_CODE_NO_INTERP, wstatus,
                                    "%s: not found in the session's PATH", l->prog);
                 else
                         answer_now(a, in->seq, SW_CODE_NO_INTERP, wstatus, "%s %s: %s",
-                                   rep.step == SPAWN_STEP_CHDIR ? "chdir for" : "exec", l->prog,
-                                   strerror(rep.err));
+                                   rep->step == SPAWN_STEP_CHDIR ? "chdir for" : "exec", l->prog,
+                                   strerror(rep->err));
         } else if (in->killed) {
                 answer_now(a, in->seq, SW_CODE_CRASHED, wstatus, "killed");
         } else if (in->garbled) {
@@ -322,7 +319,6 @@ static void crashed(struct agent *a, struct interp *in, const struct lang *l, in
 static void interp_forget(struct agent *a, struct interp *in)
 {
         groups_add_ended(&a->groups, in->pid);
-        close_fd(&in->report_fd);
         close_fd(&in->req_fd);
         close_fd(&in->res_fd);
         for (int i = 0; i < 2; i++)
@@ -333,6 +329,7 @@ static void interp_forget(struct agent *a, struct interp *in)
         in->pid = 0;
         in->seq = 0;
         in->killed = in->garbled = in->reaped = false;
+        in->report = (struct spawn_report){ .step = SPAWN_STEP_NONE };
 }
 
 bool code_reaped(struct agent *a, pid_t pid, int wstatus)
@@ -368,7 +365,6 @@ void code_done(struct agent *a)
 {
         for (int i = 0; i < CODE_LANGS; i++) {
                 struct interp *in = &a->interps[i];
-                close_fd(&in->report_fd);
                 close_fd(&in->req_fd);
                 close_fd(&in->res_fd);
                 close_fd(&in->out[0].fd);

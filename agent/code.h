@@ -13,14 +13,15 @@
 #include <sys/types.h>
 
 #include "agent/relay.h"
+#include "agent/spawn.h"
 #include "common/dynbuf.h"
 
 enum code_lang { CODE_PYTHON, CODE_NODE, CODE_LANGS };
 
 struct interp {
-        pid_t pid;     /* 0: none running */
-        int report_fd; /* spawn.h: why it did not exec */
-        int req_fd;    /* the wrapper's fd 3: requests */
+        pid_t pid;                  /* 0: none running */
+        struct spawn_report report; /* why it did not exec, if it did not */
+        int req_fd;                 /* the wrapper's fd 3: requests */
         struct dynbuf req;
         size_t req_sent;
         int res_fd; /* the wrapper's fd 4: answers */

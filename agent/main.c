@@ -18,11 +18,14 @@
 #include "agent/code.h"
 #include "agent/files.h"
 #include "agent/run.h"
+#include "agent/spawn.h"
 
 #define AGENT_DEFAULT_WORKSPACE "/workspace"
 
 /* SIGCHLD comes through a signalfd, read by the loop (spawn.c unblocks it
- * in children); SIGPIPE is an EPIPE to handle, not a death. */
+ * in children); SIGPIPE is an EPIPE to handle, not a death.  No signal
+ * gets a handler: a child between vfork and exec shares the agent's
+ * memory, and a handler run there would run on it (spawn.c). */
 static int setup_signals(void)
 {
         sigset_t chld;
@@ -76,6 +79,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "boxcar-session-agent: signals: %s\n", strerror(-a.sigfd));
                 return 1;
         }
+        spawn_init();
         leftovers_init(&a.leftovers);
         groups_init(&a.groups);
         code_init(&a);

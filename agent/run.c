@@ -17,8 +17,6 @@ static void run_free(struct run *r)
 {
         if (!r)
                 return;
-        if (r->report_fd >= 0)
-                close(r->report_fd);
         if (r->stdin_fd >= 0)
                 close(r->stdin_fd);
         for (int i = 0; i < 2; i++)
@@ -44,10 +42,7 @@ static struct run *run_new(uint32_t seq, const struct sw_run *req)
         struct run *r = calloc(1, sizeof(*r));
         if (!r)
                 return NULL;
-        *r = (struct run){ .seq = seq,
-                           .report_fd = -1,
-                           .stdin_fd = -1,
-                           .out = { { -1, 1 }, { -1, 2 } } };
+        *r = (struct run){ .seq = seq, .stdin_fd = -1, .out = { { -1, 1 }, { -1, 2 } } };
         r->argv0 = strdup(req->argv[0]);
         r->cwd = strdup(req->cwd);
         r->stdin_len = req->stdin_len;
@@ -61,7 +56,7 @@ static struct run *run_new(uint32_t seq, const struct sw_run *req)
         return r;
 }
 
-/* The three pipes and the fork.  The child's ends are closed here on
+/* The three pipes and the vfork.  The child's ends are closed here on
  * every path: only the child holds them, so EOF means what it should. */
 static int run_spawn(struct run *r, const struct sw_run *req)
 {
@@ -77,7 +72,7 @@ static int run_spawn(struct run *r, const struct sw_run *req)
                                            .cwd = req->cwd,
                                            .fds = { in[0], out[1], err[1] },
                                            .n_fds = 3 };
-                e = spawn_start(&plan, &r->pid, &r->report_fd);
+                e = spawn_start(&plan, &r->pid, &r->report);
         }
         int child_ends[] = { in[0], out[1], err[1] };
         for (size_t i = 0; i < ELEMENTSOF(child_ends); i++)
@@ -119,8 +114,8 @@ bool run_kill(struct agent *a, uint32_t seq)
         for (struct run *r = a->runs; r; r = r->next) {
                 if (r->seq != seq)
                         continue;
-                /* Before its setsid() the child has no group of its own
-                 * yet: then the process itself. */
+                /* A child whose setsid() failed has no group of its
+                 * own: then the process itself. */
                 if (kill(-r->pid, SIGKILL) < 0)
                         kill(r->pid, SIGKILL);
                 return true;
@@ -150,12 +145,12 @@ void run_feed_stdin(struct run *r)
 static void send_exit(struct agent *a, struct run *r, int wstatus, const struct rusage *ru)
 {
         struct sw_exit x = { .wstatus = wstatus };
-        struct spawn_report rep;
-        if (spawn_read_report(&r->report_fd, &rep) == 1) {
-                bool chdir_failed = rep.step == SPAWN_STEP_CHDIR;
+        const struct spawn_report *rep = &r->report;
+        if (rep->step != SPAWN_STEP_NONE) {
+                bool chdir_failed = rep->step == SPAWN_STEP_CHDIR;
                 conn_send_failure(&a->conn, r->seq, chdir_failed ? "chdir" : "exec",
-                                  chdir_failed ? r->cwd : r->argv0, rep.err);
-                x.exec_errno = rep.err;
+                                  chdir_failed ? r->cwd : r->argv0, rep->err);
+                x.exec_errno = rep->err;
         }
         x.cpu_us = (uint64_t)ru->ru_utime.tv_sec * 1000000 + (uint64_t)ru->ru_utime.tv_usec +
                    (uint64_t)ru->ru_stime.tv_sec * 1000000 + (uint64_t)ru->ru_stime.tv_usec;

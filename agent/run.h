@@ -11,21 +11,22 @@
 #include <sys/types.h>
 
 #include "agent/agent.h"
+#include "agent/spawn.h"
 
 struct run {
         struct run *next;
         uint32_t seq;
-        pid_t pid;        /* also its process group's and session's id (setsid) */
-        int report_fd;    /* spawn.h: why it did not exec */
-        int stdin_fd;     /* -1 once every byte is written or the reader left */
-        char *stdin_data; /* the request's stdin, a copy */
+        pid_t pid;                  /* also its process group's and session's id (setsid) */
+        struct spawn_report report; /* why it did not exec, if it did not */
+        int stdin_fd;               /* -1 once every byte is written or the reader left */
+        char *stdin_data;           /* the request's stdin, a copy */
         size_t stdin_len, stdin_off;
         struct relay out[2]; /* stdout, stderr */
         char *argv0, *cwd;   /* for the message of a failed start */
 };
 
 /* Starts the command of a SW_RUN payload: SA_STARTED, or SA_EXIT at once
- * when it cannot be started at all (a malformed request, no fork). */
+ * when it cannot be started at all (a malformed request, no process). */
 void run_start(struct agent *a, uint32_t seq, const char *payload, size_t len);
 /* SIGKILLs job seq's process group: false when seq is no running command. */
 bool run_kill(struct agent *a, uint32_t seq);

@@ -6,14 +6,37 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* PATH when the request's env has none: what execvp(3) of glibc uses,
  * without the current directory. */
 #define SPAWN_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
-/* The child moves its fds above this before placing them, so a plan's fd
- * that is already one of 0 .. SPAWN_FDS_MAX-1 is not overwritten first. */
-#define SPAWN_FD_STAGE 16
+
+/* The signals a child resets to SIG_DFL (spawn_init): the ones the agent
+ * ignores, since an ignored signal stays ignored across exec and a
+ * command must die of SIGPIPE and the rest as usual.  The others need
+ * nothing: exec itself resets a caught signal, and the agent catches
+ * none. */
+static int reset_sigs[NSIG];
+static int n_reset;
+/* The kernel's size of a signal set (64 signals), rt_sigaction's last
+ * argument. */
+#define SPAWN_KERNEL_SIGSET_SIZE 8
+
+void spawn_init(void)
+{
+        n_reset = 0;
+        for (int sig = 1; sig < NSIG; sig++) {
+                struct sigaction sa;
+                /* glibc keeps 32 and 33 for itself and refuses them
+                 * (EINVAL) here and in signal(); they can still be
+                 * ignored (GNU make 4.3 leaves them so for what it runs),
+                 * so they are reset whatever they are. */
+                if (sigaction(sig, NULL, &sa) < 0 || sa.sa_handler == SIG_IGN)
+                        reset_sigs[n_reset++] = sig;
+        }
+}
 
 int spawn_pipe(int ret_fds[2], int agent_end)
 {
@@ -79,80 +102,85 @@ static int exec_search(char *const *argv, char *const *env)
         return eacces ? EACCES : ENOENT;
 }
 
-static void child_fail(int report_fd, char step, int err)
+/* The child below runs between vfork and exec, on the agent's stack and
+ * in its memory (see spawn_start): it calls nothing but syscall wrappers
+ * (no malloc, no stdio, no locks, no atexit: _exit), writes nothing of
+ * the agent's but the report and errno (which the agent does not read
+ * after a vfork that worked), and never returns. */
+
+static _Noreturn void child_fail(volatile struct spawn_report *rep, char step, int err)
 {
-        struct spawn_report rep = { .step = step, .err = err };
-        /* A short write leaves the agent with no report: it then says
-         * the command exited 126/127, which is still the truth. */
-        ssize_t n = write(report_fd, &rep, sizeof(rep));
-        (void)n;
+        rep->step = step;
+        rep->err = err;
         _exit(err == ENOENT ? 127 : 126);
 }
 
-static void child(const struct spawn_plan *plan, int report_fd)
+/* The plan's fds become 0 .. n-1.  A plan fd that is itself one of
+ * 0 .. n-1 could be overwritten by an earlier dup2: only those are first
+ * copied above n-1 (the agent's pipes normally are already).  dup2's
+ * copies are not close-on-exec; the plan's fds and those copies are. */
+static int place_fds(const struct spawn_plan *plan)
 {
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        /* An ignored signal stays ignored across exec: the agent ignores
-         * SIGPIPE, whoever started it may have ignored more, and a command
-         * must die of them as usual. */
-        for (int sig = 1; sig < NSIG; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        signal(sig, SIG_DFL);
-        /* Out of the way of 0 .. n_fds-1 first, like the plan's fds. */
-        int moved = fcntl(report_fd, F_DUPFD_CLOEXEC, SPAWN_FD_STAGE);
-        if (moved < 0)
-                _exit(126);
-        report_fd = moved;
-        if (setsid() < 0)
-                child_fail(report_fd, SPAWN_STEP_EXEC, errno);
-        int staged[SPAWN_FDS_MAX];
-        for (int i = 0; i < plan->n_fds; i++) {
-                staged[i] = fcntl(plan->fds[i], F_DUPFD_CLOEXEC, SPAWN_FD_STAGE);
-                if (staged[i] < 0)
-                        child_fail(report_fd, SPAWN_STEP_EXEC, errno);
+        int n = plan->n_fds;
+        int src[SPAWN_FDS_MAX];
+        for (int i = 0; i < n; i++) {
+                src[i] = plan->fds[i];
+                if (src[i] < n) {
+                        src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, n);
+                        if (src[i] < 0)
+                                return errno;
+                }
         }
-        for (int i = 0; i < plan->n_fds; i++)
-                if (dup2(staged[i], i) < 0) /* dup2's copy is not CLOEXEC */
-                        child_fail(report_fd, SPAWN_STEP_EXEC, errno);
-        if (plan->cwd && plan->cwd[0] && chdir(plan->cwd) < 0)
-                child_fail(report_fd, SPAWN_STEP_CHDIR, errno);
-        child_fail(report_fd, SPAWN_STEP_EXEC, exec_search(plan->argv, plan->env));
-}
-
-int spawn_start(const struct spawn_plan *plan, pid_t *ret_pid, int *ret_report_fd)
-{
-        int rep[2] = { -1, -1 };
-        int r = spawn_pipe(rep, 0);
-        if (r < 0)
-                return r;
-        pid_t pid = fork();
-        if (pid < 0) {
-                r = -errno;
-                close(rep[0]);
-                close(rep[1]);
-                return r;
-        }
-        if (pid == 0) {
-                close(rep[0]);
-                child(plan, rep[1]);
-        }
-        close(rep[1]);
-        *ret_pid = pid;
-        *ret_report_fd = rep[0];
+        for (int i = 0; i < n; i++)
+                if (dup2(src[i], i) < 0)
+                        return errno;
         return 0;
 }
 
-int spawn_read_report(int *fd, struct spawn_report *ret)
+static _Noreturn void child(const struct spawn_plan *plan, volatile struct spawn_report *rep)
 {
-        struct spawn_report rep;
-        ssize_t n = *fd >= 0 ? read(*fd, &rep, sizeof(rep)) : -1;
-        if (*fd >= 0)
-                close(*fd);
-        *fd = -1;
-        if (n != (ssize_t)sizeof(rep))
-                return 0;
-        *ret = rep;
-        return 1;
+        /* The agent blocks SIGCHLD (it reads it from a signalfd); a
+         * command starts with nothing blocked. */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        /* The raw syscall, which takes 32 and 33 too; all zeros is
+         * SIG_DFL with no flags in any ABI's struct sigaction. */
+        static const unsigned long dfl[8];
+        for (int i = 0; i < n_reset; i++)
+                syscall(SYS_rt_sigaction, reset_sigs[i], dfl, NULL, SPAWN_KERNEL_SIGSET_SIZE);
+        if (setsid() < 0)
+                child_fail(rep, SPAWN_STEP_EXEC, errno);
+        int err = place_fds(plan);
+        if (err)
+                child_fail(rep, SPAWN_STEP_EXEC, err);
+        if (plan->cwd && plan->cwd[0] && chdir(plan->cwd) < 0)
+                child_fail(rep, SPAWN_STEP_CHDIR, errno);
+        child_fail(rep, SPAWN_STEP_EXEC, exec_search(plan->argv, plan->env));
+}
+
+int spawn_start(const struct spawn_plan *plan, pid_t *ret_pid, struct spawn_report *ret_report)
+{
+        /* vfork, not fork: the child borrows the agent's memory instead of
+         * a copy of its page tables, so neither process then takes a
+         * copy-on-write fault for every page it writes, and the child's
+         * failure comes back in memory instead of a pipe.  The agent is
+         * held until the child's exec (a fraction of a millisecond: the
+         * exec's own cost), which is as long as other jobs' output waits.
+         * Safe because the child keeps to child()'s rules and the agent
+         * has no signal handler a signal could run in the child (main.c);
+         * hence the two NOLINTs, whose checks allow nothing but exec or
+         * _exit after a vfork.  A child that stalls before its exec (one
+         * a job stops, say) holds the agent, but a job can stop the agent
+         * itself just as well (README.md, Trust).  volatile: written by
+         * the child, read here after it. */
+        volatile struct spawn_report rep = { .step = SPAWN_STEP_NONE };
+        pid_t pid = vfork(); /* NOLINT(clang-analyzer-security.insecureAPI.vfork) */
+        if (pid == 0)
+                child(plan, &rep); /* NOLINT(clang-analyzer-unix.Vfork) */
+        if (pid < 0)
+                return -errno;
+        *ret_pid = pid;
+        *ret_report = (struct spawn_report){ .step = rep.step, .err = rep.err };
+        return 0;
 }

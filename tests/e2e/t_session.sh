@@ -61,6 +61,25 @@ check "and is a layer over the previous one" test "$(job_field $j3 "(result->'ar
 js=$(run web '{"command": ["sh", "-c", "tr a-z A-Z; echo"], "stdin": "fed through stdin"}')
 is "stdin is fed to the command" "$(st $js) $(out $js)" "succeeded FED THROUGH STDIN"
 
+# ---- What a command starts with (the agent's spawn, under the sandbox's seccomp filter) ----
+jc=$(run web '{"command": ["cat", "/proc/self/status"]}')
+is "a command starts with no signal blocked or ignored" \
+   "$(st $jc) $(out $jc | grep -E '^Sig(Blk|Ign):' | tr -s '\t\n' '  ')" \
+   "succeeded SigBlk: 0000000000000000 SigIgn: 0000000000000000 "
+jp=$(run web '{"command": ["cat", "/proc/self/stat"]}')
+is "in a process group and session of its own" "$(out $jp | awk 'NR == 1 { print ($1 == $5 && $1 == $6) }')" "1"
+jf=$(run web '{"command": ["ls", "/proc/self/fd"]}')
+is "with fds 0, 1 and 2 only (3: the directory ls reads)" "$(out $jf | xargs)" "0 1 2 3"
+jm=$(run web '{"command": ["no-such-command-boxcar"]}')
+is "a command not in PATH exits 127, the agent saying why on its stderr" \
+   "$(st $jm) $(job_field $jm "result->>'exit_code'") $(job_field $jm "result->>'stderr'")" \
+   "failed 127 exec no-such-command-boxcar: No such file or directory"
+sh_job web 'printf "#!/bin/sh\n" > notexec' >/dev/null
+jx=$(run web '{"command": ["./notexec"]}')
+is "one that is not executable exits 126" \
+   "$(st $jx) $(job_field $jx "result->>'exit_code'") $(job_field $jx "result->>'stderr'")" \
+   "failed 126 exec ./notexec: Permission denied"
+
 # ---- Timeout and cancel end the job's own process group, not the session ----
 jt=$(run web '{"command": ["sh", "-c", "sleep 30 & sleep 30"], "limits": {"timeout_s": 1, "disk_mb": 128}}')
 is "a job past its timeout is killed" "$(st $jt) $(job_field $jt "error->>'code'")" "failed TIMEOUT"

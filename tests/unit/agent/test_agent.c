@@ -3,6 +3,7 @@
  * test listens on a unix socket in a temporary directory, starts the agent
  * on it (workspace: a folder of that directory), and plays the worker.
  * Commands, stdin, what a command leaves running, KILL, cwd, exec failures,
+ * PATH search, what a command starts with (fds, signals, session),
  * file operations, the kept Python and Node.js interpreters, and what
  * goes when the worker hangs up. */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -179,19 +182,25 @@ static void wait_for(struct harness *h, struct job *j, enum sw_type until)
         }
 }
 
-static void send_run(struct harness *h, uint32_t seq, char **argv, const char *in, size_t in_len,
-                     const char *cwd)
+static void send_run_env(struct harness *h, uint32_t seq, char **argv, const char *in,
+                         size_t in_len, const char *cwd, char **env)
 {
         struct dynbuf b;
         dynbuf_init(&b, SW_PAYLOAD_MAX + 64);
         struct sw_run r = { .argv = argv,
-                            .env = environ,
+                            .env = env,
                             .cwd = cwd,
                             .stdin_data = in,
                             .stdin_len = (uint32_t)in_len };
         assert_int_equal(sw_encode_run(&b, seq, &r), 0);
         send_all(h, &b);
         dynbuf_done(&b);
+}
+
+static void send_run(struct harness *h, uint32_t seq, char **argv, const char *in, size_t in_len,
+                     const char *cwd)
+{
+        send_run_env(h, seq, argv, in, in_len, cwd, environ);
 }
 
 static void send_kill(struct harness *h, uint32_t seq)
@@ -203,6 +212,15 @@ static void send_kill(struct harness *h, uint32_t seq)
         assert_int_equal(sw_frame_end(&b, start), 0);
         send_all(h, &b);
         dynbuf_done(&b);
+}
+
+/* Runs a command with env to its SA_EXIT. */
+static void run_env(struct harness *h, struct job *j, uint32_t seq, char **argv, char **env)
+{
+        job_init(j, seq);
+        send_run_env(h, seq, argv, NULL, 0, h->ws, env);
+        wait_for(h, j, SA_EXIT);
+        assert_true(j->pid > 0);
 }
 
 /* Runs a command to its SA_EXIT. */
@@ -259,7 +277,12 @@ static void files(struct harness *h, struct job *j, uint32_t seq, uint32_t max_r
 
 /* ---- setup: the socket, the agent, its hello ----------------------------- */
 
-static int setup(void **state)
+/* Starts the agent as its starter would, with what no job may inherit
+ * from it: an fd that is not close-on-exec (test_no_fd_leaks), signals
+ * ignored and blocked (test_child_state).  std_closed: with fds 0, 1 and 2
+ * closed, so the agent's own fds and its commands' pipes take those
+ * numbers (test_std_closed). */
+static int start(void **state, bool std_closed)
 {
         struct harness *h = calloc(1, sizeof(*h));
         /* tmpfs when there is one: the listing test makes 10,005 files,
@@ -280,11 +303,26 @@ static int setup(void **state)
         h->agent = fork();
         assert_true(h->agent >= 0);
         if (h->agent == 0) {
-                /* An fd the agent inherits without O_CLOEXEC: no job may
-                 * get it (test_no_fd_leaks). */
                 int null = open("/dev/null", O_RDONLY);
                 if (null < 0 || dup2(null, 20) < 0)
                         _exit(126);
+                signal(SIGINT, SIG_IGN);
+                signal(SIGHUP, SIG_IGN);
+                signal(SIGUSR1, SIG_IGN);
+                sigset_t block;
+                sigemptyset(&block);
+                sigaddset(&block, SIGUSR2);
+                sigaddset(&block, SIGTERM);
+                sigprocmask(SIG_BLOCK, &block, NULL);
+                /* 32 and 33 too, which glibc's signal() refuses (GNU make
+                 * leaves them ignored); the kernel's struct sigaction
+                 * starts with the handler here (not on MIPS). */
+                const unsigned long ign[4] = { (unsigned long)SIG_IGN };
+                for (int sig = 32; sig <= 33; sig++)
+                        if (syscall(SYS_rt_sigaction, sig, ign, NULL, 8) < 0)
+                                _exit(126);
+                if (std_closed)
+                        close_range(0, 2, 0);
                 execl(agent_path, "boxcar-session-agent", sa.sun_path, h->ws, (char *)NULL);
                 _exit(127);
         }
@@ -303,6 +341,16 @@ static int setup(void **state)
         free(f.p);
         *state = h;
         return 0;
+}
+
+static int setup(void **state)
+{
+        return start(state, false);
+}
+
+static int setup_std_closed(void **state)
+{
+        return start(state, true);
 }
 
 /* The worker hangs up: the agent must exit 0, promptly. */
@@ -385,6 +433,7 @@ static void assert_exit_code(const struct job *j, int code)
 }
 
 static void assert_code(const struct job *j, uint8_t status, const char *value);
+static void assert_contains(const char *s, const char *part);
 
 /* ---- commands ---------------------------------------------------------------- */
 
@@ -569,6 +618,113 @@ static void test_exec_failure(void **state)
         assert_exit_code(&j, 126);
         assert_int_equal(j.exit.exec_errno, EACCES);
         assert_string_equal(j.out[2].data, "exec ./notexec: Permission denied\n");
+        job_done(&j);
+}
+
+/* A name without '/' is looked up in the request's PATH, not the agent's:
+ * an entry where the file is not executable is passed over, and EACCES
+ * is what a failure says only when no entry has it executable. */
+static void test_path_search(void **state)
+{
+        struct harness *h = *state;
+        char noexec_dir[PATH_MAX], exec_dir[PATH_MAX], tool[PATH_MAX];
+        join(noexec_dir, sizeof(noexec_dir), h->dir, "noexec");
+        join(exec_dir, sizeof(exec_dir), h->dir, "bin");
+        assert_int_equal(mkdir(noexec_dir, 0755), 0);
+        assert_int_equal(mkdir(exec_dir, 0755), 0);
+        join(tool, sizeof(tool), noexec_dir, "boxcar-tool");
+        write_file(tool, "#!/bin/sh\necho noexec\n");
+        join(tool, sizeof(tool), exec_dir, "boxcar-tool");
+        write_file(tool, "#!/bin/sh\necho found\n");
+        assert_int_equal(chmod(tool, 0755), 0);
+        char both[3 * PATH_MAX], first[PATH_MAX + 8];
+        snprintf(both, sizeof(both), "PATH=/nonexistent-boxcar:%s:%s", noexec_dir, exec_dir);
+        snprintf(first, sizeof(first), "PATH=%s", noexec_dir);
+        char *argv[] = { "boxcar-tool", NULL };
+        struct job j;
+        char *env_both[] = { both, NULL };
+        run_env(h, &j, 1, argv, env_both);
+        assert_exit_code(&j, 0);
+        assert_string_equal(j.out[1].data, "found\n");
+        job_done(&j);
+        char *env_first[] = { first, NULL };
+        run_env(h, &j, 2, argv, env_first);
+        assert_exit_code(&j, 126);
+        assert_int_equal(j.exit.exec_errno, EACCES);
+        assert_string_equal(j.out[2].data, "exec boxcar-tool: Permission denied\n");
+        job_done(&j);
+        /* The agent's own PATH has true; the request's does not. */
+        char *t[] = { "true", NULL };
+        char *env_none[] = { "PATH=/nonexistent-boxcar", NULL };
+        run_env(h, &j, 3, t, env_none);
+        assert_exit_code(&j, 127);
+        assert_int_equal(j.exit.exec_errno, ENOENT);
+        job_done(&j);
+        /* No PATH at all: /usr/local/bin:/usr/bin:/bin. */
+        char *env_empty[] = { NULL };
+        run_env(h, &j, 4, t, env_empty);
+        assert_exit_code(&j, 0);
+        job_done(&j);
+}
+
+/* The process-wide state a command starts with: nothing blocked or
+ * ignored, whatever the agent's starter left (setup) and the agent itself
+ * does (SIGCHLD blocked, SIGPIPE ignored); a session and process group of
+ * its own. */
+static void test_child_state(void **state)
+{
+        struct harness *h = *state;
+        struct job j;
+        char *status[] = { "cat", "/proc/self/status", NULL };
+        run(h, &j, 1, status, NULL);
+        assert_exit_code(&j, 0);
+        assert_contains(j.out[1].data, "\nSigBlk:\t0000000000000000\n");
+        assert_contains(j.out[1].data, "\nSigIgn:\t0000000000000000\n");
+        job_done(&j);
+        char *stat[] = { "cat", "/proc/self/stat", NULL };
+        run(h, &j, 2, stat, NULL);
+        assert_exit_code(&j, 0);
+        /* pid (comm) state ppid pgrp session … */
+        const char *paren = strrchr(j.out[1].data, ')');
+        assert_non_null(paren);
+        int pgrp = 0, sid = 0;
+        assert_int_equal(sscanf(paren + 1, " %*c %*d %d %d", &pgrp, &sid), 2);
+        assert_int_equal(pgrp, j.pid);
+        assert_int_equal(sid, j.pid);
+        job_done(&j);
+}
+
+/* An agent started with fds 0-2 closed: its own fds and the pipes it makes
+ * take those numbers, and a command or interpreter must still get each
+ * pipe at its place (none overwritten by another's dup2) and nothing
+ * else. */
+static void test_std_closed(void **state)
+{
+        struct harness *h = *state;
+        struct job j;
+        job_init(&j, 1);
+        char *cat[] = { "cat", NULL };
+        send_run(h, 1, cat, "in", 2, h->ws);
+        wait_for(h, &j, SA_EXIT);
+        assert_exit_code(&j, 0);
+        assert_string_equal(j.out[1].data, "in");
+        job_done(&j);
+        sh(h, &j, 2, "ls /proc/self/fd; echo err >&2");
+        assert_exit_code(&j, 0);
+        /* 3: the directory ls reads. */
+        assert_string_equal(j.out[1].data, "0\n1\n2\n3\n");
+        assert_string_equal(j.out[2].data, "err\n");
+        job_done(&j);
+        code(h, &j, 3, "python",
+             "import subprocess, sys\n"
+             "def main():\n"
+             "    print('out'); print('err', file=sys.stderr)\n"
+             "    return subprocess.run(['ls', '/proc/self/fd'], capture_output=True,\n"
+             "                          close_fds=False, text=True).stdout.split()\n",
+             "{}");
+        assert_code(&j, SW_CODE_OK, "[\"0\", \"1\", \"2\", \"3\"]");
+        assert_string_equal(j.out[1].data, "out\n");
+        assert_string_equal(j.out[2].data, "err\n");
         job_done(&j);
 }
 
@@ -981,6 +1137,9 @@ int main(int argc, char **argv)
                 cmocka_unit_test_setup_teardown(test_kill, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_cwd, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_path_search, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_child_state, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_std_closed, setup_std_closed, teardown),
                 cmocka_unit_test_setup_teardown(test_files, setup_files, teardown),
                 cmocka_unit_test_setup_teardown(test_files_read_limit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_files_list_limit, setup, teardown),
