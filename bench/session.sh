@@ -371,7 +371,7 @@ built() { date -u -r "$1" '+%F %T UTC'; }
 echo
 echo "session benchmark: one worker (--sandbox namespace, --concurrency $C, --poll-interval $POLL, LISTEN on),"
 echo "one job at a time, each enqueued once the previous one's end was heard; $(nproc) CPUs,"
-echo "PostgreSQL 15 (127.0.0.1:$BOXCAR_PG_PORT, synchronous_commit on), S3: s3rver (127.0.0.1:$BOXCAR_S3_PORT);"
+echo "PostgreSQL 15 (127.0.0.1:$BOXCAR_PG_PORT, synchronous_commit on), S3: s3rver (127.0.0.1:${BOXCAR_S3_PORT:-54569});"
 echo "build/boxcar $("$BOXCAR" version 2>/dev/null | head -1) built $(built "$BOXCAR"), build/boxcar-session-agent built $(built "$AGENT")"
 echo
 echo "1. commit -> command start inside (/bin/sh -c 'date +%s%N'), ms; load average at the start $R_LOAD1"
