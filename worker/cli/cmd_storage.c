@@ -174,37 +174,20 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
                 sandbox_workspace_remove_tree(tree);
         rmdir(tmp);
         storage_config_free(st.s3);
-        const char *shas[STORAGE_MAX_LAYERS];
-        for (size_t i = 0; i < saved.v.n_layers; i++)
-                shas[i] = saved.v.layers[i];
-        _cleanup_free_ char *layers = r >= 0 ? store_array_literal(saved.v.n_layers, shas, NULL)
-                                             : NULL;
-        if (r >= 0 && !layers)
-                r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        if (r >= 0)
+                r = store_record_version(&db, name, &saved.v, found ? head.sha256 : NULL, err);
         if (r < 0) {
                 store_saved_done(&saved);
                 store_version_done(&head);
                 return r;
         }
-        char size[32], count[32];
-        snprintf(size, sizeof(size), "%llu", (unsigned long long)saved.v.size);
-        snprintf(count, sizeof(count), "%llu", (unsigned long long)saved.v.file_count);
-        const char *p[] = { name,           saved.v.sha256,
-                            saved.v.s3_key, size,
-                            count,          found ? head.sha256 : NULL,
-                            layers,         saved.v.bottom_tree };
-        _cleanup_pgresult_ PGresult *added = db_exec(
-                conn,
-                "select boxcar.add_storage_version($1, $2, $3, $4::bigint, $5::bigint, $6,"
-                " null, true, $7::text[], $8)",
-                8, p, err);
-        r = added ? 0 : -EPROTO;
-        if (added && json)
+        if (json)
                 r = print_pushed(conn, name, saved.v.sha256, saved.uploaded, err);
-        else if (added)
+        else
                 printf("%s\n", saved.v.sha256);
         if (r >= 0)
-                fprintf(stderr, "%s: %s files, %s bytes, %s\n", name, count, size,
+                fprintf(stderr, "%s: %llu files, %llu bytes, %s\n", name,
+                        (unsigned long long)saved.v.file_count, (unsigned long long)saved.v.size,
                         saved.uploaded ? "uploaded" : "already stored (nothing uploaded)");
         store_saved_done(&saved);
         store_version_done(&head);

@@ -223,6 +223,12 @@ void store_tree_keep(const struct store *st, const struct storage_tree *t);
  * memory. */
 char *store_array_literal(size_t n, const char *const *vals, const uint64_t *nums);
 
+/* Records v (saved by store_save_version) as storage's new head, its
+ * parent parent (or NULL), outside any job (boxcar.add_storage_version):
+ * `boxcar storage push`, a session's final checkpoint. */
+int store_record_version(const struct store_db *db, const char *storage,
+                         const struct store_version *v, const char *parent, struct bc_error *err);
+
 /* Registers objects (boxcar.register_storage_objects) before they are
  * checked or uploaded: kinds "layer" or "tree". */
 int store_register_objects(const struct store_db *db, size_t n, const char *const *keys,

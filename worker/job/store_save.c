@@ -263,3 +263,27 @@ int store_save_version(const struct store *st, const struct store_db *db,
         save_done(&s);
         return r;
 }
+
+int store_record_version(const struct store_db *db, const char *storage,
+                         const struct store_version *v, const char *parent, struct bc_error *err)
+{
+        const char *shas[STORAGE_MAX_LAYERS];
+        for (size_t i = 0; i < v->n_layers; i++)
+                shas[i] = v->layers[i];
+        _cleanup_free_ char *layers = store_array_literal(v->n_layers, shas, NULL);
+        if (!layers)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        char size[32], count[32];
+        snprintf(size, sizeof(size), "%llu", (unsigned long long)v->size);
+        snprintf(count, sizeof(count), "%llu", (unsigned long long)v->file_count);
+        const char *p[] = { storage, v->sha256, v->s3_key, size,
+                            count,   parent,    layers,    v->bottom_tree };
+        PGresult *res = db->exec(db->ctx,
+                                 "select boxcar.add_storage_version($1, $2, $3, $4::bigint, "
+                                 "$5::bigint, $6, null, true, $7::text[], $8)",
+                                 8, p, err);
+        if (!res)
+                return -EPROTO;
+        PQclear(res);
+        return 0;
+}

@@ -338,27 +338,9 @@ static void final_checkpoint(struct session *s)
         struct store_db db = { registry_exec, r };
         struct store_saved saved = { 0 };
         int rc = store_save_version(r->o.store, &db, &args, &saved, &err);
-        if (rc >= 0 && !saved.unchanged) {
-                const char *shas[STORAGE_MAX_LAYERS];
-                for (size_t i = 0; i < saved.v.n_layers; i++)
-                        shas[i] = saved.v.layers[i];
-                _cleanup_free_ char *layers = store_array_literal(saved.v.n_layers, shas, NULL);
-                char size[32], count[32];
-                snprintf(size, sizeof(size), "%llu", (unsigned long long)saved.v.size);
-                snprintf(count, sizeof(count), "%llu", (unsigned long long)saved.v.file_count);
-                const char *p[] = { s->storage,     saved.v.sha256,
-                                    saved.v.s3_key, size,
-                                    count,          base ? base->sha256 : NULL,
-                                    layers,         saved.v.bottom_tree };
-                PGresult *res = layers ? session_db(r,
-                                                    "select boxcar.add_storage_version($1, $2, "
-                                                    "$3, $4::bigint, $5::bigint, $6, null, true, "
-                                                    "$7::text[], $8)",
-                                                    8, p, &err)
-                                       : NULL;
-                rc = res ? 0 : -EIO;
-                PQclear(res);
-        }
+        if (rc >= 0 && !saved.unchanged)
+                rc = store_record_version(&db, s->storage, &saved.v, base ? base->sha256 : NULL,
+                                          &err);
         /* Cached as the session's next start (here, after an idle end or
          * an eviction) will need it: built from the overlay's lower and
          * upper, its cost the names and changed bytes, not the tree's. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base64.h"
 #include "common/cleanup.h"
 #include "worker/spec/spec-internal.h"
 
@@ -167,21 +168,6 @@ static const char *const *op_fields(enum spec_file_kind k)
         return plain;
 }
 
-static int b64_value(unsigned char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
 /* Standard base64 (RFC 4648, "+/"), whitespace (space, tab, CR, LF)
  * skipped as PostgreSQL's decode() does; groups of four symbols, only the
  * last of which may end in "=" or "==".  The SQL validator states the same
@@ -203,7 +189,7 @@ static int base64_decode(const char *s, char **ret, size_t *ret_len)
                         pad++;
                         acc <<= 6;
                 } else {
-                        int b = b64_value(*p);
+                        int b = base64_value(*p);
                         if (b < 0 || pad > 0)
                                 return -EINVAL;
                         acc = acc << 6 | (uint32_t)b;

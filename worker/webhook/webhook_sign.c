@@ -12,6 +12,7 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "common/base64.h"
 #include "common/dynbuf.h"
 
 #define SECRET_PREFIX "whsec_"
@@ -37,21 +38,6 @@ struct webhook_secrets {
 
 BC_DEFINE_CLEANUP(EVP_MAC_CTX *, EVP_MAC_CTX_free)
 
-static int b64_value(unsigned char c)
-{
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
 /* Strict standard-alphabet base64 (padding optional, nothing else
  * allowed) into out[cap].  OpenSSL's EVP_DecodeBlock is not used because
  * it skips whitespace and counts padding as data.  Returns the decoded
@@ -68,7 +54,7 @@ static int b64_decode(const char *in, size_t len, unsigned char *out, size_t cap
         unsigned acc = 0, bits = 0;
         size_t o = 0;
         for (size_t i = 0; i < len; i++) {
-                int v = b64_value((unsigned char)in[i]);
+                int v = base64_value((unsigned char)in[i]);
                 if (v < 0)
                         return -EINVAL;
                 acc = (acc << 6) | (unsigned)v;
