@@ -77,8 +77,15 @@ enum MHD_Result ui_fail(struct ui *ui, struct ui_req *r, unsigned status, struct
  * UI_AUTH_NONE when there are none or they are wrong. */
 void ui_auth_identify(struct ui *ui, struct ui_req *r);
 /* True when a request in --no-auth mode names a loopback Host (a page
- * reached through DNS rebinding names the attacker's host). */
+ * reached through DNS rebinding names the attacker's host): see
+ * ui_auth_loopback_host, with the port the request came in on. */
 bool ui_auth_host_ok(const struct ui_req *r);
+/* True when host (a Host header's value, NULL for none) is exactly
+ * "localhost" (any case), "[::1]" or a dotted-quad 127.x.y.z address,
+ * alone or with ":port".  Names that merely start like one
+ * ("127.0.0.1.evil.example", "localhost.evil.example") are not loopback:
+ * anyone can point them anywhere. */
+bool ui_auth_loopback_host(const char *host, unsigned port);
 /* POST /login (token in the form) and POST /logout. */
 enum MHD_Result ui_auth_login(struct ui *ui, struct ui_req *r);
 enum MHD_Result ui_auth_logout(struct ui *ui, struct ui_req *r);

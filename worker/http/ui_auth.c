@@ -12,12 +12,17 @@
  * token in its form: HMAC-SHA256 under a key made at start over the
  * session id (or the basic-auth user, or "bearer"), which another site
  * cannot read. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 
 #include "worker/http/ui-internal.h"
 
@@ -134,26 +139,70 @@ void ui_auth_identify(struct ui *ui, struct ui_req *r)
         }
 }
 
-/* The Host header without its port. */
-static bool host_name(const struct ui_req *r, char *out, size_t size)
+/* A Host header's port: 1 to 5 digits, no leading zero, equal to port. */
+static bool host_port_is(const char *s, unsigned port)
 {
-        const char *h = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-        if (!h || !*h || strlen(h) >= size)
+        size_t n = strlen(s);
+        if (n == 0 || n > 5 || s[0] == '0' || strspn(s, "0123456789") != n)
                 return false;
-        snprintf(out, size, "%s", h);
-        char *colon = out[0] == '[' ? strstr(out, "]:") : strrchr(out, ':');
-        if (colon)
-                colon[out[0] == '[' ? 1 : 0] = '\0';
+        return strtoul(s, NULL, 10) == port;
+}
+
+bool ui_auth_loopback_host(const char *host, unsigned port)
+{
+        if (!host)
+                return false;
+        const char *end, *rest;
+        if (host[0] == '[') {
+                end = strchr(host, ']');
+                if (!end)
+                        return false;
+                rest = ++end;
+        } else {
+                end = host + strcspn(host, ":");
+                rest = end;
+        }
+        if (*rest && (*rest != ':' || !host_port_is(rest + 1, port)))
+                return false;
+        char name[64];
+        size_t n = (size_t)(end - host);
+        if (n == 0 || n >= sizeof(name))
+                return false;
+        memcpy(name, host, n);
+        name[n] = '\0';
+        if (strcasecmp(name, "localhost") == 0 || strcmp(name, "[::1]") == 0)
+                return true;
+        /* inet_pton takes only the four-part dotted-decimal form (no
+         * "127.1", no octal), so "127.0.0.1.evil.example" is no address. */
+        struct in_addr a;
+        return inet_pton(AF_INET, name, &a) == 1 && ntohl(a.s_addr) >> 24 == 127;
+}
+
+/* The port the request came in on: the connection's local address. */
+static bool local_port(const struct ui_req *r, unsigned *ret_port)
+{
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+                r->c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof(ss);
+        if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &len) < 0)
+                return false;
+        if (ss.ss_family == AF_INET)
+                *ret_port = ntohs(((const struct sockaddr_in *)&ss)->sin_port);
+        else if (ss.ss_family == AF_INET6)
+                *ret_port = ntohs(((const struct sockaddr_in6 *)&ss)->sin6_port);
+        else
+                return false;
         return true;
 }
 
 bool ui_auth_host_ok(const struct ui_req *r)
 {
-        char host[300];
-        if (!host_name(r, host, sizeof(host)))
+        unsigned port;
+        if (!local_port(r, &port))
                 return false;
-        return strcmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0 ||
-               strncmp(host, "127.", 4) == 0;
+        return ui_auth_loopback_host(
+                MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST), port);
 }
 
 static bool same_origin(const struct ui_req *r, const char **ret_reason)

@@ -101,12 +101,64 @@ static void test_equal(void **state)
         assert_true(ui_auth_equal("", ""));
 }
 
+static void test_loopback_host(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *host;
+                bool want;
+        } cases[] = {
+                { "localhost", true },
+                { "localhost:9470", true },
+                { "LocalHost:9470", true },
+                { "127.0.0.1", true },
+                { "127.0.0.1:9470", true },
+                { "127.1.2.3:9470", true },
+                { "127.255.255.255", true },
+                { "[::1]", true },
+                { "[::1]:9470", true },
+                { "localhost:9471", false },
+                { "127.0.0.1:80", false },
+                { "[::1]:947", false },
+                { "localhost:", false },
+                { "localhost:09470", false },
+                { "localhost:+9470", false },
+                { "localhost:9470:9470", false },
+                { "localhost:99999999", false },
+                { "127.x.attacker.example", false },
+                { "127.x.attacker.example:9470", false },
+                { "127.0.0.1.evil.example", false },
+                { "127.0.0.1.evil.example:9470", false },
+                { "localhost.evil.example", false },
+                { "localhost.", false },
+                { "127.1:9470", false },
+                { "127.0.0.01", false },
+                { "127.0.0.256", false },
+                { "0177.0.0.1", false },
+                { "128.0.0.1", false },
+                { "10.0.0.1", false },
+                { "evil.example", false },
+                { "[::1", false },
+                { "[::1]x", false },
+                { "[::2]:9470", false },
+                { "[::ffff:127.0.0.1]", false },
+                { "::1", false },
+                { "", false },
+                { ":9470", false },
+                { NULL, false },
+        };
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+                if (ui_auth_loopback_host(cases[i].host, 9470) != cases[i].want)
+                        fail_msg("Host %s: want %d", cases[i].host ? cases[i].host : "(none)",
+                                 cases[i].want);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_escape),     cmocka_unit_test(test_urlenc),
                 cmocka_unit_test(test_form_value), cmocka_unit_test(test_uuid),
-                cmocka_unit_test(test_equal),
+                cmocka_unit_test(test_equal),      cmocka_unit_test(test_loopback_host),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
