@@ -183,7 +183,7 @@ static bool local_port(const struct ui_req *r, unsigned *ret_port)
 {
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
                 r->c, MHD_CONNECTION_INFO_CONNECTION_FD);
-        struct sockaddr_storage ss;
+        struct sockaddr_storage ss = { 0 };
         socklen_t len = sizeof(ss);
         if (!ci || getsockname(ci->connect_fd, (struct sockaddr *)&ss, &len) < 0)
                 return false;
