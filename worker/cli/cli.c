@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cleanup.h"
 #include "common/error.h"
 #include "common/io.h"
+#include "worker/cli/term_safe.h"
 
 int cli_common_options(int *argc, char **argv, const char *usage, const char **ret_url)
 {
@@ -44,12 +46,12 @@ int cli_common_options(int *argc, char **argv, const char *usage, const char **r
         return 0;
 }
 
-bool cli_take_json(int *argc, char **argv)
+bool cli_take_flag(int *argc, char **argv, const char *flag)
 {
         bool found = false;
         int out = 0, i = 0;
         for (; i < *argc && strcmp(argv[i], "--") != 0; i++) {
-                if (strcmp(argv[i], "--json") == 0)
+                if (strcmp(argv[i], flag) == 0)
                         found = true;
                 else
                         argv[out++] = argv[i];
@@ -61,14 +63,24 @@ bool cli_take_json(int *argc, char **argv)
         return found;
 }
 
+bool cli_take_json(int *argc, char **argv)
+{
+        return cli_take_flag(argc, argv, "--json");
+}
+
 bool cli_print_json(cJSON *value)
 {
-        char *text = value ? cJSON_PrintUnformatted(value) : NULL;
-        if (text)
-                printf("%s\n", text);
-        free(text);
+        _cleanup_free_ char *text = value ? cJSON_PrintUnformatted(value) : NULL;
         cJSON_Delete(value);
-        return text != NULL;
+        return text && cli_print_json_text(text);
+}
+
+bool cli_print_json_text(const char *text)
+{
+        _cleanup_free_ char *safe = term_safe_json(text);
+        if (safe)
+                printf("%s\n", safe);
+        return safe != NULL;
 }
 
 int cli_fail(const char *name, struct bc_error *err)
@@ -81,8 +93,10 @@ int cli_fail(const char *name, struct bc_error *err)
 
 int cli_bad_option(char **argv, struct bc_error *err)
 {
-        return bc_error_set(err, BC_USAGE, EINVAL, "unknown or incomplete option '%s'",
-                            argv[optind - 1]);
+        /* The name only: a mistyped --database-url=URL holds a password. */
+        const char *a = argv[optind - 1];
+        return bc_error_set(err, BC_USAGE, EINVAL, "unknown or incomplete option '%.*s'",
+                            (int)strcspn(a, "="), a);
 }
 
 int cli_read_spec_file(const char *path, char **ret, struct bc_error *err)

@@ -59,13 +59,19 @@ int sandbox_check_usable(const struct worker_config *cfg, struct bc_error *err);
  * was handled (usage printed), 2 on a usage error (message printed). */
 int cli_common_options(int *argc, char **argv, const char *usage, const char **ret_url);
 
-/* Removes every "--json" before a "--" from argv (in place); returns
- * whether there was one.  For the commands without a getopt table. */
+/* Removes every flag (e.g. "--raw") before a "--" from argv (in place);
+ * returns whether there was one.  For the commands without a getopt
+ * table; cli_take_json takes "--json". */
+bool cli_take_flag(int *argc, char **argv, const char *flag);
 bool cli_take_json(int *argc, char **argv);
 
 /* Prints a cJSON value on one line and frees it; false when out of memory. */
 struct cJSON;
 bool cli_print_json(struct cJSON *value);
+/* Prints JSON text and a newline, DEL and C1 controls escaped (a job's
+ * text is hostile to terminals: term_safe_json); false when out of
+ * memory.  Every JSON the CLI prints goes through it. */
+bool cli_print_json_text(const char *text);
 
 /* A job spec for the CLI: the file at path ('-': stdin, at most 4 MiB),
  * or {"command": argv}.  The caller frees the text (NULL: out of memory). */

@@ -123,7 +123,7 @@ int cmd_enqueue(int argc, char **argv)
         r = api_job(conn, PQgetvalue(res, 0, 0), &job, &err);
         if (r < 0)
                 return cli_fail("enqueue", &err);
-        printf("%s\n", r > 0 ? job.rows[0].text : "");
+        cli_print_json_text(r > 0 ? job.rows[0].text : "");
         return 0;
 }
 
@@ -198,9 +198,9 @@ static int parse_status(int argc, char **argv, struct status_args *a)
                         break;
                 default:
                         fprintf(stderr,
-                                "boxcar status: unknown or incomplete option '%s' "
+                                "boxcar status: unknown or incomplete option '%.*s' "
                                 "(see boxcar help status)\n",
-                                argv[optind - 1]);
+                                (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
                         return 2;
                 }
         }
@@ -243,7 +243,7 @@ int cmd_status(int argc, char **argv)
                 char status[16];
                 if (!a.wait || is_final(job.rows[0].json, status)) {
                         _cleanup_free_ char *pretty = cJSON_Print(job.rows[0].json);
-                        printf("%s\n", pretty ? pretty : job.rows[0].text);
+                        cli_print_json_text(pretty ? pretty : job.rows[0].text);
                         return 0;
                 }
                 long left = deadline - (long)bc_mono_ms();
@@ -321,6 +321,6 @@ int cmd_events(int argc, char **argv)
         if (api_job_events(conn, id, &events, &err) < 0)
                 return cli_fail("events", &err);
         for (size_t i = 0; i < events.n; i++)
-                printf("%s\n", events.rows[i].text);
+                cli_print_json_text(events.rows[i].text);
         return 0;
 }

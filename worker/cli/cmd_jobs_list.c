@@ -155,7 +155,7 @@ static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)
                 cJSON_AddItemToObject(doc, "next_cursor",
                                       next ? cJSON_CreateString(next) : cJSON_CreateNull());
                 _cleanup_free_ char *text = cJSON_Print(doc);
-                printf("%s\n", text ? text : "{}");
+                cli_print_json_text(text ? text : "{}");
         } else if (next) {
                 printf("more: boxcar jobs ls ... --after %s\n", next);
         }
@@ -180,7 +180,7 @@ static int retry(PGconn *conn, const char *id, const char *by, bool json, struct
                 return r;
         if (json) {
                 _cleanup_free_ char *text = cJSON_Print(job.rows[0].json);
-                printf("%s\n", text ? text : job.rows[0].text);
+                cli_print_json_text(text ? text : job.rows[0].text);
         } else {
                 printf("%s: queued again with a fresh attempt budget (requested by %s)\n", id, by);
         }
@@ -257,7 +257,7 @@ static int queues_json(PGconn *conn, struct bc_error *err)
         if (r < 0)
                 return r;
         _cleanup_free_ char *text = cJSON_Print(q.rows[0].json);
-        printf("%s\n", text ? text : q.rows[0].text);
+        cli_print_json_text(text ? text : q.rows[0].text);
         return 0;
 }
 

@@ -166,7 +166,7 @@ static int list(PGconn *conn, const struct sched_args *a, struct bc_error *err)
                 return r;
         for (size_t i = 0; i < ls.n; i++) {
                 if (a->json)
-                        printf("%s\n", ls.rows[i].text);
+                        cli_print_json_text(ls.rows[i].text);
                 else
                         print_schedule(ls.rows[i].json);
         }

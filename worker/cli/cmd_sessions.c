@@ -42,7 +42,7 @@ static int list_json(PGconn *conn, const char *scope, struct bc_error *err)
         int r = api_sessions_json(conn, scope, &s, err);
         if (r < 0)
                 return r;
-        printf("%s\n", s.rows[0].text);
+        cli_print_json_text(s.rows[0].text);
         return 0;
 }
 

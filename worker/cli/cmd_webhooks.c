@@ -61,7 +61,7 @@ static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)
         if (api_webhook_list(conn, a->failed, a->limit, &ls, err) < 0)
                 return -1;
         for (size_t i = 0; i < ls.n; i++)
-                printf("%s\n", ls.rows[i].text);
+                cli_print_json_text(ls.rows[i].text);
         return 0;
 }
 

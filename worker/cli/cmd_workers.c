@@ -29,7 +29,7 @@ static int list_json(PGconn *conn, struct bc_error *err)
         if (r < 0)
                 return r;
         for (size_t i = 0; i < w.n; i++)
-                printf("%s\n", w.rows[i].text);
+                cli_print_json_text(w.rows[i].text);
         return 0;
 }
 
