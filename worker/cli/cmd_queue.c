@@ -78,8 +78,8 @@ int cmd_queue(int argc, char **argv)
                 else if ((o == 'm' || o == 'r') && is_config)
                         *(o == 'm' ? &max_running : &rate) = optarg;
                 else {
-                        bc_error_set(&err, BC_USAGE, EINVAL, "unknown or incomplete option '%s'",
-                                     argv[optind]);
+                        bc_error_set(&err, BC_USAGE, EINVAL, "unknown or incomplete option '%.*s'",
+                                     (int)strcspn(argv[optind], "="), argv[optind]);
                         return cli_fail(name, &err);
                 }
         }

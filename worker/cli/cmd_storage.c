@@ -345,8 +345,8 @@ static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_e
         for (int k = i; k < argc; k++)
                 if (argv[k][0] == '-' && argv[k][1])
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "unknown option '%s' (see boxcar help storage)",
-                                            argv[k]);
+                                            "unknown option '%.*s' (see boxcar help storage)",
+                                            (int)strcspn(argv[k], "="), argv[k]);
         if (strcmp(verb, "push") == 0 && rest == 2)
                 a->verb = PUSH;
         else if (strcmp(verb, "pull") == 0 && rest == 2)

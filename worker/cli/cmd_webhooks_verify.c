@@ -137,7 +137,9 @@ static int parse_args(int argc, char **argv, struct verify_args *a)
                                                    optarg);
                         break;
                 default:
-                        return usage_error("unknown or incomplete option '%s'", argv[optind - 1]);
+                        /* The name only: "--secrt=whsec_..." holds the secret. */
+                        return usage_error("unknown or incomplete option '%.*s'",
+                                           (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
                 }
         }
         if (optind < argc)

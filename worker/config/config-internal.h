@@ -57,6 +57,8 @@ enum {
  * ("--lease", "BOXCAR_QUEUES", "/etc/boxcar/worker.conf:3: lease"). */
 int config_apply_option(struct worker_config *c, int opt, const char *v, const char *label,
                         struct bc_error *err);
+/* What opt's value must look like, " (...)" to append to an error, or "". */
+const char *config_option_hint(int opt);
 /* Replaces *dst with a copy of v: 0 or -ENOMEM. */
 int config_set_string(char **dst, const char *v);
 /* A decimal in [lo, hi]: 0, or -EINVAL. */

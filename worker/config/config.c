@@ -190,10 +190,22 @@ static int apply_file_entry(const char *key, const char *value, const char *path
         for (const struct option *o = worker_options; o->name; o++) {
                 if (strcmp(key, o->name) != 0 || o->val == OPT_HELP || o->val == OPT_CONFIG)
                         continue;
-                _cleanup_free_ char *label = NULL;
-                if (asprintf(&label, "%s:%u: %s", path, line, key) < 0)
+                /* The file's values are never shown in an error: a file
+                 * holds a database URL's password, or a secret pasted
+                 * under the wrong key.  What is wrong is named by file,
+                 * line, key and the form the key wants. */
+                struct bc_error e = BC_ERROR_INIT;
+                int r = config_apply_option(c, o->val, value, key, &e);
+                if (r >= 0)
+                        return r;
+                bool oom = e.errnum == ENOMEM;
+                bc_error_clear(&e);
+                if (oom)
                         return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-                return config_apply_option(c, o->val, value, label, err);
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "%s:%u: %s: invalid value (not shown: a config file may hold "
+                                    "secrets)%s",
+                                    path, line, key, config_option_hint(o->val));
         }
         char others[128] = "";
         for (size_t i = 0; i < sizeof(file_env_keys) / sizeof(file_env_keys[0]); i++)
@@ -253,6 +265,19 @@ static int read_config_file(int argc, char **argv, struct worker_config *c, stru
                                 err);
 }
 
+/* Shown when it is a plain word; a URL or anything with '@', ':' or '='
+ * may be a database URL whose flag was forgotten, password included. */
+static int unexpected_argument(const char *a, struct bc_error *err)
+{
+        size_t n = strlen(a);
+        if (n <= 64 && strspn(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                 "0123456789._/,-") == n)
+                return bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'", a);
+        return bc_error_set(err, BC_USAGE, EINVAL,
+                            "unexpected argument (not shown: it may hold a secret; the flags "
+                            "take their values as --flag VALUE or --flag=VALUE)");
+}
+
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         struct bc_error *err)
 {
@@ -275,8 +300,12 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         return 1;
                 }
                 if (opt == '?' || opt == ':') {
+                        /* The name only: "--databse-url=postgres://u:pw@h"
+                         * is a typo with a password in it. */
+                        const char *a = argv[optind - 1];
                         r = bc_error_set(err, BC_USAGE, EINVAL,
-                                         "unknown or incomplete option '%s'", argv[optind - 1]);
+                                         "unknown or incomplete option '%.*s'",
+                                         (int)strcspn(a, "="), a);
                         break;
                 }
                 if (opt == OPT_CONFIG)
@@ -288,7 +317,7 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         r = config_apply_option(&c, opt, optarg, label, err);
         }
         if (r >= 0 && optind < argc)
-                r = bc_error_set(err, BC_USAGE, EINVAL, "unexpected argument '%s'", argv[optind]);
+                r = unexpected_argument(argv[optind], err);
         if (r >= 0)
                 r = check_config(&c, err);
         if (r < 0) {

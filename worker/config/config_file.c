@@ -51,17 +51,22 @@ int config_file_read(const char *path, bool missing_ok, config_file_entry_fn fn,
                 if (*s == '\0' || *s == '#' || *s == ';')
                         continue;
                 char *eq = strchr(s, '=');
+                /* Neither a line that is no "key = value" nor a text that
+                 * is no key is shown: it may be a secret (a value on a line
+                 * of its own, "secret: ...", a key pasted into the file). */
                 if (!eq)
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "%s:%u: expected 'key = value', got '%s'", path, line,
-                                            s);
+                                            "%s:%u: expected 'key = value' (the line is not "
+                                            "shown: it may hold a secret)",
+                                            path, line);
                 *eq = '\0';
                 char *key = bc_trim(s), *value = bc_trim(eq + 1);
                 if (!valid_key(key) || strlen(key) >= sizeof(seen[0].key))
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "%s:%u: '%s' is not a key (lower-case letters, digits "
-                                            "and '-')",
-                                            path, line, key);
+                                            "%s:%u: the text before '=' is not a key (lower-case "
+                                            "letters, digits and '-', e.g. poll-interval; not "
+                                            "shown: it may hold a secret)",
+                                            path, line);
                 size_t vlen = strlen(value);
                 if (value[0] == '"') {
                         if (vlen < 2 || value[vlen - 1] != '"' || memchr(value + 1, '"', vlen - 2))

@@ -34,7 +34,7 @@ int config_set_string(char **dst, const char *v)
  * after, in that order, each overriding the one before. */
 /* What the value of a flag must look like, for the error message; the same
  * words as the help text. */
-static const char *option_hint(int opt)
+const char *config_option_hint(int opt)
 {
         switch (opt) {
         case OPT_CONCURRENCY:
@@ -73,6 +73,23 @@ static const char *option_hint(int opt)
         case OPT_POLL_ONLY:
         case OPT_ALLOW_PRIVATE_URLS:
                 return " (true or false)";
+        case OPT_SANDBOX:
+                return " (namespace or none)";
+        case OPT_MAX_OUTPUT:
+        case OPT_MAX_LOG:
+                return " (a size in range: e.g. 10MiB, 512KiB or a number of bytes)";
+        case OPT_VOLUME_CACHE:
+                return " (a size in range: e.g. 10GiB or a number of MiB)";
+        case OPT_DISK_RESERVE:
+                return " (a size, or a percentage from 0% to 90%)";
+        case OPT_QUEUES:
+        case OPT_HOST_NETWORK:
+                return " (comma-separated queue names: NAME or SCOPE/NAME of letters, digits, "
+                       "'_', '.', '-')";
+        case OPT_ALLOW_URL_CIDR:
+                return " (comma-separated CIDRs or addresses, e.g. 10.2.0.0/16)";
+        case OPT_NETWORK_ALLOW:
+                return " (QUEUE=RULE,RULE...: a rule is HOST:PORT, *.DOMAIN:PORT or CIDR:PORT)";
         default:
                 return "";
         }
@@ -290,6 +307,6 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (r < 0)
                 return bc_error_set(err, BC_USAGE, EINVAL, "%s: invalid value '%s'%s", label,
-                                    v ? v : "", option_hint(opt));
+                                    v ? v : "", config_option_hint(opt));
         return 0;
 }

@@ -1,6 +1,7 @@
 #include "worker/db/db.h"
 
 #include "common/dynbuf.h"
+#include "common/secret_mask.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,89 @@ static void ignore_notice(void *arg, const char *message)
 {
         (void)arg;
         (void)message;
+}
+
+#define URL_PIECES_MAX 32
+
+struct url_pieces {
+        const char *p[URL_PIECES_MAX];
+        size_t n[URL_PIECES_MAX];
+        size_t count;
+};
+
+static void add_piece(struct url_pieces *s, const char *p, size_t n)
+{
+        if (n && s->count < URL_PIECES_MAX) {
+                s->p[s->count] = p;
+                s->n[s->count++] = n;
+        }
+}
+
+/* What of url an error may not show: the URL, its user:password and
+ * password (found by text, so that a URL libpq cannot parse is covered:
+ * the last '@' ends them), the password's parts between characters a
+ * parser splits at, and each password= value (key=value form, or a URI's
+ * query). */
+static void url_secret_pieces(const char *url, struct url_pieces *s)
+{
+        add_piece(s, url, strlen(url));
+        const char *scheme = strstr(url, "://");
+        const char *at = scheme ? strrchr(scheme + 3, '@') : NULL;
+        if (at) {
+                const char *auth = scheme + 3;
+                add_piece(s, auth, (size_t)(at - auth));
+                const char *colon = memchr(auth, ':', (size_t)(at - auth));
+                if (colon) {
+                        add_piece(s, colon + 1, (size_t)(at - colon - 1));
+                        for (const char *f = colon + 1; f < at;) {
+                                size_t n = strcspn(f, "/?#&=:@");
+                                if (n > (size_t)(at - f))
+                                        n = (size_t)(at - f);
+                                add_piece(s, f, n);
+                                f += n + 1;
+                        }
+                }
+        }
+        for (const char *kw = strstr(url, "password="); kw; kw = strstr(kw + 1, "password=")) {
+                const char *v = kw + strlen("password=");
+                if (*v == '\'') {
+                        const char *end = strchr(v + 1, '\'');
+                        size_t n = end ? (size_t)(end - v - 1) : strlen(v + 1);
+                        add_piece(s, v + 1, n);
+                } else {
+                        add_piece(s, v, strcspn(v, " &"));
+                }
+        }
+}
+
+static int add_to_dynbuf(void *ctx, const char *p, size_t n)
+{
+        return dynbuf_add(ctx, p, n);
+}
+
+/* Replaces in err's message every piece of url that may be secret with
+ * "***" (common/secret_mask.h: pieces under 4 bytes are left). */
+static void redact_url_pieces(struct bc_error *err, const char *url)
+{
+        if (!err || !err->message)
+                return;
+        struct url_pieces s = { 0 };
+        url_secret_pieces(url, &s);
+        struct secret_mask *m = secret_mask_new(s.p, s.n, s.count);
+        struct dynbuf b;
+        size_t len = strlen(err->message);
+        dynbuf_init(&b, len + 1);
+        if (!m || secret_mask_write(m, err->message, len, add_to_dynbuf, &b) < 0 ||
+            secret_mask_flush(m, add_to_dynbuf, &b) < 0) {
+                dynbuf_reset(&b);
+                dynbuf_addstr(&b, "cannot connect (the message is withheld: out of memory)");
+        }
+        secret_mask_free(m);
+        char *masked = dynbuf_steal(&b);
+        if (masked) {
+                free(err->message);
+                err->message = masked;
+        }
 }
 
 PGconn *db_connect(const char *url, const char *application_name, struct bc_error *err)
@@ -43,8 +127,12 @@ PGconn *db_connect(const char *url, const char *application_name, struct bc_erro
                 return NULL;
         }
         if (PQstatus(conn) != CONNECTION_OK) {
-                /* libpq's message names host and port, never the password. */
+                /* libpq's message names host and port; for a URL it could
+                 * not parse it quotes the URL or its part ("invalid
+                 * percent-encoded token: \"pa%zzword\""): masked. */
                 db_conn_error(conn, err);
+                if (!from_env)
+                        redact_url_pieces(err, url);
                 if (err)
                         err->errnum = ECONNREFUSED;
                 if (from_env)

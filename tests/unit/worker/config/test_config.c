@@ -375,26 +375,44 @@ static void test_config_file(void **state)
         unsetenv("BOXCAR_S3_BUCKET");
         unsetenv("BOXCAR_S3_PREFIX");
 
-        /* Errors name the file, the line and the key. */
+        /* Errors name the file, the line and the key, and never show a
+         * value or a line that is no "key = value": a file holds secrets
+         * (the secret of each case must not be in its message). */
         static const struct {
-                const char *text, *want;
+                const char *text, *want, *secret;
         } bad[] = {
                 { "# x\nconcurrency = 0\n",
-                  ":2: concurrency: invalid value '0' (a number from 1 to 1024)" },
-                { "frobnicate = 1\n", ":1: unknown key 'frobnicate'" },
-                { "help = 1\n", ":1: unknown key 'help'" },
-                { "config = /x\n", ":1: unknown key 'config'" },
-                { "aws-secret-access-key = x\n", ":1: unknown key 'aws-secret-access-key'" },
-                { "lease = soon\n", ":1: lease: invalid value 'soon'" },
-                { "queues = a b\n", ":1: queues: 'a b' is not a queue name" },
-                { "max-log-bytes = 2GiB\n", ":1: max-log-bytes: '2GiB' is out of range" },
-                { "poll-only = yes\n", ":1: poll-only: invalid value 'yes' (true or false)" },
-                { "concurrency 8\n", ":1: expected 'key = value', got 'concurrency 8'" },
-                { "Concurrency = 8\n", ":1: 'Concurrency' is not a key" },
-                { "worker-id = \"abc\n", ":1: worker-id: unbalanced quotes" },
-                { "lease = 1m\n\nlease = 2m\n", ":3: lease: set twice (first at line 1)" },
-                { "sandbox = docker\n", ":1: sandbox: 'docker' is not a backend" },
-                { "network-allow = ci=pypi.org\n", ":1: network-allow: 'pypi.org': must be" },
+                  ":2: concurrency: invalid value (not shown: a config file may hold secrets) (a "
+                  "number from 1 to 1024)",
+                  NULL },
+                { "frobnicate = 1\n", ":1: unknown key 'frobnicate'", NULL },
+                { "help = 1\n", ":1: unknown key 'help'", NULL },
+                { "config = /x\n", ":1: unknown key 'config'", NULL },
+                { "aws-secret-access-key = wJalrXUtnFEMI\n",
+                  ":1: unknown key 'aws-secret-access-key'", "wJalrXUtnFEMI" },
+                { "webhook-secret = whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=\n",
+                  ":1: unknown key 'webhook-secret'", "whsec_" },
+                { "lease = s3cret-lease\n", ":1: lease: invalid value (not shown", "s3cret" },
+                { "queues = a b\n", ":1: queues: invalid value (not shown", "a b" },
+                { "max-log-bytes = 2GiB\n", ":1: max-log-bytes: invalid value (not shown",
+                  "2GiB" },
+                { "poll-only = yes\n",
+                  ":1: poll-only: invalid value (not shown: a config file may "
+                  "hold secrets) (true or false)",
+                  "yes" },
+                { "sandbox = docker\n", ":1: sandbox: invalid value", "docker" },
+                { "network-allow = ci=pypi.org\n", ":1: network-allow: invalid value", "pypi" },
+                { "allow-url-cidr = s3cret/99\n", ":1: allow-url-cidr: invalid value", "s3cret" },
+                { "concurrency 8\n", ":1: expected 'key = value' (the line is not shown",
+                  "concurrency 8" },
+                { "webhook_secret: whsec_c2VjcmV0\n", ":1: expected 'key = value'", "whsec_" },
+                { "whsec_c2VjcmV0LXNlY3JldA==\n", ":1: the text before '=' is not a key",
+                  "whsec_" },
+                { "Concurrency = 8\n", ":1: the text before '=' is not a key", "Concurrency" },
+                { "webhook_secret = whsec_c2VjcmV0\n", ":1: the text before '=' is not a key",
+                  "whsec_" },
+                { "worker-id = \"abc\n", ":1: worker-id: unbalanced quotes", "abc" },
+                { "lease = 1m\n\nlease = 2m\n", ":3: lease: set twice (first at line 1)", NULL },
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 path = conf_file(bad[i].text);
@@ -406,9 +424,25 @@ static void test_config_file(void **state)
                 if (strncmp(msg, path, strlen(path)) != 0 || !strstr(msg, bad[i].want))
                         fail_msg("config '%s': got '%s', want '%s%s'", bad[i].text, msg, path,
                                  bad[i].want);
+                if (bad[i].secret && strstr(msg, bad[i].secret))
+                        fail_msg("config '%s': '%s' shows '%s'", bad[i].text, msg, bad[i].secret);
                 assert_int_equal(err.code, BC_USAGE);
                 bc_error_clear(&err);
         }
+        /* A flag mistyped with a URL in it, or a URL without its flag:
+         * the password is not shown. */
+        assert_true(parse(&c, &err, "--databse-url=postgresql://u:pw-s3cret@h/db", NULL) < 0);
+        assert_non_null(
+                strstr(bc_error_message(&err), "unknown or incomplete option '--databse-url'"));
+        assert_null(strstr(bc_error_message(&err), "s3cret"));
+        bc_error_clear(&err);
+        assert_true(parse(&c, &err, "postgresql://u:pw-s3cret@h/db", NULL) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "unexpected argument (not shown"));
+        assert_null(strstr(bc_error_message(&err), "s3cret"));
+        bc_error_clear(&err);
+        assert_true(parse(&c, &err, "stray", NULL) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "unexpected argument 'stray'"));
+        bc_error_clear(&err);
         /* The environment's errors name the variable. */
         setenv("BOXCAR_CONCURRENCY", "x", 1);
         assert_true(parse(&c, &err, "--config", "/dev/null", NULL) < 0);
