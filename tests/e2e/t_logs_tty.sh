@@ -50,4 +50,11 @@ done
 check "the status JSON escapes them instead (\\u009b)" grep -qF '\u009b' "$T/tty.out"
 "$BOXCAR" status "$id" | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; sys.exit(0 if "\x9b1m" in r["stdout"] else 1)'
 is "and parses back to the same text" "$?" 0
+
+# A row the table shows is the database's: whatever wrote its error code.
+sql "insert into boxcar.jobs (queue, spec, status, error) values ('web', '{\"command\":[\"x\"]}', 'failed',
+  jsonb_build_object('code', e'X\\u001b]0;pwned\\u0007\\u001b[2J'))" >/dev/null
+tty_run "$BOXCAR" jobs ls
+check "boxcar jobs ls on a terminal: a hostile error code is shown, not obeyed" \
+  bash -c "grep -qF 'X^[]0;pwned^G^[[2J' '$T/tty.out' && ! grep -q $'\x1b' '$T/tty.out'"
 tap_done

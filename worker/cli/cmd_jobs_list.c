@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cleanup.h"
 #include "worker/cli/cli.h"
+#include "worker/cli/term_safe.h"
 #include "worker/db/api.h"
 #include "worker/db/db.h"
 
@@ -125,9 +127,15 @@ static void print_job_line(const cJSON *j)
         snprintf(created, sizeof(created), "%s", str_or(j, "created_at", "-"));
         if (strlen(created) > 10)
                 created[10] = ' '; /* "2026-01-02T03:04:05" → readable */
-        printf("%-36s  %-9s  %-24s  %-8s  %-19s  %s\n", str_or(j, "id", "?"),
-               str_or(j, "status", "?"), str_or(j, "queue", "?"), attempts, created,
-               str_or(error, "code", "-"));
+        /* Each text shown as term_safe.h says: a row is the database's,
+         * not necessarily the worker's own words. */
+        _cleanup_free_ char *id = term_safe_text(str_or(j, "id", "?"));
+        _cleanup_free_ char *status = term_safe_text(str_or(j, "status", "?"));
+        _cleanup_free_ char *queue = term_safe_text(str_or(j, "queue", "?"));
+        _cleanup_free_ char *code = term_safe_text(str_or(error, "code", "-"));
+        _cleanup_free_ char *when = term_safe_text(created);
+        printf("%-36s  %-9s  %-24s  %-8s  %-19s  %s\n", id ? id : "?", status ? status : "?",
+               queue ? queue : "?", attempts, when ? when : "?", code ? code : "?");
 }
 
 static int list(PGconn *conn, const struct ls_args *a, struct bc_error *err)

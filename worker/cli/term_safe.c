@@ -116,6 +116,19 @@ int term_safe_end(struct term_safe *t, struct dynbuf *out)
         return r;
 }
 
+char *term_safe_text(const char *s)
+{
+        struct term_safe t = { 0 };
+        struct dynbuf out;
+        size_t len = strlen(s);
+        dynbuf_init(&out, 4 * len + 16);
+        if (term_safe_feed(&t, s, len, &out) < 0 || term_safe_end(&t, &out) < 0) {
+                dynbuf_done(&out);
+                return NULL;
+        }
+        return dynbuf_steal(&out);
+}
+
 char *term_safe_json(const char *json)
 {
         size_t n = 0;

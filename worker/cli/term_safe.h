@@ -35,6 +35,10 @@ int term_safe_feed(struct term_safe *t, const void *data, size_t len, struct dyn
 /* The end of the stream: appends what is held back, neutralised. */
 int term_safe_end(struct term_safe *t, struct dynbuf *out);
 
+/* A copy of a NUL-terminated text, neutralised as term_safe_feed does (a
+ * field of a human table).  NULL on ENOMEM. */
+char *term_safe_text(const char *s);
+
 /* A copy of JSON text (a document cJSON or PostgreSQL printed) with DEL and
  * U+0080..U+009F escaped as \u007f and \u0080..\u009f: the same JSON
  * (outside strings JSON is ASCII without them), safe on a terminal (C0

@@ -124,12 +124,24 @@ static void test_json(void **state)
         free(out);
 }
 
+static void test_text(void **state)
+{
+        (void)state;
+        char *out = term_safe_text("E\x1b[2J\r\xc2\x9b\xe2\x9c\x93");
+        assert_string_equal(out, "E^[[2J^M\\u009b\xe2\x9c\x93");
+        free(out);
+        out = term_safe_text("");
+        assert_string_equal(out, "");
+        free(out);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_shown),
                 cmocka_unit_test(test_no_control_survives),
                 cmocka_unit_test(test_json),
+                cmocka_unit_test(test_text),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
