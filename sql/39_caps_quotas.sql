@@ -303,3 +303,19 @@ begin
     on conflict on constraint scope_cpu_usage_pkey do update
        set cpu_ms = u.cpu_ms + excluded.cpu_ms, jobs = u.jobs + excluded.jobs;
 end $$;
+
+-- `boxcar queue show`: a queue's limits (queue_config), caps and its
+-- scope's quota with today's use and, when its jobs wait on it, why.
+create or replace function boxcar.queue_show(queue text)
+returns jsonb language plpgsql stable as $$
+#variable_conflict use_variable
+begin
+    perform boxcar.check_queue_name(queue);
+    return jsonb_build_object(
+        'queue', queue, 'scope', boxcar.queue_scope(queue),
+        'limits', (select boxcar.queue_config_json(c) from boxcar.queue_config c where c.queue = queue),
+        'caps', boxcar.queue_caps_json(queue) -> 'caps',
+        'quota', boxcar.scope_quota_json(boxcar.queue_scope(queue)),
+        'queued', (select count(*) from boxcar.jobs j where j.queue = queue and j.status = 'queued'),
+        'running', (select count(*) from boxcar.jobs j where j.queue = queue and j.status = 'running'));
+end $$;
