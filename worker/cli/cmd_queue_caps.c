@@ -65,15 +65,11 @@ static int add_images(cJSON *caps, const char *text, struct bc_error *err)
                                 err, BC_USAGE, EINVAL,
                                 "--images: an empty or too long name in '%s' (a,b | none | any)",
                                 text);
-                cJSON *name = cJSON_CreateString("");
                 char *copy = strndup(p, n);
-                if (!name || !copy) {
-                        cJSON_Delete(name);
-                        free(copy);
-                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-                }
-                cJSON_SetValuestring(name, copy);
+                cJSON *name = copy ? cJSON_CreateString(copy) : NULL;
                 free(copy);
+                if (!name)
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 cJSON_AddItemToArray(list, name);
                 if (!p[n])
                         return 0;
