@@ -31,8 +31,8 @@ for i in 1 2 3 4; do
   "$BOXCAR" enqueue --queue one/a -- sleep 0.6 >/dev/null
   "$BOXCAR" enqueue --queue two/a -- sleep 0.6 >/dev/null
 done
-start_worker "caps-w" --concurrency 4 --lease 10s --poll-interval 1s --sandbox none \
-    --queues one/a,two/a,cpu/a,other/a
+start_worker "caps-w" --concurrency 4 --lease 10s --poll-interval 1s --sandbox "$E2E_SANDBOX" \
+    --queues one/a,two/a,cpu/a,other/a,small/q
 check "all 8 jobs ran" wait_for "jobs" 30 sql_is "select count(*) from boxcar.jobs where status = 'succeeded'" 8
 overlap() {
   sql "select coalesce(max(c), 0) from (select (select count(*) from boxcar.jobs b
@@ -41,6 +41,13 @@ overlap() {
 }
 is "scope one never ran two at once" "$(overlap one/a)" 1
 check "scope two ran several at once (max $(overlap two/a))" test "$(overlap two/a)" -ge 2
+
+# A cap the spec leaves out is the job's limit on the worker: 64 MiB, and
+# a job allocating 200 MiB without asking for memory is killed (OOM).
+"$BOXCAR" queue caps small/q --max-memory-mb 64 >/dev/null
+big=$(echo '{"command": ["python3", "-c", "x = bytearray(200 * 1024 * 1024); print(len(x))"]}' |
+      "$BOXCAR" enqueue --queue small/q --spec -)
+check "the filled-in cap holds on the worker" wait_for "oom" 30 sql_is "select error ->> 'code' from boxcar.jobs where id = '$big'" OOM
 
 # CPU-seconds per day: scope "cpu" may use 1; its first job burns 1.5 s of
 # CPU, charged by the report; its next job waits while "other"'s runs.
