@@ -63,6 +63,7 @@ check "another scope's job runs" wait_for "other" 20 sql_is "select status from 
 sleep 2.5
 is "the scope's next job waits (past a poll interval)" "$(job_field "$second" status)" queued
 check "queue show says why" grep -q 'waiting: scope "cpu" used its 1 CPU-seconds for' <<<"$("$BOXCAR" queue show cpu/a)"
+check "boxcar status says why" grep -q '"waiting":[[:space:]]*"waiting: scope \\"cpu\\" used its 1 CPU-seconds' <<<"$("$BOXCAR" status "$second")"
 check "quota show says why" grep -q 'waiting: scope "cpu"' <<<"$("$BOXCAR" quota show cpu)"
 # The next UTC day: today's counter becomes yesterday's.
 sql "update boxcar.scope_cpu_usage set day = day - 1 where scope = 'cpu'" >/dev/null
