@@ -181,6 +181,16 @@ create or replace trigger jobs_0_caps
     before insert on boxcar.jobs
     for each row execute function boxcar.caps_job();
 
+-- And a queued job whose spec or queue is changed in place (no function of
+-- the API does; a role that may update jobs could): the caps of its queue
+-- hold for the new spec too.
+create or replace trigger jobs_0_caps_update
+    before update of spec, queue on boxcar.jobs
+    for each row
+    when (new.status = 'queued' and (old.spec is distinct from new.spec
+                                     or old.queue is distinct from new.queue))
+    execute function boxcar.caps_job();
+
 -- Quotas ------------------------------------------------------------------
 
 -- The UTC day CPU usage is counted by.

@@ -1,6 +1,6 @@
 -- Operator caps per queue and quotas per scope (sql/39_caps_quotas.sql).
 begin;
-select plan(47);
+select plan(48);
 
 -- Setting caps.
 select throws_like($$select boxcar.set_queue_caps('acme/q', '{"memory_mb": 8}')$$,
@@ -81,6 +81,8 @@ select throws_like($$insert into boxcar.jobs (queue, spec) values ('acme/q', '{"
                    'BAD_SPEC: limits.memory_mb: 600 exceeds%', 'a row written around enqueue is capped too');
 select throws_like($$select boxcar.schedule_add('caps-sched', '* * * * *', 'acme/q', '{"command":["x"],"limits":{"memory_mb":600}}')$$,
                    'BAD_SPEC: limits.memory_mb: 600 exceeds%', 'a schedule over a cap is refused when added');
+select throws_like($$update boxcar.jobs set spec = '{"command":["x"],"limits":{"memory_mb":600}}' where idempotency_key = 'caps-omit'$$,
+                   'BAD_SPEC: limits.memory_mb: 600 exceeds%', 'a queued job''s spec changed in place is capped too');
 update boxcar.jobs set status = 'failed', finished_at = now() where idempotency_key = 'caps-at';
 select throws_like($$select boxcar.retry((select id from boxcar.jobs where idempotency_key = 'caps-at'), 'test')$$,
                    'BAD_SPEC: limits.memory_mb: 4096 exceeds the queue "acme/q" cap of 512%',
