@@ -60,11 +60,12 @@ begin
         -- compared: the default is now() and retries move it.
         select * into existing from boxcar.jobs j where j.idempotency_key = enqueue.idempotency_key;
         -- A session job's stored spec has its artifact filled in
-        -- (boxcar.session_job), and its capped limits (boxcar.caps_job):
-        -- the request is compared filled as well.
+        -- (boxcar.session_job): the request is compared filled as well;
+        -- the capped limits it leaves out (boxcar.caps_job) are not
+        -- compared.
         differs := case
-            when existing.spec is distinct from
-                 boxcar.apply_queue_caps(enqueue.queue, boxcar.session_fill_spec(enqueue.spec)) then 'spec'
+            when boxcar.caps_unfill(existing.spec, enqueue.spec)
+                 is distinct from boxcar.session_fill_spec(enqueue.spec) then 'spec'
             when existing.queue is distinct from enqueue.queue then 'queue'
             when existing.priority is distinct from enqueue.priority then 'priority'
             when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'

@@ -165,6 +165,25 @@ begin
     return spec;
 end $$;
 
+-- For enqueue's idempotency check: the stored spec without the capped
+-- fields the request leaves out, which the caps filled (with the caps of
+-- that time: they may have changed since).
+create or replace function boxcar.caps_unfill(stored jsonb, request jsonb)
+returns jsonb language plpgsql immutable as $$
+declare
+    f record;
+begin
+    for f in select * from boxcar.cap_fields() loop
+        if request #> f.path is null and stored #> f.path is not null then
+            stored := stored #- f.path;
+        end if;
+    end loop;
+    if jsonb_typeof(request) = 'object' and not request ? 'limits' and stored -> 'limits' = '{}'::jsonb then
+        stored := stored - 'limits';
+    end if;
+    return stored;
+end $$;
+
 -- BEFORE INSERT on jobs: every path that makes a job (enqueue, schedules,
 -- direct inserts) goes through the caps.  Named to fire first (triggers
 -- fire in name order): a refused job makes no session and blocks nothing.

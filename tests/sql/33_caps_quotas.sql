@@ -1,6 +1,6 @@
 -- Operator caps per queue and quotas per scope (sql/39_caps_quotas.sql).
 begin;
-select plan(48);
+select plan(50);
 
 -- Setting caps.
 select throws_like($$select boxcar.set_queue_caps('acme/q', '{"memory_mb": 8}')$$,
@@ -57,6 +57,15 @@ select is((select spec -> 'limits' from boxcar.jobs where idempotency_key = 'cap
 select is(boxcar.enqueue('acme/q', '{"command":["x"]}', idempotency_key => 'caps-omit'),
           (select id from boxcar.jobs where idempotency_key = 'caps-omit'),
           'the same request again gets the same job (compared filled)');
+select throws_like($$select boxcar.enqueue('acme/q', '{"command":["y"]}', idempotency_key => 'caps-omit')$$,
+                   'idempotency_key: already used by job % with a different spec', 'a different request under the key is refused');
+select boxcar.set_queue_caps('acme/q', '{"memory_mb": 4000}');
+select is(boxcar.enqueue('acme/q', '{"command":["x"]}', idempotency_key => 'caps-omit'),
+          (select id from boxcar.jobs where idempotency_key = 'caps-omit'),
+          'and the same request after the caps changed');
+select boxcar.set_queue_caps('acme/q', '{"memory_mb": 4096, "cpus": 2, "pids": 100, "disk_mb": 500,
+          "files": 1000, "timeout_s": 60, "output_bytes": 4096, "startup_timeout_s": 10,
+          "session_idle_s": 120, "images": ["base"], "sessions": true}');
 select boxcar.enqueue('acme/q', '{"command":["x"],"startup_script":"true"}', idempotency_key => 'caps-st');
 select is((select spec -> 'startup_timeout_s' from boxcar.jobs where idempotency_key = 'caps-st'), '10'::jsonb,
           'a startup script''s omitted timeout is filled in');
