@@ -60,9 +60,12 @@ begin
         -- compared: the default is now() and retries move it.
         select * into existing from boxcar.jobs j where j.idempotency_key = enqueue.idempotency_key;
         -- A session job's stored spec has its artifact filled in
-        -- (boxcar.session_job): the request is compared filled as well.
+        -- (boxcar.session_job): the request is compared filled as well;
+        -- the capped limits it leaves out (boxcar.caps_job) are not
+        -- compared.
         differs := case
-            when existing.spec is distinct from boxcar.session_fill_spec(enqueue.spec) then 'spec'
+            when boxcar.caps_unfill(existing.spec, enqueue.spec)
+                 is distinct from boxcar.session_fill_spec(enqueue.spec) then 'spec'
             when existing.queue is distinct from enqueue.queue then 'queue'
             when existing.priority is distinct from enqueue.priority then 'priority'
             when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'
@@ -107,7 +110,9 @@ language plpgsql as $$
 begin
     if new.status = 'queued'
        or exists (select from boxcar.queue_config c
-                   where c.queue = new.queue and c.max_running is not null) then
+                   where c.queue = new.queue and c.max_running is not null)
+       or exists (select from boxcar.scope_quotas s
+                   where s.scope = boxcar.queue_scope(new.queue) and s.max_running is not null) then
         perform pg_notify('boxcar_jobs', new.queue);
     end if;
     return null;

@@ -28,9 +28,10 @@ end $$;
 -- holds is left to that instance (sql/75_sessions.sql).
 --
 -- Two paths.  The fast one, for queues with no row in queue_config and of
--- one scope, is a single SKIP LOCKED index scan.  The other
--- (claim_limited, below) honours pause, max_running and rate_per_s, and
--- shares the slots fairly between the scopes of "scope/name" queues.
+-- one scope without a quota, is a single SKIP LOCKED index scan.  The other
+-- (claim_limited, below) honours pause, max_running and rate_per_s, the
+-- scopes' quotas, and shares the slots fairly between the scopes of
+-- "scope/name" queues.
 drop function if exists boxcar.claim(text, text[], integer, interval);
 create or replace function boxcar.claim(worker_id text, queues text[], n integer default 1,
                                         lease interval default '30 seconds',
@@ -48,9 +49,13 @@ begin
     if claim.n < 1 or claim.n > 1000 then
         raise exception 'n: must be between 1 and 1000' using errcode = '22023';
     end if;
+    -- Past the first two tests the queues are of one scope: one probe of
+    -- scope_quotas (sql/39_caps_quotas.sql) for it.
     if exists (select from boxcar.queue_config c where c.queue = any (claim.queues))
        or exists (select from unnest(claim.queues) q
-                   where boxcar.queue_scope(q) <> boxcar.queue_scope(claim.queues[1])) then
+                   where boxcar.queue_scope(q) <> boxcar.queue_scope(claim.queues[1]))
+       or exists (select from boxcar.scope_quotas s
+                   where s.scope = boxcar.queue_scope(claim.queues[1])) then
         return query select * from boxcar.claim_limited(claim.worker_id, claim.queues, claim.n,
                                                         claim.lease, claim.instance);
         return;
@@ -160,6 +165,12 @@ end $$;
 -- scope with a million jobs queued gets no more slots than one with a few.
 -- Priority orders jobs within a scope.  Running jobs are counted from the
 -- running rows (as many as the cluster's slots), not from the queue.
+--
+-- Scope quotas (boxcar.scope_quotas, sql/39_caps_quotas.sql): the rows of
+-- the claimed queues' scopes are locked after the queues' (in scope
+-- order), so a scope's max_running holds across replicas as a queue's
+-- does; a scope at it, or whose CPU time today reached its
+-- cpu_seconds_per_day, is offered no job (scope_allows).
 create or replace function boxcar.claim_limited(worker_id text, queues text[], n integer,
                                                 lease interval, instance text)
 returns setof boxcar.jobs language plpgsql volatile
@@ -174,6 +185,9 @@ declare
     allows integer[] := '{}';
     limited text[] := '{}';
     ids uuid[];
+    sq boxcar.scope_quotas;
+    scopes text[] := '{}';
+    scope_allows integer[] := '{}';
 begin
     for c in select * from boxcar.queue_config x where x.queue = any (queues)
               order by x.queue for update loop
@@ -203,6 +217,28 @@ begin
       into names, allows
       from (select distinct q from unnest(queues) q
              where not exists (select from boxcar.queue_config x where x.queue = q)) u;
+    for sq in select * from boxcar.scope_quotas x
+               where x.scope in (select boxcar.queue_scope(q) from unnest(queues) q)
+               order by x.scope for update loop
+        allow := n;
+        if sq.max_running is not null then
+            allow := least(allow, sq.max_running - (select count(*) from boxcar.jobs j
+                                                    where j.status = 'running'
+                                                      and boxcar.queue_scope(j.queue) = sq.scope));
+        end if;
+        if sq.cpu_seconds_per_day is not null
+           and exists (select from boxcar.scope_cpu_usage u
+                        where u.scope = sq.scope and u.day = boxcar.usage_day()
+                          and u.cpu_ms >= sq.cpu_seconds_per_day * 1000) then
+            allow := 0;
+        end if;
+        scopes := scopes || sq.scope;
+        scope_allows := scope_allows || greatest(allow, 0);
+    end loop;
+    -- A queue offers no more than its scope may start.
+    select array_agg(least(q.allow, coalesce(s.allow, q.allow)) order by q.i) into allows
+      from unnest(names, allows) with ordinality as q(queue, allow, i)
+      left join unnest(scopes, scope_allows) as s(scope, allow) on s.scope = boxcar.queue_scope(q.queue);
 
     ids := array(
         with offer as (
@@ -237,6 +273,8 @@ begin
               from offer o
         )
         select r.id from ranked r left join running u on u.scope = r.scope
+          left join unnest(scopes, scope_allows) as s(scope, allow) on s.scope = r.scope
+         where r.r <= coalesce(s.allow, n)
          order by coalesce(u.n, 0) + r.r, r.priority desc, r.run_at, r.id
          limit n);
 
@@ -533,6 +571,7 @@ declare
     n integer := coalesce(cardinality(ids), 0);
     i integer;
     completions boolean;
+    charged uuid[] := '{}';
 begin
     if coalesce(cardinality(attempts), 0) <> n or coalesce(cardinality(actions), 0) <> n
        or coalesce(cardinality(statuses), 0) <> n or coalesce(cardinality(results), 0) <> n
@@ -573,8 +612,15 @@ begin
                               is not null
             when 'release' then boxcar.release(ids[i], worker_id, attempts[i])
             else false end;
+        if held and actions[i] in ('complete', 'retry') then
+            charged := charged || ids[i];
+        end if;
         return next;
     end loop;
+    -- The jobs' CPU time, to their scopes' quotas (sql/39_caps_quotas.sql).
+    if cardinality(charged) > 0 then
+        perform boxcar.charge_cpu(charged);
+    end if;
     -- After the rows' locks, which the jobs' transitions take in id order.
     if logs is not null then
         perform boxcar.append_report_logs(ids, attempts, logs);
@@ -632,7 +678,20 @@ begin
          where j.id = r.id and j.id = any (report_completions.ids)
            and j.worker_id = report_completions.worker_id and j.status = 'running'
            and (r.attempt is null or j.attempts = r.attempt)
-        returning r.i, j.id, j.attempts, j.status, j.error
+        returning r.i, j.id, j.attempts, j.status, j.error, j.queue, j.result
+    ), charged as (
+        -- The CPU time of scopes with a CPU quota, as boxcar.charge_cpu
+        -- counts it (sql/39_caps_quotas.sql), in scope order.
+        insert into boxcar.scope_cpu_usage as u (scope, day, cpu_ms, jobs)
+        select q.scope, boxcar.usage_day(),
+               sum(greatest(0, least((d.result ->> 'cpu_ms')::numeric, 1e15)))::bigint, count(*)
+          from done d
+          join boxcar.scope_quotas q on q.scope = boxcar.queue_scope(d.queue)
+         where q.cpu_seconds_per_day is not null and jsonb_typeof(d.result -> 'cpu_ms') = 'number'
+         group by q.scope
+         order by q.scope
+        on conflict on constraint scope_cpu_usage_pkey do update
+           set cpu_ms = u.cpu_ms + excluded.cpu_ms, jobs = u.jobs + excluded.jobs
     ), finished as (
         insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
         select d.id, 'finished', report_completions.worker_id, d.attempts,

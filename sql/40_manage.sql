@@ -87,10 +87,16 @@ begin
     return n;
 end $$;
 
--- The job as one JSON document (what `boxcar status` prints).
+-- The job as one JSON document (what `boxcar status` prints).  A queued
+-- job whose scope is at a quota says so in "waiting" (sql/39_caps_quotas.sql).
 create or replace function boxcar.job_json(id uuid)
 returns jsonb language sql stable as $$
-    select to_jsonb(j) from boxcar.jobs j where j.id = job_json.id
+    select to_jsonb(j) || case when w.reason is not null
+                               then jsonb_build_object('waiting', w.reason) else '{}' end
+      from boxcar.jobs j
+      left join lateral (select boxcar.scope_wait_reason(boxcar.queue_scope(j.queue)) as reason
+                          where j.status = 'queued') w on w.reason is not null
+     where j.id = job_json.id
 $$;
 
 create or replace function boxcar.job_events_json(id uuid)

@@ -48,6 +48,9 @@ begin
         raise exception 'max_attempts: must be between 1 and 100' using errcode = '22023';
     end if;
     perform boxcar.check_spec(spec);
+    -- Refused now rather than at every firing (each run is checked again:
+    -- caps may change).
+    perform boxcar.apply_queue_caps(queue, spec);
     perform boxcar.check_time_zone(time_zone);
     nxt := boxcar.cron_next(cron, time_zone, now());
     if nxt is null then

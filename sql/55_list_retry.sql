@@ -42,8 +42,11 @@ begin
                          where o.artifact_storage = j.artifact_storage
                            and o.status in ('queued', 'running'));
     end if;
+    -- The queue's caps as they are now (sql/39_caps_quotas.sql): a job
+    -- over a cap lowered since is refused, not run again.
+    j.spec := boxcar.apply_queue_caps(j.queue, j.spec);
     update boxcar.jobs x
-       set status = 'queued', attempts = 0, run_at = now(), blocked = wait,
+       set status = 'queued', attempts = 0, run_at = now(), blocked = wait, spec = j.spec,
            worker_id = null, worker_instance = null, lease_expires_at = null,
            cancel_requested_at = null, result = null, error = null,
            started_at = null, finished_at = null, manual_retries = x.manual_retries + 1

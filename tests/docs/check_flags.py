@@ -40,6 +40,7 @@ SAMPLE_ARGS = {
     "schedule add": ["n", "--cron", "@daily", "--", "true"], "schedule ls": [],
     "schedule rm": ["n"], "schedule pause": ["n"], "schedule resume": ["n"],
     "queue config": ["q"], "queue pause": ["q"], "queue resume": ["q"], "queue ls": [],
+    "queue caps": ["q"], "queue show": ["q"], "quota set": ["s"], "quota show": [],
     "jobs ls": [], "jobs retry": [UUID], "queues": [], "workers": [], "ui": [],
     "sessions": [], "sessions end": ["s1"],
 }
@@ -208,7 +209,7 @@ for c, text in sorted(helps.items()):
     if "--database-url" not in help_flags(text):
         continue
     path = {"storage": "storage ls", "webhooks": "webhooks ls", "sandbox": "sandbox detect",
-            "schedule": "schedule ls", "queue": "queue ls",
+            "schedule": "schedule ls", "queue": "queue ls", "quota": "quota show",
             "jobs": "jobs ls"}.get(c, c)
     words = path.split()
     rc_u, out_u = run([BOXCAR, *words, UNKNOWN, "postgresql://x@127.0.0.1:1/none",
