@@ -1,7 +1,8 @@
 -- Least-privilege database roles (docs/tenants.md, "Database roles").
 -- Four NOLOGIN group roles that operators grant to their login roles:
 --   boxcar_app        an application: enqueue (schedules and sessions
---                     too), read its jobs, cancel, retry, end sessions
+--                     too), read jobs, their events and logs, cancel,
+--                     retry, end sessions
 --   boxcar_worker     the worker daemon: claim, report, leases, storage
 --                     versions, sessions, webhook deliveries, logs, gc
 --   boxcar_monitor    read-only counts: KEDA, metrics, status views
@@ -182,11 +183,12 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('function', 'write_webhook',                  ''),
     ('function', 'session_job',                    ''),
     ('function', 'access_list',                    ''),
-    -- Tables: the worker's; the other roles reach them through the
-    -- definer functions above only.
-    ('table',    'jobs',                           'worker:select,update,delete'),
-    ('table',    'job_events',                     'worker:select,insert'),
-    ('table',    'job_logs',                       'worker:select,insert,update'),
+    -- Tables: the worker's; an app may read jobs, their events and logs
+    -- (README: `select status, result from boxcar.jobs`), and writes
+    -- through the definer functions above only.
+    ('table',    'jobs',                           'worker:select,update,delete app:select'),
+    ('table',    'job_events',                     'worker:select,insert app:select'),
+    ('table',    'job_logs',                       'worker:select,insert,update app:select'),
     ('table',    'workers',                        'worker:select,insert,update'),
     ('table',    'leaders',                        'worker:select,insert,update,delete'),
     ('table',    'settings',                       'worker:select,insert,update,delete'),
@@ -223,7 +225,10 @@ begin
     for f in select p.oid::regprocedure as sig, l.kind, coalesce(l.grants, '') as grants
                from pg_proc p left join boxcar.access_list() l
                  on l.name = p.proname and l.kind in ('definer', 'function')
-              where p.pronamespace = 'boxcar'::regnamespace loop
+              where p.pronamespace = 'boxcar'::regnamespace
+                -- An extension's objects keep its own grants.
+                and not exists (select from pg_depend d where d.classid = 'pg_proc'::regclass
+                                   and d.objid = p.oid and d.deptype = 'e') loop
         execute format('revoke all on routine %s from %s', f.sig, roles);
         if f.kind = 'definer' then
             execute format('alter routine %s security definer set search_path = pg_catalog, boxcar, pg_temp',
@@ -239,7 +244,9 @@ begin
     for c in select r.oid::regclass as rel, coalesce(l.grants, '') as grants
                from pg_class r left join boxcar.access_list() l
                  on l.name = r.relname and l.kind in ('table', 'view', 'sequence')
-              where r.relnamespace = 'boxcar'::regnamespace and r.relkind in ('r', 'p', 'v', 'm', 'S', 'f') loop
+              where r.relnamespace = 'boxcar'::regnamespace and r.relkind in ('r', 'p', 'v', 'm', 'S', 'f')
+                and not exists (select from pg_depend d where d.classid = 'pg_class'::regclass
+                                   and d.objid = r.oid and d.deptype = 'e') loop
         execute format('revoke all on %s from %s', c.rel, roles);
         for a in select split_part(t, ':', 1) as who, split_part(t, ':', 2) as privs
                    from unnest(string_to_array(c.grants, ' ')) t loop

@@ -92,7 +92,8 @@ fi
 # What the app may not do.
 check "the app may not change a job's row" bash -c "! psql -X -qtA '${URL[app]}' -c \"update boxcar.jobs set status = 'succeeded'\" 2>/dev/null"
 check "nor delete one" bash -c "! psql -X -qtA '${URL[app]}' -c 'delete from boxcar.jobs' 2>/dev/null"
-check "nor read the table" bash -c "! psql -X -qtA '${URL[app]}' -c 'select spec from boxcar.jobs' 2>/dev/null"
+is "it reads the table (select only)" "$(psql_as app "select result->>'stdout' from boxcar.jobs where id = '$ok_id'")" "hello roles"
+check "but not the workers table" bash -c "! psql -X -qtA '${URL[app]}' -c 'select * from boxcar.workers' 2>/dev/null"
 check "nor claim" bash -c "! psql -X -qtA '${URL[app]}' -c \"select boxcar.claim('x', '{default}')\" 2>/dev/null"
 check "nor pause a queue (boxcar queue)" bash -c "! DATABASE_URL='${URL[app]}' '$BOXCAR' queue pause default 2>/dev/null"
 check "nor list storages" bash -c "! DATABASE_URL='${URL[app]}' '$BOXCAR' storage ls 2>/dev/null"
