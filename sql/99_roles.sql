@@ -222,7 +222,10 @@ begin
     -- Functions: nothing for anyone, then what their line says.  Listed
     -- as definer: SECURITY DEFINER and a search_path no caller can put a
     -- schema of theirs in front of.
-    for f in select p.oid::regprocedure as sig, l.kind, coalesce(l.grants, '') as grants
+    -- Names qualified here: a role named boxcar has schema boxcar on its
+    -- search_path ("$user"), where a regprocedure would print bare.
+    for f in select format('boxcar.%I(%s)', p.proname, pg_get_function_identity_arguments(p.oid)) as sig,
+                    l.kind, coalesce(l.grants, '') as grants
                from pg_proc p left join boxcar.access_list() l
                  on l.name = p.proname and l.kind in ('definer', 'function')
               where p.pronamespace = 'boxcar'::regnamespace
@@ -241,7 +244,7 @@ begin
         end loop;
     end loop;
     -- Tables, views, sequences.
-    for c in select r.oid::regclass as rel, coalesce(l.grants, '') as grants
+    for c in select format('boxcar.%I', r.relname) as rel, coalesce(l.grants, '') as grants
                from pg_class r left join boxcar.access_list() l
                  on l.name = r.relname and l.kind in ('table', 'view', 'sequence')
               where r.relnamespace = 'boxcar'::regnamespace and r.relkind in ('r', 'p', 'v', 'm', 'S', 'f')
