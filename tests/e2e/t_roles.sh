@@ -26,6 +26,7 @@ for l in "${logins[@]}"; do
   admin -c "create role $l login password '$pw' in role $group" >/dev/null
   URL[${l#e2e_roles_}]="postgresql://$l:$pw@127.0.0.1:$BOXCAR_PG_PORT/e2e_roles"
 done
+URL[owner_cli]=$OWNER_URL
 as() { local who=$1; shift; DATABASE_URL=${URL[$who]} "$@"; }
 psql_as() { psql -X -qtA -v ON_ERROR_STOP=1 "${URL[$1]}" -c "$2" 2>&1; }
 app() { as app "$BOXCAR" "$@"; }
@@ -48,16 +49,25 @@ export DATABASE_URL=$OWNER_URL
 ok_id=$(app enqueue -- sh -c 'echo hello roles')
 fail_id=$(app enqueue -- sh -c 'exit 3')
 art_id=$(echo '{"script": "echo kept > notes.txt", "artifact": {"storage": "roles-notes"}}' | app enqueue --spec -)
-for id in $ok_id $fail_id $art_id; do app status --wait --timeout 60s "$id" >/dev/null; done
+# A volume pushed by the operator (the owner), mounted by the worker.
+vol=$(mktemp -d); echo 'Oslo,4' > "$vol/data.csv"
+as owner_cli "$BOXCAR" storage push --kind volume roles-data "$vol" >/dev/null 2>&1; rm -rf "$vol"
+vol_id=$(echo '{"command": ["cat", "/mnt/data/data.csv"], "volumes": [{"name": "data", "mount": "/mnt/data", "storage": "roles-data"}]}' | app enqueue --spec -)
+for id in $ok_id $fail_id $art_id $vol_id; do app status --wait --timeout 60s "$id" >/dev/null; done
+art2_id=$(echo '{"script": "cat notes.txt; echo more >> notes.txt", "artifact": {"storage": "roles-notes", "base": "latest"}}' | app enqueue --spec -)
+app status --wait --timeout 60s "$art2_id" >/dev/null
 is "an app enqueues and the worker runs it" "$(job_field $ok_id "status || ' ' || (result->>'stdout')")" "succeeded hello roles"
 is "the worker records an artifact version as boxcar_worker" \
-   "$(sql "select count(*) from boxcar.storage_versions where storage = 'roles-notes'") $(job_field $art_id status)" "1 succeeded"
+   "$(sql "select count(*) from boxcar.storage_versions where storage = 'roles-notes' and job_id = '$art_id'") $(job_field $art_id status)" "1 succeeded"
+is "the worker resolves a volume's version and mounts it" "$(job_field $vol_id "status || ' ' || (result->>'stdout')")" "succeeded Oslo,4"
+is "and an artifact's base, then records the next version" \
+   "$(job_field $art2_id "status || ' ' || (result->>'stdout')") $(sql "select count(*) from boxcar.storage_versions where storage = 'roles-notes'")" "succeeded kept 2"
 check "status as the app prints the job" bash -c "DATABASE_URL='${URL[app]}' '$BOXCAR' status $ok_id | grep -qP '\"status\":\\s*\"succeeded\"'"
 is "logs as the app" "$(app logs "$ok_id")" "hello roles"
 check "events as the app" bash -c "DATABASE_URL='${URL[app]}' '$BOXCAR' events $ok_id | grep -q finished"
 check "jobs ls as the app" bash -c "DATABASE_URL='${URL[app]}' '$BOXCAR' jobs ls | grep -q $ok_id"
 check "queues as the app" bash -c "DATABASE_URL='${URL[app]}' '$BOXCAR' queues | grep -q default"
-check "retry as the app" app jobs retry --by e2e "$fail_id"
+is "retry as the app" "$(app jobs retry --by e2e "$fail_id" | sed 's/^[^:]*: //')" "queued again with a fresh attempt budget (requested by e2e)"
 app status --wait --timeout 60s "$fail_id" >/dev/null
 is "the retried job ran again" "$(job_field $fail_id attempts)" "1"
 held=$(app enqueue --queue nobody/serves -- true)
@@ -81,7 +91,7 @@ if [[ $sessions == 1 ]]; then
   app status --wait --timeout 90s "$s1" >/dev/null
   is "a session job runs under boxcar_worker" "$(job_field $s1 "status || ' ' || (result->>'stdout')")" "succeeded in-session"
   check "sessions ls as the app" bash -c "DATABASE_URL='${URL[app]}' '$BOXCAR' sessions --scope acme | grep -q roles"
-  check "sessions end as the app" app sessions end acme/roles
+  is "sessions end as the app" "$(app sessions end acme/roles)" "ending"
   check "the worker checkpoints and ends it" \
     wait_for "ended" 30 sql_true "select state = 'ended' from boxcar.sessions where scope = 'acme' and id = 'roles'"
 else
