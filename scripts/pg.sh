@@ -56,6 +56,14 @@ start() {
       if not exists (select from pg_roles where rolname = 'boxcar') then
         create role boxcar login password 'boxcar' createdb;
       end if; end \$\$;" >/dev/null
+  # The group roles of sql/99_roles.sql, created as a DBA would: the boxcar
+  # role migrates, and may not create roles.
+  psql_admin -qc "do \$\$ declare r text; begin
+      foreach r in array array['boxcar_app', 'boxcar_worker', 'boxcar_monitor', 'boxcar_dashboard'] loop
+        if not exists (select from pg_roles where rolname = r) then
+          execute format('create role %I nologin', r);
+        end if;
+      end loop; end \$\$;" >/dev/null
   createdb boxcar
 }
 
