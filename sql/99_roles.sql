@@ -202,6 +202,28 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('table',    'schema_migrations',              'worker:select'),
     ('sequence', 'job_events_id_seq',              ''),
     ('sequence', 'storage_versions_id_seq',        ''),
+    -- Caps per queue and quotas per scope (sql/39_caps_quotas.sql): the
+    -- operator's setters and reports are owner-only; the checks run in
+    -- triggers and in the claim and report, as whoever inserts or claims.
+    ('function', 'set_queue_caps',                 ''),
+    ('function', 'set_scope_quota',                ''),
+    ('function', 'queue_caps_ls',                  ''),
+    ('function', 'scope_quota_ls',                 ''),
+    ('function', 'queue_show',                     ''),
+    ('function', 'queue_caps_json',                ''),
+    ('function', 'scope_quota_json',               ''),
+    ('function', 'cap_fields',                     'worker'),
+    ('function', 'caps_error',                     'worker'),
+    ('function', 'cap_raise',                      'worker'),
+    ('function', 'apply_queue_caps',               'worker'),
+    ('function', 'caps_unfill',                    'worker'),
+    ('function', 'caps_job',                       'worker'),
+    ('function', 'usage_day',                      'worker'),
+    ('function', 'charge_cpu',                     'worker'),
+    ('function', 'scope_wait_reason',              ''),
+    ('table',    'queue_caps',                     'worker:select'),
+    ('table',    'scope_quotas',                   'worker:select,update'),
+    ('table',    'scope_cpu_usage',                'worker:select,insert,update'),
     -- Views: counts per queue and the replicas, never a job's spec or
     -- output.
     ('view',     'active_queue_stats',             'worker:select monitor:select'),
