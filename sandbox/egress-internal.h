@@ -134,6 +134,9 @@ void egress_pending_abort(struct egress_pending *p);
 #define EGRESS_LOOKUPS_PER_S 10
 #define EGRESS_LOOKUP_BURST 50
 #define EGRESS_ADDRS_MAX 16
+/* The refusal of a lookup over the limit: one entry for them all, kept
+ * in the status even once EGRESS_REFUSED_KEPT others are. */
+#define EGRESS_RATE_LIMITED "name lookups over the rate limit"
 /* The one place the resolver's host ids are chosen: nobody's.  (Per-job
  * host uids, once the sandbox has them, could take their place.) */
 #define EGRESS_RESOLVER_UID 65534

@@ -236,8 +236,8 @@ static int open_name(const struct egress_policy *e, const char *name, uint16_t p
         pid_t pid = 0;
         int r = egress_resolver_start(e->resolver, name, &sock, &pid);
         if (r == -EBUSY) {
-                snprintf(why, size, "%s:%u (over the name lookup rate limit, %d a second)", name,
-                         port, EGRESS_LOOKUPS_PER_S);
+                snprintf(why, size, EGRESS_RATE_LIMITED " (%d, then %d a second): %s:%u refused",
+                         EGRESS_LOOKUP_BURST, EGRESS_LOOKUPS_PER_S, name, port);
                 return -1;
         }
         if (r < 0)

@@ -46,7 +46,7 @@ struct sbx_egress {
         size_t n_polled;
         struct egress_names names;
         uint64_t bytes_out, bytes_in, connections, refused;
-        char *refused_list[EGRESS_REFUSED_KEPT];
+        char *refused_list[EGRESS_REFUSED_KEPT + 1]; /* + the rate limit's */
         size_t n_refused_list;
         bool draining; /* the job is gone: sbx_egress_drain */
 };
@@ -61,10 +61,14 @@ static void refuse(struct sbx_egress *e, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
+        /* The rate limit's refusals are one entry, the first one's. */
+        bool limited = strncmp(buf, EGRESS_RATE_LIMITED, strlen(EGRESS_RATE_LIMITED)) == 0;
         for (size_t i = 0; i < e->n_refused_list; i++)
-                if (strcmp(e->refused_list[i], buf) == 0)
+                if (strcmp(e->refused_list[i], buf) == 0 ||
+                    (limited && strncmp(e->refused_list[i], EGRESS_RATE_LIMITED,
+                                        strlen(EGRESS_RATE_LIMITED)) == 0))
                         return;
-        if (e->n_refused_list < EGRESS_REFUSED_KEPT) {
+        if (e->n_refused_list < (size_t)EGRESS_REFUSED_KEPT + (limited ? 1 : 0)) {
                 char *s = strdup(buf);
                 if (s)
                         e->refused_list[e->n_refused_list++] = s;
