@@ -287,7 +287,7 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_dns_allowed_names), cmocka_unit_test(test_dns_refused_names),
                 cmocka_unit_test(test_dns_malformed),     cmocka_unit_test(test_options),
-                cmocka_unit_test(test_status_network), cmocka_unit_test(test_resolver_cache),
+                cmocka_unit_test(test_status_network),    cmocka_unit_test(test_resolver_cache),
         };
         return cmocka_run_group_tests_name("sandbox_egress", tests, NULL, NULL);
 }

@@ -486,7 +486,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_durations),     cmocka_unit_test(test_queues),
                 cmocka_unit_test(test_worker_flags),  cmocka_unit_test(test_worker_flag_errors),
-                cmocka_unit_test(test_network_allow), cmocka_unit_test(test_private_egress), cmocka_unit_test(test_config_file),
+                cmocka_unit_test(test_network_allow), cmocka_unit_test(test_private_egress),
+                cmocka_unit_test(test_config_file),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
