@@ -122,7 +122,8 @@ void egress_pending_abort(struct egress_pending *p);
 /* egress_resolve.c: names are resolved (getaddrinfo, the worker host's
  * resolver) by short-lived processes that are charged to the job (moved
  * into its cgroup), run as EGRESS_RESOLVER_UID/GID without capabilities,
- * with no_new_privs and the job's seccomp filter, and only resolve: the
+ * with no_new_privs, the job's seccomp filter and one refusing exec,
+ * ptrace, signals and listening sockets, and only resolve: the
  * supervisor checks each address and connects.  Answers are cached for
  * EGRESS_CACHE_TTL_MS (getaddrinfo gives no TTL; every connection checks
  * the addresses it uses, so a cached answer opens nothing a fresh one

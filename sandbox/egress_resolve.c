@@ -9,11 +9,15 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <linux/audit.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <resolv.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -114,6 +118,51 @@ static bool take_token(struct egress_resolver *r)
 
 /* ---- The resolver process ------------------------------------------------ */
 
+/* On top of the job's filter, what a resolver never needs: running
+ * programs, signalling or reading other processes (other jobs' resolvers
+ * are nobody too), serving sockets.  EPERM, and any other ABI refused. */
+#if defined(__x86_64__)
+#define RESOLVER_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define RESOLVER_ARCH AUDIT_ARCH_AARCH64
+#endif
+static int deny_beyond_dns(void)
+{
+#ifdef RESOLVER_ARCH
+/* The k-th (from 0) jumps over the rest and the ALLOW to the EPERM. */
+#define DENY(nr, k) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (nr), n_denied - (k), 0)
+        enum { n_denied = 12 };
+        struct sock_filter f[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RESOLVER_ARCH, 1, 0),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                /* x32's numbers on x86_64 */
+                BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, n_denied + 1, 0),
+                DENY(SYS_execve, 0),
+                DENY(SYS_execveat, 1),
+                DENY(SYS_ptrace, 2),
+                DENY(SYS_process_vm_readv, 3),
+                DENY(SYS_process_vm_writev, 4),
+                DENY(SYS_kill, 5),
+                DENY(SYS_tkill, 6),
+                DENY(SYS_pidfd_open, 7),
+                DENY(SYS_pidfd_send_signal, 8),
+                DENY(SYS_listen, 9),
+                DENY(SYS_accept, 10),
+                DENY(SYS_accept4, 11),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        };
+#undef DENY
+        _Static_assert(sizeof(f) / sizeof(f[0]) == 5 + n_denied + 2, "one DENY per denied call");
+        struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+        return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0 ? -errno : 0;
+#else
+        return 0; /* the job's filter alone */
+#endif
+}
+
 /* Nobody, without capabilities: the bounding set emptied while we may
  * (CAP_SETPCAP), then the ids changed, which clears the permitted,
  * effective and ambient sets.  A helper that is not root has no
@@ -140,7 +189,7 @@ static int drop_privileges(void)
         struct bc_error err = { 0 };
         int r = sbx_seccomp_apply(&prog, &err);
         bc_error_clear(&err);
-        return r < 0 ? -EPERM : 0;
+        return r < 0 ? -EPERM : deny_beyond_dns();
 }
 
 static void lookup(const char *name, struct egress_addrs *ret)

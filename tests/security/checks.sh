@@ -588,6 +588,12 @@ check "with no capabilities (effective, permitted, bounding)" \
   bash -c 'grep -qP "^CapEff:\s+0+$" <<<"$1" && grep -qP "^CapPrm:\s+0+$" <<<"$1" && grep -qP "^CapBnd:\s+0+$" <<<"$1"' _ "$rstat"
 check "with no_new_privs and a seccomp filter" \
   bash -c 'grep -qP "^NoNewPrivs:\s+1$" <<<"$1" && grep -qP "^Seccomp:\s+2$" <<<"$1"' _ "$rstat"
+nfilters() { awk '/^Seccomp_filters:/ { print $2 }' <<<"$1"; }
+jstat=$(cat "/proc/$jp/status" 2>/dev/null)
+if [[ -n $(nfilters "$jstat") ]]; then
+  check "the job's filters and one more (no exec, no signals, no serving): $(nfilters "$rstat") vs $(nfilters "$jstat")" \
+    test "$(nfilters "$rstat")" -gt "$(nfilters "$jstat")"
+else skip "Seccomp_filters (kernel before 5.9)"; fi
 if [[ -n $rcg && $rcg == "$jcg" ]] && grep -q boxcar-sandbox <<<"$rcg"; then
   ok "and in the job's cgroup (charged to the job)"
 else not_ok "the resolver is in the job's cgroup"; diag "resolver: $rcg"; diag "job: $jcg"; fi
