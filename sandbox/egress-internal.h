@@ -138,8 +138,9 @@ void egress_pending_abort(struct egress_pending *p);
 /* The refusal of a lookup over the limit: one entry for them all, kept
  * in the status even once EGRESS_REFUSED_KEPT others are. */
 #define EGRESS_RATE_LIMITED "name lookups over the rate limit"
-/* The one place the resolver's host ids are chosen: nobody's.  (Per-job
- * host uids, once the sandbox has them, could take their place.) */
+/* The resolver's host ids: nobody's, chosen in sbx_egress_new (the one
+ * place; per-job host uids, once the sandbox has them, can take their
+ * place there). */
 #define EGRESS_RESOLVER_UID 65534
 #define EGRESS_RESOLVER_GID 65534
 struct egress_addrs {
@@ -151,8 +152,9 @@ struct egress_addrs {
         } a[EGRESS_ADDRS_MAX];
 };
 struct sbx_cgroup;
-/* cg: the job's cgroup (not owned; may be NULL or have no controllers). */
-struct egress_resolver *egress_resolver_new(struct sbx_cgroup *cg);
+/* cg: the job's cgroup (not owned; may be NULL or have no controllers);
+ * uid, gid: the host ids the resolvers run as (a root helper's). */
+struct egress_resolver *egress_resolver_new(struct sbx_cgroup *cg, uid_t uid, gid_t gid);
 void egress_resolver_free(struct egress_resolver *r);
 /* The cached answer for name, or NULL. */
 const struct egress_addrs *egress_resolver_cached(struct egress_resolver *r, const char *name);

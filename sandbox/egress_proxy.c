@@ -86,7 +86,7 @@ struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds,
         struct bc_error err = { 0 };
         if (e) {
                 e->rules = malloc(c->n_net_rules * sizeof(*e->rules) + 1);
-                e->resolver = egress_resolver_new(cg);
+                e->resolver = egress_resolver_new(cg, EGRESS_RESOLVER_UID, EGRESS_RESOLVER_GID);
         }
         if (!e || !e->rules || !e->resolver || n == 0 || n > EGRESS_MAX_FDS ||
             netguard_allow_list(&e->private_guard, PRIVATE_RANGES, &err) < 0) {

@@ -37,16 +37,20 @@ struct cache_entry {
 
 struct egress_resolver {
         struct sbx_cgroup *cg;
+        uid_t uid;
+        gid_t gid;
         struct cache_entry cache[EGRESS_CACHE_MAX];
         double tokens;
         uint64_t tokens_at_ms;
 };
 
-struct egress_resolver *egress_resolver_new(struct sbx_cgroup *cg)
+struct egress_resolver *egress_resolver_new(struct sbx_cgroup *cg, uid_t uid, gid_t gid)
 {
         struct egress_resolver *r = calloc(1, sizeof(*r));
         if (r) {
                 r->cg = cg;
+                r->uid = uid;
+                r->gid = gid;
                 r->tokens = EGRESS_LOOKUP_BURST;
                 r->tokens_at_ms = bc_mono_ms();
         }
@@ -163,19 +167,18 @@ static int deny_beyond_dns(void)
 #endif
 }
 
-/* Nobody, without capabilities: the bounding set emptied while we may
- * (CAP_SETPCAP), then the ids changed, which clears the permitted,
+/* uid and gid, without capabilities: the bounding set emptied while we
+ * may (CAP_SETPCAP), then the ids changed, which clears the permitted,
  * effective and ambient sets.  A helper that is not root has no
  * capabilities to give up in the host's namespace and keeps its ids. */
-static int drop_privileges(void)
+static int drop_privileges(uid_t uid, gid_t gid)
 {
         if (geteuid() == 0) {
                 for (int cap = 0; cap <= 63; cap++)
                         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
                                 return -errno;
-                if (setgroups(0, NULL) < 0 ||
-                    setresgid(EGRESS_RESOLVER_GID, EGRESS_RESOLVER_GID, EGRESS_RESOLVER_GID) < 0 ||
-                    setresuid(EGRESS_RESOLVER_UID, EGRESS_RESOLVER_UID, EGRESS_RESOLVER_UID) < 0)
+                if (uid == 0 || gid == 0 || setgroups(0, NULL) < 0 ||
+                    setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
                         return -errno;
         }
         struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
@@ -220,7 +223,8 @@ static void lookup(const char *name, struct egress_addrs *ret)
                 freeaddrinfo(res);
 }
 
-static _Noreturn void resolver_main(int sock, const int *cg_fds, size_t n_cg_fds, const char *name)
+static _Noreturn void resolver_main(const struct egress_resolver *r, int sock, const int *cg_fds,
+                                    size_t n_cg_fds, const char *name)
 {
         /* Dies with the supervisor (a hung resolver included), and holds
          * none of its sockets: a connection the supervisor closes must
@@ -234,7 +238,7 @@ static _Noreturn void resolver_main(int sock, const int *cg_fds, size_t n_cg_fds
         if (sock > 3)
                 syscall(SYS_close_range, 3u, (unsigned)sock - 1, 0u);
         syscall(SYS_close_range, (unsigned)sock + 1, ~0u, 0u);
-        if (drop_privileges() < 0)
+        if (drop_privileges(r->uid, r->gid) < 0)
                 goto answer;
         a.err = 0;
         lookup(name, &a);
@@ -257,7 +261,7 @@ int egress_resolver_start(struct egress_resolver *r, const char *name, int *ret_
                 n_cg = 0;
         pid_t pid = fork();
         if (pid == 0)
-                resolver_main(sp[1], cg_fds, (size_t)n_cg, name);
+                resolver_main(r, sp[1], cg_fds, (size_t)n_cg, name);
         int e = errno;
         for (int i = 0; i < n_cg; i++)
                 close(cg_fds[i]);

@@ -253,7 +253,8 @@ static void test_status_network(void **state)
 static void test_resolver_cache(void **state)
 {
         (void)state;
-        struct egress_resolver *r = egress_resolver_new(NULL);
+        struct egress_resolver *r = egress_resolver_new(NULL, EGRESS_RESOLVER_UID,
+                                                        EGRESS_RESOLVER_GID);
         assert_non_null(r);
         struct egress_addrs a = { .n = 1 };
         a.a[0].family = 2; /* AF_INET */
