@@ -143,8 +143,11 @@ void egress_pending_abort(struct egress_pending *p);
  * place there). */
 #define EGRESS_RESOLVER_UID 65534
 #define EGRESS_RESOLVER_GID 65534
+/* egress_addrs.err when the resolver could not join the job's cgroup or
+ * give up its privileges: it resolved nothing. */
+#define EGRESS_ERR_RESOLVER (-10000)
 struct egress_addrs {
-        int err; /* 0, or getaddrinfo's EAI_* */
+        int err; /* 0, getaddrinfo's EAI_*, or EGRESS_ERR_RESOLVER */
         uint32_t n;
         struct {
                 uint8_t family; /* AF_INET, AF_INET6 */

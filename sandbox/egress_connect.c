@@ -207,6 +207,13 @@ static int connect_family(const struct egress_policy *e, enum name_reach reach,
 static int connect_addrs(const struct egress_policy *e, const char *name, uint16_t port,
                          const struct egress_addrs *a, char *why, size_t size)
 {
+        if (a->err == EGRESS_ERR_RESOLVER) {
+                snprintf(
+                        why, size,
+                        "%s:%u (the resolver could not join the job's cgroup or drop its privileges)",
+                        name, port);
+                return -1;
+        }
         if (a->err || a->n == 0) {
                 snprintf(why, size, "%s:%u (does not resolve)", name, port);
                 return -1;
@@ -258,6 +265,10 @@ int egress_pending_take(const struct egress_policy *e, struct egress_pending *p,
         if (r == 1) {
                 egress_resolver_store(e->resolver, p->name, &a);
                 fd = connect_addrs(e, p->name, p->port, &a, why, size);
+        } else {
+                /* Killed before answering: the job's cgroup (out of memory,
+                 * its end). */
+                snprintf(why, size, "%s:%u (the resolver died)", p->name, p->port);
         }
         egress_pending_abort(p);
         return fd;

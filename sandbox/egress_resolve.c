@@ -231,7 +231,7 @@ static _Noreturn void resolver_main(const struct egress_resolver *r, int sock, c
          * close now, not when this process exits. */
         prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         prctl(PR_SET_NAME, "boxcar-resolve", 0, 0, 0);
-        struct egress_addrs a = { .err = EAI_FAIL };
+        struct egress_addrs a = { .err = EGRESS_ERR_RESOLVER };
         /* Into the job's cgroup before anything is spent. */
         if (sbx_cgroup_self_attach(cg_fds, n_cg_fds) < 0)
                 goto answer;
