@@ -131,6 +131,8 @@ enum netallow_problem netallow_parse(const char *text, struct netallow_rule *r)
                 r->addr &= mask_of(r->prefix);
                 return NETALLOW_HOST_BITS;
         }
+        if (r->is_cidr && r->prefix == 32 && r->addr == NETALLOW_METADATA_ADDR)
+                return NETALLOW_METADATA;
         return NETALLOW_OK;
 }
 
@@ -153,6 +155,10 @@ const char *netallow_problem_text(enum netallow_problem p, const struct netallow
                          "address has bits set past the prefix (the network is %u.%u.%u.%u/%u)",
                          r->addr >> 24, (r->addr >> 16) & 255, (r->addr >> 8) & 255, r->addr & 255,
                          r->prefix);
+                break;
+        case NETALLOW_METADATA:
+                snprintf(buf, size,
+                         "169.254.169.254 is the cloud metadata service, which no rule reaches");
                 break;
         }
         return buf;

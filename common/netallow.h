@@ -12,7 +12,9 @@
  * 1-63 characters that neither start nor end with '-', at most 253
  * characters, the last label starting with a letter (so an address is
  * never read as a name).  Octets and prefix lengths are written without
- * leading zeros.  Ports are 1-65535.  IPv6 rules do not exist.
+ * leading zeros.  Ports are 1-65535.  IPv6 rules do not exist.  The
+ * cloud metadata address (169.254.169.254) is never a rule of its own: no
+ * rule reaches it (see sandbox/egress_connect.c).
  *
  * The SQL validator (sql/10_spec.sql, boxcar.network_rule_error) applies
  * the same grammar with the same messages. */
@@ -33,13 +35,22 @@ struct netallow_rule {
         uint32_t addr;                    /* CIDR rules, host byte order */
         unsigned prefix;                  /* 0..32 */
         uint16_t port;
+        /* The operator let this rule reach private addresses (the worker's
+         * --allow-private-egress, the sandbox's --network-allow-private):
+         * a name may resolve to one, see sandbox/egress_connect.c.  Never
+         * set by netallow_parse; ignored by netallow_covers. */
+        bool private_ok;
 };
+
+/* 169.254.169.254, the cloud metadata service (host byte order). */
+#define NETALLOW_METADATA_ADDR 0xa9fea9feu
 
 enum netallow_problem {
         NETALLOW_OK = 0,
         NETALLOW_SYNTAX,    /* not name:port, *.name:port or a.b.c.d[/bits]:port */
         NETALLOW_PORT,      /* port not 1-65535 */
         NETALLOW_HOST_BITS, /* bits set past the prefix length */
+        NETALLOW_METADATA,  /* 169.254.169.254 alone: never reachable */
 };
 
 /* Parses one rule into *r.  On NETALLOW_HOST_BITS, r->addr/prefix hold the

@@ -102,6 +102,11 @@ static int validate(const struct sandbox_opts *o, struct bc_error *err)
                 if (netallow_parse(o->net_allow[i], &rule) != NETALLOW_OK)
                         return bc_error_set(err, BC_BAD_SPEC, EINVAL,
                                             "network.allow[%zu]: bad rule", i);
+                if (o->net_allow_private && o->net_allow_private[i] && rule.wildcard)
+                        return bc_error_set(err, BC_BAD_SPEC, EINVAL,
+                                            "network.allow[%zu]: a wildcard cannot reach "
+                                            "private addresses",
+                                            i);
         }
         return 0;
 }
@@ -142,7 +147,11 @@ static int build(struct argv_builder *b, const struct sandbox_opts *o, const cha
                             : o->network == SANDBOX_NET_ALLOW ? "allow"
                                                               : "none");
         for (size_t i = 0; r >= 0 && i < o->n_net_allow; i++)
-                r = add_fmt(b, "--network-allow", "%s", o->net_allow[i]);
+                r = add_fmt(b,
+                            o->net_allow_private && o->net_allow_private[i]
+                                    ? "--network-allow-private"
+                                    : "--network-allow",
+                            "%s", o->net_allow[i]);
         if (r >= 0 && o->n_net_allow && o->net_private)
                 r = add(b, "--network-private");
         if (r >= 0 && o->cgroup_parent)

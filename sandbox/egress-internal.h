@@ -58,8 +58,11 @@ struct sbx_egress;
 struct sandbox_status;
 
 /* The supervisor's side, for c's rules; takes the n fds (closed on
- * failure).  NULL when out of memory. */
-struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds, size_t n);
+ * failure).  cg: the job's cgroup, which the name resolvers join (not
+ * owned; outlives the proxy).  NULL when out of memory. */
+struct sbx_cgroup;
+struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds, size_t n,
+                                  struct sbx_cgroup *cg);
 /* Most pollfds sbx_egress_poll fills. */
 #define EGRESS_MAX_POLL (EGRESS_MAX_FDS + 2 * EGRESS_MAX_CONNS)
 /* Fills p (room for EGRESS_MAX_POLL) with what e waits on; returns the count. */
@@ -86,29 +89,88 @@ void sbx_egress_free(struct sbx_egress *e);
  * the connection merely failed. */
 struct netguard;
 struct egress_names;
+struct egress_resolver;
 struct egress_policy {
         const struct netallow_rule *rules;
         size_t n_rules;
-        const struct netguard *guard; /* allow_all: --network-private */
+        const struct netguard *guard;         /* allow_all: --network-private */
+        const struct netguard *private_guard; /* lets the private ranges through */
         const struct egress_names *names;
+        struct egress_resolver *resolver; /* the names' cache and rate limit */
 };
-/* A name being resolved and connected by a child process: wait for sock
- * to be readable, then egress_pending_take. */
+/* A name being resolved by a resolver process: wait for sock to be
+ * readable, then egress_pending_take. */
 struct egress_pending {
         int sock; /* -1: none */
         pid_t pid;
+        uint16_t port;
+        char name[NETALLOW_NAME_MAX + 1];
 };
 #define EGRESS_PENDING (-2)
 /* Returns the socket (connecting), EGRESS_PENDING (a name: *pending is
  * set), or -1. */
 int egress_open_upstream(const struct egress_policy *p, int in, struct egress_pending *pending,
                          char *why, size_t size);
-/* The child's answer: its socket (connecting), -EAGAIN (not yet), or -1
- * (why says why when refused).  Once answered, the child is reaped and
- * *p cleared. */
-int egress_pending_take(struct egress_pending *p, char *why, size_t size);
-/* Kills and reaps the child, closes the socket.  Idempotent. */
+/* The resolver's answer, checked and connected: the socket (connecting),
+ * -EAGAIN (not yet), or -1 (why says why when refused).  Once answered,
+ * the resolver is reaped and *p cleared. */
+int egress_pending_take(const struct egress_policy *e, struct egress_pending *p, char *why,
+                        size_t size);
+/* Kills and reaps the resolver, closes the socket.  Idempotent. */
 void egress_pending_abort(struct egress_pending *p);
+
+/* egress_resolve.c: names are resolved (getaddrinfo, the worker host's
+ * resolver) by short-lived processes that are charged to the job (moved
+ * into its cgroup), run as EGRESS_RESOLVER_UID/GID without capabilities,
+ * with no_new_privs, the job's seccomp filter and one refusing exec,
+ * ptrace, signals and listening sockets, and only resolve: the
+ * supervisor checks each address and connects.  Answers are cached for
+ * EGRESS_CACHE_TTL_MS (getaddrinfo gives no TTL; every connection checks
+ * the addresses it uses, so a cached answer opens nothing a fresh one
+ * would not), at most EGRESS_CACHE_MAX names; lookups that miss the cache
+ * are rate-limited per job (a token bucket of EGRESS_LOOKUP_BURST,
+ * refilled at EGRESS_LOOKUPS_PER_S): beyond it the connection is refused. */
+#define EGRESS_CACHE_TTL_MS 30000
+#define EGRESS_CACHE_MAX 256
+#define EGRESS_LOOKUPS_PER_S 10
+#define EGRESS_LOOKUP_BURST 50
+#define EGRESS_ADDRS_MAX 16
+/* The refusal of a lookup over the limit: one entry for them all, kept
+ * in the status even once EGRESS_REFUSED_KEPT others are. */
+#define EGRESS_RATE_LIMITED "name lookups over the rate limit"
+/* The resolver's host ids: nobody's, chosen in sbx_egress_new (the one
+ * place; per-job host uids, once the sandbox has them, can take their
+ * place there). */
+#define EGRESS_RESOLVER_UID 65534
+#define EGRESS_RESOLVER_GID 65534
+/* egress_addrs.err when the resolver could not join the job's cgroup or
+ * give up its privileges: it resolved nothing. */
+#define EGRESS_ERR_RESOLVER (-10000)
+struct egress_addrs {
+        int err; /* 0, getaddrinfo's EAI_*, or EGRESS_ERR_RESOLVER */
+        uint32_t n;
+        struct {
+                uint8_t family; /* AF_INET, AF_INET6 */
+                uint8_t addr[16];
+        } a[EGRESS_ADDRS_MAX];
+};
+struct sbx_cgroup;
+/* cg: the job's cgroup (not owned; may be NULL or have no controllers);
+ * uid, gid: the host ids the resolvers run as (a root helper's). */
+struct egress_resolver *egress_resolver_new(struct sbx_cgroup *cg, uid_t uid, gid_t gid);
+void egress_resolver_free(struct egress_resolver *r);
+/* The cached answer for name, or NULL. */
+const struct egress_addrs *egress_resolver_cached(struct egress_resolver *r, const char *name);
+void egress_resolver_store(struct egress_resolver *r, const char *name,
+                           const struct egress_addrs *a);
+/* Starts a lookup of name: 0 and *ret_sock and *ret_pid (the answer comes on
+ * the socket, read with egress_resolver_read), -EBUSY over the rate
+ * limit, or -errno. */
+int egress_resolver_start(struct egress_resolver *r, const char *name, int *ret_sock,
+                          pid_t *ret_pid);
+/* 1 and *ret on an answer, -EAGAIN when none yet, -EIO when the resolver
+ * died without one. */
+int egress_resolver_read(int sock, struct egress_addrs *ret);
 
 /* egress_dns.c: the answer to one DNS query in q (n bytes, at most 512)
  * into out (room for EGRESS_DNS_OUT bytes); returns its length, 0 to drop

@@ -2,34 +2,52 @@
  * connection from the worker's side (see egress-internal.h).  The real
  * destination is read with getsockname(): a synthetic address stands for
  * the name the DNS responder gave it, any other address for itself.
- *   - A name is resolved here (getaddrinfo: the worker host's resolver) and
- *     each address goes through the SSRF guard (common/netguard.c) unless
- *     --network-private: an allowed public name that resolves to
- *     169.254.169.254 or loopback reaches nothing (checked on the address
- *     connected, so rebinding does not help).
+ *   - A name is resolved on the host (egress_resolve.c: cached,
+ *     rate-limited, by an unprivileged process charged to the job) and
+ *     each address is judged here, on the address connected, so rebinding
+ *     does not help: public addresses only, unless a rule matching the
+ *     name exactly was marked private by the operator (the worker's
+ *     --allow-private-egress): then the private ranges too (10/8,
+ *     172.16/12, 192.168/16, 100.64/10, fc00::/7), never loopback,
+ *     link-local nor the worker host's own addresses.  A wildcard rule
+ *     never reaches a private address, whatever the name resolves to.
  *   - An address under a CIDR rule is connected as written when it is an
- *     ordinary one or the rule names its special network (10.2.0.0/16:5432,
- *     the queue's cap being the operator's say-so); a wider rule
- *     (0.0.0.0/0:443) does not open loopback or the metadata service.
- * Names are resolved and connected in a short-lived child process, so that
- * the resolver's timeouts never stall the supervisor's loop. */
+ *     ordinary one, the rule names its special network (10.2.0.0/16:5432,
+ *     the queue's cap being the operator's say-so) or the rule is marked
+ *     private; a wider rule (0.0.0.0/0:443) does not open loopback or
+ *     private networks.
+ *   - The cloud metadata service (169.254.169.254, fd00:ec2::254) is never
+ *     reached: it hands out the host's credentials, which no job needs.
+ * --network-private lifts everything but the last. */
 #include "sandbox/egress-internal.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <resolv.h>
 #include <stdio.h>
 #include <string.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/netguard.h"
+
+static bool is_metadata(const struct sockaddr *sa)
+{
+        static const uint8_t v6[16] = { 0xfd, 0x00, 0x0e, 0xc2, [15] = 0x54, [14] = 0x02 };
+        static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+        if (sa->sa_family == AF_INET)
+                return ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) ==
+                       NETALLOW_METADATA_ADDR;
+        if (sa->sa_family != AF_INET6)
+                return false;
+        const uint8_t *a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+        uint32_t v4 = (uint32_t)a[12] << 24 | (uint32_t)a[13] << 16 | (uint32_t)a[14] << 8 | a[15];
+        return memcmp(a, v6, 16) == 0 ||
+               (memcmp(a, mapped, 12) == 0 && v4 == NETALLOW_METADATA_ADDR);
+}
+#define METADATA_RANGE "the cloud metadata service, never reached"
 
 static bool special(uint32_t addr, const char **ret_range)
 {
@@ -59,11 +77,15 @@ static int addr_allowed(const struct egress_policy *e, uint32_t addr, uint16_t p
                         const char **ret_range)
 {
         int r = 0, local = -1; /* -1: not asked yet */
+        if (addr == NETALLOW_METADATA_ADDR) {
+                *ret_range = METADATA_RANGE;
+                return -1;
+        }
         for (size_t i = 0; i < e->n_rules; i++) {
                 const struct netallow_rule *rule = &e->rules[i];
                 if (!netallow_match_addr(rule, addr, port))
                         continue;
-                if (e->guard->allow_all)
+                if (e->guard->allow_all || rule->private_ok)
                         return 1;
                 if (special(addr, ret_range)) {
                         if (names_special_network(rule))
@@ -87,12 +109,23 @@ static int addr_allowed(const struct egress_policy *e, uint32_t addr, uint16_t p
         return r;
 }
 
-static bool name_port_allowed(const struct egress_policy *e, const char *name, uint16_t port)
+enum name_reach { NAME_REFUSED, NAME_PUBLIC, NAME_PRIVATE };
+
+/* Whether a rule lets name:port through, and how far: NAME_PRIVATE when
+ * one that matches it exactly (no wildcard) is marked private. */
+static enum name_reach name_port_allowed(const struct egress_policy *e, const char *name,
+                                         uint16_t port)
 {
-        for (size_t i = 0; i < e->n_rules; i++)
-                if (netallow_match_name(&e->rules[i], name, port))
-                        return true;
-        return false;
+        enum name_reach r = NAME_REFUSED;
+        for (size_t i = 0; i < e->n_rules; i++) {
+                const struct netallow_rule *rule = &e->rules[i];
+                if (!netallow_match_name(rule, name, port))
+                        continue;
+                if (rule->private_ok && !rule->wildcard)
+                        return NAME_PRIVATE;
+                r = NAME_PUBLIC;
+        }
+        return r;
 }
 
 static int connect_to(const struct sockaddr *sa, socklen_t len)
@@ -108,113 +141,137 @@ static int connect_to(const struct sockaddr *sa, socklen_t len)
 }
 
 struct refusal {
-        char addr[NETGUARD_ADDR_TEXT]; /* the first address the guard refused */
+        char addr[NETGUARD_ADDR_TEXT]; /* the first address refused */
         const char *range;
 };
 
-/* The first address of res in family that the guard lets through,
- * connected; -1 when none. */
-static int connect_family(const struct egress_policy *e, const struct addrinfo *res, int family,
+/* Whether the address of a name may be connected to; *range says why not. */
+static bool name_addr_permitted(const struct egress_policy *e, enum name_reach reach,
+                                const struct sockaddr *sa, socklen_t len, const char **range)
+{
+        if (is_metadata(sa)) {
+                *range = METADATA_RANGE;
+                return false;
+        }
+        if (e->guard->allow_all)
+                return true;
+        /* The guard's ranges, then the worker's own addresses: an allowed
+         * name that resolves to the worker's address must not reach the
+         * services it serves there, private or not. */
+        if (reach == NAME_PRIVATE && netguard_permits(e->private_guard, sa, len, range)) {
+                if (!netguard_host_local(sa, len))
+                        return true;
+                *range = NETGUARD_HOST_OWN;
+                return false;
+        }
+        return netguard_permits_connect(e->guard, sa, len, range);
+}
+
+/* The first address of a in family that may be connected to, connected;
+ * -1 when none. */
+static int connect_family(const struct egress_policy *e, enum name_reach reach,
+                          const struct egress_addrs *a, int family, uint16_t port,
                           struct refusal *no)
 {
-        for (const struct addrinfo *a = res; a; a = a->ai_next) {
-                if (a->ai_family != family)
+        for (uint32_t i = 0; i < a->n; i++) {
+                if (a->a[i].family != family)
                         continue;
+                struct sockaddr_storage ss = { 0 };
+                socklen_t len;
+                if (family == AF_INET) {
+                        struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+                        sin->sin_family = AF_INET;
+                        sin->sin_port = htons(port);
+                        memcpy(&sin->sin_addr, a->a[i].addr, 4);
+                        len = sizeof(*sin);
+                } else {
+                        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+                        sin6->sin6_family = AF_INET6;
+                        sin6->sin6_port = htons(port);
+                        memcpy(&sin6->sin6_addr, a->a[i].addr, 16);
+                        len = sizeof(*sin6);
+                }
                 const char *range = NULL;
-                /* The guard's ranges, then the worker's own addresses: an
-                 * allowed name that resolves to the worker's public address
-                 * must not reach the services it serves there. */
-                if (netguard_permits_connect(e->guard, a->ai_addr, a->ai_addrlen, &range))
-                        return connect_to(a->ai_addr, a->ai_addrlen);
+                if (name_addr_permitted(e, reach, (struct sockaddr *)&ss, len, &range))
+                        return connect_to((struct sockaddr *)&ss, len);
                 if (!no->addr[0]) {
-                        netguard_addr_text(a->ai_addr, a->ai_addrlen, no->addr);
+                        netguard_addr_text((struct sockaddr *)&ss, len, no->addr);
                         no->range = range;
                 }
         }
         return -1;
 }
 
-/* A name: resolved on the host, the first address the guard lets through
- * connected (IPv4 first: the job asked for an IPv4 address).  -1 (refused
- * and recorded) otherwise. */
-static int connect_name(const struct egress_policy *e, const char *name, uint16_t port, char *why,
-                        size_t size)
+/* A name's addresses: the first one permitted connected (IPv4 first: the
+ * job asked for an IPv4 address).  -1 (refused and recorded) otherwise. */
+static int connect_addrs(const struct egress_policy *e, const char *name, uint16_t port,
+                         const struct egress_addrs *a, char *why, size_t size)
 {
-        char service[8];
-        snprintf(service, sizeof(service), "%u", port);
-        struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-        struct addrinfo *res = NULL;
-        if (getaddrinfo(name, service, &hints, &res) != 0) {
+        if (a->err == EGRESS_ERR_RESOLVER) {
+                snprintf(
+                        why, size,
+                        "%s:%u (the resolver could not join the job's cgroup or drop its privileges)",
+                        name, port);
+                return -1;
+        }
+        if (a->err || a->n == 0) {
                 snprintf(why, size, "%s:%u (does not resolve)", name, port);
                 return -1;
         }
+        enum name_reach reach = name_port_allowed(e, name, port);
         struct refusal no = { .addr = "" };
-        int fd = connect_family(e, res, AF_INET, &no);
+        int fd = connect_family(e, reach, a, AF_INET, port, &no);
         if (fd < 0)
-                fd = connect_family(e, res, AF_INET6, &no);
-        freeaddrinfo(res);
+                fd = connect_family(e, reach, a, AF_INET6, port, &no);
         if (fd < 0 && no.addr[0])
                 snprintf(why, size, "%s:%u (resolves to %s, %s)", name, port, no.addr,
                          no.range ? no.range : "a special-purpose address");
         return fd;
 }
 
-/* A name is resolved and connected in a child process: getaddrinfo may
- * take the resolver's timeouts, which must not stall the supervisor's loop
- * (the job's timeout, a cancel, the other connections).  The child sends
- * the socket (its connect under way) or the refusal back on a socketpair
- * and exits; the supervisor waits on the other end like on any socket. */
-static int resolve_in_child(const struct egress_policy *e, const char *name, uint16_t port,
-                            struct egress_pending *ret)
+/* A name: from the cache, or looked up by a resolver process (its
+ * timeouts must not stall the supervisor's loop: the job's timeout, a
+ * cancel, the other connections); the answer is waited for like any
+ * socket. */
+static int open_name(const struct egress_policy *e, const char *name, uint16_t port,
+                     struct egress_pending *ret, char *why, size_t size)
 {
-        int sp[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
-                return -1;
-        pid_t pid = fork();
-        if (pid < 0) {
-                close(sp[0]);
-                close(sp[1]);
+        const struct egress_addrs *cached = egress_resolver_cached(e->resolver, name);
+        if (cached)
+                return connect_addrs(e, name, port, cached, why, size);
+        int sock = -1;
+        pid_t pid = 0;
+        int r = egress_resolver_start(e->resolver, name, &sock, &pid);
+        if (r == -EBUSY) {
+                snprintf(why, size, EGRESS_RATE_LIMITED " (%d, then %d a second): %s:%u refused",
+                         EGRESS_LOOKUP_BURST, EGRESS_LOOKUPS_PER_S, name, port);
                 return -1;
         }
-        if (pid == 0) {
-                /* Dies with the supervisor (a hung resolver included), and
-                 * holds none of its sockets: a connection the supervisor
-                 * closes must close now, not when this child exits. */
-                prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-                if (sp[1] > 3)
-                        syscall(SYS_close_range, 3u, (unsigned)sp[1] - 1, 0u);
-                syscall(SYS_close_range, (unsigned)sp[1] + 1, ~0u, 0u);
-                /* The name as written and nothing else: with resolv.conf's
-                 * search list (ndots:5, as in Kubernetes, tries it first)
-                 * "x.allowed.test" could be answered for
-                 * "x.allowed.test.corp.internal", a name no rule allows.
-                 * (A trailing dot would do the same for DNS but stop
-                 * /etc/hosts from matching.) */
-                if (res_init() == 0)
-                        _res.options &= ~(unsigned long)(RES_DNSRCH | RES_DEFNAMES);
-                struct sbx_msg m = { .type = SBX_MSG_EGRESS };
-                int fd = connect_name(e, name, port, m.path, sizeof(m.path));
-                (void)sbx_msg_send(sp[1], &m, fd);
-                _exit(0);
-        }
-        close(sp[1]);
-        *ret = (struct egress_pending){ .sock = sp[0], .pid = pid };
-        return 0;
+        if (r < 0)
+                return -1;
+        *ret = (struct egress_pending){ .sock = sock, .pid = pid, .port = port };
+        snprintf(ret->name, sizeof(ret->name), "%s", name);
+        return EGRESS_PENDING;
 }
 
-int egress_pending_take(struct egress_pending *p, char *why, size_t size)
+int egress_pending_take(const struct egress_policy *e, struct egress_pending *p, char *why,
+                        size_t size)
 {
-        struct sbx_msg m;
-        int fd = -1;
-        int r = sbx_msg_recv(p->sock, &m, &fd);
-        if (r == -EAGAIN || r == -EINTR)
+        struct egress_addrs a;
+        int r = egress_resolver_read(p->sock, &a);
+        if (r == -EAGAIN)
                 return -EAGAIN;
-        if (r == 1 && m.path[0]) {
-                m.path[sizeof(m.path) - 1] = '\0';
-                snprintf(why, size, "%s", m.path);
+        int fd = -1;
+        if (r == 1) {
+                egress_resolver_store(e->resolver, p->name, &a);
+                fd = connect_addrs(e, p->name, p->port, &a, why, size);
+        } else {
+                /* Killed before answering: the job's cgroup (out of memory,
+                 * its end). */
+                snprintf(why, size, "%s:%u (the resolver died)", p->name, p->port);
         }
         egress_pending_abort(p);
-        return r == 1 && fd >= 0 ? fd : (fd >= 0 ? (close(fd), -1) : -1);
+        return fd;
 }
 
 void egress_pending_abort(struct egress_pending *p)
@@ -226,7 +283,8 @@ void egress_pending_abort(struct egress_pending *p)
                 while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
                         ;
         }
-        *p = (struct egress_pending){ .sock = -1, .pid = 0 };
+        p->sock = -1;
+        p->pid = 0;
 }
 
 int egress_open_upstream(const struct egress_policy *e, int in, struct egress_pending *pending,
@@ -240,11 +298,11 @@ int egress_open_upstream(const struct egress_policy *e, int in, struct egress_pe
         uint16_t port = ntohs(dst.sin_port);
         const char *name = egress_names_lookup(e->names, addr);
         if (name) {
-                if (!name_port_allowed(e, name, port)) {
+                if (name_port_allowed(e, name, port) == NAME_REFUSED) {
                         snprintf(why, size, "%s:%u", name, port);
                         return -1;
                 }
-                return resolve_in_child(e, name, port, pending) < 0 ? -1 : EGRESS_PENDING;
+                return open_name(e, name, port, pending, why, size);
         }
         char text[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &dst.sin_addr, text, sizeof(text));

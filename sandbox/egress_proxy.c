@@ -35,15 +35,18 @@ struct conn {
 struct sbx_egress {
         struct netallow_rule *rules;
         size_t n_rules;
-        struct netguard guard;   /* zero: special addresses refused */
-        int fds[EGRESS_MAX_FDS]; /* [0] DNS, then the listeners */
+        struct netguard guard;         /* zero: special addresses refused */
+        struct netguard private_guard; /* the private ranges let through */
+        struct egress_resolver *resolver;
+        struct egress_policy pol; /* the above, for egress_connect.c */
+        int fds[EGRESS_MAX_FDS];  /* [0] DNS, then the listeners */
         size_t n_fds;
         struct conn conns[EGRESS_MAX_CONNS];
         size_t polled[EGRESS_MAX_CONNS]; /* the conns of the last poll, in order */
         size_t n_polled;
         struct egress_names names;
         uint64_t bytes_out, bytes_in, connections, refused;
-        char *refused_list[EGRESS_REFUSED_KEPT];
+        char *refused_list[EGRESS_REFUSED_KEPT + 1]; /* + the rate limit's */
         size_t n_refused_list;
         bool draining; /* the job is gone: sbx_egress_drain */
 };
@@ -58,24 +61,40 @@ static void refuse(struct sbx_egress *e, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
+        /* The rate limit's refusals are one entry, the first one's. */
+        bool limited = strncmp(buf, EGRESS_RATE_LIMITED, strlen(EGRESS_RATE_LIMITED)) == 0;
         for (size_t i = 0; i < e->n_refused_list; i++)
-                if (strcmp(e->refused_list[i], buf) == 0)
+                if (strcmp(e->refused_list[i], buf) == 0 ||
+                    (limited && strncmp(e->refused_list[i], EGRESS_RATE_LIMITED,
+                                        strlen(EGRESS_RATE_LIMITED)) == 0))
                         return;
-        if (e->n_refused_list < EGRESS_REFUSED_KEPT) {
+        if (e->n_refused_list < (size_t)EGRESS_REFUSED_KEPT + (limited ? 1 : 0)) {
                 char *s = strdup(buf);
                 if (s)
                         e->refused_list[e->n_refused_list++] = s;
         }
 }
 
-struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds, size_t n)
+/* What a name marked private may resolve to: the private networks, not
+ * loopback, link-local or the other special ranges. */
+#define PRIVATE_RANGES "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10,fc00::/7"
+
+struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds, size_t n,
+                                  struct sbx_cgroup *cg)
 {
         struct sbx_egress *e = calloc(1, sizeof(*e));
-        if (e)
+        struct bc_error err = { 0 };
+        if (e) {
                 e->rules = malloc(c->n_net_rules * sizeof(*e->rules) + 1);
-        if (!e || !e->rules || n == 0 || n > EGRESS_MAX_FDS) {
-                if (e)
+                e->resolver = egress_resolver_new(cg, EGRESS_RESOLVER_UID, EGRESS_RESOLVER_GID);
+        }
+        if (!e || !e->rules || !e->resolver || n == 0 || n > EGRESS_MAX_FDS ||
+            netguard_allow_list(&e->private_guard, PRIVATE_RANGES, &err) < 0) {
+                bc_error_clear(&err);
+                if (e) {
                         free(e->rules);
+                        egress_resolver_free(e->resolver);
+                }
                 free(e);
                 for (size_t i = 0; i < n; i++)
                         close(fds[i]);
@@ -84,6 +103,12 @@ struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds,
         memcpy(e->rules, c->net_rules, c->n_net_rules * sizeof(*e->rules));
         e->n_rules = c->n_net_rules;
         e->guard.allow_all = c->net_private;
+        e->pol = (struct egress_policy){ .rules = e->rules,
+                                         .n_rules = e->n_rules,
+                                         .guard = &e->guard,
+                                         .private_guard = &e->private_guard,
+                                         .names = &e->names,
+                                         .resolver = e->resolver };
         memcpy(e->fds, fds, n * sizeof(int));
         e->n_fds = n;
         for (size_t i = 0; i < EGRESS_MAX_CONNS; i++)
@@ -115,6 +140,7 @@ void sbx_egress_free(struct sbx_egress *e)
         for (size_t i = 0; i < e->n_refused_list; i++)
                 free(e->refused_list[i]);
         egress_names_free(&e->names);
+        egress_resolver_free(e->resolver);
         free(e->rules);
         free(e);
 }
@@ -183,13 +209,9 @@ static void on_listener(struct sbx_egress *e, int lfd)
                         close(in);
                         continue;
                 }
-                const struct egress_policy pol = { .rules = e->rules,
-                                                   .n_rules = e->n_rules,
-                                                   .guard = &e->guard,
-                                                   .names = &e->names };
                 char why[NETALLOW_NAME_MAX + 128] = "";
                 struct egress_pending pending = { .sock = -1 };
-                int out = egress_open_upstream(&pol, in, &pending, why, sizeof(why));
+                int out = egress_open_upstream(&e->pol, in, &pending, why, sizeof(why));
                 if (why[0])
                         refuse(e, "%s", why);
                 if (out < 0 && out != EGRESS_PENDING) {
@@ -283,7 +305,7 @@ static void on_conn(struct sbx_egress *e, struct conn *k, short rin, short rout)
 {
         if (k->pending.sock >= 0) {
                 char why[NETALLOW_NAME_MAX + 128] = "";
-                int fd = egress_pending_take(&k->pending, why, sizeof(why));
+                int fd = egress_pending_take(&e->pol, &k->pending, why, sizeof(why));
                 if (fd == -EAGAIN)
                         return;
                 if (why[0])

@@ -67,7 +67,7 @@ struct helper_config {
         uint32_t pids;               /* 0: none */
         double cpus;                 /* 0: none */
         enum sandbox_network network;
-        struct netallow_rule *net_rules; /* --network-allow (owned) */
+        struct netallow_rule *net_rules; /* --network-allow[-private] (owned) */
         size_t n_net_rules;
         bool net_private;          /* --network-private */
         const char *cgroup_parent; /* v2: --cgroup-parent; NULL: own cgroup */

@@ -110,12 +110,15 @@ const char *helper_usage(void)
                "                      resolve through the sandbox's own DNS responder (at\n"
                "                      127.0.0.1, the default resolver) and are connected by\n"
                "                      name from the host's side\n"
-               "  --network-private   allowed names may resolve to loopback, private,\n"
-               "                      link-local (cloud metadata) and other special\n"
-               "                      addresses, and a CIDR rule wider than such a range\n"
-               "                      (0.0.0.0/0) may reach into it, as may names and wide\n"
-               "                      rules the worker host's own addresses: refused by\n"
-               "                      default\n"
+               "  --network-allow-private RULE  the same, and the rule may reach private\n"
+               "                      addresses: a name (no wildcard) may resolve to\n"
+               "                      10/8, 172.16/12, 192.168/16, 100.64/10 or fc00::/7\n"
+               "                      (never loopback, link-local or the host's own); an\n"
+               "                      address or CIDR reaches what it names\n"
+               "  --network-private   every rule may reach loopback, private, link-local\n"
+               "                      and other special addresses and the host's own (the\n"
+               "                      metadata address 169.254.169.254 never): refused by\n"
+               "                      default; the worker never passes it\n"
                "  --cgroup-parent DIR cgroup v2: make the sandbox's cgroup in DIR (absolute,\n"
                "                      under the cgroup2 mount) instead of in our own cgroup,\n"
                "                      which v2 forbids while it holds processes (the worker\n"
@@ -285,15 +288,26 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                 else
                         return bc_error_set(err, BC_USAGE, EINVAL,
                                             "--network: none, host or allow");
-        } else if (strcmp(opt, "--network-allow") == 0) {
+        } else if (strcmp(opt, "--network-allow") == 0 ||
+                   strcmp(opt, "--network-allow-private") == 0) {
                 if (c->n_net_rules >= NETALLOW_MAX_RULES)
-                        return bc_error_set(err, BC_USAGE, E2BIG, "--network-allow: at most %d",
+                        return bc_error_set(err, BC_USAGE, E2BIG, "%s: at most %d in all", opt,
                                             NETALLOW_MAX_RULES);
-                if (netallow_parse(val[0], &c->net_rules[c->n_net_rules]) != NETALLOW_OK)
+                struct netallow_rule *r = &c->net_rules[c->n_net_rules];
+                if (netallow_parse(val[0], r) != NETALLOW_OK)
                         return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "--network-allow: bad rule '%s' (name:port, "
-                                            "*.name:port or a.b.c.d/bits:port)",
-                                            val[0]);
+                                            "%s: bad rule '%s' (name:port, "
+                                            "*.name:port or a.b.c.d/bits:port, not "
+                                            "169.254.169.254)",
+                                            opt, val[0]);
+                r->private_ok = strcmp(opt, "--network-allow-private") == 0;
+                /* A private target is named: a wildcard names none, and a
+                 * name under it could be anything the DNS says. */
+                if (r->private_ok && r->wildcard)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "%s: '%s': a wildcard cannot reach private "
+                                            "addresses (name the host)",
+                                            opt, val[0]);
                 c->n_net_rules++;
         } else if (strcmp(opt, "--cgroup-parent") == 0) {
                 if (sbx_check_cgroup_parent(val[0]) < 0)

@@ -55,10 +55,14 @@ struct sandbox_opts {
         /* A root filesystem (an unpacked image, absolute host path) to run
          * on instead of the host's system directories; NULL: the host's. */
         const char *image;
-        /* SANDBOX_NET_ALLOW: the rules ("pypi.org:443", ...), and whether
-         * names may resolve to private and other special addresses (the
-         * worker's --allow-private-urls). */
+        /* SANDBOX_NET_ALLOW: the rules ("pypi.org:443", ...); those whose
+         * net_allow_private[i] is true may reach private addresses (the
+         * worker's --allow-private-egress; NULL: none may); net_private:
+         * every rule may reach every special address but the metadata
+         * service (the helper's --network-private, which the worker never
+         * sets). */
         char *const *net_allow;
+        const bool *net_allow_private;
         size_t n_net_allow;
         bool net_private;
 };

@@ -153,7 +153,7 @@ void sbx_sup_on_message(struct supervisor *s)
         case SBX_MSG_EGRESS:
                 /* Once, for a job that asked (the sockets are its rules'). */
                 if (s->c->network == SANDBOX_NET_ALLOW && !s->egress) {
-                        s->egress = sbx_egress_new(s->c, fds, n_fds);
+                        s->egress = sbx_egress_new(s->c, fds, n_fds, &s->cg);
                         n_fds = 0;
                         if (!s->egress) {
                                 sbx_sup_fail(s, SBX_STEP_NETWORK, ENOMEM, NULL,

@@ -388,7 +388,7 @@ static int setup_egress(struct warm *w, void *arg)
         int n = sbx_egress_setup(&x, fds);
         if (n < 0)
                 return fail_setup(w, &x);
-        s->egress = sbx_egress_new(&w->job, fds, (size_t)n);
+        s->egress = sbx_egress_new(&w->job, fds, (size_t)n, &s->cg);
         if (!s->egress) {
                 for (int i = 0; i < n; i++)
                         close(fds[i]);

@@ -190,6 +190,9 @@ begin
         return field || ': address has bits set past the prefix (the network is '
                || network(host::inet)::text || ')';
     end if;
+    if is_ip and host::inet = '169.254.169.254/32'::inet then
+        return field || ': 169.254.169.254 is the cloud metadata service, which no rule reaches';
+    end if;
     return null;
 end $$;
 

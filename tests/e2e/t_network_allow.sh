@@ -40,10 +40,12 @@ while True:
 ' "$remote" >"$tmp/udp.log" 2>&1
 wait_for "the remote host's servers" 20 bash -c "curl -sf http://$remote:8080/hello.txt && curl -sf http://$remote:8081/hello.txt && curl -sf -g 'http://[$v6::2]:8080/hello.txt'" >/dev/null
 
-# The workers' /etc/hosts: an allowed name for the remote, one for the
-# cloud metadata address.
+# The workers' /etc/hosts: allowed names for the remote (a private
+# address: reached only through --allow-private-egress), one for the cloud
+# metadata address.
 printf '127.0.0.1 localhost\n%s remote.boxcar.test\n169.254.169.254 metadata.boxcar.test\n' \
   "$remote" > "$tmp/hosts"
+printf '%s uncapped.boxcar.test\n%s x.wild.boxcar.test\n' "$remote" "$remote" >> "$tmp/hosts"
 # A resolver for one of them: an address on the remote's network where
 # nobody answers, so that a name outside /etc/hosts takes seconds to fail.
 printf 'nameserver %s.3\noptions timeout:3 attempts:2\n' "$net" > "$tmp/resolv.conf"
@@ -59,7 +61,9 @@ ns_worker() {
   WORKER_PID=$!
   _bg_pids+=($!)
 }
-caps="net=remote.boxcar.test:8080,slow.boxcar.test:8080,other.boxcar.test:8081,$net.0/24:8080,metadata.boxcar.test:80"
+caps="net=remote.boxcar.test:8080,slow.boxcar.test:8080,other.boxcar.test:8081,$net.0/24:8080,metadata.boxcar.test:80,uncapped.boxcar.test:8080,*.wild.boxcar.test:8080"
+# The names the operator lets reach the remote's private address.
+pcaps="net=remote.boxcar.test:8080,slow.boxcar.test:8080,other.boxcar.test:8081"
 # Worker 1: lib.sh's opt-in (BOXCAR_ALLOW_PRIVATE_URLS=1), warm sandboxes.
 mport=$(free_port)
 metric() { curl -s "http://127.0.0.1:$mport/metrics" | awk -v k="$1" '$1 == k { print $2 }'; }
@@ -67,7 +71,7 @@ ns_worker netallow --concurrency 2 --poll-interval 1s --sandbox namespace \
   --metrics-addr "127.0.0.1:$mport" \
   --queues ci,db,plain,net,hostnet --allow-host-network hostnet \
   --network-allow 'ci=pypi.org:443, *.pythonhosted.org:443' \
-  --network-allow "db=10.2.0.0/16:5432;ci=files.example.com:443;$caps"
+  --network-allow "db=10.2.0.0/16:5432;ci=files.example.com:443;$caps" --allow-private-egress "$pcaps"
 
 enq() { echo "$2" | "$BOXCAR" enqueue --queue "$1" --max-attempts 1 --spec -; }
 waitall() { for id in "$@"; do "$BOXCAR" status --wait "$id" >/dev/null; done; }
@@ -106,6 +110,8 @@ p cidr_other_port get http://'$remote':8081/other.txt
 p raw_ip_outside get http://'$alt'.2:8080/hello.txt
 p loopback_on_allowed_port get http://127.0.0.1:8080/
 p ipv6 get -g "http://['$v6'::2]:8080/hello.txt"
+p uncapped_private get http://uncapped.boxcar.test:8080/hello.txt
+p wildcard_private get http://x.wild.boxcar.test:8080/hello.txt
 p dns_allowed getent ahostsv4 remote.boxcar.test
 p dns_forbidden getent hosts forbidden.example.org
 p dns_aaaa python3 -c "import socket; print(socket.getaddrinfo(\"remote.boxcar.test\", 8080, socket.AF_INET6))"
@@ -115,7 +121,7 @@ p udp_elsewhere python3 -c "import socket; socket.socket(socket.AF_INET, socket.
 spec() { # NETWORK TAG
   jq -cn --arg s "$probe" --arg tag "$2" --argjson net "$1" '{command: ["sh", "-c", $s, $tag], network: $net}'
 }
-allow='{"allow": ["remote.boxcar.test:8080", "other.boxcar.test:8081", "'$net'.0/24:8080"]}'
+allow='{"allow": ["remote.boxcar.test:8080", "other.boxcar.test:8081", "'$net'.0/24:8080", "uncapped.boxcar.test:8080", "*.wild.boxcar.test:8080"]}'
 # The allow-list job alone, once a warm sandbox is ready: it takes one.
 wait_for "a ready warm sandbox" 30 bash -c "curl -s http://127.0.0.1:$mport/metrics | grep -q '^boxcar_warm_sandboxes{state=\"ready\"} [1-9]'"
 warm_before=$(metric 'boxcar_sandbox_starts_total{path="warm"}')
@@ -134,6 +140,12 @@ is "allow-list: an allowed CIDR:port is reached" "$(line $allowed cidr_allowed)"
 for c in name_other_port cidr_other_port raw_ip_outside loopback_on_allowed_port ipv6 udp_elsewhere; do
   is "allow-list: $c is refused" "$(line $allowed $c)" "refused"
 done
+# --allow-private-urls (on here) is about the specs' URLs: an allow-list's
+# name reaches a private address only through --allow-private-egress.
+is "with --allow-private-urls, a capped name not in --allow-private-egress does not reach its private address" \
+   "$(line $allowed uncapped_private)" "refused"
+is "nor does a name under a wildcard rule (a public rule never reaches private addresses)" \
+   "$(line $allowed wildcard_private)" "refused"
 check "allow-list: an allowed name resolves (to a synthetic address)" \
   grep -q '^ok 100\.127\.' <<<"$(line $allowed dns_allowed)"
 is "allow-list: a forbidden name gets no answer" "$(line $allowed dns_forbidden)" "refused"
@@ -168,7 +180,7 @@ is "a job without an allow-list has no network accounting" "$(job_field $control
 # resolves it in a process of its own.
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 RESOLV=$tmp/resolv.conf ns_worker slowdns --concurrency 1 --poll-interval 1s --sandbox namespace \
-  --queues net --network-allow "$caps"
+  --queues net --network-allow "$caps" --allow-private-egress "$pcaps"
 slow_probe='
 t0=$(date +%s%N)
 curl -sS -m 30 http://slow.boxcar.test:8080/hello.txt >/dev/null 2>&1 &
@@ -186,29 +198,38 @@ slow_wall=$(job_field $slow "result->>'wall_ms'")
 is "and the job is killed at its timeout" "$(job_field $slow "error->>'code'")" "TIMEOUT"
 check "at it, not after the resolver's seconds ($slow_wall ms)" test "$slow_wall" -lt 5500
 
-# Worker 2: no opt-in for private addresses, no warm sandboxes (the cold
-# path).  An allowed name that resolves to a private or metadata address
-# is refused; an operator-capped CIDR is connected as written.
+# Worker 2: no opt-in for private URLs, no warm sandboxes (the cold
+# path).  An allowed name that resolves to a private address is refused
+# unless --allow-private-egress names it for the queue; the metadata
+# address never; an operator-capped CIDR is connected as written.
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 unset BOXCAR_ALLOW_PRIVATE_URLS
 ns_worker strict --concurrency 1 --poll-interval 1s --sandbox namespace \
-  --warm-sandboxes 0 --queues net --network-allow "$caps"
+  --warm-sandboxes 0 --queues net --network-allow "$caps" \
+  --allow-private-egress "net=remote.boxcar.test:8080,metadata.boxcar.test:80"
 guard_probe='
 p() { n=$1; shift; if out=$("$@" 2>/dev/null); then echo "$n: ok $out"; else echo "$n: refused"; fi; }
 p private_name curl -sS -m 5 http://remote.boxcar.test:8080/hello.txt
+p uncapped_name curl -sS -m 5 http://uncapped.boxcar.test:8080/hello.txt
+p wildcard_name curl -sS -m 5 http://x.wild.boxcar.test:8080/hello.txt
 p metadata_name curl -sS -m 5 http://metadata.boxcar.test/
 p cidr curl -sS -m 5 http://'$remote':8080/hello.txt
 '
-guarded=$(enq net "$(jq -cn --arg s "$guard_probe" '{command: ["sh", "-c", $s], network: {allow: ["remote.boxcar.test:8080", "metadata.boxcar.test:80", "'$net'.0/24:8080"]}}')")
+guarded=$(enq net "$(jq -cn --arg s "$guard_probe" '{command: ["sh", "-c", $s], network: {allow: ["remote.boxcar.test:8080", "uncapped.boxcar.test:8080", "*.wild.boxcar.test:8080", "metadata.boxcar.test:80", "'$net'.0/24:8080"]}}')")
 waitall $guarded
 diag "guarded: $(job_field $guarded "result->>'stdout'" | tr '\n' '|')"
-is "SSRF guard: an allowed name resolving to a private address is refused" "$(line $guarded private_name)" "refused"
-is "SSRF guard: and one resolving to the metadata address" "$(line $guarded metadata_name)" "refused"
+is "a name the queue's --allow-private-egress names reaches its private address" \
+   "$(line $guarded private_name)" "ok hello from the remote host"
+is "SSRF guard: another allowed name resolving to the same private address is refused" \
+   "$(line $guarded uncapped_name)" "refused"
+is "SSRF guard: and a name under a wildcard rule" "$(line $guarded wildcard_name)" "refused"
+is "SSRF guard: the metadata address is refused, even named in --allow-private-egress" \
+   "$(line $guarded metadata_name)" "refused"
 is "an operator-capped CIDR is reached as written" "$(line $guarded cidr)" "ok hello from the remote host"
 events=$(sql "select details from boxcar.job_events where job_id = '$guarded' and kind = 'network_refused'")
 check "the event names the name, the address and the range" \
-  grep -qF "remote.boxcar.test:8080 (resolves to $remote, private 10.0.0.0/8)" <<<"$events"
-check "and the metadata one" grep -qF "metadata.boxcar.test:80 (resolves to 169.254.169.254, link-local" <<<"$events"
+  grep -qF "uncapped.boxcar.test:8080 (resolves to $remote, private 10.0.0.0/8)" <<<"$events"
+check "and the metadata one" grep -qF "metadata.boxcar.test:80 (resolves to 169.254.169.254, the cloud metadata service" <<<"$events"
 
 # Plain processes (--sandbox none) have the host's network: an allow-list
 # cannot be enforced there, so it is refused.
@@ -223,4 +244,17 @@ is "--sandbox none: an allow-list job is BAD_SPEC" "$(row $dev)" \
 out=$("$BOXCAR" worker --network-allow 'ci=pypi.org' 2>&1); rc=$?
 is "a malformed cap is a usage error (exit 2)" "$rc" "2"
 check "which names the flag and the rule" grep -q "^.*--network-allow: 'pypi.org': must be \"name:port\"" <<<"$out"
+out=$("$BOXCAR" worker --allow-private-egress 'ci=*.corp.internal:5432' 2>&1); rc=$?
+is "a wildcard in --allow-private-egress is a usage error (exit 2)" "$rc" "2"
+check "which says why" grep -qF "'*.corp.internal:5432': a wildcard cannot reach private addresses" <<<"$out"
+out=$("$BOXCAR" worker --allow-private-egress 'ci=0.0.0.0/0:443' 2>&1); rc=$?
+check "so is a CIDR wider than one private range ($rc)" \
+  bash -c '[[ $1 == 2 ]] && grep -qF "not a private network" <<<"$2"' _ "$rc" "$out"
+out=$("$BOXCAR" worker --network-allow 'ci=169.254.169.254:80' 2>&1); rc=$?
+check "and a cap naming the metadata address ($rc)" \
+  bash -c '[[ $1 == 2 ]] && grep -qF "169.254.169.254 is the cloud metadata service" <<<"$2"' _ "$rc" "$out"
+# boxcar.enqueue refuses a rule naming the metadata address.
+out=$(echo '{"command": ["true"], "network": {"allow": ["169.254.169.254:80"]}}' | "$BOXCAR" enqueue --queue net --spec - 2>&1); rc=$?
+check "enqueue refuses a rule naming the metadata address ($rc)" \
+  bash -c '[[ $1 != 0 ]] && grep -qF "network.allow[0]: 169.254.169.254 is the cloud metadata service, which no rule reaches" <<<"$2"' _ "$rc" "$out"
 tap_done

@@ -482,6 +482,8 @@ check "and the refusal names the address" has "$(jget '.network.refused_list[]')
   "loopback.boxcar.test:$bport (resolves to 127.0.0.1, loopback"
 GRAB_HOST=loopback.boxcar.test grab --network-allow "loopback.boxcar.test:$bport" --network-private
 check "control: with --network-private the same name reaches it" has "$OUT" "ESCAPED banner"
+GRAB_HOST=loopback.boxcar.test grab --network-allow-private "loopback.boxcar.test:$bport"
+check "a name marked private (--network-allow-private) still does not reach loopback" blocked "$OUT" banner
 GRAB_HOST=127.0.0.1 grab --network-allow "127.0.0.1:$bport"
 check "control: a rule naming the loopback address itself reaches it" has "$OUT" "ESCAPED banner"
 # The worker host's own address that no special range covers (a public
@@ -517,8 +519,11 @@ fi
 # written, not as name.search.domain, a name no rule allows.  A small DNS
 # server answers only x.allowed.boxcar.test.search.boxcar.test (loopback,
 # so --network-private) and, 300 ms late, slow.boxcar.test (the next
-# check), NXDOMAIN for the rest.
+# check), and cached.boxcar.test (loopback); never answers
+# hang.boxcar.test; NXDOMAIN for the rest.  Each query is logged, "NAME
+# TYPE" a line, in $T/dnslog.
 dns=127.$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+: > "$T/dnslog"
 python3 -c "
 import socket, struct, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('$dns', 53))
@@ -528,9 +533,13 @@ while True:
     while q[off]:
         labels.append(q[off + 1:off + 1 + q[off]].decode().lower()); off += 1 + q[off]
     name, qtype, end = '.'.join(labels), struct.unpack('>H', q[off + 1:off + 3])[0], off + 5
+    with open('$T/dnslog', 'a') as log:
+        log.write('%s %d\\n' % (name, qtype))
+    if name == 'hang.boxcar.test':
+        continue
     if name == 'slow.boxcar.test':
         time.sleep(0.3)
-    known = name in ('x.allowed.boxcar.test.search.boxcar.test', 'slow.boxcar.test')
+    known = name in ('x.allowed.boxcar.test.search.boxcar.test', 'slow.boxcar.test', 'cached.boxcar.test')
     hit = known and qtype == 1
     r = q[:2] + struct.pack('>HHHHH', 0x8180 | (0 if known else 3), 1, int(hit), 0, 0) + q[12:end]
     s.sendto(r + (b'\xc0\x0c' + struct.pack('>HHIH', 1, 1, 5, 4) + bytes([127, 0, 0, 1]) if hit else b''), peer)" &
@@ -547,6 +556,92 @@ GRAB_HOST=x.allowed.boxcar.test GRAB_RESOLV=$T/resolv.conf grab --network-allow 
 if [[ $ctl == 127.0.0.1 ]] && blocked "$OUT" banner && has "$(jget '.network.refused_list[]')" "x.allowed.boxcar.test:$bport (does not resolve)"; then
   ok "an allowed name is resolved as written, not through the search list (control: outside, it resolves through it)"
 else not_ok "an allowed name is resolved as written, not through the search list"; diag "control: $ctl"; diag "$OUT $ST"; fi
+# The worker-side resolver of an allow-list's names: seen from the host
+# while it waits on a name the DNS server never answers, it is nobody
+# (uid 65534) without capabilities, no_new_privs and seccomp, in the job's
+# cgroup (its CPU and memory are the job's).  Found as the child of the
+# supervisor the job's marked sleep descends from.
+mark="7.$RANDOM"
+GRAB_RESOLV=$T/resolv.conf unshare -m sh -c 'mount --bind "$GRAB_RESOLV" /etc/resolv.conf && exec "$@"' sh \
+  "$SB" --memory-mb 256 --pids 64 --network allow --network-allow "hang.boxcar.test:$bport" \
+  -- /bin/bash -c "(exec 3<>/dev/tcp/hang.boxcar.test/$bport) 2>/dev/null & exec sleep $mark" >/dev/null 2>&1 &
+rpid_bg=$!
+ppid_of() { awk '/^PPid:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+find_resolver() {
+  local jp anc pid r
+  jp=$(pgrep -xf "sleep $mark" | head -1); [[ -n $jp ]] || return 1
+  anc=$(pid=$jp; while [[ -n $pid && $pid -gt 1 ]]; do echo "$pid"; pid=$(ppid_of "$pid"); done)
+  for r in $(pgrep -x boxcar-resolve); do
+    grep -qx "$(ppid_of "$r")" <<<"$anc" && { echo "$r $jp"; return 0; }
+  done
+  return 1
+}
+wait_for "the resolver of hang.boxcar.test" 10 find_resolver >/dev/null
+read -r rp jp <<<"$(find_resolver)"
+rstat=$(cat "/proc/$rp/status" 2>/dev/null)
+cgs() { grep -E '^[0-9]+:(memory|pids|):' "/proc/$1/cgroup" 2>/dev/null | sort; }
+rcg=$(cgs "$rp") jcg=$(cgs "$jp")
+diag "resolver $rp: $(grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' <<<"$rstat" | tr '\n\t' '  ')"
+check "the name resolver runs as uid and gid 65534, not root" \
+  bash -c 'grep -qP "^Uid:\s+65534\s+65534\s+65534\s+65534$" <<<"$1" && grep -qP "^Gid:\s+65534\s+65534\s+65534\s+65534$" <<<"$1"' _ "$rstat"
+check "with no capabilities (effective, permitted, bounding)" \
+  bash -c 'grep -qP "^CapEff:\s+0+$" <<<"$1" && grep -qP "^CapPrm:\s+0+$" <<<"$1" && grep -qP "^CapBnd:\s+0+$" <<<"$1"' _ "$rstat"
+check "with no_new_privs and a seccomp filter" \
+  bash -c 'grep -qP "^NoNewPrivs:\s+1$" <<<"$1" && grep -qP "^Seccomp:\s+2$" <<<"$1"' _ "$rstat"
+nfilters() { awk '/^Seccomp_filters:/ { print $2 }' <<<"$1"; }
+jstat=$(cat "/proc/$jp/status" 2>/dev/null)
+if [[ -n $(nfilters "$jstat") ]]; then
+  check "the job's filters and one more (no exec, no signals, no serving): $(nfilters "$rstat") vs $(nfilters "$jstat")" \
+    test "$(nfilters "$rstat")" -gt "$(nfilters "$jstat")"
+else skip "Seccomp_filters (kernel before 5.9)"; fi
+if [[ -n $rcg && $rcg == "$jcg" ]] && grep -q boxcar-sandbox <<<"$rcg"; then
+  ok "and in the job's cgroup (charged to the job)"
+else not_ok "the resolver is in the job's cgroup"; diag "resolver: $rcg"; diag "job: $jcg"; fi
+kill "$rpid_bg" 2>/dev/null; wait "$rpid_bg" 2>/dev/null
+# Repeated connections to one name: looked up once (the cache), counted at
+# the DNS server.
+: > "$T/dnslog"
+GRAB_RESOLV=$T/resolv.conf unshare -m sh -c 'mount --bind "$GRAB_RESOLV" /etc/resolv.conf && exec "$@"' sh \
+  "$SB" --status-fd 3 --network allow --network-allow "cached.boxcar.test:$bport" \
+  -- /bin/bash -c "for i in 1 2 3 4 5; do (exec 3<>/dev/tcp/cached.boxcar.test/$bport; cat <&3) 2>/dev/null; done" \
+  >"$T/out" 2>&1 3>"$T/status"
+ST=$(cat "$T/status")
+asked=$(grep -c '^cached.boxcar.test 1$' "$T/dnslog")
+check "five connections to one name: one lookup at the DNS server (the cache), not $asked" test "$asked" -eq 1
+check "and each of them refused on its address (cached answers are judged too)" \
+  test "$(jget '.network.refused')" -eq 5
+# A flood of names under a wildcard: lookups are rate-limited (a burst of
+# 50, then 10 a second); the rest are refused, with the reason.
+: > "$T/dnslog"
+GRAB_RESOLV=$T/resolv.conf unshare -m sh -c 'mount --bind "$GRAB_RESOLV" /etc/resolv.conf && exec "$@"' sh \
+  "$SB" --status-fd 3 --network allow --network-allow "*.flood.boxcar.test:$bport" \
+  -- /bin/bash -c "for i in \$(seq 1 120); do (exec 3<>/dev/tcp/n\$i.flood.boxcar.test/$bport) 2>/dev/null; done; sleep 0.5" \
+  >"$T/out" 2>&1 3>"$T/status"
+ST=$(cat "$T/status")
+flooded=$(grep -E '^n[0-9]+\.flood\.boxcar\.test 1$' "$T/dnslog" | sort -u | wc -l)
+check "120 names at once: at most the burst and the refill reach the DNS server ($flooded)" \
+  test "$flooded" -ge 40 -a "$flooded" -lt 90
+check "the others are refused, the rate limit named in the status" \
+  has "$(jget '.network.refused_list[]')" "name lookups over the rate limit"
+# The cloud metadata address is never reached, even by a rule whose network
+# holds it with --network-private; a rule naming it alone is refused.
+if [[ $IS_ROOT -eq 1 ]] && ip addr add 169.254.169.254/32 dev lo 2>/dev/null; then
+  _own_addrs+=(169.254.169.254)
+  python3 -c "
+import socket
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('169.254.169.254',$bport)); s.listen(50)
+while True:
+    c, _ = s.accept(); c.sendall(b'banner-metadata\n'); c.close()" &
+  _bg_pids+=($!)
+  wait_for "metadata listener" 10 python3 -c "import socket; socket.create_connection(('169.254.169.254', $bport), 0.5).close()"
+  GRAB_HOST=169.254.169.254 grab --network-allow "169.254.0.0/16:$bport" --network-private
+  check "the metadata address is not reached, even with --network-private and a rule holding it" blocked "$OUT" banner
+  check "and the refusal names it" has "$(jget '.network.refused_list[]')" "169.254.169.254:$bport (the cloud metadata service"
+  GRAB_HOST=169.254.169.254 grab --network-allow "169.254.169.254:$bport"
+  check "a rule naming the metadata address is refused at parse" has "$OUT" "not 169.254.169.254"
+else
+  skip "the metadata address (needs root to add it to lo)"
+fi
 # A job that writes and exits at once (`echo > /dev/tcp/...`, a client
 # that does not wait for an answer): its bytes were taken, so they go out,
 # as the kernel would send a closed socket's data.  Here the name takes

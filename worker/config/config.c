@@ -117,6 +117,7 @@ static const struct option worker_options[] = {
         { "allow-private-urls", no_argument, NULL, OPT_ALLOW_PRIVATE_URLS },
         { "allow-url-cidr", required_argument, NULL, OPT_ALLOW_URL_CIDR },
         { "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
+        { "allow-private-egress", required_argument, NULL, OPT_PRIVATE_EGRESS },
         { "config", required_argument, NULL, OPT_CONFIG },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
@@ -133,6 +134,7 @@ static const struct {
         { OPT_WORK_DIR, "BOXCAR_WORK_DIR" },
         { OPT_ALLOW_PRIVATE_URLS, "BOXCAR_ALLOW_PRIVATE_URLS" },
         { OPT_ALLOW_URL_CIDR, "BOXCAR_ALLOW_URL_CIDRS" },
+        { OPT_PRIVATE_EGRESS, "BOXCAR_ALLOW_PRIVATE_EGRESS" },
 };
 
 /* Settings read from the environment only (by the storage and webhook

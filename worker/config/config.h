@@ -108,6 +108,18 @@ bool config_queue_allows_host_network(const struct worker_config *c, const char 
 int config_network_allow(struct worker_config *c, const char *label, const char *value,
                          struct bc_error *err);
 
+/* --allow-private-egress "QUEUE=RULE,RULE;...": caps like --network-allow
+ * whose rules may reach private addresses; exact names (no wildcard) and
+ * CIDRs inside one special-purpose range only.  BC_USAGE naming label and
+ * the rule. (worker/config/config_network.c) */
+int config_private_egress(struct worker_config *c, const char *label, const char *value,
+                          struct bc_error *err);
+
+/* Whether a job's rule (covered by queue's cap) may reach private
+ * addresses: an --allow-private-egress rule of queue covers it. */
+bool config_network_private(const struct worker_config *c, const char *queue,
+                            const struct netallow_rule *rule);
+
 /* The index of the first of a job's rules that queue's cap does not cover
  * (every rule when the queue has no cap), or -1 when all are covered. */
 ssize_t config_network_uncovered(const struct worker_config *c, const char *queue,

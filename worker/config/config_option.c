@@ -262,6 +262,8 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
                 return 0;
         case OPT_NETWORK_ALLOW:
                 return config_network_allow(c, label, v, err);
+        case OPT_PRIVATE_EGRESS:
+                return config_private_egress(c, label, v, err);
         case OPT_RETENTION:
                 r = config_parse_duration(v, true, &c->retention_s);
                 break;

@@ -48,6 +48,7 @@ const char *backend_name(const struct backend *b);
 
 struct backend_job {
         const struct job_spec *spec; /* env, workdir, limits, volumes, network */
+        const char *queue;           /* its queue: the network caps' (NULL: none) */
         char *const *argv;           /* what to run, with paths as seen inside */
         double timeout_s;
         const char *workspace;           /* host directory that is the job's /workspace */

@@ -74,10 +74,13 @@ static int build_argv(const struct backend *b, const struct backend_job *j, int 
         struct sandbox_bind binds[1 + 32];
         char rules[NETALLOW_MAX_RULES][NETALLOW_NAME_MAX + 32];
         char *rule_ptrs[NETALLOW_MAX_RULES];
+        bool rule_private[NETALLOW_MAX_RULES];
         size_t n_rules = 0;
         for (; n_rules < spec->n_net_allow && n_rules < NETALLOW_MAX_RULES; n_rules++) {
-                netallow_format(&spec->net_allow[n_rules], rules[n_rules], sizeof(rules[0]));
+                const struct netallow_rule *r = &spec->net_allow[n_rules];
+                netallow_format(r, rules[n_rules], sizeof(rules[0]));
                 rule_ptrs[n_rules] = rules[n_rules];
+                rule_private[n_rules] = j->queue && config_network_private(b->cfg, j->queue, r);
         }
         size_t n = 0;
         binds[n++] = (struct sandbox_bind){ .src = j->meta_dir, .dest = BACKEND_META_DIR };
@@ -102,10 +105,10 @@ static int build_argv(const struct backend *b, const struct backend_job *j, int 
                 .cgroup_parent = b->cgroup_parent,
                 .image = j->image_path,
                 .net_allow = rule_ptrs,
+                /* Private targets are the queue's --allow-private-egress
+                 * rules, never --allow-private-urls (the specs' URLs). */
+                .net_allow_private = rule_private,
                 .n_net_allow = n_rules,
-                /* The SSRF guard on the names' addresses is the worker's
-                 * own (--allow-private-urls lifts both). */
-                .net_private = b->cfg->url_guard.allow_all,
         };
         int r = cmd && env
                         ? sandbox_argv_build(&o, b->cfg->sandbox_helper, status_fd, ret_argv, err)

@@ -166,6 +166,7 @@ void job_backend_job(struct job_run *run, char *const *argv, double timeout_s, i
                 paths[i] = i < run->mounts.n && i < 32 ? store_mount_path(&run->mounts, i) : NULL;
         *ret = (struct backend_job){
                 .spec = run->spec,
+                .queue = run->job->queue,
                 .argv = argv,
                 .timeout_s = timeout_s,
                 .workspace = run->ws,

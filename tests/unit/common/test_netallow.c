@@ -60,6 +60,9 @@ static void test_parse(void **state)
                 { "pypi.org:65536", NETALLOW_PORT, NULL },
                 { "pypi.org:99999999999999999999", NETALLOW_PORT, NULL },
                 { "10.2.3.4/16:5432", NETALLOW_HOST_BITS, NULL },
+                { "169.254.169.254:80", NETALLOW_METADATA, NULL },
+                { "169.254.169.254/32:443", NETALLOW_METADATA, NULL },
+                { "169.254.0.0/16:80", NETALLOW_OK, "169.254.0.0/16:80" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
                 struct netallow_rule r;

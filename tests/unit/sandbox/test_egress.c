@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -175,10 +176,12 @@ static void test_options(void **state)
                 bc_error_clear(&err);
         }
         char *rules[] = { "pypi.org:443", "10.2.0.0/16:5432" };
+        const bool rule_private[] = { false, true };
         char *cmd[] = { "true", NULL };
         struct sandbox_opts o = { .argv = cmd,
                                   .network = SANDBOX_NET_ALLOW,
                                   .net_allow = rules,
+                                  .net_allow_private = rule_private,
                                   .n_net_allow = 2,
                                   .net_private = true };
         char **argv = NULL;
@@ -193,6 +196,8 @@ static void test_options(void **state)
         assert_int_equal(c.n_net_rules, 2);
         assert_string_equal(c.net_rules[0].name, "pypi.org");
         assert_true(c.net_rules[1].is_cidr);
+        assert_false(c.net_rules[0].private_ok);
+        assert_true(c.net_rules[1].private_ok); /* --network-allow-private */
         assert_true(c.net_private);
         helper_config_done(&c);
         sandbox_argv_free(argv);
@@ -243,12 +248,47 @@ static void test_status_network(void **state)
         assert_true(sandbox_status_parse(bad, strlen(bad), &out, NULL) < 0);
 }
 
+/* The resolver's cache: answers kept by name, failures not, at most
+ * EGRESS_CACHE_MAX names (the oldest make room). */
+static void test_resolver_cache(void **state)
+{
+        (void)state;
+        struct egress_resolver *r = egress_resolver_new(NULL, EGRESS_RESOLVER_UID,
+                                                        EGRESS_RESOLVER_GID);
+        assert_non_null(r);
+        struct egress_addrs a = { .n = 1 };
+        a.a[0].family = 2; /* AF_INET */
+        memcpy(a.a[0].addr, "\x0a\x01\x02\x03", 4);
+        egress_resolver_store(r, "db.internal", &a);
+        const struct egress_addrs *got = egress_resolver_cached(r, "db.internal");
+        assert_non_null(got);
+        assert_memory_equal(got->a[0].addr, "\x0a\x01\x02\x03", 4);
+        assert_null(egress_resolver_cached(r, "other.internal"));
+        struct egress_addrs failed = { .err = -2 };
+        egress_resolver_store(r, "nx.internal", &failed);
+        assert_null(egress_resolver_cached(r, "nx.internal"));
+        char name[32];
+        for (int i = 0; i < EGRESS_CACHE_MAX + 10; i++) {
+                snprintf(name, sizeof(name), "n%d.internal", i);
+                egress_resolver_store(r, name, &a);
+        }
+        int kept = 0;
+        for (int i = 0; i < EGRESS_CACHE_MAX + 10; i++) {
+                snprintf(name, sizeof(name), "n%d.internal", i);
+                kept += egress_resolver_cached(r, name) != NULL;
+        }
+        assert_int_equal(kept, EGRESS_CACHE_MAX);
+        snprintf(name, sizeof(name), "n%d.internal", EGRESS_CACHE_MAX + 9);
+        assert_non_null(egress_resolver_cached(r, name)); /* the newest is kept */
+        egress_resolver_free(r);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_dns_allowed_names), cmocka_unit_test(test_dns_refused_names),
                 cmocka_unit_test(test_dns_malformed),     cmocka_unit_test(test_options),
-                cmocka_unit_test(test_status_network),
+                cmocka_unit_test(test_status_network),    cmocka_unit_test(test_resolver_cache),
         };
         return cmocka_run_group_tests_name("sandbox_egress", tests, NULL, NULL);
 }

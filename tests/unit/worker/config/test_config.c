@@ -247,6 +247,56 @@ static void test_network_allow(void **state)
         }
 }
 
+/* --allow-private-egress: caps whose exact names and private CIDRs mark
+ * the job's rules they cover private; --network-allow's never do. */
+static void test_private_egress(void **state)
+{
+        (void)state;
+        setenv("DATABASE_URL", "postgresql://env/db", 1);
+        struct worker_config c;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(parse(&c, &err, "--network-allow", "ci=*.internal:5432,pypi.org:443",
+                               "--allow-private-egress", "ci=db.internal:5432,10.1.2.0/24:6379",
+                               "--allow-url-cidr", "10.0.0.0/8", "--allow-private-urls", NULL),
+                         0);
+        struct netallow_rule r[4];
+        assert_int_equal(netallow_parse("db.internal:5432", &r[0]), NETALLOW_OK);
+        assert_int_equal(netallow_parse("cache.internal:5432", &r[1]), NETALLOW_OK);
+        assert_int_equal(netallow_parse("10.1.2.3:6379", &r[2]), NETALLOW_OK);
+        assert_int_equal(netallow_parse("pypi.org:443", &r[3]), NETALLOW_OK);
+        /* Private caps are caps: the job may ask for them. */
+        assert_int_equal(config_network_uncovered(&c, "ci", r, 4), -1);
+        assert_true(config_network_private(&c, "ci", &r[0]));
+        assert_false(config_network_private(&c, "ci", &r[1])); /* only under the wildcard */
+        assert_true(config_network_private(&c, "ci", &r[2]));
+        assert_false(config_network_private(&c, "ci", &r[3]));
+        assert_false(config_network_private(&c, "other", &r[0]));
+        /* A job's wildcard is never private, whatever covers it. */
+        assert_int_equal(netallow_parse("*.internal:5432", &r[1]), NETALLOW_OK);
+        assert_false(config_network_private(&c, "ci", &r[1]));
+        config_done(&c);
+
+        static const struct {
+                const char *value, *want;
+        } bad[] = {
+                { "ci=*.internal:5432", "--allow-private-egress: '*.internal:5432': a wildcard "
+                                        "cannot reach private addresses" },
+                { "ci=0.0.0.0/0:443", "--allow-private-egress: '0.0.0.0/0:443': not a private "
+                                      "network" },
+                { "ci=8.8.8.8:53", "'8.8.8.8:53': not a private network" },
+                { "ci=169.254.169.254:80", "'169.254.169.254:80': 169.254.169.254 is the cloud "
+                                           "metadata service, which no rule reaches" },
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                assert_int_equal(parse(&c, &err, "--allow-private-egress", bad[i].value, NULL),
+                                 -EINVAL);
+                if (!strstr(bc_error_message(&err), bad[i].want))
+                        fail_msg("%s: got '%s', want '%s'", bad[i].value, bc_error_message(&err),
+                                 bad[i].want);
+                bc_error_clear(&err);
+        }
+}
+
 static void test_worker_flag_errors(void **state)
 {
         (void)state;
@@ -470,7 +520,8 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_durations),     cmocka_unit_test(test_queues),
                 cmocka_unit_test(test_worker_flags),  cmocka_unit_test(test_worker_flag_errors),
-                cmocka_unit_test(test_network_allow), cmocka_unit_test(test_config_file),
+                cmocka_unit_test(test_network_allow), cmocka_unit_test(test_private_egress),
+                cmocka_unit_test(test_config_file),
         };
         return cmocka_run_group_tests_name("config", tests, NULL, NULL);
 }
