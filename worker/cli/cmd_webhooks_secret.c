@@ -205,7 +205,8 @@ static int run(const struct secret_args *a, const char *db_url, bool json, struc
         if (json)
                 return print_json(res, master, a, gen, err);
         if (a->rotate)
-                printf("rotated: generation %d signs from now on\n", gen);
+                printf("rotated: generation %d of %s %s signs from now on\n", gen,
+                       *a->endpoint ? "endpoint" : "scope", *a->endpoint ? a->endpoint : a->scope);
         return print_text(res, master, a, err);
 }
 
