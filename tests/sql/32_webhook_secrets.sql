@@ -3,7 +3,7 @@
 -- per-endpoint secrets, and what the delivery claim hands the signer.
 -- now() is fixed in a transaction: time passing is an update of valid_until.
 begin;
-select plan(42);
+select plan(44);
 set local client_min_messages = warning;
 
 create function pg_temp.gens(scope text, url text default '') returns text language sql as $$
@@ -99,6 +99,18 @@ select is((select string_agg(key_endpoint || '#' || generation, ' ')
           'https://d.example/h#1 #2 #1', 'webhook_secret_list lists what signs an endpoint');
 select throws_ok($$select * from boxcar.webhook_secret_list('')$$, '22023', null,
                  'webhook_secret_list checks the scope');
+
+-- The claim finds each delivery's job by its primary key, never by reading
+-- the jobs table (joined, it was a hash join over every job).
+insert into boxcar.jobs (queue, spec, status, finished_at)
+select 'd/q', '{"command":["x"]}', 'succeeded', now() from generate_series(1, 3000);
+update boxcar.webhook_deliveries set lease_expires_at = null;
+create temp table before as
+select seq_scan as n from pg_stat_xact_user_tables where relid = 'boxcar.jobs'::regclass;
+select is((select count(*)::int from boxcar.claim_signed_deliveries('w1', 10)), 1,
+          'a due delivery among 3,000 more jobs is claimed');
+select is((select seq_scan from pg_stat_xact_user_tables where relid = 'boxcar.jobs'::regclass)
+          - (select n from before), 0::bigint, 'without a sequential scan of the jobs table');
 
 select * from finish();
 rollback;
