@@ -24,7 +24,8 @@ scripts/pg.sh start >/dev/null
 fresh_db bench_webhooks_load
 secret="whsec_$(head -c 32 /dev/urandom | base64)"
 python3 tests/webhooks/receiver.py --port 0 --port-file "$tmp/port" \
-    --secret "$secret" >/dev/null 2>"$BOXCAR_DEV/bench-receiver-load.err" &
+    --secret "$(BOXCAR_WEBHOOK_SECRET=$secret webhook_secrets_of default)" \
+    >/dev/null 2>"$BOXCAR_DEV/bench-receiver-load.err" &
 _bg_pids+=($!)
 wait_for "receiver" 10 test -s "$tmp/port"
 hook="http://127.0.0.1:$(cat "$tmp/port")/hook"

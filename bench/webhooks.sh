@@ -14,7 +14,8 @@ scripts/pg.sh start >/dev/null
 fresh_db bench_webhooks
 secret="whsec_$(head -c 32 /dev/urandom | base64)"
 python3 tests/webhooks/receiver.py --port 0 --port-file "$tmp/port" --log "$tmp/recv.log" \
-    --secret "$secret" >/dev/null 2>"$BOXCAR_DEV/bench-receiver.err" &
+    --secret "$(BOXCAR_WEBHOOK_SECRET=$secret webhook_secrets_of default lat)" \
+    >/dev/null 2>"$BOXCAR_DEV/bench-receiver.err" &
 _bg_pids+=($!)
 wait_for "receiver" 10 test -s "$tmp/port"
 hook="http://127.0.0.1:$(cat "$tmp/port")/hook"

@@ -51,9 +51,11 @@ if ! $B sandbox detect | grep -q '^backend: *namespace'; then
   echo "this host cannot isolate jobs (see boxcar sandbox detect): running --sandbox none"
 fi
 
-say "a webhook receiver that checks signatures on its own"
+say "a webhook receiver that checks signatures on its own, with its scope's secret"
+# BOXCAR_WEBHOOK_SECRET is the master key: each scope (tenant) gets its own.
+$B webhooks secret --scope demo
 python3 tests/webhooks/receiver.py --port 0 --port-file "$demo/hook.port" --log "$demo/hooks.log" \
-    --secret "$BOXCAR_WEBHOOK_SECRET" >/dev/null 2>"$demo/receiver.err" &
+    --secret "$($B webhooks secret --scope demo | awk '/^whsec_/ { print $1 }')" >/dev/null 2>"$demo/receiver.err" &
 pids+=($!)
 for _ in $(seq 50); do [[ -s $demo/hook.port ]] && break; sleep 0.1; done
 [[ -s $demo/hook.port ]] || give_up "the webhook receiver did not start: $(tail -n 5 "$demo/receiver.err")"

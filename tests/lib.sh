@@ -137,3 +137,12 @@ netns_hosts() {
   rn_up "$2" >/dev/null
   NETNS_URL=$(rn_url "$1")
 }
+
+# webhook_secrets_of SCOPE...: the secrets that sign those scopes' webhook
+# deliveries now, space-separated (a receiver's --secret), as the operator
+# hands them to tenants: `boxcar webhooks secret`, which needs the master
+# key in BOXCAR_WEBHOOK_SECRET and a migrated DATABASE_URL.
+webhook_secrets_of() {
+  local s
+  for s in "$@"; do "$BOXCAR" webhooks secret --scope "$s" | awk '/^whsec_/ { print $1 }'; done | paste -sd' '
+}

@@ -53,13 +53,14 @@ tmp=$(mktemp -d); chmod 777 "$tmp"
 mark="$tmp/marks"; : > "$mark"; chmod 666 "$mark"
 hooks="$tmp/hooks.jsonl"
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
+recv_secret=$(webhook_secrets_of chaos)
 logs="$BOXCAR_DEV/test-logs"; mkdir -p "$logs"
 
 recv_pid=""
 start_receiver() {   # [PORT]
   rm -f "$tmp/port"
   python3 "$BOXCAR_ROOT/tests/webhooks/receiver.py" --port "${1:-0}" --port-file "$tmp/port" \
-      --secret "$BOXCAR_WEBHOOK_SECRET" --log "$hooks" >/dev/null 2>>"$tmp/recv.err" &
+      --secret "$recv_secret" --log "$hooks" >/dev/null 2>>"$tmp/recv.err" &
   recv_pid=$!
   wait_for "receiver" 10 test -s "$tmp/port"
 }

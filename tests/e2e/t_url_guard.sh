@@ -40,7 +40,7 @@ http.server.HTTPServer(("127.0.0.2", int(sys.argv[1])), H).serve_forever()
 ' "$rport" "http://127.0.0.1:$port/v.tar.gz" >/dev/null 2>&1
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 bg python3 "$BOXCAR_ROOT/tests/webhooks/receiver.py" --port 0 --port-file "$tmp/hook.port" \
-   --log "$tmp/hooks.log" --secret "$BOXCAR_WEBHOOK_SECRET" >/dev/null
+   --log "$tmp/hooks.log" --secret "$(webhook_secrets_of ug ug-allow ug-rebind ug-op)" >/dev/null
 up() { curl -sf "http://127.0.0.1:$port/v.tar.gz" -o /dev/null &&
   curl -sf "http://127.0.0.2:$port/v.tar.gz" -o /dev/null &&
   curl -s "http://127.0.0.2:$rport/" -o /dev/null && test -s "$tmp/hook.port"; }

@@ -91,7 +91,7 @@ export BOXCAR_S3_PREFIX="vg-$$"
 fresh_db valgrind
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 port=$(free_port)
-python3 tests/webhooks/receiver.py --port "$port" --secret "$BOXCAR_WEBHOOK_SECRET" \
+python3 tests/webhooks/receiver.py --port "$port" --secret "$(webhook_secrets_of vg)" \
   --log "$T/hooks.jsonl" > "$T/recv.port" 2>>"$T/recv.err" &
 _bg_pids+=($!)
 wait_for "receiver up" 10 test -s "$T/recv.port"

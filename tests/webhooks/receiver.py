@@ -22,10 +22,14 @@ A request whose signature or timestamp is bad is answered 401 (unless
 --accept-invalid) whatever the mode, so a broken signer fails loudly.
 
 Log lines (--log FILE, JSON per line): webhook_id, timestamp,
-signature_valid (HMAC matches a secret), timestamp_ok (within
---tolerance), valid (both), reason, answered (status or "close"), body
-(parsed JSON when it parses, else the text), received_at (unix seconds,
-float), path, user_agent, content_type.
+signature (the webhook-signature header), signature_valid (HMAC matches a
+secret), timestamp_ok (within --tolerance), valid (both), reason, answered
+(status or "close"), body (parsed JSON when it parses, else the text),
+received_at (unix seconds, float), path, user_agent, content_type, and
+with --save DIR, saved: DIR/N, where the request's headers ("Name: value"
+lines) and exact body are kept as N.headers and N.body, for checking it
+again later with other secrets (`boxcar webhooks verify --headers
+DIR/N.headers --body DIR/N.body`).
 
 Prints the port on stdout (one line) once listening; --port-file also
 writes it to a file (atomically) for scripts.
@@ -144,6 +148,8 @@ class State:
         self.control = args.control
         self.control_stamp = None
         self.log = open(args.log, "a", encoding="utf-8") if args.log else None
+        self.save_dir = args.save
+        self.saved = 0
         self.set_mode(args.mode)
         self.stats = {"requests": 0, "valid": 0, "invalid": 0, "ids": set()}
 
@@ -272,9 +278,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             parsed = json.loads(body)
         except ValueError:
             parsed = body.decode("utf-8", "replace")
+        saved = None
+        if st.save_dir:
+            with st.lock:
+                st.saved += 1
+                saved = os.path.join(st.save_dir, "%d" % st.saved)
+            with open(saved + ".headers", "w", encoding="utf-8") as f:
+                f.write("".join("%s: %s\n" % kv for kv in self.headers.items()))
+            with open(saved + ".body", "wb") as f:
+                f.write(body)
         st.record({
             "webhook_id": msg_id,
             "timestamp": ts,
+            "signature": self.headers.get("webhook-signature"),
+            "saved": saved,
             "signature_valid": sig_ok,
             "timestamp_ok": ts_ok,
             "valid": valid,
@@ -321,6 +338,7 @@ def main():
     p.add_argument("--accept-invalid", action="store_true",
                    help="answer by the mode even when the signature is bad (still recorded)")
     p.add_argument("--port-file", help="write the port here once listening")
+    p.add_argument("--save", help="keep each delivery's headers and body in this directory")
     args = p.parse_args()
 
     secret = args.secret or os.environ.get("WEBHOOK_SECRET") or \

@@ -7,7 +7,7 @@ set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
-names=(test_receiver_selftest t_delivery t_recorded t_load)
+names=(test_receiver_selftest t_delivery t_recorded t_scopes t_load)
 [[ ${1:-} == --list ]] && { printf '%s\n' "${names[@]}"; exit 0; }
 picked=$(t_pick "${names[@]}") || exit 1
 for t in $picked; do

@@ -2,12 +2,14 @@ source "$(dirname "$0")/../lib.sh"
 fresh_db e2e_webhooks
 tmp=$(mktemp -d)
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
+# The receiver holds its scope's secret, not the master key.
+recv_secret=$(webhook_secrets_of default)
 RECV="$BOXCAR_ROOT/tests/webhooks/receiver.py"
 port=$(free_port)
 hook="http://127.0.0.1:$port/hook"
 receiver=""
 start_receiver() {   # MODE
-  python3 "$RECV" --port "$port" --secret "$BOXCAR_WEBHOOK_SECRET" --log "$tmp/recv.log" \
+  python3 "$RECV" --port "$port" --secret "$recv_secret" --log "$tmp/recv.log" \
           --per-id --mode "$1" > "$tmp/recv.port" 2>>"$tmp/recv.err" &
   receiver=$!; _bg_pids+=("$receiver")
   wait_for "receiver up" 10 test -s "$tmp/recv.port"

@@ -18,7 +18,7 @@ fresh_db e2e_webhooks_load
 tmp=$(mktemp -d)
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 python3 "$BOXCAR_ROOT/tests/webhooks/receiver.py" --port 0 --port-file "$tmp/port" \
-    --secret "$BOXCAR_WEBHOOK_SECRET" >/dev/null 2>"$tmp/recv.err" &
+    --secret "$(webhook_secrets_of default)" >/dev/null 2>"$tmp/recv.err" &
 _bg_pids+=($!)
 wait_for "receiver" 10 test -s "$tmp/port"
 hook="http://127.0.0.1:$(cat "$tmp/port")/hook"

@@ -11,7 +11,7 @@ fresh_db e2e_webhooks_recorded
 tmp=$(mktemp -d)
 export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 python3 "$BOXCAR_ROOT/tests/webhooks/receiver.py" --port 0 --port-file "$tmp/port" \
-    --secret "$BOXCAR_WEBHOOK_SECRET" --log "$tmp/recv.log" --per-id \
+    --secret "$(webhook_secrets_of default)" --log "$tmp/recv.log" --per-id \
     --mode "200,sleep=3;500" >/dev/null 2>"$tmp/recv.err" &
 _bg_pids+=($!)
 wait_for "receiver" 10 test -s "$tmp/port"

@@ -1,4 +1,4 @@
-/* `boxcar webhooks ls|retry|verify`. */
+/* `boxcar webhooks ls|retry|verify|secret|rotate`. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "worker/cli/cli.h"
+#include "worker/cli/cmd_webhooks_secret.h"
 #include "worker/cli/cmd_webhooks_verify.h"
 #include "worker/db/api.h"
 #include "worker/db/db.h"
@@ -14,17 +15,31 @@ const char webhooks_usage[] =
         "usage: boxcar webhooks ls [--failed] [--limit N] [--json]\n"
         "       boxcar webhooks retry [--json] ID\n"
         "       boxcar webhooks verify [OPTIONS]\n"
+        "       boxcar webhooks secret --scope S [--endpoint URL] [--json]\n"
+        "       boxcar webhooks rotate --scope S [--endpoint URL] [--overlap DUR] [--json]\n"
         "\n"
         "  ls      recent deliveries, newest first, one JSON object per line: --failed\n"
         "          only those that gave up, --limit at most N (1-10000, default: 100)\n"
         "  retry   redrive a failed delivery now (same webhook-id, fresh retry schedule)\n"
         "  verify  check a received webhook's signature, as a consumer would (its own\n"
         "          options: boxcar webhooks verify --help)\n"
+        "  secret  the secrets that sign scope S's deliveries now (S: acme for queue\n"
+        "          acme/q), or those to URL, one line each: whsec_..., its generation,\n"
+        "          scope-wide or endpoint, and until when it is valid.  Derived from the\n"
+        "          master key in $BOXCAR_WEBHOOK_SECRET, which signs nothing itself:\n"
+        "          hand each tenant its own\n"
+        "  rotate  add a new generation of S's secret (of URL's own with --endpoint:\n"
+        "          from then on deliveries to URL are signed with it, not with the\n"
+        "          scope's); the valid ones keep signing for --overlap (default 24h;\n"
+        "          0 revokes them at once).  Prints the secrets as secret does\n"
         "\n"
         "  --json                 ls: accepted, its lines are JSON anyway; retry: print\n"
         "                         {\"id\", \"status\", \"queued\"} (queued: it was redriven;\n"
-        "                         otherwise status says what the delivery is)\n"
-        "  --database-url URL     PostgreSQL URL, for ls and retry (default: $DATABASE_URL)\n";
+        "                         otherwise status says what the delivery is); secret and\n"
+        "                         rotate: {\"scope\", \"endpoint\", \"generation\" (rotate),\n"
+        "                         \"secrets\": [{\"secret\", \"key_endpoint\", \"generation\",\n"
+        "                         \"master_key\", \"created_at\", \"valid_until\"}]}\n"
+        "  --database-url URL     PostgreSQL URL, for all but verify (default: $DATABASE_URL)\n";
 
 struct ls_args {
         bool failed;
@@ -95,6 +110,8 @@ int cmd_webhooks(int argc, char **argv)
         if (r)
                 return r == 1 ? 0 : 2;
         bool json = cli_take_json(&argc, argv); /* ls prints JSON lines anyway */
+        if (argc >= 2 && (strcmp(argv[1], "secret") == 0 || strcmp(argv[1], "rotate") == 0))
+                return webhooks_secret_main(argc - 1, argv + 1, url, json);
         bool is_ls = argc >= 2 && strcmp(argv[1], "ls") == 0;
         bool is_retry = argc == 3 && strcmp(argv[1], "retry") == 0;
         if (!is_ls && !is_retry) {

@@ -12,6 +12,7 @@
 #include "worker/db/db.h"
 #include "worker/log/log.h"
 #include "worker/metrics/wmetrics.h"
+#include "worker/webhook/webhook_derive.h"
 #include "worker/webhook/webhook_post.h"
 #include "worker/webhook/webhook_sign.h"
 #include "version.h"
@@ -21,10 +22,16 @@
 #define IDLE_POLL_MS 1000
 /* Slack for the database round trips around an attempt. */
 #define LEASE_MARGIN_S 5.0
+/* Derived keys kept per delivery thread: (scope, endpoint, generation)
+ * times master keys in use; beyond it the least recently used go. */
+#define KEYCACHE_ENTRIES 256
 
 struct delivery {
         const char *id, *job_id, *url, *body;
         int attempt;
+        /* Whose secrets sign it: the job's scope, and the generations of
+         * the scope-wide and of the URL's own secrets ("{2,1}"). */
+        const char *scope, *scope_generations, *endpoint_generations;
 };
 
 /* An attempt made and not yet recorded: kept across a lost database
@@ -43,6 +50,8 @@ struct deliver_thread {
         PGconn *conn;
         struct webhook_client *http;
         struct unrecorded *pending; /* or NULL */
+        struct webhook_keycache *keys;
+        struct webhook_secrets *signing; /* this delivery's derived keys */
 };
 
 static void unrecorded_free(struct unrecorded *u)
@@ -146,15 +155,66 @@ static const struct netguard *url_guard_for(const struct worker_config *cfg, con
         return &cfg->url_guard;
 }
 
-/* One attempt: sign with the current time, post, record the outcome. */
+/* Adds the secrets of each generation in list (a PostgreSQL int[] as
+ * text, "{2,1}") of (scope, endpoint) to the thread's signing set. */
+static int add_generations(struct deliver_thread *t, const char *scope, const char *endpoint,
+                           const char *list, struct bc_error *err)
+{
+        const char *p = list;
+        if (*p++ != '{')
+                return bc_error_set(err, BC_INTERNAL, EPROTO, "webhook generations: not an array");
+        while (*p && *p != '}') {
+                char *end = NULL;
+                errno = 0;
+                long g = strtol(p, &end, 10);
+                if (errno || end == p || g < 0 || g > 1000000000 || (*end != ',' && *end != '}'))
+                        return bc_error_set(err, BC_INTERNAL, EPROTO,
+                                            "webhook generations: not a list of numbers");
+                int r = webhook_keycache_add(t->keys, scope, endpoint, (int)g, t->signing, err);
+                if (r < 0)
+                        return r;
+                p = *end == ',' ? end + 1 : end;
+        }
+        return 0;
+}
+
+/* The webhook-signature header of one attempt: one v1 signature per
+ * valid secret of the delivery's scope or endpoint, over the exact bytes
+ * posted. */
+static int sign_delivery(struct deliver_thread *t, const struct delivery *dl, long long now,
+                         char **ret_signature, struct bc_error *err)
+{
+        webhook_secrets_reset(t->signing);
+        if (!*dl->scope)
+                return bc_error_set(err, BC_INTERNAL, EPROTO, "webhook: the job has no scope");
+        int r = add_generations(t, dl->scope, dl->url, dl->endpoint_generations, err);
+        if (r >= 0)
+                r = add_generations(t, dl->scope, "", dl->scope_generations, err);
+        if (r >= 0 && webhook_secrets_count(t->signing) == 0)
+                r = bc_error_set(err, BC_INTERNAL, EPROTO, "webhook: no valid secret for scope %s",
+                                 dl->scope);
+        if (r >= 0)
+                r = webhook_sign(t->signing, dl->id, now, dl->body, strlen(dl->body),
+                                 ret_signature, err);
+        webhook_secrets_reset(t->signing);
+        return r;
+}
+
+/* One attempt: sign with the current time, post, record the outcome.  A
+ * delivery that cannot be signed is left alone (its lease brings it back)
+ * and said in the log; the batch goes on. */
 static int deliver_one(struct deliver_thread *t, const struct delivery *dl, struct bc_error *err)
 {
         struct deliverer *d = t->d;
         long long now = (long long)time(NULL);
         _cleanup_free_ char *signature = NULL;
-        int r = webhook_sign(d->secrets, dl->id, now, dl->body, strlen(dl->body), &signature, err);
-        if (r < 0)
-                return r;
+        int r = sign_delivery(t, dl, now, &signature, err);
+        if (r < 0) {
+                log_event(LOG_WARN, "webhook.unsigned", "webhook_id", dl->id, "job_id", dl->job_id,
+                          "error", bc_error_message(err), NULL);
+                bc_error_clear(err);
+                return 0;
+        }
         struct webhook_request req = {
                 .url = dl->url,
                 .msg_id = dl->id,
@@ -196,8 +256,8 @@ static int deliver_batch(struct deliver_thread *t, struct bc_error *err)
         double claimed_at = bc_mono_s();
         _cleanup_pgresult_ PGresult *res = db_exec(
                 t->conn,
-                "select id, job_id, url, body, attempts "
-                "from boxcar.claim_deliveries($1, $2::int, $3::interval)",
+                "select id, job_id, url, body, attempts, scope, scope_generations, "
+                "endpoint_generations from boxcar.claim_signed_deliveries($1, $2::int, $3::interval)",
                 3, p, err);
         if (!res)
                 return -EPROTO;
@@ -207,9 +267,10 @@ static int deliver_batch(struct deliver_thread *t, struct bc_error *err)
                 if (bc_mono_s() + d->cfg->webhook_timeout_s + LEASE_MARGIN_S >
                     claimed_at + lease_len)
                         break;
-                struct delivery dl = { PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
-                                       PQgetvalue(res, i, 2), PQgetvalue(res, i, 3),
-                                       atoi(PQgetvalue(res, i, 4)) };
+                struct delivery dl = { PQgetvalue(res, i, 0),       PQgetvalue(res, i, 1),
+                                       PQgetvalue(res, i, 2),       PQgetvalue(res, i, 3),
+                                       atoi(PQgetvalue(res, i, 4)), PQgetvalue(res, i, 5),
+                                       PQgetvalue(res, i, 6),       PQgetvalue(res, i, 7) };
                 int r = deliver_one(t, &dl, err);
                 if (r < 0)
                         return r;
@@ -264,6 +325,16 @@ static void *deliver_main(void *arg)
         return NULL;
 }
 
+/* Frees what a thread's state holds (NULL-safe members). */
+static void thread_state_done(struct deliver_thread *t)
+{
+        unrecorded_free(steal_pointer(&t->pending));
+        webhook_client_free(steal_pointer(&t->http));
+        webhook_keycache_free(steal_pointer(&t->keys));
+        webhook_secrets_free(steal_pointer(&t->signing));
+        PQfinish(steal_pointer(&t->conn));
+}
+
 int deliverer_start(struct deliverer *d, const struct worker_config *cfg,
                     const char **ret_disabled_reason, struct bc_error *err)
 {
@@ -279,9 +350,13 @@ int deliverer_start(struct deliverer *d, const struct worker_config *cfg,
                 *ret_disabled_reason = "BOXCAR_WEBHOOK_SECRET is not set";
                 return 0;
         }
-        int r = webhook_secrets_parse(secret, &d->secrets, err);
+        int r = webhook_secrets_parse(secret, &d->master, err);
         if (r < 0)
                 return bc_error_prefix(err, "BOXCAR_WEBHOOK_SECRET");
+        if (webhook_secrets_count(d->master) > WEBHOOK_MASTER_KEYS_MAX)
+                return bc_error_set(err, BC_CONFIG, EINVAL,
+                                    "BOXCAR_WEBHOOK_SECRET: %zu master keys, at most %d",
+                                    webhook_secrets_count(d->master), WEBHOOK_MASTER_KEYS_MAX);
         d->threads = calloc(cfg->webhook_concurrency, sizeof(pthread_t));
         d->state = calloc(cfg->webhook_concurrency, sizeof(struct deliver_thread));
         if (!d->threads || !d->state)
@@ -289,11 +364,18 @@ int deliverer_start(struct deliverer *d, const struct worker_config *cfg,
         for (unsigned i = 0; i < cfg->webhook_concurrency; i++) {
                 d->state[i].d = d;
                 r = webhook_client_new(&d->state[i].http, err);
-                if (r < 0)
+                if (r >= 0)
+                        r = webhook_keycache_new(d->master, KEYCACHE_ENTRIES, &d->state[i].keys,
+                                                 err);
+                if (r >= 0)
+                        r = webhook_secrets_new(&d->state[i].signing, err);
+                if (r < 0) {
+                        thread_state_done(&d->state[i]);
                         return r;
+                }
                 r = pthread_create(&d->threads[i], NULL, deliver_main, &d->state[i]);
                 if (r != 0) {
-                        webhook_client_free(steal_pointer(&d->state[i].http));
+                        thread_state_done(&d->state[i]);
                         return bc_error_set(err, BC_INTERNAL, r, "webhook thread: %s",
                                             strerror(r));
                 }
@@ -323,17 +405,15 @@ void deliverer_stop(struct deliverer *d)
                 if (t->pending)
                         log_event(LOG_WARN, "webhook.unrecorded", "webhook_id", t->pending->id,
                                   "job_id", t->pending->job_id, NULL);
-                unrecorded_free(t->pending);
-                webhook_client_free(t->http);
-                PQfinish(t->conn);
+                thread_state_done(t);
         }
         free(d->threads);
         d->threads = NULL;
         free(d->state);
         d->state = NULL;
         d->n = 0;
-        webhook_secrets_free(d->secrets);
-        d->secrets = NULL;
+        webhook_secrets_free(d->master);
+        d->master = NULL;
         pthread_cond_destroy(&d->wake);
         pthread_mutex_destroy(&d->lock);
 }

@@ -1,6 +1,8 @@
 /* Webhook delivery threads: any worker delivers any due row of the outbox
  * (boxcar.webhook_deliveries), leased with SKIP LOCKED so a worker dying
- * mid-delivery loses nothing, signed per Standard Webhooks. */
+ * mid-delivery loses nothing, signed per Standard Webhooks with the secrets
+ * of the job's scope (or of the endpoint), derived from the master key
+ * (webhook_derive.h) at send time. */
 #ifndef BC_WORKER_WEBHOOK_DELIVER_H
 #define BC_WORKER_WEBHOOK_DELIVER_H
 
@@ -16,8 +18,8 @@ struct deliver_thread;
 
 struct deliverer {
         const struct worker_config *cfg;
-        struct webhook_secrets *secrets; /* NULL: delivery disabled on this worker */
-        struct metrics *metrics;         /* or NULL; set before deliverer_start */
+        struct webhook_secrets *master; /* NULL: delivery disabled on this worker */
+        struct metrics *metrics;        /* or NULL; set before deliverer_start */
         pthread_t *threads;
         struct deliver_thread *state; /* one per thread: connections, unrecorded attempt */
         unsigned n;
@@ -27,8 +29,9 @@ struct deliverer {
         _Atomic bool closing;
 };
 
-/* Starts cfg->webhook_concurrency threads when BOXCAR_WEBHOOK_SECRET is set
- * (a bad secret is an error); with no secret it starts none and says so in
+/* Starts cfg->webhook_concurrency threads when BOXCAR_WEBHOOK_SECRET (the
+ * master key) is set (a bad one, or more than WEBHOOK_MASTER_KEYS_MAX
+ * entries, is an error); with no secret it starts none and says so in
  * *ret_disabled_reason (static string), leaving deliveries to workers that
  * can sign them. */
 int deliverer_start(struct deliverer *d, const struct worker_config *cfg,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -33,7 +34,7 @@ struct webhook_key {
 struct webhook_secrets {
         EVP_MAC *hmac; /* fetched once; EVP_MAC objects are shareable across threads */
         size_t n;
-        struct webhook_key keys[WEBHOOK_SECRETS_MAX];
+        struct webhook_key keys[WEBHOOK_SIGNING_KEYS_MAX];
 };
 
 BC_DEFINE_CLEANUP(EVP_MAC_CTX *, EVP_MAC_CTX_free)
@@ -166,12 +167,46 @@ size_t webhook_secrets_count(const struct webhook_secrets *s)
         return s ? s->n : 0;
 }
 
-/* base64(HMAC-SHA256(key, "<id>.<ts>.<body>")) into out (NUL-terminated).
- * Streamed through EVP_MAC so a large body is never copied. */
-static int sign_one(const struct webhook_secrets *s, const struct webhook_key *key,
-                    const char *msg_id, const char *ts, const char *body, size_t body_len,
-                    char out[static SIG_B64_LEN + 1])
+int webhook_secrets_new(struct webhook_secrets **ret, struct bc_error *err)
 {
+        _cleanup_webhook_secrets_ struct webhook_secrets *s = calloc(1, sizeof(*s));
+        if (!s)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "webhook secrets: out of memory");
+        s->hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+        if (!s->hmac)
+                return bc_error_set(err, BC_INTERNAL, EIO, "webhook secrets: OpenSSL has no HMAC");
+        *ret = steal_pointer(&s);
+        return 0;
+}
+
+int webhook_secrets_add(struct webhook_secrets *s, const unsigned char *key, size_t len,
+                        struct bc_error *err)
+{
+        if (s->n >= WEBHOOK_SIGNING_KEYS_MAX)
+                return bc_error_set(err, BC_CONFIG, E2BIG,
+                                    "webhook secrets: more than %d keys to sign with",
+                                    WEBHOOK_SIGNING_KEYS_MAX);
+        if (len < WEBHOOK_SECRET_MIN_BYTES || len > WEBHOOK_SECRET_MAX_BYTES)
+                return bc_error_set(err, BC_INTERNAL, EINVAL,
+                                    "webhook secrets: a key of %zu bytes, need %d to %d", len,
+                                    WEBHOOK_SECRET_MIN_BYTES, WEBHOOK_SECRET_MAX_BYTES);
+        memcpy(s->keys[s->n].bytes, key, len);
+        s->keys[s->n].len = len;
+        s->n++;
+        return 0;
+}
+
+void webhook_secrets_reset(struct webhook_secrets *s)
+{
+        OPENSSL_cleanse(s->keys, sizeof(s->keys));
+        s->n = 0;
+}
+
+int webhook_secrets_hmac(const struct webhook_secrets *s, size_t i, const struct iovec *parts,
+                         size_t n, unsigned char out[static HMAC_LEN])
+{
+        if (i >= s->n)
+                return -EINVAL;
         _cleanup_(EVP_MAC_CTX_freep) EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(s->hmac);
         if (!ctx)
                 return -ENOMEM;
@@ -180,16 +215,32 @@ static int sign_one(const struct webhook_secrets *s, const struct webhook_key *k
                 OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
                 OSSL_PARAM_construct_end(),
         };
-        unsigned char mac[HMAC_LEN];
-        size_t mac_len = 0;
-        if (!EVP_MAC_init(ctx, key->bytes, key->len, params) ||
-            !EVP_MAC_update(ctx, (const unsigned char *)msg_id, strlen(msg_id)) ||
-            !EVP_MAC_update(ctx, (const unsigned char *)".", 1) ||
-            !EVP_MAC_update(ctx, (const unsigned char *)ts, strlen(ts)) ||
-            !EVP_MAC_update(ctx, (const unsigned char *)".", 1) ||
-            (body_len > 0 && !EVP_MAC_update(ctx, (const unsigned char *)body, body_len)) ||
-            !EVP_MAC_final(ctx, mac, &mac_len, sizeof(mac)) || mac_len != HMAC_LEN)
+        if (!EVP_MAC_init(ctx, s->keys[i].bytes, s->keys[i].len, params))
                 return -EIO;
+        for (size_t k = 0; k < n; k++)
+                if (parts[k].iov_len > 0 &&
+                    !EVP_MAC_update(ctx, parts[k].iov_base, parts[k].iov_len))
+                        return -EIO;
+        size_t mac_len = 0;
+        if (!EVP_MAC_final(ctx, out, &mac_len, HMAC_LEN) || mac_len != HMAC_LEN)
+                return -EIO;
+        return 0;
+}
+
+/* base64(HMAC-SHA256(key i, "<id>.<ts>.<body>")) into out (NUL-terminated).
+ * Streamed through EVP_MAC so a large body is never copied. */
+static int sign_one(const struct webhook_secrets *s, size_t i, const char *msg_id, const char *ts,
+                    const char *body, size_t body_len, char out[static SIG_B64_LEN + 1])
+{
+        struct iovec parts[] = {
+                { (void *)msg_id, strlen(msg_id) }, { (void *)".", 1 },
+                { (void *)ts, strlen(ts) },         { (void *)".", 1 },
+                { (void *)body, body_len },
+        };
+        unsigned char mac[HMAC_LEN];
+        int r = webhook_secrets_hmac(s, i, parts, ELEMENTSOF(parts), mac);
+        if (r < 0)
+                return r;
         EVP_EncodeBlock((unsigned char *)out, mac, HMAC_LEN);
         OPENSSL_cleanse(mac, sizeof(mac));
         return 0;
@@ -217,10 +268,10 @@ int webhook_sign(const struct webhook_secrets *s, const char *msg_id, long long 
         char ts[32];
         snprintf(ts, sizeof(ts), "%lld", timestamp);
         struct dynbuf b;
-        dynbuf_init(&b, WEBHOOK_SECRETS_MAX * (SIG_B64_LEN + 4));
+        dynbuf_init(&b, WEBHOOK_SIGNING_KEYS_MAX * (SIG_B64_LEN + 4));
         for (size_t i = 0; i < s->n; i++) {
                 char sig[SIG_B64_LEN + 1];
-                int r = sign_one(s, &s->keys[i], msg_id, ts, body, body_len, sig);
+                int r = sign_one(s, i, msg_id, ts, body, body_len, sig);
                 if (r < 0) {
                         dynbuf_done(&b);
                         return bc_error_set(err, BC_INTERNAL, -r, "webhook sign: HMAC failed");
@@ -307,9 +358,9 @@ int webhook_verify(const struct webhook_secrets *s, const char *msg_id, const ch
                 return bc_error_set(err, BC_CHECKSUM_MISMATCH, EINVAL,
                                     "webhook-signature missing");
 
-        char expected[WEBHOOK_SECRETS_MAX][SIG_B64_LEN + 1];
+        char expected[WEBHOOK_SIGNING_KEYS_MAX][SIG_B64_LEN + 1];
         for (size_t i = 0; i < s->n; i++) {
-                int r = sign_one(s, &s->keys[i], msg_id, timestamp, body, body_len, expected[i]);
+                int r = sign_one(s, i, msg_id, timestamp, body, body_len, expected[i]);
                 if (r < 0)
                         return bc_error_set(err, BC_INTERNAL, -r, "webhook verify: HMAC failed");
         }

@@ -2,11 +2,13 @@
  * HMAC-SHA256 over "<msg_id>.<timestamp>.<body>" with each secret,
  * base64, sent as "webhook-signature: v1,<b64> v1,<b64>".
  *
- * Secrets come from BOXCAR_WEBHOOK_SECRET: one or more "whsec_<base64>"
- * separated by whitespace.  Every secret signs (one v1 signature each),
- * so during a rotation consumers holding either the old or the new secret
- * accept the same request.  The key material is never put in an error
- * message and is wiped when freed.
+ * A set of secrets is parsed from text (one or more "whsec_<base64>"
+ * separated by whitespace: a receiver's secrets for `boxcar webhooks
+ * verify`, the operator's master keys in BOXCAR_WEBHOOK_SECRET), or built
+ * key by key (a delivery's derived secrets, webhook_derive.h).  Every
+ * secret signs (one v1 signature each), so during a rotation consumers
+ * holding either the old or the new secret accept the same request.  The
+ * key material is never put in an error message and is wiped when freed.
  *
  * Thread safety: a parsed struct webhook_secrets is read-only and may be
  * shared by any number of threads signing or verifying at once. */
@@ -21,6 +23,8 @@
 /* Limits on what the secret value may make us hold.  The spec asks for
  * keys of 24 to 64 bytes; shorter keys are refused as too weak. */
 #define WEBHOOK_SECRETS_MAX 8
+/* Keys a built set may hold (one signature each). */
+#define WEBHOOK_SIGNING_KEYS_MAX 32
 #define WEBHOOK_SECRET_MIN_BYTES 24
 #define WEBHOOK_SECRET_MAX_BYTES 64
 
@@ -44,6 +48,26 @@ BC_DEFINE_CLEANUP(struct webhook_secrets *, webhook_secrets_free)
 
 /* Number of secrets in s (each adds one signature to a header). */
 size_t webhook_secrets_count(const struct webhook_secrets *s);
+
+/* A new empty set, to be filled with webhook_secrets_add(); free it with
+ * webhook_secrets_free().  Fails only when out of memory or when OpenSSL
+ * has no HMAC. */
+int webhook_secrets_new(struct webhook_secrets **ret, struct bc_error *err);
+
+/* Adds a key of WEBHOOK_SECRET_MIN_BYTES to WEBHOOK_SECRET_MAX_BYTES bytes
+ * (copied).  -E2BIG when s already holds WEBHOOK_SIGNING_KEYS_MAX keys,
+ * -EINVAL for a bad length; err says which. */
+int webhook_secrets_add(struct webhook_secrets *s, const unsigned char *key, size_t len,
+                        struct bc_error *err);
+
+/* Wipes every key of s and empties it, for the next delivery's keys. */
+void webhook_secrets_reset(struct webhook_secrets *s);
+
+/* HMAC-SHA256 with the i-th key of s (i < count) over the concatenation
+ * of the n parts, into out.  Returns 0, or -ENOMEM / -EIO / -EINVAL. */
+struct iovec;
+int webhook_secrets_hmac(const struct webhook_secrets *s, size_t i, const struct iovec *parts,
+                         size_t n, unsigned char out[static 32]);
 
 /* Signs one delivery attempt.  msg_id must be non-empty and, like every
  * header value, free of control characters.  body may be NULL when

@@ -1,5 +1,6 @@
 /* Unit tests for webhook signing (Standard Webhooks test vector, rotation,
- * verification failures, secret parsing) and the pure parts of delivery:
+ * verification failures, secret parsing), the per-scope secrets derived
+ * from the master key and their cache, and the pure parts of delivery:
  * URLs for logs, Retry-After, quoting response bodies and keeping the
  * URL's credentials out of them. */
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 
 #include "common/error.h"
+#include "worker/webhook/webhook_derive.h"
 #include "worker/webhook/webhook_post-internal.h"
 #include "worker/webhook/webhook_post.h"
 #include "worker/webhook/webhook_sign.h"
@@ -70,6 +72,146 @@ static void test_rotation_signs_with_every_secret(void **state)
         h = sign("\t" C_SECRET "\n  " VEC_SECRET "  ", VEC_ID, VEC_TS, VEC_BODY);
         assert_string_equal(h, C_SIG " " VEC_SIG);
         free(h);
+}
+
+/* Secrets derived from B_SECRET (C_SECRET for the last) as the master key,
+ * computed with Python's hmac module from the definition in
+ * webhook_derive.h, not with boxcar. */
+static const struct derive_case {
+        const char *master, *scope, *endpoint;
+        int generation;
+        const char *want;
+} derive_cases[] = {
+        { B_SECRET, "acme", "", 1, "whsec_UB55wZbJXExc8rV7jbxCMVAb4Df+Nu6K8sLuo8WxuLw=" },
+        { B_SECRET, "acme", "", 2, "whsec_iKbi4SbZeBGuSwbG5dneSHAyv7/vPhelBhry0FGQ5XM=" },
+        { B_SECRET, "acme", "", 0, "whsec_XcrccvJ/b3yAJ5pDAIbi5E+bk3NvROzbfBdTMTya26M=" },
+        { B_SECRET, "acme", "https://a.example/h", 1,
+          "whsec_YmFui5glWd27OO25sjmEamIoJ8gcZZ8KUvt2w4/Xgns=" },
+        { B_SECRET, "beta", "", 1, "whsec_ClnkuFopYMHyqO982vek490/9ClOjVvO9g2uzdoMdAw=" },
+        { C_SECRET, "acme", "", 1, "whsec_vY+UYY9uifF5PKHf2doqH9BPHqXpZ9Xfe1lPB/jppZ8=" },
+};
+
+static void test_derive_table(void **state)
+{
+        (void)state;
+        for (size_t i = 0; i < sizeof(derive_cases) / sizeof(derive_cases[0]); i++) {
+                const struct derive_case *c = &derive_cases[i];
+                struct webhook_secrets *m = secrets(c->master);
+                struct bc_error err = BC_ERROR_INIT;
+                unsigned char key[WEBHOOK_DERIVED_KEY_BYTES];
+                char text[WEBHOOK_SECRET_TEXT_SIZE];
+                assert_int_equal(
+                        webhook_derive_key(m, 0, c->scope, c->endpoint, c->generation, key, &err),
+                        0);
+                webhook_key_text(key, text);
+                if (strcmp(text, c->want) != 0)
+                        fail_msg("case %zu (%s, '%s', %d): got %s", i, c->scope, c->endpoint,
+                                 c->generation, text);
+                webhook_secrets_free(m);
+        }
+}
+
+static void test_derive_refuses(void **state)
+{
+        (void)state;
+        struct webhook_secrets *m = secrets(B_SECRET);
+        struct bc_error err = BC_ERROR_INIT;
+        unsigned char key[WEBHOOK_DERIVED_KEY_BYTES];
+        assert_int_equal(webhook_derive_key(m, 0, "", "", 1, key, &err), -EINVAL);
+        assert_non_null(strstr(bc_error_message(&err), "scope"));
+        bc_error_clear(&err);
+        assert_int_equal(webhook_derive_key(m, 0, "acme", "", -1, key, &err), -EINVAL);
+        assert_non_null(strstr(bc_error_message(&err), "generation"));
+        bc_error_clear(&err);
+        char long_scope[WEBHOOK_SCOPE_MAX + 2];
+        memset(long_scope, 'a', sizeof(long_scope) - 1);
+        long_scope[sizeof(long_scope) - 1] = '\0';
+        assert_int_equal(webhook_derive_key(m, 0, long_scope, "", 1, key, &err), -EINVAL);
+        bc_error_clear(&err);
+        webhook_secrets_free(m);
+}
+
+/* A delivery signed with derived keys from a small cache: every key comes
+ * out right whether it was cached, evicted or new, and each master key
+ * adds one signature. */
+static void test_keycache_signs_with_derived_keys(void **state)
+{
+        (void)state;
+        struct webhook_secrets *m = secrets(B_SECRET " " C_SECRET);
+        struct webhook_keycache *c = NULL;
+        struct webhook_secrets *set = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(webhook_keycache_new(m, 2, &c, &err), 0);
+        assert_int_equal(webhook_secrets_new(&set, &err), 0);
+        static const struct {
+                const char *scope, *endpoint;
+                int gen;
+        } order[] = {
+                { "acme", "", 1 }, { "beta", "", 1 }, { "acme", "https://a.example/h", 1 },
+                { "acme", "", 1 }, { "acme", "", 1 },
+        };
+        for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+                webhook_secrets_reset(set);
+                assert_int_equal(webhook_keycache_add(c, order[i].scope, order[i].endpoint,
+                                                      order[i].gen, set, &err),
+                                 0);
+                assert_int_equal(webhook_secrets_count(set), 2);
+                char *h = NULL;
+                assert_int_equal(
+                        webhook_sign(set, VEC_ID, VEC_TS, VEC_BODY, strlen(VEC_BODY), &h, &err),
+                        0);
+                /* The same header as signing with the derived secrets' text. */
+                char want_secrets[2 * WEBHOOK_SECRET_TEXT_SIZE + 1];
+                unsigned char key[WEBHOOK_DERIVED_KEY_BYTES];
+                char text[WEBHOOK_SECRET_TEXT_SIZE];
+                want_secrets[0] = '\0';
+                for (size_t k = 0; k < 2; k++) {
+                        assert_int_equal(webhook_derive_key(m, k, order[i].scope,
+                                                            order[i].endpoint, order[i].gen, key,
+                                                            &err),
+                                         0);
+                        webhook_key_text(key, text);
+                        strcat(want_secrets, k ? " " : "");
+                        strcat(want_secrets, text);
+                }
+                char *want = sign(want_secrets, VEC_ID, VEC_TS, VEC_BODY);
+                assert_string_equal(h, want);
+                free(want);
+                free(h);
+        }
+        /* The first pair is generation 1 of acme as the table says. */
+        webhook_secrets_reset(set);
+        assert_int_equal(webhook_keycache_add(c, "acme", "", 1, set, &err), 0);
+        char *h = NULL;
+        assert_int_equal(webhook_sign(set, VEC_ID, VEC_TS, VEC_BODY, strlen(VEC_BODY), &h, &err),
+                         0);
+        char *want = sign("whsec_UB55wZbJXExc8rV7jbxCMVAb4Df+Nu6K8sLuo8WxuLw= "
+                          "whsec_vY+UYY9uifF5PKHf2doqH9BPHqXpZ9Xfe1lPB/jppZ8=",
+                          VEC_ID, VEC_TS, VEC_BODY);
+        assert_string_equal(h, want);
+        free(want);
+        free(h);
+        webhook_secrets_free(set);
+        webhook_keycache_free(c);
+        webhook_secrets_free(m);
+}
+
+static void test_signing_set_is_bounded(void **state)
+{
+        (void)state;
+        struct webhook_secrets *set = NULL;
+        struct bc_error err = BC_ERROR_INIT;
+        unsigned char key[WEBHOOK_DERIVED_KEY_BYTES] = { 1 };
+        assert_int_equal(webhook_secrets_new(&set, &err), 0);
+        for (int i = 0; i < WEBHOOK_SIGNING_KEYS_MAX; i++)
+                assert_int_equal(webhook_secrets_add(set, key, sizeof(key), &err), 0);
+        assert_int_equal(webhook_secrets_add(set, key, sizeof(key), &err), -E2BIG);
+        bc_error_clear(&err);
+        webhook_secrets_reset(set);
+        assert_int_equal(webhook_secrets_count(set), 0);
+        assert_int_equal(webhook_secrets_add(set, key, 8, &err), -EINVAL);
+        bc_error_clear(&err);
+        webhook_secrets_free(set);
 }
 
 struct verify_case {
@@ -345,6 +487,10 @@ int main(void)
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_vector),
                 cmocka_unit_test(test_rotation_signs_with_every_secret),
+                cmocka_unit_test(test_derive_table),
+                cmocka_unit_test(test_derive_refuses),
+                cmocka_unit_test(test_keycache_signs_with_derived_keys),
+                cmocka_unit_test(test_signing_set_is_bounded),
                 cmocka_unit_test(test_verify_table),
                 cmocka_unit_test(test_sign_refuses_bad_ids),
                 cmocka_unit_test(test_bad_secrets),
