@@ -224,6 +224,16 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('table',    'queue_caps',                     'worker:select'),
     ('table',    'scope_quotas',                   'worker:select,update'),
     ('table',    'scope_cpu_usage',                'worker:select,insert,update'),
+    -- Webhook secrets per scope (sql/62_webhook_secrets.sql): the worker
+    -- reads the valid generations with its claim of deliveries; rotating
+    -- and listing are the operator's (a rotation can cut a receiver off).
+    ('function', 'claim_signed_deliveries',        'worker'),
+    ('function', 'webhook_signing_generations',    'worker'),
+    ('function', 'webhook_secret_max_valid',       'worker'),
+    ('function', 'check_webhook_secret_target',    ''),
+    ('function', 'rotate_webhook_secret',          ''),
+    ('function', 'webhook_secret_list',            ''),
+    ('table',    'webhook_secret_generations',     'worker:select'),
     -- Views: counts per queue and the replicas, never a job's spec or
     -- output.
     ('view',     'active_queue_stats',             'worker:select monitor:select'),
