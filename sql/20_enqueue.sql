@@ -61,8 +61,10 @@ begin
         select * into existing from boxcar.jobs j where j.idempotency_key = enqueue.idempotency_key;
         -- A session job's stored spec has its artifact filled in
         -- (boxcar.session_job): the request is compared filled as well.
+        -- Secrets by name: each sealing of the same value differs.
         differs := case
-            when existing.spec is distinct from boxcar.session_fill_spec(enqueue.spec) then 'spec'
+            when boxcar.spec_redacted(existing.spec)
+                 is distinct from boxcar.spec_redacted(boxcar.session_fill_spec(enqueue.spec)) then 'spec'
             when existing.queue is distinct from enqueue.queue then 'queue'
             when existing.priority is distinct from enqueue.priority then 'priority'
             when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'

@@ -88,9 +88,14 @@ begin
 end $$;
 
 -- The job as one JSON document (what `boxcar status` prints).
+-- Secrets by name only (boxcar.spec_redacted): sealed values are harmless
+-- but mean nothing to a reader.
 create or replace function boxcar.job_json(id uuid)
 returns jsonb language sql stable as $$
-    select to_jsonb(j) from boxcar.jobs j where j.id = job_json.id
+    select case when j.spec ? 'secrets'
+                then to_jsonb(j) || jsonb_build_object('spec', boxcar.spec_redacted(j.spec))
+                else to_jsonb(j) end
+      from boxcar.jobs j where j.id = job_json.id
 $$;
 
 create or replace function boxcar.job_events_json(id uuid)
