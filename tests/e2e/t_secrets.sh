@@ -66,6 +66,36 @@ page=$(curl -s "$ui/jobs/$a"; curl -s "$ui/api/jobs/$a"; curl -s "$ui/api/jobs/$
 check "the dashboard shows the job" grep -q "API_KEY" <<<"$page"
 check "but not the value" bash -c "! grep -qF '$VALUE' <<<\"\$0\"" "$page"
 
+# While a job runs in a cold sandbox (--warm-sandboxes 0), no process's
+# command line (world-readable) holds the value: the helper takes it from
+# its environment.
+"$BOXCAR" queue pause cold >/dev/null
+start_worker sec-cold --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$keys" --queues cold --warm-sandboxes 0
+slow=$(spec "$SEES; touch /workspace/started; sleep 4" | "$BOXCAR" enqueue --queue cold --spec -)
+"$BOXCAR" queue resume cold >/dev/null
+wait_for "the slow job runs" 30 sql_true "select status = 'running' from boxcar.jobs where id = '$slow'"
+sleep 1
+# (The value reaches the checker in its environment: in its argv it would
+# match itself.)
+cmdlines_with() { # the number of processes whose argv holds the bytes $VH (hex)
+  python3 -c '
+import glob, os
+v = bytes.fromhex(os.environ["VH"])
+hits = []
+for p in glob.glob("/proc/[0-9]*/cmdline"):
+    try:
+        if v in open(p, "rb").read():
+            hits.append(p)
+    except OSError:
+        pass
+print(len(hits))'
+}
+helpers=$(VH=$(printf -- '--env\0API_KEY\0' | od -An -tx1 | tr -d ' \n') cmdlines_with)
+check "the cold helper runs, asking for API_KEY from its environment ($helpers processes)" test "$helpers" -ge 1
+is "no command line on the host holds the value while it runs" "$(VH=$(printf %s "$VALUE" | od -An -tx1 | tr -d ' \n') cmdlines_with)" "0"
+"$BOXCAR" status --wait --timeout 60s "$slow" >/dev/null
+is "the job in a cold sandbox sees its secret" "$(job_field "$slow" status)" "succeeded"
+
 # A tampered sealed value: the message's integrity check fails.
 sealed=$(sql "select spec #>> '{secrets,API_KEY,sealed}' from boxcar.jobs where id = '$a'")
 n=${#sealed}; c=${sealed:n-12:1}; [[ $c == A ]] && r=B || r=A
