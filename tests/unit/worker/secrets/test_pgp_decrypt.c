@@ -209,6 +209,39 @@ static void test_not_base64(void **state)
         secret_keyring_free(kr);
 }
 
+/* Hand-made framing: lengths past the end, endless partial bodies, old
+ * format, an unprotected packet, a packet where a PKESK belongs. */
+static void test_crafted_framing(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *bytes;
+                size_t len;
+                const char *needle;
+        } cases[] = {
+                { "\xc1\xff\xff\xff\xff\xff", 6, "truncated" },
+                { "\xc1\xff\x00\x00", 4, "truncated" },
+                { "\xc1\xef", 2, "truncated" }, /* a partial part of 32 KiB, absent */
+                { "\xc1\xe0\x03\xe0\x01\xe0\x02", 7, "truncated" }, /* parts, never a last one */
+                { "\xc1\xc0", 2, "truncated" },         /* a two-octet length cut short */
+                { "\x84\x05\x03\x00", 4, "truncated" }, /* old format, 5-byte body, 2 there */
+                { "\xc9\x01\x00", 3, "no integrity protection" },
+                { "\xd2\x01\x01", 3, "no session key packet" },
+                { "\xc1\x01\x03", 3, "not a version 3" },
+                { "\x7f", 1, "not an OpenPGP packet" },
+                { "\xcb\x00", 2, "unexpected OpenPGP packet (tag 11)" },
+        };
+        struct secret_keyring *kr = test_keyring();
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+                char *s = b64((const unsigned char *)cases[i].bytes, cases[i].len);
+                if (getenv("FLIPDEBUG"))
+                        fprintf(stderr, "case %zu\n", i);
+                expect_error(s, kr, cases[i].needle);
+                free(s);
+        }
+        secret_keyring_free(kr);
+}
+
 static void test_keyring_refuses_readable_key(void **state)
 {
         (void)state;
@@ -264,6 +297,7 @@ int main(void)
                 cmocka_unit_test(test_unknown_key),
                 cmocka_unit_test(test_truncated_and_flipped),
                 cmocka_unit_test(test_not_base64),
+                cmocka_unit_test(test_crafted_framing),
                 cmocka_unit_test(test_keyring_refuses_readable_key),
                 cmocka_unit_test(test_pubkey_packets),
         };
