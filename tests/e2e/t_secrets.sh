@@ -39,11 +39,13 @@ chmod 600 "$keys/$k1.pem"
 start_worker sec-w1 --concurrency 2 --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$keys"
 wlog="$BOXCAR_DEV/test-logs/sec-w1.log"
 
-# The job also looks for any private key where a host's could be.
-a=$(spec 'echo "key=$API_KEY"; echo "err $API_KEY" >&2; '"$SEES"'; test ! -e "'"$keys"'"; ! grep -rqs "PRIVATE KEY" /etc /tmp /var /opt /home /root /srv /run' |
+# The job also looks for any private key where a host's could be (and
+# finds the one it wrote itself: the search works).
+a=$(spec 'echo "key=$API_KEY"; echo "err $API_KEY" >&2; '"$SEES"'; test ! -e "'"$keys"'"; echo "-----BEGIN PRIVATE"" KEY-----" > /tmp/probe.pem; f=$(grep -rlsE "BEGIN [A-Z ]*PRIVATE KEY" /etc /tmp /var /opt /home /root /srv /run 2>/dev/null); if [ "$f" != /tmp/probe.pem ]; then echo "found: $f"; exit 1; fi' |
     "$BOXCAR" enqueue --spec - --webhook-url "http://127.0.0.1:$port/hook")
 "$BOXCAR" status --wait --timeout 60s "$a" >/dev/null
 is "the job sees its secret as API_KEY and sees no private key file" "$(job_field "$a" status)" "succeeded"
+[[ $(job_field "$a" status) == succeeded ]] || diag "$(job_field "$a" "result->>'stdout'")"
 is "boxcar logs shows the value masked" "$("$BOXCAR" logs "$a" 2>&1 | tr '\n' '|')" "key=***|err ***|"
 is "the result's stdout is masked" "$(job_field "$a" "result->>'stdout'")" "key=***"
 status=$("$BOXCAR" status --json "$a")
