@@ -14,6 +14,9 @@
 
 #define AES_BLOCK 16
 #define MDC_LEN 22 /* 0xD3 0x14 and a SHA-1 */
+/* The quick check and the MDC fail alike: which one failed would tell an
+ * attacker about the plaintext of a value they modified (RFC 4880 §14). */
+#define MODIFIED "the message was modified (its integrity check fails)"
 /* A literal packet's header: format, name length, name, date. */
 #define LITERAL_HEADER_MAX (1 + 1 + 255 + 4)
 
@@ -80,7 +83,7 @@ static int seipd_open(const uint8_t *body, size_t len, const struct pgp_session_
         const uint8_t *p = plain.p;
         if (p[AES_BLOCK - 2] != p[AES_BLOCK] || p[AES_BLOCK - 1] != p[AES_BLOCK + 1]) {
                 secret_buf_done(&plain);
-                return fail(err, "the data does not decrypt with its session key (quick check)");
+                return fail(err, MODIFIED);
         }
         /* The MDC hashes everything before its own 20 hash bytes. */
         uint8_t digest[EVP_MAX_MD_SIZE];
@@ -90,7 +93,7 @@ static int seipd_open(const uint8_t *body, size_t len, const struct pgp_session_
             !EVP_Digest(p, ct_len - 20, digest, &dlen, EVP_sha1(), NULL) || dlen != 20 ||
             CRYPTO_memcmp(digest, mdc + 2, 20) != 0) {
                 secret_buf_done(&plain);
-                return fail(err, "the message was modified (its integrity check fails)");
+                return fail(err, MODIFIED);
         }
         *ret = plain;
         return 0;

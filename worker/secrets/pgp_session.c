@@ -24,6 +24,8 @@ size_t pgp_sym_key_len(int algo)
         }
 }
 
+#define OPAQUE "a wrong key, a modified message, or a cipher other than AES-128, -192 or -256"
+
 static int bad(struct bc_error *err, const char *what, uint64_t key_id)
 {
         char hex[17];
@@ -33,7 +35,10 @@ static int bad(struct bc_error *err, const char *what, uint64_t key_id)
 }
 
 /* PKCS#1 v1.5 decryption of the MPI m^e; the plaintext is
- * algo || key || checksum (§5.1). */
+ * algo || key || checksum (§5.1).  Every failure past the RSA operation
+ * gives the same message: telling a bad padding from a bad algorithm byte
+ * or checksum would be an oracle (Bleichenbacher) for anyone who can
+ * enqueue a crafted value and read the job's error. */
 static int rsa_open(EVP_PKEY *pkey, const uint8_t *mpi, size_t mpi_len, uint64_t key_id,
                     struct pgp_session_key *ret, struct bc_error *err)
 {
@@ -50,20 +55,18 @@ static int rsa_open(EVP_PKEY *pkey, const uint8_t *mpi, size_t mpi_len, uint64_t
         if (!ctx || EVP_PKEY_decrypt_init(ctx) <= 0 ||
             EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) <= 0 ||
             EVP_PKEY_decrypt(ctx, out, &out_len, in, size) <= 0)
-                return bad(err, "RSA decryption failed (a wrong key or a corrupt message)",
-                           key_id);
+                return bad(err, OPAQUE, key_id);
         int r = 0;
         size_t klen = out_len > 0 ? pgp_sym_key_len(out[0]) : 0;
         if (klen == 0 || out_len != 1 + klen + 2) {
-                r = bad(err, "an unsupported cipher (AES-128, -192 or -256 only) or a bad length",
-                        key_id);
+                r = bad(err, OPAQUE, key_id);
                 goto out;
         }
         unsigned sum = 0;
         for (size_t i = 1; i <= klen; i++)
                 sum += out[i];
         if ((sum & 0xffff) != ((unsigned)out[1 + klen] << 8 | out[2 + klen])) {
-                r = bad(err, "the session key's checksum does not match", key_id);
+                r = bad(err, OPAQUE, key_id);
                 goto out;
         }
         ret->algo = out[0];
