@@ -5,6 +5,9 @@
 # is not visible inside the sandbox; key rotation K1 -> K2.
 source "$(dirname "$0")/../lib.sh"
 fresh_db e2e_secrets
+# S3: the session job's checkpoint at the end.
+eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+export BOXCAR_S3_PREFIX="e2e-secrets-$$"
 tmp=$(mktemp -d)
 keys="$tmp/keys"; mkdir -m 700 "$keys"
 VALUE="sk-live-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -37,6 +40,7 @@ check "a worker refuses a private key others may read" grep -q 'chmod 600' "$tmp
 chmod 600 "$keys/$k1.pem"
 
 start_worker sec-w1 --concurrency 2 --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$keys"
+W1_PID=$WORKER_PID
 wlog="$BOXCAR_DEV/test-logs/sec-w1.log"
 
 # The job also looks for any private key where a host's could be (and
@@ -116,11 +120,18 @@ check "naming the secret and its key: $(job_field "$t" "error->>'message'")" \
 r1=$(spec "$SEES" | "$BOXCAR" enqueue --queue rot --spec -)
 is "r1 is sealed with K1" "$(job_field "$r1" "spec #>> '{secrets,API_KEY,key}'")" "$k1"
 k2=$("$BOXCAR" secrets keygen --out "$keys" --no-register | sed -n 's|^wrote private key .*/\([0-9a-f]*\)\.pem$|\1|p')
-kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+# A worker left with K1 alone, on a queue of its own.
+mkdir -m 700 "$tmp/k1only"; cp -p "$keys/$k1.pem" "$tmp/k1only/"
+kill "$W1_PID"; wait "$W1_PID" 2>/dev/null
+start_worker sec-old --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$tmp/k1only" --queues old
 start_worker sec-w2 --concurrency 2 --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$keys" --queues rot,default
 "$BOXCAR" secrets add-key "$keys/$k2.pem" >/dev/null
 r2=$(spec "$SEES" | "$BOXCAR" enqueue --queue rot --spec -)
 is "once K2 is registered it seals new jobs" "$(job_field "$r2" "spec #>> '{secrets,API_KEY,key}'")" "$k2"
+o=$(spec "$SEES" | "$BOXCAR" enqueue --queue old --spec -)
+"$BOXCAR" status --wait --timeout 60s "$o" >/dev/null
+is "a worker without K2 fails a job sealed with it: $(job_field "$o" "error->>'message'")" \
+  "$(job_field "$o" "error->>'code'") $(job_field "$o" "error->>'message' like '%key $k2, which this worker does not hold%'")" "SECRET_UNAVAILABLE t"
 out=$("$BOXCAR" secrets retire "$k1" 2>&1)
 check "K1 does not retire while r1 is queued: $out" grep -q 'still sealing 1 queued or running job' <<<"$out"
 "$BOXCAR" queue resume rot >/dev/null
@@ -129,4 +140,10 @@ is "r1 (K1) and r2 (K2) both run" "$(job_field "$r1" status) $(job_field "$r2" s
 check "then K1 retires" "$BOXCAR" secrets retire "$k1"
 is "boxcar secrets keys lists K2 active and K1 retired" \
   "$("$BOXCAR" secrets keys | awk 'NR > 1 {print $1, $2}' | sort | tr '\n' '|')" "$(printf '%s\n' "$k1 retired" "$k2 active" | sort | tr '\n' '|')"
+# A session's job gets its secrets too, masked alike.
+sj=$(python3 -c 'import json,sys; print(json.dumps({"command": ["sh", "-c", "echo s=$API_KEY; " + sys.argv[1]], "session": {"id": "sec"}, "secrets": {"API_KEY": sys.argv[2]}}))' "$SEES" "$VALUE" |
+     "$BOXCAR" enqueue --spec -)
+"$BOXCAR" status --wait --timeout 90s "$sj" >/dev/null
+is "a session job sees its secret, its output masked" "$(job_field "$sj" status) $(job_field "$sj" "result->>'stdout'")" "succeeded s=***"
+is "in the live log too" "$("$BOXCAR" logs "$sj" 2>&1)" "s=***"
 tap_done
