@@ -2,7 +2,7 @@
 -- whatever path writes a spec; the sealed form; keys and their rotation.
 -- K1 is tests/data/secrets/key.pem's public key, K2 another test key.
 begin;
-select plan(29);
+select plan(31);
 
 create temp table k (name text primary key, packets bytea);
 insert into k values
@@ -75,6 +75,12 @@ select boxcar.schedule_add('s', '* * * * *', 'default', '{"command":["true"],"se
 select ok(not exists (select from boxcar.schedules where spec::text like '%hunter2-sched%'),
           'a schedule holds its secrets sealed');
 select is(boxcar.schedule_ls() #> '{spec,secrets}', '{"S": "(sealed)"}', 'schedule_ls shows names only');
+update boxcar.schedules set next_run_at = now() - interval '1 minute' where name = 's';
+select is(boxcar.schedule_tick(), 1, 'the schedule''s run is enqueued');
+select is((select j.spec -> 'secrets' from boxcar.jobs j, boxcar.schedules s
+            where s.name = 's' and j.id = s.last_job_id),
+          (select spec -> 'secrets' from boxcar.schedules where name = 's'),
+          'its job carries the schedule''s sealed value as it is');
 
 -- Rotation: K2 becomes the sealing key; K1 cannot retire while a queued
 -- job or a schedule holds a value sealed with it.
@@ -83,7 +89,7 @@ select boxcar.enqueue('default', '{"command":["true"],"secrets":{"B":"hunter2-b"
 select is((select spec #>> '{secrets,B,key}' from boxcar.jobs where id = :'b'), '6a2e08d4c3d3f928',
           'the newest active key seals');
 select throws_like($$select boxcar.secret_key_retire('5e3440960b06c7f9')$$,
-                   '%still sealing 4 queued or running job(s) and 1 schedule(s)%',
+                   '%still sealing 5 queued or running job(s) and 1 schedule(s)%',
                    'K1 does not retire while jobs and a schedule hold values sealed with it');
 update boxcar.jobs set status = 'cancelled', finished_at = now()
  where spec #>> '{secrets,B,key}' is distinct from '6a2e08d4c3d3f928' and status = 'queued';
