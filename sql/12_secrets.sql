@@ -50,7 +50,14 @@ end $$;
 -- newest active key; sealed ones kept when an active key of this database
 -- opens them (their "key" is read from the message, never trusted from
 -- the caller, so `boxcar secrets retire` counts right).
-create or replace function boxcar.seal_secrets(secrets jsonb)
+--
+-- What is sealed is an envelope binding the value to the job's scope and
+-- the secret's name: "boxcar-secret-v1\n<scope>\n<NAME>\n<value>".  The
+-- worker refuses a value whose envelope names another scope or name, so a
+-- sealed value copied into another tenant's job (or under another name)
+-- opens nowhere.
+drop function if exists boxcar.seal_secrets(jsonb);
+create or replace function boxcar.seal_secrets(secrets jsonb, scope text)
 returns jsonb language plpgsql volatile
 set search_path = pg_catalog, boxcar, public as $$
 declare
@@ -71,8 +78,9 @@ begin
                 end if;
             end if;
             sealed := sealed || jsonb_build_object(name, jsonb_build_object(
-                'sealed', translate(encode(pgp_pub_encrypt(v #>> '{}', k.public_key,
-                                                           'cipher-algo=aes256'), 'base64'), E'\n', ''),
+                'sealed', translate(encode(pgp_pub_encrypt(
+                              'boxcar-secret-v1' || E'\n' || scope || E'\n' || name || E'\n' || (v #>> '{}'),
+                              k.public_key, 'cipher-algo=aes256'), 'base64'), E'\n', ''),
                 'key', k.key_id));
         else
             begin
@@ -104,7 +112,8 @@ begin
     if e is not null then
         perform boxcar.secrets_raise(e);
     end if;
-    new.spec := jsonb_set(new.spec, '{secrets}', boxcar.seal_secrets(new.spec -> 'secrets'));
+    new.spec := jsonb_set(new.spec, '{secrets}',
+                          boxcar.seal_secrets(new.spec -> 'secrets', boxcar.queue_scope(new.queue)));
     return new;
 end $$;
 

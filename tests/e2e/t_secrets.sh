@@ -124,8 +124,15 @@ k2=$("$BOXCAR" secrets keygen --out "$keys" --no-register | sed -n 's|^wrote pri
 mkdir -m 700 "$tmp/k1only"; cp -p "$keys/$k1.pem" "$tmp/k1only/"
 kill "$W1_PID"; wait "$W1_PID" 2>/dev/null
 start_worker sec-old --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$tmp/k1only" --queues old
-start_worker sec-w2 --concurrency 2 --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$keys" --queues rot,default
+start_worker sec-w2 --concurrency 2 --poll-interval 500ms --sandbox "$E2E_SANDBOX" --secret-keys "$keys" --queues rot,default,evil/q
 "$BOXCAR" secrets add-key "$keys/$k2.pem" >/dev/null
+# Another tenant copies job a's sealed value (default's) into its own job.
+stolen=$(python3 -c 'import json,sys; print(json.dumps({"command": ["sh", "-c", "echo $API_KEY"], "secrets": {"API_KEY": {"sealed": sys.argv[1]}}}))' "$sealed" |
+         "$BOXCAR" enqueue --queue evil/q --spec -)
+"$BOXCAR" status --wait --timeout 60s "$stolen" >/dev/null
+is "a sealed value copied into another scope's job opens nowhere" \
+  "$(job_field "$stolen" "error->>'code'") $(job_field "$stolen" "error->>'message' like '%sealed for another scope or name%'")" "SECRET_UNAVAILABLE t"
+check "and nothing of it was printed" bash -c "! '$BOXCAR' logs '$stolen' 2>&1 | grep -q ."
 r2=$(spec "$SEES" | "$BOXCAR" enqueue --queue rot --spec -)
 is "once K2 is registered it seals new jobs" "$(job_field "$r2" "spec #>> '{secrets,API_KEY,key}'")" "$k2"
 o=$(spec "$SEES" | "$BOXCAR" enqueue --queue old --spec -)

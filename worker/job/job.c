@@ -516,7 +516,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 return;
         }
         _cleanup_(job_secrets_done) struct job_secrets secrets = { 0 };
-        if (job_secrets_open(svc->secret_keys, spec, &secrets, &err) < 0) {
+        if (job_secrets_open(svc->secret_keys, spec, job->queue, &secrets, &err) < 0) {
                 fail_with(ret, &err, BC_SECRET_UNAVAILABLE);
                 return;
         }

@@ -31,8 +31,32 @@ static int env_append(struct job_spec *spec, const char *name, const char *value
         return 0;
 }
 
+#define ENVELOPE "boxcar-secret-v1\n"
+
+/* The value inside its envelope (sql/12_secrets.sql seal_secrets):
+ * "boxcar-secret-v1\n<scope>\n<NAME>\n<value>", where scope and NAME must
+ * be the job's: a value sealed for one tenant's job, copied into
+ * another's, opens nowhere else.  Moves the value to the start of plain. */
+static int unwrap(char *plain, size_t *len, const char *scope, size_t scope_len, const char *name)
+{
+        size_t name_len = strlen(name);
+        size_t head = strlen(ENVELOPE) + scope_len + 1 + name_len + 1;
+        if (*len < head || memcmp(plain, ENVELOPE, strlen(ENVELOPE)) != 0)
+                return -EINVAL;
+        const char *p = plain + strlen(ENVELOPE);
+        if (memcmp(p, scope, scope_len) != 0 || p[scope_len] != '\n' ||
+            memcmp(p + scope_len + 1, name, name_len) != 0 || p[scope_len + 1 + name_len] != '\n')
+                return -EACCES;
+        memmove(plain, plain + head, *len - head);
+        explicit_bzero(plain + (*len - head), head);
+        *len -= head;
+        plain[*len] = 0;
+        return 0;
+}
+
 static int open_one(const struct secret_keyring *kr, const struct spec_secret *s,
-                    struct job_secrets *js, struct job_spec *spec, struct bc_error *err)
+                    const char *queue, struct job_secrets *js, struct job_spec *spec,
+                    struct bc_error *err)
 {
         char *value = NULL;
         size_t len = 0;
@@ -43,13 +67,25 @@ static int open_one(const struct secret_keyring *kr, const struct spec_secret *s
                                     s->name, s->key_id);
         if (sealed_open(s->sealed, kr, &value, &len, err) < 0)
                 return bc_error_prefix(err, "secrets.%s (key %s)", s->name, s->key_id);
+        int r = unwrap(value, &len, queue, strcspn(queue, "/"), s->name);
+        if (r < 0) {
+                explicit_bzero(value, len);
+                free(value);
+                return bc_error_set(err, BC_SECRET_UNAVAILABLE, EACCES,
+                                    r == -EACCES
+                                            ? "secrets.%s (key %s): sealed for another scope or "
+                                              "name (a value copied from another job)"
+                                            : "secrets.%s (key %s): not a boxcar secret envelope "
+                                              "(docs/tenants.md: client-side sealing)",
+                                    s->name, s->key_id);
+        }
         js->values[js->n] = value;
         js->lens[js->n] = len;
         js->n++;
         return env_append(spec, s->name, value, err);
 }
 
-int job_secrets_open(const struct secret_keyring *kr, struct job_spec *spec,
+int job_secrets_open(const struct secret_keyring *kr, struct job_spec *spec, const char *queue,
                      struct job_secrets *ret, struct bc_error *err)
 {
         memset(ret, 0, sizeof(*ret));
@@ -60,7 +96,7 @@ int job_secrets_open(const struct secret_keyring *kr, struct job_spec *spec,
         if (!ret->values || !ret->lens)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "secrets: out of memory");
         for (size_t i = 0; i < spec->n_secrets; i++) {
-                int r = open_one(kr, &spec->secrets[i], ret, spec, err);
+                int r = open_one(kr, &spec->secrets[i], queue, ret, spec, err);
                 if (r < 0)
                         return r;
         }

@@ -24,11 +24,12 @@ struct job_secrets {
 };
 
 /* Opens every sealed value of spec with kr (NULL: the worker has no
- * --secret-keys), appends NAME=value to spec->env and fills *ret (zeroed
- * first; job_secrets_done it in every case).  A value that does not open
- * fails with BC_SECRET_UNAVAILABLE naming the secret and its key, never
- * the value. */
-int job_secrets_open(const struct secret_keyring *kr, struct job_spec *spec,
+ * --secret-keys), checks that its envelope names the scope of queue (the
+ * job's) and the secret's name, appends NAME=value to spec->env and fills
+ * *ret (zeroed first; job_secrets_done it in every case).  A value that
+ * does not open, or was sealed for another scope or name, fails with
+ * BC_SECRET_UNAVAILABLE naming the secret and its key, never the value. */
+int job_secrets_open(const struct secret_keyring *kr, struct job_spec *spec, const char *queue,
                      struct job_secrets *ret, struct bc_error *err);
 
 /* Wipes the values and frees everything.  NULL-safe. */

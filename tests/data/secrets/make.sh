@@ -20,3 +20,6 @@ seal zlib "'hunter2-zlib hunter2-zlib hunter2-zlib'" 'cipher-algo=aes256, compre
 # 60000 bytes: the literal packet is written in partial body lengths.
 seal long "repeat('0123456789', 6000)" 'cipher-algo=aes256'
 seal blowfish "'hunter2-bf'" 'cipher-algo=bf'
+# A job's value as the database seals it (sql/12_secrets.sql): in its
+# envelope, for scope "default" and the name API_KEY.
+seal job "E'boxcar-secret-v1\\ndefault\\nAPI_KEY\\nhunter2-aes256'" 'cipher-algo=aes256'

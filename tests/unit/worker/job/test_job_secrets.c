@@ -61,7 +61,7 @@ static struct secret_keyring *test_keyring(void)
 
 static struct job_spec *sealed_spec(void)
 {
-        char *sealed = slurp(DATA "aes256.b64");
+        char *sealed = slurp(DATA "job.b64");
         char *json = NULL;
         assert_true(asprintf(&json,
                              "{\"command\": [\"true\"], \"env\": {\"X\": \"1\"}, \"secrets\": "
@@ -88,7 +88,7 @@ static int setup(void **state)
         f->kr = test_keyring();
         f->spec = sealed_spec();
         struct bc_error err = BC_ERROR_INIT;
-        if (job_secrets_open(f->kr, f->spec, &f->js, &err) < 0)
+        if (job_secrets_open(f->kr, f->spec, "default", &f->js, &err) < 0)
                 fail_msg("open: %s", bc_error_message(&err));
         *state = f;
         return 0;
@@ -197,7 +197,7 @@ static void test_no_keys(void **state)
         struct job_spec *spec = sealed_spec();
         struct job_secrets js;
         struct bc_error err = BC_ERROR_INIT;
-        assert_true(job_secrets_open(NULL, spec, &js, &err) < 0);
+        assert_true(job_secrets_open(NULL, spec, "default", &js, &err) < 0);
         assert_int_equal(err.code, BC_SECRET_UNAVAILABLE);
         assert_string_equal(bc_error_message(&err), "secrets.API_KEY: sealed with key "
                                                     "5e3440960b06c7f9; this worker has no "
@@ -205,6 +205,38 @@ static void test_no_keys(void **state)
         bc_error_clear(&err);
         job_secrets_done(&js);
         spec_free(spec);
+}
+
+/* The value is sealed for scope "default" and the name API_KEY: in a job
+ * of another scope it opens nowhere (a value copied from another tenant's
+ * job), nor under another name. */
+static void test_other_scope_refused(void **state)
+{
+        (void)state;
+        static const char *const queues[] = { "acme/q", "defaultx", "other" };
+        struct secret_keyring *kr = test_keyring();
+        for (size_t i = 0; i < 3; i++) {
+                struct job_spec *spec = sealed_spec();
+                struct job_secrets js;
+                struct bc_error err = BC_ERROR_INIT;
+                assert_true(job_secrets_open(kr, spec, queues[i], &js, &err) < 0);
+                assert_int_equal(err.code, BC_SECRET_UNAVAILABLE);
+                assert_non_null(
+                        strstr(bc_error_message(&err), "sealed for another scope or name"));
+                assert_null(strstr(bc_error_message(&err), "hunter2"));
+                assert_null(spec->env[1]);
+                bc_error_clear(&err);
+                job_secrets_done(&js);
+                spec_free(spec);
+        }
+        struct job_spec *spec = sealed_spec();
+        struct job_secrets js;
+        struct bc_error err = BC_ERROR_INIT;
+        assert_int_equal(job_secrets_open(kr, spec, "default/sub", &js, &err), 0);
+        assert_string_equal(spec->env[1], "API_KEY=" VALUE);
+        job_secrets_done(&js);
+        spec_free(spec);
+        secret_keyring_free(kr);
 }
 
 /* A stored spec always holds sealed values: plaintext means a row written
@@ -245,6 +277,7 @@ int main(void)
                 cmocka_unit_test_setup_teardown(test_live_log_masked, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_outcome_masked, setup, teardown),
                 cmocka_unit_test(test_no_keys),
+                cmocka_unit_test(test_other_scope_refused),
                 cmocka_unit_test(test_plaintext_refused),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
