@@ -2,9 +2,11 @@
 -- public key before a row is stored (sql/12_secrets.sql), so no plaintext
 -- secret sits in a table, the WAL or a dump.  pgcrypto seals them; it is a
 -- trusted extension (PostgreSQL 13+): the database's owner may create it.
--- In schema boxcar, whatever the search_path; where it was there already
--- (in public, say) the functions that use it find it there too.
-create extension if not exists pgcrypto with schema boxcar;
+-- In a schema of its own, whatever the search_path: its forty functions
+-- are not boxcar's API (nor in the roles' list of it); where it was there
+-- already (in public, say) the functions that use it find it there too.
+create schema if not exists boxcar_pgcrypto;
+create extension if not exists pgcrypto with schema boxcar_pgcrypto;
 
 -- The workers' public keys, in OpenPGP form (a Public-Key and a
 -- Public-Subkey packet: worker/secrets/pgp_pubkey.h).  The newest active

@@ -59,7 +59,7 @@ end $$;
 drop function if exists boxcar.seal_secrets(jsonb);
 create or replace function boxcar.seal_secrets(secrets jsonb, scope text)
 returns jsonb language plpgsql volatile
-set search_path = pg_catalog, boxcar, public as $$
+set search_path = pg_catalog, boxcar, boxcar_pgcrypto, public as $$
 declare
     k boxcar.secret_keys;
     sealed jsonb := '{}';
@@ -145,7 +145,7 @@ $$;
 -- be able to seal with it, or it is refused.
 create or replace function boxcar.secret_key_add(public_key bytea)
 returns text language plpgsql volatile
-set search_path = pg_catalog, boxcar, public as $$
+set search_path = pg_catalog, boxcar, boxcar_pgcrypto, public as $$
 declare
     kid text;
     st text;

@@ -21,7 +21,7 @@ select ok((select spec::text not like '%hunter2-plain%' from boxcar.jobs where i
           'the stored spec does not hold the plaintext');
 select is((select spec #>> '{secrets,API_KEY,key}' from boxcar.jobs where id = :'a'), '5e3440960b06c7f9',
           'the sealed value names its key');
-select is((select boxcar.pgp_key_id(decode(spec #>> '{secrets,API_KEY,sealed}', 'base64')) from boxcar.jobs where id = :'a'),
+select is((select boxcar_pgcrypto.pgp_key_id(decode(spec #>> '{secrets,API_KEY,sealed}', 'base64')) from boxcar.jobs where id = :'a'),
           '5E3440960B06C7F9', 'the sealed value is an OpenPGP message to that key');
 select is((select array(select jsonb_object_keys(spec -> 'secrets' -> 'API_KEY') order by 1) from boxcar.jobs where id = :'a'),
           array['key', 'sealed'], 'the sealed form is {"sealed", "key"}');
@@ -65,7 +65,7 @@ select throws_ok($$select boxcar.enqueue('default', '{"command":["true"],"secret
 -- Client-side sealing: a value sealed with a registered key is kept as is,
 -- its key read from the message (a "key" the client gives is not trusted).
 select boxcar.enqueue('default', jsonb_build_object('command', '["true"]'::jsonb, 'secrets', jsonb_build_object('C',
-         jsonb_build_object('sealed', encode(boxcar.pgp_pub_encrypt('hunter2-client', (select packets from k where name = 'K1')), 'base64'),
+         jsonb_build_object('sealed', encode(boxcar_pgcrypto.pgp_pub_encrypt('hunter2-client', (select packets from k where name = 'K1')), 'base64'),
                             'key', 'ffffffffffffffff')))) as c \gset
 select is((select spec #>> '{secrets,C,key}' from boxcar.jobs where id = :'c'), '5e3440960b06c7f9',
           'a client-sealed value keeps the key id its message names');
@@ -97,7 +97,7 @@ select boxcar.schedule_rm('s');
 select lives_ok($$select boxcar.secret_key_retire('5e3440960b06c7f9')$$, 'K1 retires once nothing holds it');
 select is((select state from boxcar.secret_keys where key_id = '5e3440960b06c7f9'), 'retired', 'K1 is retired');
 select throws_like(format($$select boxcar.enqueue('default', '{"command":["true"],"secrets":{"C":{"sealed":"%s"}}}')$$,
-                          translate(encode(boxcar.pgp_pub_encrypt('v', (select packets from k where name = 'K1')), 'base64'), E'\n', '')),
+                          translate(encode(boxcar_pgcrypto.pgp_pub_encrypt('v', (select packets from k where name = 'K1')), 'base64'), E'\n', '')),
                    '%sealed with key 5e3440960b06c7f9, which is not an active key%',
                    'a value sealed with a retired key is refused');
 select throws_like($$select boxcar.secret_key_add((select packets from k where name = 'K1'))$$,

@@ -9,7 +9,7 @@ boxcar=${BOXCAR:-../../../build/boxcar}
 "$boxcar" secrets add-key key.pem >/dev/null
 seal() { # NAME PLAINTEXT-SQL OPTIONS
   psql -X -qtA -v ON_ERROR_STOP=1 "$DATABASE_URL" -c \
-    "select translate(encode(pgp_pub_encrypt($2, public_key, '$3'), 'base64'), E'\\n', '')
+    "select translate(encode(boxcar_pgcrypto.pgp_pub_encrypt($2, public_key, '$3'), 'base64'), E'\\n', '')
        from boxcar.secret_keys where key_id = '5e3440960b06c7f9'" > "$1.b64"
 }
 seal aes128 "'hunter2-aes128'" 'cipher-algo=aes128'
