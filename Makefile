@@ -48,7 +48,7 @@ $(shell mkdir -p $(BUILD)/gen && echo '#define BOXCAR_VERSION "$(FULL_VERSION)"'
 # its executable, not part of the library.  A module's rooms (subfolders
 # by concern) are part of its library.
 MODULES := common storage sandbox worker agent
-worker_ROOMS := cli config daemon db exec gc http job log metrics session spec webhook workdir
+worker_ROOMS := cli config daemon db exec gc http job log metrics secrets session spec webhook workdir
 define module_rules
 $(1)_SRCS := $$(filter-out $(1)/main.c,$$(wildcard $(1)/*.c $$(foreach r,$$($(1)_ROOMS),$(1)/$$(r)/*.c)))
 $(1)_OBJS := $$(patsubst %.c,$(BUILD)/obj/%.o,$$($(1)_SRCS))

@@ -20,6 +20,7 @@ static const char *const code_names[_BC_CODE_MAX] = {
         [BC_NONZERO_EXIT] = "NONZERO_EXIT",
         [BC_FILE_OP_FAILED] = "FILE_OP_FAILED",
         [BC_WORKSPACE_LIMIT] = "WORKSPACE_LIMIT",
+        [BC_SECRET_UNAVAILABLE] = "SECRET_UNAVAILABLE",
         [BC_INTERNAL] = "INTERNAL",
         [BC_DATABASE] = "DATABASE",
         [BC_CONFIG] = "CONFIG",

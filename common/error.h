@@ -22,8 +22,9 @@ enum bc_code {
         BC_CANCELLED,
         BC_WORKER_LOST,
         BC_NONZERO_EXIT,
-        BC_WORKSPACE_LIMIT, /* what the job left in its workspace is over a limit */
-        BC_FILE_OP_FAILED,  /* a file operation of a session job failed (spec.files) */
+        BC_WORKSPACE_LIMIT,    /* what the job left in its workspace is over a limit */
+        BC_FILE_OP_FAILED,     /* a file operation of a session job failed (spec.files) */
+        BC_SECRET_UNAVAILABLE, /* a sealed secret of the job cannot be opened (spec.secrets) */
         /* Internal codes, never stored on a job. */
         BC_INTERNAL,
         BC_DATABASE,

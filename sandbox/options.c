@@ -84,6 +84,8 @@ const char *helper_usage(void)
                "                      (memory, charged to the job's memory limit)\n"
                "  --ro-bind SRC DEST  bind SRC read-only at DEST (repeatable)\n"
                "  --env K=V           set a variable; the environment is exactly these\n"
+               "  --env K             K=V from this program's own environment (job secrets:\n"
+               "                      no value on the command line)\n"
                "  --timeout SECONDS   kill everything after this wall-clock time\n"
                "  --memory-mb SIZE    memory limit (swap 0): MiB, or with a unit (1GiB)\n"
                "  --pids N            most processes COMMAND may have at once\n"
@@ -220,6 +222,18 @@ int sbx_check_image(const char *dir)
         return sbx_check_cgroup_parent(dir);
 }
 
+extern char **environ;
+
+/* The "K=V" entry of K in this process's environment, or NULL. */
+static char *env_inherited(const char *k)
+{
+        size_t n = strlen(k);
+        for (char **e = environ; n && e && *e; e++)
+                if (strncmp(*e, k, n) == 0 && (*e)[n] == '=')
+                        return *e;
+        return NULL;
+}
+
 bool sbx_env_entry_valid(const char *kv)
 {
         const char *eq = kv ? strchr(kv, '=') : NULL;
@@ -254,6 +268,12 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                         return bc_error_set(err, BC_USAGE, E2BIG, "--ro-bind: at most 64");
                 c->ro_binds[c->n_ro_binds++] = (struct sandbox_bind){ val[0], val[1] };
         } else if (strcmp(opt, "--env") == 0) {
+                /* "--env K": K=V from the helper's own environment, where
+                 * the worker puts a job's secrets: no value in the helper's
+                 * world-readable command line. */
+                char *inherited = strchr(val[0], '=') ? NULL : env_inherited(val[0]);
+                if (inherited)
+                        val[0] = inherited;
                 if (!sbx_env_entry_valid(val[0]))
                         return bc_error_set(err, BC_USAGE, EINVAL, "--env: want K=V, got '%s'",
                                             val[0]);

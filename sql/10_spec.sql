@@ -387,7 +387,7 @@ begin
      where key not in ('version', 'command', 'script', 'code', 'env', 'workdir',
                        'startup_script', 'startup_timeout_s', 'volumes', 'artifact',
                        'image', 'limits', 'network', 'webhook', 'retry',
-                       'session', 'stdin', 'files')
+                       'session', 'stdin', 'files', 'secrets')
      limit 1;
     if e is not null then return e; end if;
     if spec ? 'version' and spec -> 'version' <> '1'::jsonb then
@@ -482,6 +482,10 @@ begin
         if (select count(*) from jsonb_object_keys(spec -> 'env')) > 1024 then
             return 'env: at most 1024 variables';
         end if;
+    end if;
+    if spec ? 'secrets' then
+        e := boxcar.secrets_error(spec -> 'secrets', spec -> 'env');
+        if e is not null then return e; end if;
     end if;
     if spec ? 'workdir' then
         e := boxcar.path_error('workdir', spec -> 'workdir', false);

@@ -62,10 +62,11 @@ begin
         -- A session job's stored spec has its artifact filled in
         -- (boxcar.session_job): the request is compared filled as well;
         -- the capped limits it leaves out (boxcar.caps_job) are not
-        -- compared.
+        -- compared, and secrets by name: each sealing of the same value
+        -- differs.
         differs := case
-            when boxcar.caps_unfill(existing.spec, enqueue.spec)
-                 is distinct from boxcar.session_fill_spec(enqueue.spec) then 'spec'
+            when boxcar.spec_redacted(boxcar.caps_unfill(existing.spec, enqueue.spec))
+                 is distinct from boxcar.spec_redacted(boxcar.session_fill_spec(enqueue.spec)) then 'spec'
             when existing.queue is distinct from enqueue.queue then 'queue'
             when existing.priority is distinct from enqueue.priority then 'priority'
             when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'

@@ -89,10 +89,14 @@ end $$;
 
 -- The job as one JSON document (what `boxcar status` prints).  A queued
 -- job whose scope is at a quota says so in "waiting" (sql/39_caps_quotas.sql).
+-- Secrets by name only (boxcar.spec_redacted): sealed values are harmless
+-- but mean nothing to a reader.
 create or replace function boxcar.job_json(id uuid)
 returns jsonb language sql stable as $$
-    select to_jsonb(j) || case when w.reason is not null
-                               then jsonb_build_object('waiting', w.reason) else '{}' end
+    select to_jsonb(j)
+           || case when j.spec ? 'secrets' then jsonb_build_object('spec', boxcar.spec_redacted(j.spec))
+                   else '{}' end
+           || case when w.reason is not null then jsonb_build_object('waiting', w.reason) else '{}' end
       from boxcar.jobs j
       left join lateral (select boxcar.scope_wait_reason(boxcar.queue_scope(j.queue)) as reason
                           where j.status = 'queued') w on w.reason is not null

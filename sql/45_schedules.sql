@@ -14,7 +14,7 @@
 create or replace function boxcar.schedule_json(s boxcar.schedules)
 returns jsonb language sql stable as $$
     select jsonb_build_object('name', s.name, 'cron', s.cron, 'time_zone', s.time_zone,
-                              'queue', s.queue, 'spec', s.spec, 'priority', s.priority,
+                              'queue', s.queue, 'spec', boxcar.spec_redacted(s.spec), 'priority', s.priority,
                               'max_attempts', s.max_attempts, 'enabled', s.enabled,
                               'next_run_at', s.next_run_at, 'last_run_at', s.last_run_at,
                               'last_job_id', s.last_job_id, 'last_error', s.last_error,

@@ -234,6 +234,18 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('function', 'rotate_webhook_secret',          ''),
     ('function', 'webhook_secret_list',            ''),
     ('table',    'webhook_secret_generations',     'worker:select'),
+    -- Job secrets (sql/12_secrets.sql): sealed by a trigger as whoever
+    -- inserts the job (the worker, when a schedule fires); the keys are
+    -- the operator's.
+    ('function', 'secrets_error',                  'worker'),
+    ('function', 'secrets_raise',                  'worker'),
+    ('function', 'seal_secrets',                   'worker'),
+    ('function', 'seal_spec_secrets',              ''),
+    ('function', 'spec_redacted',                  'worker'),
+    ('function', 'secret_key_add',                 ''),
+    ('function', 'secret_key_users',               ''),
+    ('function', 'secret_key_retire',              ''),
+    ('table',    'secret_keys',                    'worker:select'),
     -- Views: counts per queue and the replicas, never a job's spec or
     -- output.
     ('view',     'active_queue_stats',             'worker:select monitor:select'),
@@ -251,6 +263,11 @@ declare
 begin
     execute 'revoke all on schema boxcar from public';
     execute 'grant usage on schema boxcar to boxcar_app, boxcar_worker, boxcar_monitor, boxcar_dashboard';
+    -- pgcrypto (migrations/0017_secrets.sql): the secrets trigger seals
+    -- with it as whoever inserts a job; the app's inserts run as the owner.
+    if exists (select from pg_namespace where nspname = 'boxcar_pgcrypto') then
+        execute 'grant usage on schema boxcar_pgcrypto to boxcar_worker';
+    end if;
     -- Functions: nothing for anyone, then what their line says.  Listed
     -- as definer: SECURITY DEFINER and a search_path no caller can put a
     -- schema of theirs in front of.

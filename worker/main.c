@@ -113,6 +113,8 @@ const struct cli_command cli_commands[] = {
         { "webhooks", "list, redrive and verify webhook deliveries", webhooks_usage,
           cmd_webhooks },
         { "storage", "push, pull, list and link storage versions", storage_usage, cmd_storage },
+        { "secrets", "make, register, list and retire the keys of job secrets", secrets_usage,
+          cmd_secrets },
         { "ui", "serve the web dashboard", ui_usage, cmd_ui },
         { "sandbox", "show the isolation this host supports", sandbox_usage, cmd_sandbox },
         { "version", "print the version", version_usage, cmd_version },

@@ -44,6 +44,8 @@ SAMPLE_ARGS = {
     "queue caps": ["q"], "queue show": ["q"], "quota set": ["s"], "quota show": [],
     "jobs ls": [], "jobs retry": [UUID], "queues": [], "workers": [], "ui": [],
     "sessions": [], "sessions end": ["s1"],
+    "secrets keygen": ["--out", "/nonexistent"], "secrets add-key": ["/nonexistent"],
+    "secrets keys": [], "secrets retire": ["0123456789abcdef"],
 }
 GLOBAL = {"--help", "--database-url"}
 FLAG = r"(?<![\w-])(--[a-z][a-z0-9-]*|-[a-z])(?![\w-])"
@@ -211,7 +213,7 @@ for c, text in sorted(helps.items()):
         continue
     path = {"storage": "storage ls", "webhooks": "webhooks ls", "sandbox": "sandbox detect",
             "schedule": "schedule ls", "queue": "queue ls", "quota": "quota show",
-            "jobs": "jobs ls"}.get(c, c)
+            "jobs": "jobs ls", "secrets": "secrets keys"}.get(c, c)
     words = path.split()
     rc_u, out_u = run([BOXCAR, *words, UNKNOWN, "postgresql://x@127.0.0.1:1/none",
                        *SAMPLE_ARGS[path]])

@@ -50,6 +50,8 @@ extern const char ui_usage[];
 extern const char webhooks_usage[];
 extern const char storage_usage[];
 extern const char sandbox_usage[];
+int cmd_secrets(int argc, char **argv);
+extern const char secrets_usage[];
 
 /* Fails (err set) when --sandbox namespace is chosen but the helper is
  * missing or the host cannot isolate jobs. */

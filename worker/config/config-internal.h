@@ -51,6 +51,7 @@ enum {
         OPT_DISK_RESERVE,
         OPT_DISK_WAIT,
         OPT_CONFIG,
+        OPT_SECRET_KEYS,
         OPT_HELP,
 };
 

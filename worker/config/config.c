@@ -119,6 +119,7 @@ static const struct option worker_options[] = {
         { "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
         { "allow-private-egress", required_argument, NULL, OPT_PRIVATE_EGRESS },
         { "config", required_argument, NULL, OPT_CONFIG },
+        { "secret-keys", required_argument, NULL, OPT_SECRET_KEYS },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
 };
@@ -132,6 +133,7 @@ static const struct {
         { OPT_QUEUES, "BOXCAR_QUEUES" },
         { OPT_CONCURRENCY, "BOXCAR_CONCURRENCY" },
         { OPT_WORK_DIR, "BOXCAR_WORK_DIR" },
+        { OPT_SECRET_KEYS, "BOXCAR_SECRET_KEYS" },
         { OPT_ALLOW_PRIVATE_URLS, "BOXCAR_ALLOW_PRIVATE_URLS" },
         { OPT_ALLOW_URL_CIDR, "BOXCAR_ALLOW_URL_CIDRS" },
         { OPT_PRIVATE_EGRESS, "BOXCAR_ALLOW_PRIVATE_EGRESS" },
@@ -340,6 +342,7 @@ void config_done(struct worker_config *c)
         config_network_caps_free(c);
         free(c->sandbox_helper);
         free(c->work_dir);
+        free(c->secret_keys_dir);
         free(c->worker_id);
         free(c->webhook_schedule);
         free(c->webhook_default_url);

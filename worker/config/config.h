@@ -32,9 +32,10 @@ struct worker_config {
         double poll_interval_s;
         double drain_timeout_s;
         enum sandbox_backend sandbox;
-        char *sandbox_helper; /* path of boxcar-sandbox */
-        char *work_dir;       /* per-job directories go under it */
-        char *worker_id;      /* generated when not given */
+        char *sandbox_helper;  /* path of boxcar-sandbox */
+        char *work_dir;        /* per-job directories go under it */
+        char *secret_keys_dir; /* --secret-keys: private keys of job secrets, or NULL */
+        char *worker_id;       /* generated when not given */
         enum log_format log_format;
         enum log_level log_level;
         unsigned max_output_bytes;        /* cap on a job's kept stdout/stderr tail */

@@ -209,6 +209,9 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
         case OPT_WORK_DIR:
                 r = config_set_string(&c->work_dir, v);
                 break;
+        case OPT_SECRET_KEYS:
+                r = config_set_string(&c->secret_keys_dir, v);
+                break;
         case OPT_WORKER_ID:
                 r = config_set_string(&c->worker_id, v);
                 break;

@@ -143,6 +143,7 @@ void slot_services(struct slot *sl, const struct claimed_job *job, struct job_se
                                       .dirs = s->dirs,
                                       .disk = s->disk,
                                       .sessions = s->sessions,
+                                      .secret_keys = s->secret_keys,
                                       .ctx = sl,
                                       .event = svc_event,
                                       .tick = svc_tick,

@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "worker/db/db_pool.h"
+#include "worker/secrets/keyring.h"
 #include "worker/session/session.h"
 #include "worker/log/log.h"
 #include "worker/metrics/wmetrics.h"
@@ -114,6 +115,11 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         int rr = open_backend(s, err);
         if (rr < 0)
                 return rr;
+        if (cfg->secret_keys_dir) {
+                rr = secret_keyring_load(cfg->secret_keys_dir, &s->secret_keys, err);
+                if (rr < 0)
+                        return rr;
+        }
         if (cfg->sandbox == BACKEND_NAMESPACE && cfg->max_sessions > 0) {
                 struct session_registry_options so = { .cfg = cfg,
                                                        .backend = s->backend,
@@ -270,6 +276,8 @@ void slots_join(struct slots *s)
         /* No job runs now: every session is idle, checkpointed and stopped. */
         session_registry_free(s->sessions);
         s->sessions = NULL;
+        secret_keyring_free(s->secret_keys);
+        s->secret_keys = NULL;
         backend_free(s->backend);
         s->backend = NULL;
         /* Last: the slots waited for it to record their results. */

@@ -39,6 +39,8 @@ struct slots {
          * the namespace backend with --max-sessions above 0, else NULL;
          * stopped by slots_join once no job runs (a final checkpoint each). */
         struct session_registry *sessions;
+        /* --secret-keys: loaded by slots_start, freed by slots_join; or NULL. */
+        struct secret_keyring *secret_keys;
         struct db_pool *db; /* the slots' shared connections */
         struct slot *slot;
         unsigned n;

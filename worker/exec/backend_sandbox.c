@@ -17,6 +17,7 @@
 #include "worker/exec/backend-internal.h"
 #include "worker/log/log.h"
 #include "worker/exec/sandbox_pool.h"
+#include "worker/exec/secret_env.h"
 
 #define STATUS_MAX (64 * 1024)
 /* The helper enforces the job's timeout itself; the worker only steps in
@@ -165,8 +166,8 @@ static int start_warm(void *ctx, int out_w, int err_w, pid_t *ret_pid, struct bc
  * the job's own options or workspace (which fail the same anywhere), or
  * after it may have run. */
 static int run_helper(const struct backend *b, const struct backend_job *j, char **argv,
-                      struct sandbox_warm *w, struct backend_result *ret, bool *ret_sandbox_fault,
-                      struct bc_error *err)
+                      char **helper_env, struct sandbox_warm *w, struct backend_result *ret,
+                      bool *ret_sandbox_fault, struct bc_error *err)
 {
         *ret_sandbox_fault = true;
         int status_pipe[2];
@@ -175,14 +176,15 @@ static int run_helper(const struct backend *b, const struct backend_job *j, char
         uint64_t cap = j->spec->limits.output_bytes < b->cfg->max_output_bytes
                                ? j->spec->limits.output_bytes
                                : b->cfg->max_output_bytes;
-        /* The helper gets an empty environment: it sets the job's from argv. */
+        /* The helper gets an empty environment but for the job's secrets
+         * (secret_env.h): it sets the job's from argv. */
         char *empty_env[] = { NULL };
         _cleanup_(dynbuf_donep) struct dynbuf status;
         dynbuf_init(&status, STATUS_MAX);
         struct warm_start ws = { .j = j, .w = w, .argv = argv, .status_w = status_pipe[1] };
         struct proc_request req = {
                 .argv = argv,
-                .envp = empty_env,
+                .envp = helper_env ? helper_env : empty_env,
                 .cwd = NULL,
                 .timeout_s = j->timeout_s + HELPER_EXTRA_TIMEOUT_S,
                 .output_cap = (size_t)cap,
@@ -257,7 +259,7 @@ static int run_warm_or_cold(const struct backend *b, const struct backend_job *j
                 bool sandbox_fault = false;
                 int r = build_argv(b, j, -1, &argv, err);
                 if (r >= 0)
-                        r = run_helper(b, j, argv, w, ret, &sandbox_fault, err);
+                        r = run_helper(b, j, argv, NULL, w, ret, &sandbox_fault, err);
                 sandbox_argv_free(argv);
                 if (r >= 0) {
                         sandbox_pool_count_start(b->metrics, true);
@@ -287,9 +289,13 @@ static int run_warm_or_cold(const struct backend *b, const struct backend_job *j
         sandbox_pool_count_start(b->metrics, false);
         char **argv = NULL;
         bool sandbox_fault;
+        char **helper_env = NULL;
         r = build_argv(b, j, 3, &argv, err);
         if (r >= 0)
-                r = run_helper(b, j, argv, NULL, ret, &sandbox_fault, err);
+                r = secret_env_split(argv, j->spec, &helper_env, err);
+        if (r >= 0)
+                r = run_helper(b, j, argv, helper_env, NULL, ret, &sandbox_fault, err);
+        secret_env_free(helper_env);
         sandbox_argv_free(argv);
         return r;
 }

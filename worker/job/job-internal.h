@@ -35,7 +35,8 @@ struct job_run {
          * a copy of the version it saved (NULL: nowhere). */
         const struct storage_pack_limits *pack_limits;
         struct store_version *saved;
-        const char *upper_override; /* the session's overlay upper, or NULL */
+        const char *upper_override;        /* the session's overlay upper, or NULL */
+        const struct job_secrets *secrets; /* opened secrets to mask, or NULL */
 };
 
 /* ---- job.c ---- */
@@ -62,8 +63,8 @@ void job_disk_denied(int r, int stop, struct bc_error *err, struct job_outcome *
  * sandbox on this worker, started (or resumed from its last checkpoint)
  * when it is not live here; its end is the session's checkpoint. */
 void session_job_execute(const struct job_services *svc, const struct claimed_job *job,
-                         const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,
-                         struct job_outcome *ret);
+                         const struct job_spec *spec, const struct job_secrets *secrets,
+                         int cancel_fd, const _Atomic int *stop, struct job_outcome *ret);
 
 /* ---- job_dir.c ---- */
 /* The job's directory: meta/, and its workspace.  Under the namespace

@@ -21,6 +21,7 @@
 #include "worker/job/code.h"
 #include "worker/workdir/disk_budget.h"
 #include "worker/job/job-internal.h"
+#include "worker/job/job_secrets.h"
 #include "worker/workdir/janitor.h"
 #include "worker/job/livelog.h"
 #include "worker/job/services.h"
@@ -192,6 +193,8 @@ static int run_inner(struct job_run *run, char *const *argv, double timeout_s, i
         struct backend_job bj;
         job_backend_job(run, argv, timeout_s, cancel_fd, paths, &bj);
         int r = backend_run(svc->backend, &bj, res, err);
+        job_secrets_mask_tail(run->secrets, &res->proc.out);
+        job_secrets_mask_tail(run->secrets, &res->proc.err);
         if (r >= 0 && strcmp(res->backend, "namespace") == 0)
                 wmetrics_sandbox_overhead(svc->metrics, (double)res->overhead_ms / 1000);
         return r;
@@ -513,8 +516,14 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                 fail_with(ret, &err, BC_BAD_SPEC);
                 return;
         }
+        _cleanup_(job_secrets_done) struct job_secrets secrets = { 0 };
+        if (job_secrets_open(svc->secret_keys, spec, job->queue, &secrets, &err) < 0) {
+                fail_with(ret, &err, BC_SECRET_UNAVAILABLE);
+                return;
+        }
         if (spec->session.id) {
-                session_job_execute(svc, job, spec, cancel_fd, stop, ret);
+                session_job_execute(svc, job, spec, &secrets, cancel_fd, stop, ret);
+                job_secrets_mask_outcome(&secrets, ret);
                 return;
         }
         struct disk_grant *disk = NULL;
@@ -538,9 +547,11 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
                                .dir = dir,
                                .ws = steal_pointer(&ws),
                                .scratch = steal_pointer(&scratch),
-                               .disk = disk };
+                               .disk = disk,
+                               .secrets = &secrets };
         livelog_init(&run.log, job->id, job->attempt, job->log_seq + 1, job->log_bytes,
                      svc->cfg->max_log_bytes, svc->append_logs, svc->ctx);
+        livelog_set_masks(&run.log, secrets.live[0], secrets.live[1]);
         run_job(&run, cancel_fd, stop, ret);
         /* The last output goes with a completion or a retry.  A lost job's
          * result is not recorded; a released run stores its own below
@@ -548,6 +559,7 @@ void job_execute(const struct job_services *svc, const struct claimed_job *job, 
         if (ret->action == JOB_COMPLETE || ret->action == JOB_RETRY)
                 ret->logs_json = livelog_take(&run.log);
         livelog_done(&run.log);
+        job_secrets_mask_outcome(&secrets, ret);
         cJSON_Delete(run.result);
         free(run.scratch);
         free(run.meta);

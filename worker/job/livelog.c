@@ -8,6 +8,7 @@
 
 #include "common/cleanup.h"
 #include "common/clock.h"
+#include "common/secret_mask.h"
 #include "worker/db/db.h"
 
 #define FLUSH_BYTES (64 * 1024)
@@ -126,8 +127,11 @@ void livelog_flush(struct livelog *l)
         }
 }
 
+static void flush_masks(struct livelog *l);
+
 char *livelog_take(struct livelog *l)
 {
+        flush_masks(l);
         if (!l->n_chunks)
                 return NULL;
         struct dynbuf b;
@@ -172,7 +176,7 @@ static void add_chunk(struct livelog *l, int stream, const char *data, size_t le
                 l->first_pending_ms = bc_mono_ms();
 }
 
-void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
+static void store_write(struct livelog *l, int stream, const char *data, size_t len)
 {
         if (l->cap == 0)
                 return; /* live logs turned off */
@@ -205,8 +209,50 @@ void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
                 livelog_flush(l);
 }
 
+struct mask_sink {
+        struct livelog *l;
+        int stream;
+};
+
+static int mask_emit(void *ctx, const char *p, size_t n)
+{
+        struct mask_sink *s = ctx;
+        store_write(s->l, s->stream, p, n);
+        return 0;
+}
+
+void livelog_write(struct livelog *l, int stream, const char *data, size_t len)
+{
+        struct secret_mask *m = stream == 1 || stream == 2 ? l->mask[stream - 1] : NULL;
+        if (!m || secret_mask_empty(m)) {
+                store_write(l, stream, data, len);
+                return;
+        }
+        struct mask_sink s = { l, stream };
+        secret_mask_write(m, data, len, mask_emit, &s);
+        store_write(l, 0, NULL, 0); /* the timed flush */
+}
+
+/* What the masks hold back (a possible start of a secret) goes out,
+ * masked, before the last batch. */
+static void flush_masks(struct livelog *l)
+{
+        for (int i = 0; i < 2; i++)
+                if (l->mask[i]) {
+                        struct mask_sink s = { l, i + 1 };
+                        secret_mask_flush(l->mask[i], mask_emit, &s);
+                }
+}
+
+void livelog_set_masks(struct livelog *l, struct secret_mask *out, struct secret_mask *err)
+{
+        l->mask[0] = out;
+        l->mask[1] = err;
+}
+
 void livelog_done(struct livelog *l)
 {
+        flush_masks(l);
         livelog_flush(l);
         drop_pending(l);
         dynbuf_done(&l->pending);

@@ -54,6 +54,9 @@ struct livelog {
         short chunk_stream[LIVELOG_MAX_CHUNKS];
         livelog_append_fn *append; /* NULL: nothing is stored before livelog_take */
         void *append_ctx;
+        /* The job's secrets masked in stdout and stderr (livelog_set_masks),
+         * or NULL: not owned. */
+        struct secret_mask *mask[2];
 };
 
 /* first_seq and stored_before: 1 and 0, or after the chunks and bytes an
@@ -62,6 +65,10 @@ struct livelog {
  * run's. */
 void livelog_init(struct livelog *l, const char *job_id, int attempt, int first_seq,
                   uint64_t stored_before, uint64_t cap, livelog_append_fn *append, void *ctx);
+/* Output of streams 1 and 2 goes through these masks (common/secret_mask.h)
+ * before it is stored; they must outlive l.  After livelog_init. */
+struct secret_mask;
+void livelog_set_masks(struct livelog *l, struct secret_mask *out, struct secret_mask *err);
 /* Adds output (stream 1 or 2); flushes when the batch is due.  Stream 0 with
  * no data is a timer tick. */
 void livelog_write(struct livelog *l, int stream, const char *data, size_t len);

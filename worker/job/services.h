@@ -32,6 +32,7 @@ struct dir_bin;
 struct disk_budget;
 struct livelog_batch;
 struct metrics;
+struct secret_keyring;
 struct session_registry;
 struct store;
 struct worker_config;
@@ -51,6 +52,8 @@ struct job_services {
         /* The live sessions this worker holds (worker/session/), or NULL:
          * none (--max-sessions 0, --sandbox none). */
         struct session_registry *sessions;
+        /* The private keys that open job secrets (--secret-keys), or NULL. */
+        const struct secret_keyring *secret_keys;
 
         void *ctx; /* the callbacks' */
         /* Events: appends to the job's audit trail (best effort; once the

@@ -19,6 +19,7 @@
 #include "common/utf8.h"
 #include "worker/job/code.h"
 #include "worker/job/job-internal.h"
+#include "worker/job/job_secrets.h"
 #include "worker/session/session.h"
 
 /* After a KILL, the agent has this long to report the job's end before
@@ -472,6 +473,8 @@ static void checkpoint(struct dialogue *d, struct job_outcome *o)
 static void finish(struct dialogue *d, const _Atomic int *stop, struct job_outcome *o)
 {
         const struct job_spec *spec = d->spec;
+        job_secrets_mask_tail(d->run.secrets, &d->res.proc.out);
+        job_secrets_mask_tail(d->run.secrets, &d->res.proc.err);
         cJSON *res = job_result_json(&d->res);
         job_outcome_decide(spec, &d->res, *stop, o);
         o->duration_s = (double)d->res.proc.wall_ms / 1000;
@@ -505,8 +508,9 @@ static void finish(struct dialogue *d, const _Atomic int *stop, struct job_outco
 }
 
 bool session_dialogue_run(const struct job_services *svc, const struct claimed_job *job,
-                          const struct job_spec *spec, struct session *sess, int cancel_fd,
-                          const _Atomic int *stop, struct job_outcome *ret)
+                          const struct job_spec *spec, const struct job_secrets *secrets,
+                          struct session *sess, int cancel_fd, const _Atomic int *stop,
+                          struct job_outcome *ret)
 {
         struct dialogue d = { .svc = svc, .job = job, .spec = spec, .sess = sess };
         struct bc_error err = BC_ERROR_INIT;
@@ -515,7 +519,8 @@ bool session_dialogue_run(const struct job_services *svc, const struct claimed_j
                                   .job = job,
                                   .spec = spec,
                                   .dir = session_dir(sess),
-                                  .ws = (char *)session_ws(sess) };
+                                  .ws = (char *)session_ws(sess),
+                                  .secrets = secrets };
         d.res.backend = "namespace";
         size_t cap = spec->limits.output_bytes < svc->cfg->max_output_bytes
                              ? spec->limits.output_bytes
@@ -527,6 +532,8 @@ bool session_dialogue_run(const struct job_services *svc, const struct claimed_j
         d.code_status = -1; /* no kept interpreter's answer (yet) */
         livelog_init(&d.run.log, job->id, job->attempt, job->log_seq + 1, job->log_bytes,
                      svc->cfg->max_log_bytes, svc->append_logs, svc->ctx);
+        if (secrets)
+                livelog_set_masks(&d.run.log, secrets->live[0], secrets->live[1]);
         struct dynbuf req;
         dynbuf_init(&req, SW_PAYLOAD_MAX + 64);
         /* Nothing of the job runs before its claim committed. */

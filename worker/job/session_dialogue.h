@@ -17,8 +17,10 @@ struct session;
  * job's end).  True when the session must stop without a further
  * checkpoint: its agent is gone or unanswering, or the job is handed back
  * half run (a drain), so its workspace is not one the queue knows. */
+struct job_secrets;
 bool session_dialogue_run(const struct job_services *svc, const struct claimed_job *job,
-                          const struct job_spec *spec, struct session *sess, int cancel_fd,
-                          const _Atomic int *stop, struct job_outcome *ret);
+                          const struct job_spec *spec, const struct job_secrets *secrets,
+                          struct session *sess, int cancel_fd, const _Atomic int *stop,
+                          struct job_outcome *ret);
 
 #endif

@@ -151,8 +151,8 @@ static void count_job(const struct job_services *svc, const char *scope, const c
 }
 
 void session_job_execute(const struct job_services *svc, const struct claimed_job *job,
-                         const struct job_spec *spec, int cancel_fd, const _Atomic int *stop,
-                         struct job_outcome *ret)
+                         const struct job_spec *spec, const struct job_secrets *secrets,
+                         int cancel_fd, const _Atomic int *stop, struct job_outcome *ret)
 {
         struct bc_error err = BC_ERROR_INIT;
         if (svc->cfg->sandbox != BACKEND_NAMESPACE || !svc->sessions) {
@@ -175,7 +175,7 @@ void session_job_execute(const struct job_services *svc, const struct claimed_jo
             start_session(svc, job, spec, scope, cancel_fd, stop, &sess, ret) < 0)
                 return;
         session_set_idle_timeout(sess, spec->session.idle_timeout_s);
-        bool broken = session_dialogue_run(svc, job, spec, sess, cancel_fd, stop, ret);
+        bool broken = session_dialogue_run(svc, job, spec, secrets, sess, cancel_fd, stop, ret);
         session_put(sess, broken);
         if (ret->action == JOB_COMPLETE)
                 count_job(svc, scope, spec->session.id);

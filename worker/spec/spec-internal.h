@@ -29,6 +29,9 @@ int spec_parse_limits(const cJSON *v, struct spec_limits *limits, struct bc_erro
 int spec_parse_volumes(const cJSON *v, struct job_spec *spec, struct bc_error *err);
 int spec_parse_artifact(const cJSON *v, struct job_spec *spec, struct bc_error *err);
 int spec_parse_image(const cJSON *v, struct job_spec *spec, struct bc_error *err);
+/* spec_secrets.c; after env (a secret may not repeat an env name). */
+int spec_parse_secrets(const cJSON *v, struct job_spec *spec, struct bc_error *err);
+void spec_secrets_free(struct spec_secret *s, size_t n);
 
 /* spec_session.c.  session and stdin accept NULL; files is the mode's
  * value.  stdin and files come after session: they need spec->session.id. */

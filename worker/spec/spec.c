@@ -15,25 +15,11 @@ BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 BC_DEFINE_CLEANUP(struct job_spec *, spec_free)
 
 static const char *const top_fields[] = {
-        "version",
-        "command",
-        "script",
-        "code",
-        "env",
-        "workdir",
-        "startup_script",
-        "startup_timeout_s",
-        "volumes",
-        "artifact",
-        "image",
-        "limits",
-        "network",
-        "webhook",
-        "retry",
-        "session",
-        "stdin",
-        "files",
-        NULL,
+        "version", "command",  "script",         "code",
+        "env",     "workdir",  "startup_script", "startup_timeout_s",
+        "volumes", "artifact", "image",          "limits",
+        "network", "webhook",  "retry",          "session",
+        "stdin",   "files",    "secrets",        NULL,
 };
 
 static int bad(struct bc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -377,6 +363,7 @@ static const struct {
         { "volumes", spec_parse_volumes },
         { "artifact", spec_parse_artifact },
         { "image", spec_parse_image },
+        { "secrets", spec_parse_secrets },
 };
 
 static int parse_optional(const cJSON *root, struct job_spec *spec, struct bc_error *err)
@@ -496,12 +483,15 @@ int spec_parse(const char *json, size_t len, struct job_spec **ret_spec, struct 
         return 0;
 }
 
+/* Wipes before freeing: env holds the job's opened secrets. */
 static void strv_free(char **v)
 {
         if (!v)
                 return;
-        for (char **p = v; *p; p++)
+        for (char **p = v; *p; p++) {
+                explicit_bzero(*p, strlen(*p));
                 free(*p);
+        }
         free(v);
 }
 
@@ -538,5 +528,6 @@ void spec_free(struct job_spec *spec)
         free(spec->session.from_version);
         free(spec->stdin_data);
         spec_files_free(spec->files, spec->n_files);
+        spec_secrets_free(spec->secrets, spec->n_secrets);
         free(spec);
 }

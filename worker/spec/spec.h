@@ -82,6 +82,14 @@ struct spec_file_op {
         bool recursive; /* REMOVE: a directory and everything in it */
 };
 
+/* A sealed secret (spec.secrets): opened by the worker (worker/secrets/)
+ * into the job's environment. */
+struct spec_secret {
+        char *name;
+        char *sealed; /* base64 of the OpenPGP message */
+        char *key_id; /* 16 hex digits, as the database read it */
+};
+
 /* Which of the job's own failures the spec asks to retry. */
 enum spec_retry {
         SPEC_RETRY_NONZERO_EXIT = 1 << 0,
@@ -119,6 +127,8 @@ struct job_spec {
         size_t stdin_len;
         struct spec_file_op *files; /* SPEC_FILES */
         size_t n_files;
+        struct spec_secret *secrets; /* or NULL */
+        size_t n_secrets;
 };
 
 #define SPEC_MAX_BYTES (4u * 1024 * 1024)
