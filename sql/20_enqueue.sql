@@ -62,7 +62,7 @@ begin
         -- A session job's stored spec has its artifact filled in
         -- (boxcar.session_job): the request is compared filled as well.
         differs := case
-            when existing.spec is distinct from boxcar.session_fill_spec(enqueue.spec) then 'spec'
+            when existing.spec is distinct from boxcar.session_fill_spec(enqueue.spec, boxcar.queue_scope(enqueue.queue)) then 'spec'
             when existing.queue is distinct from enqueue.queue then 'queue'
             when existing.priority is distinct from enqueue.priority then 'priority'
             when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'
