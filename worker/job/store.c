@@ -166,8 +166,8 @@ int store_acquire_volumes(const struct job_services *svc, const struct job_spec 
                 snprintf(field, sizeof(field), "volumes[%zu] (%s)", i, vol->name);
                 int r = vol->storage
                                 ? acquire_stored_volume(svc, vol, queue, &ret->entries[i], err)
-                                : storage_cache_acquire(st->cache, vol->url, vol->sha256,
-                                                        st->url_guard, &ret->entries[i], err);
+                                : storage_cache_acquire_url(st->cache, vol->url, vol->sha256,
+                                                            st->url_guard, &ret->entries[i], err);
                 if (r < 0) {
                         store_release_volumes(st, ret);
                         return bc_error_prefix(err, "%s", field);
