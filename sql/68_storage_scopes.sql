@@ -83,8 +83,9 @@ begin
     return null;
 end $$;
 
--- BEFORE INSERT of a job a worker may run (queued or running), and BEFORE
--- UPDATE of a finished one queued again (a manual retry): raises BAD_SPEC
+-- BEFORE INSERT of a job a worker may run (queued or running), BEFORE
+-- UPDATE of a finished one queued again (a manual retry), and of the spec
+-- or queue (the scope) of one that may run: raises BAD_SPEC
 -- for a storage the job's scope may not use (storage_scope_error), and
 -- reserves the job's artifact storage for its scope when there is none
 -- yet, so that no other scope takes the name before the job's version is
@@ -97,7 +98,10 @@ declare
     e text;
     art text;
 begin
-    if new.status not in ('queued', 'running') or boxcar.spec_error(new.spec) is not null then
+    -- Not spec_error first: enqueue ran it already, and a malformed row
+    -- written around it is checked as well as it can be (no field is
+    -- trusted to be of its type in storage_scope_error).
+    if new.status not in ('queued', 'running') then
         return new;
     end if;
     e := boxcar.storage_scope_error(new.spec, sc);
@@ -105,8 +109,9 @@ begin
         raise exception 'BAD_SPEC: %', e
             using errcode = '22023', hint = 'the job spec is documented in docs/job-spec.md';
     end if;
-    art := new.spec #>> '{artifact,storage}';
-    if art is not null then
+    art := case when jsonb_typeof(new.spec #> '{artifact,storage}') = 'string'
+                then new.spec #>> '{artifact,storage}' end;
+    if art ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$' then
         insert into boxcar.storages (name, kind, owner_scope) values (art, 'artifact', sc)
         on conflict (name) do nothing;
         -- A concurrent reservation by another scope won: refused as above.
@@ -126,6 +131,15 @@ create or replace trigger jobs_b_storage_scope
 create or replace trigger jobs_b_storage_scope_retry
     before update of status on boxcar.jobs
     for each row when (old.status in ('succeeded', 'failed', 'cancelled') and new.status = 'queued'
+                       and new.spec ?| array['volumes', 'image', 'artifact', 'session'])
+    execute function boxcar.jobs_storage_scope();
+
+-- Only statements that set spec or queue (no API function does on a job
+-- that may run; an UPDATE written by hand might): claims and reports,
+-- which set neither, never evaluate it.
+create or replace trigger jobs_b_storage_scope_change
+    before update of spec, queue on boxcar.jobs
+    for each row when (new.status in ('queued', 'running')
                        and new.spec ?| array['volumes', 'image', 'artifact', 'session'])
     execute function boxcar.jobs_storage_scope();
 

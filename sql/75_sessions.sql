@@ -164,8 +164,9 @@ begin
                  then (new.spec #>> '{session,idle_timeout_s}')::double precision else 300 end;
     select s.scope, s.idle_timeout_s into owner, cur from boxcar.sessions s where s.storage = sstore;
     if not found then
-        -- Any conflict: (scope, id) made meanwhile, or the storage (the id)
-        -- by another scope; the row is read again, now committed.
+        -- Any conflict: (scope, id) made meanwhile, or the storage name by
+        -- another scope (a session made before storages had scopes, whose
+        -- "session-<id>" is this one's name); the row is read again.
         insert into boxcar.sessions (scope, id, storage, idle_timeout_s)
         values (sscope, sid, sstore, idle)
         on conflict do nothing;
@@ -178,7 +179,8 @@ begin
         end if;
     end if;
     if owner is distinct from sscope then
-        perform boxcar.session_spec_raise(format('session.id: "%s" belongs to another scope', sid));
+        perform boxcar.session_spec_raise(format('session.id: "%s": its storage name "%s" is taken; '
+                                                 'use another id', sid, sstore));
     end if;
     -- Only when it changes: the row is locked until the enqueue commits.
     if cur is distinct from idle then

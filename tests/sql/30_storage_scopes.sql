@@ -4,7 +4,7 @@
 -- path a job takes into the table, without telling another scope's
 -- storage from one that does not exist; and the worker's resolution.
 begin;
-select plan(62);
+select plan(64);
 set local client_min_messages = warning;
 
 create function pg_temp.h(c text) returns text language sql as $$ select repeat(c, 64) $$;
@@ -152,7 +152,17 @@ select is(pg_temp.err('other/q', '{"command":["x"],"image":{"storage":"acme-img"
           '22023 BAD_SPEC: image.storage: storage "acme-img" not found in scope "other"',
           'then it is acme''s alone again');
 
--- ---- Retry and schedules --------------------------------------------------------------------
+-- ---- Retry, moves and schedules ------------------------------------------------------------
+
+create temp table mine as
+    select pg_temp.enq('acme/q', '{"command":["x"],"volumes":[{"name":"d","mount":"/d","storage":"acme-data"}]}') as id;
+select throws_ok(format($$update boxcar.jobs set queue = 'zeta/q' where id = '%s'$$, (select id from mine)),
+                 '22023', 'BAD_SPEC: volumes[0].storage: storage "acme-data" not found in scope "zeta"',
+                 'a queued job moved to another scope''s queue is checked for that scope');
+select throws_ok(format($$update boxcar.jobs set spec = '{"command":["x"],"image":{"storage":"zeta-data"}}' where id = '%s'$$,
+                        (select id from mine)),
+                 '22023', 'BAD_SPEC: image.storage: storage "zeta-data" not found in scope "acme"',
+                 'and a spec rewritten in place is checked');
 
 update boxcar.jobs set status = 'failed', finished_at = now() where id = (select id from queued);
 select throws_ok(format($$select boxcar.retry('%s', 'test')$$, (select id from queued)), '22023',
