@@ -98,16 +98,19 @@ declare
     e text;
     art text;
 begin
-    -- Not spec_error first: enqueue ran it already, and a malformed row
-    -- written around it is checked as well as it can be (no field is
-    -- trusted to be of its type in storage_scope_error).
     if new.status not in ('queued', 'running') then
         return new;
     end if;
     e := boxcar.storage_scope_error(new.spec, sc);
+    -- A malformed spec (a row written around enqueue, which checks it) is
+    -- the worker's to fail at claim, naming the field, before it resolves
+    -- any storage; spec_error only then: enqueue ran it already.
     if e is not null then
-        raise exception 'BAD_SPEC: %', e
-            using errcode = '22023', hint = 'the job spec is documented in docs/job-spec.md';
+        if boxcar.spec_error(new.spec) is null then
+            raise exception 'BAD_SPEC: %', e
+                using errcode = '22023', hint = 'the job spec is documented in docs/job-spec.md';
+        end if;
+        return new;
     end if;
     art := case when jsonb_typeof(new.spec #> '{artifact,storage}') = 'string'
                 then new.spec #>> '{artifact,storage}' end;

@@ -141,9 +141,10 @@ begin
     end if;
     sscope := boxcar.queue_scope(new.queue);
     sstore := boxcar.session_storage_name(sscope, sid);
-    -- A session job naming its artifact names its session's storage.
+    -- A session job naming its artifact names its session's storage (a
+    -- malformed spec, written around enqueue, is the worker's to fail).
     if jsonb_typeof(new.spec #> '{artifact,storage}') = 'string'
-       and new.spec #>> '{artifact,storage}' <> sstore then
+       and new.spec #>> '{artifact,storage}' <> sstore and boxcar.spec_error(new.spec) is null then
         perform boxcar.session_spec_raise(format('artifact.storage: a session''s files are in its own '
                                                  'storage "%s"', sstore));
     end if;

@@ -4,7 +4,7 @@
 -- path a job takes into the table, without telling another scope's
 -- storage from one that does not exist; and the worker's resolution.
 begin;
-select plan(64);
+select plan(66);
 set local client_min_messages = warning;
 
 create function pg_temp.h(c text) returns text language sql as $$ select repeat(c, 64) $$;
@@ -101,6 +101,9 @@ select throws_ok($$insert into boxcar.jobs (queue, spec) values ('zeta/q', '{"co
                  'a row inserted around enqueue is checked too');
 select lives_ok($$insert into boxcar.jobs (queue, spec, status) values ('zeta/q', '{"command":["x"],"image":{"storage":"acme-img"}}', 'failed')$$,
                 'a finished row (history) is not');
+select lives_ok($$insert into boxcar.jobs (queue, spec) values ('zeta/q', '{"command":["x"],"image":{"storage":"acme-img","tag":1},"artifact":{"storage":"zeta-malformed"}}')$$,
+                'a malformed row is let in: the worker fails it at claim, naming the field, before resolving anything');
+select is((select count(*)::int from boxcar.storages where name = 'zeta-malformed'), 0, 'and it reserves nothing');
 
 -- ---- Shares and public ----------------------------------------------------------------------
 
