@@ -224,7 +224,8 @@ begin
 end $$;
 
 -- A session id, or the session a fork starts from: a storage name short
--- enough that "session-" || id is one too (worker/spec/spec_session.c).
+-- enough that "session-" || id is one too (worker/spec/spec_session.c): the
+-- storage of a session of scope "default" (boxcar.session_storage_name).
 create or replace function boxcar.session_name_error(field text, v jsonb)
 returns text language sql immutable as $$
     select case

@@ -11,7 +11,8 @@
 #include "common/cleanup.h"
 #include "worker/spec/spec-internal.h"
 
-/* "session-" + id must be a storage name (at most SPEC_NAME_MAX). */
+/* "session-" + id must be a storage name (at most SPEC_NAME_MAX): the name
+ * of a session of scope "default" (boxcar.session_storage_name). */
 #define SESSION_ID_MAX (SPEC_NAME_MAX - (sizeof(SPEC_SESSION_STORAGE_PREFIX) - 1))
 /* files[].path and files[].to, in bytes: a path longer than PATH_MAX
  * cannot name a file anyway, so longer ones are refused at enqueue. */
