@@ -97,6 +97,46 @@ is "a URL the origin now refuses (expired) fails even though the content is cach
 fresh=$("$BOXCAR" storage url acme-vol)
 u5=$(run acme/q "{\"script\": \"cat /mnt/d/s.txt\", \"volumes\": [$(uvol "$fresh")]}")
 is "a fresh presigned URL of the same object is served" "$(res $u5)" "succeeded  acme-only"
+# An origin with ETags (a local server that logs each GET as a probe, with
+# Range, or a full fetch): a proven URL is served from the cache; the
+# same path with another ETag is fetched again.
+curl -sf "$fresh" -o "$tmp/v.tar.gz"
+echo '"v1"' > "$tmp/etag"
+cat > "$tmp/origin.py" <<'PY'
+import http.server, sys, os
+d = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        rng = self.headers.get("Range")
+        with open(os.path.join(d, "access"), "a") as f:
+            f.write(("probe" if rng else "full") + "\n")
+        body = open(os.path.join(d, "v.tar.gz"), "rb").read()
+        etag = open(os.path.join(d, "etag")).read().strip()
+        if rng == "bytes=0-0":
+            self.send_response(206); self.send_header("Content-Range", "bytes 0-0/%d" % len(body)); body = body[:1]
+        else:
+            self.send_response(200)
+        self.send_header("ETag", etag); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open(os.path.join(d, "port"), "w").write(str(s.server_port))
+s.serve_forever()
+PY
+bg python3 "$tmp/origin.py" "$tmp"
+wait_for "origin up" 10 test -s "$tmp/port"
+ourl="http://127.0.0.1:$(cat "$tmp/port")/v.tar.gz?token=abc"
+fulls() { grep -c full "$tmp/access" 2>/dev/null || echo 0; }
+o1=$(run acme/q "{\"script\": \"cat /mnt/d/s.txt\", \"volumes\": [$(uvol "$ourl")]}")
+is "a url volume from an origin with ETags is fetched" "$(res $o1) $(fulls)" "succeeded  acme-only 1"
+o2=$(run acme/q "{\"script\": \"cat /mnt/d/s.txt\", \"volumes\": [$(uvol "${ourl/abc/def}")]}")
+is "the same path, another query: proven by a ranged GET, served from the cache" "$(res $o2) $(fulls)" "succeeded  acme-only 1"
+echo '"v2"' > "$tmp/etag"
+o3=$(run acme/q "{\"script\": \"cat /mnt/d/s.txt\", \"volumes\": [$(uvol "$ourl")]}")
+is "another ETag at that path: fetched again (and verified)" "$(res $o3) $(fulls)" "succeeded  acme-only 2"
+o4=$(run acme/q "{\"script\": \"cat /mnt/d/s.txt\", \"volumes\": [$(uvol "$ourl")]}")
+is "then proven again by the new ETag" "$(res $o4) $(fulls)" "succeeded  acme-only 2"
+
 check "the cache recorded the origins it proved (path and sha256, hashed)" \
   bash -c "ls '$BOXCAR_DEV/work/scopes-w/volumes/origins' | grep -qE '^[0-9a-f]{64}$'"
 
