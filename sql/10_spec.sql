@@ -227,7 +227,8 @@ begin
 end $$;
 
 -- A session id, or the session a fork starts from: a storage name short
--- enough that "session-" || id is one too (worker/spec/spec_session.c).
+-- enough that "session-" || id is one too (worker/spec/spec_session.c): the
+-- storage of a session of scope "default" (boxcar.session_storage_name).
 create or replace function boxcar.session_name_error(field text, v jsonb)
 returns text language sql immutable as $$
     select case
@@ -514,9 +515,10 @@ begin
         e := boxcar.name_error('artifact.storage', v -> 'storage');
         if e is not null then return e; end if;
         -- A session's checkpoints are its own: no plain job writes there.
-        if spec ? 'session' and (v ->> 'storage') <> ('session-' || (spec -> 'session' ->> 'id')) then
-            return 'artifact.storage: a session''s files are in its own storage "session-'
-                   || (spec -> 'session' ->> 'id') || '"';
+        -- Which "session-" name is the session's depends on its scope: the
+        -- session's trigger checks it (boxcar.session_job).
+        if spec ? 'session' and left(v ->> 'storage', 8) <> 'session-' then
+            return 'artifact.storage: a session''s files are in its own storage "session-..."';
         end if;
         if not spec ? 'session' and left(v ->> 'storage', 8) = 'session-' then
             return 'artifact.storage: names starting with "session-" belong to sessions';

@@ -66,7 +66,8 @@ begin
         -- differs.
         differs := case
             when boxcar.spec_redacted(boxcar.caps_unfill(existing.spec, enqueue.spec))
-                 is distinct from boxcar.spec_redacted(boxcar.session_fill_spec(enqueue.spec)) then 'spec'
+                 is distinct from boxcar.spec_redacted(
+                     boxcar.session_fill_spec(enqueue.spec, boxcar.queue_scope(enqueue.queue))) then 'spec'
             when existing.queue is distinct from enqueue.queue then 'queue'
             when existing.priority is distinct from enqueue.priority then 'priority'
             when existing.max_attempts is distinct from enqueue.max_attempts then 'max_attempts'

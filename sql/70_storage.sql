@@ -33,11 +33,24 @@ end $$;
 -- The signatures before layers go: beside the new ones, calls would be ambiguous.
 drop function if exists boxcar.add_storage_version(text, text, text, bigint, bigint, text, uuid, boolean);
 drop function if exists boxcar.add_artifact_version(text, text, text, bigint, bigint, text, uuid, text);
+-- The signatures before owner scopes (migrations/0016_storage_scopes.sql).
+drop function if exists boxcar.create_storage(text, text);
+drop function if exists boxcar.resolve_storage_version(text, text);
+drop function if exists boxcar.resolve_image(text, text);
+drop function if exists boxcar.artifact_start(text, text);
+drop function if exists boxcar.storages_json(text);
+drop function if exists boxcar.add_storage_version(text, text, text, bigint, bigint, text, uuid, boolean,
+                                                   text[], text);
+drop function if exists boxcar.add_artifact_version(text, text, text, bigint, bigint, text, uuid, text,
+                                                    text[], text);
 
 -- Creates a storage (idempotent for the same kind).  A removed storage of
 -- that name is created anew: it comes back without head and retention,
--- of the kind asked (its removed versions stay removed).  Returns its name.
-create or replace function boxcar.create_storage(name text, kind text default 'artifact')
+-- of the kind asked (its removed versions stay removed).  A new storage is
+-- owned by scope; one owned by another scope (removed or not) is refused
+-- (42501): names are global (sql/68_storage_scopes.sql).  Returns its name.
+create or replace function boxcar.create_storage(name text, kind text default 'artifact',
+                                                 scope text default 'default')
 returns text language plpgsql volatile as $$
 #variable_conflict use_column
 declare
@@ -50,12 +63,19 @@ begin
     if create_storage.kind not in ('volume', 'artifact', 'image') then
         raise exception 'storage kind: must be volume, artifact or image' using errcode = '22023';
     end if;
+    if create_storage.scope is null or create_storage.scope !~ '^[A-Za-z0-9_.-]{1,128}$' then
+        raise exception 'scope: must be 1-128 letters, digits, "_", "." or "-"' using errcode = '22023';
+    end if;
+    perform boxcar.storage_check_owner(create_storage.name, create_storage.scope);
     update boxcar.storages s
        set removed_at = null, head_version = null, kind = create_storage.kind,
            keep_last = null, keep_within = null, updated_at = now()
      where s.name = create_storage.name and s.removed_at is not null;
-    insert into boxcar.storages (name, kind) values (create_storage.name, create_storage.kind)
+    insert into boxcar.storages (name, kind, owner_scope)
+    values (create_storage.name, create_storage.kind, create_storage.scope)
     on conflict (name) do nothing;
+    -- Taken meanwhile by another scope.
+    perform boxcar.storage_check_owner(create_storage.name, create_storage.scope);
     select s.kind into existing from boxcar.storages s where s.name = create_storage.name;
     if existing <> create_storage.kind then
         raise exception 'storage % exists as a %', create_storage.name, existing using errcode = '23505';
@@ -73,17 +93,20 @@ end $$;
 -- replaced by this call's (it is a new version: a new id and created_at,
 -- and the objects its caller just registered, not the removed row's,
 -- which the collector may have deleted).  Malformed layers or a tree
--- without bottom_tree: the table's checks (23514).  Returns the sha256.
+-- without bottom_tree: the table's checks (23514).  scope: the writer's;
+-- a storage another scope owns is refused (42501).  Returns the sha256.
 create or replace function boxcar.add_storage_version(storage text, sha256 text, s3_key text, size bigint,
                                                       file_count bigint, parent_sha256 text default null,
                                                       job_id uuid default null, move_head boolean default true,
-                                                      layers text[] default null, bottom_tree text default null)
+                                                      layers text[] default null, bottom_tree text default null,
+                                                      scope text default 'default')
 returns text language plpgsql volatile as $$
 #variable_conflict use_column
 begin
     perform boxcar.create_storage(add_storage_version.storage,
                                   coalesce((select kind from boxcar.storages s
-                                             where s.name = add_storage_version.storage), 'artifact'));
+                                             where s.name = add_storage_version.storage), 'artifact'),
+                                  add_storage_version.scope);
     perform from boxcar.storages s where s.name = add_storage_version.storage for update;
     delete from boxcar.storage_versions v
      where v.storage = add_storage_version.storage and v.sha256 = add_storage_version.sha256
@@ -107,8 +130,11 @@ end $$;
 -- The version 'latest' (the head) or a given sha256 resolves to, with its
 -- S3 key (null for a tree version whose tarball was never built) and its
 -- layers; no row when the storage or version does not exist or was
--- removed (or 'latest' of a storage without versions).
-create or replace function boxcar.resolve_storage_version(storage text, version text default 'latest')
+-- removed (or 'latest' of a storage without versions).  With scope (a
+-- job's), none either when that scope may not read the storage
+-- (boxcar.storage_readable): a storage unshared since the job was queued.
+create or replace function boxcar.resolve_storage_version(storage text, version text default 'latest',
+                                                          scope text default null)
 returns table (sha256 text, s3_key text, size bigint, file_count bigint,
                layers text[], format text, bottom_tree text)
 language sql stable as $$
@@ -116,6 +142,8 @@ language sql stable as $$
       from boxcar.storages s
       join boxcar.storage_versions v on v.storage = s.name and v.removed_at is null
      where s.name = resolve_storage_version.storage and s.removed_at is null
+       and (resolve_storage_version.scope is null
+            or boxcar.storage_readable(s.name, resolve_storage_version.scope))
        and v.sha256 = case when resolve_storage_version.version = 'latest' then s.head_version
                            else resolve_storage_version.version end
 $$;
@@ -141,11 +169,17 @@ $$;
 
 -- Every storage not removed, or those of one kind (`boxcar storage ls
 -- [--kind K]`), with its live versions counted and its retention
--- (keep_within as text, e.g. "7 days"; nulls: keep everything).
+-- (keep_within as text, e.g. "7 days"; nulls: keep everything), its owner
+-- scope, whether it is public and the scopes it is shared with.  With
+-- scope, only the storages that scope may read.
 drop function if exists boxcar.storages_json();
-create or replace function boxcar.storages_json(kind text default null)
+create or replace function boxcar.storages_json(kind text default null, scope text default null)
 returns setof jsonb language sql stable as $$
     select jsonb_build_object('name', s.name, 'kind', s.kind, 'head_version', s.head_version,
+                              'owner', s.owner_scope, 'public', s.public,
+                              'shared_with', coalesce((select jsonb_agg(x.scope order by x.scope)
+                                                         from boxcar.storage_shares x
+                                                        where x.storage = s.name), '[]'),
                               'versions', (select count(*) from boxcar.storage_versions v
                                             where v.storage = s.name and v.removed_at is null),
                               'updated_at', s.updated_at,
@@ -153,14 +187,17 @@ returns setof jsonb language sql stable as $$
       from boxcar.storages s
      where s.removed_at is null
        and (storages_json.kind is null or s.kind = storages_json.kind)
+       and (storages_json.scope is null or boxcar.storage_readable(s.name, storages_json.scope))
      order by s.name
 $$;
 
 -- What a job's "image" resolves to: one row when the storage exists (and
 -- is not removed), with its kind, and the version's columns (null when
 -- there is no such live version or the storage is not an image), so the
--- worker can say which it was.
-create or replace function boxcar.resolve_image(storage text, version text default 'latest')
+-- worker can say which it was.  With scope, no row when that scope may
+-- not read it, as resolve_storage_version.
+create or replace function boxcar.resolve_image(storage text, version text default 'latest',
+                                                scope text default null)
 returns table (kind text, sha256 text, s3_key text, size bigint, file_count bigint,
                layers text[], format text, bottom_tree text)
 language sql stable as $$
@@ -171,23 +208,30 @@ language sql stable as $$
        and v.sha256 = case when resolve_image.version = 'latest' then s.head_version
                            else resolve_image.version end
      where s.name = resolve_image.storage and s.removed_at is null
+       and (resolve_image.scope is null or boxcar.storage_readable(s.name, resolve_image.scope))
 $$;
 
 -- Where a job's artifact starts, in one read: the storage's head now (null
 -- when the storage or its first version does not exist yet, or the
 -- storage was removed), and the base version ('latest' meaning that very
 -- head, 'empty' none) with its S3 key and layers, or nulls when there is
--- no such live version.  Always one row.
+-- no such live version.  Always one row.  With scope (the job's), a
+-- storage another scope owns is as one that does not exist: the job's
+-- version is then refused when it is recorded.
 drop function if exists boxcar.storage_head(text);
-create or replace function boxcar.artifact_start(storage text, base text)
+create or replace function boxcar.artifact_start(storage text, base text, scope text default null)
 returns table (head text, sha256 text, s3_key text, size bigint, file_count bigint,
                layers text[], format text, bottom_tree text)
 language sql stable as $$
-    select h.head, v.sha256, v.s3_key, v.size, v.file_count, v.layers, v.format, v.bottom_tree
+    select case when h.mine then h.head end, v.sha256, v.s3_key, v.size, v.file_count, v.layers,
+           v.format, v.bottom_tree
       from (select (select s.head_version from boxcar.storages s
-                     where s.name = artifact_start.storage and s.removed_at is null) as head) h
+                     where s.name = artifact_start.storage and s.removed_at is null) as head,
+                   not exists (select from boxcar.storages s
+                                where s.name = artifact_start.storage
+                                  and s.owner_scope <> artifact_start.scope) as mine) h
       left join boxcar.storage_versions v
-        on v.storage = artifact_start.storage and artifact_start.base <> 'empty'
+        on v.storage = artifact_start.storage and artifact_start.base <> 'empty' and h.mine
        and v.removed_at is null
        and v.sha256 = case when artifact_start.base = 'latest' then h.head
                            else artifact_start.base end
@@ -208,7 +252,8 @@ create or replace function boxcar.add_artifact_version(storage text, sha256 text
                                                        parent_sha256 text, job_id uuid,
                                                        expected_head text,
                                                        layers text[] default null,
-                                                       bottom_tree text default null)
+                                                       bottom_tree text default null,
+                                                       scope text default 'default')
 returns boolean language plpgsql volatile as $$
 #variable_conflict use_column
 begin
@@ -217,7 +262,8 @@ begin
                                        add_artifact_version.file_count,
                                        add_artifact_version.parent_sha256,
                                        add_artifact_version.job_id, false,
-                                       add_artifact_version.layers, add_artifact_version.bottom_tree);
+                                       add_artifact_version.layers, add_artifact_version.bottom_tree,
+                                       add_artifact_version.scope);
     update boxcar.storages s set head_version = add_artifact_version.sha256, updated_at = now()
      where s.name = add_artifact_version.storage
        and s.head_version is not distinct from add_artifact_version.expected_head;
@@ -287,7 +333,7 @@ begin
     is_head := boxcar.add_artifact_version(j.artifact_storage, a->>'sha256', a->>'s3_key',
                                            (a->>'size')::bigint, (a->>'file_count')::bigint,
                                            a->>'parent_sha256', j.id, a->>'expected_head',
-                                           layers, a->>'bottom_tree');
+                                           layers, a->>'bottom_tree', boxcar.queue_scope(j.queue));
     return jsonb_set(coalesce(record_job_artifact.result, '{}'), '{artifact}',
                      coalesce(record_job_artifact.result->'artifact', '{}')
                      || jsonb_build_object('conflict', not is_head));

@@ -1,7 +1,9 @@
 -- Sessions (issue 47): a job naming spec.session runs in its session's
 -- live sandbox, kept by one worker between jobs; the session's files are
--- checkpointed into its artifact storage "session-<id>" by the artifact
--- versions its jobs record.  The table is migrations/0015_sessions.sql.
+-- checkpointed into its artifact storage by the artifact versions its
+-- jobs record: "session-<id>" for sessions made before storages had
+-- scopes, or a name that includes the scope (boxcar.session_storage_name,
+-- sql/68_storage_scopes.sql), owned by the session's scope.  The table is migrations/0015_sessions.sql.
 --
 -- Routing: a queued job of a session that a worker instance holds (holder,
 -- holder_instance, held_until in the future) is claimed by that instance
@@ -22,15 +24,17 @@
 -- The spec as a session job runs it: a session job without an artifact
 -- has its session's storage as its artifact.  (The trigger fills it; an
 -- idempotent enqueue compares a repeated request's spec with the stored,
--- filled one through this too.)
-create or replace function boxcar.session_fill_spec(spec jsonb)
-returns jsonb language plpgsql immutable as $$
+-- filled one through this too.)  scope: the job's queue's.
+drop function if exists boxcar.session_fill_spec(jsonb);
+create or replace function boxcar.session_fill_spec(spec jsonb, scope text)
+returns jsonb language plpgsql stable as $$
 begin
     if spec #>> '{session,id}' is null or coalesce(jsonb_typeof(spec -> 'artifact'), 'null') <> 'null' then
         return spec;
     end if;
     return jsonb_set(spec, '{artifact}',
-                     jsonb_build_object('storage', 'session-' || (spec #>> '{session,id}')));
+                     jsonb_build_object('storage',
+                                        boxcar.session_storage_name(scope, spec #>> '{session,id}')));
 end $$;
 
 -- Raises a spec error of a session job as check_spec raises one (BAD_SPEC,
@@ -47,12 +51,14 @@ end $$;
 -- making it (an artifact storage) when there is none: a fork takes it
 -- before the storage's advisory lock, as record_job_artifact holds it
 -- before the job's end takes that lock.  A removed storage is made anew,
--- without versions, as recording a version would make it.
-create or replace function boxcar.session_fork_lock(storage text)
+-- without versions, as recording a version would make it, owned by the
+-- session's scope.
+drop function if exists boxcar.session_fork_lock(text);
+create or replace function boxcar.session_fork_lock(storage text, scope text)
 returns void language plpgsql volatile as $$
 #variable_conflict use_column
 begin
-    perform boxcar.create_storage(session_fork_lock.storage, 'artifact');
+    perform boxcar.create_storage(session_fork_lock.storage, 'artifact', session_fork_lock.scope);
     perform from boxcar.storages st where st.name = session_fork_lock.storage for update;
 end $$;
 
@@ -69,7 +75,7 @@ create or replace function boxcar.session_fork(scope text, id text, source jsonb
 returns boolean language plpgsql volatile as $$
 #variable_conflict use_column
 declare
-    store text := 'session-' || session_fork.id;
+    store text := boxcar.session_storage_name(session_fork.scope, session_fork.id);
     src_id text := session_fork.source ->> 'session';
     ver text := coalesce(session_fork.source ->> 'version', 'latest');
     src_store text;
@@ -78,7 +84,7 @@ begin
     -- The storage's row, then its advisory lock (the order of the session
     -- job's trigger, see boxcar.session_job): two first jobs of a session
     -- fork once.
-    perform boxcar.session_fork_lock(store);
+    perform boxcar.session_fork_lock(store, session_fork.scope);
     perform boxcar.lock_artifact_storage(store);
     if exists (select from boxcar.storages st
                  join boxcar.storage_versions x on x.storage = st.name and x.removed_at is null
@@ -103,7 +109,8 @@ begin
     end if;
     perform boxcar.add_storage_version(store, v.sha256, v.s3_key, v.size, v.file_count, null,
                                        v.job_id, true,
-                                       case when v.format = 'tree' then v.layers end, v.bottom_tree);
+                                       case when v.format = 'tree' then v.layers end, v.bottom_tree,
+                                       session_fork.scope);
     update boxcar.sessions s set forked_from = src_id, forked_version = v.sha256
      where s.scope = session_fork.scope and s.id = session_fork.id;
     return true;
@@ -133,8 +140,15 @@ begin
         return new;
     end if;
     sscope := boxcar.queue_scope(new.queue);
-    sstore := 'session-' || sid;
-    new.spec := boxcar.session_fill_spec(new.spec);
+    sstore := boxcar.session_storage_name(sscope, sid);
+    -- A session job naming its artifact names its session's storage (a
+    -- malformed spec, written around enqueue, is the worker's to fail).
+    if jsonb_typeof(new.spec #> '{artifact,storage}') = 'string'
+       and new.spec #>> '{artifact,storage}' <> sstore and boxcar.spec_error(new.spec) is null then
+        perform boxcar.session_spec_raise(format('artifact.storage: a session''s files are in its own '
+                                                 'storage "%s"', sstore));
+    end if;
+    new.spec := boxcar.session_fill_spec(new.spec, sscope);
     forking := new.status = 'queued' and jsonb_typeof(new.spec #> '{session,from}') = 'object';
     -- Locks in the order a worker recording the session's checkpoint takes
     -- them (record_job_artifact: the storage's row; the job's end: the
@@ -142,7 +156,7 @@ begin
     -- never the other way round, so never a deadlock.  A fork writes the
     -- storage's row: it is locked first (session_fork_lock).
     if forking then
-        perform boxcar.session_fork_lock(sstore);
+        perform boxcar.session_fork_lock(sstore, sscope);
     end if;
     if new.status = 'queued' then
         perform boxcar.lock_artifact_storage(sstore);
@@ -151,8 +165,9 @@ begin
                  then (new.spec #>> '{session,idle_timeout_s}')::double precision else 300 end;
     select s.scope, s.idle_timeout_s into owner, cur from boxcar.sessions s where s.storage = sstore;
     if not found then
-        -- Any conflict: (scope, id) made meanwhile, or the storage (the id)
-        -- by another scope; the row is read again, now committed.
+        -- Any conflict: (scope, id) made meanwhile, or the storage name by
+        -- another scope (a session made before storages had scopes, whose
+        -- "session-<id>" is this one's name); the row is read again.
         insert into boxcar.sessions (scope, id, storage, idle_timeout_s)
         values (sscope, sid, sstore, idle)
         on conflict do nothing;
@@ -165,7 +180,8 @@ begin
         end if;
     end if;
     if owner is distinct from sscope then
-        perform boxcar.session_spec_raise(format('session.id: "%s" belongs to another scope', sid));
+        perform boxcar.session_spec_raise(format('session.id: "%s": its storage name "%s" is taken; '
+                                                 'use another id', sid, sstore));
     end if;
     -- Only when it changes: the row is locked until the enqueue commits.
     if cur is distinct from idle then

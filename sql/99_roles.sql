@@ -246,6 +246,20 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('function', 'secret_key_users',               ''),
     ('function', 'secret_key_retire',              ''),
     ('table',    'secret_keys',                    'worker:select'),
+    -- Storages belong to a scope (sql/68_storage_scopes.sql): the checks
+    -- run in the jobs' triggers and the worker's storage writes; sharing
+    -- and owners are the operator's.
+    ('function', 'storage_readable',               'worker'),
+    ('function', 'storage_has_version',            'worker'),
+    ('function', 'storage_scope_error',            'worker'),
+    ('function', 'jobs_storage_scope',             ''),
+    ('function', 'storage_check_owner',            'worker'),
+    ('function', 'session_storage_name',           'worker'),
+    ('function', 'share_storage',                  ''),
+    ('function', 'unshare_storage',                ''),
+    ('function', 'set_storage_public',             ''),
+    ('function', 'set_storage_owner',              ''),
+    ('table',    'storage_shares',                 'worker:select'),
     -- Views: counts per queue and the replicas, never a job's spec or
     -- output.
     ('view',     'active_queue_stats',             'worker:select monitor:select'),

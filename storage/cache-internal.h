@@ -60,6 +60,13 @@ struct storage_cache {
         struct inflight *fetching;
 };
 
+/* Downloads url (verified against sha256) even when sha256 is cached, and
+ * returns the entry (the cached one when it was: the download only proved
+ * that url serves it).  The url volumes' proof (cache_origin.c). */
+int cache_download_anyway(struct storage_cache *c, const char *url, const char *sha256,
+                          const struct netguard *guard, struct storage_cache_entry **ret,
+                          struct bc_error *err);
+
 /* The flock that orders changes of the index among processes. */
 void cache_global_lock(struct storage_cache *c);
 void cache_global_unlock(struct storage_cache *c);

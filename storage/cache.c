@@ -350,13 +350,14 @@ int cache_publish(struct storage_cache *c, const struct cache_build *b, int r,
         return r;
 }
 
-/* Downloads url into tmp/, then publishes it (mutex not held on entry). */
-static int download(struct storage_cache *c, const char *url, const char *sha,
+/* Downloads url into tmp/, then publishes it (mutex not held on entry).
+ * claimed: whether this thread claimed sha (cache_hit_or_claim). */
+static int download(struct storage_cache *c, const char *url, const char *sha, bool claimed,
                     const struct netguard *guard, struct storage_cache_entry **ret,
                     struct bc_error *err)
 {
         struct cache_build b;
-        cache_build_init(c, "dl", sha, &b);
+        cache_build_init(c, "dl", claimed ? sha : NULL, &b);
         struct storage_fetch_result res;
         int r = storage_fetch_extract(c->cfg, url, sha, b.tmppath, &b.limits, guard, &res, err);
         /* The disk ran low while extracting (the extraction is undone):
@@ -440,7 +441,14 @@ int storage_cache_acquire(struct storage_cache *c, const char *url, const char *
                 if (r <= 0)
                         return r;
         }
-        return download(c, url, sha256, guard, ret, err);
+        return download(c, url, sha256, sha256 != NULL, guard, ret, err);
+}
+
+int cache_download_anyway(struct storage_cache *c, const char *url, const char *sha256,
+                          const struct netguard *guard, struct storage_cache_entry **ret,
+                          struct bc_error *err)
+{
+        return download(c, url, sha256, false, guard, ret, err);
 }
 
 int cache_hit_or_claim(struct storage_cache *c, const char *sha, bool can_fetch,

@@ -407,6 +407,14 @@ int storage_cache_set_owner(struct storage_cache *c, uid_t uid, gid_t gid, struc
 int storage_cache_acquire(struct storage_cache *c, const char *url, const char *sha256,
                           const struct netguard *guard, struct storage_cache_entry **ret,
                           struct bc_error *err);
+/* A url volume (a job spec's URL, not a storage the database entitled the
+ * job to): as storage_cache_acquire, but a cached sha256 is served only
+ * with proof that this URL may be fetched now and serves that content
+ * (cache_origin.c); otherwise the URL is downloaded for real, and a URL
+ * the origin refuses fails however the content is cached. */
+int storage_cache_acquire_url(struct storage_cache *c, const char *url, const char *sha256,
+                              const struct netguard *guard, struct storage_cache_entry **ret,
+                              struct bc_error *err);
 /* A version given as its layers (bottom first, 1 to STORAGE_MAX_LAYERS):
  * its extracted tree, cached under storage_stack_id(shas).  A miss starts
  * from the longest prefix of the stack already cached (a tree of hard

@@ -158,11 +158,13 @@ big10"
 # Bad image specs.
 "$BOXCAR" storage push --kind volume vol "$tmp/suid" >/dev/null 2>&1
 bad() { local id; id=$(run_job "$1"); is "$2" "$(job_field $id "status || ' ' || (error->>'code') || ' ' || (error->>'message')")" "failed BAD_SPEC $3"; }
-bad '{"script": "true", "image": {"storage": "nope"}}' "a missing image storage is BAD_SPEC" "image.storage: no storage nope"
+refused() { local out; out=$(echo "$1" | "$BOXCAR" enqueue --spec - 2>&1); check "$2: $out" grep -qF "BAD_SPEC: $3" <<<"$out"; }
+refused '{"script": "true", "image": {"storage": "nope"}}' "a missing image storage is refused at enqueue" \
+    'image.storage: storage "nope" not found in scope "default"'
 bad '{"script": "true", "image": {"storage": "vol"}}' "a storage of another kind is BAD_SPEC" \
     "image.storage: vol is a storage of kind volume, not an image (push one with boxcar storage push --kind image)"
-bad '{"script": "true", "image": {"storage": "deb12", "version": "'"$(printf '0%.0s' {1..64})"'"}}' "an unknown version is BAD_SPEC" \
-    "image.version: storage deb12 has no version $(printf '0%.0s' {1..64})"
+refused '{"script": "true", "image": {"storage": "deb12", "version": "'"$(printf '0%.0s' {1..64})"'"}}' "an unknown version is refused at enqueue" \
+    "image.version: storage \"deb12\" has no version $(printf '0%.0s' {1..64})"
 out=$(echo '{"script": "true", "image": {"storage": "deb12", "version": "v2"}}' | "$BOXCAR" enqueue --spec - 2>&1)
 check "a malformed version is refused at enqueue" grep -q 'image.version: must be "latest" or a sha256' <<<"$out"
 

@@ -38,7 +38,7 @@ json=$("$BOXCAR" sessions --json)
 is "--json is one JSON array" "$(jq -r '"\(type) \(length)"' <<<"$json")" "array 4"
 is "each row is boxcar.session_list's, by scope and id" \
    "$(jq -r '[.[] | "\(.scope)/\(.id):\(.state):\(.storage):\(.queued)"] | join(" ")' <<<"$json")" \
-   "acme/chat-7:live:session-chat-7:1 acme/st-1:stale:session-st-1:1 acme/ui-1:live:session-ui-1:1 default/s1:stopped:session-s1:2"
+   "acme/chat-7:live:session-acme.chat-7:1 acme/st-1:stale:session-acme.st-1:1 acme/ui-1:live:session-acme.ui-1:1 default/s1:stopped:session-s1:2"
 is "with its holder and whether it is alive" "$(jq -r '.[0] | "\(.holder) \(.holder_alive) \(.jobs)"' <<<"$json")" "w-live false 5"
 is "--json --scope of no session: []" "$("$BOXCAR" sessions --json --scope nobody)" "[]"
 

@@ -74,9 +74,12 @@ read-only"
 wrong=$(echo '{"command": ["true"], "volumes": [{"name": "repo", "mount": "/mnt/repo", "url": "'"$url"'", "sha256": "'"$(printf '0%.0s' {1..64})"'"}]}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$wrong" >/dev/null
 is "a wrong sha256 fails with CHECKSUM_MISMATCH, not retried" "$(job_field $wrong "status || ' ' || (error->>'code') || ' ' || attempts")" "failed CHECKSUM_MISMATCH 1"
-missing=$(echo '{"command": ["true"], "volumes": [{"name": "d", "mount": "/mnt/d", "storage": "no-such-storage"}]}' | "$BOXCAR" enqueue --spec -)
+check "a storage that does not exist is refused at enqueue (BAD_SPEC, not found in the scope)" \
+  bash -c "echo '{\"command\": [\"true\"], \"volumes\": [{\"name\": \"d\", \"mount\": \"/mnt/d\", \"storage\": \"no-such-storage\"}]}' | '$BOXCAR' enqueue --spec - 2>&1 | grep -q 'volumes\[0\].storage: storage \"no-such-storage\" not found in scope \"default\"'"
+sql "select boxcar.create_storage('empty-vol', 'volume')" >/dev/null
+missing=$(echo '{"command": ["true"], "volumes": [{"name": "d", "mount": "/mnt/d", "storage": "empty-vol"}]}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$missing" >/dev/null
-is "a storage without versions fails with BAD_SPEC naming the volume" "$(job_field $missing "status || ' ' || (error->>'code') || ' ' || (error->>'message' like 'volumes[0] (d): storage no-such-storage has no version latest%')")" "failed BAD_SPEC true"
+is "a storage without versions fails with BAD_SPEC naming the volume" "$(job_field $missing "status || ' ' || (error->>'code') || ' ' || (error->>'message' like 'volumes[0] (d): storage empty-vol has no version latest%')")" "failed BAD_SPEC true"
 short=$("$BOXCAR" storage url --expires 1s repo)
 sleep 2
 expired=$(echo '{"command": ["true"], "volumes": [{"name": "repo", "mount": "/mnt/r", "url": "'"$short"'"}]}' | "$BOXCAR" enqueue --max-attempts 1 --spec -)

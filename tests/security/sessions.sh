@@ -48,13 +48,23 @@ is "the next job resumes from the last checkpoint" "$(job_field $n status) $(out
 f=$(run sa 'printf "\x10\x00\x00\x00x\x00\x00\x00\x09\x00\x00\x00" ; echo plain')
 is "bytes shaped like frames on a job's stdout are just its output" "$(job_field $f status)" "succeeded"
 
-# Scopes: the same session id in another scope is refused at enqueue, and
-# a row written around enqueue is refused by the worker.
+# Scopes (issue 48): the same session id in another scope is another
+# session, with a storage of its own; a's session storage cannot be named
+# by b, as its artifact or as a volume, even with its checkpoint's sha256,
+# nor by a row written around enqueue.
 a1=$(run shared 'echo secret-a > s.txt' a/q)
-err=$(enq shared 'cat s.txt' b/q 2>&1 >/dev/null || true)
-check "another scope's job cannot name the session: $err" grep -q 'another scope' <<<"$err"
-direct=$(sql "insert into boxcar.jobs (queue, spec) values ('b/q', '{\"session\": {\"id\": \"shared\"}, \"command\": [\"cat\", \"s.txt\"]}') returning id" 2>&1 || true)
-check "nor can a row inserted directly: $direct" grep -q 'another scope' <<<"$direct"
+b0=$(run shared 'cat s.txt 2>/dev/null || echo no-secret' b/q)
+is "another scope's session of the same id sees none of its files" "$(job_field $b0 status) $(out $b0)" "succeeded no-secret"
+astore=$(sql "select storage from boxcar.sessions where scope = 'a' and id = 'shared'")
+asha=$(sql "select head_version from boxcar.storages where name = '$astore'")
+err=$(jq -cn --arg st "$astore" '{session: {id: "shared"}, command: ["cat", "s.txt"], artifact: {storage: $st}}' |
+      "$BOXCAR" enqueue --queue b/q --spec - 2>&1 >/dev/null || true)
+check "b cannot name a's session storage as its session's: $err" grep -q "its own storage" <<<"$err"
+err=$(jq -cn --arg st "$astore" --arg v "$asha" '{command: ["cat", "/mnt/a/s.txt"], volumes: [{name: "a", mount: "/mnt/a", storage: $st, version: $v}]}' |
+      "$BOXCAR" enqueue --queue b/q --spec - 2>&1 >/dev/null || true)
+check "nor mount it, knowing its checkpoint's sha256: $err" grep -q "not found in scope \"b\"" <<<"$err"
+direct=$(sql "insert into boxcar.jobs (queue, spec) values ('b/q', '{\"command\": [\"cat\", \"/mnt/a/s.txt\"], \"volumes\": [{\"name\": \"a\", \"mount\": \"/mnt/a\", \"storage\": \"$astore\"}]}') returning id" 2>&1 || true)
+check "nor can a row inserted directly: $direct" grep -q 'not found in scope' <<<"$direct"
 
 # Two sessions: no view of each other's processes, files or network.
 b1=$(run sb 'setsid sleep 600 & echo b-secret > /tmp/b; echo ok')

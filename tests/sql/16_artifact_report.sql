@@ -60,7 +60,7 @@ select is(pg_temp.head(), 'c', 'and its version is the head');
 
 -- j3: the head moves under it (a push): its version is kept as a branch.
 select is(pg_temp.next_job('w1'), pg_temp.jid('j3'), 'j3 is claimed');
-select boxcar.add_storage_version('rs', repeat('d', 64), 'k/d', 1, 1, repeat('c', 64));
+select boxcar.add_storage_version('rs', repeat('d', 64), 'k/d', 1, 1, repeat('c', 64), scope => 'ra');
 select ok(pg_temp.report('w1', pg_temp.jid('j3'), 1, 'complete', 'failed', pg_temp.art('e', 'c')),
           'j3 completes (a failed run records its version too)');
 select is(pg_temp.head(), 'd', 'the pushed head stays');

@@ -106,6 +106,8 @@ select throws_ok($$insert into boxcar.storage_versions (storage, sha256, s3_key,
                  '23514', null, 'a tarball version whose layer is not its own sha256 is refused');
 
 -- A job's tree version, recorded with its end.
+-- Pushed without a scope ("default"'s): given to the jobs' scope.
+select boxcar.set_storage_owner('t', 'lv');
 select boxcar.enqueue('lv', '{"command":["j"],"artifact":{"storage":"t"}}');
 create temp table j as select id from boxcar.claim('w1', array['lv'], 1);
 select ok((select held
@@ -127,7 +129,8 @@ select is((select row(sha256, s3_key, layers, format, bottom_tree)::text from bo
           'it is recorded with its layers and becomes the head');
 select is((select job_id from boxcar.storage_versions where sha256 = pg_temp.h('7')), (select id from j),
           'and names its job');
-select ok(boxcar.add_artifact_version('t', pg_temp.h('8'), 'k8', 1, 1, pg_temp.h('7'), null, pg_temp.h('7')),
+select ok(boxcar.add_artifact_version('t', pg_temp.h('8'), 'k8', 1, 1, pg_temp.h('7'), null, pg_temp.h('7'),
+                                      scope => 'lv'),
           'add_artifact_version without layers still records a tarball version');
 select is((select format || ' ' || layers::text from boxcar.storage_versions where sha256 = pg_temp.h('8')),
           'tarball {' || pg_temp.h('8') || '}', 'with layers {sha256}');

@@ -47,6 +47,8 @@ select is(pg_temp.candidates('1 day'), 'orphan',
 select is(pg_temp.candidates('4 days'), '', 'nothing is a candidate within its grace period');
 
 -- Protection: a queued job naming the storage keeps its removed versions.
+-- Pushed without a scope ("default"'s): given to the job's scope.
+select boxcar.set_storage_owner('p1', 'gc');
 create temp table job as select boxcar.enqueue('gc', '{"command":["x"],"artifact":{"storage":"p1"}}') as id;
 select ok(boxcar.storage_version_protected('p1'), 'a storage a queued job names is protected');
 select ok(not boxcar.storage_version_protected('p'), 'a storage whose name is only part of one is not');
@@ -89,6 +91,7 @@ select throws_ok($$select pg_temp.register('k', 'blob', pg_temp.l(1), 1)$$, '235
 -- Removed storages: purged with their versions, unless a job names them.
 select boxcar.add_storage_version('p2', pg_temp.h('d'), 'kd', 1, 1);
 select boxcar.add_storage_version('p3', pg_temp.h('e'), 'ke', 1, 1);
+select boxcar.set_storage_owner('p3', 'gc');
 select boxcar.enqueue('gc', '{"command":["x"],"volumes":[{"name":"d","mount":"/d","storage":"p3"}]}');
 select ok(boxcar.storage_version_protected('p3'), 'a storage a job mounts as a volume is protected');
 select boxcar.remove_storage('p2');

@@ -3,7 +3,7 @@
 -- routing to the holder, and the worker's and user's calls.  Jobs are
 -- inserted directly: the trigger serves enqueue() and direct inserts alike.
 begin;
-select plan(97);
+select plan(98);
 set local client_min_messages = warning;
 
 create function pg_temp.job(queue text, spec text, status text default 'queued') returns uuid
@@ -26,12 +26,12 @@ $$;
 
 create temp table t1 as select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"t1"}}') as id;
 select is((select spec->'artifact' from boxcar.jobs where id = (select id from t1)),
-          '{"storage":"session-t1"}'::jsonb, 'a session job without an artifact gets its session''s storage');
+          '{"storage":"session-acme.t1"}'::jsonb, 'a session job without an artifact gets its session''s storage');
 select is((select artifact_storage || ' ' || session_id from boxcar.jobs where id = (select id from t1)),
-          'session-t1 t1', 'the generated columns see it: artifact_storage and session_id');
+          'session-acme.t1 t1', 'the generated columns see it: artifact_storage and session_id');
 select is((select row(s.storage, s.state, s.idle_timeout_s, s.starts, s.jobs)::text
              from pg_temp.s('acme', 't1') s),
-          row('session-t1', 'stopped', 300::float8, 0, 0)::text,
+          row('session-acme.t1', 'stopped', 300::float8, 0, 0)::text,
           'the first job makes the session''s row, scope of its queue, stopped, idle timeout 300');
 create temp table t1b as
     select pg_temp.job('acme/other', '{"command":["x"],"session":{"id":"t1","idle_timeout_s":60}}') as id;
@@ -44,29 +44,30 @@ select is((pg_temp.s('acme', 't1')).idle_timeout_s, 300::float8,
           'the latest job''s idle timeout counts, the default when it gives none');
 create temp table given as
     select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"t1"},'
-                                 '"artifact":{"storage":"session-t1","base":"empty"}}') as id;
+                                 '"artifact":{"storage":"session-acme.t1","base":"empty"}}') as id;
 select is((select spec->'artifact' from boxcar.jobs where id = (select id from given)),
-          '{"storage":"session-t1","base":"empty"}'::jsonb, 'an artifact the job gives is kept');
+          '{"storage":"session-acme.t1","base":"empty"}'::jsonb, 'an artifact the job gives is kept');
 create temp table finished as
     select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"t1"}}', 'succeeded') as id;
 select is((select spec->'artifact' from boxcar.jobs where id = (select id from finished)),
-          '{"storage":"session-t1"}'::jsonb, 'a job inserted finished gets the artifact too');
+          '{"storage":"session-acme.t1"}'::jsonb, 'a job inserted finished gets the artifact too');
 create temp table nosession as select pg_temp.job('acme/q', '{"command":["x"]}') as id;
 select is((select spec ? 'artifact' from boxcar.jobs where id = (select id from nosession)),
           false, 'a job without a session is left alone');
-select is(boxcar.session_fill_spec('{"command":["x"],"session":{"id":"t1"}}'),
+select is(boxcar.session_fill_spec('{"command":["x"],"session":{"id":"t1"}}', 'acme'),
           (select spec from boxcar.jobs where id = (select id from t1)),
           'session_fill_spec gives the spec as stored (what an idempotent enqueue compares)');
-select is(boxcar.session_fill_spec('{"command":["x"]}'), '{"command":["x"]}'::jsonb,
+select is(boxcar.session_fill_spec('{"command":["x"]}', 'acme'), '{"command":["x"]}'::jsonb,
           'and leaves a spec without a session as it is');
 select pg_temp.job('plain', '{"command":["x"],"session":{"id":"t2"}}');
 select is((select scope from boxcar.sessions where id = 't2'), 'plain',
           'a queue without a scope is its own scope');
-select throws_ok($$select pg_temp.job('other/q', '{"command":["x"],"session":{"id":"t1"}}')$$,
-                 '22023', 'BAD_SPEC: session.id: "t1" belongs to another scope',
-                 'a session id another scope owns is refused');
-select is((select count(*)::int from boxcar.jobs where queue = 'other/q'), 0, 'and the job is not stored');
-select is((select count(*)::int from boxcar.sessions where id = 't1'), 1, 'nor a second session row');
+select lives_ok($$select pg_temp.job('other/q', '{"command":["x"],"session":{"id":"t1"}}')$$,
+                'another scope may use the same session id (issue 48)');
+select is((pg_temp.s('other', 't1')).storage, 'session-other.t1', 'its session has a storage of its own');
+select is((select owner_scope from boxcar.storages where name = 'session-other.t1'), 'other',
+          'owned by that scope');
+select is((select count(*)::int from boxcar.sessions where id = 't1'), 2, 'two session rows, one per scope');
 select lives_ok($$select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"-bad"}}')$$,
                 'a malformed session inserted directly goes in (its claim fails it, BAD_SPEC)');
 select is((select count(*)::int from boxcar.sessions where id = '-bad'), 0,
@@ -76,19 +77,19 @@ select is((select count(*)::int from boxcar.sessions where id = '-bad'), 0,
 
 -- Session src (scope acme) with two versions: a tree version, then the head.
 select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"src"}}');
-select boxcar.add_storage_version('session-src', pg_temp.h('a'), null, 10, 1, null, null, true,
-                                  array[pg_temp.h('1')], pg_temp.h('1'));
-select boxcar.add_storage_version('session-src', pg_temp.h('b'), 'trees/b', 20, 2, pg_temp.h('a'), null, true,
-                                  array[pg_temp.h('1'), pg_temp.h('2')], pg_temp.h('1'));
+select boxcar.add_storage_version('session-acme.src', pg_temp.h('a'), null, 10, 1, null, null, true,
+                                  array[pg_temp.h('1')], pg_temp.h('1'), scope => 'acme');
+select boxcar.add_storage_version('session-acme.src', pg_temp.h('b'), 'trees/b', 20, 2, pg_temp.h('a'), null, true,
+                                  array[pg_temp.h('1'), pg_temp.h('2')], pg_temp.h('1'), scope => 'acme');
 create temp table objects_before as select count(*) as n from boxcar.storage_objects;
 
 select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"dst","from":{"session":"src","version":"latest"}}}');
 select is((select row(v.sha256, v.s3_key, v.size, v.file_count, v.format, v.layers, v.bottom_tree, v.parent_sha256)::text
-             from boxcar.storage_versions v where v.storage = 'session-dst'),
+             from boxcar.storage_versions v where v.storage = 'session-acme.dst'),
           row(pg_temp.h('b'), 'trees/b', 20::bigint, 2::bigint, 'tree', array[pg_temp.h('1'), pg_temp.h('2')],
               pg_temp.h('1'), null::text)::text,
           'a fork from "latest" records the source''s head in the new session''s storage: same tree, layers, key');
-select is((select head_version from boxcar.storages where name = 'session-dst'), pg_temp.h('b'),
+select is((select head_version from boxcar.storages where name = 'session-acme.dst'), pg_temp.h('b'),
           'and makes it the head: the session''s first sandbox starts from it');
 select is((select row(forked_from, forked_version)::text from pg_temp.s('acme', 'dst')),
           row('src', pg_temp.h('b'))::text, 'the session says what it was forked from');
@@ -96,28 +97,28 @@ select is((select count(*) from boxcar.storage_objects), (select n from objects_
           'no object was registered: nothing is copied');
 select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"dst2","from":{"session":"src","version":"'
                              || pg_temp.h('a') || '"}}}');
-select is((select sha256 || ' ' || cardinality(layers) from boxcar.storage_versions where storage = 'session-dst2'),
+select is((select sha256 || ' ' || cardinality(layers) from boxcar.storage_versions where storage = 'session-acme.dst2'),
           pg_temp.h('a') || ' 1', 'a fork from a given version takes that one');
 select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"dst","from":{"session":"src","version":"'
                              || pg_temp.h('a') || '"}}}');
-select is((select string_agg(sha256, ',') from boxcar.storage_versions where storage = 'session-dst'),
+select is((select string_agg(sha256, ',') from boxcar.storage_versions where storage = 'session-acme.dst'),
           pg_temp.h('b'), 'from is ignored once the session has a version of its own');
 select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"dst3","from":{"session":"src"}}}', 'succeeded');
-select is((select count(*)::int from boxcar.storage_versions where storage = 'session-dst3'), 0,
+select is((select count(*)::int from boxcar.storage_versions where storage = 'session-acme.dst3'), 0,
           'a job inserted finished does not fork');
 -- A tarball version (made before layered versions) forks as one.
 select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"old"}}');
-select boxcar.add_storage_version('session-old', pg_temp.h('c'), 'sha256/cc/c.tar.gz', 5, 1);
+select boxcar.add_storage_version('session-acme.old', pg_temp.h('c'), 'sha256/cc/c.tar.gz', 5, 1, scope => 'acme');
 select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"dst4","from":{"session":"old"}}}');
 select is((select format || ' ' || s3_key || ' ' || (layers = array[pg_temp.h('c')])::text
-             from boxcar.storage_versions where storage = 'session-dst4'),
+             from boxcar.storage_versions where storage = 'session-acme.dst4'),
           'tarball sha256/cc/c.tar.gz true', 'a tarball version forks as a tarball version (version defaults to latest)');
 
 select throws_ok($$select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"f1","from":{"session":"nope"}}}')$$,
                  '22023', 'BAD_SPEC: session.from.session: no session "nope" in this scope',
                  'a fork from an unknown session is refused');
 select pg_temp.job('zeta/q', '{"command":["x"],"session":{"id":"zsrc"}}');
-select boxcar.add_storage_version('session-zsrc', pg_temp.h('d'), 'k/d', 5, 1);
+select boxcar.add_storage_version('session-zeta.zsrc', pg_temp.h('d'), 'k/d', 5, 1, scope => 'zeta');
 select throws_ok($$select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"f1","from":{"session":"zsrc"}}}')$$,
                  '22023', 'BAD_SPEC: session.from.session: no session "zsrc" in this scope',
                  'so is one from another scope''s session');
@@ -128,13 +129,13 @@ select throws_ok(format($$select pg_temp.job('acme/q', '{"command":["x"],"sessio
                         pg_temp.h('e')),
                  '22023', 'BAD_SPEC: session.from.version: session "src" has no version ' || pg_temp.h('e'),
                  'and one from a version the source does not have');
-select boxcar.remove_storage_version('session-src', pg_temp.h('a'));
+select boxcar.remove_storage_version('session-acme.src', pg_temp.h('a'));
 select throws_ok(format($$select pg_temp.job('acme/q', '{"command":["x"],"session":{"id":"f1","from":{"session":"src","version":"%s"}}}')$$,
                         pg_temp.h('a')),
                  '22023', 'BAD_SPEC: session.from.version: session "src" has no version ' || pg_temp.h('a'),
                  'or one it removed');
 select is((select count(*)::int from boxcar.sessions where id = 'f1')
-          + (select count(*)::int from boxcar.storages where name = 'session-f1'), 0,
+          + (select count(*)::int from boxcar.storages where name = 'session-acme.f1'), 0,
           'a refused fork leaves neither a session nor a storage');
 
 -- ---- Claim routing ------------------------------------------------------------------------
@@ -211,7 +212,7 @@ select is((select row(state, holder, held_until, idle_ends, evictions)::text fro
 select ok(not boxcar.session_release('A', 'ia', 'hs', 'h1', 'idle'), 'a second release is refused');
 
 -- A checkpoint: the next start resumes.
-select boxcar.add_storage_version('session-h1', pg_temp.h('f'), 'k/f', 5, 1);
+select boxcar.add_storage_version('session-hs.h1', pg_temp.h('f'), 'k/f', 5, 1, scope => 'hs');
 select is((select row(resumed, previous_holder, starts)::text from boxcar.session_hold('B', 'ib', 'hs', 'h1')),
           row(true, null::text, 2)::text,
           'B starts h1 again: from its checkpoint (resumed); nobody held it (A released it)');
@@ -255,7 +256,7 @@ select boxcar.register_worker('A', 'h', 1, '{hs/q}', 1, 'test', 30, 'ia');
 select pg_temp.job('hs/q', '{"command":["x"],"session":{"id":"h3"}}');
 select pg_temp.job('hs/q', '{"command":["y"],"session":{"id":"h3"}}');
 select boxcar.session_hold('A', 'ia', 'hs', 'h3');
-select boxcar.add_storage_version('session-h3', pg_temp.h('9'), 'k/9', 5, 1);
+select boxcar.add_storage_version('session-hs.h3', pg_temp.h('9'), 'k/9', 5, 1, scope => 'hs');
 select is((select row(state, holder, holder_alive, checkpoint, queued, running)::text
              from boxcar.session_list('hs') where id = 'h3'),
           row('live', 'A', true, pg_temp.h('9'), 2::bigint, 0::bigint)::text,

@@ -20,13 +20,15 @@
 #include "worker/job/store.h"
 
 const char storage_usage[] =
-        "usage: boxcar storage push [--kind volume|artifact|image] [--json] NAME DIR|TARBALL\n"
+        "usage: boxcar storage push [--kind volume|artifact|image] [--scope SCOPE] [--json]\n"
+        "                           NAME DIR|TARBALL\n"
         "       boxcar storage pull [--json] NAME[@VERSION] DIR\n"
-        "       boxcar storage ls [--kind volume|artifact|image] [--json] [NAME]\n"
+        "       boxcar storage ls [--kind volume|artifact|image] [--scope SCOPE] [--json] [NAME]\n"
         "       boxcar storage url [--expires DUR] [--json] NAME[@VERSION]\n"
         "       boxcar storage rm NAME[@VERSION]\n"
         "       boxcar storage retain NAME [--keep-last N] [--keep-within DUR] | --keep-all\n"
         "       boxcar storage gc [--grace DUR] [--dry-run] [--json]\n"
+        "       boxcar storage share NAME SCOPE | unshare NAME SCOPE | public NAME on|off\n"
         "\n"
         "  push    upload DIR as a new version of NAME (prints its sha256) and move the\n"
         "          head there; NAME is created when new, as --kind (default: artifact).\n"
@@ -34,11 +36,14 @@ const char storage_usage[] =
         "          with the worker's safety rules and packed again, so the same tree is\n"
         "          the same version whichever way it comes.  An image is a root\n"
         "          filesystem jobs run on (\"image\" in the job spec); its setuid bits\n"
-        "          and device nodes are dropped\n"
+        "          and device nodes are dropped.  A new NAME belongs to --scope (default:\n"
+        "          \"default\"): only jobs of queues of that scope (\"acme\" for \"acme/q\")\n"
+        "          may use it; a NAME another scope owns is refused\n"
         "  pull    unpack a version (default @latest) into DIR, which must not exist or\n"
         "          be empty\n"
-        "  ls      all storages (of --kind), or the versions of NAME, one JSON object\n"
-        "          per line\n"
+        "  ls      all storages (of --kind; with --scope, those that scope may read),\n"
+        "          with their owner scope, \"public\" and \"shared_with\", or the\n"
+        "          versions of NAME, one JSON object per line (\"list\" is the same)\n"
         "  url     a presigned GET URL of a version's whole tree as one .tar.gz, valid\n"
         "          for --expires (default: 1h, at most 7d; durations: 250ms, 30s, 5m,\n"
         "          2h, 1d or plain seconds); a version stored as several layers gets\n"
@@ -51,6 +56,10 @@ const char storage_usage[] =
         "  gc      run the collector: apply retention, then delete the S3 objects\n"
         "          nothing references that were last used more than --grace ago\n"
         "          (default 1h); --dry-run only says what it would delete\n"
+        "  share   let jobs of SCOPE read NAME (volume, image, session fork source),\n"
+        "          never write it; unshare stops that for jobs not yet started\n"
+        "  public  on: every scope may read NAME, as shared; off: only its owner and\n"
+        "          the scopes it is shared with\n"
         "\n"
         "  --json                 print one JSON object: push, the new version as ls\n"
         "                         NAME shows it, with \"name\", \"kind\" and \"uploaded\";\n"
@@ -135,16 +144,16 @@ static PGresult *cli_db_exec(void *ctx, const char *sql, int n, const char *cons
 /* The version is the tree's (a whole layer, its manifest), whatever came
  * before: the same directory pushed twice, or pushed and made by a job,
  * is the same version. */
-static int push(PGconn *conn, const char *name, const char *dir, const char *kind, bool json,
-                struct bc_error *err)
+static int push(PGconn *conn, const char *name, const char *dir, const char *kind,
+                const char *scope, bool json, struct bc_error *err)
 {
         struct store st = { 0 };
         int r = open_s3(&st.s3, err);
         if (r < 0)
                 return r;
-        const char *cp[] = { name, kind };
+        const char *cp[] = { name, kind, scope };
         _cleanup_pgresult_ PGresult *created = db_exec(
-                conn, "select boxcar.create_storage($1, $2)", 2, cp, err);
+                conn, "select boxcar.create_storage($1, $2, $3)", 3, cp, err);
         if (!created) {
                 storage_config_free(st.s3);
                 return -EPROTO;
@@ -175,7 +184,8 @@ static int push(PGconn *conn, const char *name, const char *dir, const char *kin
         rmdir(tmp);
         storage_config_free(st.s3);
         if (r >= 0)
-                r = store_record_version(&db, name, &saved.v, found ? head.sha256 : NULL, err);
+                r = store_record_version(&db, name, scope, &saved.v, found ? head.sha256 : NULL,
+                                         err);
         if (r < 0) {
                 store_saved_done(&saved);
                 store_version_done(&head);
@@ -293,12 +303,16 @@ static int pull(PGconn *conn, char *ref, const char *dir, bool json, struct bc_e
         return r;
 }
 
-static int list(PGconn *conn, const char *name, const char *kind, struct bc_error *err)
+static int list(PGconn *conn, const char *name, const char *kind, const char *scope,
+                struct bc_error *err)
 {
-        const char *p[] = { name, kind };
+        const char *p[] = { name, kind, scope };
         _cleanup_pgresult_ PGresult *res =
-                name ? db_exec(conn, "select boxcar.storage_versions_json($1, $2)", 2, p, err)
-                     : db_exec(conn, "select boxcar.storages_json($1)", 1, &p[1], err);
+                name ? db_exec(conn,
+                               "select boxcar.storage_versions_json($1, $2)"
+                               " where $3::text is null or boxcar.storage_readable($1, $3)",
+                               3, p, err)
+                     : db_exec(conn, "select boxcar.storages_json($1, $2)", 2, &p[1], err);
         if (!res)
                 return -EPROTO;
         for (int i = 0; i < PQntuples(res); i++)
@@ -308,10 +322,11 @@ static int list(PGconn *conn, const char *name, const char *kind, struct bc_erro
 
 struct storage_args {
         enum { PUSH, PULL, LS, URL } verb;
-        const char *kind; /* push (default artifact), ls (NULL: every kind) */
-        char *ref;        /* NAME or NAME[@VERSION] */
-        const char *dir;  /* push, pull */
-        double ttl_s;     /* url */
+        const char *kind;  /* push (default artifact), ls (NULL: every kind) */
+        const char *scope; /* push (default "default"), ls (NULL: every storage) */
+        char *ref;         /* NAME or NAME[@VERSION] */
+        const char *dir;   /* push, pull */
+        double ttl_s;      /* url */
         bool json;
 };
 
@@ -319,19 +334,34 @@ struct storage_args {
  * error needs no database. */
 static int parse_args(int argc, char **argv, struct storage_args *a, struct bc_error *err)
 {
-        const char *verb = argv[1];
+        const char *verb = strcmp(argv[1], "list") == 0 ? "ls" : argv[1];
         bool is_ls = strcmp(verb, "ls") == 0;
-        *a = (struct storage_args){ .kind = is_ls ? NULL : "artifact", .ttl_s = 3600 };
+        *a = (struct storage_args){ .kind = is_ls ? NULL : "artifact",
+                                    .scope = is_ls ? NULL : "default",
+                                    .ttl_s = 3600 };
         int i = 2;
-        if ((is_ls || strcmp(verb, "push") == 0) && argc >= 3 && strcmp(argv[2], "--kind") == 0) {
-                if (argc < 4 ||
-                    (strcmp(argv[3], "volume") != 0 && strcmp(argv[3], "artifact") != 0 &&
-                     strcmp(argv[3], "image") != 0))
-                        return bc_error_set(err, BC_USAGE, EINVAL,
-                                            "--kind: want volume, artifact or image");
-                a->kind = argv[3];
-                i = 4;
-        } else if (strcmp(verb, "url") == 0 && argc >= 3 && strcmp(argv[2], "--expires") == 0) {
+        while ((is_ls || strcmp(verb, "push") == 0) && i < argc &&
+               (strcmp(argv[i], "--kind") == 0 || strcmp(argv[i], "--scope") == 0)) {
+                const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+                if (strcmp(argv[i], "--scope") == 0) {
+                        /* The scope of a queue: boxcar.queue_scope's names. */
+                        if (!val || !*val || strlen(val) > 128 ||
+                            strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                        "0123456789_.-") != strlen(val))
+                                return bc_error_set(err, BC_USAGE, EINVAL,
+                                                    "--scope: want 1-128 letters, digits, "
+                                                    "\"_\", \".\" or \"-\"");
+                        a->scope = val;
+                } else {
+                        if (!val || (strcmp(val, "volume") != 0 && strcmp(val, "artifact") != 0 &&
+                                     strcmp(val, "image") != 0))
+                                return bc_error_set(err, BC_USAGE, EINVAL,
+                                                    "--kind: want volume, artifact or image");
+                        a->kind = val;
+                }
+                i += 2;
+        }
+        if (strcmp(verb, "url") == 0 && argc >= 3 && strcmp(argv[2], "--expires") == 0) {
                 if (argc < 4 || config_parse_duration(argv[3], false, &a->ttl_s) < 0 ||
                     a->ttl_s > 604800)
                         return bc_error_set(err, BC_USAGE, EINVAL,
@@ -367,11 +397,11 @@ static int dispatch(PGconn *conn, struct storage_args *a, struct bc_error *err)
 {
         switch (a->verb) {
         case PUSH:
-                return push(conn, a->ref, a->dir, a->kind, a->json, err);
+                return push(conn, a->ref, a->dir, a->kind, a->scope, a->json, err);
         case PULL:
                 return pull(conn, a->ref, a->dir, a->json, err);
         case LS:
-                return list(conn, a->ref, a->kind, err);
+                return list(conn, a->ref, a->kind, a->scope, err);
         case URL: {
                 _cleanup_free_ char *url = NULL;
                 char sha[65];

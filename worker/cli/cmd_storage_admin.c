@@ -1,4 +1,4 @@
-/* `boxcar storage rm|retain|gc` (cmd_storage_admin.h). */
+/* `boxcar storage rm|retain|gc|share|unshare|public` (cmd_storage_admin.h). */
 #include "worker/cli/cmd_storage_admin.h"
 
 #include <errno.h>
@@ -20,7 +20,9 @@
 
 bool storage_admin_verb(const char *verb)
 {
-        return strcmp(verb, "rm") == 0 || strcmp(verb, "retain") == 0 || strcmp(verb, "gc") == 0;
+        return strcmp(verb, "rm") == 0 || strcmp(verb, "retain") == 0 || strcmp(verb, "gc") == 0 ||
+               strcmp(verb, "share") == 0 || strcmp(verb, "unshare") == 0 ||
+               strcmp(verb, "public") == 0;
 }
 
 static int usage(struct bc_error *err, const char *fmt, const char *arg)
@@ -101,6 +103,23 @@ int storage_admin_parse(int argc, char **argv, struct storage_admin_args *a, str
                 a->ref = argv[2];
                 return 0;
         }
+        if (strcmp(argv[1], "share") == 0 || strcmp(argv[1], "unshare") == 0) {
+                a->verb = strcmp(argv[1], "share") == 0 ? ADMIN_SHARE : ADMIN_UNSHARE;
+                if (argc != 4 || argv[2][0] == '-' || argv[3][0] == '-')
+                        return usage(err, "%s: want NAME SCOPE", argv[1]);
+                a->ref = argv[2];
+                a->scope = argv[3];
+                return 0;
+        }
+        if (strcmp(argv[1], "public") == 0) {
+                a->verb = ADMIN_PUBLIC;
+                if (argc != 4 || argv[2][0] == '-' ||
+                    (strcmp(argv[3], "on") != 0 && strcmp(argv[3], "off") != 0))
+                        return usage(err, "public: want NAME on|off%s", "");
+                a->ref = argv[2];
+                a->public_on = strcmp(argv[3], "on") == 0;
+                return 0;
+        }
         if (strcmp(argv[1], "retain") == 0) {
                 a->verb = ADMIN_RETAIN;
                 return parse_retain(argc, argv, a, err);
@@ -169,10 +188,39 @@ static int gc(PGconn *conn, const struct storage_admin_args *a, bool json, struc
                                   : 0;
 }
 
+/* share, unshare, public: the owner's choice of who else may read NAME. */
+static int set_access(PGconn *conn, const struct storage_admin_args *a, struct bc_error *err)
+{
+        const char *p[] = { a->ref, a->verb == ADMIN_PUBLIC ? (a->public_on ? "true" : "false")
+                                                            : a->scope };
+        const char *sql = a->verb == ADMIN_SHARE     ? "select boxcar.share_storage($1, $2)"
+                          : a->verb == ADMIN_UNSHARE ? "select boxcar.unshare_storage($1, $2)"
+                                                     : "select boxcar.set_storage_public($1, $2)";
+        _cleanup_pgresult_ PGresult *res = db_exec(conn, sql, 2, p, err);
+        if (!res)
+                return -EPROTO;
+        if (a->verb == ADMIN_SHARE)
+                fprintf(stderr, "%s: shared with scope %s (read-only)\n", a->ref, a->scope);
+        else if (a->verb == ADMIN_UNSHARE)
+                fprintf(stderr, "%s: %s with scope %s\n", a->ref,
+                        strcmp(PQgetvalue(res, 0, 0), "t") == 0 ? "no longer shared"
+                                                                : "was not shared",
+                        a->scope);
+        else
+                fprintf(stderr, "%s: %s\n", a->ref,
+                        a->public_on ? "public (every scope may read it)"
+                                     : "not public (its owner and the scopes it is shared with)");
+        return 0;
+}
+
 int storage_admin_run(PGconn *conn, const struct storage_admin_args *a, bool json,
                       struct bc_error *err)
 {
         switch (a->verb) {
+        case ADMIN_SHARE:
+        case ADMIN_UNSHARE:
+        case ADMIN_PUBLIC:
+                return set_access(conn, a, err);
         case ADMIN_RM:
                 return rm(conn, a->ref, err);
         case ADMIN_RETAIN:

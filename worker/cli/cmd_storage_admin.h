@@ -1,5 +1,5 @@
-/* `boxcar storage rm|retain|gc`: removing versions, retention policies and
- * the collector, beside cmd_storage.c's push, pull, ls and url. */
+/* `boxcar storage rm|retain|gc|share|unshare|public`: removing versions,
+ * retention policies, the collector, and which scopes may read a storage, beside cmd_storage.c's push, pull, ls and url. */
 #ifndef BC_WORKER_CLI_CMD_STORAGE_ADMIN_H
 #define BC_WORKER_CLI_CMD_STORAGE_ADMIN_H
 
@@ -9,8 +9,10 @@
 #include "common/error.h"
 
 struct storage_admin_args {
-        enum { ADMIN_RM, ADMIN_RETAIN, ADMIN_GC } verb;
-        char *ref;            /* rm: NAME[@VERSION]; retain: NAME */
+        enum { ADMIN_RM, ADMIN_RETAIN, ADMIN_GC, ADMIN_SHARE, ADMIN_UNSHARE, ADMIN_PUBLIC } verb;
+        char *ref;            /* rm: NAME[@VERSION]; retain, share, unshare, public: NAME */
+        const char *scope;    /* share, unshare */
+        bool public_on;       /* public */
         long keep_last;       /* retain: 0 = not set */
         double keep_within_s; /* retain: 0 = not set */
         bool keep_all;        /* retain --keep-all: no policy */

@@ -36,12 +36,12 @@
 BC_DEFINE_CLEANUP(cJSON *, cJSON_Delete)
 
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
-                          const char *dir, const char *ws, struct store_artifact_start *ret,
-                          struct bc_error *err)
+                          const char *queue, const char *dir, const char *ws,
+                          struct store_artifact_start *ret, struct bc_error *err)
 {
         bool cached = svc->store->artifacts && svc->cfg->sandbox == BACKEND_NAMESPACE;
         uint64_t downloaded = 0;
-        int r = store_restore_artifact(svc, spec, ws, cached, ret, &downloaded, err);
+        int r = store_restore_artifact(svc, spec, queue, ws, cached, ret, &downloaded, err);
         if (downloaded)
                 wmetrics_transfer(svc->metrics, "download", "artifact", downloaded);
         if (r < 0 || !ret->base)
@@ -61,7 +61,7 @@ int artifact_base_restore(const struct job_services *svc, const struct job_spec 
         bc_error_clear(err);
         store_artifact_start_done(svc->store, ret);
         (void)fs_rm_rf(state);
-        return store_restore_artifact(svc, spec, ws, false, ret, &downloaded, err);
+        return store_restore_artifact(svc, spec, queue, ws, false, ret, &downloaded, err);
 }
 
 /* Once the new version is packed from an overlay workspace, it is cached

@@ -105,8 +105,8 @@ int job_dir_make_workdir(const struct job_spec *spec, const char *ws, struct bc_
  * artifact cache mounted at ws when this worker can (ret->base then holds
  * the cache entry), else extracted into ws. */
 int artifact_base_restore(const struct job_services *svc, const struct job_spec *spec,
-                          const char *dir, const char *ws, struct store_artifact_start *ret,
-                          struct bc_error *err);
+                          const char *queue, const char *dir, const char *ws,
+                          struct store_artifact_start *ret, struct bc_error *err);
 /* After the run: the workspace becomes the artifact's new version (packed
  * and uploaded), whatever the exit status; run->result gets "artifact",
  * o the version to record with the completion, or the upload's failure. */

@@ -96,7 +96,7 @@ static int stage_image(struct job_run *run, struct bc_error *err)
         struct store *st = run->svc->store;
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
-        int r = store_acquire_image(run->svc, run->spec, &run->image, err);
+        int r = store_acquire_image(run->svc, run->spec, run->job->queue, &run->image, err);
         if (r < 0 || !run->image)
                 return r;
         clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -118,7 +118,7 @@ int job_stage_inputs(struct job_run *run, struct bc_error *err)
         const struct job_spec *spec = run->spec;
         int r = stage_image(run, err);
         if (r >= 0)
-                r = store_acquire_volumes(run->svc, spec, &run->mounts, err);
+                r = store_acquire_volumes(run->svc, spec, run->job->queue, &run->mounts, err);
         for (size_t i = 0; r >= 0 && i < run->mounts.n; i++) {
                 const struct storage_cache_entry *e = run->mounts.entries[i];
                 wmetrics_cache(run->svc->metrics, !storage_cache_entry_downloaded(e));
@@ -127,8 +127,8 @@ int job_stage_inputs(struct job_run *run, struct bc_error *err)
                                           storage_cache_entry_downloaded_bytes(e));
         }
         if (r >= 0)
-                r = artifact_base_restore(run->svc, spec, run->dir, run->ws, &run->artifact_start,
-                                          err);
+                r = artifact_base_restore(run->svc, spec, run->job->queue, run->dir, run->ws,
+                                          &run->artifact_start, err);
         /* Over an overlay, the packed tree holds the base besides the
          * job's changes (see artifact_save). */
         if (r >= 0 && run->artifact_start.base) {

@@ -133,11 +133,12 @@ void store_give_way(struct store *st, struct disk_budget *disk, struct metrics *
 
 /* A volume given by storage + version, from the volume cache. */
 static int acquire_stored_volume(const struct job_services *svc, const struct spec_volume *vol,
-                                 struct storage_cache_entry **ret, struct bc_error *err)
+                                 const char *queue, struct storage_cache_entry **ret,
+                                 struct bc_error *err)
 {
         struct store_version v = { 0 };
-        const char *p[] = { vol->storage, vol->version };
-        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx, STORE_RESOLVE_SQL, 2, p, err);
+        const char *p[] = { vol->storage, vol->version, queue };
+        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx, STORE_RESOLVE_JOB_SQL, 3, p, err);
         int found = res ? store_version_from_row(res, 0, &v, err) : -EPROTO;
         if (found < 0)
                 return bc_error_prefix(err, "resolve storage %s", vol->storage);
@@ -150,7 +151,7 @@ static int acquire_stored_volume(const struct job_services *svc, const struct sp
 }
 
 int store_acquire_volumes(const struct job_services *svc, const struct job_spec *spec,
-                          struct store_mounts *ret, struct bc_error *err)
+                          const char *queue, struct store_mounts *ret, struct bc_error *err)
 {
         struct store *st = svc->store;
         memset(ret, 0, sizeof(*ret));
@@ -163,9 +164,10 @@ int store_acquire_volumes(const struct job_services *svc, const struct job_spec 
                 const struct spec_volume *vol = &spec->volumes[i];
                 char field[64];
                 snprintf(field, sizeof(field), "volumes[%zu] (%s)", i, vol->name);
-                int r = vol->storage ? acquire_stored_volume(svc, vol, &ret->entries[i], err)
-                                     : storage_cache_acquire(st->cache, vol->url, vol->sha256,
-                                                             st->url_guard, &ret->entries[i], err);
+                int r = vol->storage
+                                ? acquire_stored_volume(svc, vol, queue, &ret->entries[i], err)
+                                : storage_cache_acquire_url(st->cache, vol->url, vol->sha256,
+                                                            st->url_guard, &ret->entries[i], err);
                 if (r < 0) {
                         store_release_volumes(st, ret);
                         return bc_error_prefix(err, "%s", field);
@@ -189,7 +191,7 @@ void store_release_volumes(struct store *st, struct store_mounts *m)
 }
 
 int store_acquire_image(const struct job_services *svc, const struct job_spec *spec,
-                        struct storage_cache_entry **ret, struct bc_error *err)
+                        const char *queue, struct storage_cache_entry **ret, struct bc_error *err)
 {
         struct store *st = svc->store;
         *ret = NULL;
@@ -197,11 +199,12 @@ int store_acquire_image(const struct job_services *svc, const struct job_spec *s
                 return 0;
         if (!st->images)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOTSUP, "image: no image cache");
-        const char *p[] = { spec->image_storage, spec->image_version };
-        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx,
-                                                       "select kind, " STORE_VERSION_COLUMNS
-                                                       " from boxcar.resolve_image($1, $2)",
-                                                       2, p, err);
+        const char *p[] = { spec->image_storage, spec->image_version, queue };
+        _cleanup_pgresult_ PGresult *res = svc->lookup(
+                svc->ctx,
+                "select kind, " STORE_VERSION_COLUMNS
+                " from boxcar.resolve_image($1, $2, boxcar.queue_scope($3))",
+                3, p, err);
         if (!res)
                 return bc_error_prefix(err, "image: resolve storage %s", spec->image_storage);
         if (PQntuples(res) == 0)
@@ -226,8 +229,9 @@ int store_acquire_image(const struct job_services *svc, const struct job_spec *s
 }
 
 int store_restore_artifact(const struct job_services *svc, const struct job_spec *spec,
-                           const char *workspace, bool cached, struct store_artifact_start *ret,
-                           uint64_t *ret_downloaded, struct bc_error *err)
+                           const char *queue, const char *workspace, bool cached,
+                           struct store_artifact_start *ret, uint64_t *ret_downloaded,
+                           struct bc_error *err)
 {
         struct store *st = svc->store;
         memset(ret, 0, sizeof(*ret));
@@ -236,11 +240,12 @@ int store_restore_artifact(const struct job_services *svc, const struct job_spec
                 return 0;
         /* The head and the base in one read: "latest" is the head read here,
          * the one the new version may later replace, and no other. */
-        const char *p[] = { spec->artifact_storage, spec->artifact_base };
-        _cleanup_pgresult_ PGresult *res = svc->lookup(svc->ctx,
-                                                       "select head, " STORE_VERSION_COLUMNS
-                                                       " from boxcar.artifact_start($1, $2)",
-                                                       2, p, err);
+        const char *p[] = { spec->artifact_storage, spec->artifact_base, queue };
+        _cleanup_pgresult_ PGresult *res = svc->lookup(
+                svc->ctx,
+                "select head, " STORE_VERSION_COLUMNS
+                " from boxcar.artifact_start($1, $2, boxcar.queue_scope($3))",
+                3, p, err);
         if (!res)
                 return bc_error_prefix(err, "artifact: resolve storage %s",
                                        spec->artifact_storage);

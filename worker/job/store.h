@@ -79,6 +79,12 @@ void store_version_done(struct store_version *v);
 /* NAME ($1) + "latest"|sha256 ($2) resolved, as the CLI and jobs ask. */
 #define STORE_RESOLVE_SQL \
         "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2)"
+/* The same for a job of queue $3: only a storage its scope may read
+ * (owned, shared with it or public; sql/68_storage_scopes.sql), so a
+ * storage unshared since the job was queued is not served. */
+#define STORE_RESOLVE_JOB_SQL                                                           \
+        "select " STORE_VERSION_COLUMNS " from boxcar.resolve_storage_version($1, $2, " \
+        "boxcar.queue_scope($3))"
 
 /* Row 0 of res from column first on (STORE_VERSION_COLUMNS): 1 and *ret
  * filled, 0 when those columns are null (no such version), or
@@ -123,7 +129,7 @@ struct store_mounts {
  * (FETCH_FAILED, CHECKSUM_MISMATCH, BAD_ARCHIVE, or BAD_SPEC for a storage
  * version that does not exist). */
 int store_acquire_volumes(const struct job_services *svc, const struct job_spec *spec,
-                          struct store_mounts *ret, struct bc_error *err);
+                          const char *queue, struct store_mounts *ret, struct bc_error *err);
 const char *store_mount_path(const struct store_mounts *m, size_t i);
 void store_release_volumes(struct store *st, struct store_mounts *m);
 
@@ -133,7 +139,7 @@ void store_release_volumes(struct store *st, struct store_mounts *m);
  * BC_BAD_SPEC naming image.storage or image.version; transfers fail as
  * volumes do.  Release with storage_cache_release(st->images, e). */
 int store_acquire_image(const struct job_services *svc, const struct job_spec *spec,
-                        struct storage_cache_entry **ret, struct bc_error *err);
+                        const char *queue, struct storage_cache_entry **ret, struct bc_error *err);
 
 /* Where a job's artifact starts: the version unpacked into its workspace,
  * and the storage's head at that moment, which the job's new version may
@@ -154,10 +160,12 @@ struct store_artifact_start {
  * with cached (svc->store->artifacts must exist), taken from the artifact
  * cache (downloaded and extracted there on a miss) into ret->base,
  * workspace untouched.  *ret_downloaded: compressed bytes fetched (0 on a
- * hit). */
+ * hit).  queue: the job's; a storage another scope owns reads as one
+ * without versions. */
 int store_restore_artifact(const struct job_services *svc, const struct job_spec *spec,
-                           const char *workspace, bool cached, struct store_artifact_start *ret,
-                           uint64_t *ret_downloaded, struct bc_error *err);
+                           const char *queue, const char *workspace, bool cached,
+                           struct store_artifact_start *ret, uint64_t *ret_downloaded,
+                           struct bc_error *err);
 /* Releases ret->base (NULL-safe). */
 void store_artifact_start_done(struct store *st, struct store_artifact_start *a);
 
@@ -225,8 +233,9 @@ char *store_array_literal(size_t n, const char *const *vals, const uint64_t *num
 
 /* Records v (saved by store_save_version) as storage's new head, its
  * parent parent (or NULL), outside any job (boxcar.add_storage_version):
- * `boxcar storage push`, a session's final checkpoint. */
-int store_record_version(const struct store_db *db, const char *storage,
+ * `boxcar storage push`, a session's final checkpoint.  scope: the
+ * writer's; a storage another scope owns is refused. */
+int store_record_version(const struct store_db *db, const char *storage, const char *scope,
                          const struct store_version *v, const char *parent, struct bc_error *err);
 
 /* Registers objects (boxcar.register_storage_objects) before they are

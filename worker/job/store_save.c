@@ -264,7 +264,7 @@ int store_save_version(const struct store *st, const struct store_db *db,
         return r;
 }
 
-int store_record_version(const struct store_db *db, const char *storage,
+int store_record_version(const struct store_db *db, const char *storage, const char *scope,
                          const struct store_version *v, const char *parent, struct bc_error *err)
 {
         const char *shas[STORAGE_MAX_LAYERS];
@@ -276,12 +276,12 @@ int store_record_version(const struct store_db *db, const char *storage,
         char size[32], count[32];
         snprintf(size, sizeof(size), "%llu", (unsigned long long)v->size);
         snprintf(count, sizeof(count), "%llu", (unsigned long long)v->file_count);
-        const char *p[] = { storage, v->sha256, v->s3_key, size,
-                            count,   parent,    layers,    v->bottom_tree };
+        const char *p[] = { storage, v->sha256, v->s3_key,      size, count,
+                            parent,  layers,    v->bottom_tree, scope };
         PGresult *res = db->exec(db->ctx,
                                  "select boxcar.add_storage_version($1, $2, $3, $4::bigint, "
-                                 "$5::bigint, $6, null, true, $7::text[], $8)",
-                                 8, p, err);
+                                 "$5::bigint, $6, null, true, $7::text[], $8, $9)",
+                                 9, p, err);
         if (!res)
                 return -EPROTO;
         PQclear(res);

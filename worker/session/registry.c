@@ -383,13 +383,15 @@ int session_start(struct session_registry *r, const char *scope, const char *id,
         memset(home, 0, sizeof(*home));
         s->scope = strdup(scope);
         s->id = strdup(id);
-        if (!s->scope || !s->id ||
-            asprintf(&s->storage, "%s%s", SPEC_SESSION_STORAGE_PREFIX, id) < 0) {
-                s->storage = NULL;
+        if (!s->scope || !s->id) {
                 session_stop(s, NULL, false);
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         }
         int rc = spec_parse(spec_json, strlen(spec_json), &s->spec, err);
+        /* The session's storage is the job's artifact, which the database
+         * filled in with the name of its scope (boxcar.session_storage_name). */
+        if (rc >= 0 && !(s->storage = strdup(s->spec->artifact_storage)))
+                rc = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         if (rc >= 0)
                 rc = copy_job(s, bj, err);
         if (rc >= 0)

@@ -339,8 +339,8 @@ static void final_checkpoint(struct session *s)
         struct store_saved saved = { 0 };
         int rc = store_save_version(r->o.store, &db, &args, &saved, &err);
         if (rc >= 0 && !saved.unchanged)
-                rc = store_record_version(&db, s->storage, &saved.v, base ? base->sha256 : NULL,
-                                          &err);
+                rc = store_record_version(&db, s->storage, s->scope, &saved.v,
+                                          base ? base->sha256 : NULL, &err);
         /* Cached as the session's next start (here, after an idle end or
          * an eviction) will need it: built from the overlay's lower and
          * upper, its cost the names and changed bytes, not the tree's. */
