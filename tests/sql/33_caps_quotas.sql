@@ -2,6 +2,9 @@
 begin;
 select plan(50);
 
+-- The image a queue of scope acme may name (storages belong to a scope).
+select boxcar.create_storage('base', 'image', 'acme');
+
 -- Setting caps.
 select throws_like($$select boxcar.set_queue_caps('acme/q', '{"memory_mb": 8}')$$,
                    'caps.memory_mb: must be between 16 and 1048576', 'a cap outside the spec''s range is refused');
