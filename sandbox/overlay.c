@@ -44,6 +44,13 @@ bool sandbox_overlay_available(char *why, size_t n)
                 reason = ws;
         else if (!overlay_supported())
                 reason = "the kernel has no overlay filesystem (modprobe overlay)";
+        /* As root, where workspaces are made, every sandbox runs its job as
+         * host ids of its own (hostid.h), known only once the sandbox is:
+         * the tree would have to be idmapped to them, which the kernel
+         * refuses for an overlay. */
+        else
+                reason = "each sandbox's job has host ids of its own (--uid-range), and an "
+                         "overlay cannot be idmapped to them";
         if (why && n)
                 snprintf(why, n, "%s", reason ? reason : "");
         return reason == NULL;

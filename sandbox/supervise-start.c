@@ -6,9 +6,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/securebits.h>
 
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/child-internal.h"
@@ -26,6 +29,91 @@ static int map_ids(struct supervisor *s)
         if (r >= 0)
                 r = sbx_sup_write_map(s->child, "gid_map", buf);
         return r;
+}
+
+static int userns_placeholder(void *arg)
+{
+        (void)arg;
+        for (;;)
+                pause();
+        return 0;
+}
+
+/* Runs clone(CLONE_NEWUSER) as the job's host ids, so that they own the
+ * namespace: the kernel charges what the job's processes count per user
+ * (processes, inotify instances, ...) in a namespace to its owner's
+ * counters in the parent namespace too.  Made by root, every job's would
+ * add up in root's.  SECBIT_NO_SETUID_FIXUP keeps our capabilities over
+ * the switch (the clone needs none, but distributions that restrict user
+ * namespaces to privileged callers would refuse it without); what a uid
+ * change resets besides (dumpable, the parent-death signal) is put back. */
+static pid_t clone_as(struct supervisor *s, uid_t uid, gid_t gid)
+{
+        static char stack[16384] __attribute__((aligned(16)));
+        int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+        int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        pid_t parent = getppid();
+        if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+                return -1;
+        pid_t pid = -1;
+        if (setresgid((gid_t)-1, gid, (gid_t)-1) == 0) {
+                if (setresuid((uid_t)-1, uid, (uid_t)-1) == 0) {
+                        sbx_sup_reap_placeholder(&s->userns_child, 0);
+                        pid = clone(userns_placeholder, stack + sizeof(stack),
+                                    CLONE_NEWUSER | CLONE_VM | SIGCHLD, NULL);
+                        int e = errno;
+                        /* Not coming back to root would leave this
+                         * supervisor unable to tear the sandbox down. */
+                        if (setresuid((uid_t)-1, 0, (uid_t)-1) < 0)
+                                abort();
+                        errno = e;
+                }
+                int e = errno;
+                if (setresgid((gid_t)-1, 0, (gid_t)-1) < 0)
+                        abort();
+                errno = e;
+        }
+        int e = errno;
+        (void)prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+        (void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != parent)
+                kill(getpid(), SIGTERM); /* blocked: read as a cancel */
+        errno = e;
+        return pid;
+}
+
+int sbx_sup_make_job_userns(struct supervisor *s)
+{
+        const struct helper_config *c = s->c;
+        if (!c->own_ids)
+                return 0;
+        pid_t pid = clone_as(s, c->host_uid, c->host_gid);
+        if (pid < 0) {
+                sbx_sup_fail(s, SBX_STEP_USERNS, errno, NULL,
+                             "cannot make the job's user namespace");
+                return -1;
+        }
+        /* Exactly the job's ids, nothing else: root and every other id of
+         * the host stay unmapped (the overflow id) inside.  setgroups is
+         * denied, so no process in it can ever drop a group. */
+        char map[64];
+        int r = sbx_sup_write_map(pid, "setgroups", "deny");
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->uid, (unsigned)c->host_uid);
+        if (r >= 0)
+                r = sbx_sup_write_map(pid, "uid_map", map);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->gid, (unsigned)c->host_gid);
+        if (r >= 0)
+                r = sbx_sup_write_map(pid, "gid_map", map);
+        char path[64];
+        if (r >= 0 && (s->job_userns = sbx_sup_open_ns_of(pid, "user", path)) < 0)
+                r = -errno;
+        kill(pid, SIGKILL);
+        s->userns_child = pid;
+        if (r < 0) {
+                sbx_sup_fail(s, SBX_STEP_USERNS, -r, NULL, "cannot map the job's ids");
+                return -1;
+        }
+        return 0;
 }
 
 /* v2 (or a v1 whose tasks files could not be opened): move the child by
@@ -104,11 +192,16 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
                                         .n_cg_fds = s->n_cg_fds,
                                         .job_sock = job_sock_child ? *job_sock_child : -1,
                                         .netns_later = s->netns_later,
-                                        .idmap_later = s->idmap_later };
+                                        .idmap_later = s->idmap_later,
+                                        .userns = s->job_userns };
                 memcpy(a.cg_fds, s->cg_fds, sizeof(a.cg_fds));
                 sbx_child_main(&a);
         }
         s->child = pid;
+        if (s->job_userns >= 0) {
+                close(s->job_userns); /* the child's copy is the one used */
+                s->job_userns = -1;
+        }
         bool self_attaching = s->n_cg_fds > 0;
         for (size_t i = 0; i < s->n_cg_fds; i++)
                 close(s->cg_fds[i]);

@@ -47,6 +47,7 @@ enum {
         OPT_ALLOW_PRIVATE_URLS,
         OPT_ALLOW_URL_CIDR,
         OPT_NETWORK_ALLOW,
+        OPT_UID_RANGE,
         OPT_DISK_RESERVE,
         OPT_DISK_WAIT,
         OPT_CONFIG,

@@ -117,6 +117,7 @@ static const struct option worker_options[] = {
         { "allow-private-urls", no_argument, NULL, OPT_ALLOW_PRIVATE_URLS },
         { "allow-url-cidr", required_argument, NULL, OPT_ALLOW_URL_CIDR },
         { "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
+        { "uid-range", required_argument, NULL, OPT_UID_RANGE },
         { "config", required_argument, NULL, OPT_CONFIG },
         { "help", no_argument, NULL, OPT_HELP },
         { NULL, 0, NULL, 0 },
@@ -133,6 +134,7 @@ static const struct {
         { OPT_WORK_DIR, "BOXCAR_WORK_DIR" },
         { OPT_ALLOW_PRIVATE_URLS, "BOXCAR_ALLOW_PRIVATE_URLS" },
         { OPT_ALLOW_URL_CIDR, "BOXCAR_ALLOW_URL_CIDRS" },
+        { OPT_UID_RANGE, "BOXCAR_UID_RANGE" },
 };
 
 /* Settings read from the environment only (by the storage and webhook
@@ -313,6 +315,7 @@ void config_done(struct worker_config *c)
         free(c->webhook_schedule);
         free(c->webhook_default_url);
         free(c->metrics_addr);
+        free(c->uid_range);
         free(c->listen_database_url);
         memset(c, 0, sizeof(*c));
 }

@@ -1,6 +1,7 @@
 /* `boxcar worker --help`: every flag, the environment, the file.  Kept
  * true to config.c's option table (the docs suite checks both ways). */
 #include "worker/config/config.h"
+#include "sandbox/hostid.h"
 
 const char config_worker_usage[] =
         "usage: boxcar worker [OPTIONS]\n"
@@ -44,6 +45,12 @@ const char config_worker_usage[] =
         "                         BAD_SPEC; repeatable, adds to the configuration file's;\n"
         "                         ';' separates queues in one value (default: no queue\n"
         "                         may ask; see README, Network allow-lists)\n"
+        "  --uid-range FIRST-LAST  as root, the host uids and gids jobs run as: each\n"
+        "                         sandbox takes one of each for its whole life, mapped\n"
+        "                         to the job's ids in its own user namespace (default:\n"
+        "                         " SANDBOX_ID_RANGE_DEFAULT "; refused when it overlaps an\n"
+        "                         account, group or subordinate range of /etc; also\n"
+        "                         BOXCAR_UID_RANGE; see docs/tenants.md)\n"
         "  --allow-private-urls   let webhook and volume URLs from job specs, and the\n"
         "                         names of network allow-lists, reach\n"
         "                         loopback, private, link-local (cloud metadata),\n"

@@ -14,6 +14,7 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
+#include "sandbox/hostid.h"
 #include "sandbox/sandbox.h"
 #include "worker/daemon/notify.h"
 #include "worker/db/db.h"
@@ -62,6 +63,15 @@ int worker_setup_work_dir(const struct worker_config *cfg, bool *ret_private, st
         if (bc_mkdir_p(jobs, 0700, err) < 0) {
                 err->code = BC_CONFIG;
                 return bc_error_prefix(err, "--work-dir %s", cfg->work_dir);
+        }
+        /* Refused at the start, not at the first job: a range that
+         * overlaps a host account would let jobs act as it. */
+        if (cfg->sandbox == BACKEND_NAMESPACE && geteuid() == 0) {
+                int r = sandbox_id_range_set(cfg->uid_range, err);
+                if (r < 0) {
+                        err->code = BC_CONFIG;
+                        return r;
+                }
         }
         if (cfg->sandbox == BACKEND_NAMESPACE) {
                 char why[128];
