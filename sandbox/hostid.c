@@ -137,7 +137,22 @@ int sandbox_id_range_check_host(const struct sandbox_id_range *r, const char *et
 /* The lock directory: made if missing, and refused unless it is a
  * directory of ours that nobody else may write (anyone who could would
  * hold every id, or swap a lock file under its holder). */
-static int open_lock_dir(const char *lock_dir, struct bc_error *err)
+static int check_lock_dir(int fd, const char *lock_dir, struct bc_error *err)
+{
+        struct stat st;
+        if (fd < 0)
+                return fd;
+        if (fstat(fd, &st) < 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+                close(fd);
+                return bc_error_set(err, BC_SANDBOX_SETUP, EPERM,
+                                    "%s: the id lock directory must be ours and writable by no "
+                                    "one else",
+                                    lock_dir);
+        }
+        return fd;
+}
+
+static int make_lock_dir(const char *lock_dir, struct bc_error *err)
 {
         char parent[4096];
         snprintf(parent, sizeof(parent), "%s", lock_dir);
@@ -150,22 +165,19 @@ static int open_lock_dir(const char *lock_dir, struct bc_error *err)
         if (mkdir(lock_dir, 0700) < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "mkdir %s: %m", lock_dir);
         int fd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        struct stat st;
-        if (fd < 0 || fstat(fd, &st) < 0) {
-                int e = errno;
-                if (fd >= 0)
-                        close(fd);
-                return bc_error_set(err, BC_SANDBOX_SETUP, e, "open %s: %s", lock_dir,
-                                    strerror(e));
-        }
-        if (st.st_uid != geteuid() || (st.st_mode & 022)) {
-                close(fd);
-                return bc_error_set(err, BC_SANDBOX_SETUP, EPERM,
-                                    "%s: the id lock directory must be ours and writable by no "
-                                    "one else",
-                                    lock_dir);
-        }
+        if (fd < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "open %s: %m", lock_dir);
         return fd;
+}
+
+static int open_lock_dir(const char *lock_dir, struct bc_error *err)
+{
+        int fd = open(lock_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+                return check_lock_dir(make_lock_dir(lock_dir, err), lock_dir, err);
+        if (fd < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "open %s: %m", lock_dir);
+        return check_lock_dir(fd, lock_dir, err);
 }
 
 static uint32_t random_offset(uint32_t count)
@@ -193,8 +205,8 @@ static int try_lock(int dir, uint32_t id, int *ret_fd)
                         close(fd);
                         return e == EWOULDBLOCK ? 0 : -e;
                 }
-                /* A holder removes its file before it unlocks: a lock on a
-                 * file no longer (or not yet again) at that name is void. */
+                /* Should the file be removed (by hand) and made again, a lock
+                 * on the one no longer at that name would be void. */
                 struct stat a, b;
                 if (fstat(fd, &a) == 0 && fstatat(dir, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
                     a.st_ino == b.st_ino && a.st_dev == b.st_dev) {
@@ -214,8 +226,10 @@ int sandbox_id_acquire(const char *lock_dir, const struct sandbox_id_range *r, u
         if (dir < 0)
                 return dir;
         /* A random start: helpers starting together do not all contend
-         * for the same first ids. */
-        uint32_t off = random_offset(r->count);
+         * for the same first ids.  Within the first 4096 ids: the lock
+         * files stay (creating and removing one per sandbox costs more
+         * than the rest), and so stay few. */
+        uint32_t off = random_offset(r->count < 4096 ? r->count : 4096);
         for (uint32_t i = 0; i < r->count; i++) {
                 uint32_t id = r->first + (off + i) % r->count;
                 int fd = -1;
@@ -235,14 +249,52 @@ int sandbox_id_acquire(const char *lock_dir, const struct sandbox_id_range *r, u
                             r->first, (uint64_t)r->first + r->count - 1);
 }
 
-void sandbox_id_release(const char *lock_dir, uint32_t id, int fd)
+void sandbox_id_release(int fd)
 {
-        if (fd < 0)
-                return;
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/%" PRIu32, lock_dir, id);
-        (void)unlink(path);
-        close(fd);
+        if (fd >= 0)
+                close(fd);
+}
+
+/* Whether path changed at or after since (missing: not changed). */
+static bool changed_since(const char *path, const struct timespec *since)
+{
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return errno != ENOENT;
+        return st.st_ctim.tv_sec > since->tv_sec ||
+               (st.st_ctim.tv_sec == since->tv_sec && st.st_ctim.tv_nsec >= since->tv_nsec);
+}
+
+int sandbox_id_range_check_host_cached(const struct sandbox_id_range *r, const char *etc_dir,
+                                       const char *lock_dir, struct bc_error *err)
+{
+        _cleanup_fd_ int dir = open_lock_dir(lock_dir, err);
+        if (dir < 0)
+                return dir;
+        char name[64], path[4096];
+        snprintf(name, sizeof(name), "checked-%" PRIu32 "-%" PRIu32, r->first, r->count);
+        static const char *const files[] = { "passwd", "group", "subuid", "subgid" };
+        struct stat marker;
+        bool fresh = fstatat(dir, name, &marker, AT_SYMLINK_NOFOLLOW) == 0 &&
+                     S_ISREG(marker.st_mode);
+        for (size_t i = 0; fresh && i < ELEMENTSOF(files); i++) {
+                snprintf(path, sizeof(path), "%s/%s", etc_dir, files[i]);
+                fresh = !changed_since(path, &marker.st_mtim);
+        }
+        if (fresh)
+                return 0;
+        /* Stamped with the time before the reading: a change made while
+         * we read is newer than the stamp, and read again next time. */
+        struct timespec ts[2];
+        clock_gettime(CLOCK_REALTIME, &ts[0]);
+        ts[1] = ts[0];
+        int e = sandbox_id_range_check_host(r, etc_dir, err);
+        if (e < 0)
+                return e;
+        _cleanup_fd_ int fd = openat(dir, name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0)
+                (void)futimens(fd, ts);
+        return 0;
 }
 
 static char arg_range[32] = SANDBOX_ID_RANGE_DEFAULT;

@@ -45,9 +45,15 @@ int sandbox_id_range_check_host(const struct sandbox_id_range *r, const char *et
  * as the id is in use.  -EAGAIN (BC_SANDBOX_SETUP) when all are held. */
 int sandbox_id_acquire(const char *lock_dir, const struct sandbox_id_range *r, uint32_t *ret_id,
                        int *ret_fd, struct bc_error *err);
-/* Gives the id back: removes its file and closes fd (NULL-safe: fd < 0
- * does nothing). */
-void sandbox_id_release(const char *lock_dir, uint32_t id, int fd);
+/* Gives the id back: closes fd (fd < 0: nothing).  Its file stays, for
+ * the next holder: never remove one while sandboxes run. */
+void sandbox_id_release(int fd);
+
+/* sandbox_id_range_check_host, skipped when a previous check of r passed
+ * (a stamp in lock_dir) and no file of etc_dir changed since: a few
+ * stat() calls per sandbox instead of reading the account files. */
+int sandbox_id_range_check_host_cached(const struct sandbox_id_range *r, const char *etc_dir,
+                                       const char *lock_dir, struct bc_error *err);
 
 /* For the worker: the range its helpers are to use (parsed and checked
  * against /etc as above; NULL or "" keeps the default), passed to every

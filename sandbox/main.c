@@ -50,7 +50,7 @@ static int take_host_ids(struct helper_config *c, int *ret_lock, struct bc_error
                 if (r < 0)
                         return r;
         }
-        int r = sandbox_id_range_check_host(&c->id_range, "/etc", err);
+        int r = sandbox_id_range_check_host_cached(&c->id_range, "/etc", SANDBOX_ID_LOCK_DIR, err);
         uint32_t id = 0;
         if (r >= 0)
                 r = sandbox_id_acquire(SANDBOX_ID_LOCK_DIR, &c->id_range, &id, ret_lock, err);
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
         int code = cfg.warm ? sbx_supervise_warm(&cfg) : sbx_supervise(&cfg);
         /* Every process of the sandbox is gone by now: the id is free. */
         if (cfg.own_ids)
-                sandbox_id_release(SANDBOX_ID_LOCK_DIR, (uint32_t)cfg.host_uid, id_lock);
+                sandbox_id_release(id_lock);
         helper_config_done(&cfg);
         return code;
 }

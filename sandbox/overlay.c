@@ -8,7 +8,9 @@
  * and no overlay code.  The kernel refuses an idmapped mount of an
  * overlay, so the tree is owned by the job's uid to begin with (the cache
  * stores it so, see storage_cache_set_owner): the sandbox then binds it
- * without an idmap.
+ * without an idmap.  As root each sandbox's job now has host ids of its
+ * own (hostid.h), which no tree can be owned by ahead: the worker then
+ * extracts bases instead (sandbox_overlay_available says so).
  *
  * Why the bounds still hold: every write lands in the upper directory,
  * on the job's ext4 of disk_mb and `files` inodes (statfs of the overlay

@@ -138,6 +138,7 @@ const char config_worker_usage[] =
         "without it this worker delivers no webhooks); BOXCAR_WEBHOOK_URL (the\n"
         "database-wide default for jobs without their own URL);\n"
         "BOXCAR_ALLOW_PRIVATE_URLS (1 or 0), BOXCAR_ALLOW_URL_CIDRS (C1,C2);\n"
+        "BOXCAR_UID_RANGE (FIRST-LAST, as --uid-range);\n"
         "BOXCAR_CONFIG (the configuration file); NOTIFY_SOCKET, WATCHDOG_USEC (systemd\n"
         "Type=notify: READY=1 once connected, STOPPING=1 on drain, WATCHDOG=1).\n"
         "\n"
