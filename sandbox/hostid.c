@@ -40,16 +40,14 @@ int sandbox_id_range_parse(const char *s, struct sandbox_id_range *ret, struct b
         if (!dash || parse_id(s, dash, &first) < 0 ||
             parse_id(dash + 1, dash + strlen(dash), &last) < 0)
                 return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "--uid-range: want FIRST-LAST (decimal ids), got '%s'",
-                                    s ? s : "");
+                                    "want FIRST-LAST (decimal ids), got '%s'", s ? s : "");
         if (last < first)
-                return bc_error_set(err, BC_USAGE, EINVAL, "--uid-range '%s': LAST below FIRST",
-                                    s);
+                return bc_error_set(err, BC_USAGE, EINVAL, "'%s': LAST below FIRST", s);
         /* 0 is root; (uid_t)-1 and 65535 (the 16-bit -1) mean "no id" to
          * chown() and setresuid(); 65534 is nobody. */
         if (first == 0 || last == UINT32_MAX || (first <= 65535 && last >= 65534))
                 return bc_error_set(err, BC_USAGE, EINVAL,
-                                    "--uid-range '%s': may not include 0, 65534, 65535 or "
+                                    "'%s' may not include 0, 65534, 65535 or "
                                     "4294967295",
                                     s);
         *ret = (struct sandbox_id_range){ .first = first, .count = last - first + 1 };
@@ -106,7 +104,7 @@ static int check_file(const struct sandbox_id_range *r, const char *path, char k
                 if (hit) {
                         line[strcspn(line, ":\n")] = '\0';
                         return bc_error_set(err, BC_USAGE, EEXIST,
-                                            "--uid-range %" PRIu32 "-%" PRIu64
+                                            "uid range %" PRIu32 "-%" PRIu64
                                             " overlaps %s's entry '%s': sandboxes must never "
                                             "share an id with a host account (choose another "
                                             "range)",

@@ -48,7 +48,8 @@ static int take_host_ids(struct helper_config *c, int *ret_lock, struct bc_error
                 c->id_range_text = env && *env ? env : SANDBOX_ID_RANGE_DEFAULT;
                 int r = sandbox_id_range_parse(c->id_range_text, &c->id_range, err);
                 if (r < 0)
-                        return r;
+                        return bc_error_prefix(err, "%s",
+                                               env && *env ? "BOXCAR_UID_RANGE" : "--uid-range");
         }
         int r = sandbox_id_range_check_host_cached(&c->id_range, "/etc", SANDBOX_ID_LOCK_DIR, err);
         uint32_t id = 0;

@@ -337,7 +337,7 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
         } else if (strcmp(opt, "--uid-range") == 0) {
                 int e = sandbox_id_range_parse(val[0], &c->id_range, err);
                 if (e < 0)
-                        return e;
+                        return bc_error_prefix(err, "--uid-range");
                 c->id_range_text = val[0];
         } else if (strcmp(opt, "--uid") == 0 || strcmp(opt, "--gid") == 0) {
                 /* 0 is refused: the job must never be root, even in a userns. */
