@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -209,6 +210,12 @@ static void lock_down(const struct helper_config *c, const struct sbx_seccomp_pr
          * capability over them. */
         if (c->own_ids && userns < 0) {
                 setup_fail(&x, EINVAL, NULL, "no user namespace for the job's ids");
+                report_and_exit(sock, &x);
+        }
+        /* The groups first, while we may: the namespace denies setgroups,
+         * and root's own supplementary groups must not follow the job. */
+        if (userns >= 0 && setgroups(1, &c->host_gid) < 0) {
+                setup_fail(&x, errno, NULL, "setgroups: the job's host group");
                 report_and_exit(sock, &x);
         }
         if (userns >= 0 && setns(userns, CLONE_NEWUSER) < 0) {

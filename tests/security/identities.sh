@@ -39,7 +39,9 @@ job_pid() {
 ids_of() { awk '/^Uid:/ { u = $2 " " $3 " " $4 " " $5 } /^Gid:/ { g = $2 " " $3 " " $4 " " $5 } END { print u "|" g }' "/proc/$1/status"; }
 
 # ---- two concurrent cold jobs and a warm one: distinct host users ----
-bg "$SB" --uid-range "$R" -- sleep 30.11
+# A is started by a root with supplementary groups (0 and 4): none may
+# follow the job.
+bg setpriv --groups 0,4 -- "$SB" --uid-range "$R" -- sleep 30.11
 bg "$SB" --uid-range "$R" -- sleep 30.12
 [[ -x $WARM ]] && bg "$WARM" -- sleep 30.13
 pa=$(job_pid 30.11) pb=$(job_pid 30.12) pw=$(job_pid 30.13)
@@ -55,6 +57,8 @@ check "two concurrent jobs have distinct host uids and gids" \
 check "both inside --uid-range $R" eval 'in_range "$ua" $FIRST $LAST && in_range "$ub" $FIRST $LAST'
 check "neither is nobody (65534) nor any uid or gid of /etc/passwd or /etc/group" \
   eval '[[ $ua != 65534 && $ub != 65534 ]] && ! is_account "$ua" && ! is_account "$ub"'
+check "a job's only supplementary group is its own host gid, not its starter's (0, 4)" \
+  eval '[[ $(awk "/^Groups:/ { print \$2, NF }" /proc/$pa/status) == "$ga 2" ]]'
 na=$(readlink "/proc/$pa/ns/user") nb=$(readlink "/proc/$pb/ns/user") nh=$(readlink /proc/self/ns/user)
 check "each job is in a user namespace of its own ($na, $nb; the host's $nh)" \
   eval '[[ -n $na && $na != "$nb" && $na != "$nh" && $nb != "$nh" ]]'
