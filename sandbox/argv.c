@@ -9,7 +9,6 @@
 
 #include "common/cleanup.h"
 #include "sandbox/helper-internal.h"
-#include "sandbox/hostid.h"
 
 /* Most argv entries a job may make us build (env + binds + command). */
 #define ARGV_MAX 65536

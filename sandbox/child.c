@@ -208,13 +208,13 @@ static void lock_down(const struct helper_config *c, const struct sbx_seccomp_pr
          * Every namespace and mount was made before, by root: they belong
          * to the host's user namespace, and nothing in the job's holds a
          * capability over them. */
-        if (c->own_ids && userns < 0) {
+        if (c->host.own && userns < 0) {
                 setup_fail(&x, EINVAL, NULL, "no user namespace for the job's ids");
                 report_and_exit(sock, &x);
         }
         /* The groups first, while we may: the namespace denies setgroups,
          * and root's own supplementary groups must not follow the job. */
-        if (userns >= 0 && setgroups(1, &c->host_gid) < 0) {
+        if (userns >= 0 && setgroups(1, &c->host.gid) < 0) {
                 setup_fail(&x, errno, NULL, "setgroups: the job's host group");
                 report_and_exit(sock, &x);
         }

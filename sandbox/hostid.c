@@ -1,6 +1,6 @@
 /* Host identities for sandboxes: the range, checked against the host's
- * accounts, and the lock-file allocator (see hostid.h). */
-#include "sandbox/hostid.h"
+ * accounts, and the lock-file allocator (see sandbox.h). */
+#include "sandbox/sandbox.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -39,8 +39,8 @@ static int take_host_ids(struct helper_config *c, int *ret_lock, struct bc_error
 {
         *ret_lock = -1;
         if (geteuid() != 0) {
-                c->host_uid = geteuid();
-                c->host_gid = getegid();
+                c->host.uid = geteuid();
+                c->host.gid = getegid();
                 return 0;
         }
         if (!c->id_range_text) {
@@ -57,9 +57,9 @@ static int take_host_ids(struct helper_config *c, int *ret_lock, struct bc_error
                 r = sandbox_id_acquire(SANDBOX_ID_LOCK_DIR, &c->id_range, &id, ret_lock, err);
         if (r < 0)
                 return r;
-        c->host_uid = (uid_t)id;
-        c->host_gid = (gid_t)id;
-        c->own_ids = true;
+        c->host.uid = (uid_t)id;
+        c->host.gid = (gid_t)id;
+        c->host.own = true;
         return 0;
 }
 
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
         }
         int code = cfg.warm ? sbx_supervise_warm(&cfg) : sbx_supervise(&cfg);
         /* Every process of the sandbox is gone by now: the id is free. */
-        if (cfg.own_ids)
+        if (cfg.host.own)
                 sandbox_id_release(id_lock);
         helper_config_done(&cfg);
         return code;

@@ -9,7 +9,7 @@
  * overlay, so the tree is owned by the job's uid to begin with (the cache
  * stores it so, see storage_cache_set_owner): the sandbox then binds it
  * without an idmap.  As root each sandbox's job now has host ids of its
- * own (hostid.h), which no tree can be owned by ahead: the worker then
+ * own (sandbox.h, Host identities), which no tree can be owned by ahead: the worker then
  * extracts bases instead (sandbox_overlay_available says so).
  *
  * Why the bounds still hold: every write lands in the upper directory,
@@ -47,7 +47,7 @@ bool sandbox_overlay_available(char *why, size_t n)
         else if (!overlay_supported())
                 reason = "the kernel has no overlay filesystem (modprobe overlay)";
         /* As root, where workspaces are made, every sandbox runs its job as
-         * host ids of its own (hostid.h), known only once the sandbox is:
+         * host ids of its own (sandbox.h, Host identities), known only once the sandbox is:
          * the tree would have to be idmapped to them, which the kernel
          * refuses for an overlay. */
         else

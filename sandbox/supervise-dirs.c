@@ -34,8 +34,8 @@ static int idmap_child(void *arg)
 int sbx_sup_make_idmap(struct supervisor *s, uid_t owner, gid_t group)
 {
         /* The job's ids on the host: what its processes are outside. */
-        uid_t uid = s->c->host_uid;
-        gid_t gid = s->c->host_gid;
+        uid_t uid = s->c->host.uid;
+        gid_t gid = s->c->host.gid;
         sbx_sup_reap_placeholder(&s->idmap_child, 0);
         /* clone(CLONE_VM) instead of fork: the child shares our memory, so
          * no page table is copied (the dearest part of a fork on a
@@ -146,7 +146,7 @@ int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_gr
          * host keeps the owner).  Unprivileged, the sandbox's own user
          * namespace already maps the job to us, the owner. */
         const struct stat *own = c->workspace ? &ws : c->scratch ? &sc : NULL;
-        if (geteuid() != 0 || !own || (own->st_uid == c->host_uid && own->st_gid == c->host_gid)) {
+        if (geteuid() != 0 || !own || (own->st_uid == c->host.uid && own->st_gid == c->host.gid)) {
                 if (s->idmap_fd >= 0)
                         close(s->idmap_fd); /* made ahead, not needed */
                 s->idmap_fd = -1;

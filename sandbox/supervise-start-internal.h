@@ -9,7 +9,7 @@
  * the socket its job's process will wait on; NULL when cold), both
  * closed here. */
 int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_child);
-/* Root (s->c->own_ids): the job's own user namespace into
+/* Root (s->c->host.own): the job's own user namespace into
  * s->job_userns, s->c's uid/gid mapped to its host ids and owned by them;
  * -1 with the failure recorded.  Unprivileged: nothing (0). */
 int sbx_sup_make_job_userns(struct supervisor *s);

@@ -95,10 +95,10 @@ static pid_t clone_as(struct supervisor *s, uid_t uid, gid_t gid, int *ret_fd)
 int sbx_sup_make_job_userns(struct supervisor *s)
 {
         const struct helper_config *c = s->c;
-        if (!c->own_ids)
+        if (!c->host.own)
                 return 0;
         int fd = -1;
-        pid_t pid = clone_as(s, c->host_uid, c->host_gid, &fd);
+        pid_t pid = clone_as(s, c->host.uid, c->host.gid, &fd);
         int r = pid < 0 || fd < 0 ? -errno : 0;
         /* Exactly the job's ids, nothing else: root and every other id of
          * the host stay unmapped (the overflow id) inside.  setgroups is
@@ -106,10 +106,10 @@ int sbx_sup_make_job_userns(struct supervisor *s)
         char map[64];
         if (r >= 0)
                 r = sbx_sup_write_map(pid, "setgroups", "deny");
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->uid, (unsigned)c->host_uid);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->uid, (unsigned)c->host.uid);
         if (r >= 0)
                 r = sbx_sup_write_map(pid, "uid_map", map);
-        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->gid, (unsigned)c->host_gid);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->gid, (unsigned)c->host.gid);
         if (r >= 0)
                 r = sbx_sup_write_map(pid, "gid_map", map);
         if (pid > 0) {

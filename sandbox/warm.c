@@ -132,11 +132,8 @@ static int prepare(struct warm *w)
         bc_error_clear(&err);
         int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
         s->n_cg_fds = n > 0 ? (size_t)n : 0;
-        /* Before the clone, which gives the child its copy: its init
-         * enters it as it locks down, before there is a job. */
-        if (sbx_sup_make_job_userns(s) < 0)
-                return -1;
-        return sbx_sup_prepare_signals(s);
+        /* Before the clone: the child inherits it, to enter as it locks down. */
+        return sbx_sup_make_job_userns(s) < 0 ? -1 : sbx_sup_prepare_signals(s);
 }
 
 /* The worker's job directories are root's: the namespace that maps root
@@ -513,10 +510,7 @@ static int run_job(struct warm *w, int fds[4])
         if (r >= 0)
                 r = check_fits(w);
         if (r >= 0) {
-                /* The sandbox's ids, held since it was made. */
-                w->job.host_uid = w->wc->host_uid;
-                w->job.host_gid = w->wc->host_gid;
-                w->job.own_ids = w->wc->own_ids;
+                w->job.host = w->wc->host; /* held since it was made */
                 s->c = &w->job;
                 /* The namespace made ahead, if any, maps 0:0. */
                 r = sbx_sup_prepare_dirs(s, 0, 0, false);

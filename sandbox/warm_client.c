@@ -20,7 +20,6 @@
 #include "common/cleanup.h"
 #include "common/io.h"
 #include "sandbox/helper-internal.h"
-#include "sandbox/hostid.h"
 
 int sandbox_warm_start(const char *helper, enum sandbox_network network, const char *cgroup_parent,
                        const char *image, const struct sandbox_warm_limits *limits,

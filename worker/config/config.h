@@ -69,7 +69,7 @@ struct worker_config {
          * --allow-private-urls, --allow-url-cidr (and their variables). */
         struct netguard url_guard;
         /* --uid-range: the host ids root sandboxes take, one uid and gid
-         * each (sandbox/hostid.h); NULL: the default. */
+         * each (sandbox/sandbox.h); NULL: the default. */
         char *uid_range;
 };
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/size.h"
-#include "sandbox/hostid.h"
+#include "sandbox/sandbox.h"
 #include "worker/config/config-internal.h"
 
 int config_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)

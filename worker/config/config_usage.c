@@ -1,7 +1,7 @@
 /* `boxcar worker --help`: every flag, the environment, the file.  Kept
  * true to config.c's option table (the docs suite checks both ways). */
 #include "worker/config/config.h"
-#include "sandbox/hostid.h"
+#include "sandbox/sandbox.h"
 
 const char config_worker_usage[] =
         "usage: boxcar worker [OPTIONS]\n"

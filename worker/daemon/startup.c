@@ -14,7 +14,6 @@
 
 #include "common/cleanup.h"
 #include "common/io.h"
-#include "sandbox/hostid.h"
 #include "sandbox/sandbox.h"
 #include "worker/daemon/notify.h"
 #include "worker/db/db.h"

@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "common/error.h"
-#include "sandbox/hostid.h"
+#include "sandbox/sandbox.h"
 
 static void test_parse_table(void **state)
 {
