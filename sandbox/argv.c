@@ -117,6 +117,9 @@ static int build(struct argv_builder *b, const struct sandbox_opts *o, const cha
         int r = add(b, helper);
         if (r >= 0 && status_fd >= 0)
                 r = add_fmt(b, "--status-fd", "%d", status_fd);
+        /* The default is the helper's own. */
+        if (r >= 0 && strcmp(sandbox_id_range_get(), SANDBOX_ID_RANGE_DEFAULT) != 0)
+                r = add_fmt(b, "--uid-range", "%s", sandbox_id_range_get());
         if (r >= 0 && o->workspace)
                 r = add_fmt(b, "--workspace", "%s", o->workspace);
         if (r >= 0 && o->scratch)

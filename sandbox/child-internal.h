@@ -9,6 +9,9 @@
  * the message carries the network namespace (its last fd). */
 #define SBX_GO_CGROUP 1
 #define SBX_GO_NETNS 2
+/* ... and when it carries the job's user namespace (before the network
+ * namespace). */
+#define SBX_GO_USERNS 4
 
 struct child_args {
         const struct helper_config *c;
@@ -22,6 +25,9 @@ struct child_args {
                             * makes the network namespace meanwhile */
         bool idmap_later; /* the idmap namespace comes in a GO after the
                             * first, while the base root is built */
+        int userns;       /* warm, root: the job's user namespace, entered
+                            * at the lock-down; -1: none, or (cold) it
+                            * comes with the second GO */
 };
 
 /* Runs in the child cloned with the new namespaces: moves itself into the

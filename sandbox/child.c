@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -74,17 +75,19 @@ static int wait_go(int sock, int *ret_fd)
  * none when the supervisor moved us), and, with SBX_GO_NETNS, the network
  * namespace the supervisor made meanwhile, last.  Returns whether we are
  * in a cgroup. */
-static bool take_go(int sock, struct setup_ctx *x)
+static bool take_go(int sock, struct setup_ctx *x, int *ret_userns)
 {
         struct sbx_msg m;
-        int fds[5];
+        int fds[6];
         size_t n = 0;
         if (sbx_msg_recv_fds(sock, &m, fds, ELEMENTSOF(fds), &n) != 1 || m.type != SBX_MSG_GO)
                 _exit(SBX_EXIT_INTERNAL);
         bool netns = m.wstatus & SBX_GO_NETNS;
-        if (netns && n == 0)
+        bool userns = m.wstatus & SBX_GO_USERNS;
+        if (n < (size_t)netns + (size_t)userns)
                 _exit(SBX_EXIT_INTERNAL);
-        size_t n_cg = n - (netns ? 1 : 0);
+        size_t n_cg = n - (size_t)netns - (size_t)userns;
+        *ret_userns = userns ? fds[n_cg] : -1;
         x->step = SBX_STEP_CGROUP;
         if (sbx_cgroup_self_attach(fds, n_cg) < 0) {
                 setup_fail(x, errno, "tasks", "move into cgroup");
@@ -196,9 +199,32 @@ static int exec_command(char *const *argv, char *const *env)
  * translation and JIT).  Init runs no untrusted code, but it is as
  * locked down as the job, and not dumpable: the job can neither ptrace
  * it nor open its /proc files (its socket to the supervisor). */
-static void lock_down(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock)
+static void lock_down(const struct helper_config *c, const struct sbx_seccomp_prog *prog, int sock,
+                      int userns)
 {
-        struct setup_ctx x = { .c = c, .step = SBX_STEP_PRIVILEGES, .err = BC_ERROR_INIT };
+        struct setup_ctx x = { .c = c, .step = SBX_STEP_USERNS, .err = BC_ERROR_INIT };
+        /* Root: into the job's own user namespace, where c->uid and c->gid
+         * are the host ids this sandbox holds, and nothing else is mapped.
+         * Every namespace and mount was made before, by root: they belong
+         * to the host's user namespace, and nothing in the job's holds a
+         * capability over them. */
+        if (c->host.own && userns < 0) {
+                setup_fail(&x, EINVAL, NULL, "no user namespace for the job's ids");
+                report_and_exit(sock, &x);
+        }
+        /* The groups first, while we may: the namespace denies setgroups,
+         * and root's own supplementary groups must not follow the job. */
+        if (userns >= 0 && setgroups(1, &c->host.gid) < 0) {
+                setup_fail(&x, errno, NULL, "setgroups: the job's host group");
+                report_and_exit(sock, &x);
+        }
+        if (userns >= 0 && setns(userns, CLONE_NEWUSER) < 0) {
+                setup_fail(&x, errno, NULL, "setns: the job's user namespace");
+                report_and_exit(sock, &x);
+        }
+        if (userns >= 0)
+                close(userns);
+        x.step = SBX_STEP_PRIVILEGES;
         if (sbx_drop_privileges(c->uid, c->gid, &x.err) < 0)
                 report_and_exit(sock, &x);
         if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) {
@@ -267,19 +293,22 @@ static void init_main(int sock, pid_t job)
         }
 }
 
-/* Only the socket and a warm sandbox's job socket (-1 when cold) survive
- * into the sandbox: the status fd and anything else the worker passed
- * stay outside. */
-static void close_other_fds(int a, int b)
+/* Only the socket, a warm sandbox's job socket and its job's user
+ * namespace (each -1 when absent) survive into the sandbox: the status
+ * fd, the host id's lock and anything else the worker passed stay
+ * outside. */
+static void close_other_fds(int a, int b, int c)
 {
-        int lo = a < b ? a : b, hi = a < b ? b : a;
-        if (lo < 0) {
-                lo = hi;
-                hi = -1;
-        }
+        int keep[3] = { a, b, c };
+        /* Sorted, absent ones (-1) first. */
+        for (int i = 1; i < 3; i++)
+                for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+                        int t = keep[j];
+                        keep[j] = keep[j - 1];
+                        keep[j - 1] = t;
+                }
         unsigned from = 3;
-        int keep[2] = { lo, hi };
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < 3; i++) {
                 if (keep[i] < 0)
                         continue;
                 if ((unsigned)keep[i] > from)
@@ -349,14 +378,14 @@ static void job_wait(int sock, int job_sock)
  * lock-down, then the fork of the job's process: 0 in it, its pid in
  * init. */
 static pid_t lock_down_and_fork(const struct helper_config *c, const struct sbx_seccomp_prog *prog,
-                                int sock, struct setup_ctx *x)
+                                int sock, int userns, struct setup_ctx *x)
 {
         x->step = SBX_STEP_CGROUP;
         if (unshare(CLONE_NEWCGROUP) < 0) {
                 setup_fail(x, errno, NULL, "unshare(CLONE_NEWCGROUP)");
                 report_and_exit(sock, x);
         }
-        lock_down(c, prog, sock);
+        lock_down(c, prog, sock, userns);
         pid_t job = fork();
         if (job < 0) {
                 x->step = SBX_STEP_CLONE;
@@ -369,16 +398,16 @@ static pid_t lock_down_and_fork(const struct helper_config *c, const struct sbx_
 /* A warm sandbox: the root without the job, entered; the cgroup is ours
  * already (the supervisor attaches a warm child before GO).  Init locks
  * down, forks the job's process and says WARM. */
-static void warm_child(int sock, int job_sock, struct setup_ctx *x,
+static void warm_child(int sock, int job_sock, int userns, struct setup_ctx *x,
                        const struct sbx_seccomp_prog *prog) __attribute__((noreturn));
-static void warm_child(int sock, int job_sock, struct setup_ctx *x,
+static void warm_child(int sock, int job_sock, int userns, struct setup_ctx *x,
                        const struct sbx_seccomp_prog *prog)
 {
         x->step = SBX_STEP_MOUNT;
         if (rootfs_build_base(x) < 0 || setup_uts_net(x, x->c->network != SANDBOX_NET_HOST) < 0 ||
             rootfs_pivot(x) < 0)
                 report_and_exit(sock, x);
-        pid_t job = lock_down_and_fork(x->c, prog, sock, x);
+        pid_t job = lock_down_and_fork(x->c, prog, sock, userns, x);
         if (job == 0)
                 job_wait(sock, job_sock);
         close(job_sock);
@@ -399,13 +428,13 @@ void sbx_child_main(const struct child_args *a)
                 setup_fail(&x, errno, "tasks", "move into cgroup");
                 report_and_exit(sock, &x);
         }
-        close_other_fds(sock, a->job_sock);
+        close_other_fds(sock, a->job_sock, a->userns);
         /* Dies with the supervisor; the check after it closes the race of
          * a supervisor that died before the prctl (the GO never comes). */
         if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || wait_go(sock, NULL) < 0)
                 _exit(SBX_EXIT_INTERNAL);
         if (c->warm)
-                warm_child(sock, a->job_sock, &x, prog);
+                warm_child(sock, a->job_sock, a->userns, &x, prog);
         x.step = SBX_STEP_MOUNT;
         if (setup_namespaces(&x, sock, a->idmap_later,
                              c->network != SANDBOX_NET_HOST && !a->netns_later) < 0)
@@ -422,8 +451,9 @@ void sbx_child_main(const struct child_args *a)
                 _exit(SBX_EXIT_INTERNAL);
         /* We move into the cgroup (or were moved), then the cgroup
          * namespace is made, so it is rooted at our cgroup. */
-        bool in_cgroup = take_go(sock, &x);
-        pid_t job = lock_down_and_fork(c, prog, sock, &x);
+        int userns = -1;
+        bool in_cgroup = take_go(sock, &x, &userns);
+        pid_t job = lock_down_and_fork(c, prog, sock, userns, &x);
         if (job == 0)
                 job_main(c, sock, in_cgroup);
         init_main(sock, job);

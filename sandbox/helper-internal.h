@@ -76,6 +76,18 @@ struct helper_config {
         const char *hostname;
         uid_t uid;
         gid_t gid;
+        /* --uid-range (or BOXCAR_UID_RANGE, else the default): where a
+         * root helper takes the job's host ids from (sandbox.h, Host identities). */
+        struct sandbox_id_range id_range;
+        const char *id_range_text;
+        /* The job's ids on the host.  Root: the ones this helper holds
+         * (main.c), which uid/gid map to in the job's own user namespace
+         * (own); unprivileged: the helper's own. */
+        struct sbx_host_ids {
+                uid_t uid;
+                gid_t gid;
+                bool own;
+        } host;
         bool help;
         /* --warm: make the sandbox, then wait on control_fd for its job
          * (see warm.c); no COMMAND. */

@@ -32,6 +32,37 @@ static int usage_error(int argc, char **argv, const char *msg)
         return SBX_EXIT_USAGE;
 }
 
+/* As root: the job's host ids, held until the helper exits (the lock
+ * goes with the process however it ends).  Unprivileged: our own ids, as
+ * the sandbox's user namespace maps them. */
+static int take_host_ids(struct helper_config *c, int *ret_lock, struct bc_error *err)
+{
+        *ret_lock = -1;
+        if (geteuid() != 0) {
+                c->host.uid = geteuid();
+                c->host.gid = getegid();
+                return 0;
+        }
+        if (!c->id_range_text) {
+                const char *env = getenv("BOXCAR_UID_RANGE");
+                c->id_range_text = env && *env ? env : SANDBOX_ID_RANGE_DEFAULT;
+                int r = sandbox_id_range_parse(c->id_range_text, &c->id_range, err);
+                if (r < 0)
+                        return bc_error_prefix(err, "%s",
+                                               env && *env ? "BOXCAR_UID_RANGE" : "--uid-range");
+        }
+        int r = sandbox_id_range_check_host_cached(&c->id_range, "/etc", SANDBOX_ID_LOCK_DIR, err);
+        uint32_t id = 0;
+        if (r >= 0)
+                r = sandbox_id_acquire(SANDBOX_ID_LOCK_DIR, &c->id_range, &id, ret_lock, err);
+        if (r < 0)
+                return r;
+        c->host.uid = (uid_t)id;
+        c->host.gid = (gid_t)id;
+        c->host.own = true;
+        return 0;
+}
+
 int main(int argc, char **argv)
 {
         /* First: nothing this process or its children exec may gain
@@ -78,12 +109,17 @@ int main(int argc, char **argv)
                                    "--warm needs root (unprivileged, every sandbox "
                                    "is made cold)");
         }
-        if (cfg.warm) {
-                int code = sbx_supervise_warm(&cfg);
+        int id_lock = -1;
+        if (take_host_ids(&cfg, &id_lock, &err) < 0) {
                 helper_config_done(&cfg);
-                return code;
+                int r = usage_error(argc, argv, bc_error_message(&err));
+                bc_error_clear(&err);
+                return r;
         }
-        int code = sbx_supervise(&cfg);
+        int code = cfg.warm ? sbx_supervise_warm(&cfg) : sbx_supervise(&cfg);
+        /* Every process of the sandbox is gone by now: the id is free. */
+        if (cfg.host.own)
+                sandbox_id_release(id_lock);
         helper_config_done(&cfg);
         return code;
 }

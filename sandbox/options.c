@@ -137,6 +137,15 @@ const char *helper_usage(void)
                "                      a job asking other limits has its own written then\n"
                "  --hostname NAME     hostname inside (default boxcar)\n"
                "  --uid N, --gid N    identity of COMMAND inside (default 65534)\n"
+               "  --uid-range FIRST-LAST\n"
+               "                      as root: the host uids and gids sandboxes take, one of\n"
+               "                      each per sandbox for its whole life, held by a lock\n"
+               "                      under " SANDBOX_ID_LOCK_DIR "; --uid/--gid map to them in\n"
+               "                      the job's own user namespace (default from\n"
+               "                      BOXCAR_UID_RANGE, else " SANDBOX_ID_RANGE_DEFAULT ");\n"
+               "                      refused when it overlaps an account, a group or a\n"
+               "                      subordinate range of /etc.  Unprivileged, the job is\n"
+               "                      the helper's own uid and gid outside\n"
                "  --help              this text\n"
                "\n"
                "Exit status: COMMAND's, or 128+N when signal N killed it (137 after a\n"
@@ -359,6 +368,11 @@ static int parse_one(struct helper_config *c, const char *opt, char **val, struc
                                    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n)
                         return bc_error_set(err, BC_USAGE, EINVAL, "--hostname: bad '%s'", val[0]);
                 c->hostname = val[0];
+        } else if (strcmp(opt, "--uid-range") == 0) {
+                int e = sandbox_id_range_parse(val[0], &c->id_range, err);
+                if (e < 0)
+                        return bc_error_prefix(err, "--uid-range");
+                c->id_range_text = val[0];
         } else if (strcmp(opt, "--uid") == 0 || strcmp(opt, "--gid") == 0) {
                 /* 0 is refused: the job must never be root, even in a userns. */
                 if (sbx_parse_u64(val[0], 65534, &u) < 0 || u == 0)

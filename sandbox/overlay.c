@@ -8,7 +8,9 @@
  * and no overlay code.  The kernel refuses an idmapped mount of an
  * overlay, so the tree is owned by the job's uid to begin with (the cache
  * stores it so, see storage_cache_set_owner): the sandbox then binds it
- * without an idmap.
+ * without an idmap.  As root each sandbox's job now has host ids of its
+ * own (sandbox.h, Host identities), which no tree can be owned by ahead: the worker then
+ * extracts bases instead (sandbox_overlay_available says so).
  *
  * Why the bounds still hold: every write lands in the upper directory,
  * on the job's ext4 of disk_mb and `files` inodes (statfs of the overlay
@@ -44,6 +46,13 @@ bool sandbox_overlay_available(char *why, size_t n)
                 reason = ws;
         else if (!overlay_supported())
                 reason = "the kernel has no overlay filesystem (modprobe overlay)";
+        /* As root, where workspaces are made, every sandbox runs its job as
+         * host ids of its own (sandbox.h, Host identities), known only once the sandbox is:
+         * the tree would have to be idmapped to them, which the kernel
+         * refuses for an overlay. */
+        else
+                reason = "each sandbox's job has host ids of its own (--uid-range), and an "
+                         "overlay cannot be idmapped to them";
         if (why && n)
                 snprintf(why, n, "%s", reason ? reason : "");
         return reason == NULL;

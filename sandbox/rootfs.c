@@ -174,7 +174,8 @@ static int scratch(struct setup_ctx *x, const struct rootfs_trees *t)
                         continue;
                 snprintf(sp, sizeof(sp), "%s/%s", s, parts[i].sub);
                 if (mkdir(sp, parts[i].mode) < 0 || chmod(sp, parts[i].mode) < 0 ||
-                    chown(sp, c->uid, c->gid) < 0)
+                    chown(sp, c->host.own ? c->host.uid : c->uid,
+                          c->host.own ? c->host.gid : c->gid) < 0)
                         return setup_fail(x, errno, parts[i].dest, "prepare");
                 char dp[PATH_MAX];
                 r = sbx_mount_mkdirs(x, parts[i].dest);

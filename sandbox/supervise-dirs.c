@@ -24,7 +24,7 @@ static int idmap_child(void *arg)
         return 0;
 }
 
-/* A user namespace whose only mapping is owner -> the job's ids, for
+/* A user namespace whose only mapping is owner -> the job's host ids, for
  * idmapped binds (only its id maps matter: the process that made it is
  * gone when it is used).  Made here, by the single-threaded supervisor.
  * Its placeholder is killed, and reaped later
@@ -33,9 +33,10 @@ static int idmap_child(void *arg)
  * root), most of a cold start's idmap step and on its critical path. */
 int sbx_sup_make_idmap(struct supervisor *s, uid_t owner, gid_t group)
 {
-        uid_t uid = s->c->uid;
-        gid_t gid = s->c->gid;
-        sbx_sup_reap_idmap_child(s, 0);
+        /* The job's ids on the host: what its processes are outside. */
+        uid_t uid = s->c->host.uid;
+        gid_t gid = s->c->host.gid;
+        sbx_sup_reap_placeholder(&s->idmap_child, 0);
         /* clone(CLONE_VM) instead of fork: the child shares our memory, so
          * no page table is copied (the dearest part of a fork on a
          * virtualised host), and it runs nothing but pause(). */
@@ -145,7 +146,7 @@ int sbx_sup_prepare_dirs(struct supervisor *s, uid_t idmap_owner, gid_t idmap_gr
          * host keeps the owner).  Unprivileged, the sandbox's own user
          * namespace already maps the job to us, the owner. */
         const struct stat *own = c->workspace ? &ws : c->scratch ? &sc : NULL;
-        if (geteuid() != 0 || !own || (own->st_uid == c->uid && own->st_gid == c->gid)) {
+        if (geteuid() != 0 || !own || (own->st_uid == c->host.uid && own->st_gid == c->host.gid)) {
                 if (s->idmap_fd >= 0)
                         close(s->idmap_fd); /* made ahead, not needed */
                 s->idmap_fd = -1;

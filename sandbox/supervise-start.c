@@ -6,9 +6,12 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/securebits.h>
 
 #include "sandbox/cgroup-internal.h"
 #include "sandbox/child-internal.h"
@@ -26,6 +29,102 @@ static int map_ids(struct supervisor *s)
         if (r >= 0)
                 r = sbx_sup_write_map(s->child, "gid_map", buf);
         return r;
+}
+
+static int userns_placeholder(void *arg)
+{
+        (void)arg;
+        for (;;)
+                pause();
+        return 0;
+}
+
+/* Runs clone(CLONE_NEWUSER) as the job's host ids, so that they own the
+ * namespace: the kernel charges what the job's processes count per user
+ * (processes, inotify instances, ...) in a namespace to its owner's
+ * counters in the parent namespace too.  Made by root, every job's would
+ * add up in root's.  SECBIT_NO_SETUID_FIXUP keeps our capabilities over
+ * the switch (to come back, and for distributions that restrict user
+ * namespaces to privileged callers).  The namespace is opened before we
+ * come back: as the placeholder's own uid we need no CAP_SYS_PTRACE (the
+ * worker's unit does not grant it).  What a uid change resets besides
+ * (dumpable, the parent-death signal) is put back.  Returns the
+ * placeholder's pid (*ret_fd: its namespace, or -1 with errno), or -1. */
+static pid_t clone_as(struct supervisor *s, uid_t uid, gid_t gid, int *ret_fd)
+{
+        static char stack[16384] __attribute__((aligned(16)));
+        int bits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+        int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+        pid_t parent = getppid();
+        *ret_fd = -1;
+        if (bits < 0 || prctl(PR_SET_SECUREBITS, bits | SECBIT_NO_SETUID_FIXUP, 0, 0, 0) < 0)
+                return -1;
+        uid_t ru, eu, su;
+        gid_t rg, eg, sg;
+        if (getresuid(&ru, &eu, &su) < 0 || getresgid(&rg, &eg, &sg) < 0)
+                return -1;
+        sbx_sup_reap_placeholder(&s->userns_child, 0);
+        pid_t pid = -1;
+        int e = 0;
+        if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
+                e = errno;
+        } else {
+                /* The uid change made us (and the placeholder, which
+                 * shares our memory) not dumpable: its /proc files would
+                 * be root's again. */
+                (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+                pid = clone(userns_placeholder, stack + sizeof(stack),
+                            CLONE_NEWUSER | CLONE_VM | SIGCHLD, NULL);
+                e = errno;
+                char path[64];
+                if (pid > 0 && (*ret_fd = sbx_sup_open_ns_of(pid, "user", path)) < 0)
+                        e = errno;
+        }
+        /* Not coming back to root would leave this supervisor unable to
+         * tear the sandbox down. */
+        if (setresuid(ru, eu, su) < 0 || setresgid(rg, eg, sg) < 0)
+                abort();
+        (void)prctl(PR_SET_SECUREBITS, bits, 0, 0, 0);
+        (void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) < 0 || getppid() != parent)
+                kill(getpid(), SIGTERM); /* blocked: read as a cancel */
+        errno = e;
+        return pid;
+}
+
+int sbx_sup_make_job_userns(struct supervisor *s)
+{
+        const struct helper_config *c = s->c;
+        if (!c->host.own)
+                return 0;
+        int fd = -1;
+        pid_t pid = clone_as(s, c->host.uid, c->host.gid, &fd);
+        int r = pid < 0 || fd < 0 ? -errno : 0;
+        /* Exactly the job's ids, nothing else: root and every other id of
+         * the host stay unmapped (the overflow id) inside.  setgroups is
+         * denied, so no process in it can ever drop a group. */
+        char map[64];
+        if (r >= 0)
+                r = sbx_sup_write_map(pid, "setgroups", "deny");
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->uid, (unsigned)c->host.uid);
+        if (r >= 0)
+                r = sbx_sup_write_map(pid, "uid_map", map);
+        snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)c->gid, (unsigned)c->host.gid);
+        if (r >= 0)
+                r = sbx_sup_write_map(pid, "gid_map", map);
+        if (pid > 0) {
+                kill(pid, SIGKILL);
+                s->userns_child = pid;
+        }
+        if (r < 0) {
+                if (fd >= 0)
+                        close(fd);
+                sbx_sup_fail(s, SBX_STEP_USERNS, -r, NULL,
+                             "cannot make the user namespace of the job's host ids");
+                return -1;
+        }
+        s->job_userns = fd;
+        return 0;
 }
 
 /* v2 (or a v1 whose tasks files could not be opened): move the child by
@@ -104,11 +203,16 @@ int sbx_sup_start_child(struct supervisor *s, int *sock_child, int *job_sock_chi
                                         .n_cg_fds = s->n_cg_fds,
                                         .job_sock = job_sock_child ? *job_sock_child : -1,
                                         .netns_later = s->netns_later,
-                                        .idmap_later = s->idmap_later };
+                                        .idmap_later = s->idmap_later,
+                                        .userns = s->job_userns };
                 memcpy(a.cg_fds, s->cg_fds, sizeof(a.cg_fds));
                 sbx_child_main(&a);
         }
         s->child = pid;
+        if (s->job_userns >= 0) {
+                close(s->job_userns); /* the child's copy is the one used */
+                s->job_userns = -1;
+        }
         bool self_attaching = s->n_cg_fds > 0;
         for (size_t i = 0; i < s->n_cg_fds; i++)
                 close(s->cg_fds[i]);

@@ -69,6 +69,12 @@ static void prepare_behind(struct supervisor *s)
                         return;
                 }
         }
+        /* The job's user namespace goes with the second GO: init only
+         * enters it as it locks down. */
+        if (sbx_sup_make_job_userns(s) < 0) {
+                sbx_sup_kill(s);
+                return;
+        }
         if (s->netns_later) {
                 int r = sbx_netns_make(&s->net_ns);
                 if (r < 0) {

@@ -27,9 +27,14 @@ struct supervisor {
          * handoff.  Cold (netns_later): net_ns is the namespace made for
          * the child, until GO hands it over. */
         int job_sock, mnt_ns, net_ns;
+        /* Root: the job's own user namespace (its ids -> the host ids the
+         * helper holds), made by sbx_sup_make_job_userns; init enters it
+         * as it locks down.  -1: none (unprivileged, or handed over). */
+        int job_userns;
         pid_t child;
-        pid_t idmap_child; /* the idmap namespace's placeholder: killed, not
+        pid_t idmap_child;  /* the idmap namespace's placeholder: killed, not
                                    * yet reaped (0: none) */
+        pid_t userns_child; /* the same for the job's user namespace */
         bool ready, reaped, sock_eof, job_reported, exec_failed;
         bool timed_out, cancelled;
         bool warm_built;   /* a warm child reported its base root done */
@@ -52,7 +57,7 @@ struct supervisor {
 #define SBX_SUPERVISOR_INIT(cfg)                                                              \
         {                                                                                     \
                 .c = (cfg), .sock = -1, .sigfd = -1, .timerfd = -1, .idmap_fd = -1,           \
-                .job_sock = -1, .mnt_ns = -1, .net_ns = -1,                                   \
+                .job_sock = -1, .mnt_ns = -1, .net_ns = -1, .job_userns = -1,                 \
                 .cg = { .memory_dir = -1, .pids_dir = -1, .cpu_dir = -1, .cpuacct_dir = -1 }, \
         }
 
@@ -70,9 +75,12 @@ void sbx_sup_block_signals(void);
 int sbx_sup_open_ns_of(pid_t pid, const char *ns, char path[static 64]);
 /* Writes data to /proc/PID/FILE (an id map, setgroups): 0 or -errno. */
 int sbx_sup_write_map(pid_t pid, const char *file, const char *data);
-/* Reaps the idmap namespace's placeholder (sbx_sup_make_idmap) once it is
- * gone: flags 0 waits for it, WNOHANG does not. */
+/* Reaps the idmap namespace's placeholder (sbx_sup_make_idmap) and the
+ * job user namespace's once they are gone: flags 0 waits for them,
+ * WNOHANG does not. */
 void sbx_sup_reap_idmap_child(struct supervisor *s, int flags);
+/* Reaps *pid (a placeholder, 0: none) as above. */
+void sbx_sup_reap_placeholder(pid_t *pid, int flags);
 void sbx_sup_on_message(struct supervisor *s);
 void sbx_sup_on_signal(struct supervisor *s);
 void sbx_sup_on_timer(struct supervisor *s);

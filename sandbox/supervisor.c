@@ -98,9 +98,13 @@ static void on_ready(struct supervisor *s)
         if (s->failed)
                 return; /* the cgroup step failed: the child is being killed */
         struct sbx_msg go = { .type = SBX_MSG_GO, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
-        int fds[ELEMENTSOF(s->cg_fds) + 1];
+        int fds[ELEMENTSOF(s->cg_fds) + 2];
         size_t n = s->n_cg_fds;
         memcpy(fds, s->cg_fds, n * sizeof(int));
+        if (s->job_userns >= 0) {
+                fds[n++] = s->job_userns;
+                go.wstatus |= SBX_GO_USERNS;
+        }
         if (s->net_ns >= 0) {
                 fds[n++] = s->net_ns;
                 go.wstatus |= SBX_GO_NETNS;
@@ -116,6 +120,7 @@ static void on_ready(struct supervisor *s)
                 close(fds[i]);
         s->n_cg_fds = 0;
         s->net_ns = -1;
+        s->job_userns = -1;
         hold_mount_ns(s);
 }
 
@@ -171,15 +176,21 @@ void sbx_sup_on_message(struct supervisor *s)
 
 /* The idmap namespace's placeholder process, killed when the namespace
  * was made (sbx_sup_make_idmap), once it is gone: flags 0 waits for it. */
-void sbx_sup_reap_idmap_child(struct supervisor *s, int flags)
+void sbx_sup_reap_placeholder(pid_t *pid, int flags)
 {
-        if (s->idmap_child <= 0)
+        if (*pid <= 0)
                 return;
         pid_t r;
-        while ((r = waitpid(s->idmap_child, NULL, flags)) < 0 && errno == EINTR)
+        while ((r = waitpid(*pid, NULL, flags)) < 0 && errno == EINTR)
                 ;
         if (r != 0)
-                s->idmap_child = 0;
+                *pid = 0;
+}
+
+void sbx_sup_reap_idmap_child(struct supervisor *s, int flags)
+{
+        sbx_sup_reap_placeholder(&s->idmap_child, flags);
+        sbx_sup_reap_placeholder(&s->userns_child, flags);
 }
 
 void sbx_sup_on_signal(struct supervisor *s)
@@ -336,7 +347,7 @@ void sbx_sup_done(struct supervisor *s)
         sbx_egress_free(s->egress); /* the job is over: its connections end */
         s->egress = NULL;
         int *fds[] = { &s->sock,     &s->sigfd,  &s->timerfd, &s->idmap_fd,
-                       &s->job_sock, &s->mnt_ns, &s->net_ns };
+                       &s->job_sock, &s->mnt_ns, &s->net_ns,  &s->job_userns };
         for (size_t i = 0; i < ELEMENTSOF(fds); i++)
                 if (*fds[i] >= 0) {
                         close(*fds[i]);

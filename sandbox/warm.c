@@ -132,7 +132,8 @@ static int prepare(struct warm *w)
         bc_error_clear(&err);
         int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
         s->n_cg_fds = n > 0 ? (size_t)n : 0;
-        return sbx_sup_prepare_signals(s);
+        /* Before the clone: the child inherits it, to enter as it locks down. */
+        return sbx_sup_make_job_userns(s) < 0 ? -1 : sbx_sup_prepare_signals(s);
 }
 
 /* The worker's job directories are root's: the namespace that maps root
@@ -509,6 +510,7 @@ static int run_job(struct warm *w, int fds[4])
         if (r >= 0)
                 r = check_fits(w);
         if (r >= 0) {
+                w->job.host = w->wc->host; /* held since it was made */
                 s->c = &w->job;
                 /* The namespace made ahead, if any, maps 0:0. */
                 r = sbx_sup_prepare_dirs(s, 0, 0, false);

@@ -32,12 +32,16 @@ int sandbox_warm_start(const char *helper, enum sandbox_network network, const c
         /* As sandbox_argv_build writes them: the helper parses back the
          * very values a job's options carry. */
         char mem[24], pids[16], cpus[32];
-        char *argv[18];
+        char *argv[20];
         size_t n = 0;
         argv[n++] = (char *)helper;
         argv[n++] = "--warm";
         argv[n++] = "--control-fd";
         argv[n++] = "3";
+        if (strcmp(sandbox_id_range_get(), SANDBOX_ID_RANGE_DEFAULT) != 0) {
+                argv[n++] = "--uid-range";
+                argv[n++] = (char *)sandbox_id_range_get();
+        }
         argv[n++] = "--network";
         argv[n++] = network == SANDBOX_NET_HOST ? "host" : "none";
         if (limits && limits->memory_mb) {

@@ -118,7 +118,13 @@ check "nothing of the volume is left in the cache" \
 # A session's next version is kept in the artifact cache from the job's
 # changes (a copy of what changed), unless that copy could take the disk
 # below the reserve: a job writing 100 MiB over version 1, admitted with
-# 12 MiB to spare, has its version uploaded but not cached.
+# 12 MiB to spare, has its version uploaded but not cached.  Only where
+# bases are overlays over that cache: as root each sandbox has host ids of
+# its own (docs/tenants.md), and bases are extracted instead.
+if ! "$BOXCAR" sandbox detect | grep -q '^artifact base: *overlay'; then
+  for w in "version over the cache" "control" "not cached" "said why" "above the reserve"; do
+    skip "artifact cache ($w): bases are extracted here"; done
+else
 p1=$(enqueue '{"script": "head -c 1048576 /dev/urandom > seed", "artifact": {"storage": "prom"}, "limits": {"disk_mb": 64}}')
 "$BOXCAR" status --wait "$p1" >/dev/null
 v1=$(job_field $p1 "result->'artifact'->>'sha256'")
@@ -133,6 +139,7 @@ check "control: version 1 is in the artifact cache" test -d "$WD/artifacts/v/$(s
 check "its version was not cached" test ! -e "$WD/artifacts/v/$(stack_of "$v2")"
 check "the worker said why" grep -q "event=artifact.cache sha256=$(stack_of "$v2") error=\"No space left on device\"" "$BOXCAR_DEV/test-logs/disk-w.log"
 check "the free space stayed above the reserve (lowest ${lowest} MiB)" test "$lowest" -ge 95
+fi
 
 # Item 2: a job that cannot fit even alone fails, naming the figures: at
 # once when the filesystem is too small; after --disk-wait when other

@@ -55,13 +55,17 @@ is "each is a boxcar-sandbox --warm child of the worker" "$(warm_pids $WORKER_PI
 sup=$(warm_pids $WORKER_PID | head -1)
 init=$(pgrep -P "$sup" | head -1)
 jobp=$(pgrep -P "${init:-1}" | head -1)
+# Its uid on the host is the sandbox's own, from the default --uid-range
+# (docs/tenants.md, Host identities), which is 65534 (nobody) inside.
 locked() {
-  awk '/^Uid:/ { u = $2 } /^CapEff:/ { c = $2 } /^CapBnd:/ { b = $2 } /^NoNewPrivs:/ { n = $2 }
+  awk '/^Uid:/ { u = ($2 >= 1879048192 && $2 <= 1879113727) ? "own-id" : $2 }
+       /^CapEff:/ { c = $2 } /^CapBnd:/ { b = $2 } /^NoNewPrivs:/ { n = $2 }
        /^Seccomp:/ { s = $2 } END { print u, c, b, n, s }' "/proc/$1/status" 2>/dev/null
+  awk '{ print $1, $3 }' "/proc/$1/uid_map" 2>/dev/null
 }
-is "a waiting warm sandbox's init: nobody, no capabilities, no_new_privs, seccomp" \
-   "$(locked "${init:-0}")" "65534 0000000000000000 0000000000000000 1 2"
-is "its job process, forked ahead: the same" "$(locked "${jobp:-0}")" "65534 0000000000000000 0000000000000000 1 2"
+is "a waiting warm sandbox's init: its own host id (nobody inside), no capabilities, no_new_privs, seccomp" \
+   "$(locked "${init:-0}" | tr '\n' ' ')" "own-id 0000000000000000 0000000000000000 1 2 65534 1 "
+is "its job process, forked ahead: the same" "$(locked "${jobp:-0}" | tr '\n' ' ')" "own-id 0000000000000000 0000000000000000 1 2 65534 1 "
 
 id=$(run_job '{"script": "echo hello > /workspace/f; cat /workspace/f; id -u; cat /proc/self/status | grep -E \"^(NoNewPrivs|Seccomp):\" | tr -s \"\\t \" \" \""}')
 out=$(job_field $id "result->>'stdout'")

@@ -4,14 +4,15 @@
 # worker's pool: boxcar-sandbox --warm, handed the job, through
 # sandbox-warm-run).  Each result line says which path it tested.  Then
 # the warm sandboxes' preset limits, then attacks on sessions through a
-# real worker (sessions.sh).  BOXCAR_T (`make test SUITES=security
-# T=cold`) picks parts: cold, warm, preset, sessions (tests/select.sh).
+# real worker (sessions.sh), and each sandbox's own host ids
+# (identities.sh).  BOXCAR_T (`make test SUITES=security T=cold`) picks
+# parts: cold, warm, preset, identities, sessions (tests/select.sh).
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
-[[ ${1:-} == --list ]] && { printf '%s\n' cold warm preset sessions; exit 0; }
-t_pick cold warm preset sessions >/dev/null || exit 1
+[[ ${1:-} == --list ]] && { printf '%s\n' cold warm preset identities sessions; exit 0; }
+t_pick cold warm preset identities sessions >/dev/null || exit 1
 here=tests/security
 build=${BOXCAR_BUILD:-build}
 warm=${SANDBOX_WARM_BIN:-$BOXCAR_ROOT/$build/sandbox-warm-run}
@@ -66,6 +67,9 @@ sys.exit(4)')
     --memory-mb 64 --pids 8 --cpus 1 -- "${forks[@]}"
   preset "64 32 1" 120 "a job without a memory limit cannot lift the sandbox's: refused before it runs" -- \
     --pids 32 --cpus 1 -- sh -c 'echo ran'
+fi
+if t_selected identities; then
+  bash "$here/identities.sh" | label identities || rc=1
 fi
 if t_selected sessions; then
   bash "$here/sessions.sh" | label sessions || rc=1

@@ -30,7 +30,7 @@ part() {
       # The sandbox's parts: the sessions part drives a worker against
       # PostgreSQL and S3, which the VM does not run (the host's suite does).
       security) echo "=== vm: sandbox security suite"
-                part security env BOXCAR_T="cold warm preset" bash tests/security/run.sh ;;
+                part security env BOXCAR_T="cold warm preset identities" bash tests/security/run.sh ;;
       worker) echo "=== vm: workers in delegated cgroups"; part worker bash tests/vm/worker.sh ;;
       *) echo "not ok - unknown VM_PARTS entry: $p" ;;
     esac

@@ -48,6 +48,7 @@ enum {
         OPT_ALLOW_URL_CIDR,
         OPT_NETWORK_ALLOW,
         OPT_PRIVATE_EGRESS,
+        OPT_UID_RANGE,
         OPT_DISK_RESERVE,
         OPT_DISK_WAIT,
         OPT_CONFIG,

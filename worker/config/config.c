@@ -118,6 +118,7 @@ static const struct option worker_options[] = {
         { "allow-url-cidr", required_argument, NULL, OPT_ALLOW_URL_CIDR },
         { "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
         { "allow-private-egress", required_argument, NULL, OPT_PRIVATE_EGRESS },
+        { "uid-range", required_argument, NULL, OPT_UID_RANGE },
         { "config", required_argument, NULL, OPT_CONFIG },
         { "secret-keys", required_argument, NULL, OPT_SECRET_KEYS },
         { "help", no_argument, NULL, OPT_HELP },
@@ -137,6 +138,7 @@ static const struct {
         { OPT_ALLOW_PRIVATE_URLS, "BOXCAR_ALLOW_PRIVATE_URLS" },
         { OPT_ALLOW_URL_CIDR, "BOXCAR_ALLOW_URL_CIDRS" },
         { OPT_PRIVATE_EGRESS, "BOXCAR_ALLOW_PRIVATE_EGRESS" },
+        { OPT_UID_RANGE, "BOXCAR_UID_RANGE" },
 };
 
 /* Settings read from the environment only (by the storage and webhook
@@ -347,6 +349,7 @@ void config_done(struct worker_config *c)
         free(c->webhook_schedule);
         free(c->webhook_default_url);
         free(c->metrics_addr);
+        free(c->uid_range);
         free(c->listen_database_url);
         memset(c, 0, sizeof(*c));
 }

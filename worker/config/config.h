@@ -69,6 +69,9 @@ struct worker_config {
         /* Where URLs from job specs (webhooks, volume urls) may lead:
          * --allow-private-urls, --allow-url-cidr (and their variables). */
         struct netguard url_guard;
+        /* --uid-range: the host ids root sandboxes take, one uid and gid
+         * each (sandbox/sandbox.h); NULL: the default. */
+        char *uid_range;
 };
 
 /* Parses "250ms", "30s", "1.5h", "7d" or a plain number of seconds: digits,

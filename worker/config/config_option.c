@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/size.h"
+#include "sandbox/sandbox.h"
 #include "worker/config/config-internal.h"
 
 int config_parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *ret)
@@ -267,6 +268,13 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
                 return config_network_allow(c, label, v, err);
         case OPT_PRIVATE_EGRESS:
                 return config_private_egress(c, label, v, err);
+        case OPT_UID_RANGE: {
+                struct sandbox_id_range range;
+                if (sandbox_id_range_parse(v, &range, err) < 0)
+                        return bc_error_prefix(err, "%s", label);
+                r = config_set_string(&c->uid_range, v);
+                break;
+        }
         case OPT_RETENTION:
                 r = config_parse_duration(v, true, &c->retention_s);
                 break;

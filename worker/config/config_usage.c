@@ -1,6 +1,7 @@
 /* `boxcar worker --help`: every flag, the environment, the file.  Kept
  * true to config.c's option table (the docs suite checks both ways). */
 #include "worker/config/config.h"
+#include "sandbox/sandbox.h"
 
 const char config_worker_usage[] =
         "usage: boxcar worker [OPTIONS]\n"
@@ -44,6 +45,12 @@ const char config_worker_usage[] =
         "                         BAD_SPEC; repeatable, adds to the configuration file's;\n"
         "                         ';' separates queues in one value (default: no queue\n"
         "                         may ask; see README, Network allow-lists)\n"
+        "  --uid-range FIRST-LAST  as root, the host uids and gids jobs run as: each\n"
+        "                         sandbox takes one of each for its whole life, mapped\n"
+        "                         to the job's ids in its own user namespace (default:\n"
+        "                         " SANDBOX_ID_RANGE_DEFAULT "; refused when it overlaps an\n"
+        "                         account, group or subordinate range of /etc; also\n"
+        "                         BOXCAR_UID_RANGE; see docs/tenants.md)\n"
         "  --allow-private-egress Q=R1,R2  the internal targets the jobs of queue Q may\n"
         "                         reach through \"network\": {\"allow\": [...]}: exact names\n"
         "                         that may resolve to private addresses (db.internal:5432),\n"
@@ -142,6 +149,7 @@ const char config_worker_usage[] =
         "replace it; without it this worker delivers no webhooks); BOXCAR_WEBHOOK_URL (the\n"
         "database-wide default for jobs without their own URL);\n"
         "BOXCAR_ALLOW_PRIVATE_URLS (1 or 0), BOXCAR_ALLOW_URL_CIDRS (C1,C2);\n"
+        "BOXCAR_UID_RANGE (FIRST-LAST, as --uid-range);\n"
         "BOXCAR_ALLOW_PRIVATE_EGRESS (Q=R1,R2;Q2=R3);\n"
         "BOXCAR_CONFIG (the configuration file); NOTIFY_SOCKET, WATCHDOG_USEC (systemd\n"
         "Type=notify: READY=1 once connected, STOPPING=1 on drain, WATCHDOG=1).\n"

@@ -63,6 +63,15 @@ int worker_setup_work_dir(const struct worker_config *cfg, bool *ret_private, st
                 err->code = BC_CONFIG;
                 return bc_error_prefix(err, "--work-dir %s", cfg->work_dir);
         }
+        /* Refused at the start, not at the first job: a range that
+         * overlaps a host account would let jobs act as it. */
+        if (cfg->sandbox == BACKEND_NAMESPACE && geteuid() == 0) {
+                int r = sandbox_id_range_set(cfg->uid_range, err);
+                if (r < 0) {
+                        err->code = BC_CONFIG;
+                        return r;
+                }
+        }
         if (cfg->sandbox == BACKEND_NAMESPACE) {
                 char why[128];
                 struct bc_error e = BC_ERROR_INIT;
