@@ -138,9 +138,10 @@ void egress_pending_abort(struct egress_pending *p);
 /* The refusal of a lookup over the limit: one entry for them all, kept
  * in the status even once EGRESS_REFUSED_KEPT others are. */
 #define EGRESS_RATE_LIMITED "name lookups over the rate limit"
-/* The resolver's host ids: nobody's, chosen in sbx_egress_new (the one
- * place; per-job host uids, once the sandbox has them, can take their
- * place there). */
+/* The resolver's host ids when the sandbox has none of its own (an
+ * unprivileged helper cannot switch to them anyway): nobody's.  Chosen in
+ * sbx_egress_new; a root helper's sandbox gives its own (helper_config's
+ * host). */
 #define EGRESS_RESOLVER_UID 65534
 #define EGRESS_RESOLVER_GID 65534
 /* egress_addrs.err when the resolver could not join the job's cgroup or

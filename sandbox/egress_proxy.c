@@ -86,7 +86,12 @@ struct sbx_egress *sbx_egress_new(const struct helper_config *c, const int *fds,
         struct bc_error err = { 0 };
         if (e) {
                 e->rules = malloc(c->n_net_rules * sizeof(*e->rules) + 1);
-                e->resolver = egress_resolver_new(cg, EGRESS_RESOLVER_UID, EGRESS_RESOLVER_GID);
+                /* The job's own host ids when the sandbox has them: the
+                 * lookups are then charged to the job's per-user limits
+                 * too, and share an id with no other job. */
+                uid_t uid = c->host.own ? c->host.uid : EGRESS_RESOLVER_UID;
+                gid_t gid = c->host.own ? c->host.gid : EGRESS_RESOLVER_GID;
+                e->resolver = egress_resolver_new(cg, uid, gid);
         }
         if (!e || !e->rules || !e->resolver || n == 0 || n > EGRESS_MAX_FDS ||
             netguard_allow_list(&e->private_guard, PRIVATE_RANGES, &err) < 0) {

@@ -560,8 +560,9 @@ if [[ $ctl == 127.0.0.1 ]] && blocked "$OUT" banner && has "$(jget '.network.ref
   ok "an allowed name is resolved as written, not through the search list (control: outside, it resolves through it)"
 else not_ok "an allowed name is resolved as written, not through the search list"; diag "control: $ctl"; diag "$OUT $ST"; fi
 # The worker-side resolver of an allow-list's names: seen from the host
-# while it waits on a name the DNS server never answers, it is nobody
-# (uid 65534) without capabilities, no_new_privs and seccomp, in the job's
+# while it waits on a name the DNS server never answers, it is the job's
+# own host uid and gid (never root), without capabilities, no_new_privs
+# and seccomp, in the job's
 # cgroup (its CPU and memory are the job's).  Found as the child of the
 # supervisor the job's marked sleep descends from.
 mark="7.$RANDOM"
@@ -585,8 +586,10 @@ rstat=$(cat "/proc/$rp/status" 2>/dev/null)
 cgs() { grep -E '^[0-9]+:(memory|pids|):' "/proc/$1/cgroup" 2>/dev/null | sort; }
 rcg=$(cgs "$rp") jcg=$(cgs "$jp")
 diag "resolver $rp: $(grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' <<<"$rstat" | tr '\n\t' '  ')"
-check "the name resolver runs as uid and gid 65534, not root" \
-  bash -c 'grep -qP "^Uid:\s+65534\s+65534\s+65534\s+65534$" <<<"$1" && grep -qP "^Gid:\s+65534\s+65534\s+65534\s+65534$" <<<"$1"' _ "$rstat"
+jstat0=$(cat "/proc/$jp/status" 2>/dev/null)
+ids_of() { grep -E '^(Uid|Gid):' <<<"$1"; }
+check "the name resolver runs as the job's own host uid and gid ($(ids_of "$jstat0" | awk '{print $2}' | tr '\n' ' ')), not root" \
+  bash -c '[[ -n $1 && $1 == "$2" ]] && ! grep -qP "^Uid:\s+0\s" <<<"$1"' _ "$(ids_of "$rstat")" "$(ids_of "$jstat0")"
 check "with no capabilities (effective, permitted, bounding)" \
   bash -c 'grep -qP "^CapEff:\s+0+$" <<<"$1" && grep -qP "^CapPrm:\s+0+$" <<<"$1" && grep -qP "^CapBnd:\s+0+$" <<<"$1"' _ "$rstat"
 check "with no_new_privs and a seccomp filter" \
