@@ -85,8 +85,8 @@ int cmd_quota(int argc, char **argv)
                 else if ((o == 'm' || o == 'c') && is_set)
                         *(o == 'm' ? &max_running : &cpu) = optarg;
                 else {
-                        bc_error_set(&err, BC_USAGE, EINVAL, "unknown or incomplete option '%s'",
-                                     argv[optind]);
+                        bc_error_set(&err, BC_USAGE, EINVAL, "unknown or incomplete option '%.*s'",
+                                     (int)strcspn(argv[optind], "="), argv[optind]);
                         return cli_fail(name, &err);
                 }
         }

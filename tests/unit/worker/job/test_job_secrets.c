@@ -21,43 +21,10 @@
 #include "worker/job/livelog.h"
 #include "worker/secrets/keyring.h"
 #include "worker/spec/spec.h"
+#include "tests/unit/worker/secrets/fixture.h"
 
-#define DATA "tests/data/secrets/"
 #define VALUE "hunter2-aes256"
 
-static char *slurp(const char *path)
-{
-        FILE *f = fopen(path, "r");
-        if (!f)
-                fail_msg("%s: cannot open", path);
-        char *buf = calloc(1, 200000);
-        size_t n = fread(buf, 1, 199999, f);
-        fclose(f);
-        while (n > 0 && buf[n - 1] == '\n')
-                buf[--n] = 0;
-        return buf;
-}
-
-static struct secret_keyring *test_keyring(void)
-{
-        char dir[] = "/tmp/bc-jobsecrets-XXXXXX";
-        assert_non_null(mkdtemp(dir));
-        char path[128];
-        snprintf(path, sizeof path, "%s/key.pem", dir);
-        char *pem = slurp(DATA "key.pem");
-        FILE *f = fopen(path, "w");
-        fprintf(f, "%s\n", pem);
-        fclose(f);
-        free(pem);
-        chmod(path, 0600);
-        struct secret_keyring *kr = NULL;
-        struct bc_error err = BC_ERROR_INIT;
-        if (secret_keyring_load(dir, &kr, &err) < 0)
-                fail_msg("keyring: %s", bc_error_message(&err));
-        unlink(path);
-        rmdir(dir);
-        return kr;
-}
 
 static struct job_spec *sealed_spec(void)
 {

@@ -1,6 +1,9 @@
 /* Unit tests for worker/workdir/disk_budget.c on the real filesystem of a
  * temporary work dir: the reserve is set to leave ROOM bytes for jobs, so
- * the figures do not depend on how full the disk is. */
+ * the figures do not depend on how full the disk is.  As root the work dir
+ * is a tmpfs of its own, so that nothing else writing to the host's disk
+ * meanwhile (other suites, other checkouts) moves its free space between
+ * the reserve's reading and a take: that made "waits" read "never fits". */
 #include <errno.h>
 #include <pthread.h>
 #include <fcntl.h>
@@ -11,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -67,6 +71,20 @@ static int setup(void **state)
 {
         (void)state;
         assert_non_null(mkdtemp(work));
+        /* Unprivileged: the host disk's directory, as before.  The tmpfs
+         * has other files on it, as a disk has: what no job could use even
+         * with none running is then more than the room left to jobs. */
+        if (mount("boxcar-disk-budget", work, "tmpfs", MS_NOSUID | MS_NODEV,
+                  "size=1g,mode=0700") == 0) {
+                char other[300];
+                snprintf(other, sizeof(other), "%s/others", work);
+                int fd = open(other, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                assert_true(fd >= 0);
+                assert_int_equal(posix_fallocate(fd, 0, (off_t)(384 * MIB)), 0);
+                close(fd);
+        } else {
+                assert_true(errno == EPERM || errno == EACCES);
+        }
         snprintf(image, sizeof(image), "%s/ws.img", work);
         waits = 0;
         return 0;
@@ -75,6 +93,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
         (void)state;
+        umount2(work, MNT_DETACH); /* fails harmlessly when not mounted */
         char cmd[300];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", work);
         assert_int_equal(system(cmd), 0);
