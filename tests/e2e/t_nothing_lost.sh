@@ -80,7 +80,7 @@ mkdir -p "$tmp/push"; echo pushed > "$tmp/push/log.txt"
 slow=$(echo '{"command": ["sh", "-c", "sleep 2; echo slow >> /workspace/log.txt"], "artifact": {"storage": "s2", "base": "latest"}}' | "$BOXCAR" enqueue --queue art --spec -)
 started() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$1' and kind = 'started'") -ge 1 ]]; }
 wait_for "started" 20 started "$slow"
-pushed=$("$BOXCAR" storage push s2 "$tmp/push" 2>/dev/null)
+pushed=$("$BOXCAR" storage push --scope art s2 "$tmp/push" 2>/dev/null)
 wait_for "finished" 30 finished "$slow"
 is "the job still succeeds" "$(job_field "$slow" status)" "succeeded"
 is "its result says its version is a branch (artifact.conflict)" "$(job_field "$slow" "result->'artifact'->>'conflict'")" "true"
