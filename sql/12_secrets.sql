@@ -18,7 +18,9 @@ begin
     if (select count(*) from jsonb_object_keys(secrets)) > 256 then
         return 'secrets: at most 256 secrets';
     end if;
-    select case
+    -- The first entry at fault, in key order (not the first entry: a valid
+    -- one before a bad one must not hide it).
+    select fault into e from (select case
              when key !~ '^[A-Za-z_][A-Za-z0-9_]{0,255}$' then 'secrets.' || left(key, 64) || ': not a valid variable name'
              when upper(key) like 'BOXCAR\_%' then 'secrets.' || key || ': BOXCAR_* names are reserved'
              when jsonb_typeof(env) = 'object' and env ? key then 'secrets.' || key || ': also set in env'
@@ -32,8 +34,9 @@ begin
                'secrets.' || key || ': must be a string or {"sealed": "<base64 OpenPGP message>"}'
              when octet_length(value ->> 'sealed') > 131072 then 'secrets.' || key || ': sealed value longer than 131072 bytes'
              when (value ->> 'sealed') !~ '^[A-Za-z0-9+/\n]+={0,2}\n?$' then 'secrets.' || key || ': "sealed" must be base64'
-           end into e
-      from jsonb_each(secrets)
+           end as fault
+      from jsonb_each(secrets)) f
+     where fault is not null
      limit 1;
     return e;
 end $$;

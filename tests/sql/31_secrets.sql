@@ -2,7 +2,7 @@
 -- whatever path writes a spec; the sealed form; keys and their rotation.
 -- K1 is tests/data/secrets/key.pem's public key, K2 another test key.
 begin;
-select plan(31);
+select plan(32);
 
 create temp table k (name text primary key, packets bytea);
 insert into k values
@@ -56,6 +56,9 @@ select throws_ok(format($$select boxcar.enqueue('default', '{"command":["true"],
                  '22023', 'BAD_SPEC: secrets.K: longer than 65536 bytes', 'a value over 64 KiB');
 select throws_ok($$select boxcar.enqueue('default', '{"command":["true"],"secrets":{"K":1}}')$$,
                  '22023', 'BAD_SPEC: secrets.K: must be a string or {"sealed": "<base64 OpenPGP message>"}', 'a number');
+select throws_ok($$select boxcar.enqueue('default', '{"command":["true"],"secrets":{"A":"fine","from":{"ses":"a/b"}}}')$$,
+                 '22023', 'BAD_SPEC: secrets.from: must be a string or {"sealed": "<base64 OpenPGP message>"}',
+                 'a bad value after a good one');
 select throws_ok($$select boxcar.enqueue('default', '{"command":["true"],"secrets":["K"]}')$$,
                  '22023', 'BAD_SPEC: secrets: must be an object of names to values', 'not an object');
 select throws_ok($$select boxcar.enqueue('default', '{"command":["true"],"secrets":{"K":{"sealed":"AAAA"}}}')$$,
