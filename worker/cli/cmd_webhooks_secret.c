@@ -102,6 +102,20 @@ static int rotate(PGconn *conn, const struct secret_args *a, int *ret_gen, struc
         return 0;
 }
 
+/* The secret of (master key m, scope, endpoint, gen) as a receiver holds
+ * it (whsec_...); the raw key is wiped before this returns. */
+static int derived_text(const struct webhook_secrets *master, size_t m, const char *scope,
+                        const char *endpoint, int gen, char text[WEBHOOK_SECRET_TEXT_SIZE],
+                        struct bc_error *err)
+{
+        unsigned char key[WEBHOOK_DERIVED_KEY_BYTES];
+        int r = webhook_derive_key(master, m, scope, endpoint, gen, key, err);
+        if (r >= 0)
+                webhook_key_text(key, text);
+        explicit_bzero(key, sizeof(key));
+        return r;
+}
+
 /* One line per (generation, master key): the secret first, for scripts. */
 static int print_text(PGresult *res, const struct webhook_secrets *master,
                       const struct secret_args *a, struct bc_error *err)
@@ -111,12 +125,10 @@ static int print_text(PGresult *res, const struct webhook_secrets *master,
                 const char *endpoint = PQgetvalue(res, i, 0);
                 int gen = atoi(PQgetvalue(res, i, 1));
                 for (size_t m = 0; m < nm; m++) {
-                        unsigned char key[WEBHOOK_DERIVED_KEY_BYTES];
                         char text[WEBHOOK_SECRET_TEXT_SIZE];
-                        int r = webhook_derive_key(master, m, a->scope, endpoint, gen, key, err);
+                        int r = derived_text(master, m, a->scope, endpoint, gen, text, err);
                         if (r < 0)
                                 return r;
-                        webhook_key_text(key, text);
                         printf("%s  generation %d  %s  %s%s", text, gen,
                                *endpoint ? "endpoint" : "scope-wide",
                                PQgetisnull(res, i, 3) ? "valid" : "valid until ",
@@ -124,7 +136,6 @@ static int print_text(PGresult *res, const struct webhook_secrets *master,
                         if (nm > 1)
                                 printf("  master key %zu of %zu", m + 1, nm);
                         putchar('\n');
-                        explicit_bzero(key, sizeof(key));
                         explicit_bzero(text, sizeof(text));
                 }
         }
@@ -150,12 +161,10 @@ static int print_json(PGresult *res, const struct webhook_secrets *master,
                 const char *endpoint = PQgetvalue(res, i, 0);
                 int gen = atoi(PQgetvalue(res, i, 1));
                 for (size_t m = 0; m < webhook_secrets_count(master); m++) {
-                        unsigned char key[WEBHOOK_DERIVED_KEY_BYTES];
                         char text[WEBHOOK_SECRET_TEXT_SIZE];
-                        int r = webhook_derive_key(master, m, a->scope, endpoint, gen, key, err);
+                        int r = derived_text(master, m, a->scope, endpoint, gen, text, err);
                         if (r < 0)
                                 return r;
-                        webhook_key_text(key, text);
                         cJSON *e = cJSON_CreateObject();
                         if (!e || !cJSON_AddItemToArray(list, e))
                                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
@@ -171,7 +180,6 @@ static int print_json(PGresult *res, const struct webhook_secrets *master,
                                 cJSON_AddNullToObject(e, "valid_until");
                         else
                                 cJSON_AddStringToObject(e, "valid_until", PQgetvalue(res, i, 3));
-                        explicit_bzero(key, sizeof(key));
                         explicit_bzero(text, sizeof(text));
                 }
         }
