@@ -9,7 +9,7 @@ BUILD_PKGS=(gcc make pkg-config libpq-dev libcurl4-openssl-dev libcjson-dev
 RUN_PKGS=(postgresql-15 postgresql-client-15 ca-certificates procps iproute2
           util-linux e2fsprogs)
 TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
-           python3 python3-botocore python3-jsonschema curl bubblewrap hyperfine pgbouncer
+           python3 python3-botocore python3-jsonschema python3-psycopg python3-build python3-venv curl bubblewrap hyperfine pgbouncer
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
            qemu-system-x86 busybox-static cpio lintian man-db
            chromium clang-format clang-tidy cppcheck)

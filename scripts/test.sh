@@ -11,7 +11,7 @@ source "$(dirname "$0")/env.sh"
 cd "$BOXCAR_ROOT"
 source tests/select.sh
 
-ALL_SUITES=(unit sql e2e security storage webhooks valgrind chaos ops docs lint fuzz vm)
+ALL_SUITES=(unit sql e2e security storage webhooks clients valgrind chaos ops docs lint fuzz vm)
 # Suites that never touch PostgreSQL: asked for alone, no server is started.
 NO_PG_SUITES=" unit lint "
 suites=("$@")
