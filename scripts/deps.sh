@@ -31,6 +31,18 @@ npm_peers() {
   fi
 }
 
+# The Node client's own dependencies (pg, standardwebhooks, typescript),
+# pinned by clients/node/package-lock.json, installed into clients/node:
+# its tests type-check, pack and install it (tests/clients/t_node.sh).
+CLIENT_NODE=$(cd "$(dirname "$0")/../clients/node" && pwd)
+npm_client() {
+  cd "$CLIENT_NODE"
+  if [[ ! -d node_modules || package-lock.json -nt node_modules/.package-lock.json ]]; then
+    echo "deps: installing clients/node's npm dependencies" >&2
+    npm ci --no-audit --no-fund --loglevel=error >/dev/null
+  fi
+}
+
 missing=()
 for p in "${want[@]}"; do
   # npm/node may come from outside Debian (nodesource, nvm): the command is what matters.
@@ -42,7 +54,7 @@ for p in "${want[@]}"; do
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
-  [[ "${1:-all}" == all ]] && npm_peers
+  [[ "${1:-all}" == all ]] && npm_peers && npm_client
   exit 0
 fi
 
@@ -60,5 +72,5 @@ if [[ ! -e $stamp ]] || ! $SUDO apt-get install -y --no-install-recommends "${mi
   $SUDO mkdir -p "$(dirname $stamp)" && $SUDO touch $stamp
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-[[ "${1:-all}" == all ]] && npm_peers
+[[ "${1:-all}" == all ]] && npm_peers && npm_client
 exit 0
