@@ -190,10 +190,10 @@ begin
                                                     'dependency', c.by) end
           from unnest(todo, bys) c(id, by)
          where j.id = c.id and j.status = 'queued'
-        returning j.id, j.attempts, c.by, j.artifact_storage
+        returning j.id, j.attempts, c.by as dep_id, j.artifact_storage
     loop
         perform boxcar.add_event(r.id, 'dependency_failed', null, r.attempts,
-                                 jsonb_build_object('dependency', r.by));
+                                 jsonb_build_object('dependency', r.dep_id));
         if r.artifact_storage is not null and not r.artifact_storage = any (storages) then
             storages := storages || r.artifact_storage;
         end if;
