@@ -19,17 +19,23 @@
 -- it); once they have succeeded it joins the line, unblocked only if the
 -- storage has no other active job.
 
--- Whether the job waits on a dependency that has not succeeded.  The
--- dependencies are looked up by id (= any (array(...))), not joined: a
--- join planned while the tables looked empty read every job (see
+-- Whether the job waits on a dependency that has not succeeded.  Each
+-- dependency is read by its id: a query over the dependencies' statuses
+-- could walk a partial index of jobs by status whole (see
 -- boxcar.claim_ids, tests/sql/20_report_plan.sql).
 create or replace function boxcar.dependencies_pending(id uuid)
-returns boolean language sql stable as $$
-    select exists (select 1 from boxcar.jobs a
-                    where a.id = any (array(select d.depends_on from boxcar.job_dependencies d
-                                             where d.job_id = dependencies_pending.id))
-                      and a.status <> 'succeeded')
-$$;
+returns boolean language plpgsql stable as $$
+declare
+    dep uuid;
+begin
+    for dep in select d.depends_on from boxcar.job_dependencies d
+                where d.job_id = dependencies_pending.id loop
+        if (select a.status from boxcar.jobs a where a.id = dep) is distinct from 'succeeded' then
+            return true;
+        end if;
+    end loop;
+    return false;
+end $$;
 
 -- The job's dependencies, sorted (null when it has none).
 create or replace function boxcar.job_depends_on(id uuid)
@@ -38,15 +44,23 @@ returns uuid[] language sql stable as $$
      where d.job_id = job_depends_on.id
 $$;
 
--- A dependency of the job that failed or was cancelled, or null.
+-- A dependency of the job that failed or was cancelled, or null (read
+-- by id, as in dependencies_pending).
 create or replace function boxcar.dependency_failed(id uuid)
-returns boxcar.jobs language sql stable as $$
-    select a.* from boxcar.jobs a
-     where a.id = any (array(select d.depends_on from boxcar.job_dependencies d
-                              where d.job_id = dependency_failed.id))
-       and a.status in ('failed', 'cancelled')
-     order by a.finished_at, a.id limit 1
-$$;
+returns boxcar.jobs language plpgsql stable as $$
+declare
+    dep uuid;
+    a boxcar.jobs;
+begin
+    for dep in select d.depends_on from boxcar.job_dependencies d
+                where d.job_id = dependency_failed.id order by d.depends_on loop
+        select * into a from boxcar.jobs x where x.id = dep;
+        if a.status in ('failed', 'cancelled') then
+            return a;
+        end if;
+    end loop;
+    return null;
+end $$;
 
 -- The error of a job cancelled because dependency dep ended as it did.
 create or replace function boxcar.dependency_error(dep boxcar.jobs)
@@ -176,10 +190,10 @@ begin
                                                     'dependency', c.by) end
           from unnest(todo, bys) c(id, by)
          where j.id = c.id and j.status = 'queued'
-        returning j.id, j.attempts, c.by, j.artifact_storage
+        returning j.id, j.attempts, c.by as dep_id, j.artifact_storage
     loop
         perform boxcar.add_event(r.id, 'dependency_failed', null, r.attempts,
-                                 jsonb_build_object('dependency', r.by));
+                                 jsonb_build_object('dependency', r.dep_id));
         if r.artifact_storage is not null and not r.artifact_storage = any (storages) then
             storages := storages || r.artifact_storage;
         end if;
