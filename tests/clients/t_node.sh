@@ -43,7 +43,7 @@ export BOXCAR_WEBHOOK_SECRET="whsec_$(head -c 32 /dev/urandom | base64)"
 BOXCAR_TEST_WEBHOOK_SECRET=$(webhook_secrets_of default)
 export BOXCAR_TEST_WEBHOOK_SECRET BOXCAR_TEST_SESSIONS=$sessions
 rm -rf "$BOXCAR_DEV/work/node"
-start_worker node --concurrency 4 --lease 5s --poll-interval 1s --sandbox "$E2E_SANDBOX"
+start_worker node --concurrency 4 --lease 5s --poll-interval 1s --sandbox "$E2E_SANDBOX" --queues default,listed
 wait_for "worker registered" 15 sql_true "select exists (select from boxcar.workers)"
 
 # ---- The README's example, as written ----

@@ -121,7 +121,7 @@ export class Boxcar {
   // cancelled job is returned, not thrown: look at job.status and
   // job.error.  timeoutMs: BoxcarTimeoutError after that long (default:
   // wait as long as it takes).
-  waitFor(id, { timeoutMs } = {}) {
+  async waitFor(id, { timeoutMs } = {}) {
     id = checkId(id);
     return this.watch(id, {
       timeoutMs,

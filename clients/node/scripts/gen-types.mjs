@@ -199,6 +199,12 @@ function generate(schema) {
   return out.join('\n');
 }
 
-const text = generate(JSON.parse(readFileSync(schemaPath, 'utf8')));
+let text;
+try {
+  text = generate(JSON.parse(readFileSync(schemaPath, 'utf8')));
+} catch (e) {
+  process.stderr.write(`gen-types: ${schemaPath}: ${e.message}\n`);
+  process.exit(1);
+}
 if (outPath === '-') process.stdout.write(text);
 else writeFileSync(outPath, text);

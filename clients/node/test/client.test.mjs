@@ -38,8 +38,8 @@ test('enqueue runs in the caller\'s transaction: rolled back, no job; committed,
     await c.query('commit');
     const job = await boxcar.waitFor(id, { timeoutMs: 30000 });
     assert.equal(job.status, 'succeeded');
-    assert.equal(job.result.stdout, 'out');
-    assert.equal(job.result.stderr, 'err');
+    assert.equal(job.result.stdout, 'out\n');
+    assert.equal(job.result.stderr, 'err\n');
     assert.equal(job.priority, 5);
     assert.equal(job.max_attempts, 2);
   } finally {
@@ -78,7 +78,7 @@ test('enqueueMany: ids in input order, dependsOn by earlier index, one bad job r
   ]);
   assert.equal(ids.length, 3);
   const jobs = await Promise.all(ids.map((id) => boxcar.waitFor(id, { timeoutMs: 30000 })));
-  assert.deepEqual(jobs.map((j) => j.result.stdout), ['first', 'second', 'third']);
+  assert.deepEqual(jobs.map((j) => j.result.stdout), ['first\n', 'second\n', 'third\n']);
   assert.deepEqual(jobs[1].depends_on, [ids[0]]);
   assert.ok(new Date(jobs[1].started_at) >= new Date(jobs[0].finished_at), 'the dependent started after its dependency ended');
   const before = (await one('select count(*)::int n from boxcar.jobs')).n;
@@ -132,7 +132,7 @@ test('waitFor survives its LISTEN connection being terminated (pg_terminate_back
   assert.equal(killed.ok, true);
   const job = await waiting;
   assert.equal(job.status, 'succeeded');
-  assert.equal(job.result.stdout, 'survived');
+  assert.equal(job.result.stdout, 'survived\n');
   assert.notEqual(boxcar.listener.pid, pid, 'a new LISTEN connection');
 });
 
@@ -155,7 +155,7 @@ test('a job that ends while the LISTEN connection is down is seen when it comes 
     assert.equal(boxcar.listener.pid, null, 'the listener was still away when the job ended');
     await su.query(`alter database "${dbName}" with allow_connections true`);
     const job = await waiting;
-    assert.equal(job.result.stdout, 'while-away');
+    assert.equal(job.result.stdout, 'while-away\n');
   } finally {
     await su.query(`alter database "${dbName}" with allow_connections true`).catch(() => {});
     await su.end();
@@ -165,7 +165,7 @@ test('a job that ends while the LISTEN connection is down is seen when it comes 
 test('many waits share one LISTEN connection', async () => {
   const ids = await enqueueMany(db, Array.from({ length: 20 }, (_, i) => ({ queue: 'default', spec: sh(`echo ${i}`) })));
   const jobs = await Promise.all(ids.map((id) => boxcar.waitFor(id, { timeoutMs: 30000 })));
-  assert.deepEqual(jobs.map((j) => j.result.stdout), ids.map((_, i) => String(i)));
+  assert.deepEqual(jobs.map((j) => j.result.stdout), ids.map((_, i) => `${i}\n`));
   const n = await one('select count(*)::int n from pg_stat_activity where application_name = $1 and datname = current_database()', [APPLICATION_NAME]);
   assert.equal(n.n, 1);
 });
@@ -197,8 +197,13 @@ test('progress yields each report in order and ends with the job', async () => {
     spec: sh('for i in 1 2 3; do echo "{\\"step\\": $i}" >> "$BOXCAR_PROGRESS"; sleep 1.2; done'),
   });
   const seen = [];
-  for await (const p of boxcar.progress(id)) seen.push(p);
-  assert.ok(seen.length >= 1, 'at least one report');
+  let runningAtFirst;
+  for await (const p of boxcar.progress(id)) {
+    if (seen.length === 0) runningAtFirst = (await boxcar.get(id)).status;
+    seen.push(p);
+  }
+  assert.equal(runningAtFirst, 'running', 'the first report came while the job was running');
+  assert.ok(seen.length >= 2, `${seen.length} reports`);
   assert.deepEqual(seen.at(-1).progress, { step: 3 });
   for (let i = 1; i < seen.length; i++) assert.ok(seen[i].seq > seen[i - 1].seq);
   assert.ok(seen[0].at instanceof Date);
@@ -264,7 +269,7 @@ test('verifyWebhook accepts a real delivery and rejects a tampered body, a wrong
       const event = verifyWebhook(secret, headers, body);
       assert.equal(event.type, 'job.succeeded');
       assert.equal(event.data.job_id, id);
-      assert.equal(event.data.result.stdout, 'hooked');
+      assert.equal(event.data.result.stdout, 'hooked\n');
       // As text too, with a Fetch Headers object, and among other secrets (a rotation).
       assert.equal(verifyWebhook(secret, new Headers(headers), body.toString()).data.job_id, id);
       const other = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
@@ -300,7 +305,7 @@ test('sessions: run, stdin, write, read, list, stat, move, remove, file errors, 
     assert.equal((await s.stat('bin/blob')).size, 5);
     const r = await s.run(['sh', '-c', 'cat notes/todo.txt; cat; exit 3'], { stdin: 'from stdin\n' });
     assert.equal(r.exitCode, 3);
-    assert.equal(r.stdout, 'buy milk\nfrom stdin');
+    assert.equal(r.stdout, 'buy milk\nfrom stdin\n');
     assert.equal((await s.run('echo $BOXCAR_SESSION_ID $BOXCAR_SESSION_JOB')).stdout.split(' ')[0], 'node-s1');
     await s.move('notes/todo.txt', 'done.txt');
     await s.mkdir('a/b');
