@@ -40,8 +40,9 @@ export class Boxcar {
       this.ownPool = true;
     }
     // An idle pooled connection that dies is the pool's to replace; without
-    // a handler its 'error' would end the process.
-    this.pool.on('error', () => {});
+    // a handler its 'error' would end the process.  A pool of the caller's
+    // keeps the caller's handling.
+    if (this.ownPool) this.pool.on('error', () => {});
     const { max, idleTimeoutMillis, connectionTimeoutMillis, ...one } = clientConfig;
     this.listener = new Listener(one);
     this.requestedBy = requestedBy ?? `${os.userInfo().username}@${os.hostname()}`;

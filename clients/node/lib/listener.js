@@ -61,7 +61,9 @@ export class Listener {
         this.lastError = e;
         c.removeAllListeners('end');
         c.end().catch(() => {});
-        if (!this.everConnected || this.closed) {
+        // Nobody waits any more: stop trying (the next ready() starts
+        // again), so a database that stays down keeps no timer alive.
+        if (!this.everConnected || this.closed || this.subs.size === 0) {
           this.opening = null;
           throw e;
         }

@@ -196,11 +196,14 @@ export interface SessionOptions {
   timeoutMs?: number;
 }
 
+/** A job spec without its session (the Session fills it in). */
+export type SessionJobSpec = JobSpec extends infer T ? (T extends unknown ? Omit<T, 'session'> : never) : never;
+
 export declare class Session {
   readonly id: string;
   readonly queue: string;
   /** Runs one job of the session (its session field filled in) and returns it finished. */
-  job(spec: Omit<JobSpec, 'session'> | Record<string, unknown>): Promise<Job>;
+  job(spec: SessionJobSpec): Promise<Job>;
   run(command: string | string[], options?: { stdin?: string; env?: Record<string, string>; workdir?: string; timeoutS?: number }):
     Promise<{ exitCode: number; stdout: string; stderr: string; job: Job }>;
   code(language: 'python' | 'node' | 'bash', source: string, options?: { args?: Record<string, unknown> }): Promise<unknown>;

@@ -1,6 +1,6 @@
 // Each spec here breaks the schema: tsc must refuse every one (the test
 // counts one error per line marked "error").
-import type { JobSpec } from '@boxcar/client';
+import type { JobSpec, Session } from '@boxcar/client';
 
 export const noMode: JobSpec = { env: {} }; // error: no command, script, code or files
 export const twoModes: JobSpec = { command: ['a'], script: 'b' }; // error: two modes
@@ -13,3 +13,4 @@ export const readWithContent: JobSpec = { session: { id: 's' }, files: [{ op: 'r
 export const moveNoTo: JobSpec = { session: { id: 's' }, files: [{ op: 'move', path: 'a' }] }; // error: move needs to
 export const stdinNoSession: JobSpec = { command: ['cat'], stdin: 'x' }; // error: stdin needs a session
 export const volumeBoth: JobSpec = { command: ['a'], volumes: [{ name: 'v', mount: '/v', url: 'http://x', storage: 's' }] }; // error: url or storage
+export async function sessionJobTwoModes(s: Session): Promise<void> { await s.job({ command: ['a'], script: 'b' }); } // error: two modes in a session job

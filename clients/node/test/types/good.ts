@@ -51,6 +51,8 @@ async function main(): Promise<void> {
   const text: string = await s.read('x.txt');
   const { exitCode, stdout } = await s.run(['ls'], { stdin: 'x' });
   const entries = await s.list('.');
+  const ran: Job = await s.job({ command: ['ls'], stdin: 'x', limits: { timeout_s: 5 } });
+  console.log(ran.status);
   console.log(text, exitCode, stdout, entries[0]?.type, await s.files([op]), sessionSpec, stdinSpec);
   const event = verifyWebhook('whsec_x', { 'webhook-id': 'a' }, '{}');
   console.log(event.type, event.data.job_id);
