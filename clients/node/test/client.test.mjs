@@ -4,8 +4,13 @@
 //   BOXCAR_ADMIN_URL             the cluster's superuser (to block connections)
 //   BOXCAR_TEST_WEBHOOK_SECRET   scope default's webhook secret (whsec_…)
 //   BOXCAR_TEST_SESSIONS         1 when the worker can run sessions (root, S3)
+//   BOXCAR                       the boxcar binary (its webhooks verify)
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test, after } from 'node:test';
 import pg from 'pg';
 import {
@@ -98,6 +103,9 @@ test('dependsOn: a failed dependency cancels the dependent with DEPENDENCY_FAILE
   assert.equal(jb.error.code, 'DEPENDENCY_FAILED');
   assert.equal(jb.error.dependency, a);
   assert.equal((await boxcar.get(a)).status, 'failed');
+  const unknown = '00000000-0000-4000-8000-00000000000a';
+  await assert.rejects(enqueue(db, { queue: 'default', spec: sh('true'), dependsOn: [unknown] }),
+    (e) => e.code === '22023' && e.message.includes(unknown));
 });
 
 test('waitFor times out with an error naming the job; cancel ends a running job, which waitFor then sees', async () => {
@@ -248,7 +256,7 @@ test('retry queues a failed job again; errors for unknown and succeeded jobs are
 });
 
 test('verifyWebhook accepts a real delivery and rejects a tampered body, a wrong secret and an old timestamp',
-  { skip: !process.env.BOXCAR_TEST_WEBHOOK_SECRET && 'no BOXCAR_TEST_WEBHOOK_SECRET' }, async () => {
+  { skip: !(process.env.BOXCAR_TEST_WEBHOOK_SECRET && process.env.BOXCAR) && 'no BOXCAR_TEST_WEBHOOK_SECRET or BOXCAR' }, async () => {
     const secret = process.env.BOXCAR_TEST_WEBHOOK_SECRET;
     let got;
     const delivered = new Promise((resolve) => {
@@ -286,6 +294,18 @@ test('verifyWebhook accepts a real delivery and rejects a tampered body, a wrong
       } finally {
         Date.now = now;
       }
+      // The project's own checker agrees on the same bytes, both ways.
+      const cli = (bytes) => {
+        const dir = mkdtempSync(join(tmpdir(), 'boxcar-node-wh-'));
+        writeFileSync(join(dir, 'h'), ['webhook-id', 'webhook-timestamp', 'webhook-signature'].map((k) => `${k}: ${headers[k]}\n`).join(''));
+        writeFileSync(join(dir, 'b'), bytes);
+        const r = spawnSync(process.env.BOXCAR, ['webhooks', 'verify', '--headers', join(dir, 'h'), '--body', join(dir, 'b')],
+          { env: { ...process.env, BOXCAR_WEBHOOK_SECRET: secret }, encoding: 'utf8' });
+        rmSync(dir, { recursive: true });
+        return `${r.status} ${r.stdout.trim()}`;
+      };
+      assert.equal(cli(body), '0 valid');
+      assert.match(cli(tampered), /^1 invalid/);
       assert.throws(() => verifyWebhook(secret, headers, JSON.parse(body)), TypeError);
     } finally {
       server.close();
