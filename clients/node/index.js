@@ -1,5 +1,5 @@
 // @boxcar/client: a thin Node.js client over boxcar's SQL API (README.md).
-export { Boxcar, FINAL } from './lib/boxcar.js';
+export { Boxcar, FINAL, POOL_APPLICATION_NAME } from './lib/boxcar.js';
 export { enqueue, enqueueMany } from './lib/enqueue.js';
 export { BoxcarError, BoxcarTimeoutError, JobFailedError } from './lib/errors.js';
 export { APPLICATION_NAME } from './lib/listener.js';

@@ -9,6 +9,9 @@ import { Session } from './session.js';
 import { Signal, beforeDeadline } from './signal.js';
 
 export const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
+// How the client's own pool shows in pg_stat_activity (unless the config
+// names another); the listener is APPLICATION_NAME (lib/listener.js).
+export const POOL_APPLICATION_NAME = 'boxcar-client';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const STREAMS = { 1: 'stdout', 2: 'stderr' };
 
@@ -36,7 +39,7 @@ export class Boxcar {
       this.ownPool = false;
       if (!clientConfig.connectionString && !clientConfig.host) Object.assign(clientConfig, pool.options);
     } else {
-      this.pool = new pg.Pool({ max: 4, ...clientConfig });
+      this.pool = new pg.Pool({ max: 4, application_name: POOL_APPLICATION_NAME, ...clientConfig });
       this.ownPool = true;
     }
     // An idle pooled connection that dies is the pool's to replace; without

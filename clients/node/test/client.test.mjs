@@ -15,7 +15,7 @@ import { test, after } from 'node:test';
 import pg from 'pg';
 import {
   Boxcar, enqueue, enqueueMany, verifyWebhook, BoxcarTimeoutError, JobFailedError,
-  WebhookVerificationError, APPLICATION_NAME,
+  WebhookVerificationError, APPLICATION_NAME, POOL_APPLICATION_NAME,
 } from '../index.js';
 
 const url = process.env.DATABASE_URL;
@@ -142,6 +142,19 @@ test('waitFor survives its LISTEN connection being terminated (pg_terminate_back
   assert.equal(job.status, 'succeeded');
   assert.equal(job.result.stdout, 'survived\n');
   assert.notEqual(boxcar.listener.pid, pid, 'a new LISTEN connection');
+});
+
+test('waitFor survives every connection of the client being terminated at once (listener and pool)', async () => {
+  const id = await enqueue(db, { queue: 'default', spec: sh('sleep 1; echo all-gone') });
+  await boxcar.get(id); // a pooled connection exists
+  const waiting = boxcar.waitFor(id, { timeoutMs: 30000 });
+  await boxcar.listener.ready();
+  await sleep(100);
+  const r = await one(`select count(pg_terminate_backend(pid))::int as n from pg_stat_activity
+                        where datname = current_database() and application_name in ($1, $2)`, [APPLICATION_NAME, POOL_APPLICATION_NAME]);
+  assert.ok(r.n >= 2, `${r.n} connections terminated`);
+  const job = await waiting;
+  assert.equal(job.result.stdout, 'all-gone\n');
 });
 
 test('a job that ends while the LISTEN connection is down is seen when it comes back (re-read, never missed)', { skip: !admin && 'no BOXCAR_ADMIN_URL' }, async () => {

@@ -264,4 +264,7 @@ export declare class JobFailedError extends BoxcarError {
 }
 
 export declare const FINAL: ReadonlySet<FinalStatus>;
+/** The listener connection's application_name ("boxcar-client-listen"). */
 export declare const APPLICATION_NAME: string;
+/** The client's own pool's application_name unless its config names one ("boxcar-client"). */
+export declare const POOL_APPLICATION_NAME: string;
