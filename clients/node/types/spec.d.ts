@@ -189,7 +189,11 @@ export type Webhook = {
   /**
    * Checked by the server: maxLength 2048, pattern ^https?://[^\s]+$.
    */
-  url: string;
+  url?: string;
+  /**
+   * Each stored progress report is also a job.progress webhook delivery (at most one per 500 ms per job).
+   */
+  progress?: boolean;
 };
 
 export type Retry = {

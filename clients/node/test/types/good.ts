@@ -11,6 +11,7 @@ const spec: JobSpec = {
   network: { allow: ['pypi.org:443'] },
   volumes: [{ name: 'data', mount: '/data', storage: 'corpus', version: 'latest' }],
   retry: { on: ['TIMEOUT'] },
+  webhook: { url: 'https://app.example/hooks', progress: true },
 };
 const sessionSpec: JobSpec = {
   session: { id: 'chat-1' },
