@@ -46,7 +46,8 @@ export class Boxcar {
     // a handler its 'error' would end the process.  A pool of the caller's
     // keeps the caller's handling.
     if (this.ownPool) this.pool.on('error', () => {});
-    const { max, idleTimeoutMillis, connectionTimeoutMillis, ...one } = clientConfig;
+    // The listener is one connection: the pool's own settings are not its.
+    const { max, min, idleTimeoutMillis, maxUses, allowExitOnIdle, ...one } = clientConfig;
     this.listener = new Listener(one);
     this.requestedBy = requestedBy ?? `${os.userInfo().username}@${os.hostname()}`;
   }

@@ -191,6 +191,14 @@ test('many waits share one LISTEN connection', async () => {
   assert.equal(n.n, 1);
 });
 
+test('a Boxcar on the caller\'s pool uses it and leaves it open at end()', async () => {
+  const mine = new Boxcar({ pool: db, requestedBy: 'pool-test' });
+  const id = await mine.enqueue({ queue: 'default', spec: sh('echo pooled') });
+  assert.equal((await mine.waitFor(id, { timeoutMs: 30000 })).result.stdout, 'pooled\n');
+  await mine.end();
+  assert.equal((await one('select 1 as x')).x, 1);
+});
+
 test('streamLogs yields the live log while the job runs and ends with the job', async () => {
   const id = await enqueue(db, { queue: 'default', spec: sh('for i in 1 2 3 4; do echo line$i; sleep 0.4; done; echo bye >&2') });
   const chunks = [];
