@@ -12,6 +12,9 @@ if [[ ! -d $CLIENT/node_modules ]]; then
   not_ok "clients/node/node_modules is missing: run scripts/deps.sh all"; tap_done; exit 1
 fi
 
+is "the package's version is the repository's (VERSION)" \
+  "$(node -p "require('$CLIENT/package.json').version")" "$(cat "$BOXCAR_ROOT/VERSION")"
+
 # ---- Types ----
 node "$CLIENT/scripts/gen-types.mjs" "$BOXCAR_ROOT/docs/job-spec.schema.json" "$tmp/spec.d.ts"
 check "types/spec.d.ts is what gen-types.mjs makes of docs/job-spec.schema.json (npm run gen-types)" \
