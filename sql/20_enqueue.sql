@@ -173,6 +173,7 @@ declare
     qs text[] := '{}'; specs jsonb[] := '{}'; prios integer[] := '{}'; runs timestamptz[] := '{}';
     maxes integer[] := '{}'; keys text[] := '{}'; urls text[] := '{}'; blocks boolean[] := '{}';
     deps jsonb[];          -- each element's depends_on as given
+    later integer[] := '{}';  -- the elements with a key or dependencies
     dep uuid[];
     el jsonb; v jsonb;
     i integer; k integer;
@@ -258,6 +259,9 @@ begin
             ids[i] := gen_random_uuid();
             runs[i] := coalesce(runs[i], now());
             blocks[i] := coalesce(blocks[i], false);
+            if blocks[i] or keys[i] is not null then
+                later := later || i;
+            end if;
         end loop;
 
         cur := null;
@@ -268,7 +272,9 @@ begin
 
         -- In input order: an element's dependencies on earlier ones are
         -- their final ids (an existing job's, under an idempotency key).
-        for i in 1 .. n loop
+        -- Only those with a key or dependencies: reading an element of an
+        -- array with nulls (keys) walks it from the start.
+        foreach i in array later loop
             cur := i;
             dep := null;
             if blocks[i] then
