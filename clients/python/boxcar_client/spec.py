@@ -9,8 +9,8 @@ server checks every spec in ``boxcar.enqueue`` and its message is what a
 caller sees (:class:`boxcar_client.BadSpec`).
 """
 
-from __future__ import annotations
-
+# No "from __future__ import annotations": with string annotations
+# Python 3.11 loses Required[] and so the TypedDicts' required keys.
 from typing import Any, Dict, List, Literal, Required, TypedDict, Union
 
 Json = Any
