@@ -4,6 +4,10 @@
 -- active one, and a job that finishes unblocks the next.  Both steps hold
 -- a transaction-scoped advisory lock on the storage's name, so they never
 -- interleave, whatever the number of enqueuers and workers.
+--
+-- A job waiting on dependencies (sql/36_dependencies.sql) is blocked but
+-- not yet in the line: no job waits behind it, and none of these steps
+-- unblocks it.  It joins the line when its dependencies have succeeded.
 
 create or replace function boxcar.lock_artifact_storage(storage text)
 returns void language sql volatile as $$
@@ -17,13 +21,16 @@ language plpgsql as $$
 declare
     storage text := new.spec #>> '{artifact,storage}';
 begin
-    if storage is null or new.status <> 'queued' then
+    -- Blocked already: enqueued with dependencies, it joins the line later.
+    if storage is null or new.status <> 'queued' or new.blocked then
         return new;
     end if;
     perform boxcar.lock_artifact_storage(storage);
     new.blocked := exists (select 1 from boxcar.jobs o
                             where o.artifact_storage = storage
-                              and o.status in ('queued', 'running'));
+                              and (o.status = 'running'
+                                   or (o.status = 'queued'
+                                       and (not o.blocked or not boxcar.dependencies_pending(o.id)))));
     return new;
 end $$;
 
@@ -48,6 +55,7 @@ begin
     update boxcar.jobs j set blocked = false
      where j.id = (select o.id from boxcar.jobs o
                     where o.artifact_storage = storage and o.status = 'queued' and o.blocked
+                      and not boxcar.dependencies_pending(o.id)
                     order by o.created_at, o.id limit 1)
     returning j.* into next;
     return next.id;
@@ -83,6 +91,7 @@ begin
     -- that jobs_artifact_active (whose predicate needs it) serves the scan.
     for s in select distinct j.artifact_storage from boxcar.jobs j
               where j.status = 'queued' and j.blocked and j.artifact_storage is not null
+                and not boxcar.dependencies_pending(j.id)
                 and not exists (select 1 from boxcar.jobs o
                                  where o.artifact_storage = j.artifact_storage
                                    and (o.status = 'running'

@@ -87,13 +87,16 @@ begin
     return n;
 end $$;
 
--- The job as one JSON document (what `boxcar status` prints).  A queued
+-- The job as one JSON document (what `boxcar status` prints), with
+-- "depends_on" (its dependencies' ids) when it has any.  A queued
 -- job whose scope is at a quota says so in "waiting" (sql/39_caps_quotas.sql).
 -- Secrets by name only (boxcar.spec_redacted): sealed values are harmless
 -- but mean nothing to a reader.
 create or replace function boxcar.job_json(id uuid)
 returns jsonb language sql stable as $$
-    select to_jsonb(j)
+    select (to_jsonb(j) - 'has_dependents')
+           || coalesce((select jsonb_build_object('depends_on', array_agg(x.depends_on order by x.depends_on))
+                          from boxcar.job_dependencies x where x.job_id = j.id having count(*) > 0), '{}')
            || case when j.spec ? 'secrets' then jsonb_build_object('spec', boxcar.spec_redacted(j.spec))
                    else '{}' end
            || case when w.reason is not null then jsonb_build_object('waiting', w.reason) else '{}' end

@@ -9,6 +9,9 @@
 -- succeeded one is not re-run (enqueue it again instead).  The job's
 -- webhook event is sent again when it finishes (a new delivery per run).
 -- A job on an artifact storage waits behind that storage's active jobs.
+-- A job with dependencies waits for them again (one that failed is
+-- retried first); the jobs cancelled because this one failed come back
+-- (boxcar.dependencies_revive).
 -- The new run's attempts count from 1 again, so the previous run's live
 -- log (job_logs, keyed by attempt) moves out of their way, below zero:
 -- attempt - 1000 * (the retries before this one + 1).  It is kept, but a
@@ -23,6 +26,7 @@ set enable_seqscan = off as $$
 declare
     j boxcar.jobs;
     wait boolean := false;
+    dep boxcar.jobs;
 begin
     if requested_by is null or length(btrim(requested_by)) = 0 or length(requested_by) > 200 then
         raise exception 'requested_by: name who asks for the retry (1 to 200 characters)'
@@ -36,11 +40,24 @@ begin
         raise exception 'job % is %: only a failed or cancelled job can be retried', j.id, j.status
             using errcode = '55000';
     end if;
-    if j.artifact_storage is not null then
+    -- A job with dependencies runs after them (sql/36_dependencies.sql):
+    -- one that failed or was cancelled is retried first (which brings
+    -- this one back, if it was cancelled because of it).
+    dep := boxcar.dependency_failed(j.id);
+    if dep.id is not null then
+        raise exception 'job % depends on job %, which %: retry that one first', j.id, dep.id,
+                        case dep.status when 'failed' then 'failed' else 'was cancelled' end
+            using errcode = '55000';
+    end if;
+    if boxcar.dependencies_pending(j.id) then
+        wait := true;
+    elsif j.artifact_storage is not null then
         perform boxcar.lock_artifact_storage(j.artifact_storage);
         wait := exists (select 1 from boxcar.jobs o
                          where o.artifact_storage = j.artifact_storage
-                           and o.status in ('queued', 'running'));
+                           and (o.status = 'running'
+                                or (o.status = 'queued'
+                                    and (not o.blocked or not boxcar.dependencies_pending(o.id)))));
     end if;
     -- The queue's caps as they are now (sql/39_caps_quotas.sql): a job
     -- over a cap lowered since is refused, not run again.
@@ -57,6 +74,9 @@ begin
                              jsonb_build_object('requested_by', requested_by,
                                                 'previous_status', j.status,
                                                 'previous_error', j.error));
+    if j.has_dependents then
+        perform boxcar.dependencies_revive(j.id, requested_by);
+    end if;
     return boxcar.job_json(j.id);
 end $$;
 

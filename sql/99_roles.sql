@@ -55,6 +55,7 @@ create or replace function boxcar.access_list()
 returns table (kind text, name text, grants text) language sql immutable as $$ values
     -- The applications' API.
     ('definer',  'enqueue',                        'app worker'),
+    ('definer',  'enqueue_many',                   'app worker'),
     ('definer',  'cancel',                         'app dashboard'),
     ('definer',  'retry',                          'app dashboard'),
     ('definer',  'jobs_list',                      'app dashboard'),
@@ -183,6 +184,30 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('function', 'write_webhook',                  ''),
     ('function', 'session_job',                    ''),
     ('function', 'access_list',                    ''),
+    -- Enqueue's shared checks (sql/20_enqueue.sql), run inside enqueue and
+    -- enqueue_many as their owner.
+    ('function', 'enqueue_error',                  ''),
+    ('function', 'enqueue_raise',                  ''),
+    ('function', 'enqueue_differs',                ''),
+    ('function', 'enqueue_existing',               ''),
+    ('function', 'raise_error',                    ''),
+    ('function', 'jobs_text',                      ''),
+    ('function', 'jobs_int',                       ''),
+    -- Dependencies (sql/36_dependencies.sql): added by enqueue and revived
+    -- by retry as the owner; the finish trigger and the artifact order's
+    -- steps run them as the worker (a report, a rescue) or the owner (a
+    -- cancel).  The app reads a job's dependencies in boxcar.job_json, or
+    -- from the table beside jobs.
+    ('function', 'add_dependencies',               ''),
+    ('function', 'dependencies_revive',            ''),
+    ('function', 'dependency_done',                ''),
+    ('function', 'dependencies_pending',           'worker'),
+    ('function', 'dependencies_settle',            'worker'),
+    ('function', 'dependencies_cancel',            'worker'),
+    ('function', 'dependency_failed',              'worker'),
+    ('function', 'dependency_error',               'worker'),
+    ('function', 'job_depends_on',                 'worker'),
+    ('table',    'job_dependencies',               'worker:select app:select'),
     -- Tables: the worker's; an app may read jobs, their events and logs
     -- (README: `select status, result from boxcar.jobs`), and writes
     -- through the definer functions above only.
