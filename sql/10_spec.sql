@@ -556,12 +556,19 @@ begin
     end if;
     if spec ? 'webhook' then
         v := spec -> 'webhook';
-        if jsonb_typeof(v) <> 'object' or (select count(*) from jsonb_object_keys(v) key where key <> 'url') > 0 then
-            return 'webhook: must be an object with only "url"';
+        if jsonb_typeof(v) <> 'object'
+           or (select count(*) from jsonb_object_keys(v) key where key not in ('url', 'progress')) > 0 then
+            return 'webhook: must be an object with only "url" and "progress"';
         end if;
-        if jsonb_typeof(v -> 'url') is distinct from 'string' or (v ->> 'url') !~ '^https?://[^[:space:]]+$'
-           or length(v ->> 'url') > 2048 then
+        -- "url" may be left out when "progress" is there: the URL is then
+        -- enqueue's webhook_url or the workers' default.
+        if (v ? 'url' or not v ? 'progress')
+           and (jsonb_typeof(v -> 'url') is distinct from 'string' or (v ->> 'url') !~ '^https?://[^[:space:]]+$'
+                or length(v ->> 'url') > 2048) then
             return 'webhook.url: must be an http(s) URL of at most 2048 characters';
+        end if;
+        if v ? 'progress' and jsonb_typeof(v -> 'progress') <> 'boolean' then
+            return 'webhook.progress: must be true or false';
         end if;
     end if;
     if spec ? 'retry' then

@@ -100,6 +100,10 @@ returns jsonb language sql stable as $$
            || case when j.spec ? 'secrets' then jsonb_build_object('spec', boxcar.spec_redacted(j.spec))
                    else '{}' end
            || case when w.reason is not null then jsonb_build_object('waiting', w.reason) else '{}' end
+           -- The latest progress report (sql/82_progress.sql), once there is one.
+           || coalesce((select jsonb_build_object('progress', e.details) from boxcar.job_events e
+                         where e.job_id = j.id and e.kind = 'progress'
+                         order by e.id desc limit 1), '{}')
       from boxcar.jobs j
       left join lateral (select boxcar.scope_wait_reason(boxcar.queue_scope(j.queue)) as reason
                           where j.status = 'queued') w on w.reason is not null

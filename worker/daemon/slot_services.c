@@ -12,6 +12,7 @@
 #include "common/cleanup.h"
 #include "common/clock.h"
 #include "worker/daemon/slots-internal.h"
+#include "worker/db/db.h"
 #include "worker/db/db_pool.h"
 #include "worker/exec/claim_gate.h"
 #include "worker/job/livelog.h"
@@ -119,6 +120,29 @@ static int svc_append_logs(void *ctx, const struct livelog_batch *batch, struct 
         return r;
 }
 
+static int svc_report_progress(void *ctx, const struct claimed_job *job, const char *json,
+                               struct bc_error *err)
+{
+        struct slot *sl = ctx;
+        if (!slot_claim_held(job))
+                return bc_error_set(err, BC_INTERNAL, ECANCELED,
+                                    "not stored: the claim of the job did not commit");
+        char attempt[16];
+        snprintf(attempt, sizeof(attempt), "%d", job->attempt);
+        const char *p[] = { job->id, sl->owner->cfg->worker_id, attempt, json };
+        PGconn *conn = db_pool_get(sl->owner->db, err);
+        PGresult *res = conn ? db_exec_hot(conn,
+                                           "select boxcar.report_progress($1::uuid, $2, $3::int, "
+                                           "$4::jsonb)",
+                                           4, p, err)
+                             : NULL;
+        db_pool_put(sl->owner->db, conn);
+        if (!res)
+                return conn ? -EIO : -ECONNREFUSED;
+        PQclear(res);
+        return 0;
+}
+
 static PGresult *svc_lookup(void *ctx, const char *sql, int nparams, const char *const *params,
                             struct bc_error *err)
 {
@@ -148,6 +172,7 @@ void slot_services(struct slot *sl, const struct claimed_job *job, struct job_se
                                       .event = svc_event,
                                       .tick = svc_tick,
                                       .append_logs = svc_append_logs,
+                                      .report_progress = svc_report_progress,
                                       .lookup = svc_lookup,
                                       .claim_wait = svc_claim_wait,
                                       .claim_fd = claim_gate_fd(job->gate) };

@@ -64,12 +64,12 @@ static bool env_has(char *const *env, const char *name)
         return false;
 }
 
-char **backend_env(const struct job_spec *spec, const char *home)
+char **backend_env(const struct job_spec *spec, const char *home, const char *progress)
 {
         size_t n = 0;
         while (spec->env[n])
                 n++;
-        char **env = calloc(n + 4, sizeof(char *));
+        char **env = calloc(n + 5, sizeof(char *));
         if (!env)
                 return NULL;
         size_t i = 0;
@@ -80,8 +80,15 @@ char **backend_env(const struct job_spec *spec, const char *home)
                 ok &= asprintf(&env[i++], "HOME=%s", home) >= 0;
         if (!env_has(spec->env, "LANG"))
                 ok &= (env[i++] = strdup("LANG=C.UTF-8")) != NULL;
-        for (size_t k = 0; k < n; k++)
+        if (progress)
+                ok &= asprintf(&env[i++], "BOXCAR_PROGRESS=%s", progress) >= 0;
+        for (size_t k = 0; k < n; k++) {
+                /* The channel is the worker's to name: a spec's own value
+                 * would only send the job's reports nowhere. */
+                if (progress && strncmp(spec->env[k], "BOXCAR_PROGRESS=", 16) == 0)
+                        continue;
                 ok &= (env[i++] = strdup(spec->env[k])) != NULL;
+        }
         if (!ok) {
                 backend_strv_free(env);
                 return NULL;

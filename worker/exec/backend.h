@@ -59,6 +59,9 @@ struct backend_job {
                                     * NULL: the host's system directories */
         const char *image_sha;           /* its sha256 (the warm pool's key), or NULL */
         int cancel_fd;
+        /* The job's progress channel as the job sees it (BOXCAR_PROGRESS,
+         * worker/job/progress_fifo.h), or NULL: none. */
+        const char *progress_path;
         void (*on_output)(void *ctx, int stream, const char *data, size_t len);
         void *output_ctx;
         /* The job's claim (the job's services, services.h): nothing of the
@@ -99,10 +102,12 @@ void backend_inner_paths(const struct backend *b, const struct backend_job *j,
                          const char **ret_workspace, const char **ret_meta);
 
 /* argv, preceded by `sh -c 'cd -- "$0" && exec "$@"' DIR` when chdir_to is
- * not NULL; and the job's environment: PATH, HOME, LANG, then exactly the
- * spec's variables.  NULL-terminated; free with backend_strv_free. */
+ * not NULL; and the job's environment: PATH, HOME, LANG, BOXCAR_PROGRESS
+ * (when progress, the channel's path as the job sees it, is not NULL),
+ * then exactly the spec's variables.  NULL-terminated; free with
+ * backend_strv_free. */
 char **backend_command(char *const *argv, const char *chdir_to);
-char **backend_env(const struct job_spec *spec, const char *home);
+char **backend_env(const struct job_spec *spec, const char *home, const char *progress);
 void backend_strv_free(char **v);
 
 #endif

@@ -35,7 +35,7 @@ static int none_run(const struct backend *b, const struct backend_job *j,
         if (mkdir(cwd, 0755) < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "workdir %s: %m", spec->workdir);
         char **argv = backend_command(j->argv, NULL);
-        char **env = backend_env(spec, j->workspace);
+        char **env = backend_env(spec, j->workspace, j->progress_path);
         int r = 0;
         if (!argv || !env) {
                 r = bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");

@@ -71,7 +71,7 @@ static int build_argv(const struct backend *b, const struct backend_job *j, int 
         const struct job_spec *spec = j->spec;
         bool chdir_first = strcmp(spec->workdir, "/workspace") != 0;
         char **cmd = backend_command(j->argv, chdir_first ? spec->workdir : NULL);
-        char **env = backend_env(spec, "/workspace");
+        char **env = backend_env(spec, "/workspace", j->progress_path);
         struct sandbox_bind binds[1 + 32];
         char rules[NETALLOW_MAX_RULES][NETALLOW_NAME_MAX + 32];
         char *rule_ptrs[NETALLOW_MAX_RULES];

@@ -9,11 +9,23 @@
 #include "worker/exec/backend.h"
 #include "worker/job/job.h"
 #include "worker/job/livelog.h"
+#include "worker/job/progress_fifo.h"
 #include "worker/job/services.h"
 #include "worker/job/store.h"
 #include "worker/spec/spec.h"
 
 struct disk_grant;
+struct job_secrets;
+
+/* A job's progress channel (progress_fifo.h) and where its reports go
+ * (job_progress.c). */
+struct job_progress {
+        struct progress_fifo fifo;
+        char *inner_path; /* BOXCAR_PROGRESS: the FIFO as the job sees it */
+        const struct job_services *svc;
+        const struct claimed_job *job;
+        const struct job_secrets *secrets; /* masked in every report, or NULL */
+};
 
 /* One run of a job, from its directory on: what its steps (job.c) fill
  * in and what the steps after them use. */
@@ -35,9 +47,26 @@ struct job_run {
          * a copy of the version it saved (NULL: nowhere). */
         const struct storage_pack_limits *pack_limits;
         struct store_version *saved;
-        const char *upper_override;        /* the session's overlay upper, or NULL */
-        const struct job_secrets *secrets; /* opened secrets to mask, or NULL */
+        const char *upper_override;         /* the session's overlay upper, or NULL */
+        const struct job_secrets *secrets;  /* opened secrets to mask, or NULL */
+        struct job_progress *progress;      /* the progress channel, or NULL: none */
+        struct job_progress progress_store; /* where progress points, when it does */
 };
+
+/* ---- job_progress.c ---- */
+/* A job's progress channel (progress_fifo.h) and where its reports go. */
+/* Makes the FIFO host_dir/name, seen by the job as inner_dir/name.  On
+ * failure (err set) nothing is left open. */
+int job_progress_open(struct job_progress *jp, const struct job_services *svc,
+                      const struct claimed_job *job, const struct job_secrets *secrets,
+                      const char *host_dir, const char *inner_dir, const char *name,
+                      struct bc_error *err);
+/* On the job's timer ticks: what it wrote, read and maybe stored.
+ * NULL-safe. */
+void job_progress_poll(struct job_progress *jp);
+/* After the job's command ended: the last report stored, the FIFO
+ * removed.  NULL-safe, and safe twice. */
+void job_progress_close(struct job_progress *jp);
 
 /* ---- job.c ---- */
 /* Image and volumes in (caches), artifact base into the workspace. */

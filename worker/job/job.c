@@ -155,6 +155,7 @@ static void on_output(void *ctx, int stream, const char *data, size_t len)
                 svc->event(svc->ctx, run->job, "started", details);
         }
         livelog_write(&run->log, stream, data, len);
+        job_progress_poll(run->progress);
         if (svc->tick)
                 svc->tick(svc->ctx);
 }
@@ -177,6 +178,7 @@ void job_backend_job(struct job_run *run, char *const *argv, double timeout_s, i
                 .image_path = run->image ? storage_cache_entry_path(run->image) : NULL,
                 .image_sha = run->image ? storage_cache_entry_sha256(run->image) : NULL,
                 .cancel_fd = cancel_fd,
+                .progress_path = run->progress ? run->progress->inner_path : NULL,
                 .on_output = on_output,
                 .output_ctx = run,
                 .claim_wait = svc->claim_wait,
@@ -387,6 +389,18 @@ static int run_command(struct job_run *run, int cancel_fd, const _Atomic int *st
         return r;
 }
 
+/* The progress channel, in the job's meta directory (progress_fifo.h). */
+static int open_progress(struct job_run *run, struct bc_error *err)
+{
+        const char *ws, *meta;
+        inner_paths(run, &ws, &meta);
+        int r = job_progress_open(&run->progress_store, run->svc, run->job, run->secrets,
+                                  run->meta, meta, "progress", err);
+        if (r >= 0)
+                run->progress = &run->progress_store;
+        return r;
+}
+
 /* The job's steps once its directory is there, in order. */
 static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
                     struct job_outcome *o)
@@ -403,9 +417,14 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
         } else if (job_dir_make_workdir(run->spec, run->ws, &err) < 0) {
                 /* After the base: an overlay would hide it. */
                 fail_with(o, &err, BC_SANDBOX_SETUP);
+        } else if (open_progress(run, &err) < 0) {
+                fail_with(o, &err, BC_SANDBOX_SETUP);
         } else if (run_command(run, cancel_fd, stop, o, &err) < 0) {
+                job_progress_close(run->progress);
                 fail_with(o, &err, BC_SANDBOX_SETUP);
         } else {
+                /* The last report before the job's result. */
+                job_progress_close(run->progress);
                 /* An upload may take a while: the output is stored first. */
                 if (run->spec->artifact_storage)
                         livelog_flush(&run->log);

@@ -204,6 +204,14 @@ static void mask_string(const struct job_secrets *s, char **text)
         *text = masked ? masked : strdup("null");
 }
 
+char *job_secrets_masked(const struct job_secrets *s, const char *text)
+{
+        if (!s || s->n == 0)
+                return strdup(text);
+        size_t len = 0;
+        return mask_text(s, text, strlen(text), &len);
+}
+
 void job_secrets_mask_outcome(const struct job_secrets *s, struct job_outcome *o)
 {
         if (!s || s->n == 0)

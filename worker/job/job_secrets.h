@@ -39,6 +39,10 @@ void job_secrets_done(struct job_secrets *s);
  * inside a value: a beginning that ends a value is masked too. */
 void job_secrets_mask_tail(const struct job_secrets *s, struct tailbuf *t);
 
+/* A copy of text with the values masked (s NULL: a plain copy); NULL when
+ * out of memory.  Caller frees. */
+char *job_secrets_masked(const struct job_secrets *s, const char *text);
+
 /* Masks the outcome's result and error texts in place. */
 void job_secrets_mask_outcome(const struct job_secrets *s, struct job_outcome *o);
 

@@ -68,6 +68,13 @@ struct job_services {
          * 0, or negative with err set when it was not stored (the database
          * is away, or the claim did not commit). */
         int (*append_logs)(void *ctx, const struct livelog_batch *batch, struct bc_error *err);
+        /* Progress: stores one report of the job (a JSON object's text,
+         * worker/job/progress.h) with boxcar.report_progress: 0 when stored
+         * or ignored (the worker no longer holds the job's attempt),
+         * negative with err set when not stored (the database is away, or
+         * the claim did not commit).  Or NULL: reports are dropped. */
+        int (*report_progress)(void *ctx, const struct claimed_job *job, const char *json,
+                               struct bc_error *err);
         /* Storage lookups (store.h): one statement that only reads (an SQL
          * API function, with parameters) on one of the worker's shared
          * connections, held for that statement only.  The result (caller

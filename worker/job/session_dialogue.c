@@ -80,7 +80,8 @@ static void note_started(struct dialogue *d)
 /* The job's environment: the spec's, and what tells it about its session. */
 static char **session_env(struct dialogue *d)
 {
-        char **base = backend_env(d->spec, "/workspace");
+        char **base = backend_env(d->spec, "/workspace",
+                                  d->run.progress ? d->run.progress->inner_path : NULL);
         if (!base)
                 return NULL;
         size_t n = 0;
@@ -414,6 +415,7 @@ static int converse(struct dialogue *d, int cancel_fd, struct bc_error *err)
                 if (d->svc->tick)
                         d->svc->tick(d->svc->ctx);
                 livelog_write(&d->run.log, 0, NULL, 0);
+                job_progress_poll(d->run.progress);
         }
         d->res.proc.wall_ms = bc_mono_ms() - d->start_ms;
         return 0;
@@ -544,6 +546,16 @@ bool session_dialogue_run(const struct job_services *svc, const struct claimed_j
          * the session left: job_dir_make_workdir). */
         if (r >= 0)
                 r = job_dir_make_workdir(spec, session_ws(sess), &err);
+        /* The job's own progress channel, named after its seq: what an
+         * earlier job of the session left running cannot open it. */
+        char progress_name[32];
+        snprintf(progress_name, sizeof(progress_name), "progress-%u", d.seq);
+        struct job_progress progress;
+        if (r >= 0)
+                r = job_progress_open(&progress, svc, job, secrets, session_meta(sess),
+                                      BACKEND_META_DIR, progress_name, &err);
+        if (r >= 0)
+                d.run.progress = &progress;
         if (r >= 0)
                 r = build_request(&d, &req, &err);
         d.start_ms = bc_mono_ms();
@@ -553,6 +565,8 @@ bool session_dialogue_run(const struct job_services *svc, const struct claimed_j
         dynbuf_done(&req);
         if (r >= 0)
                 r = converse(&d, cancel_fd, &err);
+        /* The last report before the job's result. */
+        job_progress_close(d.run.progress);
         if (r >= 0) {
                 finish(&d, stop, ret);
         } else if (r != -ECANCELED && !asked) {

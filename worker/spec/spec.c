@@ -313,13 +313,20 @@ static int parse_network(const cJSON *v, struct job_spec *spec, struct bc_error 
 
 static int parse_webhook(const cJSON *v, struct job_spec *spec, struct bc_error *err)
 {
-        static const char *const fields[] = { "url", NULL };
+        static const char *const fields[] = { "url", "progress", NULL };
         if (!cJSON_IsObject(v) || spec_unknown_field(v, "", fields, NULL) < 0)
-                return bad(err, "webhook: must be an object with only \"url\"");
+                return bad(err, "webhook: must be an object with only \"url\" and \"progress\"");
         const cJSON *url = cJSON_GetObjectItemCaseSensitive(v, "url");
-        if (!cJSON_IsString(url) || !spec_is_http_url(url->valuestring, 2048))
+        const cJSON *progress = cJSON_GetObjectItemCaseSensitive(v, "progress");
+        /* "url" may be left out when "progress" is there: the URL is then
+         * enqueue's webhook_url or the workers' default. */
+        if ((url || !progress) &&
+            (!cJSON_IsString(url) || !spec_is_http_url(url->valuestring, 2048)))
                 return bad(err, "webhook.url: must be an http(s) URL of at most 2048 characters");
-        return spec_string(url, "webhook.url", 2048, true, &spec->webhook_url, err);
+        if (progress && !cJSON_IsBool(progress))
+                return bad(err, "webhook.progress: must be true or false");
+        spec->webhook_progress = cJSON_IsTrue(progress);
+        return url ? spec_string(url, "webhook.url", 2048, true, &spec->webhook_url, err) : 0;
 }
 
 static int parse_workdir(const cJSON *v, struct job_spec *spec, struct bc_error *err)

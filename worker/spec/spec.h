@@ -120,8 +120,9 @@ struct job_spec {
          * NULL with n_net_allow 0 for "none" and "host". */
         struct netallow_rule *net_allow;
         size_t n_net_allow;
-        char *webhook_url; /* or NULL */
-        unsigned retry_on; /* enum spec_retry bits */
+        char *webhook_url;     /* or NULL */
+        bool webhook_progress; /* webhook.progress: each stored progress report is delivered */
+        unsigned retry_on;     /* enum spec_retry bits */
         struct spec_session session;
         char *stdin_data; /* spec.stdin's bytes, or NULL */
         size_t stdin_len;
