@@ -320,7 +320,7 @@ def progress(source: Source, job_id: JobId, *, after: int = 0,
             except ConnectionLost as e:
                 raise Timeout("progress: job %s: %s" % (job_id, e.message), job_id) from e
             done = _read_job(listener, job_id, deadline).get("status") in FINAL_STATUSES
-            rows = listener.query("select seq, attempt, at, progress from boxcar.job_progress(%s::uuid, %s)",
+            rows = listener.query("select seq, attempt, at, progress from boxcar.job_progress(%s::uuid, %s::bigint)",
                                   (job_id, after), deadline)
             for seq, attempt, at, prog in rows:
                 after = seq
