@@ -29,7 +29,7 @@ python3 "$BOXCAR_ROOT/tests/webhooks/receiver.py" --port 0 --port-file "$tmp/por
 _bg_pids+=($!)
 wait_for "receiver up" 10 test -s "$tmp/port"
 start_worker py-client --concurrency 4 --lease 5s --poll-interval 1s --sandbox "$E2E_SANDBOX" \
-    --queues default,other-q
+    --queues default,default/other
 # The scenarios number their own TAP lines: the schema check first, then
 # the rest continuing its count.
 cd "$PKG"

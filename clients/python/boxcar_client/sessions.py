@@ -72,7 +72,10 @@ class Session:
         ``stderr``, ``exit_code``, ...).  A non-zero exit is returned, or
         raised as :class:`JobFailed` with check=True; any other failure
         (timeout, OOM, ...) is raised."""
-        fields: Dict[str, Any] = {"script": command} if isinstance(command, str) else {"command": list(command)}
+        # A string as sh -c, not as "script": the worker writes a session's
+        # script.sh once and refuses to write it again for the next job.
+        argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+        fields: Dict[str, Any] = {"command": argv}
         if stdin is not None:
             fields["stdin"] = stdin
         if env is not None:

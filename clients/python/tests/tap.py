@@ -23,8 +23,8 @@ def ok(cond, desc, *diag):
     return bool(cond)
 
 
-def eq(got, want, desc):
-    return ok(got == want, desc, "got:  %r" % (got,), "want: %r" % (want,))
+def eq(got, want, desc, *diag):
+    return ok(got == want, desc, "got:  %r" % (got,), "want: %r" % (want,), *diag)
 
 
 def skip(desc, why):
