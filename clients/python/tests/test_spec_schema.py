@@ -4,7 +4,6 @@ and the same enums; and no TypedDict names an object the schema lacks."""
 
 import json
 import os
-import sys
 import typing
 
 from boxcar_client import spec as S
