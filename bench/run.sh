@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 benches=("$@")
-[[ ${#benches[@]} -eq 0 ]] && benches=(queue queue-sandbox fairshare sandbox storage workspace session images webhooks webhooks-load replicas egress)
+[[ ${#benches[@]} -eq 0 ]] && benches=(queue enqueue queue-sandbox fairshare sandbox storage workspace session images webhooks webhooks-load replicas egress)
 rc=0
 for b in "${benches[@]}"; do
   script="bench/$b.sh"

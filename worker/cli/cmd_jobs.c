@@ -5,20 +5,44 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "common/clock.h"
 #include "common/dynbuf.h"
 #include "common/io.h"
 #include "worker/cli/cli.h"
+#include "worker/cli/cmd_enqueue_many.h"
+#include "worker/cli/job_wait.h"
 #include "worker/config/config.h"
 #include "worker/db/api.h"
 #include "worker/db/db.h"
 
+/* Enough for a fan-in; boxcar.enqueue takes at most 1000. */
+#define ENQUEUE_MAX_DEPS 1000
+
 struct enqueue_args {
         const char *queue, *spec_file, *priority, *run_at, *max_attempts, *key, *webhook;
+        const char *many;
+        cJSON *deps; /* --depends-on ids, a JSON array (NULL: none) */
         bool json;
 };
+
+static int add_dep(struct enqueue_args *a, const char *id, struct bc_error *err)
+{
+        if (!a->deps)
+                a->deps = cJSON_CreateArray();
+        if (!a->deps)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        if (cJSON_GetArraySize(a->deps) >= ENQUEUE_MAX_DEPS)
+                return bc_error_set(err, BC_USAGE, EINVAL, "--depends-on: at most %d jobs",
+                                    ENQUEUE_MAX_DEPS);
+        cJSON_AddItemToArray(a->deps, cJSON_CreateString(id));
+        return 0;
+}
+
+static void enqueue_args_done(struct enqueue_args *a)
+{
+        cJSON_Delete(a->deps);
+        a->deps = NULL;
+}
 
 static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret_cmd_index,
                          struct bc_error *err)
@@ -31,6 +55,8 @@ static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret
                 { "max-attempts", required_argument, NULL, 'm' },
                 { "idempotency-key", required_argument, NULL, 'k' },
                 { "webhook-url", required_argument, NULL, 'w' },
+                { "depends-on", required_argument, NULL, 'd' },
+                { "many", required_argument, NULL, 'M' },
                 { "json", no_argument, NULL, 'j' },
                 { NULL, 0, NULL, 0 },
         };
@@ -62,12 +88,28 @@ static int parse_enqueue(int argc, char **argv, struct enqueue_args *a, int *ret
                 case 'w':
                         a->webhook = optarg;
                         break;
+                case 'd':
+                        if (add_dep(a, optarg, err) < 0)
+                                return -EINVAL;
+                        break;
+                case 'M':
+                        a->many = optarg;
+                        break;
                 case 'j':
                         a->json = true;
                         break;
                 default:
                         return cli_bad_option(argv, err);
                 }
+        }
+        if (a->many) {
+                /* Each job of the file says all of it. */
+                if (a->queue || a->spec_file || a->priority || a->run_at || a->max_attempts ||
+                    a->key || a->webhook || a->deps || optind < argc)
+                        return bc_error_set(err, BC_USAGE, EINVAL,
+                                            "--many FILE takes every job's fields from FILE: no "
+                                            "other job option, --spec or CMD with it");
+                return 0;
         }
         if (!a->queue)
                 a->queue = "default";
@@ -86,10 +128,19 @@ int cmd_enqueue(int argc, char **argv)
         if (r)
                 return r == 1 ? 0 : 2;
         struct bc_error err = BC_ERROR_INIT;
-        struct enqueue_args a = { 0 };
+        _cleanup_(enqueue_args_done) struct enqueue_args a = { 0 };
         int cmd_index = 0;
         if (parse_enqueue(argc, argv, &a, &cmd_index, &err) < 0)
                 return cli_fail("enqueue", &err);
+        if (a.many) {
+                _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
+                if (!conn || enqueue_many_run(conn, a.many, a.json, &err) < 0)
+                        return cli_fail("enqueue", &err);
+                return 0;
+        }
+        _cleanup_free_ char *deps = a.deps ? cJSON_PrintUnformatted(a.deps) : NULL;
+        if (a.deps && !deps)
+                return 1;
         _cleanup_free_ char *spec = NULL;
         if (a.spec_file && cli_read_spec_file(a.spec_file, &spec, &err) < 0)
                 return cli_fail("enqueue", &err);
@@ -101,16 +152,16 @@ int cmd_enqueue(int argc, char **argv)
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return cli_fail("enqueue", &err);
-        const char *p[] = {
-                a.queue, spec, a.priority, a.run_at, a.max_attempts, a.key, a.webhook
-        };
+        const char *p[] = { a.queue,        spec,  a.priority, a.run_at,
+                            a.max_attempts, a.key, a.webhook,  deps };
         _cleanup_pgresult_ PGresult *res = db_exec(
                 conn,
                 "select boxcar.enqueue(queue => $1, spec => $2::jsonb,"
                 " priority => coalesce($3::int, 0), run_at => $4::timestamptz,"
                 " max_attempts => coalesce($5::int, 3), idempotency_key => $6,"
-                " webhook_url => $7)",
-                7, p, &err);
+                " webhook_url => $7,"
+                " depends_on => array(select jsonb_array_elements_text($8::jsonb)::uuid))",
+                8, p, &err);
         if (!res)
                 return cli_fail("enqueue", &err);
         if (!a.json) {
@@ -140,21 +191,6 @@ static int one_job_arg(const char *name, int argc, char **argv, const char **ret
 
 /* boxcar status --wait --timeout: the job had not finished in time. */
 #define STATUS_TIMED_OUT 124
-
-static void sleep_ms(long msec)
-{
-        struct timespec ts = { msec / 1000, (msec % 1000) * 1000000 };
-        nanosleep(&ts, NULL);
-}
-
-/* Copies the job's status into ret_status; true when it is final. */
-static bool is_final(const cJSON *job, char ret_status[16])
-{
-        const cJSON *st = cJSON_GetObjectItemCaseSensitive(job, "status");
-        snprintf(ret_status, 16, "%s", cJSON_IsString(st) ? st->valuestring : "?");
-        return strcmp(ret_status, "succeeded") == 0 || strcmp(ret_status, "failed") == 0 ||
-               strcmp(ret_status, "cancelled") == 0;
-}
 
 struct status_args {
         bool wait;
@@ -230,32 +266,26 @@ int cmd_status(int argc, char **argv)
         _cleanup_pgconn_ PGconn *conn = db_connect(url, "boxcar-cli", &err);
         if (!conn)
                 return cli_fail("status", &err);
-        long deadline = (long)bc_mono_ms() + a.timeout_ms;
-        for (;;) {
-                _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 };
-                r = api_job(conn, a.id, &job, &err);
-                if (r < 0)
-                        return cli_fail("status", &err);
-                if (r == 0) {
-                        fprintf(stderr, "boxcar status: job %s not found\n", a.id);
-                        return 1;
-                }
-                char status[16];
-                if (!a.wait || is_final(job.rows[0].json, status)) {
-                        _cleanup_free_ char *pretty = cJSON_Print(job.rows[0].json);
-                        cli_print_json_text(pretty ? pretty : job.rows[0].text);
-                        return 0;
-                }
-                long left = deadline - (long)bc_mono_ms();
-                if (a.timeout_ms && left <= 0) {
-                        /* Its own exit status, as timeout(1) has: a script
-                         * can tell "still running" from "failed". */
-                        fprintf(stderr, "boxcar status: job %s is still %s after --timeout %s\n",
-                                a.id, status, a.timeout);
-                        return STATUS_TIMED_OUT;
-                }
-                sleep_ms(a.timeout_ms && left < 100 ? left : 100);
+        _cleanup_(api_json_rows_done) struct api_json_rows job = { 0 };
+        char status[API_STATUS_MAX];
+        r = a.wait ? job_wait(&conn, url, a.id, a.timeout_ms, &job, status, &err)
+                   : api_job(conn, a.id, &job, &err);
+        if (r == -ETIMEDOUT) {
+                /* Its own exit status, as timeout(1) has: a script can
+                 * tell "still running" from "failed". */
+                fprintf(stderr, "boxcar status: job %s is still %s after --timeout %s\n", a.id,
+                        status, a.timeout);
+                return STATUS_TIMED_OUT;
         }
+        if (r < 0)
+                return cli_fail("status", &err);
+        if (r == 0) {
+                fprintf(stderr, "boxcar status: job %s not found\n", a.id);
+                return 1;
+        }
+        _cleanup_free_ char *pretty = cJSON_Print(job.rows[0].json);
+        cli_print_json_text(pretty ? pretty : job.rows[0].text);
+        return 0;
 }
 
 /* boxcar.cancel's answer as it is: the job's status after the call. */
