@@ -475,6 +475,20 @@ def readme_example():
 
 
 @scenario
+def readme_session_example():
+    if os.environ.get("SESSIONS") != "1":
+        tap.skip("the README's session example runs", "session jobs need the namespace sandbox as root, and S3")
+        return
+    src = open(os.path.join(PKG, "README.md")).read()
+    example = re.findall(r"```python\n(.*?)```", src, re.S)[1]
+    prelude = "import os, boxcar_client as boxcar\nurl = os.environ['DATABASE_URL']\n"
+    out = subprocess.run([PY, "-c", prelude + example], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=PKG), cwd=tempfile.gettempdir())
+    eq((out.returncode, out.stdout), (0, "buy milk\n\n1 notes/todo.txt\n\npiped\n\n['todo.txt']\n"),
+       "the README's session example runs (with its url and import)", out.stderr.strip()[-500:])
+
+
+@scenario
 def packs_offline():
     tmp = tempfile.mkdtemp(prefix="boxcar-py-pack-")
     try:
