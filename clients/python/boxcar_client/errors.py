@@ -8,7 +8,8 @@ client's own (a wait that timed out, a job that failed under
 :class:`~boxcar_client.Session`) are subclasses too.
 
     BoxcarError
-    ├── BadRequest        22023: an argument is refused (the message names it)
+    ├── BadRequest        22023: an argument is refused (the message names it);
+    │                     22P02: a value of the wrong form (a job id not a UUID)
     │   └── BadSpec       ... a job spec is (message "BAD_SPEC: <field>: ...",
     │                     or "jobs[<i>]: BAD_SPEC: ..." from enqueue_many)
     ├── NotFound          P0002: no such job
@@ -95,6 +96,7 @@ class WebhookVerificationError(BoxcarError):
 
 _BY_STATE = {
     "22023": BadRequest,
+    "22P02": BadRequest,  # a job id that is not a UUID
     "P0002": NotFound,
     "55000": InvalidState,
     "23505": Conflict,

@@ -125,6 +125,9 @@ def bad_input():
             conn.rollback()
             ok(isinstance(e, bc.NotFound) and e.message == "job %s not found" % missing,
                "%s of an unknown job: NotFound naming it" % name, e)
+        e = raises(bc.BadRequest, lambda: bc.wait(URL, "job-7", timeout=5))
+        ok(isinstance(e, bc.BadRequest) and e.message == 'invalid input syntax for type uuid: "job-7"',
+           "wait for an id that is not a UUID: BadRequest, the server's message", e)
         e = raises(bc.BadRequest, lambda: bc.list_jobs(conn, status="done"))
         conn.rollback()
         ok(isinstance(e, bc.BadRequest) and e.message == "status: done is not one of queued, running, succeeded, failed, cancelled",
