@@ -70,7 +70,7 @@ begin
                     'data', jsonb_build_object('job_id', j.id, 'queue', j.queue,
                                                'status', 'running', 'attempt', attempt,
                                                'seq', seq, 'progress', progress))::text)
-        on conflict (job_id, event_type, run) do nothing;
+        on conflict do nothing;
         perform pg_notify('boxcar_webhooks', '');
     end if;
     return seq;
