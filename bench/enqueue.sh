@@ -57,9 +57,10 @@ node bench/enqueue_many.mjs "$N" "$B" "$ROUNDS" >"$OUT" || die "the driver faile
 
 # The median round's jobs/s of a way.
 rate() {
-  awk -F'\t' -v w="$1" '$1 == w { r[++n] = $3 / $4 }
-    END { if (!n) { print "-"; exit } asort(r); printf "%.0f", r[int((n + 1) / 2)] }' "$OUT"
+  awk -F'\t' -v w="$1" '$1 == w { printf "%.0f\n", $3 / $4 }' "$OUT" | sort -n |
+    awk '{ r[NR] = $1 } END { print NR ? r[int((NR + 1) / 2)] : "-" }'
 }
+sed 's/^/# /' "$OUT" >&2
 echo "# enqueue $N no-op jobs, no worker; median of $ROUNDS rounds; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-26s %14s %20s\n' "way" "boxcar jobs/s" "graphile $GW_VERSION jobs/s"
 printf '%-26s %14s %20s\n' "batches of $B" "$(rate "boxcar_many_$B")" "$(rate "graphile_add_jobs_$B")"

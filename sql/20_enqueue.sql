@@ -173,6 +173,7 @@ declare
     qs text[] := '{}'; specs jsonb[] := '{}'; prios integer[] := '{}'; runs timestamptz[] := '{}';
     maxes integer[] := '{}'; keys text[] := '{}'; urls text[] := '{}'; blocks boolean[] := '{}';
     deps jsonb[];          -- each element's depends_on as given
+    later integer[] := '{}';  -- the elements with a key or dependencies
     dep uuid[];
     el jsonb; v jsonb;
     i integer; k integer;
@@ -184,28 +185,40 @@ begin
         raise exception 'jobs: at most 10000 in one call (got %)', n using errcode = '22023';
     end if;
     begin
-        for i in 1 .. n loop
+        -- FOREACH: jobs[i] would walk the array from its start each time.
+        i := 0;
+        foreach el in array coalesce(jobs, '{}') loop
+            i := i + 1;
             cur := i;
-            el := jobs[array_lower(jobs, 1) + i - 1];
             if el is null or jsonb_typeof(el) <> 'object' then
                 raise exception 'must be a JSON object' using errcode = '22023';
             end if;
-            select key || ': unknown field' into bad from jsonb_object_keys(el) key
-             where key not in ('queue', 'spec', 'priority', 'run_at', 'max_attempts',
-                               'idempotency_key', 'webhook_url', 'depends_on')
-             limit 1;
-            if bad is not null then
+            -- An operator, not a query over the keys: this runs per element.
+            if el - '{queue,spec,priority,run_at,max_attempts,idempotency_key,webhook_url,depends_on}'::text[]
+               <> '{}' then
+                select key || ': unknown field' into bad from jsonb_object_keys(el) key
+                 where key not in ('queue', 'spec', 'priority', 'run_at', 'max_attempts',
+                                   'idempotency_key', 'webhook_url', 'depends_on')
+                 limit 1;
                 raise exception '%', bad using errcode = '22023';
             end if;
-            qs[i] := boxcar.jobs_text(el, 'queue');
+            if jsonb_typeof(coalesce(el -> 'queue', 'null')) not in ('string', 'null')
+               or jsonb_typeof(coalesce(el -> 'idempotency_key', 'null')) not in ('string', 'null')
+               or jsonb_typeof(coalesce(el -> 'webhook_url', 'null')) not in ('string', 'null') then
+                select f || ': must be a string' into bad
+                  from unnest(array['queue', 'idempotency_key', 'webhook_url']) f
+                 where jsonb_typeof(coalesce(el -> f, 'null')) not in ('string', 'null') limit 1;
+                raise exception '%', bad using errcode = '22023';
+            end if;
+            qs[i] := el ->> 'queue';
+            keys[i] := el ->> 'idempotency_key';
+            urls[i] := el ->> 'webhook_url';
             specs[i] := el -> 'spec';
             -- A number that is not an integer fails as one out of range.
             prios[i] := case when coalesce(el -> 'priority', 'null') = 'null' then 0
                              else boxcar.jobs_int(el, 'priority') end;
             maxes[i] := case when coalesce(el -> 'max_attempts', 'null') = 'null' then 3
                              else boxcar.jobs_int(el, 'max_attempts') end;
-            keys[i] := boxcar.jobs_text(el, 'idempotency_key');
-            urls[i] := boxcar.jobs_text(el, 'webhook_url');
             v := el -> 'run_at';
             if v is not null and v <> 'null' then
                 if jsonb_typeof(v) <> 'string' or v #>> '{}' !~ '^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d(\.\d{1,6})?)?(Z|[+-]\d\d(:?\d\d)?)?)?$' then
@@ -246,6 +259,9 @@ begin
             ids[i] := gen_random_uuid();
             runs[i] := coalesce(runs[i], now());
             blocks[i] := coalesce(blocks[i], false);
+            if blocks[i] or keys[i] is not null then
+                later := later || i;
+            end if;
         end loop;
 
         cur := null;
@@ -256,7 +272,9 @@ begin
 
         -- In input order: an element's dependencies on earlier ones are
         -- their final ids (an existing job's, under an idempotency key).
-        for i in 1 .. n loop
+        -- Only those with a key or dependencies: reading an element of an
+        -- array with nulls (keys) walks it from the start.
+        foreach i in array later loop
             cur := i;
             dep := null;
             if blocks[i] then
@@ -307,22 +325,6 @@ begin
         raise exception '%', msg using errcode = st;
     end if;
     raise exception '%', msg using errcode = st, hint = hint;
-end $$;
-
--- An element's string field, null when absent or null; anything else
--- than a string fails with its name.
-create or replace function boxcar.jobs_text(el jsonb, field text)
-returns text language plpgsql immutable as $$
-declare
-    v jsonb := el -> field;
-begin
-    if v is null or v = 'null' then
-        return null;
-    end if;
-    if jsonb_typeof(v) <> 'string' then
-        raise exception '%: must be a string', field using errcode = '22023';
-    end if;
-    return v #>> '{}';
 end $$;
 
 -- An element's integer field, null when absent, null, or not an integer

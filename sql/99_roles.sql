@@ -194,7 +194,6 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('function', 'enqueue_differs',                ''),
     ('function', 'enqueue_existing',               ''),
     ('function', 'raise_error',                    ''),
-    ('function', 'jobs_text',                      ''),
     ('function', 'jobs_int',                       ''),
     -- Dependencies (sql/36_dependencies.sql): added by enqueue and revived
     -- by retry as the owner; the finish trigger and the artifact order's
