@@ -74,7 +74,11 @@ class NetworkAllow(TypedDict, total=False):
 
 
 class Webhook(TypedDict, total=False):
-    url: Required[str]
+    """At least one of ``url`` and ``progress`` (each stored progress report
+    also a ``job.progress`` delivery; the URL then may be enqueue's)."""
+
+    url: str
+    progress: bool
 
 
 class Retry(TypedDict, total=False):
