@@ -9,7 +9,7 @@ clients/python/README.md.
 from .errors import (BadRequest, BadSpec, BoxcarError, Conflict, ConnectionLost, InvalidState,
                      JobFailed, NotFound, PermissionDenied, Timeout, WebhookVerificationError)
 from .jobs import JobPage, cancel, enqueue, enqueue_many, get, iter_jobs, list_jobs, retry
-from .live import Listener, LogChunk, ProgressReport, progress, stream_logs, wait
+from .live import LogChunk, ProgressReport, progress, stream_logs, wait
 from .sessions import Session
 from .spec import FINAL_STATUSES, FileOp, Job, JobSpec, JobSummary, NewJob
 from .webhooks import verify_webhook
@@ -20,7 +20,7 @@ __all__ = [
     "BadRequest", "BadSpec", "BoxcarError", "Conflict", "ConnectionLost", "InvalidState",
     "JobFailed", "NotFound", "PermissionDenied", "Timeout", "WebhookVerificationError",
     "JobPage", "cancel", "enqueue", "enqueue_many", "get", "iter_jobs", "list_jobs", "retry",
-    "Listener", "LogChunk", "ProgressReport", "progress", "stream_logs", "wait",
+    "LogChunk", "ProgressReport", "progress", "stream_logs", "wait",
     "Session", "FINAL_STATUSES", "FileOp", "Job", "JobSpec", "JobSummary", "NewJob",
     "verify_webhook",
 ]
