@@ -15,12 +15,33 @@ select dblink_connect('l52', pg_temp.conninfo());
 select dblink_connect('w52', pg_temp.conninfo());
 select dblink_exec('l52', 'listen boxcar_job_updates');
 select dblink_exec('l52', 'listen boxcar_jobs');
--- What l52 heard since the last call, as "channel payload" lines.
-create function pg_temp.heard() returns text[] language sql as $$
-    select pg_sleep(0.2);
-    select coalesce(array_agg(notify_name || ' ' || extra order by notify_name, extra), '{}')
-      from dblink_get_notify('l52')
-$$;
+select dblink_exec('l52', 'listen n52_sync');
+-- What l52 heard since the last call, as "channel payload" lines: up to
+-- a sync notification sent on w52 after the statements before, which
+-- PostgreSQL delivers after theirs (one sender, commit order).
+create function pg_temp.heard() returns text[] language plpgsql as $$
+declare
+    got text[] := '{}';
+    n record;
+    synced boolean := false;
+begin
+    perform dblink_exec('w52', 'notify n52_sync');
+    for t in 1 .. 100 loop
+        for n in select * from dblink_get_notify('l52') loop
+            if n.notify_name = 'n52_sync' then
+                synced := true;
+            else
+                got := got || (n.notify_name || ' ' || n.extra);
+            end if;
+        end loop;
+        exit when synced;
+        perform pg_sleep(0.05);
+    end loop;
+    if not synced then
+        raise exception 'no sync notification within 5 s';
+    end if;
+    return (select coalesce(array_agg(x order by x), '{}') from unnest(got) x);
+end $$;
 -- Runs sql on w52, committed, returning its one text value.
 create function pg_temp.w(sql text) returns text language sql as $$
     select v from dblink('w52', sql) as t(v text)
@@ -62,9 +83,9 @@ select is(pg_temp.heard(), array[format('boxcar_job_updates {"id":"%s","queue":"
           'a failure for good is');
 
 select pg_temp.w(format($$select boxcar.cancel(%L)$$, (select v[4] from ids)));
-select is(pg_temp.heard(), array[
+select is(pg_temp.heard(), (select array_agg(x order by x) from unnest(array[
           format('boxcar_job_updates {"id":"%s","queue":"n52b","status":"cancelled"}', (select v[4] from ids)),
-          format('boxcar_job_updates {"id":"%s","queue":"n52b","status":"cancelled"}', (select v[5] from ids))],
+          format('boxcar_job_updates {"id":"%s","queue":"n52b","status":"cancelled"}', (select v[5] from ids))]) x),
           'a cancel, and the dependent it cancels, each send theirs');
 
 select pg_temp.w(format($$select boxcar.retry(%L, 't52')::text$$, (select v[4] from ids)));
