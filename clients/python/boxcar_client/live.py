@@ -12,7 +12,9 @@ When the connection breaks (a PostgreSQL restart, a failover, a killed
 backend), the call reconnects (backing off from 50 ms to 2 s, until its
 timeout), LISTENs again and reads again: whatever happened while it was
 away is in the tables.  Only the first connection's failure is raised at
-once (a wrong password is not retried).
+once (a wrong password is not retried).  The listening connections use TCP
+keepalives (unless the conninfo sets its own), so a connection that died
+silently is noticed too.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ class Listener:
                     self._borrowed = None
                     timeout = _remaining(deadline)
                     kw = {"connect_timeout": max(2, min(10, int(timeout)))} if timeout is not None else {}
-                    conn = psycopg.connect(self.conninfo, autocommit=True, **kw)
+                    conn = psycopg.connect(_with_keepalives(self.conninfo), autocommit=True, **kw)
                 conn.add_notify_handler(self._on_notify)
                 for ch in self.channels:
                     conn.execute("LISTEN " + ch)
@@ -178,6 +180,17 @@ class Listener:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _with_keepalives(conninfo: str) -> str:
+    """conninfo with TCP keepalives unless it sets them: a connection lost
+    without a word (a host gone, a NAT forgetting it) is noticed within
+    about a minute (30 s idle, then 3 probes 10 s apart), and reopened."""
+    params = _conninfo.conninfo_to_dict(conninfo)
+    for k, v in (("keepalives", "1"), ("keepalives_idle", "30"),
+                 ("keepalives_interval", "10"), ("keepalives_count", "3")):
+        params.setdefault(k, v)
+    return _conninfo.make_conninfo(**params)
 
 
 def _remaining(deadline: Optional[float]) -> Optional[float]:
