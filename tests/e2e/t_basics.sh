@@ -32,7 +32,7 @@ is "a non-zero exit fails with NONZERO_EXIT" "$(job_field $fail_id "status || ' 
 is "a job's own failure is not retried" "$(job_field $fail_id "attempts")" "1"
 is "a signal gives 128+signal" "$(job_field $sig_id "(result->>'exit_code') || ' ' || (result->>'signal')")" "139 11"
 env_out=$(job_field $env_id "result->>'stdout'")
-is "the environment is exactly PATH, HOME, LANG and the spec's" "$(echo "$env_out" | cut -d= -f1 | sort | tr '\n' ' ')" "HOME LANG MODE PATH "
+is "the environment is exactly PATH, HOME, LANG, BOXCAR_PROGRESS and the spec's" "$(echo "$env_out" | cut -d= -f1 | sort | tr '\n' ' ')" "BOXCAR_PROGRESS HOME LANG MODE PATH "
 check "the worker's own environment does not leak" bash -c "! grep -q hunter2 <<<'$env_out'"
 is "output is capped to limits.output_bytes" "$(job_field $big_id "length(result->>'stdout')")" "1000"
 is "the kept part is the tail" "$(job_field $big_id "right(result->>'stdout', 4) || ' ' || (result->>'stdout_truncated') || ' ' || (result->>'stdout_bytes')")" "END

@@ -34,6 +34,17 @@ check "the worker's rendezvous socket is gone once the agent is connected" grep 
 s5=$(run sa 'touch /run/boxcar/x 2>/dev/null && echo meta-writable || echo meta-ro')
 is "boxcar's files in the session are read-only" "$(out $s5)" "meta-ro"
 
+# The progress channel (issue 49): a job can neither remove nor replace
+# its FIFO, and what it leaves running cannot write into a later job's
+# reports through it: the path is gone once the job ended (and the
+# read-only directory lets nothing make it again).
+p1=$(run sa 'rm -f /tmp/late; ( sleep 1.5; { echo "{\"late\": 1}" > "$BOXCAR_PROGRESS"; } 2>/dev/null && echo wrote > /tmp/late || echo refused > /tmp/late ) & echo "{\"mine\": 1}" > "$BOXCAR_PROGRESS"; rm -f "$BOXCAR_PROGRESS" 2>/dev/null; mkfifo /run/boxcar/progress-99 2>/dev/null; test -p "$BOXCAR_PROGRESS" && echo kept; ls /run/boxcar | grep -c "^progress"')
+p2=$(run sa 'sleep 2.5; cat /tmp/late')
+is "a session's job cannot remove or add a progress FIFO" "$(out $p1 | tr -s '\n' ' ')" "kept 1 "
+is "what it left running cannot report into the next job (its path is gone)" \
+   "$(out $p2) $(sql "select count(*) from boxcar.job_events where job_id = '$p2' and kind = 'progress'") $(sql "select boxcar.job_json('$p1') -> 'progress'")" \
+   'refused 0 {"mine": 1}'
+
 # Killing the agent ends the session: the job fails, nothing else runs in
 # its name, and the next job starts the session again from its last
 # checkpoint.
