@@ -117,38 +117,41 @@ set plan_cache_mode = force_generic_plan
 set enable_seqscan = off as $$
 #variable_conflict use_column
 begin
-    -- Each update finds its rows by id alone, not through a join with the
+    -- The update finds its rows by id alone, not through a join with the
     -- picked rows: planned while the statistics said the table was (nearly)
     -- empty, such a join was a merge join reading all of jobs_pkey at every
     -- claim (tests/sql/20_report_plan.sql).  The caller holds the rows'
-    -- locks, so both see the attempts the pick saw.
+    -- locks, so it sees the attempts the pick saw.
+    --
+    -- One update for both kinds of rows: a job whose attempts already
+    -- reached max_attempts is failed, the others start an attempt (one
+    -- read of each row by id, not one per kind).  The failed ones keep no
+    -- 'finished' event row: the job row holds it (job_events_json).
     return query
-    with exhausted as (
+    with picked as (
         update boxcar.jobs j
-           set status = 'failed', finished_at = clock_timestamp(), lease_expires_at = null,
-               error = jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
-                           format('not run: attempts (%s) already at max_attempts (%s)',
-                                  j.attempts, j.max_attempts))
-         where j.id = any (claim_ids.ids) and j.attempts >= j.max_attempts
-        returning j.id, j.attempts, j.error
-    ), exhausted_events as (
-        insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
-        select x.id, 'finished', claim_ids.worker_id, x.attempts,
-               jsonb_build_object('status', 'failed', 'error', x.error)
-          from exhausted x
-    ), claimed as (
-        update boxcar.jobs j
-           set status = 'running', attempts = j.attempts + 1, worker_id = claim_ids.worker_id,
-               worker_instance = claim_ids.instance,
-               lease_expires_at = now() + claim_ids.lease, started_at = clock_timestamp(),
-               finished_at = null
-         where j.id = any (claim_ids.ids) and j.attempts < j.max_attempts
+           set status = case when j.attempts < j.max_attempts then 'running' else 'failed' end,
+               attempts = j.attempts + case when j.attempts < j.max_attempts then 1 else 0 end,
+               worker_id = claim_ids.worker_id,
+               worker_instance = case when j.attempts < j.max_attempts then claim_ids.instance end,
+               lease_expires_at = case when j.attempts < j.max_attempts
+                                       then now() + claim_ids.lease end,
+               started_at = case when j.attempts < j.max_attempts then clock_timestamp()
+                                 else j.started_at end,
+               finished_at = case when j.attempts < j.max_attempts then null
+                                  else clock_timestamp() end,
+               error = case when j.attempts < j.max_attempts then j.error
+                            else jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
+                                     format('not run: attempts (%s) already at max_attempts (%s)',
+                                            j.attempts, j.max_attempts)) end
+         where j.id = any (claim_ids.ids)
         returning j.*
     ), events as (
         insert into boxcar.job_events (job_id, kind, worker_id, attempt)
-        select c.id, 'claimed', claim_ids.worker_id, c.attempts from claimed c
+        select c.id, 'claimed', claim_ids.worker_id, c.attempts from picked c
+         where c.status = 'running'
     )
-    select * from claimed c order by c.priority desc, c.run_at, c.id;
+    select * from picked c where c.status = 'running' order by c.priority desc, c.run_at, c.id;
 end $$;
 
 -- The claim with limits and fair share.
@@ -331,8 +334,6 @@ create or replace function boxcar.complete(id uuid, worker_id text, status text,
                                            attempt integer default null)
 returns boolean language plpgsql volatile as $$
 #variable_conflict use_column
-declare
-    done boxcar.jobs;
 begin
     if complete.status not in ('succeeded', 'failed', 'cancelled') then
         raise exception 'status: must be succeeded, failed or cancelled' using errcode = '22023';
@@ -341,14 +342,9 @@ begin
        set status = complete.status, result = complete.result, error = complete.error,
            finished_at = clock_timestamp(), lease_expires_at = null
      where j.id = complete.id and j.worker_id = complete.worker_id and j.status = 'running'
-       and (complete.attempt is null or j.attempts = complete.attempt)
-    returning j.* into done;
-    if not found then
-        return false;
-    end if;
-    perform boxcar.add_event(done.id, 'finished', complete.worker_id, done.attempts,
-                             jsonb_build_object('status', done.status, 'error', done.error));
-    return true;
+       and (complete.attempt is null or j.attempts = complete.attempt);
+    -- No 'finished' event row: the job row holds it (job_events_json).
+    return found;
 end $$;
 
 -- An infrastructure failure: back to the queue after a backoff, or failed
@@ -381,12 +377,11 @@ begin
                                                     'delay_s', extract(epoch from delay)));
         return 'queued';
     end if;
+    -- Its 'finished' event is the row's (job_events_json).
     update boxcar.jobs x
        set status = 'failed', error = retry_or_fail.error, result = retry_or_fail.result,
            finished_at = clock_timestamp(), lease_expires_at = null
      where x.id = j.id;
-    perform boxcar.add_event(j.id, 'finished', retry_or_fail.worker_id, j.attempts,
-                             jsonb_build_object('status', 'failed', 'error', retry_or_fail.error));
     return 'failed';
 end $$;
 
@@ -426,11 +421,10 @@ begin
         perform boxcar.add_event(j.id, 'rescued', j.worker_id, j.attempts,
                                  jsonb_build_object('error', err, 'delay_s', extract(epoch from delay)));
     else
+        -- Its 'finished' event is the row's (job_events_json).
         update boxcar.jobs set status = 'failed', lease_expires_at = null,
                                error = err, finished_at = clock_timestamp()
          where id = j.id;
-        perform boxcar.add_event(j.id, 'finished', j.worker_id, j.attempts,
-                                 jsonb_build_object('status', 'failed', 'error', err));
     end if;
 end $$;
 
@@ -525,8 +519,9 @@ end $$;
 -- worker no longer holds is left as it is and answers held = false, and
 -- the other rows are recorded all the same.  events[i] are the job's
 -- events the worker kept back (see add_worker_events), written before the
--- transition's own ('finished', 'retried', 'released'), so the trail keeps
--- the order things happened in.  actions[i]: 'complete' (statuses[i] is
+-- transition's own ('retried', 'released'; a job's 'finished' is its row,
+-- shown last by job_events_json), so the trail keeps the order things
+-- happened in.  actions[i]: 'complete' (statuses[i] is
 -- the final status), 'retry', 'release', or 'none' (only the events: a
 -- job the worker lost).  Rows are taken in id order, as heartbeat() locks
 -- them, so two calls of one worker never wait on each other in a cycle.
@@ -545,8 +540,8 @@ end $$;
 -- still held the job.
 --
 -- The common batch (every row a 'complete' without an artifact, each job
--- once) is recorded set-based: one insert of all the kept-back events, one
--- update of all the jobs, one insert of their 'finished' events.  Per row,
+-- once) is recorded set-based: one insert of all the kept-back events and
+-- one update of all the jobs.  Per row,
 -- the calls of complete() and add_worker_events() and the statement
 -- trigger of each update cost the database about a third of a job's
 -- report.  Any other batch takes the rows one by one.
@@ -629,7 +624,8 @@ end $$;
 
 -- Internal (report_batch's set-based path): completes the jobs ids, each
 -- at most once, fenced as complete() fences one, after writing their
--- kept-back events as add_worker_events() does.  The rows the worker holds
+-- kept-back events as add_worker_events() does.  Their 'finished' events
+-- are the rows' own (job_events_json), not rows of job_events.  The rows the worker holds
 -- are locked first, in id order, as heartbeat() locks them (the update
 -- alone would lock them in its join's order).
 create or replace function boxcar.report_completions(worker_id text, ids uuid[], attempts integer[],
@@ -692,11 +688,6 @@ begin
          order by q.scope
         on conflict on constraint scope_cpu_usage_pkey do update
            set cpu_ms = u.cpu_ms + excluded.cpu_ms, jobs = u.jobs + excluded.jobs
-    ), finished as (
-        insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
-        select d.id, 'finished', report_completions.worker_id, d.attempts,
-               jsonb_build_object('status', d.status, 'error', d.error)
-          from done d order by d.id
     )
     select s.i::integer, exists (select from done d where d.i = s.i)
       from generate_subscripts(report_completions.ids, 1) s(i);

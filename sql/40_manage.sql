@@ -103,11 +103,40 @@ returns jsonb language sql stable as $$
      where j.id = job_json.id
 $$;
 
+-- A job's 'finished' event is its row, not a row of job_events (issue 49:
+-- one insert, and its index entries and foreign-key check, less per job):
+-- the final status and error, finished_at, and the worker and attempt that
+-- ended it are all in the row.  None for a job that never ended an attempt
+-- (cancelled while queued, a dependency's failure: no worker_id; its own
+-- event tells), nor for a run that already has a stored one (written
+-- before migration 0022).  boxcar.retry stores it before it clears the row
+-- for the next run; in job_events_json it comes last, as nothing of a run
+-- happens after its end.
+create or replace function boxcar.finished_event(j boxcar.jobs)
+returns table (at timestamptz, kind text, worker_id text, attempt integer, details jsonb)
+language sql stable as $$
+    select j.finished_at, 'finished', j.worker_id, j.attempts,
+           jsonb_build_object('status', j.status, 'error', j.error)
+     where j.status in ('succeeded', 'failed', 'cancelled') and j.worker_id is not null
+       and not exists (select from boxcar.job_events e
+                        where e.job_id = j.id and e.kind = 'finished'
+                          and e.id > coalesce((select max(r.id) from boxcar.job_events r
+                                                where r.job_id = j.id
+                                                  and r.kind = 'retry_requested'), 0))
+$$;
+
 create or replace function boxcar.job_events_json(id uuid)
 returns setof jsonb language sql stable as $$
-    select jsonb_build_object('at', e.at, 'kind', e.kind, 'worker_id', e.worker_id,
-                              'attempt', e.attempt, 'details', e.details)
-      from boxcar.job_events e where e.job_id = job_events_json.id order by e.id
+    select x.ev
+      from (select e.id, jsonb_build_object('at', e.at, 'kind', e.kind, 'worker_id', e.worker_id,
+                                            'attempt', e.attempt, 'details', e.details) as ev
+              from boxcar.job_events e where e.job_id = job_events_json.id
+            union all
+            select null, jsonb_build_object('at', f.at, 'kind', f.kind, 'worker_id', f.worker_id,
+                                            'attempt', f.attempt, 'details', f.details)
+              from boxcar.jobs j cross join lateral boxcar.finished_event(j) f
+             where j.id = job_events_json.id) x
+     order by x.id nulls last
 $$;
 
 -- Ids of running jobs whose cancellation was requested, among the given ones

@@ -45,6 +45,10 @@ begin
     -- The queue's caps as they are now (sql/39_caps_quotas.sql): a job
     -- over a cap lowered since is refused, not run again.
     j.spec := boxcar.apply_queue_caps(j.queue, j.spec);
+    -- The run's 'finished' event was its row (boxcar.finished_event), which
+    -- the update below clears: stored now, before the retry's own.
+    insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
+    select j.id, f.at, f.kind, f.worker_id, f.attempt, f.details from boxcar.finished_event(j) f;
     update boxcar.jobs x
        set status = 'queued', attempts = 0, run_at = now(), blocked = wait, spec = j.spec,
            worker_id = null, worker_instance = null, lease_expires_at = null,

@@ -1,0 +1,22 @@
+-- A leaner queue (issue 49): fewer index entries per job.
+--
+-- Every status change of a job is a non-HOT update (status is in the
+-- predicates and keys of its indexes), so each new row version gets an
+-- entry in every index whose predicate it meets: a claim wrote seven.
+-- Three partial indexes held the running rows, one per column the worker's
+-- statements filter on.  Running rows are few (at most the cluster's job
+-- slots), so one is enough: jobs_running_worker serves the heartbeat and
+-- the orphan rescue by worker_id (the instance is checked on the row), and
+-- the lease rescue and the running counts read it whole, a few hundred
+-- entries at most (tests/sql/20_report_plan.sql checks the reads).
+--
+-- Plain DROP INDEX, in the migration's transaction: it takes the table's
+-- ACCESS EXCLUSIVE lock until the migration commits, which waits for the
+-- statements in flight (all short: claims, reports, heartbeats) and holds
+-- the next ones back for as long as the rest of the migration takes, well
+-- under a second.  DROP INDEX CONCURRENTLY cannot run inside the
+-- transaction every migration runs in (boxcar migrate applies them all or
+-- none), and nothing here builds an index, which is what would hold the
+-- table for long.
+drop index if exists boxcar.jobs_running_instance;
+drop index if exists boxcar.jobs_running_lease;
