@@ -20,3 +20,20 @@
 -- table for long.
 drop index if exists boxcar.jobs_running_instance;
 drop index if exists boxcar.jobs_running_lease;
+
+-- The list by status (boxcar.jobs_list) and the active queues' counts
+-- (boxcar.active_queue_stats) walk an index by status; succeeded jobs
+-- leave it.  They are most of the table, so a list of them walks
+-- jobs_list (created_at, id) and skips the few others; and a job's
+-- success, the end of nearly every job, writes no entry here (the full
+-- index took one at each change of status: enqueue, claim, end).
+--
+-- Building it reads the table and holds its writes back until the
+-- migration commits.  On a large table, build it first beside the running
+-- replicas, with the same name and definition:
+--   create index concurrently jobs_list_status_but_succeeded
+--       on boxcar.jobs (status, created_at, id) where status <> 'succeeded';
+-- and this migration finds it (if not exists) and only drops the old one.
+create index if not exists jobs_list_status_but_succeeded on boxcar.jobs (status, created_at, id)
+    where status <> 'succeeded';
+drop index if exists boxcar.jobs_list_status;
