@@ -37,3 +37,12 @@ drop index if exists boxcar.jobs_running_lease;
 create index if not exists jobs_list_status_but_succeeded on boxcar.jobs (status, created_at, id)
     where status <> 'succeeded';
 drop index if exists boxcar.jobs_list_status;
+
+-- The events a worker kept back for a job's last attempt (started,
+-- exited...: [{"kind", "at", "details"}], as it sent them), written with
+-- the job's result in its row instead of as rows of job_events (two
+-- inserts, four index entries and two foreign-key checks less a job).
+-- boxcar.job_events_json shows them in place; boxcar.retry moves them to
+-- job_events before it clears the row.  A new nullable column: no table
+-- rewrite.
+alter table boxcar.jobs add column if not exists attempt_events jsonb;

@@ -645,30 +645,32 @@ begin
        and j.status = 'running'
      order by j.id
        for update;
-    insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
-    select r.id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind', report_completions.worker_id,
-           r.attempt, e.v -> 'details'
-      from unnest(report_completions.ids, report_completions.attempts, report_completions.events)
-           as r(id, attempt, evs)
-     cross join lateral jsonb_array_elements(coalesce(r.evs, '[]'::jsonb)) with ordinality as e(v, n)
-     -- offset 0 keeps this a probe of job_events_job per event: as an
-     -- anti join it was planned as a hash of the whole table.
-     where not exists (select from boxcar.job_events o
-                        where o.job_id = r.id
-                          and o.kind = e.v ->> 'kind'
-                          and o.attempt is not distinct from r.attempt
-                          and o.at = (e.v ->> 'at')::timestamptz
-                       offset 0)
-     order by r.id, e.n;
+    -- A held job's kept-back events go in its row (attempt_events, shown by
+    -- job_events_json), not in job_events: two inserts fewer a job, with
+    -- their index entries and foreign-key checks.  Those already written
+    -- (a call resent after its answer was lost) are left out, as
+    -- add_worker_events leaves them out; offset 0 keeps that a probe of
+    -- job_events_job per event (as an anti join it was planned as a hash of
+    -- the whole table).  The events of a row not held (a job the worker
+    -- lost) are rows of job_events, as before, written once: not when the
+    -- job's row already holds that attempt's (this call, resent).
     return query
     with done as (
         update boxcar.jobs j
            set status = r.status, result = r.result, error = r.error,
-               finished_at = clock_timestamp(), lease_expires_at = null
+               finished_at = clock_timestamp(), lease_expires_at = null,
+               attempt_events = (select jsonb_agg(e.v order by e.n)
+                                   from jsonb_array_elements(r.evs) with ordinality as e(v, n)
+                                  where not exists (select from boxcar.job_events o
+                                                     where o.job_id = r.id
+                                                       and o.kind = e.v ->> 'kind'
+                                                       and o.attempt is not distinct from r.attempt
+                                                       and o.at = (e.v ->> 'at')::timestamptz
+                                                    offset 0))
           from unnest(report_completions.ids, report_completions.attempts,
                       report_completions.statuses, report_completions.results,
-                      report_completions.errors) with ordinality as r(id, attempt, status, result,
-                                                                      error, i)
+                      report_completions.errors, report_completions.events)
+               with ordinality as r(id, attempt, status, result, error, evs, i)
          -- id = any (ids) as well: whatever the join's plan, jobs is read
          -- by id (see claim_ids).
          where j.id = r.id and j.id = any (report_completions.ids)
@@ -688,6 +690,26 @@ begin
          order by q.scope
         on conflict on constraint scope_cpu_usage_pkey do update
            set cpu_ms = u.cpu_ms + excluded.cpu_ms, jobs = u.jobs + excluded.jobs
+    ), lost_events as (
+        insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
+        select r.id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind', report_completions.worker_id,
+               r.attempt, e.v -> 'details'
+          from unnest(report_completions.ids, report_completions.attempts,
+                      report_completions.events) with ordinality as r(id, attempt, evs, i)
+         cross join lateral jsonb_array_elements(coalesce(r.evs, '[]'::jsonb))
+               with ordinality as e(v, n)
+         where not exists (select from done d where d.i = r.i)
+           and not exists (select from boxcar.jobs j
+                            where j.id = r.id and j.attempts = r.attempt
+                              and j.attempt_events is not null
+                           offset 0)
+           and not exists (select from boxcar.job_events o
+                            where o.job_id = r.id
+                              and o.kind = e.v ->> 'kind'
+                              and o.attempt is not distinct from r.attempt
+                              and o.at = (e.v ->> 'at')::timestamptz
+                           offset 0)
+         order by r.id, e.n
     )
     select s.i::integer, exists (select from done d where d.i = s.i)
       from generate_subscripts(report_completions.ids, 1) s(i);

@@ -90,10 +90,11 @@ end $$;
 -- The job as one JSON document (what `boxcar status` prints).  A queued
 -- job whose scope is at a quota says so in "waiting" (sql/39_caps_quotas.sql).
 -- Secrets by name only (boxcar.spec_redacted): sealed values are harmless
--- but mean nothing to a reader.
+-- but mean nothing to a reader.  attempt_events are events
+-- (boxcar.job_events_json), not a field.
 create or replace function boxcar.job_json(id uuid)
 returns jsonb language sql stable as $$
-    select to_jsonb(j)
+    select to_jsonb(j) - 'attempt_events'
            || case when j.spec ? 'secrets' then jsonb_build_object('spec', boxcar.spec_redacted(j.spec))
                    else '{}' end
            || case when w.reason is not null then jsonb_build_object('waiting', w.reason) else '{}' end
@@ -103,18 +104,26 @@ returns jsonb language sql stable as $$
      where j.id = job_json.id
 $$;
 
--- A job's 'finished' event is its row, not a row of job_events (issue 49:
--- one insert, and its index entries and foreign-key check, less per job):
--- the final status and error, finished_at, and the worker and attempt that
--- ended it are all in the row.  None for a job that never ended an attempt
--- (cancelled while queued, a dependency's failure: no worker_id; its own
--- event tells), nor for a run that already has a stored one (written
--- before migration 0022).  boxcar.retry stores it before it clears the row
--- for the next run; in job_events_json it comes last, as nothing of a run
--- happens after its end.
-create or replace function boxcar.finished_event(j boxcar.jobs)
+-- The events a finished job's row holds instead of rows of job_events
+-- (issue 49: fewer inserts, index entries and foreign-key checks per
+-- job): the events the worker kept back for its last attempt
+-- (jobs.attempt_events, written with the result by report_completions),
+-- then its 'finished' event: the final status and error, finished_at, and
+-- the worker and attempt that ended it.  No 'finished' for a job that
+-- never ended an attempt (cancelled while queued, a dependency's failure:
+-- no worker_id; its own event tells), nor for a run that already has a
+-- stored one (written before migration 0022).  boxcar.retry stores them
+-- all before it clears the row for the next run; job_events_json shows
+-- them after the stored ones, as nothing of a run happens after its end.
+create or replace function boxcar.row_events(j boxcar.jobs)
 returns table (at timestamptz, kind text, worker_id text, attempt integer, details jsonb)
 language sql stable as $$
+    select * from (
+        select (e.v ->> 'at')::timestamptz, e.v ->> 'kind', j.worker_id, j.attempts, e.v -> 'details'
+          from jsonb_array_elements(case when j.status in ('succeeded', 'failed', 'cancelled')
+                                         then j.attempt_events end) with ordinality as e(v, n)
+         order by e.n) k
+    union all
     select j.finished_at, 'finished', j.worker_id, j.attempts,
            jsonb_build_object('status', j.status, 'error', j.error)
      where j.status in ('succeeded', 'failed', 'cancelled') and j.worker_id is not null
@@ -128,15 +137,18 @@ $$;
 create or replace function boxcar.job_events_json(id uuid)
 returns setof jsonb language sql stable as $$
     select x.ev
-      from (select e.id, jsonb_build_object('at', e.at, 'kind', e.kind, 'worker_id', e.worker_id,
-                                            'attempt', e.attempt, 'details', e.details) as ev
+      from (select e.id, 0::bigint as n,
+                   jsonb_build_object('at', e.at, 'kind', e.kind, 'worker_id', e.worker_id,
+                                      'attempt', e.attempt, 'details', e.details) as ev
               from boxcar.job_events e where e.job_id = job_events_json.id
             union all
-            select null, jsonb_build_object('at', f.at, 'kind', f.kind, 'worker_id', f.worker_id,
-                                            'attempt', f.attempt, 'details', f.details)
-              from boxcar.jobs j cross join lateral boxcar.finished_event(j) f
+            select null, f.n,
+                   jsonb_build_object('at', f.at, 'kind', f.kind, 'worker_id', f.worker_id,
+                                      'attempt', f.attempt, 'details', f.details)
+              from boxcar.jobs j
+                   cross join lateral boxcar.row_events(j) with ordinality as f(at, kind, worker_id, attempt, details, n)
              where j.id = job_events_json.id) x
-     order by x.id nulls last
+     order by x.id nulls last, x.n
 $$;
 
 -- Ids of running jobs whose cancellation was requested, among the given ones

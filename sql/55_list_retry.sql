@@ -45,15 +45,17 @@ begin
     -- The queue's caps as they are now (sql/39_caps_quotas.sql): a job
     -- over a cap lowered since is refused, not run again.
     j.spec := boxcar.apply_queue_caps(j.queue, j.spec);
-    -- The run's 'finished' event was its row (boxcar.finished_event), which
-    -- the update below clears: stored now, before the retry's own.
+    -- The run's last events were its row's (boxcar.row_events), which the
+    -- update below clears: stored now, in order, before the retry's own.
     insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
-    select j.id, f.at, f.kind, f.worker_id, f.attempt, f.details from boxcar.finished_event(j) f;
+    select j.id, f.at, f.kind, f.worker_id, f.attempt, f.details
+      from boxcar.row_events(j) with ordinality as f order by f.ordinality;
     update boxcar.jobs x
        set status = 'queued', attempts = 0, run_at = now(), blocked = wait, spec = j.spec,
            worker_id = null, worker_instance = null, lease_expires_at = null,
            cancel_requested_at = null, result = null, error = null,
-           started_at = null, finished_at = null, manual_retries = x.manual_retries + 1
+           started_at = null, finished_at = null, manual_retries = x.manual_retries + 1,
+           attempt_events = null
      where x.id = j.id;
     update boxcar.job_logs l set attempt = l.attempt - 1000 * (j.manual_retries + 1)
      where l.job_id = j.id and l.attempt > 0;

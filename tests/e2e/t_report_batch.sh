@@ -34,8 +34,13 @@ is "every job's trail is claimed, started, exited, finished" "$(trail burst)" "$
 is "no event is written twice" "$(doubles burst)" "0"
 is "one webhook outbox row per job" "$(hooks burst)" "$N"
 is "started is the spawn, before the exit (worker clock)" \
-   "$(sql "select count(*) from boxcar.job_events s join boxcar.job_events x on x.job_id = s.job_id
-            and x.kind = 'exited' where s.kind = 'started' and s.at <= x.at and x.details->>'exit_code' = '0'")" "$N"
+   "$(sql "select count(*) from (select j.id from $events where j.queue = 'burst' group by j.id
+             having min((x.e ->> 'at')::timestamptz) filter (where x.e ->> 'kind' = 'started')
+                    <= min((x.e ->> 'at')::timestamptz) filter (where x.e ->> 'kind' = 'exited'
+                                                               and x.e -> 'details' ->> 'exit_code' = '0')) t")" "$N"
+is "a completed job's kept-back events are its row's, not rows of job_events" \
+   "$(sql "select count(*) from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
+            where j.queue = 'burst' and e.kind in ('started', 'exited')")" "0"
 check "the worker reported no failure" bash -c "! grep -q 'report_failed\|not_held' '$BOXCAR_DEV/test-logs/rb-a.log'"
 
 # 2. PostgreSQL restarts in the middle of a burst.

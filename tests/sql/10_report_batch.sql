@@ -1,5 +1,5 @@
 begin;
-select plan(47);
+select plan(51);
 
 -- Four jobs claimed by w1; b is then rescued and claimed again by w2 (w1
 -- lost its lease), so a report of w1 for b must change nothing.
@@ -151,8 +151,14 @@ select is((select (e ->> 'at')::timestamptz = j.finished_at
              from boxcar.job_events_json(pg_temp.jid('f')) e, boxcar.jobs j
             where j.id = pg_temp.jid('f') and e ->> 'kind' = 'finished'), true,
           'completions: the finished event is at the job''s finished_at');
-select is((select at from boxcar.job_events where job_id = pg_temp.jid('e') and kind = 'exited'),
+select is((select (e ->> 'at')::timestamptz from boxcar.job_events_json(pg_temp.jid('e')) e
+            where e ->> 'kind' = 'exited'),
           '2026-01-02T00:00:01.000004Z'::timestamptz, 'completions: an event keeps the worker''s instant');
+select is((select count(*)::int from boxcar.job_events where job_id in (pg_temp.jid('e'), pg_temp.jid('f'))
+             and kind in ('started', 'exited')), 0,
+          'completions: a held job''s kept-back events are its row''s, not rows of job_events');
+select is((boxcar.job_json(pg_temp.jid('e')) ? 'attempt_events'), false,
+          'completions: job_json shows them as events only');
 select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('g') and kind = 'started'), 1,
           'completions: the lost job''s events are written all the same');
 select is((select count(*)::int from boxcar.job_events
@@ -242,6 +248,20 @@ select throws_ok($$select * from boxcar.report_batch('w5', array[pg_temp.jid('m'
                      array['none'], array[null], array[null]::jsonb[], array[null]::jsonb[],
                      array[null]::jsonb[], null, array['{"seq": 1, "chunks": "x"}']::jsonb[])$$,
                  '22023', null, 'logs: a malformed row (or one without its attempt) is refused');
+
+-- A manual retry clears the row for the next run: the events it held
+-- (kept-back ones, then the finished one) become rows of job_events first,
+-- in order, so the story stays the same.
+create temp table story as select e from boxcar.job_events_json(pg_temp.jid('f')) e;
+select boxcar.retry(pg_temp.jid('f'), 'tester');
+select results_eq(
+    $$select kind from boxcar.job_events where job_id = pg_temp.jid('f') order by id$$,
+    $$values ('claimed'), ('started'), ('exited'), ('finished'), ('retry_requested')$$,
+    'retry: the row''s events are stored, in order, before the retry''s own');
+select results_eq(
+    $$select e from boxcar.job_events_json(pg_temp.jid('f')) e limit 4$$,
+    $$select e from story$$,
+    'retry: and the first run tells the same story as before');
 
 select * from finish();
 rollback;

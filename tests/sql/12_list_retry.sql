@@ -26,7 +26,7 @@ select throws_ok(format('select boxcar.retry(%L, %L)', (select id from f), 'bob'
 select boxcar.complete((select id from f), 'w2', 'succeeded', '{"exit_code":0}');
 select throws_ok(format('select boxcar.retry(%L, %L)', (select id from f), 'bob'), '55000', null,
                  'nor a succeeded one');
--- A run's 'finished' event is its job row (boxcar.finished_event) until a
+-- A run's 'finished' event is its job row (boxcar.row_events) until a
 -- retry clears the row: the retry stores it first, so both runs tell.
 select results_eq(
     $$select e ->> 'kind', e ->> 'worker_id', e -> 'details' ->> 'status'
