@@ -1,6 +1,35 @@
 -- The worker side of the queue: claim, heartbeat, complete, retry, release.
 -- Every write is fenced by worker_id (and the attempt, when given): a
 -- worker that lost its lease can no longer change the job.
+--
+-- Exactly once, and why (tests: tests/sql/02_claim.sql, 10_report_batch.sql;
+-- tests/e2e t_claim_commit, t_claim_unseen, t_report_batch, t_nothing_lost,
+-- t_scale; tests/chaos):
+-- - One holder at a time.  A claim takes queued rows with FOR UPDATE SKIP
+--   LOCKED and, in the same statement's transaction, sets them running
+--   with attempts + 1, worker_id and a lease (claim_ids).  A second claim
+--   skips the locked rows and, once the first commits, no longer sees them
+--   as queued (status = 'queued' and not blocked is the claim's predicate).
+--   Each claim writes one 'claimed' row of job_events, the evidence the
+--   tests count (one per attempt).
+-- - A stale worker's report is refused.  Every transition out of running
+--   (complete, report_completions, retry_or_fail, release) matches
+--   worker_id, status = 'running' and the attempt it was given; a worker
+--   whose lease ran out and whose job was rescued and claimed again
+--   (attempts moved on) changes nothing, and its report answers held =
+--   false.
+-- - All or nothing.  A claim's rows, their 'claimed' events and their
+--   lease commit together; a report's result, the job's kept-back events
+--   (in its row: attempt_events), its live-log tail, webhook outbox row and
+--   NOTIFY commit together.  A transaction that fails halfway leaves the
+--   job as it was: queued (no attempt counted) or running under its lease,
+--   and the worker retries the call or the heartbeat hands the job back
+--   (README, "Running and scaling").  A resent call whose first try did
+--   commit finds the job no longer running for that attempt (held =
+--   false) and writes no event twice.
+-- - A report and the next claim stay two transactions, on two connections
+--   (the reporter thread's and the main loop's): a failure of one never
+--   undoes the other, so neither can lose or double a job.
 
 -- Exponential backoff with jitter: 2 s, 4 s, 8 s … capped at one hour,
 -- each scaled by a random factor in [0.75, 1.25) so retries spread out.
@@ -690,16 +719,21 @@ begin
          order by q.scope
         on conflict on constraint scope_cpu_usage_pkey do update
            set cpu_ms = u.cpu_ms + excluded.cpu_ms, jobs = u.jobs + excluded.jobs
+    ), lost as materialized (
+        -- Materialized: the rows not held are found first (none, nearly
+        -- always), so the probes below run for those only.
+        select r.id, r.attempt, r.evs
+          from unnest(report_completions.ids, report_completions.attempts,
+                      report_completions.events) with ordinality as r(id, attempt, evs, i)
+         where not exists (select from done d where d.i = r.i)
     ), lost_events as (
         insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
         select r.id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind', report_completions.worker_id,
                r.attempt, e.v -> 'details'
-          from unnest(report_completions.ids, report_completions.attempts,
-                      report_completions.events) with ordinality as r(id, attempt, evs, i)
+          from lost r
          cross join lateral jsonb_array_elements(coalesce(r.evs, '[]'::jsonb))
                with ordinality as e(v, n)
-         where not exists (select from done d where d.i = r.i)
-           and not exists (select from boxcar.jobs j
+         where not exists (select from boxcar.jobs j
                             where j.id = r.id and j.attempts = r.attempt
                               and j.attempt_events is not null
                            offset 0)
