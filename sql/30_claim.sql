@@ -1,6 +1,35 @@
 -- The worker side of the queue: claim, heartbeat, complete, retry, release.
 -- Every write is fenced by worker_id (and the attempt, when given): a
 -- worker that lost its lease can no longer change the job.
+--
+-- Exactly once, and why (tests: tests/sql/02_claim.sql, 10_report_batch.sql;
+-- tests/e2e t_claim_commit, t_claim_unseen, t_report_batch, t_nothing_lost,
+-- t_scale; tests/chaos):
+-- - One holder at a time.  A claim takes queued rows with FOR UPDATE SKIP
+--   LOCKED and, in the same statement's transaction, sets them running
+--   with attempts + 1, worker_id and a lease (claim_ids).  A second claim
+--   skips the locked rows and, once the first commits, no longer sees them
+--   as queued (status = 'queued' and not blocked is the claim's predicate).
+--   Each claim writes one 'claimed' row of job_events, the evidence the
+--   tests count (one per attempt).
+-- - A stale worker's report is refused.  Every transition out of running
+--   (complete, report_completions, retry_or_fail, release) matches
+--   worker_id, status = 'running' and the attempt it was given; a worker
+--   whose lease ran out and whose job was rescued and claimed again
+--   (attempts moved on) changes nothing, and its report answers held =
+--   false.
+-- - All or nothing.  A claim's rows, their 'claimed' events and their
+--   lease commit together; a report's result, the job's kept-back events
+--   (in its row: attempt_events), its live-log tail, webhook outbox row and
+--   NOTIFY commit together.  A transaction that fails halfway leaves the
+--   job as it was: queued (no attempt counted) or running under its lease,
+--   and the worker retries the call or the heartbeat hands the job back
+--   (README, "Running and scaling").  A resent call whose first try did
+--   commit finds the job no longer running for that attempt (held =
+--   false) and writes no event twice.
+-- - A report and the next claim stay two transactions, on two connections
+--   (the reporter thread's and the main loop's): a failure of one never
+--   undoes the other, so neither can lose or double a job.
 
 -- Exponential backoff with jitter: 2 s, 4 s, 8 s … capped at one hour,
 -- each scaled by a random factor in [0.75, 1.25) so retries spread out.
@@ -117,38 +146,41 @@ set plan_cache_mode = force_generic_plan
 set enable_seqscan = off as $$
 #variable_conflict use_column
 begin
-    -- Each update finds its rows by id alone, not through a join with the
+    -- The update finds its rows by id alone, not through a join with the
     -- picked rows: planned while the statistics said the table was (nearly)
     -- empty, such a join was a merge join reading all of jobs_pkey at every
     -- claim (tests/sql/20_report_plan.sql).  The caller holds the rows'
-    -- locks, so both see the attempts the pick saw.
+    -- locks, so it sees the attempts the pick saw.
+    --
+    -- One update for both kinds of rows: a job whose attempts already
+    -- reached max_attempts is failed, the others start an attempt (one
+    -- read of each row by id, not one per kind).  The failed ones keep no
+    -- 'finished' event row: the job row holds it (job_events_json).
     return query
-    with exhausted as (
+    with picked as (
         update boxcar.jobs j
-           set status = 'failed', finished_at = clock_timestamp(), lease_expires_at = null,
-               error = jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
-                           format('not run: attempts (%s) already at max_attempts (%s)',
-                                  j.attempts, j.max_attempts))
-         where j.id = any (claim_ids.ids) and j.attempts >= j.max_attempts
-        returning j.id, j.attempts, j.error
-    ), exhausted_events as (
-        insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
-        select x.id, 'finished', claim_ids.worker_id, x.attempts,
-               jsonb_build_object('status', 'failed', 'error', x.error)
-          from exhausted x
-    ), claimed as (
-        update boxcar.jobs j
-           set status = 'running', attempts = j.attempts + 1, worker_id = claim_ids.worker_id,
-               worker_instance = claim_ids.instance,
-               lease_expires_at = now() + claim_ids.lease, started_at = clock_timestamp(),
-               finished_at = null
-         where j.id = any (claim_ids.ids) and j.attempts < j.max_attempts
+           set status = case when j.attempts < j.max_attempts then 'running' else 'failed' end,
+               attempts = j.attempts + case when j.attempts < j.max_attempts then 1 else 0 end,
+               worker_id = claim_ids.worker_id,
+               worker_instance = case when j.attempts < j.max_attempts then claim_ids.instance end,
+               lease_expires_at = case when j.attempts < j.max_attempts
+                                       then now() + claim_ids.lease end,
+               started_at = case when j.attempts < j.max_attempts then clock_timestamp()
+                                 else j.started_at end,
+               finished_at = case when j.attempts < j.max_attempts then null
+                                  else clock_timestamp() end,
+               error = case when j.attempts < j.max_attempts then j.error
+                            else jsonb_build_object('code', 'ATTEMPTS_EXHAUSTED', 'message',
+                                     format('not run: attempts (%s) already at max_attempts (%s)',
+                                            j.attempts, j.max_attempts)) end
+         where j.id = any (claim_ids.ids)
         returning j.*
     ), events as (
         insert into boxcar.job_events (job_id, kind, worker_id, attempt)
-        select c.id, 'claimed', claim_ids.worker_id, c.attempts from claimed c
+        select c.id, 'claimed', claim_ids.worker_id, c.attempts from picked c
+         where c.status = 'running'
     )
-    select * from claimed c order by c.priority desc, c.run_at, c.id;
+    select * from picked c where c.status = 'running' order by c.priority desc, c.run_at, c.id;
 end $$;
 
 -- The claim with limits and fair share.
@@ -331,8 +363,6 @@ create or replace function boxcar.complete(id uuid, worker_id text, status text,
                                            attempt integer default null)
 returns boolean language plpgsql volatile as $$
 #variable_conflict use_column
-declare
-    done boxcar.jobs;
 begin
     if complete.status not in ('succeeded', 'failed', 'cancelled') then
         raise exception 'status: must be succeeded, failed or cancelled' using errcode = '22023';
@@ -341,14 +371,9 @@ begin
        set status = complete.status, result = complete.result, error = complete.error,
            finished_at = clock_timestamp(), lease_expires_at = null
      where j.id = complete.id and j.worker_id = complete.worker_id and j.status = 'running'
-       and (complete.attempt is null or j.attempts = complete.attempt)
-    returning j.* into done;
-    if not found then
-        return false;
-    end if;
-    perform boxcar.add_event(done.id, 'finished', complete.worker_id, done.attempts,
-                             jsonb_build_object('status', done.status, 'error', done.error));
-    return true;
+       and (complete.attempt is null or j.attempts = complete.attempt);
+    -- No 'finished' event row: the job row holds it (job_events_json).
+    return found;
 end $$;
 
 -- An infrastructure failure: back to the queue after a backoff, or failed
@@ -381,12 +406,11 @@ begin
                                                     'delay_s', extract(epoch from delay)));
         return 'queued';
     end if;
+    -- Its 'finished' event is the row's (job_events_json).
     update boxcar.jobs x
        set status = 'failed', error = retry_or_fail.error, result = retry_or_fail.result,
            finished_at = clock_timestamp(), lease_expires_at = null
      where x.id = j.id;
-    perform boxcar.add_event(j.id, 'finished', retry_or_fail.worker_id, j.attempts,
-                             jsonb_build_object('status', 'failed', 'error', retry_or_fail.error));
     return 'failed';
 end $$;
 
@@ -426,11 +450,10 @@ begin
         perform boxcar.add_event(j.id, 'rescued', j.worker_id, j.attempts,
                                  jsonb_build_object('error', err, 'delay_s', extract(epoch from delay)));
     else
+        -- Its 'finished' event is the row's (job_events_json).
         update boxcar.jobs set status = 'failed', lease_expires_at = null,
                                error = err, finished_at = clock_timestamp()
          where id = j.id;
-        perform boxcar.add_event(j.id, 'finished', j.worker_id, j.attempts,
-                                 jsonb_build_object('status', 'failed', 'error', err));
     end if;
 end $$;
 
@@ -525,8 +548,9 @@ end $$;
 -- worker no longer holds is left as it is and answers held = false, and
 -- the other rows are recorded all the same.  events[i] are the job's
 -- events the worker kept back (see add_worker_events), written before the
--- transition's own ('finished', 'retried', 'released'), so the trail keeps
--- the order things happened in.  actions[i]: 'complete' (statuses[i] is
+-- transition's own ('retried', 'released'; a job's 'finished' is its row,
+-- shown last by job_events_json), so the trail keeps the order things
+-- happened in.  actions[i]: 'complete' (statuses[i] is
 -- the final status), 'retry', 'release', or 'none' (only the events: a
 -- job the worker lost).  Rows are taken in id order, as heartbeat() locks
 -- them, so two calls of one worker never wait on each other in a cycle.
@@ -545,8 +569,8 @@ end $$;
 -- still held the job.
 --
 -- The common batch (every row a 'complete' without an artifact, each job
--- once) is recorded set-based: one insert of all the kept-back events, one
--- update of all the jobs, one insert of their 'finished' events.  Per row,
+-- once) is recorded set-based: one insert of all the kept-back events and
+-- one update of all the jobs.  Per row,
 -- the calls of complete() and add_worker_events() and the statement
 -- trigger of each update cost the database about a third of a job's
 -- report.  Any other batch takes the rows one by one.
@@ -629,7 +653,8 @@ end $$;
 
 -- Internal (report_batch's set-based path): completes the jobs ids, each
 -- at most once, fenced as complete() fences one, after writing their
--- kept-back events as add_worker_events() does.  The rows the worker holds
+-- kept-back events as add_worker_events() does.  Their 'finished' events
+-- are the rows' own (job_events_json), not rows of job_events.  The rows the worker holds
 -- are locked first, in id order, as heartbeat() locks them (the update
 -- alone would lock them in its join's order).
 create or replace function boxcar.report_completions(worker_id text, ids uuid[], attempts integer[],
@@ -649,30 +674,32 @@ begin
        and j.status = 'running'
      order by j.id
        for update;
-    insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
-    select r.id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind', report_completions.worker_id,
-           r.attempt, e.v -> 'details'
-      from unnest(report_completions.ids, report_completions.attempts, report_completions.events)
-           as r(id, attempt, evs)
-     cross join lateral jsonb_array_elements(coalesce(r.evs, '[]'::jsonb)) with ordinality as e(v, n)
-     -- offset 0 keeps this a probe of job_events_job per event: as an
-     -- anti join it was planned as a hash of the whole table.
-     where not exists (select from boxcar.job_events o
-                        where o.job_id = r.id
-                          and o.kind = e.v ->> 'kind'
-                          and o.attempt is not distinct from r.attempt
-                          and o.at = (e.v ->> 'at')::timestamptz
-                       offset 0)
-     order by r.id, e.n;
+    -- A held job's kept-back events go in its row (attempt_events, shown by
+    -- job_events_json), not in job_events: two inserts fewer a job, with
+    -- their index entries and foreign-key checks.  Those already written
+    -- (a call resent after its answer was lost) are left out, as
+    -- add_worker_events leaves them out; offset 0 keeps that a probe of
+    -- job_events_job per event (as an anti join it was planned as a hash of
+    -- the whole table).  The events of a row not held (a job the worker
+    -- lost) are rows of job_events, as before, written once: not when the
+    -- job's row already holds that attempt's (this call, resent).
     return query
     with done as (
         update boxcar.jobs j
            set status = r.status, result = r.result, error = r.error,
-               finished_at = clock_timestamp(), lease_expires_at = null
+               finished_at = clock_timestamp(), lease_expires_at = null,
+               attempt_events = (select jsonb_agg(e.v order by e.n)
+                                   from jsonb_array_elements(r.evs) with ordinality as e(v, n)
+                                  where not exists (select from boxcar.job_events o
+                                                     where o.job_id = r.id
+                                                       and o.kind = e.v ->> 'kind'
+                                                       and o.attempt is not distinct from r.attempt
+                                                       and o.at = (e.v ->> 'at')::timestamptz
+                                                    offset 0))
           from unnest(report_completions.ids, report_completions.attempts,
                       report_completions.statuses, report_completions.results,
-                      report_completions.errors) with ordinality as r(id, attempt, status, result,
-                                                                      error, i)
+                      report_completions.errors, report_completions.events)
+               with ordinality as r(id, attempt, status, result, error, evs, i)
          -- id = any (ids) as well: whatever the join's plan, jobs is read
          -- by id (see claim_ids).
          where j.id = r.id and j.id = any (report_completions.ids)
@@ -692,11 +719,31 @@ begin
          order by q.scope
         on conflict on constraint scope_cpu_usage_pkey do update
            set cpu_ms = u.cpu_ms + excluded.cpu_ms, jobs = u.jobs + excluded.jobs
-    ), finished as (
-        insert into boxcar.job_events (job_id, kind, worker_id, attempt, details)
-        select d.id, 'finished', report_completions.worker_id, d.attempts,
-               jsonb_build_object('status', d.status, 'error', d.error)
-          from done d order by d.id
+    ), lost as materialized (
+        -- Materialized: the rows not held are found first (none, nearly
+        -- always), so the probes below run for those only.
+        select r.id, r.attempt, r.evs
+          from unnest(report_completions.ids, report_completions.attempts,
+                      report_completions.events) with ordinality as r(id, attempt, evs, i)
+         where not exists (select from done d where d.i = r.i)
+    ), lost_events as (
+        insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
+        select r.id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind', report_completions.worker_id,
+               r.attempt, e.v -> 'details'
+          from lost r
+         cross join lateral jsonb_array_elements(coalesce(r.evs, '[]'::jsonb))
+               with ordinality as e(v, n)
+         where not exists (select from boxcar.jobs j
+                            where j.id = r.id and j.attempts = r.attempt
+                              and j.attempt_events is not null
+                           offset 0)
+           and not exists (select from boxcar.job_events o
+                            where o.job_id = r.id
+                              and o.kind = e.v ->> 'kind'
+                              and o.attempt is not distinct from r.attempt
+                              and o.at = (e.v ->> 'at')::timestamptz
+                           offset 0)
+         order by r.id, e.n
     )
     select s.i::integer, exists (select from done d where d.i = s.i)
       from generate_subscripts(report_completions.ids, 1) s(i);

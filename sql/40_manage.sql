@@ -91,10 +91,11 @@ end $$;
 -- "depends_on" (its dependencies' ids) when it has any.  A queued
 -- job whose scope is at a quota says so in "waiting" (sql/39_caps_quotas.sql).
 -- Secrets by name only (boxcar.spec_redacted): sealed values are harmless
--- but mean nothing to a reader.
+-- but mean nothing to a reader.  attempt_events are events
+-- (boxcar.job_events_json), not a field.
 create or replace function boxcar.job_json(id uuid)
 returns jsonb language sql stable as $$
-    select (to_jsonb(j) - 'has_dependents')
+    select (to_jsonb(j) - 'has_dependents' - 'attempt_events')
            || coalesce((select jsonb_build_object('depends_on', array_agg(x.depends_on order by x.depends_on))
                           from boxcar.job_dependencies x where x.job_id = j.id having count(*) > 0), '{}')
            || case when j.spec ? 'secrets' then jsonb_build_object('spec', boxcar.spec_redacted(j.spec))
@@ -110,11 +111,51 @@ returns jsonb language sql stable as $$
      where j.id = job_json.id
 $$;
 
+-- The events a finished job's row holds instead of rows of job_events
+-- (issue 49: fewer inserts, index entries and foreign-key checks per
+-- job): the events the worker kept back for its last attempt
+-- (jobs.attempt_events, written with the result by report_completions),
+-- then its 'finished' event: the final status and error, finished_at, and
+-- the worker and attempt that ended it.  No 'finished' for a job that
+-- never ended an attempt (cancelled while queued, a dependency's failure:
+-- no worker_id; its own event tells), nor for a run that already has a
+-- stored one (written before migration 0022).  boxcar.retry stores them
+-- all before it clears the row for the next run; job_events_json shows
+-- them after the stored ones, as nothing of a run happens after its end.
+create or replace function boxcar.row_events(j boxcar.jobs)
+returns table (at timestamptz, kind text, worker_id text, attempt integer, details jsonb)
+language sql stable as $$
+    select * from (
+        select (e.v ->> 'at')::timestamptz, e.v ->> 'kind', j.worker_id, j.attempts, e.v -> 'details'
+          from jsonb_array_elements(case when j.status in ('succeeded', 'failed', 'cancelled')
+                                         then j.attempt_events end) with ordinality as e(v, n)
+         order by e.n) k
+    union all
+    select j.finished_at, 'finished', j.worker_id, j.attempts,
+           jsonb_build_object('status', j.status, 'error', j.error)
+     where j.status in ('succeeded', 'failed', 'cancelled') and j.worker_id is not null
+       and not exists (select from boxcar.job_events e
+                        where e.job_id = j.id and e.kind = 'finished'
+                          and e.id > coalesce((select max(r.id) from boxcar.job_events r
+                                                where r.job_id = j.id
+                                                  and r.kind = 'retry_requested'), 0))
+$$;
+
 create or replace function boxcar.job_events_json(id uuid)
 returns setof jsonb language sql stable as $$
-    select jsonb_build_object('at', e.at, 'kind', e.kind, 'worker_id', e.worker_id,
-                              'attempt', e.attempt, 'details', e.details)
-      from boxcar.job_events e where e.job_id = job_events_json.id order by e.id
+    select x.ev
+      from (select e.id, 0::bigint as n,
+                   jsonb_build_object('at', e.at, 'kind', e.kind, 'worker_id', e.worker_id,
+                                      'attempt', e.attempt, 'details', e.details) as ev
+              from boxcar.job_events e where e.job_id = job_events_json.id
+            union all
+            select null, f.n,
+                   jsonb_build_object('at', f.at, 'kind', f.kind, 'worker_id', f.worker_id,
+                                      'attempt', f.attempt, 'details', f.details)
+              from boxcar.jobs j
+                   cross join lateral boxcar.row_events(j) with ordinality as f(at, kind, worker_id, attempt, details, n)
+             where j.id = job_events_json.id) x
+     order by x.id nulls last, x.n
 $$;
 
 -- Ids of running jobs whose cancellation was requested, among the given ones

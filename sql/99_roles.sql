@@ -159,6 +159,7 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('function', 'remove_storage',                 ''),
     ('function', 'remove_storage_version',         ''),
     ('function', 'job_summary',                    ''),
+    ('function', 'row_events',                     ''),
     ('function', 'job_cursor',                     ''),
     ('function', 'schedule_json',                  ''),
     ('function', 'check_time_zone',                ''),

@@ -294,7 +294,9 @@ psql -X -q -v ON_ERROR_STOP=1 "$DATABASE_URL" -c "\\copy chaos_hooks from '$tmp/
 count() { sql "$1"; }
 lost=$(count "select count(*) from boxcar.jobs where status not in ('succeeded', 'failed', 'cancelled')")
 failed=$(count "select count(*) from boxcar.jobs where status <> 'succeeded'")
-twice=$(count "select count(*) from (select job_id from boxcar.job_events where kind = 'finished' group by 1 having count(*) > 1) x")
+# As `boxcar events` tells it: a finished event is the job row's (boxcar.row_events).
+twice=$(count "select count(*) from (select j.id from boxcar.jobs j cross join lateral boxcar.job_events_json(j.id) e
+                                      where e ->> 'kind' = 'finished' group by 1 having count(*) > 1) x")
 # A job's command ran n times; n - 1 reruns need as many lost attempts.
 runs="with m as (select k, count(*) n from chaos_marks group by k),
           j as (select j.id, j.status, j.spec->'env'->>'K' k,

@@ -49,7 +49,9 @@ sql "create table public.commit_done (job_id uuid, at timestamptz);
      create constraint trigger at_commit after update on boxcar.jobs
        deferrable initially deferred for each row when (new.status = 'running')
        execute function public.at_commit();" >/dev/null
-events() { sql "select coalesce(string_agg(kind, ',' order by id), '') from boxcar.job_events where job_id = '$1'"; }
+# As `boxcar events` tells it (a job's 'finished' is its row's).
+events() { sql "select coalesce(string_agg(e ->> 'kind', ',' order by n), '')
+                  from boxcar.job_events_json('$1') with ordinality x(e, n)"; }
 
 # 1. On the isolating backend, through a warm sandbox.
 if [[ $E2E_SANDBOX == namespace && $(id -u) -eq 0 ]]; then

@@ -51,7 +51,7 @@ is "its command ran once" "$(cat "$marks/ran" 2>/dev/null)" "run"
 check "the worker said it handed the job back" \
     grep -q "event=job.released_unrun job_id=$id .*committed unseen" "$log"
 is "its trail: the unseen claim, handed back, then one run" \
-   "$(sql "select string_agg(kind, ',' order by id) from boxcar.job_events where job_id = '$id'")" \
+   "$(sql "select string_agg(e ->> 'kind', ',' order by n) from boxcar.job_events_json('$id') with ordinality x(e, n)")" \
    "claimed,released,claimed,started,exited,finished"
 kill -TERM "$wpid"; wait "$wpid" 2>/dev/null
 tap_done

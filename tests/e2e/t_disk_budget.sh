@@ -30,9 +30,12 @@ watch_free() {
 }
 watched() { kill $sampler; sampler=""; lowest=$(cat "$WD.min"); rm -f "$WD.min"; }
 enqueue() { echo "$1" | "$BOXCAR" enqueue --spec - "${@:2}"; }
-events() { sql "select string_agg(kind, ' ' order by at, id) from boxcar.job_events where job_id = '$1'"; }
-has_event() { [[ $(sql "select count(*) from boxcar.job_events where job_id = '$1' and kind = '$2'") == 1 ]]; }
-event_at() { sql "select extract(epoch from min(at)) from boxcar.job_events where job_id = '$1' and kind = '$2'"; }
+# As `boxcar events` tells it (a job's 'finished' is its row's, last).
+events() { sql "select string_agg(e ->> 'kind', ' ' order by (e ->> 'at')::timestamptz, n)
+                  from boxcar.job_events_json('$1') with ordinality x(e, n)"; }
+has_event() { [[ $(sql "select count(*) from boxcar.job_events_json('$1') e where e ->> 'kind' = '$2'") == 1 ]]; }
+event_at() { sql "select extract(epoch from min((e ->> 'at')::timestamptz)) from boxcar.job_events_json('$1') e
+                   where e ->> 'kind' = '$2'"; }
 WRITER='head -c 629145600 /dev/zero > big && sync && sleep 1'
 PORT=$(free_port)   # a fixed port collided once with an ephemeral one in use
 waits() { curl -s "http://127.0.0.1:$PORT/metrics" | awk -v k="boxcar_disk_waits_total{outcome=\"$1\"}" '$1 == k { print $2 }'; }

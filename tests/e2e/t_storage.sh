@@ -47,7 +47,7 @@ is "result.artifact.url serves the new version" "$(cat "$tmp/a2/notes.txt")" "fi
 second"
 is "the upload is in the audit trail" "$(sql "select count(*) from boxcar.job_events where job_id = '$j2' and kind = 'artifact_uploaded'")" "1"
 is "its trail keeps the order things happened in (started and exited are written before the upload)" \
-   "$(sql "select string_agg(kind, ',' order by id) from boxcar.job_events where job_id = '$j2'")" \
+   "$(sql "select string_agg(e ->> 'kind', ',' order by n) from boxcar.job_events_json('$j2') with ordinality x(e, n)")" \
    "claimed,started,exited,artifact_uploaded,finished"
 j3=$(echo '{"command": ["sh", "-c", "echo failed-state > f.txt; exit 7"], "artifact": {"storage": "notes-1", "base": "empty"}}' | "$BOXCAR" enqueue --spec -)
 "$BOXCAR" status --wait "$j3" >/dev/null

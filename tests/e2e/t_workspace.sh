@@ -39,7 +39,8 @@ is "the pulled version has the 1 GiB file, still sparse" \
 # Item 2: the timeout covers the whole run (nothing is copied afterwards).
 id=$(run_job '{"script": "mkdir d; for i in $(seq 3000); do printf x > d/f$i; done; head -c 20000000 /dev/urandom > big; sleep 60", "limits": {"timeout_s": 2, "disk_mb": 512}, "artifact": {"storage": "slow"}}')
 wall=$(job_field $id "result->>'wall_ms'")
-span=$(sql "select (extract(epoch from max(at) filter (where kind = 'exited')) - extract(epoch from min(at) filter (where kind = 'claimed'))) * 1000 from boxcar.job_events where job_id = '$id'" | cut -d. -f1)
+span=$(sql "select (extract(epoch from max(at) filter (where kind = 'exited')) - extract(epoch from min(at) filter (where kind = 'claimed'))) * 1000
+              from (select (e ->> 'at')::timestamptz as at, e ->> 'kind' as kind from boxcar.job_events_json('$id') e) x" | cut -d. -f1)
 if [[ $(job_field $id "error->>'code'") == TIMEOUT ]] && (( wall < 2600 && span < 4000 )); then
   ok "timeout_s 2 with files in the workspace: TIMEOUT, wall ${wall} ms, claim to exit ${span} ms"
 else not_ok "timeout covers the run"; diag "wall=$wall span=$span $(job_field $id error)"; fi

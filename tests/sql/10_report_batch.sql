@@ -1,5 +1,5 @@
 begin;
-select plan(45);
+select plan(51);
 
 -- Four jobs claimed by w1; b is then rescued and claimed again by w2 (w1
 -- lost its lease), so a report of w1 for b must change nothing.
@@ -42,9 +42,13 @@ select is((select status from boxcar.jobs where id = pg_temp.jid('c')), 'queued'
 select is((select status || ':' || attempts from boxcar.jobs where id = pg_temp.jid('d')), 'queued:0',
           'd is released without counting the attempt');
 select results_eq(
-    $$select kind from boxcar.job_events where job_id = pg_temp.jid('a') order by id$$,
+    $$select e ->> 'kind' from boxcar.job_events_json(pg_temp.jid('a')) e$$,
     $$values ('claimed'), ('started'), ('exited'), ('finished')$$,
     'the kept-back events come before the job''s finished event, in order');
+select results_eq(
+    $$select kind from boxcar.job_events where job_id = pg_temp.jid('a') order by id$$,
+    $$values ('claimed'), ('started'), ('exited')$$,
+    'the finished event is the job row''s, not a row of job_events');
 select is((select at from boxcar.job_events where job_id = pg_temp.jid('a') and kind = 'started'),
           '2026-01-01T00:00:00.000003Z'::timestamptz, 'an event keeps the instant the worker saw');
 select is((select details from boxcar.job_events where job_id = pg_temp.jid('a') and kind = 'exited'),
@@ -68,7 +72,7 @@ select results_eq(
         array['[{"kind":"started","at":"2026-01-01T00:00:00.000003Z","details":{"sandbox":"none"}},
                 {"kind":"exited","at":"2026-01-01T00:00:01.000003Z","details":{"exit_code":3}}]']::jsonb[])$$,
     $$values (false)$$, 'a resent call finds the job already recorded');
-select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('a')), 4,
+select is((select count(*)::int from boxcar.job_events_json(pg_temp.jid('a'))), 4,
           'and writes each event exactly once');
 
 -- Fencing by attempt, per row; 'none' writes only the events.
@@ -137,12 +141,24 @@ select is((select status || ':' || worker_id from boxcar.jobs where id = pg_temp
 select is((select status from boxcar.jobs where id = pg_temp.jid('h')), 'running',
           'completions: the stale attempt leaves the job running');
 select results_eq(
-    $$select kind, details from boxcar.job_events where job_id = pg_temp.jid('f') order by id$$,
-    $$values ('claimed', null::jsonb), ('started', '{"sandbox":"none"}'), ('exited', '{"exit_code":5}'),
-             ('finished', '{"status":"failed","error":{"code":"NONZERO_EXIT"}}')$$,
+    $$select e ->> 'kind', e -> 'details', e ->> 'worker_id', (e ->> 'attempt')::int
+        from boxcar.job_events_json(pg_temp.jid('f')) e$$,
+    $$values ('claimed', 'null'::jsonb, 'w3', 1), ('started', '{"sandbox":"none"}', 'w3', 1),
+             ('exited', '{"exit_code":5}', 'w3', 1),
+             ('finished', '{"status":"failed","error":{"code":"NONZERO_EXIT"}}', 'w3', 1)$$,
     'completions: the kept-back events come before the finished event, with their details');
-select is((select at from boxcar.job_events where job_id = pg_temp.jid('e') and kind = 'exited'),
+select is((select (e ->> 'at')::timestamptz = j.finished_at
+             from boxcar.job_events_json(pg_temp.jid('f')) e, boxcar.jobs j
+            where j.id = pg_temp.jid('f') and e ->> 'kind' = 'finished'), true,
+          'completions: the finished event is at the job''s finished_at');
+select is((select (e ->> 'at')::timestamptz from boxcar.job_events_json(pg_temp.jid('e')) e
+            where e ->> 'kind' = 'exited'),
           '2026-01-02T00:00:01.000004Z'::timestamptz, 'completions: an event keeps the worker''s instant');
+select is((select count(*)::int from boxcar.job_events where job_id in (pg_temp.jid('e'), pg_temp.jid('f'))
+             and kind in ('started', 'exited')), 0,
+          'completions: a held job''s kept-back events are its row''s, not rows of job_events');
+select is((boxcar.job_json(pg_temp.jid('e')) ? 'attempt_events'), false,
+          'completions: job_json shows them as events only');
 select is((select count(*)::int from boxcar.job_events where job_id = pg_temp.jid('g') and kind = 'started'), 1,
           'completions: the lost job''s events are written all the same');
 select is((select count(*)::int from boxcar.job_events
@@ -162,7 +178,8 @@ select results_eq(
               '[{"kind":"started","at":"2026-01-02T00:00:00.000003Z","details":{"sandbox":"none"}},
                 {"kind":"exited","at":"2026-01-02T00:00:01.000003Z","details":{"exit_code":5}}]']::jsonb[])$$,
     $$values (false), (false)$$, 'completions: a resent batch finds the jobs already recorded');
-select is((select count(*)::int from boxcar.job_events where job_id in (pg_temp.jid('e'), pg_temp.jid('f'))),
+select is((select count(*)::int from boxcar.job_events_json(pg_temp.jid('e')))
+          + (select count(*)::int from boxcar.job_events_json(pg_temp.jid('f'))),
           8, 'completions: and writes each event exactly once');
 
 select throws_ok($$select * from boxcar.report_batch('w4', array[pg_temp.jid('g')], array[2],
@@ -231,6 +248,20 @@ select throws_ok($$select * from boxcar.report_batch('w5', array[pg_temp.jid('m'
                      array['none'], array[null], array[null]::jsonb[], array[null]::jsonb[],
                      array[null]::jsonb[], null, array['{"seq": 1, "chunks": "x"}']::jsonb[])$$,
                  '22023', null, 'logs: a malformed row (or one without its attempt) is refused');
+
+-- A manual retry clears the row for the next run: the events it held
+-- (kept-back ones, then the finished one) become rows of job_events first,
+-- in order, so the story stays the same.
+create temp table story as select e from boxcar.job_events_json(pg_temp.jid('f')) e;
+select boxcar.retry(pg_temp.jid('f'), 'tester');
+select results_eq(
+    $$select kind from boxcar.job_events where job_id = pg_temp.jid('f') order by id$$,
+    $$values ('claimed'), ('started'), ('exited'), ('finished'), ('retry_requested')$$,
+    'retry: the row''s events are stored, in order, before the retry''s own');
+select results_eq(
+    $$select e from boxcar.job_events_json(pg_temp.jid('f')) e limit 4$$,
+    $$select e from story$$,
+    'retry: and the first run tells the same story as before');
 
 select * from finish();
 rollback;

@@ -1,5 +1,5 @@
 begin;
-select plan(30);
+select plan(32);
 
 -- retry: failed and cancelled jobs run again, with a fresh budget and an event.
 create temp table f as select boxcar.enqueue('r', '{"command":["x"]}', max_attempts => 1) as id;
@@ -26,12 +26,23 @@ select throws_ok(format('select boxcar.retry(%L, %L)', (select id from f), 'bob'
 select boxcar.complete((select id from f), 'w2', 'succeeded', '{"exit_code":0}');
 select throws_ok(format('select boxcar.retry(%L, %L)', (select id from f), 'bob'), '55000', null,
                  'nor a succeeded one');
+-- A run's 'finished' event is its job row (boxcar.row_events) until a
+-- retry clears the row: the retry stores it first, so both runs tell.
+select results_eq(
+    $$select e ->> 'kind', e ->> 'worker_id', e -> 'details' ->> 'status'
+        from boxcar.job_events_json((select id from f)) e$$,
+    $$values ('claimed', 'w1', null), ('finished', 'w1', 'failed'), ('retry_requested', null, null),
+             ('claimed', 'w2', null), ('finished', 'w2', 'succeeded')$$,
+    'the events of both runs, each ended by its finished event');
 
 create temp table c as select boxcar.enqueue('r', '{"command":["y"]}') as id;
 select boxcar.cancel((select id from c));
 select is(boxcar.retry((select id from c), 'ui:admin') ->> 'status', 'queued', 'a cancelled job is queued again');
 select is((select (cancel_requested_at is null)::text from boxcar.jobs where id = (select id from c)),
           'true', 'its cancel request is cleared');
+select results_eq($$select e ->> 'kind' from boxcar.job_events_json((select id from c)) e$$,
+                  $$values ('cancelled'), ('retry_requested')$$,
+                  'a job cancelled before it ran has no finished event');
 select throws_ok(format('select boxcar.retry(%L, %L)', (select id from c), 'bob'), '55000', null,
                  'a queued job cannot be retried');
 select throws_ok(format('select boxcar.retry(%L, %L)', gen_random_uuid(), 'bob'), 'P0002', null,
