@@ -197,14 +197,13 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
         return 0;
 }
 
-/* A plain process's command with no script has no use for the directory
- * (a sandbox mounts it at /run/boxcar): not made, one directory less to
- * make and remove per job. */
+/* Made for every job, a plain process's too: it holds the job's
+ * progress FIFO (job_progress.c) besides its scripts (a sandbox mounts it
+ * at /run/boxcar). */
 int job_dir_prepare_meta(const struct worker_config *cfg, const struct job_spec *spec,
                          const char *meta, struct bc_error *err)
 {
-        if (cfg->sandbox == BACKEND_NONE && spec->mode == SPEC_COMMAND && !spec->startup_script)
-                return 0;
+        (void)cfg;
         /* A kept directory (dir_bin.h) has it, empty. */
         if (mkdir(meta, 0755) < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);
