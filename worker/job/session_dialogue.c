@@ -1,7 +1,8 @@
 /* One job inside a live session (session_dialogue.h).  Everything the
  * agent says is checked: it shares its sandbox and uid with the session's
  * own processes, which could kill it or speak in its place.  What such a
- * process can make a job's result say is only that session's own. */
+ * process can make a job's result say is only that session's own.
+ * Size: one protocol, each step beside the checks of what the agent said. */
 #include "worker/job/session_dialogue.h"
 
 #include <errno.h>
