@@ -211,11 +211,6 @@ int job_dir_prepare_meta(const struct worker_config *cfg, const struct job_spec 
         if (asprintf(&script, "%s/script.sh", meta) < 0 ||
             asprintf(&startup, "%s/startup.sh", meta) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
-        /* A session's meta directory outlives its jobs: the last job's
-         * scripts go first (created again with O_EXCL, never followed). */
-        if ((unlink(script) < 0 && errno != ENOENT) || (unlink(startup) < 0 && errno != ENOENT))
-                return bc_error_set(err, BC_SANDBOX_SETUP, errno,
-                                    "remove an earlier script in %s: %m", meta);
         int r = spec->mode == SPEC_SCRIPT ? write_file(script, spec->script, err) : 0;
         if (r >= 0 && spec->startup_script)
                 r = write_file(startup, spec->startup_script, err);
