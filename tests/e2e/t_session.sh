@@ -61,6 +61,12 @@ check "and is a layer over the previous one" test "$(job_field $j3 "(result->'ar
 js=$(run web '{"command": ["sh", "-c", "tr a-z A-Z; echo"], "stdin": "fed through stdin"}')
 is "stdin is fed to the command" "$(st $js) $(out $js)" "succeeded FED THROUGH STDIN"
 
+# ---- script jobs, one after another in the same session ----
+jsa=$(run web '{"script": "echo first script"}')
+jsb=$(run web '{"script": "echo second script"}')
+is "two script jobs in one session each run their own script" \
+   "$(st $jsa) $(out $jsa) $(st $jsb) $(out $jsb)" "succeeded first script succeeded second script"
+
 # ---- What a command starts with (the agent's spawn, under the sandbox's seccomp filter) ----
 jc=$(run web '{"command": ["cat", "/proc/self/status"]}')
 is "a command starts with no signal blocked or ignored" \

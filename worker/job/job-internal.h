@@ -122,8 +122,7 @@ int job_dir_take_disk(const struct job_services *svc, const struct claimed_job *
 /* boxcar's own files for the job in meta (the directory mounted at
  * BACKEND_META_DIR): its script and startup script, written to files and
  * run by path, never spliced into a command line. */
-int job_dir_prepare_meta(const struct worker_config *cfg, const struct job_spec *spec,
-                         const char *meta, struct bc_error *err);
+int job_dir_prepare_meta(const struct job_spec *spec, const char *meta, struct bc_error *err);
 /* spec's workdir inside the workspace ws, made when missing (after the
  * artifact base is in place); a component that is not a directory is the
  * job's own error (BC_BAD_SPEC). */

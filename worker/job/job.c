@@ -410,7 +410,7 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
                 run->meta = NULL;
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
                 fail_with(o, &err, BC_SANDBOX_SETUP);
-        } else if (job_dir_prepare_meta(run->svc->cfg, run->spec, run->meta, &err) < 0) {
+        } else if (job_dir_prepare_meta(run->spec, run->meta, &err) < 0) {
                 fail_with(o, &err, BC_SANDBOX_SETUP);
         } else if (job_stage_inputs(run, &err) < 0) {
                 fail_with(o, &err, BC_FETCH_FAILED);

@@ -185,8 +185,12 @@ int job_dir_make(const struct job_services *svc, const struct claimed_job *job,
         return 0;
 }
 
+/* A session's meta directory outlives its jobs: an earlier job's file of
+ * the same name goes first, then the new one is created, never followed. */
 static int write_file(const char *path, const char *text, struct bc_error *err)
 {
+        if (unlink(path) < 0 && errno != ENOENT)
+                return bc_error_set(err, BC_SANDBOX_SETUP, errno, "remove %s: %m", path);
         _cleanup_fd_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
                                    0644);
         if (fd < 0)
@@ -200,10 +204,8 @@ static int write_file(const char *path, const char *text, struct bc_error *err)
 /* Made for every job, a plain process's too: it holds the job's
  * progress FIFO (job_progress.c) besides its scripts (a sandbox mounts it
  * at /run/boxcar). */
-int job_dir_prepare_meta(const struct worker_config *cfg, const struct job_spec *spec,
-                         const char *meta, struct bc_error *err)
+int job_dir_prepare_meta(const struct job_spec *spec, const char *meta, struct bc_error *err)
 {
-        (void)cfg;
         /* A kept directory (dir_bin.h) has it, empty. */
         if (mkdir(meta, 0755) < 0 && errno != EEXIST)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", meta);

@@ -158,7 +158,7 @@ static int build_request(struct dialogue *d, struct dynbuf *out, struct bc_error
         } else if (r >= 0) {
                 /* script.sh and the code wrappers in the session's meta
                  * directory, which the sandbox shows at BACKEND_META_DIR. */
-                r = job_dir_prepare_meta(d->svc->cfg, spec, session_meta(d->sess), err);
+                r = job_dir_prepare_meta(spec, session_meta(d->sess), err);
                 if (r >= 0 && spec->mode == SPEC_CODE)
                         r = code_prepare(spec, session_meta(d->sess), BACKEND_META_DIR,
                                          "/workspace", &argv, err);

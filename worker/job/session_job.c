@@ -85,7 +85,7 @@ static int start_session(const struct job_services *svc, const struct claimed_jo
                 run.meta = NULL;
         enum bc_code infra = BC_SANDBOX_SETUP;
         if (r >= 0)
-                r = job_dir_prepare_meta(svc->cfg, spec, run.meta, &err);
+                r = job_dir_prepare_meta(spec, run.meta, &err);
         if (r >= 0 && (r = job_stage_inputs(&run, &err)) < 0)
                 infra = BC_FETCH_FAILED;
         if (r >= 0)
