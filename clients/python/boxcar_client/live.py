@@ -24,7 +24,7 @@ import select
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Deque, Iterator, List, Optional, Sequence, Union
+from typing import Any, Deque, Iterator, List, Optional, Sequence, Tuple, Union
 
 import psycopg
 from psycopg import conninfo as _conninfo
@@ -231,6 +231,27 @@ def _take(listener: Listener, job_id: str, *, logs: bool = False, progress: bool
     return hit
 
 
+def _follow(source: Source, channels: List[str], job_id: str, timeout: Optional[float],
+            what: str, **interest: bool) -> Iterator[Tuple[Listener, Optional[float]]]:
+    """The loop wait, stream_logs and progress share: yields the listening
+    connection (and the deadline) at once, then after each notification
+    about the job (see _take) and after each reconnect; raises Timeout at
+    the deadline.  The caller reads after each yield, never polls."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with Listener(source, channels) as listener:
+        while True:
+            try:
+                listener.connect(deadline)
+            except ConnectionLost as e:
+                raise Timeout("%s: job %s: %s" % (what, job_id, e.message), job_id) from e
+            yield listener, deadline
+            while not _take(listener, job_id, **interest):
+                if listener.conn is None:
+                    break  # lost: reconnect, LISTEN, read again
+                if not listener.sleep(deadline):
+                    raise _timeout(what, job_id, timeout)
+
+
 def wait(source: Source, job_id: JobId, timeout: Optional[float] = None) -> Job:
     """Waits until the job has a final status (succeeded, failed or
     cancelled: a retry's next attempt is not an end) and returns it as
@@ -243,21 +264,11 @@ def wait(source: Source, job_id: JobId, timeout: Optional[float] = None) -> Job:
     text) within the same timeout.
     """
     job_id = str(job_id)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    with Listener(source, [JOB_UPDATES]) as listener:
-        while True:
-            try:
-                listener.connect(deadline)
-            except ConnectionLost as e:
-                raise Timeout("wait: job %s: %s" % (job_id, e.message), job_id) from e
-            job = _read_job(listener, job_id, deadline)
-            if job.get("status") in FINAL_STATUSES:
-                return job
-            while not _take(listener, job_id):
-                if listener.conn is None:
-                    break  # lost: reconnect, LISTEN, read again
-                if not listener.sleep(deadline):
-                    raise _timeout("wait", job_id, timeout)
+    for listener, deadline in _follow(source, [JOB_UPDATES], job_id, timeout, "wait"):
+        job = _read_job(listener, job_id, deadline)
+        if job.get("status") in FINAL_STATUSES:
+            return job
+    raise AssertionError("unreachable: _follow ends only by raising")
 
 
 @dataclass
@@ -279,33 +290,23 @@ def stream_logs(source: Source, job_id: JobId, *, timeout: Optional[float] = Non
     ``boxcar_logs``), and returns once the job has ended and every chunk
     was yielded.  ``timeout`` bounds the whole stream (:class:`Timeout`)."""
     job_id = str(job_id)
-    deadline = None if timeout is None else time.monotonic() + timeout
     cursor = (0, 0)
-    with Listener(source, [LOGS, JOB_UPDATES]) as listener:
+    for listener, deadline in _follow(source, [LOGS, JOB_UPDATES], job_id, timeout,
+                                      "stream_logs", logs=True):
+        # The status first, the chunks after: a final status was
+        # committed with (or after) the job's last chunks.
+        done = _read_job(listener, job_id, deadline).get("status") in FINAL_STATUSES
         while True:
-            try:
-                listener.connect(deadline)
-            except ConnectionLost as e:
-                raise Timeout("stream_logs: job %s: %s" % (job_id, e.message), job_id) from e
-            # The status first, the chunks after: a final status was
-            # committed with (or after) the job's last chunks.
-            done = _read_job(listener, job_id, deadline).get("status") in FINAL_STATUSES
-            while True:
-                rows = listener.query("select attempt, seq, stream, data from "
-                                      "boxcar.job_logs_after(%s::uuid, %s, %s, %s)",
-                                      (job_id, cursor[0], cursor[1], batch), deadline)
-                for attempt, seq, stream, data in rows:
-                    cursor = (attempt, seq)
-                    yield LogChunk(attempt, seq, "stdout" if stream == 1 else "stderr", bytes(data))
-                if len(rows) < batch:
-                    break
-            if done:
-                return
-            while not _take(listener, job_id, logs=True):
-                if listener.conn is None:
-                    break
-                if not listener.sleep(deadline):
-                    raise _timeout("stream_logs", job_id, timeout)
+            rows = listener.query("select attempt, seq, stream, data from "
+                                  "boxcar.job_logs_after(%s::uuid, %s, %s, %s)",
+                                  (job_id, cursor[0], cursor[1], batch), deadline)
+            for attempt, seq, stream, data in rows:
+                cursor = (attempt, seq)
+                yield LogChunk(attempt, seq, "stdout" if stream == 1 else "stderr", bytes(data))
+            if len(rows) < batch:
+                break
+        if done:
+            return
 
 
 @dataclass
@@ -325,23 +326,13 @@ def progress(source: Source, job_id: JobId, *, after: int = 0,
     ``boxcar_job_updates``), and returns once the job has ended and every
     report was yielded.  ``timeout`` bounds the whole (:class:`Timeout`)."""
     job_id = str(job_id)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    with Listener(source, [JOB_UPDATES]) as listener:
-        while True:
-            try:
-                listener.connect(deadline)
-            except ConnectionLost as e:
-                raise Timeout("progress: job %s: %s" % (job_id, e.message), job_id) from e
-            done = _read_job(listener, job_id, deadline).get("status") in FINAL_STATUSES
-            rows = listener.query("select seq, attempt, at, progress from boxcar.job_progress(%s::uuid, %s::bigint)",
-                                  (job_id, after), deadline)
-            for seq, attempt, at, prog in rows:
-                after = seq
-                yield ProgressReport(seq, attempt, at, prog)
-            if done:
-                return
-            while not _take(listener, job_id, progress=True):
-                if listener.conn is None:
-                    break
-                if not listener.sleep(deadline):
-                    raise _timeout("progress", job_id, timeout)
+    for listener, deadline in _follow(source, [JOB_UPDATES], job_id, timeout, "progress",
+                                      progress=True):
+        done = _read_job(listener, job_id, deadline).get("status") in FINAL_STATUSES
+        rows = listener.query("select seq, attempt, at, progress from boxcar.job_progress(%s::uuid, %s::bigint)",
+                              (job_id, after), deadline)
+        for seq, attempt, at, prog in rows:
+            after = seq
+            yield ProgressReport(seq, attempt, at, prog)
+        if done:
+            return

@@ -170,31 +170,6 @@ class JobError(TypedDict, total=False):
     dependency: str
 
 
-class Job(TypedDict, total=False):
-    """A job as ``boxcar.job_json`` returns it (a row of boxcar.jobs, and more)."""
-
-    id: str
-    queue: str
-    status: Status
-    spec: JobSpec
-    priority: int
-    attempts: int
-    max_attempts: int
-    manual_retries: int
-    run_at: str
-    created_at: str
-    started_at: str
-    finished_at: str
-    worker_id: str
-    result: Dict[str, Json]
-    error: JobError
-    webhook_url: str
-    idempotency_key: str
-    depends_on: List[str]
-    progress: Json
-    waiting: str
-
-
 class JobSummary(TypedDict, total=False):
     """A line of ``boxcar.jobs_list``: no spec, no result."""
 
@@ -211,6 +186,19 @@ class JobSummary(TypedDict, total=False):
     finished_at: str
     worker_id: str
     error: JobError
+
+
+class Job(JobSummary, total=False):
+    """A job as ``boxcar.job_json`` returns it: a summary's fields and its
+    spec, result and the rest."""
+
+    spec: JobSpec
+    result: Dict[str, Json]
+    webhook_url: str
+    idempotency_key: str
+    depends_on: List[str]
+    progress: Json
+    waiting: str
 
 
 class NewJob(TypedDict, total=False):
