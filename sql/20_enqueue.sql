@@ -1,15 +1,13 @@
 -- Enqueueing and its notification.
 
--- The checks enqueue and enqueue_many share: the first problem with a
--- job's arguments as a message (a spec's starts "BAD_SPEC: "), or null.
--- Every one is SQLSTATE 22023 where raised.
-create or replace function boxcar.enqueue_error(queue text, spec jsonb, priority integer,
+-- The checks of a job's arguments but its spec (boxcar.check_spec, after
+-- these) that enqueue and enqueue_many share: the first problem as a
+-- message, or null.  Every one is SQLSTATE 22023 where raised.
+create or replace function boxcar.enqueue_error(queue text, priority integer,
                                                 run_at timestamptz, max_attempts integer,
                                                 idempotency_key text, webhook_url text,
                                                 depends_on uuid[])
 returns text language plpgsql stable as $$
-declare
-    e text;
 begin
     -- "." and ".." are refused as names: queue names end up in paths and
     -- metric labels, where they would mean "here" and "the parent".
@@ -44,22 +42,7 @@ begin
     if array_position(depends_on, null) is not null then
         return 'depends_on: a job id may not be null';
     end if;
-    e := boxcar.spec_error(spec);
-    if e is not null then
-        return 'BAD_SPEC: ' || e;
-    end if;
     return null;
-end $$;
-
--- Raises enqueue_error's message (22023), with the spec's hint for a spec.
-create or replace function boxcar.enqueue_raise(msg text)
-returns void language plpgsql immutable as $$
-begin
-    if msg like 'BAD_SPEC: %' then
-        raise exception '%', msg
-            using errcode = '22023', hint = 'the job spec is documented in docs/job-spec.md';
-    end if;
-    raise exception '%', msg using errcode = '22023';
 end $$;
 
 -- What an enqueue under an existing idempotency key asks differently
@@ -126,14 +109,15 @@ returns uuid language plpgsql volatile as $$
 #variable_conflict use_column
 declare
     new_id uuid;
-    e text := boxcar.enqueue_error(enqueue.queue, enqueue.spec, enqueue.priority, enqueue.run_at,
+    e text := boxcar.enqueue_error(enqueue.queue, enqueue.priority, enqueue.run_at,
                                    enqueue.max_attempts, enqueue.idempotency_key,
                                    enqueue.webhook_url, enqueue.depends_on);
     waits boolean := cardinality(enqueue.depends_on) > 0;
 begin
     if e is not null then
-        perform boxcar.enqueue_raise(e);
+        raise exception '%', e using errcode = '22023';
     end if;
+    perform boxcar.check_spec(enqueue.spec);
     -- A job with dependencies is inserted blocked; add_dependencies
     -- unblocks it if they have all succeeded already.
     insert into boxcar.jobs (queue, spec, priority, run_at, max_attempts, idempotency_key,
@@ -251,11 +235,11 @@ begin
                 deps[i] := v;
                 blocks[i] := jsonb_array_length(v) > 0;
             end if;
-            bad := boxcar.enqueue_error(qs[i], specs[i], prios[i], runs[i], maxes[i], keys[i],
-                                        urls[i], null);
+            bad := boxcar.enqueue_error(qs[i], prios[i], runs[i], maxes[i], keys[i], urls[i], null);
             if bad is not null then
-                perform boxcar.enqueue_raise(bad);
+                raise exception '%', bad using errcode = '22023';
             end if;
+            perform boxcar.check_spec(specs[i]);
             ids[i] := gen_random_uuid();
             runs[i] := coalesce(runs[i], now());
             blocks[i] := coalesce(blocks[i], false);

@@ -191,7 +191,6 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     -- Enqueue's shared checks (sql/20_enqueue.sql), run inside enqueue and
     -- enqueue_many as their owner.
     ('function', 'enqueue_error',                  ''),
-    ('function', 'enqueue_raise',                  ''),
     ('function', 'enqueue_differs',                ''),
     ('function', 'enqueue_existing',               ''),
     ('function', 'raise_error',                    ''),
