@@ -62,14 +62,15 @@ begin
     return null;
 end $$;
 
--- The error of a job cancelled because dependency dep ended as it did.
-create or replace function boxcar.dependency_error(dep boxcar.jobs)
-returns jsonb language sql stable as $$
+-- The error of a job cancelled because dependency dep ended with status
+-- ('failed', else it was cancelled).
+create or replace function boxcar.dependency_error(dep uuid, status text)
+returns jsonb language sql immutable as $$
     select jsonb_build_object('code', 'DEPENDENCY_FAILED',
-                              'message', format('dependency %s %s', dep.id,
-                                                case dep.status when 'failed' then 'failed'
-                                                                else 'was cancelled' end),
-                              'dependency', dep.id)
+                              'message', format('dependency %s %s', dep,
+                                                case status when 'failed' then 'failed'
+                                                            else 'was cancelled' end),
+                              'dependency', dep)
 $$;
 
 -- Records that job_id (new, queued, blocked, of queue) depends on deps,
@@ -184,10 +185,9 @@ begin
     for r in
         update boxcar.jobs j
            set status = 'cancelled', finished_at = clock_timestamp(), cancel_requested_at = now(),
-               error = case when c.by = dep.id then boxcar.dependency_error(dep)
-                            else jsonb_build_object('code', 'DEPENDENCY_FAILED',
-                                                    'message', format('dependency %s was cancelled', c.by),
-                                                    'dependency', c.by) end
+               -- Deeper ones' dependency was cancelled by this very update.
+               error = boxcar.dependency_error(c.by, case when c.by = dep.id then dep.status
+                                                          else 'cancelled' end)
           from unnest(todo, bys) c(id, by)
          where j.id = c.id and j.status = 'queued'
         returning j.id, j.attempts, c.by as dep_id, j.artifact_storage
@@ -266,7 +266,7 @@ begin
                   order by j.id for update of j loop
             other := boxcar.dependency_failed(d.id);
             if other.id is not null then
-                update boxcar.jobs j set error = boxcar.dependency_error(other) where j.id = d.id;
+                update boxcar.jobs j set error = boxcar.dependency_error(other.id, other.status) where j.id = d.id;
                 continue;
             end if;
             -- manual_retries: the new run's webhook is a new delivery.
