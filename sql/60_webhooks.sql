@@ -11,26 +11,37 @@ begin
                     (select value from boxcar.settings where name = 'default_webhook_url'));
 end $$;
 
+-- One delivery of event kind for a job, in the outbox, and the wake-up of
+-- the workers that deliver: its body is {"type", "timestamp" (at),
+-- "data"}.  (job, kind, run) is its key: a resent one is not doubled.
+create or replace function boxcar.add_delivery(job uuid, kind text, run integer, url text,
+                                               at timestamptz, data jsonb)
+returns void language plpgsql volatile as $$
+#variable_conflict use_column
+begin
+    insert into boxcar.webhook_deliveries (id, job_id, event_type, run, url, body)
+    values ('msg_' || replace(gen_random_uuid()::text, '-', ''), add_delivery.job, add_delivery.kind,
+            add_delivery.run, add_delivery.url,
+            jsonb_build_object('type', add_delivery.kind,
+                               'timestamp', to_char(add_delivery.at at time zone 'UTC',
+                                                    'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                               'data', add_delivery.data)::text)
+    on conflict (job_id, event_type, run) do nothing;
+    perform pg_notify('boxcar_webhooks', '');
+end $$;
+
 create or replace function boxcar.write_webhook() returns trigger
 language plpgsql as $$
 declare
     url text := boxcar.job_webhook_url(new);
-    kind text := 'job.' || new.status;
 begin
-    if url is null then
-        return null;
+    if url is not null then
+        perform boxcar.add_delivery(new.id, 'job.' || new.status, new.manual_retries, url,
+                                    coalesce(new.finished_at, clock_timestamp()),
+                                    jsonb_build_object('job_id', new.id, 'queue', new.queue,
+                                                       'status', new.status, 'attempts', new.attempts,
+                                                       'error', new.error, 'result', new.result));
     end if;
-    insert into boxcar.webhook_deliveries (id, job_id, event_type, run, url, body)
-    values ('msg_' || replace(gen_random_uuid()::text, '-', ''), new.id, kind, new.manual_retries, url,
-            jsonb_build_object(
-                'type', kind,
-                'timestamp', to_char(coalesce(new.finished_at, clock_timestamp()) at time zone 'UTC',
-                                     'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                'data', jsonb_build_object('job_id', new.id, 'queue', new.queue,
-                                           'status', new.status, 'attempts', new.attempts,
-                                           'error', new.error, 'result', new.result))::text)
-    on conflict (job_id, event_type, run) do nothing;
-    perform pg_notify('boxcar_webhooks', '');
     return null;
 end $$;
 

@@ -61,17 +61,10 @@ begin
         -- the job's (the deliveries' key is job, type and run).
         select count(*) into n from boxcar.job_events e
          where e.job_id = j.id and e.kind = 'progress';
-        insert into boxcar.webhook_deliveries (id, job_id, event_type, run, url, body)
-        values ('msg_' || replace(gen_random_uuid()::text, '-', ''), j.id, 'job.progress', n, url,
-                jsonb_build_object(
-                    'type', 'job.progress',
-                    'timestamp', to_char(clock_timestamp() at time zone 'UTC',
-                                         'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-                    'data', jsonb_build_object('job_id', j.id, 'queue', j.queue,
-                                               'status', 'running', 'attempt', attempt,
-                                               'seq', seq, 'progress', progress))::text)
-        on conflict do nothing;
-        perform pg_notify('boxcar_webhooks', '');
+        perform boxcar.add_delivery(j.id, 'job.progress', n, url, clock_timestamp(),
+                                    jsonb_build_object('job_id', j.id, 'queue', j.queue,
+                                                       'status', 'running', 'attempt', attempt,
+                                                       'seq', seq, 'progress', progress));
     end if;
     return seq;
 end $$;

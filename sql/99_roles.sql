@@ -114,6 +114,7 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('function', 'cron_value',                     'worker'),
     ('function', 'check_job_row',                  'worker'),
     ('function', 'job_webhook_url',                'worker'),
+    ('function', 'add_delivery',                   'worker'),
     ('function', 'lock_artifact_storage',          'worker'),
     ('function', 'unblock_artifact_next',          'worker'),
     ('function', 'unblock_artifact_stalled',       'worker'),
