@@ -53,13 +53,13 @@ if [[ $E2E_SANDBOX == namespace && $(id -u) -eq 0 ]]; then
   WD=$BOXCAR_DEV/work/dirs-ns
   start_worker dirs-ns --concurrency 1 --poll-interval 300ms --sandbox namespace
   id=$(run_job '{"script": "echo secret > /workspace/s; ls /run/boxcar"}')
-  is "a script job's meta holds its script" "$(job_field $id "status || ' ' || (result->>'stdout')")" "succeeded script.sh"
+  is "a script job's meta holds its script and its progress FIFO" "$(job_field $id "status || ' ' || (result->>'stdout')" | xargs echo)" "succeeded progress script.sh"
   wait_for "its directory kept" 10 bash -c "[[ \$(ls '$WD/jobs' | grep -c '^free-') == 1 ]]"
   free=$(ls "$WD/jobs" | grep '^free-')
   is "kept: its lock, the empty mount point and meta, nothing else" \
      "$(cd "$WD/jobs/$free" && ls -A | tr '\n' ' '; find fs meta -mindepth 1 | wc -l)" "fs lock meta 0"
-  id=$(run_job '{"command": ["sh", "-c", "ls -A /run/boxcar | wc -l; ls -A /workspace | wc -l"]}')
-  is "the next job's meta and workspace are empty" "$(job_field $id "status || ' ' || (result->>'stdout')" | xargs echo)" "succeeded 0 0"
+  id=$(run_job '{"command": ["sh", "-c", "ls -A /run/boxcar; ls -A /workspace | wc -l"]}')
+  is "the next job's meta holds only its own progress FIFO, its workspace nothing" "$(job_field $id "status || ' ' || (result->>'stdout')" | xargs echo)" "succeeded progress 0"
   kill -TERM "$WORKER_PID"; wait "$WORKER_PID"
   is "a stopped worker leaves no directory" "$(ls -A "$WD/jobs" | wc -l)" "0"
 else

@@ -22,8 +22,9 @@ metric() { metric_at "$PORT" "$1"; }
 
 # Every NOTIFY on boxcar_job_updates, one payload a line, from a psql
 # that asks something every 100 ms (psql prints notifications after a
-# command).
-( { echo 'listen boxcar_job_updates;'; while sleep 0.1; do echo 'select 1;'; done; } |
+# command), for as long as this script runs (killing the subshell alone
+# would leave the pipeline behind, holding the suite's log open).
+( { echo 'listen boxcar_job_updates;'; while kill -0 $$ 2>/dev/null && sleep 0.1; do echo 'select 1;'; done; } |
     psql -X -qtA "$DATABASE_URL" 2>/dev/null |
     sed -un 's/^Asynchronous notification "boxcar_job_updates" with payload "\(.*\)" received.*/\1/p' \
       > "$tmp/notes" ) &
@@ -129,7 +130,7 @@ is "silent job: succeeded, nothing about progress" \
 id=$(echo '{"command": ["sh", "-c", "echo {\\\"final\\\": 7} > $BOXCAR_PROGRESS"]}' | enq cold); wait_job "$id"
 is "report then exit: stored" "$(latest "$id")" '{"final": 7}'
 is "report then exit: stored before the job finished" \
-  "$(sql "select max(id) filter (where kind = 'progress') < max(id) filter (where kind = 'finished') from boxcar.job_events where job_id = '$id'")" "t"
+  "$(sql "select max(e.at) <= j.finished_at from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id where e.job_id = '$id' and e.kind = 'progress' group by j.finished_at")" "t"
 
 # A job that writes without a reader's pace (O_NONBLOCK, 20 MB): the
 # pipe fills, the write fails EAGAIN rather than hanging, the job ends.

@@ -309,7 +309,7 @@ def job_pages(b, base, ids):
     b.goto(base + "/jobs/" + ids["OK_ID"])
     check("a job page shows the job's status", b.eval("document.getElementById('status').textContent") ==
           sql(f"select status from boxcar.jobs where id = '{ids['OK_ID']}'"))
-    n = sql(f"select count(*) from boxcar.job_events where job_id = '{ids['OK_ID']}'")
+    n = sql(f"select count(*) from boxcar.job_events_json('{ids['OK_ID']}')")
     check("and its events", str(b.eval("document.querySelectorAll('#events tbody tr').length")) == n)
     check("and its spec", "hello from the job" in b.eval("document.querySelector('#spec pre').textContent"))
     b.wait_until("document.getElementById('log').dataset.state === 'done'")

@@ -569,7 +569,7 @@ else not_ok "an allowed name is resolved as written, not through the search list
 # resolver must still be there when the host looks (under emulation, in the
 # VM suite, one look at /proc takes seconds).
 mark="7.$RANDOM"
-sed 's/timeout:1 attempts:2/timeout:20 attempts:2/' "$T/resolv.conf" > "$T/resolv-hang.conf"
+sed 's/timeout:1 attempts:2/timeout:30 attempts:5/' "$T/resolv.conf" > "$T/resolv-hang.conf"
 GRAB_RESOLV=$T/resolv-hang.conf unshare -m sh -c 'mount --bind "$GRAB_RESOLV" /etc/resolv.conf && exec "$@"' sh \
   "$SB" --memory-mb 256 --pids 64 --network allow --network-allow "hang.boxcar.test:$bport" \
   -- /bin/bash -c "(exec 3<>/dev/tcp/hang.boxcar.test/$bport) 2>/dev/null & exec sleep $mark" >/dev/null 2>&1 &
@@ -584,7 +584,8 @@ find_resolver() {
   done
   return 1
 }
-wait_for "the resolver of hang.boxcar.test" $((10 * TS)) find_resolver >/dev/null
+wait_for "the resolver of hang.boxcar.test" $((30 * TS)) find_resolver >/dev/null ||
+  diag "no resolver found under the job: $(pgrep -af 'boxcar-resolve|sleep 7\.' | tr '\n' ';')"
 read -r rp jp <<<"$(find_resolver)"
 rstat=$(cat "/proc/$rp/status" 2>/dev/null)
 cgs() { grep -E '^[0-9]+:(memory|pids|):' "/proc/$1/cgroup" 2>/dev/null | sort; }
@@ -621,16 +622,20 @@ check "five connections to one name: one lookup at the DNS server (the cache), n
 check "and each of them refused on its address (cached answers are judged too)" \
   test "$(jget '.network.refused')" -eq 5
 # A flood of names under a wildcard: lookups are rate-limited (a burst of
-# 50, then 10 a second); the rest are refused, with the reason.
+# 50, then 10 a second); the rest are refused, with the reason.  The bound
+# counts the refill over the run's own time (under emulation, in the VM
+# suite, 120 connections take many seconds).
 : > "$T/dnslog"
+flood_t0=$(date +%s%N)
 GRAB_RESOLV=$T/resolv.conf unshare -m sh -c 'mount --bind "$GRAB_RESOLV" /etc/resolv.conf && exec "$@"' sh \
   "$SB" --status-fd 3 --network allow --network-allow "*.flood.boxcar.test:$bport" \
   -- /bin/bash -c "for i in \$(seq 1 120); do (exec 3<>/dev/tcp/n\$i.flood.boxcar.test/$bport) 2>/dev/null; done; sleep 0.5" \
   >"$T/out" 2>&1 3>"$T/status"
+flood_s=$(( ($(date +%s%N) - flood_t0 + 999999999) / 1000000000 ))
 ST=$(cat "$T/status")
 flooded=$(grep -E '^n[0-9]+\.flood\.boxcar\.test 1$' "$T/dnslog" | sort -u | wc -l)
-check "120 names at once: at most the burst and the refill reach the DNS server ($flooded)" \
-  test "$flooded" -ge 40 -a "$flooded" -lt 90
+check "120 names at once: at most the burst and the refill reach the DNS server ($flooded in $flood_s s, at most $((50 + 10 * flood_s)))" \
+  test "$flooded" -ge 40 -a "$flooded" -le $((50 + 10 * flood_s))
 check "the others are refused, the rate limit named in the status" \
   has "$(jget '.network.refused_list[]')" "name lookups over the rate limit"
 # The cloud metadata address is never reached, even by a rule whose network
