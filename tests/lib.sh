@@ -4,7 +4,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
 # A caller may put a wrapper in front of the CLI (the VM suite does).
 BOXCAR=${BOXCAR_WRAPPER:-$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar}
 BOXCAR_SANDBOX="$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar-sandbox"
-export BOXCAR BOXCAR_SANDBOX
+# Not exported: to a worker, BOXCAR_SANDBOX is its --sandbox backend.
+export BOXCAR
+export -n BOXCAR_SANDBOX
 # The tests' webhook receivers and volume servers listen on 127.0.0.1, which
 # a worker refuses to reach for a job spec's URL by default (SSRF guard):
 # every worker the tests start opts in.  tests/e2e/t_url_guard.sh unsets it

@@ -173,6 +173,18 @@ static void usage(FILE *f)
                    "The job spec is documented in docs/job-spec.md.\n");
 }
 
+/* The commands whose help ends with their variables' table, built from
+ * their option tables, print it as their own --help does. */
+static void print_help(const struct cli_command *c)
+{
+        if (c->run == cmd_worker)
+                config_worker_help(stdout);
+        else if (c->run == cmd_ui)
+                ui_help(stdout);
+        else
+                fputs(c->usage, stdout);
+}
+
 static const struct cli_command *find_command(const char *name)
 {
         for (const struct cli_command *c = cli_commands; c->name; c++)
@@ -205,7 +217,7 @@ int main(int argc, char **argv)
                         fprintf(stderr, "boxcar help: unknown command '%s'\n", argv[2]);
                         return 2;
                 }
-                fputs(c->usage, stdout);
+                print_help(c);
                 return 0;
         }
         const struct cli_command *c = find_command(name);

@@ -4,6 +4,7 @@
 #define BC_WORKER_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 struct bc_error;
 
@@ -47,6 +48,8 @@ extern const char logs_usage[];
 extern const char jobs_usage[];
 extern const char queues_usage[];
 extern const char ui_usage[];
+/* ui_usage and the table of its variables (`boxcar help ui`). */
+void ui_help(FILE *f);
 extern const char webhooks_usage[];
 extern const char storage_usage[];
 extern const char sandbox_usage[];

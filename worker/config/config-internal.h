@@ -11,6 +11,7 @@
 #define MAX_OUTPUT_BYTES_MAX (UINT64_C(64) << 20)
 #define MAX_LOG_BYTES_MAX (UINT64_C(1) << 30)
 #define VOLUME_CACHE_MAX (UINT64_C(1) << 50)
+#define CONFIG_ENV_MAX 64 /* a variable's name, NUL included */
 
 enum {
         OPT_DATABASE_URL = 256,
@@ -55,6 +56,11 @@ enum {
         OPT_SECRET_KEYS,
         OPT_HELP,
 };
+#define OPT_FIRST OPT_DATABASE_URL
+#define OPT_COUNT (OPT_HELP - OPT_FIRST + 1)
+
+/* The entry of config_worker_options for an OPT_*, or NULL. */
+const struct config_option *config_option_by_id(int id);
 
 /* Sets one option from v; label names where v came from in errors
  * ("--lease", "BOXCAR_QUEUES", "/etc/boxcar/worker.conf:3: lease"). */

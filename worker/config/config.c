@@ -80,66 +80,26 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
         return config_parse_queues("default", &c->queues, err);
 }
 
-static const struct option worker_options[] = {
-        { "database-url", required_argument, NULL, OPT_DATABASE_URL },
-        { "queues", required_argument, NULL, OPT_QUEUES },
-        { "concurrency", required_argument, NULL, OPT_CONCURRENCY },
-        { "db-connections", required_argument, NULL, OPT_DB_CONNECTIONS },
-        { "lease", required_argument, NULL, OPT_LEASE },
-        { "poll-interval", required_argument, NULL, OPT_POLL },
-        { "drain-timeout", required_argument, NULL, OPT_DRAIN },
-        { "sandbox", required_argument, NULL, OPT_SANDBOX },
-        { "sandbox-helper", required_argument, NULL, OPT_HELPER },
-        { "work-dir", required_argument, NULL, OPT_WORK_DIR },
-        { "worker-id", required_argument, NULL, OPT_WORKER_ID },
-        { "log-format", required_argument, NULL, OPT_LOG_FORMAT },
-        { "log-level", required_argument, NULL, OPT_LOG_LEVEL },
-        { "max-output-bytes", required_argument, NULL, OPT_MAX_OUTPUT },
-        { "allow-host-network", required_argument, NULL, OPT_HOST_NETWORK },
-        { "volume-cache-mb", required_argument, NULL, OPT_VOLUME_CACHE },
-        { "disk-reserve", required_argument, NULL, OPT_DISK_RESERVE },
-        { "disk-wait", required_argument, NULL, OPT_DISK_WAIT },
-        { "artifact-url-ttl", required_argument, NULL, OPT_URL_TTL },
-        { "webhook-timeout", required_argument, NULL, OPT_WH_TIMEOUT },
-        { "webhook-retry-schedule", required_argument, NULL, OPT_WH_SCHEDULE },
-        { "webhook-concurrency", required_argument, NULL, OPT_WH_CONCURRENCY },
-        { "warm-sandboxes", required_argument, NULL, OPT_WARM_SANDBOXES },
-        { "max-log-bytes", required_argument, NULL, OPT_MAX_LOG },
-        { "metrics-addr", required_argument, NULL, OPT_METRICS_ADDR },
-        { "listen-database-url", required_argument, NULL, OPT_LISTEN_URL },
-        { "poll-only", no_argument, NULL, OPT_POLL_ONLY },
-        { "retention", required_argument, NULL, OPT_RETENTION },
-        { "storage-gc-interval", required_argument, NULL, OPT_STORAGE_GC_INTERVAL },
-        { "storage-gc-grace", required_argument, NULL, OPT_STORAGE_GC_GRACE },
-        { "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
-        { "session-max-lifetime", required_argument, NULL, OPT_SESSION_MAX_LIFETIME },
-        { "warm-workspaces", required_argument, NULL, OPT_WARM_WORKSPACES },
-        { "allow-private-urls", no_argument, NULL, OPT_ALLOW_PRIVATE_URLS },
-        { "allow-url-cidr", required_argument, NULL, OPT_ALLOW_URL_CIDR },
-        { "network-allow", required_argument, NULL, OPT_NETWORK_ALLOW },
-        { "allow-private-egress", required_argument, NULL, OPT_PRIVATE_EGRESS },
-        { "uid-range", required_argument, NULL, OPT_UID_RANGE },
-        { "config", required_argument, NULL, OPT_CONFIG },
-        { "secret-keys", required_argument, NULL, OPT_SECRET_KEYS },
-        { "help", no_argument, NULL, OPT_HELP },
-        { NULL, 0, NULL, 0 },
+/* Where each option's value comes from: one rule for all, flag >
+ * environment > file > built-in default.  A source is skipped for an option
+ * that a higher one gives, rather than overridden after it, so that the
+ * repeatable options (whose values add up) follow the same rule. */
+struct sources {
+        bool by_flag[OPT_COUNT];
+        bool by_env[OPT_COUNT];
+        const char *config_path; /* --config, else $BOXCAR_CONFIG, or NULL */
+        const char *config_label;
+        bool help;
 };
 
-/* The flags the environment can also set (flag > environment > file). */
-static const struct {
-        int opt;
-        const char *env;
-} option_env[] = {
-        { OPT_DATABASE_URL, "DATABASE_URL" },
-        { OPT_QUEUES, "BOXCAR_QUEUES" },
-        { OPT_CONCURRENCY, "BOXCAR_CONCURRENCY" },
-        { OPT_WORK_DIR, "BOXCAR_WORK_DIR" },
-        { OPT_SECRET_KEYS, "BOXCAR_SECRET_KEYS" },
-        { OPT_ALLOW_PRIVATE_URLS, "BOXCAR_ALLOW_PRIVATE_URLS" },
-        { OPT_ALLOW_URL_CIDR, "BOXCAR_ALLOW_URL_CIDRS" },
-        { OPT_PRIVATE_EGRESS, "BOXCAR_ALLOW_PRIVATE_EGRESS" },
-        { OPT_UID_RANGE, "BOXCAR_UID_RANGE" },
-};
+/* getopt's table, from config_worker_options. */
+static void build_longopts(struct option *out)
+{
+        size_t n = 0;
+        for (const struct config_option *o = config_worker_options; o->name && n < OPT_COUNT; o++)
+                out[n++] = (struct option){ o->name, o->has_arg, NULL, o->id };
+        out[n] = (struct option){ NULL, 0, NULL, 0 };
+}
 
 /* Settings read from the environment only (by the storage and webhook
  * code), which the file may also give: a file key sets the variable when
@@ -181,27 +141,36 @@ static int check_config(struct worker_config *c, struct bc_error *err)
         return 0;
 }
 
+struct file_ctx {
+        struct worker_config *config;
+        const struct sources *src;
+};
+
 /* One "key = value" of the file: a flag's name, or a setting the
  * environment otherwise gives (file_env_keys). */
 static int apply_file_entry(const char *key, const char *value, const char *path, unsigned line,
                             void *ctx, struct bc_error *err)
 {
-        struct worker_config *c = ctx;
+        struct file_ctx *fc = ctx;
+        struct worker_config *c = fc->config;
         for (size_t i = 0; i < sizeof(file_env_keys) / sizeof(file_env_keys[0]); i++)
                 if (strcmp(key, file_env_keys[i].key) == 0) {
                         if (setenv(file_env_keys[i].env, value, 0) < 0)
                                 return bc_error_set(err, BC_INTERNAL, errno, "setenv: %m");
                         return 0;
                 }
-        for (const struct option *o = worker_options; o->name; o++) {
-                if (strcmp(key, o->name) != 0 || o->val == OPT_HELP || o->val == OPT_CONFIG)
+        for (const struct config_option *o = config_worker_options; o->name; o++) {
+                if (strcmp(key, o->name) != 0 || (o->flags & CONFIG_OPT_META))
                         continue;
+                /* A flag or a variable gives it: the file is not read for it. */
+                if (fc->src->by_flag[o->id - OPT_FIRST] || fc->src->by_env[o->id - OPT_FIRST])
+                        return 0;
                 /* The file's values are never shown in an error: a file
                  * holds a database URL's password, or a secret pasted
                  * under the wrong key.  What is wrong is named by file,
                  * line, key and the form the key wants. */
                 struct bc_error e = BC_ERROR_INIT;
-                int r = config_apply_option(c, o->val, value, key, &e);
+                int r = config_apply_option(c, o->id, value, key, &e);
                 if (r >= 0)
                         return r;
                 bool oom = e.errnum == ENOMEM;
@@ -211,7 +180,7 @@ static int apply_file_entry(const char *key, const char *value, const char *path
                 return bc_error_set(err, BC_USAGE, EINVAL,
                                     "%s:%u: %s: invalid value (not shown: a config file may hold "
                                     "secrets)%s",
-                                    path, line, key, config_option_hint(o->val));
+                                    path, line, key, config_option_hint(o->id));
         }
         char others[128] = "";
         for (size_t i = 0; i < sizeof(file_env_keys) / sizeof(file_env_keys[0]); i++)
@@ -223,15 +192,45 @@ static int apply_file_entry(const char *key, const char *value, const char *path
                             path, line, key, others);
 }
 
-static int apply_environment(struct worker_config *c, struct bc_error *err)
+/* Notes the flags given (and --config, --help) and the variables set,
+ * before any value is applied. */
+static void scan_sources(int argc, char **argv, const struct option *longopts, struct sources *src)
 {
-        for (size_t i = 0; i < sizeof(option_env) / sizeof(option_env[0]); i++) {
-                const char *v = getenv(option_env[i].env);
-                /* An empty variable is unset (compose's ${X:-} patterns),
-                 * except DATABASE_URL, where "" means libpq's PG* defaults. */
-                if (!v || (!*v && option_env[i].opt != OPT_DATABASE_URL))
+        *src = (struct sources){ .config_label = "--config" };
+        optind = 0;
+        opterr = 0;
+        for (;;) {
+                int opt = getopt_long(argc, argv, "+", longopts, NULL);
+                if (opt == -1)
+                        break;
+                if (opt < OPT_FIRST || opt >= OPT_FIRST + OPT_COUNT)
+                        continue; /* reported by the second pass */
+                src->by_flag[opt - OPT_FIRST] = true;
+                if (opt == OPT_HELP)
+                        src->help = true;
+                if (opt == OPT_CONFIG)
+                        src->config_path = optarg;
+        }
+        for (const struct config_option *o = config_worker_options; o->name; o++)
+                if (!(o->flags & CONFIG_OPT_META))
+                        src->by_env[o->id - OPT_FIRST] = config_option_getenv(o, NULL) != NULL;
+        const char *env = getenv("BOXCAR_CONFIG");
+        if (!src->config_path && env && *env) {
+                src->config_path = env;
+                src->config_label = "BOXCAR_CONFIG";
+        }
+}
+
+static int apply_environment(struct worker_config *c, const struct sources *src,
+                             struct bc_error *err)
+{
+        for (const struct config_option *o = config_worker_options; o->name; o++) {
+                if ((o->flags & CONFIG_OPT_META) || !src->by_env[o->id - OPT_FIRST] ||
+                    src->by_flag[o->id - OPT_FIRST])
                         continue;
-                int r = config_apply_option(c, option_env[i].opt, v, option_env[i].env, err);
+                char buf[CONFIG_ENV_MAX];
+                const char *name = config_option_env(o, NULL, buf, sizeof(buf));
+                int r = config_apply_option(c, o->id, config_option_getenv(o, NULL), name, err);
                 if (r < 0)
                         return r;
         }
@@ -242,32 +241,17 @@ static int apply_environment(struct worker_config *c, struct bc_error *err)
 }
 
 /* --config FILE, else $BOXCAR_CONFIG, else /etc/boxcar/worker.conf if it
- * exists.  Looked for before the flags are applied (they override the
- * file), so this pass only notes --config and --help.  With --help no file
- * is read: help works whatever state the file is in. */
-static int read_config_file(int argc, char **argv, struct worker_config *c, struct bc_error *err)
+ * exists.  With --help no file is read: help works whatever state the file
+ * is in. */
+static int read_config_file(struct worker_config *c, struct sources *src, struct bc_error *err)
 {
-        const char *path = NULL;
-        optind = 0;
-        opterr = 0;
-        for (;;) {
-                int opt = getopt_long(argc, argv, "+", worker_options, NULL);
-                if (opt == -1)
-                        break;
-                if (opt == OPT_HELP)
-                        return 0;
-                if (opt == OPT_CONFIG)
-                        path = optarg;
-        }
-        const char *env = getenv("BOXCAR_CONFIG");
-        const char *label = "--config";
-        if (!path && env && *env) {
-                path = env;
-                label = "BOXCAR_CONFIG";
-        }
+        if (src->help)
+                return 0;
+        const char *path = src->config_path;
         if (path && !*path)
-                return bc_error_set(err, BC_USAGE, EINVAL, "%s: empty path", label);
-        return config_file_read(path ? path : CONFIG_FILE_DEFAULT, !path, apply_file_entry, c,
+                return bc_error_set(err, BC_USAGE, EINVAL, "%s: empty path", src->config_label);
+        struct file_ctx fc = { .config = c, .src = src };
+        return config_file_read(path ? path : CONFIG_FILE_DEFAULT, !path, apply_file_entry, &fc,
                                 err);
 }
 
@@ -287,21 +271,25 @@ static int unexpected_argument(const char *a, struct bc_error *err)
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         struct bc_error *err)
 {
+        struct option longopts[OPT_COUNT + 1];
+        build_longopts(longopts);
+        struct sources src;
+        scan_sources(argc, argv, longopts, &src);
         struct worker_config c;
         int r = apply_defaults(&c, err);
         if (r >= 0)
-                r = read_config_file(argc, argv, &c, err);
+                r = read_config_file(&c, &src, err);
         if (r >= 0)
-                r = apply_environment(&c, err);
+                r = apply_environment(&c, &src, err);
         optind = 0;
         opterr = 0;
         while (r >= 0) {
                 int idx = 0;
-                int opt = getopt_long(argc, argv, "+", worker_options, &idx);
+                int opt = getopt_long(argc, argv, "+", longopts, &idx);
                 if (opt == -1)
                         break;
                 if (opt == OPT_HELP) {
-                        fputs(config_worker_usage, stdout);
+                        config_worker_help(stdout);
                         config_done(&c);
                         return 1;
                 }
@@ -317,7 +305,7 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                 if (opt == OPT_CONFIG)
                         continue;
                 _cleanup_free_ char *label = NULL;
-                if (asprintf(&label, "--%s", worker_options[idx].name) < 0)
+                if (asprintf(&label, "--%s", longopts[idx].name) < 0)
                         r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 else
                         r = config_apply_option(&c, opt, optarg, label, err);

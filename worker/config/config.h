@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -136,5 +137,50 @@ void config_network_caps_free(struct worker_config *c);
 bool config_valid_queue(const char *q);
 
 extern const char config_worker_usage[];
+
+/* One flag of a command as its other sources see it: the configuration
+ * file's key is the same name, its environment variable is derived from
+ * the name (config_option_env).  A command's table ends with a NULL name.
+ * The first three fields are getopt's struct option's order, so that the
+ * docs suite finds the flags the way it finds getopt tables. */
+struct config_option {
+        const char *name; /* long flag without "--" */
+        int has_arg;      /* getopt's: no_argument is a switch */
+        int id;
+        unsigned flags;  /* CONFIG_OPT_* */
+        const char *def; /* the default as the help and the README show it */
+        const char *env; /* the variable, when it is not the derived name */
+};
+#define CONFIG_OPT_SECRET 1u /* its value may hold a password: never shown */
+#define CONFIG_OPT_REPEAT 2u /* repeatable: the flags' values add up */
+#define CONFIG_OPT_VALUE 4u  /* def is a value the option parses (tests check it) */
+#define CONFIG_OPT_META 8u   /* not a setting (--config, --help): no file key */
+#define CONFIG_OPT_NO_ENV 16u
+
+/* The worker's options (worker/config/config_table.c). */
+extern const struct config_option config_worker_options[];
+
+/* The variable of o: o->env, else "BOXCAR_" PREFIX NAME, upper-cased, '-'
+ * as '_' (--metrics-addr: BOXCAR_METRICS_ADDR; prefix "UI_" for boxcar
+ * ui).  Returns buf, or NULL for an option without one (CONFIG_OPT_NO_ENV)
+ * or a name too long for buf. */
+const char *config_option_env(const struct config_option *o, const char *prefix, char *buf,
+                              size_t size);
+
+/* The lookup of o's variable: its value, or NULL when unset or empty (an
+ * empty variable is unset: compose's ${X:-}), but for DATABASE_URL, where
+ * "" means libpq's defaults. */
+const char *config_option_getenv(const struct config_option *o, const char *prefix);
+
+/* Prints the help's table of opts: flag, variable, default, a line each. */
+void config_options_print_env(FILE *f, const struct config_option *opts, const char *prefix);
+
+/* A switch's value from the environment or a file: true, false, 1 or 0.
+ * Returns 0, or -EINVAL. */
+int config_parse_bool(const char *v, bool *ret);
+
+/* `boxcar worker --help` and `boxcar help worker`: config_worker_usage and
+ * the table of the variables. */
+void config_worker_help(FILE *f);
 
 #endif

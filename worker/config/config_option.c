@@ -31,8 +31,6 @@ int config_set_string(char **dst, const char *v)
         return *dst ? 0 : -ENOMEM;
 }
 
-/* Built-in defaults only; the file, the environment and the flags come
- * after, in that order, each overriding the one before. */
 /* What the value of a flag must look like, for the error message; the same
  * words as the help text. */
 const char *config_option_hint(int opt)
@@ -110,12 +108,11 @@ static int parse_choice(const char *v, const char *const *choices, int *ret)
  * false (or 0 and 1). */
 static int parse_switch(const char *v, bool *ret)
 {
-        static const char *const bools[] = { "false", "true", "0", "1", NULL };
-        int choice = 1;
-        if (v && parse_choice(v, bools, &choice) < 0)
-                return -EINVAL;
-        *ret = choice % 2;
-        return 0;
+        if (!v) {
+                *ret = true;
+                return 0;
+        }
+        return config_parse_bool(v, ret);
 }
 
 /* A size flag: "10MiB", "512KiB" or a plain number in unit (bytes, or MiB
@@ -318,6 +315,11 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
         }
         if (r == -ENOMEM)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
+        const struct config_option *o = config_option_by_id(opt);
+        if (r < 0 && o && (o->flags & CONFIG_OPT_SECRET))
+                return bc_error_set(err, BC_USAGE, EINVAL,
+                                    "%s: invalid value (not shown: it may hold a secret)%s", label,
+                                    config_option_hint(opt));
         if (r < 0)
                 return bc_error_set(err, BC_USAGE, EINVAL, "%s: invalid value '%s'%s", label,
                                     v ? v : "", config_option_hint(opt));

@@ -161,12 +161,16 @@ static void test_worker_flags(void **state)
         assert_false(c.url_guard.allow_all);
         assert_int_equal(c.url_guard.n_allow, 0);
         config_done(&c);
+        /* The flags add up, and replace the variable's list. */
         setenv("BOXCAR_ALLOW_URL_CIDRS", "10.2.0.0/16", 1);
         assert_int_equal(parse(&c, &err, "--allow-url-cidr", "fd00::/8,192.168.5.0/24",
                                "--allow-url-cidr", "127.0.0.1", NULL),
                          0);
         assert_false(c.url_guard.allow_all);
-        assert_int_equal(c.url_guard.n_allow, 4);
+        assert_int_equal(c.url_guard.n_allow, 3);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, NULL), 0);
+        assert_int_equal(c.url_guard.n_allow, 1);
         config_done(&c);
         unsetenv("BOXCAR_ALLOW_URL_CIDRS");
         assert_int_equal(parse(&c, &err, "--allow-private-urls", NULL), 0);
@@ -406,9 +410,9 @@ static void test_config_file(void **state)
         setenv("BOXCAR_QUEUES", "envq", 1);
         assert_int_equal(
                 parse(&c, &err, "--queues", "flagq", "--network-allow", "ci=x.org:443", NULL), 0);
-        /* --network-allow adds to the file's caps. */
-        assert_int_equal(c.n_network_caps, 2);
-        assert_int_equal(c.network_caps[0].n_rules, 2);
+        /* --network-allow replaces the file's caps. */
+        assert_int_equal(c.n_network_caps, 1);
+        assert_int_equal(c.network_caps[0].n_rules, 1);
         assert_int_equal(c.concurrency, 9);
         assert_string_equal(c.queues[0], "flagq");
         assert_null(c.queues[1]);
