@@ -5,7 +5,8 @@
 #     the example specs of the README, docs/job-spec.md and scripts/demo.sh,
 #     which the SQL validator must accept too (check_schema.py);
 #   - README.md, `boxcar help ...` and the binary agree on every flag
-#     (check_flags.py);
+#     (check_flags.py), and on each flag's variable and default
+#     (check_env.py);
 #   - the README lists every metric family the worker registers;
 #   - the README points to no file outside the repository.
 set -uo pipefail
@@ -68,11 +69,21 @@ else
 fi
 
 # ---- environment variables: code, help and README ---------------------------------------
-# Every AWS_*/BOXCAR_* variable the worker and storage code read by name,
-# and every one `boxcar worker --help` names, is in the README; the help
-# names none the code does not read.
+# The README's tables of the worker's and the dashboard's variables are
+# the code's (check_env.py).
 if [[ -x $BOXCAR ]]; then
-  code_env=$(grep -ohE '"(AWS|BOXCAR)_[A-Z0-9_]+"' storage/*.c worker/*.c worker/*/*.c | tr -d '"' | sort -u)
+  python3 tests/docs/check_env.py README.md "$BOXCAR" > "$W/env.tap" 2>&1
+  relay "$W/env.tap" check_env.py
+fi
+# Every AWS_*/BOXCAR_* variable the worker and storage code read by name
+# (or derive from a flag's: the help's tables), and every one `boxcar
+# worker --help` names, is in the README; the help names none the code
+# does not read.
+if [[ -x $BOXCAR ]]; then
+  code_env=$( { grep -ohE '"(AWS|BOXCAR)_[A-Z0-9_]+"' storage/*.c worker/*.c worker/*/*.c | tr -d '"'
+                for c in worker ui; do
+                  "$BOXCAR" $c --help | sed -n '/^  FLAG  *VARIABLE  *DEFAULT$/,$p' | awk 'NR > 1 {print $2}'
+                done; } | grep -E '^(AWS|BOXCAR)_' | sort -u)
   help_env=$("$BOXCAR" worker --help | grep -oE '\b(AWS|BOXCAR)_[A-Z0-9_]+' | sort -u)
   readme_env=$(grep -oE '\b(AWS|BOXCAR)_[A-Z0-9_]+' README.md | sort -u)
   missing=$(comm -23 <(printf '%s\n%s\n' "$code_env" "$help_env" | sort -u) <(echo "$readme_env") | tr '\n' ' ')
@@ -110,6 +121,18 @@ check "deploy/worker.conf suggests settings ($(wc -l < "$W/pkg.conf"))" test "$(
 check "deploy/worker.conf's settings, uncommented, are accepted" conf_accepted "$W/pkg.conf"
 awk '/^#### The configuration file/{f=1} f && /^```$/{n++; next} f && n==1' README.md > "$W/readme.conf"
 check "the README's example configuration file is accepted" conf_accepted "$W/readme.conf"
+# And the variables deploy/worker.env suggests (commented out), with no
+# file: the worker takes them and waits for its database the same way.
+env_accepted() {
+  local rc
+  mapfile -t vars < <(sed -n 's/^# \(BOXCAR_[A-Z_]*=.*\)$/\1/p' deploy/worker.env | grep -v '^BOXCAR_LISTEN_DATABASE_URL=')
+  timeout 3 env -i PATH="$PATH" DATABASE_URL="postgresql://boxcar@127.0.0.1:1/none?connect_timeout=1" \
+    "${vars[@]}" BOXCAR_CONFIG=/dev/null BOXCAR_SANDBOX=none BOXCAR_WORK_DIR="$W/env-work" \
+    BOXCAR_METRICS_ADDR=127.0.0.1:0 "$BOXCAR" worker >"$W/env.out" 2>&1
+  rc=$?
+  [[ $rc == 124 && ${#vars[@]} -ge 8 ]] || { sed 's/^/# /' "$W/env.out" | head -5; return 1; }
+}
+check "deploy/worker.env's variables, uncommented, are accepted" env_accepted
 printf 'concurrency = 0\n' > "$W/bad.conf"
 conf_rejected() { ! conf_accepted "$1" >/dev/null && grep -q "bad.conf:1: concurrency: invalid value" "$W/conf.out"; }
 check "and a bad value is not (the check can fail)" conf_rejected "$W/bad.conf"
