@@ -64,4 +64,26 @@ BOXCAR_CONCURRENCY=x timeout 10 "$BOXCAR" worker --config /dev/null >"$W/bad.log
 is "BOXCAR_CONCURRENCY=x: the worker exits 2" "$?" 2
 check "naming the variable and the value" \
   grep -q "BOXCAR_CONCURRENCY: invalid value 'x' (a number from 1 to 1024)" "$W/bad.log"
+
+# boxcar ui: its flags' variables are BOXCAR_UI_ and the flag's name.
+token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+port=$(free_port)
+bg env BOXCAR_UI_LISTEN="127.0.0.1:$port" BOXCAR_UI_TOKEN="$token" BOXCAR_UI_USER=ops \
+  "$BOXCAR" ui >"$W/ui.log" 2>&1
+served() { [[ $(curl -s -o /dev/null -w '%{http_code}' -u "ops:$token" "http://127.0.0.1:$port/") == 200 ]]; }
+check "boxcar ui listens on BOXCAR_UI_LISTEN and takes BOXCAR_UI_USER's name" \
+  wait_for "ui" 20 served
+kill -TERM "${_bg_pids[-1]}"
+wait "${_bg_pids[-1]}" 2>/dev/null
+BOXCAR_UI_ACTIONS=maybe BOXCAR_UI_TOKEN="$token" timeout 10 "$BOXCAR" ui >"$W/ui-bad.log" 2>&1
+is "BOXCAR_UI_ACTIONS=maybe: boxcar ui exits 2" "$?" 2
+check "naming the variable" grep -q "BOXCAR_UI_ACTIONS: invalid value 'maybe' (true or false)" "$W/ui-bad.log"
+BOXCAR_UI_USER=a:b BOXCAR_UI_TOKEN="$token" timeout 10 "$BOXCAR" ui --user ok >"$W/ui-flag.log" 2>&1 &
+ui_pid=$!
+_bg_pids+=("$ui_pid")
+BOXCAR_UI_USER=a:b BOXCAR_UI_TOKEN="$token" timeout 10 "$BOXCAR" ui >"$W/ui-user.log" 2>&1
+is "BOXCAR_UI_USER=a:b: boxcar ui exits 2" "$?" 2
+check "naming the variable" grep -q "BOXCAR_UI_USER: 1 to 64 characters, no ':'" "$W/ui-user.log"
+sleep 1
+check "while --user ok wins over that variable (the dashboard starts)" kill -0 "$ui_pid"
 tap_done

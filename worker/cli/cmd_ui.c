@@ -99,10 +99,12 @@ static int apply_option(struct ui_options *a, int id, const char *v, const char 
         return 0;
 }
 
-static int apply_environment(struct ui_options *a, struct bc_error *err)
+/* The variables of the flags not given (a flag's variable is not even
+ * read: flag > environment, as for boxcar worker). */
+static int apply_environment(struct ui_options *a, const bool *given, struct bc_error *err)
 {
         for (const struct config_option *o = ui_options; o->name; o++) {
-                const char *v = (o->flags & CONFIG_OPT_META)
+                const char *v = (o->flags & CONFIG_OPT_META) || given[o->id]
                                         ? NULL
                                         : config_option_getenv(o, UI_ENV_PREFIX);
                 char name[64];
@@ -122,7 +124,12 @@ static int parse_args(int argc, char **argv, struct ui_options *a, struct bc_err
                 if (!(o->flags & CONFIG_OPT_META))
                         opts[n++] = (struct option){ o->name, o->has_arg, NULL, o->id };
         opts[n] = (struct option){ NULL, 0, NULL, 0 };
-        if (apply_environment(a, err) < 0)
+        bool given[256] = { false };
+        optind = 0;
+        opterr = 0;
+        for (int o; (o = getopt_long(argc, argv, "", opts, NULL)) != -1;)
+                given[o & 0xff] = true;
+        if (apply_environment(a, given, err) < 0)
                 return -EINVAL;
         optind = 0;
         opterr = 0;
