@@ -279,7 +279,10 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
         int r = apply_defaults(&c, err);
         if (r >= 0)
                 r = read_config_file(&c, &src, err);
-        if (r >= 0)
+        /* With --help neither the file nor the variables are read: help
+         * works whatever state they are in (the flags before --help still
+         * are, so that a bad one is named). */
+        if (r >= 0 && !src.help)
                 r = apply_environment(&c, &src, err);
         optind = 0;
         opterr = 0;

@@ -394,6 +394,10 @@ static void test_every_variable_and_default(void **state)
         assert_string_equal(c.metrics_addr, "127.0.0.1:9464");
         assert_int_equal(c.log_format, LOG_JSON);
         config_done(&c);
+        /* --help works whatever the variables hold. */
+        setenv("BOXCAR_CONCURRENCY", "x", 1);
+        assert_int_equal(parse(&c, &err, "--help", NULL), 1);
+        unsetenv("BOXCAR_CONCURRENCY");
         /* An empty variable is unset. */
         setenv("BOXCAR_LOG_FORMAT", "", 1);
         assert_int_equal(parse(&c, &err, NULL), 0);
