@@ -65,6 +65,21 @@ is "BOXCAR_CONCURRENCY=x: the worker exits 2" "$?" 2
 check "naming the variable and the value" \
   grep -q "BOXCAR_CONCURRENCY: invalid value 'x' (a number from 1 to 1024)" "$W/bad.log"
 
+# --print-config: each setting under its source, secrets named but never
+# printed, in the file's grammar: read back as the file, the same settings.
+BOXCAR_CONCURRENCY=3 BOXCAR_LOG_FORMAT=json BOXCAR_CONFIG=/dev/null \
+  "$BOXCAR" worker --lease 20s --print-config >"$W/p1" 2>&1
+is "--print-config exits 0" "$?" 0
+under() { sed -n "/^# $1/,/^\$/p" "$W/p1" | grep -qx -- "$2"; }
+check "the flag's value under flags" under "From flags" "lease = 20s"
+check "the variables' under variables" under "From variables" "concurrency = 3"
+check "the defaults under defaults" under "Built-in defaults" "poll-interval = 5s"
+check "DATABASE_URL is named" under "From variables" "# database-url: set, not shown (it may hold a password)"
+check "but its password never printed" bash -c "! grep -qF 'boxcar:boxcar@' '$W/p1'"
+"$BOXCAR" worker --config "$W/p1" --print-config >"$W/p2" 2>&1
+is "read back as the file, it gives the same settings" \
+  "$(grep -v '^#' "$W/p2" | grep . | sort)" "$(grep -v '^#' "$W/p1" | grep . | sort)"
+
 # boxcar ui: its flags' variables are BOXCAR_UI_ and the flag's name.
 token=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 port=$(free_port)

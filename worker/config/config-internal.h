@@ -54,10 +54,38 @@ enum {
         OPT_DISK_WAIT,
         OPT_CONFIG,
         OPT_SECRET_KEYS,
+        OPT_PRINT_CONFIG,
         OPT_HELP,
 };
 #define OPT_FIRST OPT_DATABASE_URL
 #define OPT_COUNT (OPT_HELP - OPT_FIRST + 1)
+
+enum config_source { SOURCE_DEFAULT, SOURCE_FILE, SOURCE_ENV, SOURCE_FLAG };
+
+/* Where each option's value comes from: one rule for all, flag >
+ * environment > file > built-in default.  A source is skipped for an option
+ * that a higher one gives, rather than overridden after it, so that the
+ * repeatable options (whose values add up) follow the same rule. */
+struct sources {
+        bool by_flag[OPT_COUNT];
+        bool by_env[OPT_COUNT];
+        const char *config_path; /* --config, else $BOXCAR_CONFIG, or NULL */
+        const char *config_label;
+        bool help, print;
+        /* For --print-config: the source that gave each option and its
+         * text (the flags' values joined), owned. */
+        enum config_source from[OPT_COUNT];
+        char *text[OPT_COUNT];
+};
+
+/* Records that FROM gave option id the text v (a repeated flag's texts are
+ * joined): 0 or -ENOMEM. */
+int config_sources_note(struct sources *src, int id, enum config_source from, const char *v);
+void config_sources_done(struct sources *src);
+
+/* --print-config: each setting as a line of the configuration file, with
+ * its source; a secret's value is never printed. */
+void config_print(FILE *f, const struct sources *src, const struct worker_config *c);
 
 /* The entry of config_worker_options for an OPT_*, or NULL. */
 const struct config_option *config_option_by_id(int id);

@@ -80,18 +80,6 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
         return config_parse_queues("default", &c->queues, err);
 }
 
-/* Where each option's value comes from: one rule for all, flag >
- * environment > file > built-in default.  A source is skipped for an option
- * that a higher one gives, rather than overridden after it, so that the
- * repeatable options (whose values add up) follow the same rule. */
-struct sources {
-        bool by_flag[OPT_COUNT];
-        bool by_env[OPT_COUNT];
-        const char *config_path; /* --config, else $BOXCAR_CONFIG, or NULL */
-        const char *config_label;
-        bool help;
-};
-
 /* getopt's table, from config_worker_options. */
 static void build_longopts(struct option *out)
 {
@@ -143,7 +131,7 @@ static int check_config(struct worker_config *c, struct bc_error *err)
 
 struct file_ctx {
         struct worker_config *config;
-        const struct sources *src;
+        struct sources *src;
 };
 
 /* One "key = value" of the file: a flag's name, or a setting the
@@ -171,6 +159,8 @@ static int apply_file_entry(const char *key, const char *value, const char *path
                  * line, key and the form the key wants. */
                 struct bc_error e = BC_ERROR_INIT;
                 int r = config_apply_option(c, o->id, value, key, &e);
+                if (r >= 0 && config_sources_note(fc->src, o->id, SOURCE_FILE, value) < 0)
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 if (r >= 0)
                         return r;
                 bool oom = e.errnum == ENOMEM;
@@ -208,6 +198,8 @@ static void scan_sources(int argc, char **argv, const struct option *longopts, s
                 src->by_flag[opt - OPT_FIRST] = true;
                 if (opt == OPT_HELP)
                         src->help = true;
+                if (opt == OPT_PRINT_CONFIG)
+                        src->print = true;
                 if (opt == OPT_CONFIG)
                         src->config_path = optarg;
         }
@@ -221,8 +213,7 @@ static void scan_sources(int argc, char **argv, const struct option *longopts, s
         }
 }
 
-static int apply_environment(struct worker_config *c, const struct sources *src,
-                             struct bc_error *err)
+static int apply_environment(struct worker_config *c, struct sources *src, struct bc_error *err)
 {
         for (const struct config_option *o = config_worker_options; o->name; o++) {
                 if ((o->flags & CONFIG_OPT_META) || !src->by_env[o->id - OPT_FIRST] ||
@@ -230,9 +221,12 @@ static int apply_environment(struct worker_config *c, const struct sources *src,
                         continue;
                 char buf[CONFIG_ENV_MAX];
                 const char *name = config_option_env(o, NULL, buf, sizeof(buf));
-                int r = config_apply_option(c, o->id, config_option_getenv(o, NULL), name, err);
+                const char *v = config_option_getenv(o, NULL);
+                int r = config_apply_option(c, o->id, v, name, err);
                 if (r < 0)
                         return r;
+                if (config_sources_note(src, o->id, SOURCE_ENV, v) < 0)
+                        return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         }
         const char *url = getenv("BOXCAR_WEBHOOK_URL");
         if (url && *url && config_set_string(&c->webhook_default_url, url) < 0)
@@ -293,8 +287,8 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         break;
                 if (opt == OPT_HELP) {
                         config_worker_help(stdout);
-                        config_done(&c);
-                        return 1;
+                        r = 1;
+                        break;
                 }
                 if (opt == '?' || opt == ':') {
                         /* The name only: "--databse-url=postgres://u:pw@h"
@@ -305,19 +299,27 @@ int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                                          (int)strcspn(a, "="), a);
                         break;
                 }
-                if (opt == OPT_CONFIG)
+                if (opt == OPT_CONFIG || opt == OPT_PRINT_CONFIG)
                         continue;
                 _cleanup_free_ char *label = NULL;
                 if (asprintf(&label, "--%s", longopts[idx].name) < 0)
                         r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
                 else
                         r = config_apply_option(&c, opt, optarg, label, err);
+                if (r >= 0 &&
+                    config_sources_note(&src, opt, SOURCE_FLAG, optarg ? optarg : "true") < 0)
+                        r = bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         }
-        if (r >= 0 && optind < argc)
+        if (r == 0 && optind < argc)
                 r = unexpected_argument(argv[optind], err);
-        if (r >= 0)
+        if (r == 0)
                 r = check_config(&c, err);
-        if (r < 0) {
+        if (r == 0 && src.print) {
+                config_print(stdout, &src, &c);
+                r = 1;
+        }
+        config_sources_done(&src);
+        if (r != 0) {
                 config_done(&c);
                 return r;
         }

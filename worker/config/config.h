@@ -94,12 +94,13 @@ int config_parse_queues_as(const char *label, const char *s, char ***ret_queues,
                            struct bc_error *err);
 
 /* Parses argv of `boxcar worker` (argv[0] is "worker") over the environment
- * (DATABASE_URL, BOXCAR_QUEUES, BOXCAR_CONCURRENCY, BOXCAR_WORK_DIR,
- * BOXCAR_WEBHOOK_URL, BOXCAR_ALLOW_PRIVATE_URLS, BOXCAR_ALLOW_URL_CIDRS) over the configuration file (--config FILE,
- * $BOXCAR_CONFIG, else /etc/boxcar/worker.conf if it exists; its
- * environment-only keys are exported when the variable is unset).
- * Returns 0, 1 when --help was asked (help printed to stdout), or a negative
- * errno with err naming the bad flag. */
+ * (each option's variable: config_option_env) over the configuration file
+ * (--config FILE, $BOXCAR_CONFIG, else /etc/boxcar/worker.conf if it
+ * exists; its environment-only keys are exported when the variable is
+ * unset): for each option the first of flag, variable, file, default.
+ * Returns 0, 1 when --help or --print-config was asked (printed to
+ * stdout), or a negative errno with err naming the bad flag, variable or
+ * file line. */
 int config_parse_worker(int argc, char **argv, struct worker_config *ret_config,
                         struct bc_error *err);
 void config_done(struct worker_config *c);

@@ -70,6 +70,8 @@ const struct config_option config_worker_options[] = {
         /* Read before the others: it names the file they come over. */
         { "config", required_argument, OPT_CONFIG, CONFIG_OPT_META,
           "/etc/boxcar/worker.conf if it exists", NULL },
+        { "print-config", no_argument, OPT_PRINT_CONFIG, CONFIG_OPT_META | CONFIG_OPT_NO_ENV, "",
+          NULL },
         { "help", no_argument, OPT_HELP, CONFIG_OPT_META | CONFIG_OPT_NO_ENV, "", NULL },
         { NULL, 0, 0, 0, NULL, NULL },
 };
