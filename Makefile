@@ -17,13 +17,13 @@ FULL_VERSION := $(VERSION)$(if $(GIT_REV),+g$(GIT_REV))
 # The libraries boxcar links, as pkg-config modules, each with the Debian
 # package that provides it.  Their flags come from pkg-config, never from
 # paths written here; scripts/check-libs.sh checks they are all there
-# before anything is compiled.  cmocka serves the unit tests only.
+# before anything is compiled.  cmocka serves the unit tests only, and is
+# checked only for them (the image's build stage has no cmocka).
 PKG_CONFIG ?= pkg-config
 PC_DEPS := libpq:libpq-dev libcurl:libcurl4-openssl-dev libcjson:libcjson-dev \
            libarchive:libarchive-dev zlib:zlib1g-dev libseccomp:libseccomp-dev \
-           libcrypto:libssl-dev libmicrohttpd:libmicrohttpd-dev libsystemd:libsystemd-dev \
-           cmocka:libcmocka-dev
-PC_MODULES := $(filter-out cmocka,$(foreach d,$(PC_DEPS),$(firstword $(subst :, ,$(d)))))
+           libcrypto:libssl-dev libmicrohttpd:libmicrohttpd-dev libsystemd:libsystemd-dev
+PC_MODULES := $(foreach d,$(PC_DEPS),$(firstword $(subst :, ,$(d))))
 PC_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PC_MODULES) 2>/dev/null)
 PC_LIBS := $(shell $(PKG_CONFIG) --libs $(PC_MODULES) 2>/dev/null)
 CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
@@ -186,7 +186,7 @@ unit_libs = $(strip $(if $(filter common/%,$(1)),$(BUILD)/libcommon.a,\
                      $(if $(filter storage/%,$(1)),$(BUILD)/libstorage.a $(BUILD)/libcommon.a,\
                      $(BUILD)/obj/gen/sql_files.o $(LIBS))))))
 .SECONDEXPANSION:
-$(BUILD)/tests/unit/%: tests/unit/%.c $$(call unit_libs,$$*) $(FLAGS_STAMP)
+$(BUILD)/tests/unit/%: tests/unit/%.c $$(call unit_libs,$$*) $(FLAGS_STAMP) | check-unit-libs
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call unit_libs,$*) $(LDLIBS) $(CMOCKA_LIBS)
 # The agent's tests run the agent itself, found beside them in $(BUILD).
@@ -210,15 +210,17 @@ BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(
         $(BUILD)/boxcar-session-agent
 
 .DEFAULT_GOAL := all
-.PHONY: all check-libs deps test test-vm chaos unit-tests run bench lint clang-tidy cppcheck format-check format \
+.PHONY: all check-libs check-unit-libs deps test test-vm chaos unit-tests run bench lint clang-tidy cppcheck format-check format \
         clean distclean dev-up dev-down fuzz fuzz-bins deb
 
-all: check-libs $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
+all: check-libs check-unit-libs $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
 
 # Every object waits for it (order-only), so a missing library is its one
 # line, not a compiler's "no such file" for a header.
 check-libs:
 	@PKG_CONFIG='$(PKG_CONFIG)' scripts/check-libs.sh $(PC_DEPS)
+check-unit-libs: check-libs
+	@PKG_CONFIG='$(PKG_CONFIG)' scripts/check-libs.sh cmocka:libcmocka-dev
 
 deps:
 	@scripts/deps.sh all
