@@ -179,7 +179,8 @@ static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
                 }
         }
         /* The text held the secret key, as aws_secret_free wipes a copy. */
-        explicit_bzero(text, len);
+        if (text)
+                explicit_bzero(text, len);
         return r;
 }
 
@@ -212,7 +213,7 @@ int aws_profile_load(struct aws_profile *ret, struct bc_error *err)
 {
         const char *name = getenv("AWS_PROFILE");
         bool explicit_name = name && *name;
-        struct aws_profile p;
+        struct aws_profile p = { 0 };
         int r = load(explicit_name ? name : "default", explicit_name, NULL, NULL, &p, err);
         if (r < 0)
                 return r;
@@ -230,7 +231,7 @@ int aws_profile_load(struct aws_profile *ret, struct bc_error *err)
 int aws_profile_load_named(const struct aws_profile *from, const char *name,
                            struct aws_profile *ret, struct bc_error *err)
 {
-        struct aws_profile p;
+        struct aws_profile p = { 0 };
         int r = load(name, true, from->credentials_path, from->config_path, &p, err);
         if (r < 0)
                 return r;
