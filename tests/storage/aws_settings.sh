@@ -209,3 +209,39 @@ if [[ -n ${TLS_PORT:-} ]]; then
   check "assume role: with AWS_CA_BUNDLE the signed POST reaches the endpoint (its HTTP answer named)" \
     eval 'has "$out" "STS AssumeRole returned HTTP 4" && ! has "$out" "SSL"'
 fi
+# The AssumeRole request's SigV4 (service "sts", the form body's hash, the
+# source's session token), verified by sigv4_proxy.py's own signer, which
+# takes the service from the credential scope; past it, s3rver answers
+# the POST with an S3 error, which is what the message then carries.
+cat > "$A/role-signed" <<CFG
+[profile good]
+aws_access_key_id = S3RVER
+aws_secret_access_key = S3RVER
+[profile bad]
+aws_access_key_id = S3RVER
+aws_secret_access_key = not-the-secret
+[profile role-good]
+role_arn = arn:aws:iam::123456789012:role/boxcar
+source_profile = good
+external_id = ext-1
+duration_seconds = 900
+[profile role-bad]
+role_arn = arn:aws:iam::123456789012:role/boxcar
+source_profile = bad
+[profile proc]
+credential_process = "$CP/cred proc.sh"
+[profile role-proc]
+role_arn = arn:aws:iam::123456789012:role/boxcar
+source_profile = proc
+CFG
+signed() { aws AWS_CONFIG_FILE="$A/role-signed" AWS_PROFILE="$1" AWS_ENDPOINT_URL_STS="$PROXY" "$TOOL" creds 1; }
+out=$(signed role-bad)
+check "assume role: a source secret the server does not know: SignatureDoesNotMatch (the proxy checks STS requests)" \
+  has "$out" "STS AssumeRole returned HTTP 403 (SignatureDoesNotMatch)"
+out=$(signed role-good)
+check "assume role: the SigV4-signed POST (service sts, body hash) passes the signature check" \
+  eval 'has "$out" "STS AssumeRole returned HTTP" && ! has "$out" "SignatureDoesNotMatch" && ! has "$out" "InvalidAccessKeyId" && ! has "$out" "AccessDenied"'
+cp_mode ok; echo 3600 > "$CP/lifetime"
+out=$(signed role-proc)
+check "assume role: signed with a credential_process source's key and session token, it passes too" \
+  eval 'has "$out" "STS AssumeRole returned HTTP" && ! has "$out" "SignatureDoesNotMatch" && ! has "$out" "InvalidToken" && ! has "$out" "InvalidAccessKeyId"'
