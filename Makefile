@@ -1,5 +1,6 @@
 # boxcar build.  `make` builds build/boxcar, build/boxcar-guard, build/boxcar-sandbox and
-# build/boxcar-session-agent;
+# build/boxcar-session-agent; it installs nothing: a missing library is one
+# line naming it and its Debian package (`make deps` installs them);
 # `make test` runs every suite; `make chaos` the full chaos run; `make run` runs the demo; SAN=1 builds with
 # AddressSanitizer + UndefinedBehaviorSanitizer.
 
@@ -13,9 +14,24 @@ GIT_REV := $(shell [ "$$(git -C '$(CURDIR)' rev-parse --show-toplevel 2>/dev/nul
                      "$$(cd '$(CURDIR)' && pwd -P)" ] && git -C '$(CURDIR)' rev-parse --short=7 HEAD 2>/dev/null)
 FULL_VERSION := $(VERSION)$(if $(GIT_REV),+g$(GIT_REV))
 
+# The libraries boxcar links, as pkg-config modules, each with the Debian
+# package that provides it.  Their flags come from pkg-config, never from
+# paths written here; scripts/check-libs.sh checks they are all there
+# before anything is compiled.  cmocka serves the unit tests only, and is
+# checked only for them (the image's build stage has no cmocka).
+PKG_CONFIG ?= pkg-config
+PC_DEPS := libpq:libpq-dev libcurl:libcurl4-openssl-dev libcjson:libcjson-dev \
+           libarchive:libarchive-dev zlib:zlib1g-dev libseccomp:libseccomp-dev \
+           libcrypto:libssl-dev libmicrohttpd:libmicrohttpd-dev libsystemd:libsystemd-dev
+PC_MODULES := $(foreach d,$(PC_DEPS),$(firstword $(subst :, ,$(d))))
+PC_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PC_MODULES) 2>/dev/null)
+PC_LIBS := $(shell $(PKG_CONFIG) --libs $(PC_MODULES) 2>/dev/null)
+CMOCKA_LIBS := $(shell $(PKG_CONFIG) --libs cmocka 2>/dev/null)
+SECCOMP_LIBS := $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
+
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wmissing-prototypes \
         -Wstrict-prototypes -Wno-format-nonliteral
-CPPFLAGS := -I. -I$(BUILD)/gen -I/usr/include/postgresql -D_GNU_SOURCE
+CPPFLAGS := -I. -I$(BUILD)/gen $(PC_CFLAGS) -D_GNU_SOURCE
 CFLAGS := -std=c17 $(WARN) -g -MMD -MP -fno-strict-aliasing
 LDFLAGS :=
 ifeq ($(SAN),1)
@@ -33,7 +49,7 @@ else
   CFLAGS += -O2
   CPPFLAGS += -D_FORTIFY_SOURCE=2
 endif
-LDLIBS := -lpq -lcjson -lcurl -larchive -lz -lseccomp -lcrypto -lmicrohttpd -lsystemd -lpthread
+LDLIBS := $(PC_LIBS) -lpthread
 
 # Objects are rebuilt when the flags change (SAN=1 after a plain build).
 FLAGS_STAMP := $(BUILD)/.flags
@@ -67,7 +83,7 @@ EMBED_SQL := $(sort $(wildcard migrations/*.sql)) $(sort $(wildcard sql/*.sql))
 $(BUILD)/gen/sql_files.c: scripts/embed-sql.sh $(EMBED_SQL)
 	@mkdir -p $(dir $@)
 	scripts/embed-sql.sh $(EMBED_SQL) > $@.tmp && mv $@.tmp $@
-$(BUILD)/obj/gen/sql_files.o: $(BUILD)/gen/sql_files.c $(FLAGS_STAMP)
+$(BUILD)/obj/gen/sql_files.o: $(BUILD)/gen/sql_files.c $(FLAGS_STAMP) | check-libs
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -76,7 +92,7 @@ $(BUILD)/obj/gen/sql_files.o: $(BUILD)/gen/sql_files.c $(FLAGS_STAMP)
 # helper does not spend ~1.5 ms building them at every spawn.
 $(BUILD)/seccomp-gen: sandbox/tools/seccomp-gen.c $(BUILD)/obj/sandbox/seccomp-policy.o \
                       $(BUILD)/obj/sandbox/seccomp.o $(BUILD)/libcommon.a
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lseccomp
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SECCOMP_LIBS)
 $(BUILD)/gen/seccomp_bpf.c: $(BUILD)/seccomp-gen
 	@mkdir -p $(dir $@)
 	$< > $@.tmp && mv $@.tmp $@
@@ -98,7 +114,7 @@ $(BUILD)/libagent.a: $(BUILD)/obj/gen/agent_wrappers.o
 
 LIBS := $(BUILD)/libworker.a $(BUILD)/libstorage.a $(BUILD)/libsandbox.a $(BUILD)/libcommon.a
 
-$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP)
+$(BUILD)/obj/%.o: %.c $(FLAGS_STAMP) | check-libs
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
@@ -170,9 +186,9 @@ unit_libs = $(strip $(if $(filter common/%,$(1)),$(BUILD)/libcommon.a,\
                      $(if $(filter storage/%,$(1)),$(BUILD)/libstorage.a $(BUILD)/libcommon.a,\
                      $(BUILD)/obj/gen/sql_files.o $(LIBS))))))
 .SECONDEXPANSION:
-$(BUILD)/tests/unit/%: tests/unit/%.c $$(call unit_libs,$$*) $(FLAGS_STAMP)
+$(BUILD)/tests/unit/%: tests/unit/%.c $$(call unit_libs,$$*) $(FLAGS_STAMP) | check-unit-libs
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call unit_libs,$*) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(call unit_libs,$*) $(LDLIBS) $(CMOCKA_LIBS)
 # The agent's tests run the agent itself, found beside them in $(BUILD).
 $(filter $(BUILD)/tests/unit/agent/%,$(UNIT_BINS)): $(BUILD)/boxcar-session-agent
 
@@ -194,13 +210,17 @@ BINS := $(BUILD)/boxcar $(BUILD)/boxcar-guard $(if $(wildcard sandbox/main.c),$(
         $(BUILD)/boxcar-session-agent
 
 .DEFAULT_GOAL := all
-.PHONY: all deps test test-vm chaos unit-tests run bench lint clang-tidy cppcheck format-check format \
+.PHONY: all check-libs check-unit-libs deps test test-vm chaos unit-tests run bench lint clang-tidy cppcheck format-check format \
         clean distclean dev-up dev-down fuzz fuzz-bins deb
 
-all: deps-build $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
+all: check-libs check-unit-libs $(BINS) $(UNIT_BINS) $(BUILD)/sandbox-warm-run
 
-deps-build:
-	@scripts/deps.sh build
+# Every object waits for it (order-only), so a missing library is its one
+# line, not a compiler's "no such file" for a header.
+check-libs:
+	@PKG_CONFIG='$(PKG_CONFIG)' scripts/check-libs.sh $(PC_DEPS)
+check-unit-libs: check-libs
+	@PKG_CONFIG='$(PKG_CONFIG)' scripts/check-libs.sh cmocka:libcmocka-dev
 
 deps:
 	@scripts/deps.sh all

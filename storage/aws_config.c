@@ -39,6 +39,14 @@ void aws_profile_done(struct aws_profile *p)
         free(p->endpoint_url);
         free(p->s3_endpoint_url);
         free(p->s3_addressing_style);
+        free(p->sts_endpoint_url);
+        free(p->credential_process);
+        free(p->source_profile);
+        free(p->credential_source);
+        free(p->external_id);
+        free(p->duration_seconds);
+        free(p->mfa_serial);
+        free(p->ca_bundle);
         memset(p, 0, sizeof(*p));
 }
 
@@ -77,6 +85,15 @@ static const struct key_slot slots[] = {
         SLOT(NULL, "endpoint_url", endpoint_url, false),
         SLOT("s3", "endpoint_url", s3_endpoint_url, false),
         SLOT("s3", "addressing_style", s3_addressing_style, false),
+        SLOT("sts", "endpoint_url", sts_endpoint_url, false),
+        /* The SDKs read these from the credentials file too. */
+        SLOT(NULL, "credential_process", credential_process, true),
+        SLOT(NULL, "source_profile", source_profile, false),
+        SLOT(NULL, "credential_source", credential_source, false),
+        SLOT(NULL, "external_id", external_id, false),
+        SLOT(NULL, "duration_seconds", duration_seconds, false),
+        SLOT(NULL, "mfa_serial", mfa_serial, false),
+        SLOT(NULL, "ca_bundle", ca_bundle, false),
 };
 
 /* The first value seen wins: the credentials file is read first. */
@@ -162,32 +179,95 @@ static int parse_file(struct aws_profile *p, const char *path, bool creds_file,
                 }
         }
         /* The text held the secret key, as aws_secret_free wipes a copy. */
-        explicit_bzero(text, len);
+        if (text)
+                explicit_bzero(text, len);
         return r;
 }
 
-int aws_profile_load(struct aws_profile *ret, struct bc_error *err)
+static int load(const char *name, bool explicit_name, const char *credentials_path,
+                const char *config_path, struct aws_profile *ret, struct bc_error *err)
 {
         struct aws_profile p = { 0 };
-        const char *name = getenv("AWS_PROFILE");
-        p.explicit_name = name && *name;
-        p.name = strdup(p.explicit_name ? name : "default");
-        p.credentials_path = aws_default_path("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-        p.config_path = aws_default_path("AWS_CONFIG_FILE", "config");
+        p.explicit_name = explicit_name;
+        p.name = strdup(name);
+        p.credentials_path = credentials_path ? strdup(credentials_path)
+                                              : aws_default_path("AWS_SHARED_CREDENTIALS_FILE",
+                                                                 "credentials");
+        p.config_path = config_path ? strdup(config_path)
+                                    : aws_default_path("AWS_CONFIG_FILE", "config");
         if (!p.name || !p.credentials_path || !p.config_path) {
                 aws_profile_done(&p);
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         }
         int r = parse_file(&p, p.credentials_path, true, err);
         r = r ? r : parse_file(&p, p.config_path, false, err);
-        if (r == 0 && p.explicit_name && !p.found)
-                r = bc_error_set(err, BC_CONFIG, ENOENT,
-                                 "AWS_PROFILE %s: no such profile in %s or %s", p.name,
-                                 p.credentials_path, p.config_path);
         if (r < 0) {
                 aws_profile_done(&p);
                 return r;
         }
         *ret = p;
         return 0;
+}
+
+int aws_profile_load(struct aws_profile *ret, struct bc_error *err)
+{
+        const char *name = getenv("AWS_PROFILE");
+        bool explicit_name = name && *name;
+        struct aws_profile p = { 0 };
+        int r = load(explicit_name ? name : "default", explicit_name, NULL, NULL, &p, err);
+        if (r < 0)
+                return r;
+        if (p.explicit_name && !p.found) {
+                r = bc_error_set(err, BC_CONFIG, ENOENT,
+                                 "AWS_PROFILE %s: no such profile in %s or %s", p.name,
+                                 p.credentials_path, p.config_path);
+                aws_profile_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+int aws_profile_load_named(const struct aws_profile *from, const char *name,
+                           struct aws_profile *ret, struct bc_error *err)
+{
+        struct aws_profile p = { 0 };
+        int r = load(name, true, from->credentials_path, from->config_path, &p, err);
+        if (r < 0)
+                return r;
+        if (!p.found) {
+                r = bc_error_set(err, BC_CONFIG, ENOENT,
+                                 "profile %s: source_profile %s: no such profile in %s or %s",
+                                 from->name, name, p.credentials_path, p.config_path);
+                aws_profile_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+int aws_ca_bundle(const struct aws_profile *prof, char **ret, struct bc_error *err)
+{
+        const char *v = getenv("AWS_CA_BUNDLE"), *from = "AWS_CA_BUNDLE";
+        if (!v || !*v) {
+                v = prof->ca_bundle;
+                from = "the profile's ca_bundle";
+        }
+        *ret = NULL;
+        if (!v)
+                return 0;
+        /* Opened now: curl would only say "error setting certificate
+         * file" at the first request, without the file's name. */
+        FILE *f = fopen(v, "re");
+        if (!f)
+                return bc_error_set(err, BC_CONFIG, errno, "%s %s: %s", from, v, strerror(errno));
+        int c = fgetc(f);
+        int e = ferror(f) ? errno : 0;
+        fclose(f);
+        if (e)
+                return bc_error_set(err, BC_CONFIG, e, "%s %s: %s", from, v, strerror(e));
+        if (c == EOF)
+                return bc_error_set(err, BC_CONFIG, EINVAL, "%s %s: the file is empty", from, v);
+        *ret = strdup(v);
+        return *ret ? 0 : bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
 }

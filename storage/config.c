@@ -25,6 +25,7 @@ void storage_config_free(struct storage_config *cfg)
         free(cfg->endpoint);
         free(cfg->bucket);
         free(cfg->prefix);
+        free(cfg->ca_bundle);
         free(cfg);
 }
 BC_DEFINE_CLEANUP(struct storage_config *, storage_config_free)
@@ -87,11 +88,6 @@ static char *trim_slashes(const char *s)
         while (n && s[n - 1] == '/')
                 n--;
         return strndup(s, n);
-}
-
-static void profile_donep(struct aws_profile *p)
-{
-        aws_profile_done(p);
 }
 
 /* The first of AWS_REGION, AWS_DEFAULT_REGION, the profile's region. */
@@ -164,9 +160,10 @@ int storage_config_from_env(struct storage_config **ret, struct bc_error *err)
         _cleanup_(storage_config_freep) struct storage_config *c = calloc(1, sizeof(*c));
         if (!c)
                 return bc_error_set(err, BC_CONFIG, ENOMEM, "out of memory");
-        _cleanup_(profile_donep) struct aws_profile prof = { 0 };
+        _cleanup_(aws_profile_donep) struct aws_profile prof = { 0 };
         int r = aws_profile_load(&prof, err);
         r = r ? r : pick_region(c, &prof, err);
+        r = r ? r : aws_ca_bundle(&prof, &c->ca_bundle, err);
         r = r ? r : creds_provider_new(&prof, c->region, &c->creds, err);
         r = r ? r : env_required("BOXCAR_S3_BUCKET", &c->bucket, err);
         r = r ? r : check_bucket(c->bucket, err);

@@ -19,6 +19,7 @@ struct creds_http_request {
         const char *body;           /* POST/PUT body, may be NULL */
         long connect_timeout_ms;
         long timeout_ms;
+        const char *ca_bundle; /* CURLOPT_CAINFO; NULL: the system's CAs */
 };
 
 /* One request, no redirects, no retries.  *ret_status is the HTTP status
@@ -45,9 +46,42 @@ struct web_identity {
         const char *token_file;   /* read again at every fetch: it rotates */
         const char *session_name; /* NULL: "boxcar-<time>" */
         const char *sts_endpoint; /* scheme://host[:port], no path */
+        const char *ca_bundle;    /* may be NULL */
 };
 int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret,
                              struct bc_error *err);
+
+/* STS's answer: "HTTP 403 (AccessDenied): <its message>" as the error
+ * of `action`, or the credentials of a 200 answer. */
+int creds_sts_error(const char *action, long status, const char *body, struct bc_error *err);
+int creds_sts_credentials(const char *action, const char *resp, struct aws_creds *ret,
+                          struct bc_error *err);
+
+/* STS AssumeRole with the source profile's credentials src. */
+struct assume_role {
+        const char *role_arn;
+        const char *session_name;     /* NULL: "boxcar-<time>" */
+        const char *external_id;      /* may be NULL */
+        const char *duration_seconds; /* checked digits, may be NULL */
+        const char *sts_endpoint;     /* scheme://host[:port], no path */
+        const char *region;           /* the signature's */
+        const char *ca_bundle;        /* may be NULL */
+};
+int creds_assume_role_fetch(const struct assume_role *a, const struct aws_creds *src,
+                            struct aws_creds *ret, struct bc_error *err);
+
+/* credential_process: the command line split as the AWS CLI splits it
+ * (Python's shlex.split: blanks, '…', "…", backslashes; no shell, no
+ * variables, no '~').  BC_CONFIG for an unclosed quote or an empty
+ * command.  Free *ret with creds_argv_free. */
+int creds_split_command(const char *cmd, char ***ret, struct bc_error *err);
+void creds_argv_free(char **argv);
+/* The process's output: {"Version": 1, "AccessKeyId", "SecretAccessKey",
+ * ["SessionToken"], ["Expiration"]}; messages never quote it. */
+int creds_from_process_json(const char *out, struct aws_creds *ret, struct bc_error *err);
+/* Runs argv (PATH searched, stdin /dev/null, 60 s at most) and parses its
+ * stdout; a non-zero exit is an error with the last line of its stderr. */
+int creds_process_fetch(char *const *argv, struct aws_creds *ret, struct bc_error *err);
 
 struct container_source {
         const char *url;

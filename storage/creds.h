@@ -1,20 +1,32 @@
-/* AWS credentials, found the way every AWS SDK finds them and in the same
- * order (the "default credential provider chain"):
+/* AWS credentials, found the way the AWS SDKs find them and in the same
+ * order (the "default credential provider chain"; the profile's own
+ * sources before the environment's web identity, as the Go and Java SDKs
+ * have it):
  *
  *   1. env            AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY [, AWS_SESSION_TOKEN]
- *   2. shared files   the profile's aws_access_key_id/... (aws_config.h)
- *   3. web identity   AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (or the
+ *   2. assume role    the profile's role_arn + source_profile: STS AssumeRole
+ *                     signed with the source profile's credentials (its
+ *                     keys, its credential_process, or its own role_arn +
+ *                     source_profile, up to 8 hops; a cycle is BC_CONFIG)
+ *   3. shared files   the profile's aws_access_key_id/... (aws_config.h)
+ *   4. process        the profile's credential_process: a command run
+ *                     without a shell, its stdout JSON (Version 1)
+ *   5. web identity   AWS_WEB_IDENTITY_TOKEN_FILE + AWS_ROLE_ARN (or the
  *                     profile's web_identity_token_file + role_arn): STS
  *                     AssumeRoleWithWebIdentity (EKS IRSA)
- *   4. container      AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI
+ *   6. container      AWS_CONTAINER_CREDENTIALS_FULL_URI or _RELATIVE_URI
  *                     (ECS task roles, EKS Pod Identity)
- *   5. IMDS           EC2 instance metadata, IMDSv2, unless
+ *   7. IMDS           EC2 instance metadata, IMDSv2, unless
  *                     AWS_EC2_METADATA_DISABLED=true
  *
+ * STS is AWS_ENDPOINT_URL_STS, AWS_ENDPOINT_URL, the profile's "sts =
+ * endpoint_url", its endpoint_url, else https://sts.<region>.amazonaws.com;
+ * its TLS is checked against AWS_CA_BUNDLE (or the profile's ca_bundle)
+ * when set.
  * The source is chosen once, from the configuration alone (no network),
  * as the SDKs do: the first one configured is the one used, and its
  * failures are reported as its own, never hidden by the next source.
- * Temporary credentials (3-5) are fetched at first use and fetched again
+ * Temporary credentials (2, 4-7) are fetched at first use and fetched again
  * once they are within CREDS_REFRESH_S of their expiry; if that refresh
  * fails, credentials that are still valid go on being used.  Internal to
  * storage/. */
@@ -60,7 +72,9 @@ void creds_provider_free(struct creds_provider *p);
  * AssumeRoleWithWebIdentity returned HTTP 403 (AccessDenied): …". */
 int creds_provider_get(struct creds_provider *p, struct aws_creds *ret, struct bc_error *err);
 
-/* "env", "shared files (profile x)", "web identity", "container", "IMDS". */
+/* "env", "assume role (profile x, source_profile y)", "shared files
+ * (profile x)", "credential_process (profile x: /its/command)", "web
+ * identity", "container", "IMDS". */
 const char *creds_provider_source(const struct creds_provider *p);
 
 #endif

@@ -46,6 +46,8 @@ int creds_http(const struct creds_http_request *req, long *ret_status, char **re
                 curl_easy_setopt(c, CURLOPT_COPYPOSTFIELDS, req->body ? req->body : "");
         if (h)
                 curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+        if (req->ca_bundle)
+                curl_easy_setopt(c, CURLOPT_CAINFO, req->ca_bundle);
         CURLcode cc = curl_easy_perform(c);
         if (cc != CURLE_OK) {
                 /* A cut-off answer may already hold credentials. */

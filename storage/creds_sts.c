@@ -1,5 +1,6 @@
 /* EKS IRSA and any OIDC federation: STS AssumeRoleWithWebIdentity, an
- * unsigned POST (the web identity token is the proof), answered in XML. */
+ * unsigned POST (the web identity token is the proof), answered in XML;
+ * and the XML both STS actions answer with (creds_assume.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ char *creds_xml_text(const char *xml, const char *tag)
 
 /* STS's error as "HTTP 403 (AccessDenied): <message>", the message kept to
  * printable ASCII and 200 bytes (it is the server's text, not ours). */
-static int sts_error(long status, const char *body, struct bc_error *err)
+int creds_sts_error(const char *action, long status, const char *body, struct bc_error *err)
 {
         _cleanup_free_ char *code = creds_xml_text(body, "Code");
         _cleanup_free_ char *msg = creds_xml_text(body, "Message");
@@ -67,10 +68,9 @@ static int sts_error(long status, const char *body, struct bc_error *err)
                 if (strlen(msg) > 200)
                         msg[200] = '\0';
         }
-        return bc_error_set(err, BC_FETCH_FAILED, EACCES,
-                            "STS AssumeRoleWithWebIdentity returned HTTP %ld%s%.64s%s%s%s", status,
-                            code ? " (" : "", code ? code : "", code ? ")" : "", msg ? ": " : "",
-                            msg ? msg : "");
+        return bc_error_set(err, BC_FETCH_FAILED, EACCES, "STS %s returned HTTP %ld%s%.64s%s%s%s",
+                            action, status, code ? " (" : "", code ? code : "", code ? ")" : "",
+                            msg ? ": " : "", msg ? msg : "");
 }
 
 static int form_body(const struct web_identity *w, const char *token, char **ret)
@@ -129,6 +129,7 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
                 .body = body,
                 .connect_timeout_ms = 5000,
                 .timeout_ms = 15000,
+                .ca_bundle = w->ca_bundle,
         };
         long status = 0;
         _cleanup_(aws_secret_freep) char *resp = NULL;
@@ -136,7 +137,13 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
         if (r < 0)
                 return bc_error_prefix(err, "STS AssumeRoleWithWebIdentity");
         if (status != 200)
-                return sts_error(status, resp, err);
+                return creds_sts_error("AssumeRoleWithWebIdentity", status, resp, err);
+        return creds_sts_credentials("AssumeRoleWithWebIdentity", resp, ret, err);
+}
+
+int creds_sts_credentials(const char *action, const char *resp, struct aws_creds *ret,
+                          struct bc_error *err)
+{
         struct aws_creds c = {
                 .access_key = creds_xml_text(resp, "AccessKeyId"),
                 .secret_key = creds_xml_text(resp, "SecretAccessKey"),
@@ -147,9 +154,9 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
             creds_parse_time(exp, &c.expires) < 0) {
                 aws_creds_done(&c);
                 return bc_error_set(err, BC_FETCH_FAILED, EPROTO,
-                                    "STS AssumeRoleWithWebIdentity: the response lacks "
-                                    "Credentials (AccessKeyId, SecretAccessKey, SessionToken, "
-                                    "Expiration)");
+                                    "STS %s: the response lacks Credentials (AccessKeyId, "
+                                    "SecretAccessKey, SessionToken, Expiration)",
+                                    action);
         }
         *ret = c;
         return 0;

@@ -29,9 +29,10 @@ int http_global_init(struct bc_error *err)
 
 void http_policy_of(const struct storage_config *cfg, struct http_policy *ret)
 {
-        *ret = (struct http_policy){ 4, 250, 8000, 10, 30 };
+        *ret = (struct http_policy){ 4, 250, 8000, 10, 30, NULL };
         if (!cfg)
                 return;
+        ret->ca_bundle = cfg->ca_bundle;
         ret->retries = cfg->retries < 0 ? 0 : cfg->retries > 20 ? 20 : cfg->retries;
         ret->retry_base_ms = cfg->retry_base_ms < 0 ? 0 : cfg->retry_base_ms;
         ret->retry_max_ms = cfg->retry_max_ms < 0 ? 0 : cfg->retry_max_ms;
@@ -69,6 +70,8 @@ void http_setup(CURL *c, const struct http_policy *p, char *errbuf)
         curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L);
         curl_easy_setopt(c, CURLOPT_USERAGENT, "boxcar/" BOXCAR_VERSION);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+        if (p->ca_bundle)
+                curl_easy_setopt(c, CURLOPT_CAINFO, p->ca_bundle);
         errbuf[0] = '\0';
 }
 

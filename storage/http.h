@@ -23,6 +23,7 @@ struct http_policy {
         int retry_max_ms;
         int connect_timeout_s;
         int low_speed_time_s;
+        const char *ca_bundle; /* CURLOPT_CAINFO; NULL: the system's CAs */
 };
 void http_policy_of(const struct storage_config *cfg, struct http_policy *ret);
 

@@ -251,7 +251,7 @@ static int signature(const struct sigv4_request *req, const struct signing *s,
         unsigned char k1[32], k2[32], k3[32], k4[32], sig[32];
         int r = hmac(k0, strlen(k0), date, k1);
         r = r ? r : hmac(k1, 32, req->region, k2);
-        r = r ? r : hmac(k2, 32, "s3", k3);
+        r = r ? r : hmac(k2, 32, req->service ? req->service : "s3", k3);
         r = r ? r : hmac(k3, 32, "aws4_request", k4);
         r = r ? r : hmac(k4, 32, sts, sig);
         OPENSSL_cleanse(k0, strlen(k0));
@@ -272,8 +272,8 @@ static int sign(const struct sigv4_request *req, struct signing *s, char **ret_c
             req->path[0] != '/' || !req->payload_sha256)
                 return bc_error_set(err, BC_USAGE, EINVAL, "sigv4: incomplete request");
         sigv4_amz_date(req->now, s->amz_date);
-        if (snprintf(s->scope, sizeof(s->scope), "%.8s/%s/s3/aws4_request", s->amz_date,
-                     req->region) >= (int)sizeof(s->scope))
+        if (snprintf(s->scope, sizeof(s->scope), "%.8s/%s/%s/aws4_request", s->amz_date,
+                     req->region, req->service ? req->service : "s3") >= (int)sizeof(s->scope))
                 return bc_error_set(err, BC_USAGE, E2BIG, "sigv4: region too long");
 
         int r = collect(req, s);

@@ -45,6 +45,7 @@ struct sigv4_request {
         const char *secret_key;
         const char *session_token; /* NULL when none */
         const char *region;
+        const char *service; /* NULL: "s3" (STS AssumeRole passes "sts") */
         time_t now;
 };
 

@@ -41,6 +41,9 @@ struct storage_config {
                                  * profile's s3 endpoint_url or endpoint_url;
                                  * without trailing '/', NULL for AWS itself */
         char *bucket;        /* BOXCAR_S3_BUCKET */
+        char *ca_bundle;     /* AWS_CA_BUNDLE, else the profile's ca_bundle:
+                                 * the CAs S3's TLS is checked against (NULL:
+                                 * the system's) */
         char *prefix;        /* BOXCAR_S3_PREFIX without surrounding '/',
                                  * "" when unset */
         bool path_style;     /* BOXCAR_S3_FORCE_PATH_STYLE, else the profile's
@@ -57,8 +60,8 @@ struct storage_config {
 };
 
 /* Reads the variables above from the environment and the AWS shared files
- * (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE) and picks
- * the credential source, without any network access (temporary
+ * (AWS_PROFILE, AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE, AWS_CA_BUNDLE)
+ * and picks the credential source, without any network access (temporary
  * credentials are fetched at first use).  A missing BOXCAR_S3_BUCKET, no
  * credential source at all, a partial one, or a malformed endpoint is
  * BC_CONFIG naming the variable.  *ret is the caller's, freed with
@@ -66,8 +69,10 @@ struct storage_config {
 int storage_config_from_env(struct storage_config **ret, struct bc_error *err);
 void storage_config_free(struct storage_config *cfg);
 
-/* Where the credentials come from, for logs: "env", "shared files
- * (profile x)", "web identity", "container", "IMDS", or "fixed". */
+/* Where the credentials come from, for logs: "env", "assume role
+ * (profile x, source_profile y)", "shared files (profile x)",
+ * "credential_process (profile x: /its/command)", "web identity",
+ * "container", "IMDS", or "fixed". */
 const char *storage_credentials_source(const struct storage_config *cfg);
 
 /* The access key id in use (not a secret; it is in every signed URL),

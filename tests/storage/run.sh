@@ -19,7 +19,7 @@ SANFLAGS=()
 [[ ${SAN:-0} == 1 ]] && SANFLAGS=(-fsanitize=address,undefined -fno-sanitize-recover=all)
 cc -std=c17 -Wall -Wextra -Werror -g -O1 -I. -D_GNU_SOURCE "${SANFLAGS[@]}" -o "$TOOL" \
   tests/storage/storage-tool.c $BUILD/libstorage.a $BUILD/libcommon.a \
-  -lcjson -lcurl -larchive -lz -lcrypto -lpthread || { not_ok "build storage-tool"; tap_done; exit 1; }
+  $(pkg-config --libs libcjson libcurl libarchive zlib libcrypto) -lpthread || { not_ok "build storage-tool"; tap_done; exit 1; }
 ok "built libstorage and storage-tool ($BUILD)"
 
 W=$(mktemp -d "$BOXCAR_DEV/storage-test.XXXXXX")
@@ -365,6 +365,7 @@ is "S3 back: the same push now succeeds" "$(field uploaded "$out")" 1
 
 # ---- AWS credential sources, bucket check, SigV4-verifying S3 ----------------
 source tests/storage/aws.sh
+source tests/storage/aws_settings.sh
 
 # ---- hostile archives ------------------------------------------------------------
 H="$W/hostile"; mkdir -p "$H/sentinel"; echo orig > "$H/sentinel/file"

@@ -53,6 +53,8 @@ static void clear_env(void)
                 "AWS_EC2_METADATA_SERVICE_ENDPOINT",
                 "BOXCAR_S3_PREFIX",
                 "BOXCAR_S3_FORCE_PATH_STYLE",
+                "AWS_CA_BUNDLE",
+                "AWS_ENDPOINT_URL_STS",
         };
         for (size_t i = 0; i < ELEMENTSOF(vars); i++)
                 unsetenv(vars[i]);
@@ -364,6 +366,250 @@ static void test_documents(void **state)
                         fail_msg("%s: want %s", urls[i].url, urls[i].ok ? "allowed" : "refused");
 }
 
+
+/* credential_process is split as the AWS CLI splits it (shlex.split),
+ * never given to a shell. */
+static void test_split_command(void **state)
+{
+        (void)state;
+        static const struct {
+                const char *cmd;
+                const char *want; /* words joined with '|' */
+        } ok[] = {
+                { "/opt/bin/creds --user helen", "/opt/bin/creds|--user|helen" },
+                { "  a\tb  ", "a|b" },
+                { "\"/opt/my dir/creds\" \"x y\"", "/opt/my dir/creds|x y" },
+                { "a 'b \"c\" $HOME' d", "a|b \"c\" $HOME|d" },
+                { "a \"q \\\"w\\\" \\\\ \\n\"", "a|q \"w\" \\ \\n" },
+                { "a b\\ c", "a|b c" },
+                { "a x\"y z\"w", "a|xy zw" },
+                { "a '' b", "a||b" },
+                { "~/bin/x $HOME", "~/bin/x|$HOME" }, /* no shell: literal */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                char **argv = NULL;
+                struct bc_error err = BC_ERROR_INIT;
+                if (creds_split_command(ok[i].cmd, &argv, &err) < 0)
+                        fail_msg("%s: %s", ok[i].cmd, bc_error_message(&err));
+                char joined[256] = "";
+                for (char **a = argv; *a; a++)
+                        snprintf(joined + strlen(joined), sizeof(joined) - strlen(joined), "%s%s",
+                                 a == argv ? "" : "|", *a);
+                if (strcmp(joined, ok[i].want) != 0)
+                        fail_msg("%s: got %s, want %s", ok[i].cmd, joined, ok[i].want);
+                creds_argv_free(argv);
+        }
+        static const struct {
+                const char *cmd, *why;
+        } bad[] = {
+                { "", "it is empty" },
+                { "   ", "it is empty" },
+                { "\"/opt/x", "a \" is not closed" },
+                { "x 'y", "a ' is not closed" },
+                { "x \\", "it ends in a lone backslash" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char **argv = NULL;
+                struct bc_error err = BC_ERROR_INIT;
+                assert_true(creds_split_command(bad[i].cmd, &argv, &err) < 0);
+                assert_int_equal(err.code, BC_CONFIG);
+                if (!strstr(bc_error_message(&err), bad[i].why))
+                        fail_msg("'%s': error '%s' lacks '%s'", bad[i].cmd, bc_error_message(&err),
+                                 bad[i].why);
+                bc_error_clear(&err);
+        }
+}
+
+static void test_process_json(void **state)
+{
+        (void)state;
+        struct aws_creds c = { 0 };
+        assert_int_equal(
+                creds_from_process_json(
+                        "{\"Version\": 1, \"AccessKeyId\": \"ASIAP\", \"SecretAccessKey\":"
+                        " \"sek\", \"SessionToken\": \"tok\", \"Expiration\": "
+                        "\"2026-11-23T15:04:05Z\"}",
+                        &c, NULL),
+                0);
+        assert_string_equal(c.access_key, "ASIAP");
+        assert_string_equal(c.secret_key, "sek");
+        assert_string_equal(c.session_token, "tok");
+        assert_int_equal(c.expires, 1795446245);
+        aws_creds_done(&c);
+        assert_int_equal(creds_from_process_json("{\"Version\": 1, \"AccessKeyId\": \"AKIA\", "
+                                                 "\"SecretAccessKey\": \"sek\"}",
+                                                 &c, NULL),
+                         0);
+        assert_null(c.session_token);
+        assert_int_equal(c.expires, 0); /* no Expiration: never refreshed */
+        aws_creds_done(&c);
+        static const struct {
+                const char *doc, *why;
+        } bad[] = {
+                { "", "not a JSON object" },
+                { "[1]", "not a JSON object" },
+                { "{\"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\"}", "no numeric Version" },
+                { "{\"Version\": \"1\", \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\"}",
+                  "no numeric Version" },
+                { "{\"Version\": 2, \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S\"}",
+                  "Version 2 is not supported" },
+                { "{\"Version\": 1, \"SecretAccessKey\": \"S3CR3T\"}", "lacks AccessKeyId" },
+                { "{\"Version\": 1, \"AccessKeyId\": \"A\"}", "lacks SecretAccessKey" },
+                { "{\"Version\": 1}", "lacks AccessKeyId and SecretAccessKey" },
+                { "{\"Version\": 1, \"AccessKeyId\": \"A\", \"SecretAccessKey\": \"S3CR3T\", "
+                  "\"Expiration\": \"tomorrow\"}",
+                  "Expiration is not an RFC 3339 time" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                struct bc_error err = BC_ERROR_INIT;
+                assert_true(creds_from_process_json(bad[i].doc, &c, &err) < 0);
+                const char *m = bc_error_message(&err);
+                if (!strstr(m, bad[i].why) || strstr(m, "S3CR3T"))
+                        fail_msg("%s: error '%s' lacks '%s' or quotes the secret", bad[i].doc, m,
+                                 bad[i].why);
+                bc_error_clear(&err);
+        }
+}
+
+static void test_sts_assume_role_xml(void **state)
+{
+        (void)state;
+        static const char ok[] =
+                "<AssumeRoleResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+                "<AssumeRoleResult><SourceIdentity>x</SourceIdentity><AssumedRoleUser>"
+                "<Arn>arn:aws:sts::123456789012:assumed-role/r/s</Arn></AssumedRoleUser>"
+                "<Credentials><AccessKeyId>ASIAROLE</AccessKeyId>"
+                "<SecretAccessKey>wJal&amp;rXUt</SecretAccessKey>"
+                "<SessionToken>FQoGZX&lt;tok</SessionToken>"
+                "<Expiration>2026-11-23T15:04:05Z</Expiration></Credentials>"
+                "</AssumeRoleResult></AssumeRoleResponse>";
+        struct aws_creds c = { 0 };
+        assert_int_equal(creds_sts_credentials("AssumeRole", ok, &c, NULL), 0);
+        assert_string_equal(c.access_key, "ASIAROLE");
+        assert_string_equal(c.secret_key, "wJal&rXUt");
+        assert_string_equal(c.session_token, "FQoGZX<tok");
+        assert_int_equal(c.expires, 1795446245);
+        aws_creds_done(&c);
+        struct bc_error err = BC_ERROR_INIT;
+        assert_true(creds_sts_credentials("AssumeRole",
+                                          "<AssumeRoleResponse><Credentials><AccessKeyId>A"
+                                          "</AccessKeyId></Credentials></AssumeRoleResponse>",
+                                          &c, &err) < 0);
+        assert_non_null(strstr(bc_error_message(&err), "STS AssumeRole: the response lacks"));
+        bc_error_clear(&err);
+        assert_true(creds_sts_error("AssumeRole", 403,
+                                    "<ErrorResponse><Error><Code>AccessDenied</Code><Message>not "
+                                    "allowed\nto assume</Message></Error></ErrorResponse>",
+                                    &err) < 0);
+        assert_string_equal(
+                bc_error_message(&err),
+                "STS AssumeRole returned HTTP 403 (AccessDenied): not allowed to assume");
+        bc_error_clear(&err);
+}
+
+static const char CHAIN[] = "[profile base]\n"
+                            "aws_access_key_id = AKIDBASE\n"
+                            "aws_secret_access_key = base-secret\n"
+                            "[profile role]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/r\n"
+                            "source_profile = base\n"
+                            "aws_access_key_id = SHADOWED\n"
+                            "aws_secret_access_key = shadowed\n"
+                            "[profile role2]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/r2\n"
+                            "source_profile = role\n"
+                            "[profile self]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/s\n"
+                            "source_profile = self\n"
+                            "aws_access_key_id = AKIDSELF\n"
+                            "aws_secret_access_key = self-secret\n"
+                            "[profile proc]\n"
+                            "credential_process = /bin/echo '{}'\n"
+                            "[profile role-proc]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/p\n"
+                            "source_profile = proc\n"
+                            "[profile a]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/a\n"
+                            "source_profile = b\n"
+                            "[profile b]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/b\n"
+                            "source_profile = c\n"
+                            "[profile c]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/c\n"
+                            "source_profile = b\n"
+                            "[profile mfa]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/m\n"
+                            "source_profile = base\n"
+                            "mfa_serial = arn:aws:iam::123456789012:mfa/u\n"
+                            "[profile csrc]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/c\n"
+                            "credential_source = Ec2InstanceMetadata\n"
+                            "[profile badsts]\n"
+                            "role_arn = arn:aws:iam::123456789012:role/r\n"
+                            "source_profile = base\n"
+                            "sts =\n"
+                            "    endpoint_url = sts.example\n";
+
+/* role_arn + source_profile is picked before the profile's own keys (as
+ * the SDKs do), and the profile chain's mistakes are configuration
+ * errors at start, before any network. */
+static void test_profile_chain(void **state)
+{
+        (void)state;
+        clear_env();
+        write_file(config_path, CHAIN);
+        static const struct {
+                const char *profile, *source;
+        } ok[] = {
+                { "role", "assume role (profile role, source_profile base)" },
+                { "role2", "assume role (profile role2, source_profile role)" },
+                { "self", "assume role (profile self, source_profile self)" },
+                { "role-proc", "assume role (profile role-proc, source_profile proc)" },
+                { "proc", "credential_process (profile proc: /bin/echo)" },
+                { "base", "shared files (profile base)" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                setenv("AWS_PROFILE", ok[i].profile, 1);
+                expect_source(ok[i].source);
+        }
+        static const struct {
+                const char *profile, *why;
+        } bad[] = {
+                { "a", "source_profile chain a -> b -> c -> b is a cycle" },
+                { "mfa", "profile mfa (" },
+                { "csrc", "credential_source (use source_profile) is not supported" },
+                { "badsts", "the profile's sts endpoint_url must start with http:// or https://" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                setenv("AWS_PROFILE", bad[i].profile, 1);
+                expect_error(bad[i].why);
+        }
+        setenv("AWS_PROFILE", "mfa", 1);
+        expect_error("mfa_serial (nobody types a code) is not supported");
+        /* env keys still come first, as in the SDKs */
+        setenv("AWS_PROFILE", "a", 1);
+        setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
+        setenv("AWS_SECRET_ACCESS_KEY", "env-secret", 1);
+        expect_source("env");
+        clear_env();
+        /* The CA bundle: checked at start, named with where it came from. */
+        setenv("AWS_ACCESS_KEY_ID", "AKIDENV", 1);
+        setenv("AWS_SECRET_ACCESS_KEY", "env-secret", 1);
+        setenv("AWS_CA_BUNDLE", "/nonexistent/ca.pem", 1);
+        expect_error("AWS_CA_BUNDLE /nonexistent/ca.pem: No such file or directory");
+        setenv("AWS_CA_BUNDLE", config_path, 1); /* empty: no certificate in it */
+        expect_error("is empty");
+        write_file(creds_path, "-----BEGIN CERTIFICATE-----\n");
+        setenv("AWS_CA_BUNDLE", creds_path, 1);
+        struct storage_config *cfg = config_ok();
+        assert_string_equal(cfg->ca_bundle, creds_path);
+        storage_config_free(cfg);
+        unsetenv("AWS_CA_BUNDLE");
+        write_file(config_path, "[default]\nca_bundle = /nonexistent/p.pem\n");
+        expect_error("the profile's ca_bundle /nonexistent/p.pem: No such file or directory");
+        clear_env();
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
@@ -371,6 +617,10 @@ int main(void)
                 cmocka_unit_test(test_chain_order),
                 cmocka_unit_test(test_region_endpoint_path_style),
                 cmocka_unit_test(test_documents),
+                cmocka_unit_test(test_split_command),
+                cmocka_unit_test(test_process_json),
+                cmocka_unit_test(test_sts_assume_role_xml),
+                cmocka_unit_test(test_profile_chain),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
