@@ -6,6 +6,9 @@
 #     which the SQL validator must accept too (check_schema.py);
 #   - README.md, `boxcar help ...` and the binary agree on every flag
 #     (check_flags.py);
+#   - the SQL functions README.md and docs/*.md show exist with those
+#     arguments on a migrated database, and the app role's are documented
+#     (check_sql_api.py);
 #   - the README lists every metric family the worker registers;
 #   - the README points to no file outside the repository.
 set -uo pipefail
@@ -54,6 +57,24 @@ if [[ -s $W/examples.tsv ]] && fresh_db boxcar_docs >/dev/null 2>&1; then
     bash -c 'grep -q "BAD_SPEC: command: must be a non-empty array" <<<"$1" && grep -q docs/job-spec.md <<<"$1"' _ "$out"
 else
   not_ok "a migrated database to check the examples with boxcar.spec_error"
+fi
+
+# ---- SQL functions: docs and database ------------------------------------------------
+# Every boxcar.fn(...) the README and docs/ show exists with those argument
+# names (types, defaults, optional [...] parts) on the migrated database, a
+# parameter table's defaults are the function's, and every function the app
+# role may call is documented (check_sql_api.py).
+if { [[ -n ${DATABASE_URL:-} ]] || fresh_db boxcar_docs >/dev/null 2>&1; } && sql "select 1" >/dev/null 2>&1; then
+  sql "select json_agg(json_build_object('name', p.proname, 'args', pg_get_function_arguments(p.oid)))
+         from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'boxcar'" \
+    > "$W/functions.json"
+  sql "select name from boxcar.access_list()
+        where kind in ('definer', 'function') and grants ~ '\mapp\M' order by name" > "$W/app.txt"
+  python3 tests/docs/check_sql_api.py "$W/functions.json" "$W/app.txt" README.md docs/*.md \
+    > "$W/sql_api.tap" 2>&1
+  relay "$W/sql_api.tap" check_sql_api.py
+else
+  not_ok "a migrated database to check the docs' SQL functions against"
 fi
 
 # ---- flags: README, help and binary ----------------------------------------------------
