@@ -9,7 +9,8 @@
 #   - the SQL functions README.md and docs/*.md show exist with those
 #     arguments on a migrated database, and the app role's are documented
 #     (check_sql_api.py);
-#   - the README lists every metric family the worker registers;
+#   - the README lists every metric family the worker registers, with its
+#     labels;
 #   - the README points to no file outside the repository.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
@@ -146,6 +147,32 @@ missing=()
 for f in $families; do grep -qE "\`$f(\`|\{)" README.md || missing+=("$f"); done
 check "found the worker's metric families ($(echo $families | wc -w))" test "$(echo $families | wc -w)" -ge 15
 is "README lists every metric family" "${missing[*]}" ""
+
+# The labels the README gives a family (`name{a,b}`) are the ones the code
+# registers it with (a `{ "name", "help", TYPE, l_labels, ...` table entry
+# and its `l_labels[] = { "a", "b", NULL }`); a family shown without
+# labels has none.
+bad_labels=$(python3 - README.md worker/metrics/wmetrics.c worker/exec/sandbox_pool.c <<'PY'
+import re, sys
+readme = open(sys.argv[1], encoding="utf-8").read()
+code, n = {}, 0
+for path in sys.argv[2:]:
+    src = open(path).read()
+    arrays = {m.group(1): re.findall(r'"([a-z_]+)"', m.group(2))
+              for m in re.finditer(r"\b(l_\w+)\[\] = \{([^}]*)\}", src)}
+    for m in re.finditer(r'\{\s*"(boxcar_[a-z_]+)",\s*(?:"(?:[^"\\]|\\.)*"\s*)+,\s*METRICS_\w+,\s*(l_\w+|NULL)', src):
+        code[m.group(1)] = arrays.get(m.group(2), []) if m.group(2) != "NULL" else []
+for fam, labels in sorted(code.items()):
+    for m in re.finditer(rf"`{fam}(\{{([^}}]*)\}})?`", readme):
+        n += 1
+        # `{result="hit"|"miss"}` names the values too: the names count.
+        shown = [l.split("=")[0].strip() for l in m.group(2).split(",")] if m.group(2) else []
+        if shown != labels:
+            print(f"{fam}{{{','.join(shown)}}} (the code: {{{','.join(labels)}}})")
+print(f"checked {n} mentions of {len(code)} families", file=sys.stderr)
+PY
+)
+is "the README gives each metric family the code's labels" "$bad_labels" ""
 
 # ---- the repository stands alone -----------------------------------------------------------
 
