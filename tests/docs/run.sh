@@ -11,6 +11,7 @@
 #     (check_sql_api.py);
 #   - the README lists every metric family the worker registers, with its
 #     labels;
+#   - the README's table of test suites names each suite and real tests;
 #   - the README points to no file outside the repository.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
@@ -173,6 +174,10 @@ print(f"checked {n} mentions of {len(code)} families", file=sys.stderr)
 PY
 )
 is "the README gives each metric family the code's labels" "$bad_labels" ""
+
+# ---- the test suites the README's Development table lists ----------------------------------
+python3 tests/docs/check_suites.py README.md . > "$W/suites.tap" 2>&1
+relay "$W/suites.tap" check_suites.py
 
 # ---- the repository stands alone -----------------------------------------------------------
 
