@@ -39,10 +39,11 @@ returns void language sql volatile as $$
        and not c.paused
 $$;
 
--- Sets a queue's limits (null: none) and returns its configuration as
--- JSON.  Workers are woken: a raised limit lets waiting jobs start.
-create or replace function boxcar.queue_config(queue text, max_running integer,
-                                               rate_per_s double precision)
+-- Sets a queue's limits (null or left out: none) and returns its
+-- configuration as JSON.  Workers are woken: a raised limit lets waiting
+-- jobs start.
+create or replace function boxcar.queue_config(queue text, max_running integer default null,
+                                               rate_per_s double precision default null)
 returns jsonb language plpgsql volatile as $$
 #variable_conflict use_variable
 declare

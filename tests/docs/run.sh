@@ -7,7 +7,12 @@
 #   - README.md, `boxcar help ...` and the binary agree on every flag
 #     (check_flags.py), and on each flag's variable and default
 #     (check_env.py);
-#   - the README lists every metric family the worker registers;
+#   - the SQL functions README.md and docs/*.md show exist with those
+#     arguments on a migrated database, and the app role's are documented
+#     (check_sql_api.py);
+#   - the README lists every metric family the worker registers, with its
+#     labels;
+#   - the README's table of test suites names each suite and real tests;
 #   - the README points to no file outside the repository.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
@@ -55,6 +60,24 @@ if [[ -s $W/examples.tsv ]] && fresh_db boxcar_docs >/dev/null 2>&1; then
     bash -c 'grep -q "BAD_SPEC: command: must be a non-empty array" <<<"$1" && grep -q docs/job-spec.md <<<"$1"' _ "$out"
 else
   not_ok "a migrated database to check the examples with boxcar.spec_error"
+fi
+
+# ---- SQL functions: docs and database ------------------------------------------------
+# Every boxcar.fn(...) the README and docs/ show exists with those argument
+# names (types, defaults, optional [...] parts) on the migrated database, a
+# parameter table's defaults are the function's, and every function the app
+# role may call is documented (check_sql_api.py).
+if { [[ -n ${DATABASE_URL:-} ]] || fresh_db boxcar_docs >/dev/null 2>&1; } && sql "select 1" >/dev/null 2>&1; then
+  sql "select json_agg(json_build_object('name', p.proname, 'args', pg_get_function_arguments(p.oid)))
+         from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'boxcar'" \
+    > "$W/functions.json"
+  sql "select name from boxcar.access_list()
+        where kind in ('definer', 'function') and grants ~ '\mapp\M' order by name" > "$W/app.txt"
+  python3 tests/docs/check_sql_api.py "$W/functions.json" "$W/app.txt" README.md docs/*.md \
+    > "$W/sql_api.tap" 2>&1
+  relay "$W/sql_api.tap" check_sql_api.py
+else
+  not_ok "a migrated database to check the docs' SQL functions against"
 fi
 
 # ---- flags: README, help and binary ----------------------------------------------------
@@ -148,6 +171,36 @@ missing=()
 for f in $families; do grep -qE "\`$f(\`|\{)" README.md || missing+=("$f"); done
 check "found the worker's metric families ($(echo $families | wc -w))" test "$(echo $families | wc -w)" -ge 15
 is "README lists every metric family" "${missing[*]}" ""
+
+# The labels the README gives a family (`name{a,b}`) are the ones the code
+# registers it with (a `{ "name", "help", TYPE, l_labels, ...` table entry
+# and its `l_labels[] = { "a", "b", NULL }`); a family shown without
+# labels has none.
+bad_labels=$(python3 - README.md worker/metrics/wmetrics.c worker/exec/sandbox_pool.c <<'PY'
+import re, sys
+readme = open(sys.argv[1], encoding="utf-8").read()
+code, n = {}, 0
+for path in sys.argv[2:]:
+    src = open(path).read()
+    arrays = {m.group(1): re.findall(r'"([a-z_]+)"', m.group(2))
+              for m in re.finditer(r"\b(l_\w+)\[\] = \{([^}]*)\}", src)}
+    for m in re.finditer(r'\{\s*"(boxcar_[a-z_]+)",\s*(?:"(?:[^"\\]|\\.)*"\s*)+,\s*METRICS_\w+,\s*(l_\w+|NULL)', src):
+        code[m.group(1)] = arrays.get(m.group(2), []) if m.group(2) != "NULL" else []
+for fam, labels in sorted(code.items()):
+    for m in re.finditer(rf"`{fam}(\{{([^}}]*)\}})?`", readme):
+        n += 1
+        # `{result="hit"|"miss"}` names the values too: the names count.
+        shown = [l.split("=")[0].strip() for l in m.group(2).split(",")] if m.group(2) else []
+        if shown != labels:
+            print(f"{fam}{{{','.join(shown)}}} (the code: {{{','.join(labels)}}})")
+print(f"checked {n} mentions of {len(code)} families", file=sys.stderr)
+PY
+)
+is "the README gives each metric family the code's labels" "$bad_labels" ""
+
+# ---- the test suites the README's Development table lists ----------------------------------
+python3 tests/docs/check_suites.py README.md . > "$W/suites.tap" 2>&1
+relay "$W/suites.tap" check_suites.py
 
 # ---- the repository stands alone -----------------------------------------------------------
 

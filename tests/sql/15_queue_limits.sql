@@ -1,5 +1,5 @@
 begin;
-select plan(20);
+select plan(23);
 
 select is(boxcar.queue_config('lim', 2, null) ->> 'max_running', '2', 'queue_config sets max_running');
 select throws_like($$select boxcar.queue_config('lim', 0, null)$$, '%max_running%', 'max_running 0 refused');
@@ -18,6 +18,13 @@ select boxcar.queue_config('lim', null, null);
 select is((select count(*)::int from boxcar.queue_config where queue = 'lim'), 0,
           'no limit left: the row goes (the fast path again)');
 select is((select count(*)::int from boxcar.claim('w2', '{lim}', 5)), 3, 'unlimited again');
+-- A limit left out is removed, as the README says (named arguments).
+select is(boxcar.queue_config('opt', rate_per_s => 5) - 'updated_at',
+          '{"queue": "opt", "max_running": null, "rate_per_s": 5, "paused": false}'::jsonb,
+          'queue_config without max_running: none');
+select is(boxcar.queue_config('opt') ->> 'rate_per_s', null, 'queue_config(queue) alone: no rate');
+select is((select count(*)::int from boxcar.queue_config where queue = 'opt'), 0,
+          'and the row goes: both limits removed');
 
 -- Rate: bursts of max(1, rate / 10).
 select boxcar.queue_config('slow', null, 0.5);
