@@ -34,18 +34,28 @@ static void bulk_done(struct bulk *k)
         free(k->o);
 }
 
-/* A refusal's reason without the job's id in front ("job <id> is
- * succeeded: ..." reads "is succeeded: ..."), so that one reason groups
- * every job it refused. */
+/* A refusal's reason without the job's id ("job <id> is succeeded: ..."
+ * reads "job is succeeded: ..."), so that one reason groups every job it
+ * refused; its first line only. */
 static char *reason(const char *msg, const char *id)
 {
         char prefix[48];
         snprintf(prefix, sizeof(prefix), "job %s ", id);
-        if (strncmp(msg, prefix, strlen(prefix)) == 0)
+        bool named = strncmp(msg, prefix, strlen(prefix)) == 0;
+        if (named)
                 msg += strlen(prefix);
         size_t n = strcspn(msg, "\n");
-        char *r = strndup(msg, n);
-        return r ? r : strdup("?");
+        char *r = NULL;
+        if (asprintf(&r, "%s%.*s", named ? "job " : "", (int)n, msg) < 0)
+                return NULL;
+        return r;
+}
+
+/* A refusal's reason to show (its text lost to a lack of memory: still a
+ * refusal). */
+static const char *why(const struct outcome *o)
+{
+        return o->why ? o->why : "refused";
 }
 
 static void act(PGconn *conn, const char *op, const char *who, struct outcome *o)
@@ -80,7 +90,7 @@ static void act(PGconn *conn, const char *op, const char *who, struct outcome *o
         if (rc < 0 && !o->why)
                 o->why = reason(bc_error_message(&err), o->id);
         log_event(o->done ? LOG_INFO : LOG_WARN, "ui.action", "action", op, "id", o->id, "who",
-                  who, "bulk", "1", "error", o->done ? NULL : o->why, NULL);
+                  who, "bulk", "1", "error", o->done ? NULL : why(o), NULL);
         bc_error_clear(&err);
 }
 
@@ -139,14 +149,14 @@ static void summary(struct dynbuf *b, const struct bulk *k, const char *op)
                         continue;
                 bool seen = false;
                 for (size_t j = 0; j < i && !seen; j++)
-                        seen = !k->o[j].done && strcmp(k->o[j].why, k->o[i].why) == 0;
+                        seen = !k->o[j].done && strcmp(why(&k->o[j]), why(&k->o[i])) == 0;
                 if (seen)
                         continue;
                 size_t same = 0;
                 for (size_t j = i; j < k->n; j++)
-                        same += !k->o[j].done && strcmp(k->o[j].why, k->o[i].why) == 0;
+                        same += !k->o[j].done && strcmp(why(&k->o[j]), why(&k->o[i])) == 0;
                 dynbuf_printf(b, ", <span class=\"refused\">%zu refused: ", same);
-                ui_esc(b, k->o[i].why);
+                ui_esc(b, why(&k->o[i]));
                 dynbuf_addstr(b, "</span>");
         }
         dynbuf_addstr(b, "</p>\n");
@@ -190,7 +200,7 @@ enum MHD_Result ui_bulk(struct ui *ui, struct ui_req *r)
                 dynbuf_printf(&b, "</td><td class=\"%s\">", k.o[i].done ? "ok" : "error");
                 ui_esc(&b, k.o[i].done ? k.o[i].what : "refused: ");
                 if (!k.o[i].done)
-                        ui_esc(&b, k.o[i].why);
+                        ui_esc(&b, why(&k.o[i]));
                 dynbuf_addstr(&b, "</td></tr>\n");
         }
         dynbuf_addstr(&b, "</tbody></table>\n<p><a href=\"/jobs\">Back to the jobs</a></p>");

@@ -43,6 +43,11 @@ static void close_at(struct builder *t, int64_t at)
 
 static void open_at(struct builder *t, enum ui_phase p, int attempt, int64_t at)
 {
+        /* Time never runs back along the bar, whatever the clocks say. */
+        if (t->open && at < t->from)
+                at = t->from;
+        else if (!t->open && t->n && at < t->out[t->n - 1].to_us)
+                at = t->out[t->n - 1].to_us;
         close_at(t, at);
         t->open = true;
         t->phase = p;
