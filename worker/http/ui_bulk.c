@@ -53,7 +53,7 @@ static char *reason(const char *msg, const char *id)
 
 /* A refusal's reason to show (its text lost to a lack of memory: still a
  * refusal). */
-static const char *why(const struct outcome *o)
+static const char *refusal(const struct outcome *o)
 {
         return o->why ? o->why : "refused";
 }
@@ -90,7 +90,7 @@ static void act(PGconn *conn, const char *op, const char *who, struct outcome *o
         if (rc < 0 && !o->why)
                 o->why = reason(bc_error_message(&err), o->id);
         log_event(o->done ? LOG_INFO : LOG_WARN, "ui.action", "action", op, "id", o->id, "who",
-                  who, "bulk", "1", "error", o->done ? NULL : why(o), NULL);
+                  who, "bulk", "1", "error", o->done ? NULL : refusal(o), NULL);
         bc_error_clear(&err);
 }
 
@@ -149,14 +149,14 @@ static void summary(struct dynbuf *b, const struct bulk *k, const char *op)
                         continue;
                 bool seen = false;
                 for (size_t j = 0; j < i && !seen; j++)
-                        seen = !k->o[j].done && strcmp(why(&k->o[j]), why(&k->o[i])) == 0;
+                        seen = !k->o[j].done && strcmp(refusal(&k->o[j]), refusal(&k->o[i])) == 0;
                 if (seen)
                         continue;
                 size_t same = 0;
                 for (size_t j = i; j < k->n; j++)
-                        same += !k->o[j].done && strcmp(why(&k->o[j]), why(&k->o[i])) == 0;
+                        same += !k->o[j].done && strcmp(refusal(&k->o[j]), refusal(&k->o[i])) == 0;
                 dynbuf_printf(b, ", <span class=\"refused\">%zu refused: ", same);
-                ui_esc(b, why(&k->o[i]));
+                ui_esc(b, refusal(&k->o[i]));
                 dynbuf_addstr(b, "</span>");
         }
         dynbuf_addstr(b, "</p>\n");
@@ -200,7 +200,7 @@ enum MHD_Result ui_bulk(struct ui *ui, struct ui_req *r)
                 dynbuf_printf(&b, "</td><td class=\"%s\">", k.o[i].done ? "ok" : "error");
                 ui_esc(&b, k.o[i].done ? k.o[i].what : "refused: ");
                 if (!k.o[i].done)
-                        ui_esc(&b, why(&k.o[i]));
+                        ui_esc(&b, refusal(&k.o[i]));
                 dynbuf_addstr(&b, "</td></tr>\n");
         }
         dynbuf_addstr(&b, "</tbody></table>\n<p><a href=\"/jobs\">Back to the jobs</a></p>");
