@@ -171,7 +171,7 @@ void ui_duration_html(struct dynbuf *b, const char *from, const char *to);
 void ui_short_id_html(struct dynbuf *b, const char *href_prefix, const char *id);
 
 /* ---- ui_svg.c ---- */
-/* The smallest of 1, 2, 2.5, 5 times a power of ten at or above v (1 for
+/* The smallest of 1, 2, 4, 5 times a power of ten at or above v (1 for
  * v <= 0 or not finite): a chart's top. */
 double ui_svg_nice_max(double v);
 /* v in 0..max mapped to 0..px, clamped; 0 for v <= 0, a NaN or max <= 0. */

@@ -45,10 +45,14 @@ static void axes(struct dynbuf *b, const struct ui_chart_bucket *bk, size_t n, d
         for (int k = 0; k <= 2; k++) {
                 double v = max * k / 2, y = TOP + (H - TOP - BOTTOM) * (1 - k / 2.0);
                 char label[32];
-                if (seconds)
+                if (k == 0)
+                        snprintf(label, sizeof(label), "0");
+                else if (seconds)
                         ui_fmt_duration(label, sizeof(label), v);
+                else if (v == (double)(long)v)
+                        snprintf(label, sizeof(label), "%ld", (long)v);
                 else
-                        snprintf(label, sizeof(label), "%g", v);
+                        label[0] = '\0'; /* no half jobs: the line alone */
                 ui_svg_line(b, LEFT, y, W - RIGHT, y, k ? C_GRID : C_AXIS);
                 ui_svg_text(b, LEFT - 6, y + 4, "end", C_TEXT, label);
         }

@@ -20,7 +20,8 @@ double ui_svg_nice_max(double v)
                 p *= 10;
         while (p > v)
                 p /= 10;
-        static const double steps[] = { 1, 2, 2.5, 5, 10 };
+        /* Not 2.5: its half, a chart's middle line, would be 1.25. */
+        static const double steps[] = { 1, 2, 4, 5, 10 };
         for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
                 if (v <= steps[i] * p * (1 + 1e-9))
                         return steps[i] * p;

@@ -93,23 +93,39 @@ size_t ui_timeline_build(const struct ui_tl_event *ev, size_t n, int64_t created
 
 /* Each segment as a <rect> with its phase, attempt and bounds (epoch
  * microseconds) as data attributes and a <title>; a tick and a label
- * where each attempt's setup begins. */
+ * where each attempt's setup begins.  The time between a run's end and a
+ * manual retry (the job sat finished) is no part of its life: it is
+ * drawn as a fixed-width break with its length, so a retry an hour later
+ * does not squeeze both runs into slivers. */
+#define TL_X 10.0
+#define TL_W 980.0
+#define TL_GAP 46.0
+
 void ui_timeline_svg(struct dynbuf *b, const struct ui_tl_seg *s, size_t n)
 {
         if (n == 0)
                 return;
-        int64_t lo = s[0].from_us, hi = s[0].to_us;
+        double busy = 0;
+        size_t gaps = 0;
         for (size_t i = 0; i < n; i++) {
-                lo = s[i].from_us < lo ? s[i].from_us : lo;
-                hi = s[i].to_us > hi ? s[i].to_us : hi;
+                busy += (double)(s[i].to_us - s[i].from_us);
+                gaps += i > 0 && s[i].from_us > s[i - 1].to_us;
         }
-        double span = hi > lo ? (double)(hi - lo) : 1, width = 980;
+        double room = TL_W - (double)gaps * TL_GAP;
+        double scale = busy > 0 ? room / busy : 0;
         ui_svg_begin(b, "timeline", "timeline", 1000, 74, "the job's timeline");
+        double x = TL_X;
         for (size_t i = 0; i < n; i++) {
-                double x = 10 + ui_svg_scale((double)(s[i].from_us - lo), span, width);
-                double w = ui_svg_scale((double)(s[i].to_us - s[i].from_us), span, width);
-                if (w < 1.5) /* an instant is still shown */
-                        w = 1.5;
+                if (i > 0 && s[i].from_us > s[i - 1].to_us) {
+                        char idle[48], label[64];
+                        ui_fmt_duration(idle, sizeof(idle),
+                                        (double)(s[i].from_us - s[i - 1].to_us) / 1e6);
+                        snprintf(label, sizeof(label), "+%s", idle);
+                        ui_svg_line(b, x + 6, 35, x + TL_GAP - 6, 35, "#9aa5b1");
+                        ui_svg_text(b, x + TL_GAP / 2, 66, "middle", "#5f6b76", label);
+                        x += TL_GAP;
+                }
+                double w = (double)(s[i].to_us - s[i].from_us) * scale;
                 char d[48], title[128];
                 ui_fmt_duration(d, sizeof(d), (double)(s[i].to_us - s[i].from_us) / 1e6);
                 snprintf(title, sizeof(title), "attempt %d: %s %s", s[i].attempt,
@@ -119,19 +135,24 @@ void ui_timeline_svg(struct dynbuf *b, const struct ui_tl_seg *s, size_t n)
                               "data-from-us=\"%lld\" data-to-us=\"%lld\">",
                               ui_phase_name(s[i].phase), s[i].attempt, (long long)s[i].from_us,
                               (long long)s[i].to_us);
-                ui_svg_rect(b, x, 22, w, 26, phase_fills[s[i].phase], title);
+                /* An instant is still shown, over its neighbour. */
+                ui_svg_rect(b, x, 22, w < 2 ? 2 : w, 26, phase_fills[s[i].phase], title);
                 dynbuf_addstr(b, "</g>");
                 if (s[i].phase == UI_PHASE_SETUP) {
                         char a[32];
                         snprintf(a, sizeof(a), "attempt %d", s[i].attempt);
                         ui_svg_line(b, x, 16, x, 52, "#1d232a");
-                        ui_svg_text(b, x + 3, 14, "start", "#1d232a", a);
+                        bool right = x > TL_X + TL_W - 80; /* keep the label inside */
+                        ui_svg_text(b, right ? x - 3 : x + 3, 14, right ? "end" : "start",
+                                    "#1d232a", a);
                 }
+                x += w;
         }
-        char total[48];
-        ui_fmt_duration(total, sizeof(total), span / 1e6);
-        ui_svg_text(b, 10, 66, "start", "#5f6b76", "0");
-        ui_svg_text(b, 990, 66, "end", "#5f6b76", total);
+        char total[48], label[64];
+        ui_fmt_duration(total, sizeof(total), busy / 1e6);
+        snprintf(label, sizeof(label), "%s in all", total);
+        ui_svg_text(b, TL_X, 66, "start", "#5f6b76", "created");
+        ui_svg_text(b, TL_X + TL_W, 66, "end", "#5f6b76", label);
         ui_svg_end(b);
         /* The legend, with each phase's total time. */
         double sum[4] = { 0 };

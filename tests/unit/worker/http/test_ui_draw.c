@@ -141,9 +141,9 @@ static void test_scale(void **state)
         (void)state;
         static const struct {
                 double v, want;
-        } nice[] = { { 0, 1 },     { -3, 1 },     { 1, 1 },       { 1.2, 2 }, { 2, 2 },
-                     { 2.1, 2.5 }, { 3, 5 },      { 7, 10 },      { 10, 10 }, { 11, 20 },
-                     { 240, 250 }, { 999, 1000 }, { 0.03, 0.05 }, { NAN, 1 } };
+        } nice[] = { { 0, 1 },   { -3, 1 },    { 1, 1 },      { 1.2, 2 },     { 2, 2 },
+                     { 2.1, 4 }, { 3, 4 },     { 4.5, 5 },    { 7, 10 },      { 10, 10 },
+                     { 11, 20 }, { 240, 400 }, { 999, 1000 }, { 0.03, 0.04 }, { NAN, 1 } };
         for (size_t i = 0; i < sizeof(nice) / sizeof(nice[0]); i++)
                 if (fabs(ui_svg_nice_max(nice[i].v) - nice[i].want) > 1e-9)
                         fail_msg("nice_max(%g) = %g, want %g", nice[i].v,
@@ -215,7 +215,8 @@ static void test_chart(void **state)
         assert_non_null(strstr(svg, "data-p50=\"none\" data-p95=\"none\""));
         assert_non_null(
                 strstr(svg, "<title>03:10–03:15 UTC: run median 1.5 s, p95 4.0 s</title>"));
-        assert_non_null(strstr(svg, ">5.0 s</text>")); /* 4 s on a scale of 5 */
+        assert_non_null(strstr(svg, ">4.0 s</text>")); /* a scale of 4 s, its middle 2 s */
+        assert_non_null(strstr(svg, ">2.0 s</text>"));
 }
 
 static void test_timeline(void **state)
@@ -268,13 +269,49 @@ static void test_timeline(void **state)
         assert_true(seg[0].phase == UI_PHASE_WAITING && seg[0].to_us == 7 * s);
 }
 
+static struct ui_tl_seg tl[4];
+
+static void timeline_of(struct dynbuf *b, const void *n)
+{
+        ui_timeline_svg(b, tl, *(const size_t *)n);
+}
+
+/* Two runs an hour apart: the hour is a break of fixed width with its
+ * length, and the runs share the rest of the bar by their durations. */
+static void test_timeline_svg(void **state)
+{
+        (void)state;
+        const int64_t s = 1000000;
+        tl[0] = (struct ui_tl_seg){ UI_PHASE_WAITING, 1, 0, 1 * s };
+        tl[1] = (struct ui_tl_seg){ UI_PHASE_RUNNING, 1, 1 * s, 4 * s };
+        tl[2] = (struct ui_tl_seg){ UI_PHASE_SETUP, 1, 3604 * s, 3605 * s };
+        tl[3] = (struct ui_tl_seg){ UI_PHASE_RUNNING, 1, 3605 * s, 3609 * s };
+        size_t n = 4;
+        const char *svg = render(timeline_of, &n);
+        assert_non_null(strstr(svg, ">+1 h</text>"));
+        assert_non_null(strstr(svg, ">9.0 s in all</text>"));
+        assert_null(strstr(svg, "style="));
+        /* 980 units less the break's 46, over 9 s: running is 7/9 of it. */
+        double want = (980.0 - 46) * 7 / 9;
+        double w = 0, x, y, ww, h;
+        char f[16];
+        for (const char *p = strstr(svg, "<rect "); p; p = strstr(p + 1, "<rect "))
+                if (sscanf(p, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\" fill=\"%7s",
+                           &x, &y, &ww, &h, f) == 5 &&
+                    strncmp(f, "#1f6feb", 7) == 0)
+                        w += ww;
+        assert_true(fabs(w - want) < 0.2);
+        assert_non_null(strstr(svg, "data-phase=\"setup\" data-attempt=\"1\" "
+                                    "data-from-us=\"3604000000\" data-to-us=\"3605000000\""));
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_time_parse), cmocka_unit_test(test_duration),
                 cmocka_unit_test(test_ago),        cmocka_unit_test(test_html),
                 cmocka_unit_test(test_scale),      cmocka_unit_test(test_chart),
-                cmocka_unit_test(test_timeline),
+                cmocka_unit_test(test_timeline),   cmocka_unit_test(test_timeline_svg),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
