@@ -70,21 +70,37 @@ static void act(PGconn *conn, const char *op, const char *who, struct outcome *o
                 rc = api_retry(conn, o->id, by, &job, &err);
                 snprintf(o->what, sizeof(o->what), "retried");
         } else {
-                rc = api_cancel(conn, o->id, status, &err);
-                if (rc >= 0 && strcmp(status, "cancelled") == 0) {
-                        snprintf(o->what, sizeof(o->what), "cancelled");
-                } else if (rc >= 0 && strcmp(status, "running") == 0) {
-                        snprintf(o->what, sizeof(o->what), "cancel requested");
-                } else if (rc >= 0) {
-                        /* boxcar.cancel leaves a finished job as it is. */
+                /* boxcar.cancel answers a finished job with its status and
+                 * leaves it: asked first, so that a job cancelled long ago
+                 * is not counted as cancelled now. */
+                struct api_job_state st = { .status = "" };
+                rc = api_job_state(conn, o->id, &st, &err);
+                if (rc == 0) {
+                        o->why = strdup("job not found");
+                        rc = -1;
+                } else if (rc > 0 && strcmp(st.status, "queued") != 0 &&
+                           strcmp(st.status, "running") != 0) {
                         char msg[96];
                         snprintf(msg, sizeof(msg),
-                                 "is %s: only a queued or running job can be "
-                                 "cancelled",
-                                 status);
+                                 "job is %s: only a queued or running job can be cancelled",
+                                 st.status);
                         o->why = strdup(msg);
                         rc = -1;
+                } else if (rc > 0) {
+                        rc = api_cancel(conn, o->id, status, &err);
+                        if (rc >= 0 && strcmp(status, "cancelled") != 0 &&
+                            strcmp(status, "running") != 0) {
+                                /* It finished in the meantime. */
+                                char msg[96];
+                                snprintf(msg, sizeof(msg), "job is %s: it finished first", status);
+                                o->why = strdup(msg);
+                                rc = -1;
+                        }
                 }
+                if (rc >= 0)
+                        snprintf(o->what, sizeof(o->what), "%s",
+                                 strcmp(status, "running") == 0 ? "cancel requested"
+                                                                : "cancelled");
         }
         o->done = rc >= 0;
         if (rc < 0 && !o->why)
