@@ -430,6 +430,19 @@ def queue_charts(b, base, queue):
     b.shot("queue-charts")
 
 
+def queue_spark(b, base, queue):
+    """The queues page's small last-hour bars say what the queue's hour chart says."""
+    b.goto(base + "/queue?name=" + urllib.parse.quote(queue, safe=""))
+    hour = b.eval("[...document.querySelectorAll('#chart-hour-count g.bucket')].map(g =>"
+                  " [g.dataset.start, g.dataset.succeeded, g.dataset.failed].join(':'))")
+    b.goto(base + "/")
+    spark = b.eval(f"[...document.querySelectorAll('#queues tr[data-queue={json.dumps(queue)}] svg.spark g.bucket')]"
+                   ".map(g => [g.dataset.start, g.dataset.succeeded, g.dataset.failed].join(':'))")
+    check("the queues page shows each queue's last hour as bars, the hour chart's numbers", spark == hour and hour,
+          f"{spark} != {hour}")
+    b.shot("queues-spark")
+
+
 def queue_charts_hostile(b, base, queue):
     b.goto(base + "/queue?name=" + urllib.parse.quote(queue, safe=""))
     check("a hostile queue name on its page stays text: no markup, no script ran",
@@ -524,6 +537,7 @@ def main():
         job_pages(b, base, ids)
         cancel_and_retry(b, base, ids)
         queue_charts(b, base, ids["CHART_QUEUE"])
+        queue_spark(b, base, ids["CHART_QUEUE"])
         queue_charts_hostile(b, base, ids["HOSTILE_QUEUE"])
         timeline(b, base, ids["OK_ID"], "timeline-ok")
         timeline(b, base, ids["FAIL_ID"], "timeline-retried")

@@ -206,6 +206,10 @@ void ui_chart_counts(struct dynbuf *b, const char *id, const char *label,
 void ui_chart_latency(struct dynbuf *b, const char *id, const char *label,
                       const struct ui_chart_bucket *bk, size_t n, bool run);
 
+/* The last hour in a table cell: small bars, no axes. */
+void ui_chart_spark(struct dynbuf *b, const char *label, const struct ui_chart_bucket *bk,
+                    size_t n);
+
 /* ---- ui_timeline.c ---- */
 enum ui_phase { UI_PHASE_WAITING, UI_PHASE_SETUP, UI_PHASE_RUNNING, UI_PHASE_UPLOAD };
 struct ui_tl_event {

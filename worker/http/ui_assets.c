@@ -61,7 +61,8 @@ const char ui_style_css[] =
         ".ph-waiting::before { background: #c4ccd6; } .ph-setup::before { background: #f0b429; }\n"
         ".ph-running::before { background: #1f6feb; } .ph-upload::before { background: #8e6bd6; }\n"
         "details > summary { cursor: pointer; } details > summary h2 { display: inline; }\n"
-        "section { margin: 1em 0; }\n";
+        "section { margin: 1em 0; }\n"
+        "td.spark { padding-top: .15em; padding-bottom: 0; } svg.spark { display: block; }\n";
 
 const char ui_app_js[] =
         "'use strict';\n"

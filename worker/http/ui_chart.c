@@ -190,3 +190,40 @@ size_t ui_chart_buckets(const struct api_json_rows *rows, struct ui_chart_bucket
         }
         return n;
 }
+
+/* A queue's last hour in a table cell: bars of succeeded and failed, no
+ * axes; the numbers in each bar's <title> and data attributes. */
+void ui_chart_spark(struct dynbuf *b, const char *label, const struct ui_chart_bucket *bk,
+                    size_t n)
+{
+        if (n == 0)
+                return;
+        long top = 0;
+        for (size_t i = 0; i < n; i++)
+                if (bk[i].succeeded + bk[i].failed > top)
+                        top = bk[i].succeeded + bk[i].failed;
+        double max = top > 0 ? (double)top : 1, slot = 120.0 / (double)n;
+        dynbuf_addstr(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"spark\" "
+                         "viewBox=\"0 0 120 24\" width=\"120\" height=\"24\" role=\"img\" "
+                         "aria-label=\"");
+        ui_esc(b, label);
+        dynbuf_addstr(b, "\">");
+        for (size_t i = 0; i < n; i++) {
+                char span[48], title[128];
+                bucket_open(b, &bk[i], span, sizeof(span));
+                dynbuf_printf(b, " data-succeeded=\"%ld\" data-failed=\"%ld\">", bk[i].succeeded,
+                              bk[i].failed);
+                snprintf(title, sizeof(title), "%s: %ld succeeded, %ld failed", span,
+                         bk[i].succeeded, bk[i].failed);
+                double x = (double)i * slot + 1, w = slot - 2;
+                double hs = ui_svg_scale((double)bk[i].succeeded, max, 22);
+                double hf = ui_svg_scale((double)bk[i].failed, max, 22);
+                ui_svg_rect(b, x, 23, w, 1, C_GRID, title);
+                if (hs > 0)
+                        ui_svg_rect(b, x, 23 - hs, w, hs, C_OK, title);
+                if (hf > 0)
+                        ui_svg_rect(b, x, 23 - hs - hf, w, hf, C_FAIL, title);
+                dynbuf_addstr(b, "</g>");
+        }
+        dynbuf_addstr(b, "</svg>");
+}

@@ -45,6 +45,26 @@ static void time_cell(struct dynbuf *b, const char *cls, const char *ts)
         dynbuf_addstr(b, "</td>");
 }
 
+/* The queue's last hour as small bars; the first UI_SPARK_QUEUES queues
+ * only (one query each), the others' cells empty. */
+#define UI_SPARK_QUEUES 50
+static void spark_cell(struct dynbuf *b, PGconn *conn, const char *queue, size_t i)
+{
+        dynbuf_addstr(b, "<td class=\"spark\">");
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_json_rows_done) struct api_json_rows rows = { 0 };
+        if (i < UI_SPARK_QUEUES && api_queue_chart(conn, queue, "hour", &rows, &err) == 0) {
+                struct ui_chart_bucket bk[12];
+                ui_chart_spark(b, "the last hour's jobs", bk, ui_chart_buckets(&rows, bk, 12));
+        } else if (i < UI_SPARK_QUEUES) {
+                dynbuf_addstr(b, "<span class=\"error\" title=\"");
+                ui_esc(b, bc_error_message(&err));
+                dynbuf_addstr(b, "\">?</span>");
+        }
+        bc_error_clear(&err);
+        dynbuf_addstr(b, "</td>");
+}
+
 static void head(struct dynbuf *b, const char *id, const char *const *cols)
 {
         dynbuf_printf(b, "<table id=\"%s\"><thead><tr>", id);
@@ -72,6 +92,7 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
                                             "failed (1 h)",
                                             "avg wait",
                                             "avg run",
+                                            "last hour",
                                             "",
                                             NULL };
         head(&b, "queues", cols);
@@ -87,11 +108,12 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
                 cell(&b, "queued", o->queued);
                 cell(&b, "scheduled", o->scheduled);
                 cell(&b, "running", o->running);
-                seconds_cell(&b, "oldest", o->oldest_queued_s);
+                seconds_cell(&b, "oldest", strcmp(o->queued, "0") == 0 ? "-" : o->oldest_queued_s);
                 cell(&b, "succeeded", o->succeeded_last_hour);
                 cell(&b, "failed", o->failed_last_hour);
                 seconds_cell(&b, "wait", o->wait_avg_s);
                 seconds_cell(&b, "run", o->run_avg_s);
+                spark_cell(&b, conn, o->queue, i);
                 dynbuf_addstr(&b, "<td><a class=\"more\" href=\"/queue?name=");
                 ui_urlenc(&b, o->queue);
                 dynbuf_addstr(&b, "\">charts</a> &middot; <a class=\"more\" href=\"/jobs?queue=");

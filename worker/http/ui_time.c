@@ -93,6 +93,8 @@ void ui_fmt_duration(char *out, size_t size, double s)
 {
         if (!isfinite(s) || s < 0) {
                 snprintf(out, size, "-");
+        } else if (s == 0) {
+                snprintf(out, size, "0 s");
         } else if (s < 0.001) {
                 snprintf(out, size, "%.0f µs", s * 1e6);
         } else if (s < 1) {
