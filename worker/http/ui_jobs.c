@@ -293,7 +293,11 @@ static void summary(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJS
         dynbuf_addstr(b, "<dl class=\"job\">");
         field(b, "id", "job-id", id);
         field(b, "queue", "queue", ui_jstr(j, "queue", NULL));
-        field(b, "status", "status", status);
+        dynbuf_addstr(b, "<dt>status</dt><dd id=\"status\"><span class=\"badge st-");
+        ui_esc(b, status);
+        dynbuf_addstr(b, "\">");
+        ui_esc(b, status);
+        dynbuf_addstr(b, "</span></dd>");
         field(b, "attempts", "attempts", attempts);
         field(b, "priority", NULL, priority);
         field(b, "worker", NULL, ui_jstr(j, "worker_id", NULL));
