@@ -119,6 +119,11 @@ page=$(curl -s "${auth[@]}" -H "Origin: $base" -d "$bulk_form&id=$victim&csrf=$c
 check "same origin with the token: the bulk cancel answers per job" \
   grep -qF '<b>1 cancelled</b>, <span class="refused">1 refused: job is cancelled: only a queued or running job can be cancelled</span>' <<<"$page"
 is "and cancelled exactly the queued job" "$(job_field $v2 status)" "cancelled"
+page=$(curl -s "${auth[@]}" -H "Origin: $base" -d "op=cancel&all=1&queue=$CHART_QUEUE&status=&since=&csrf=$csrf" "$base/actions/bulk")
+is "all matching the filter: the newest 200 of the 400, and the page says more match" \
+   "$(grep -o 'tr data-id="[^"]*" data-outcome="refused"' <<<"$page" | wc -l) $(grep -c 'id="bulk-capped"' <<<"$page")" "200 1"
+is "each refused as finished, nothing changed" \
+   "$(sql "select count(*) from boxcar.jobs where queue = '$CHART_QUEUE' and status = 'cancelled'")" "0"
 dcsrf=$(curl -s "${auth[@]}" "$base/webhooks" | grep -o 'name="csrf" value="[0-9a-f]*"' | head -1 | cut -d'"' -f4)
 dl=$(sql "select id from boxcar.webhook_deliveries where job_id = '$OK_ID'")
 sql "update boxcar.webhook_deliveries set status = 'failed' where id = '$dl'"
