@@ -205,14 +205,12 @@ static void artifact(struct dynbuf *b, const cJSON *result)
 static void events(struct dynbuf *b, const struct api_json_rows *ev)
 {
         int64_t now = ui_now_us();
-        dynbuf_printf(
-                b,
-                "<section><details id=\"events-details\"><summary><h2>Events "
-                "<small>(%zu)</small></h2></summary><table id=\"events\"><thead><tr><th>at</th>",
-                ev->n);
-        dynbuf_addstr(b, ""
-                         "<th>event</th><th>worker</th><th>attempt</th><th>details</th></tr>"
-                         "</thead><tbody>\n");
+        dynbuf_printf(b,
+                      "<section><details id=\"events-details\"><summary><h2>Events <small>(%zu)"
+                      "</small></h2></summary><table id=\"events\"><thead><tr><th>at</th>"
+                      "<th>event</th><th>worker</th><th>attempt</th><th>details</th></tr>"
+                      "</thead><tbody>\n",
+                      ev->n);
         for (size_t i = 0; i < ev->n; i++) {
                 const cJSON *e = ev->rows[i].json;
                 const cJSON *att = cJSON_GetObjectItemCaseSensitive(e, "attempt");
