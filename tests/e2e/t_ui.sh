@@ -29,7 +29,7 @@ sql "insert into boxcar.jobs (queue, spec, status, attempts, created_at, run_at,
      select '$CHART_QUEUE', '{\"command\":[\"true\"]}', case when g % 5 = 0 then 'failed' else 'succeeded' end, 1,
             t - make_interval(secs => 4 + g % 17 + (g % 3) * 2), t - make_interval(secs => 4 + g % 17 + (g % 3) * 2),
             t - make_interval(secs => 0.2 + (g % 9) * 0.45), t,
-            case when g % 5 = 0 then '{\"code\":\"EXIT_NONZERO\"}'::jsonb end
+            case when g % 5 = 0 then '{\"code\":\"NONZERO_EXIT\"}'::jsonb end
        from generate_series(1, 400) g,
             lateral (select now() - make_interval(secs => case when g <= 120 then (g * 53) % 3500 + 20
                                                                else (g * 347) % 86000 + 30 end) as t) x" >/dev/null
@@ -40,7 +40,7 @@ export HOSTILE_QUEUE='q"><img src=x onerror=window.pwned=1>'
 bulk_job() {
   sql "insert into boxcar.jobs (queue, spec, status, attempts, started_at, finished_at, error)
        values ('bulk', '{\"command\":[\"true\"]}', '$1', 1, now(), now(),
-               case when '$1' = 'failed' then '{\"code\":\"EXIT_NONZERO\"}'::jsonb end) returning id"
+               case when '$1' = 'failed' then '{\"code\":\"NONZERO_EXIT\"}'::jsonb end) returning id"
 }
 export BULK_FAILED="$(bulk_job failed) $(bulk_job failed) $(bulk_job failed) $(bulk_job failed)"
 export BULK_OK=$(bulk_job succeeded)
