@@ -64,6 +64,7 @@ returns table (kind text, name text, grants text) language sql immutable as $$ v
     ('definer',  'job_logs_after',                 'app dashboard'),
     ('definer',  'job_progress',                   'app dashboard'),
     ('definer',  'queue_overview',                 'app dashboard monitor'),
+    ('definer',  'queue_chart',                    'app dashboard monitor'),
     ('definer',  'schedule_add',                   'app'),
     ('definer',  'schedule_ls',                    'app dashboard'),
     ('definer',  'schedule_rm',                    'app'),

@@ -21,6 +21,30 @@ export LONG_ID=$("$BOXCAR" enqueue --queue web -- sh -c 'for i in $(seq 1 120); 
 "$BOXCAR" schedule add hourly-sync --cron "@hourly" --queue web -- true >/dev/null &&
   "$BOXCAR" schedule pause hourly-sync >/dev/null
 
+# A day of finished jobs for the charts (more of them in the last hour),
+# some failed, with waits and run times that differ; no worker serves
+# the queue, so the rows stay as written.
+export CHART_QUEUE=reports
+sql "insert into boxcar.jobs (queue, spec, status, attempts, created_at, run_at, started_at, finished_at, error)
+     select '$CHART_QUEUE', '{\"command\":[\"true\"]}', case when g % 5 = 0 then 'failed' else 'succeeded' end, 1,
+            t - make_interval(secs => 4 + g % 17 + (g % 3) * 2), t - make_interval(secs => 4 + g % 17 + (g % 3) * 2),
+            t - make_interval(secs => 0.2 + (g % 9) * 0.45), t,
+            case when g % 5 = 0 then '{\"code\":\"NONZERO_EXIT\"}'::jsonb end
+       from generate_series(1, 400) g,
+            lateral (select now() - make_interval(secs => case when g <= 120 then (g * 53) % 3500 + 20
+                                                               else (g * 347) % 86000 + 30 end) as t) x" >/dev/null
+# A queue's name cannot hold markup (jobs.queue's check), but the queue
+# page's name comes from its URL.
+export HOSTILE_QUEUE='q"><img src=x onerror=window.pwned=1>'
+# Jobs to retry and cancel in bulk: four failed, one succeeded.
+bulk_job() {
+  sql "insert into boxcar.jobs (queue, spec, status, attempts, started_at, finished_at, error)
+       values ('bulk', '{\"command\":[\"true\"]}', '$1', 1, now(), now(),
+               case when '$1' = 'failed' then '{\"code\":\"NONZERO_EXIT\"}'::jsonb end) returning id"
+}
+export BULK_FAILED="$(bulk_job failed) $(bulk_job failed) $(bulk_job failed) $(bulk_job failed)"
+export BULK_OK=$(bulk_job succeeded)
+
 # ui_start NAME ARGS...: boxcar ui on a free port; its base URL in UI_URL.
 ui_start() {
   local name=$1; shift
@@ -82,6 +106,24 @@ is "an action by GET: not served" "$(code "${auth[@]}" "$base/actions/cancel?id=
 is "none of them touched the job" "$(job_field $victim status)" "queued"
 is "same origin with the token: done (303)" "$(code "${auth[@]}" -H "Origin: $base" -d "id=$victim&csrf=$csrf" "$base/actions/cancel")" "303"
 is "the job is cancelled" "$(job_field $victim status)" "cancelled"
+v2=$("$BOXCAR" enqueue --queue idle -- true)
+bulk_form="op=cancel&id=$v2"
+is "a bulk action without the CSRF token: 403" "$(code "${auth[@]}" -d "$bulk_form" "$base/actions/bulk")" "403"
+is "with a wrong one: 403" "$(code "${auth[@]}" -d "$bulk_form&csrf=${csrf//[0-9]/a}" "$base/actions/bulk")" "403"
+is "from another origin: 403" "$(code "${auth[@]}" -H 'Origin: http://evil.example' -d "$bulk_form&csrf=$csrf" "$base/actions/bulk")" "403"
+is "from a cross-site fetch: 403" "$(code "${auth[@]}" -H 'Sec-Fetch-Site: cross-site' -d "$bulk_form&csrf=$csrf" "$base/actions/bulk")" "403"
+is "none of them touched the job" "$(job_field $v2 status)" "queued"
+is "a bulk action with a malformed id: 400" "$(code "${auth[@]}" -H "Origin: $base" -d "op=cancel&id=x&csrf=$csrf" "$base/actions/bulk")" "400"
+is "an unknown bulk operation: 400" "$(code "${auth[@]}" -H "Origin: $base" -d "op=drop&id=$v2&csrf=$csrf" "$base/actions/bulk")" "400"
+page=$(curl -s "${auth[@]}" -H "Origin: $base" -d "$bulk_form&id=$victim&csrf=$csrf" "$base/actions/bulk")
+check "same origin with the token: the bulk cancel answers per job" \
+  grep -qF '<b>1 cancelled</b>, <span class="refused">1 refused: job is cancelled: only a queued or running job can be cancelled</span>' <<<"$page"
+is "and cancelled exactly the queued job" "$(job_field $v2 status)" "cancelled"
+page=$(curl -s "${auth[@]}" -H "Origin: $base" -d "op=cancel&all=1&queue=$CHART_QUEUE&status=&since=&csrf=$csrf" "$base/actions/bulk")
+is "all matching the filter: the newest 200 of the 400, and the page says more match" \
+   "$(grep -o 'tr data-id="[^"]*" data-outcome="refused"' <<<"$page" | wc -l) $(grep -c 'id="bulk-capped"' <<<"$page")" "200 1"
+is "each refused as finished, nothing changed" \
+   "$(sql "select count(*) from boxcar.jobs where queue = '$CHART_QUEUE' and status = 'cancelled'")" "0"
 dcsrf=$(curl -s "${auth[@]}" "$base/webhooks" | grep -o 'name="csrf" value="[0-9a-f]*"' | head -1 | cut -d'"' -f4)
 dl=$(sql "select id from boxcar.webhook_deliveries where job_id = '$OK_ID'")
 sql "update boxcar.webhook_deliveries set status = 'failed' where id = '$dl'"
@@ -99,6 +141,9 @@ rcsrf=$(grep -o 'name="csrf" value="[0-9a-f]*"' <<<"$page" | head -1 | cut -d'"'
 check "read-only: the buttons are disabled" grep -q 'data-action="cancel" disabled' <<<"$page"
 is "read-only: an action with a valid CSRF token is refused (403)" "$(code "${auth[@]}" -d "id=$again&csrf=$rcsrf" "$ro/actions/cancel")" "403"
 is "and the job is untouched" "$(job_field $again status)" "queued"
+is "read-only: a bulk action with a valid CSRF token is refused (403)" \
+   "$(code "${auth[@]}" -d "op=cancel&id=$again&csrf=$rcsrf" "$ro/actions/bulk")" "403"
+is "and the job is still untouched" "$(job_field $again status)" "queued"
 
 # ---- escaping, as served ----
 page=$(curl -s "${auth[@]}" "$base/jobs/$XSS_ID")
@@ -109,6 +154,10 @@ check "the log API answers JSON with the hostile text as a string" \
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); sys.exit(0 if "<img src=x" in "".join(c["text"] for c in d["chunks"]) else 1)' "$log"
 is "the log API's type is JSON (never sniffed as HTML)" "$(curl -s -o /dev/null -w '%{content_type}' "${auth[@]}" "$base/api/jobs/$XSS_ID/log")" "application/json"
 q=$(curl -s "${auth[@]}" "$base/jobs?queue=%22%3E%3Cscript%3Ex%3C/script%3E")
+qp=$(curl -s "${auth[@]}" "$base/queue?name=%22%3E%3Cscript%3Ex%3C/script%3E")
+check "a hostile queue name is escaped on the queue page and in its links" \
+  bash -c 'grep -qF "<code id=\"queue-name\">&quot;&gt;&lt;script&gt;x&lt;/script&gt;</code>" <<<"$1" &&
+           grep -qF "href=\"/jobs?queue=%22%3E%3Cscript%3Ex%3C%2Fscript%3E\"" <<<"$1" && ! grep -qF "<script>x" <<<"$1"' _ "$qp"
 check "a hostile filter value is escaped back into the form" grep -qF 'value="&quot;&gt;&lt;script&gt;x&lt;/script&gt;"' <<<"$q"
 
 # ---- the artifact link and the next page ----
@@ -141,6 +190,9 @@ is "--no-auth on loopback serves without credentials" "$(code "$na/")" "200"
 is "but only to a loopback Host (DNS rebinding)" "$(code -H 'Host: evil.example' "$na/")" "421"
 check "an action is logged with who asked" grep -q "event=ui.action action=cancel id=$victim who=token" "$BOXCAR_DEV/test-logs/ui_actions.log"
 check "and so is the retry clicked in the browser" grep -q "event=ui.action action=retry id=$FAIL_ID who=admin" "$BOXCAR_DEV/test-logs/ui_actions.log"
+first_bulk=${BULK_FAILED%% *}
+check "a bulk retry is logged per job with who asked" grep -q "event=ui.action action=retry id=$first_bulk who=admin bulk=1" "$BOXCAR_DEV/test-logs/ui_actions.log"
+check "and so is a bulk cancel" grep -q "event=ui.action action=cancel id=$v2 who=token bulk=1" "$BOXCAR_DEV/test-logs/ui_actions.log"
 check "no log line holds the token" bash -c "! grep -rqF '$TOKEN' '$BOXCAR_DEV'/test-logs/ui_*.log"
 rm -f "$jar"
 tap_done

@@ -9,6 +9,7 @@ each page.  Prints "PASS desc" / "FAIL desc" lines for t_ui.sh.
 usage: ui_browser.py BASE_URL TOKEN SHOTS_DIR  (jobs' ids in the environment)
 """
 import base64
+import datetime
 import json
 import os
 import re
@@ -292,14 +293,33 @@ def overview_pages(b, base):
     b.shot("schedules")
 
 
+def us(ts):
+    """A timestamp's text (ISO 8601, any offset) as epoch microseconds."""
+    d = datetime.datetime.fromisoformat(ts.replace("Z", "+00:00"))
+    return round(d.timestamp() * 1e6)
+
+
+ROW_IDS = "[...document.querySelectorAll('#jobs tbody tr')].map(r => r.dataset.id)"
+
+
 def job_list(b, base):
     b.goto(base + "/jobs")
-    ids = texts(b, "#jobs tbody td.id")
+    ids = b.eval(ROW_IDS)
     want = sql("select string_agg(job->>'id', ' ') from boxcar.jobs_list(lim => 50)").split()
     check("the jobs page lists jobs newest first, as jobs_list", ids == want, f"{ids} != {want}")
+    shown = b.eval("[...document.querySelectorAll('#jobs tbody td.id a')].map(a => a.textContent + ' ' +"
+                   " a.title + ' ' + a.getAttribute('href'))")
+    check("each id is shown short (8 hex digits), whole in its title and link",
+          shown == [f"{i[:8]} {i} /jobs/{i}" for i in want], shown[:2])
+    created = b.eval("[...document.querySelectorAll('#jobs tbody td.created time')].map(t => [t.title, t.textContent])")
+    real = sql("select string_agg(extract(epoch from created_at)::text, ' ' order by created_at desc, id desc)"
+               " from (select * from boxcar.jobs order by created_at desc, id desc limit 50) j").split()
+    check("creation times are relative ('3 min ago'), the exact timestamp in the title",
+          len(created) == len(want) and all(re.fullmatch(r"just now|\d+ (s|min|h|d) ago", t) for _, t in created)
+          and [us(t) for t, _ in created] == [round(float(e) * 1e6) for e in real], (created[:2], real[:2]))
     b.eval("document.querySelector('#filters select').value = 'failed'")
     b.click("#filters button")
-    ids = texts(b, "#jobs tbody td.id")
+    ids = b.eval(ROW_IDS)
     want = sql("select string_agg(job->>'id', ' ') from boxcar.jobs_list(status => 'failed')").split()
     check("filtering by status through the form lists the failed jobs", ids == want and want, f"{ids} != {want}")
     b.shot("jobs-failed")
@@ -370,10 +390,150 @@ def cancel_and_retry(b, base, ids):
     b.shot("job-retried")
 
 
+def queue_charts(b, base, queue):
+    """The queue's charts against boxcar.jobs: every bucket's succeeded and
+    failed counts, its run-time median, and the bars' hover titles."""
+    before = time.time() * 1e6
+    b.goto(base + "/queue?name=" + urllib.parse.quote(queue, safe=""))
+    after = time.time() * 1e6
+    check("the queue page names the queue", b.eval("document.getElementById('queue-name').textContent") == queue)
+    for span in ("hour", "day"):
+        bk = b.eval(f"[...document.querySelectorAll('#chart-{span}-count g.bucket')].map(g => [g.dataset.start,"
+                    " g.dataset.end, +g.dataset.succeeded, +g.dataset.failed,"
+                    " [...g.querySelectorAll('title')].map(t => t.textContent)])")
+        check(f"the last {span}'s chart has {12 if span == 'hour' else 24} buckets, the last one holding now",
+              len(bk) == (12 if span == "hour" else 24)
+              and us(bk[-1][0]) <= after and us(bk[-1][1]) > before, bk[-1:] if bk else bk)
+        values = ",".join(f"('{s_}'::timestamptz, '{e}'::timestamptz)" for s_, e, *_ in bk)
+        want = sql("select string_agg(concat_ws(':', ok, bad), ' ' order by lo) from (select b.lo,"
+                   " (select count(*) from boxcar.jobs j where j.queue = " + lit(queue) + " and j.status = 'succeeded'"
+                   "   and j.finished_at >= b.lo and j.finished_at < b.hi) ok,"
+                   " (select count(*) from boxcar.jobs j where j.queue = " + lit(queue) + " and j.status = 'failed'"
+                   "   and j.finished_at >= b.lo and j.finished_at < b.hi) bad"
+                   f" from (values {values}) b(lo, hi)) x")
+        shown = " ".join(f"{ok}:{bad}" for _, _, ok, bad, _ in bk)
+        check(f"each bar of the last {span} is the count(*) of boxcar.jobs that succeeded and failed in its bucket",
+              shown == want and sum(ok + bad for _, _, ok, bad, _ in bk) > 0, f"{shown} != {want}")
+        titles = all(all(f"{ok} succeeded, {bad} failed" in t for t in ts) and ts
+                     for _, _, ok, bad, ts in bk)
+        check(f"and each bar's <title> (its hover) says the same numbers ({span})", titles, bk[:2])
+        p50 = b.eval(f"[...document.querySelectorAll('#chart-{span}-run g.bucket')].map(g => g.dataset.p50)")
+        want = sql("select string_agg(coalesce(round(m::numeric, 3)::text, 'none'), ' ' order by lo) from"
+                   " (select b.lo, (select percentile_cont(0.5) within group (order by extract(epoch from"
+                   "  j.finished_at - j.started_at)) from boxcar.jobs j where j.queue = " + lit(queue) +
+                   "  and j.status in ('succeeded', 'failed') and j.finished_at >= b.lo and j.finished_at < b.hi) m"
+                   f" from (values {values}) b(lo, hi)) x")
+        got = " ".join(p if p == "none" else "%.3f" % float(p) for p in p50)
+        check(f"the run-time chart's medians are the database's percentile_cont ({span})", got == want,
+              f"{got} != {want}")
+    check("the charts are SVG drawn by the server: no script, no style attribute, no outside reference",
+          b.eval("document.querySelectorAll('svg.chart').length === 6"
+                 " && !document.querySelector('main [style], svg script, svg image, svg use')"))
+    b.shot("queue-charts")
+
+
+def queue_spark(b, base, queue):
+    """The queues page's small last-hour bars say what the queue's hour chart says."""
+    for _ in range(2):  # twice, should a bucket's end fall between the two pages
+        b.goto(base + "/queue?name=" + urllib.parse.quote(queue, safe=""))
+        hour = b.eval("[...document.querySelectorAll('#chart-hour-count g.bucket')].map(g =>"
+                      " [g.dataset.start, g.dataset.succeeded, g.dataset.failed].join(':'))")
+        b.goto(base + "/")
+        spark = b.eval(f"[...document.querySelectorAll('#queues tr[data-queue={json.dumps(queue)}] svg.spark g.bucket')]"
+                       ".map(g => [g.dataset.start, g.dataset.succeeded, g.dataset.failed].join(':'))")
+        if spark == hour:
+            break
+    check("the queues page shows each queue's last hour as bars, the hour chart's numbers", spark == hour and hour,
+          f"{spark} != {hour}")
+    b.shot("queues-spark")
+
+
+def queue_charts_hostile(b, base, queue):
+    b.goto(base + "/queue?name=" + urllib.parse.quote(queue, safe=""))
+    check("a hostile queue name on its page stays text: no markup, no script ran",
+          b.eval("document.getElementById('queue-name').textContent") == queue
+          and b.eval("document.querySelectorAll('main img, main script').length === 0 && window.pwned === undefined"))
+
+
+def lit(s):
+    return "'" + s.replace("'", "''") + "'"
+
+
+def timeline(b, base, job_id, name):
+    """The job's timeline against its events: a setup segment from each
+    'claimed', a running one from each 'started', an upload one from each
+    'exited'; the bar starts at the job's creation, ends at its end, and
+    has no gap inside an attempt."""
+    b.goto(base + "/jobs/" + job_id)
+    segs = b.eval("[...document.querySelectorAll('#timeline g.seg')].map(g => [g.dataset.phase,"
+                  " +g.dataset.attempt, +g.dataset.fromUs, +g.dataset.toUs, g.querySelector('title').textContent])")
+    ev = [json.loads(x) for x in sql(f"select e from boxcar.job_events_json('{job_id}') e").splitlines()]
+    row = json.loads(sql(f"select to_jsonb(j) from boxcar.jobs j where id = '{job_id}'"))
+    starts = {"claimed": "setup", "started": "running", "exited": "upload"}
+    want = [(starts[e["kind"]], us(e["at"])) for e in ev if e["kind"] in starts]
+    got = [(p, f) for p, _, f, _, _ in segs if p != "waiting"]
+    check(f"{name}: a segment starts at each claimed, started and exited event, in order",
+          got == want and want, f"{got} != {want}")
+    check(f"{name}: the bar starts at the job's creation and ends when it finished",
+          segs and segs[0][0] == "waiting" and segs[0][2] == us(row["created_at"])
+          and segs[-1][3] == us(row["finished_at"]), (segs[:1], segs[-1:], row["created_at"], row["finished_at"]))
+    ends = {"retried", "released", "rescued", "finished", "retry_requested", "cancelled"}
+    cuts = {us(e["at"]) for e in ev if e["kind"] in ends}
+    joined = all(a[3] == z[2] or a[3] in cuts for a, z in zip(segs, segs[1:]))
+    check(f"{name}: each segment ends where the next begins, but at an attempt's end", joined, segs)
+    claims = [e["attempt"] for e in ev if e["kind"] == "claimed"]
+    check(f"{name}: one setup per attempt, numbered as its claim",
+          [a for p, a, _, _, _ in segs if p == "setup"] == claims, (segs, claims))
+    check(f"{name}: each segment's <title> names its attempt and phase",
+          all(t.startswith(f"attempt {a}: {p} ") for p, a, _, _, t in segs), segs[:2])
+    b.shot(name)
+
+
+def bulk(b, base, ids):
+    """Ticks three failed jobs and a succeeded one, retries them: the three
+    are queued again, the succeeded one is refused with its reason, an
+    unticked failed one is untouched; then cancels all matching a filter."""
+    q = "bulk"
+    b.goto(base + "/jobs?queue=" + q + "&limit=100")
+    pick = ids["BULK_FAILED"].split()[:3] + [ids["BULK_OK"]]
+    left = ids["BULK_FAILED"].split()[3]
+    for i in pick:
+        b.eval(f"document.querySelector('#jobs tr[data-id=\"{i}\"] input[type=checkbox]').checked = true")
+    b.shot("jobs-bulk-ticked")
+    b.click("button[data-action=bulk-retry]")
+    summary = b.eval("document.getElementById('bulk-summary').textContent")
+    check("bulk retry answers with each outcome: 3 retried, 1 refused and why",
+          summary == "3 retried, 1 refused: job is succeeded: only a failed or cancelled job can be retried",
+          summary)
+    outcome = b.eval("Object.fromEntries([...document.querySelectorAll('#bulk tbody tr')].map(r =>"
+                     " [r.dataset.id, r.dataset.outcome]))")
+    check("and a row per job", outcome == {**{i: "done" for i in pick[:3]}, pick[3]: "refused"}, outcome)
+    st = {i: sql(f"select status || ' ' || manual_retries from boxcar.jobs where id = '{i}'") for i in pick + [left]}
+    check("exactly the ticked failed jobs were retried; the succeeded and the unticked ones are untouched",
+          [st[i] for i in pick[:3]] == ["queued 1"] * 3 and st[pick[3]] == "succeeded 0" and st[left] == "failed 0", st)
+    by = sql("select string_agg(distinct details->>'requested_by', ' ') from boxcar.job_events"
+             f" where kind = 'retry_requested' and job_id in ('{pick[0]}', '{pick[1]}', '{pick[2]}')")
+    check("each retry's event names the operator", by == "ui:admin", by)
+    b.shot("bulk-retried")
+
+    b.goto(base + "/jobs?queue=" + q + "&status=queued")
+    n = b.eval("document.querySelectorAll('#jobs tbody tr').length")
+    b.eval("document.getElementById('bulk-all').checked = true")
+    b.click("button[data-action=bulk-cancel]")
+    summary = b.eval("document.getElementById('bulk-summary').textContent")
+    check("cancel all matching the filter (queue and status) cancels every one of them",
+          summary == f"{n} cancelled" and n == 3, (summary, n))
+    st = sql(f"select string_agg(status, ' ' order by status) from boxcar.jobs where queue = '{q}'")
+    check("and nothing else: the failed and succeeded ones stay",
+          st == "cancelled cancelled cancelled failed succeeded", st)
+    b.shot("bulk-cancelled")
+
+
 def main():
     base, token, shots = sys.argv[1:4]
     os.makedirs(shots, exist_ok=True)
-    ids = {k: os.environ[k] for k in ("OK_ID", "FAIL_ID", "LONG_ID", "XSS_ID")}
+    ids = {k: os.environ[k] for k in ("OK_ID", "FAIL_ID", "LONG_ID", "XSS_ID", "BULK_FAILED", "BULK_OK",
+                                      "CHART_QUEUE", "HOSTILE_QUEUE")}
     b = Browser(shots)
     try:
         login(b, base, token)
@@ -381,6 +541,12 @@ def main():
         job_list(b, base)
         job_pages(b, base, ids)
         cancel_and_retry(b, base, ids)
+        queue_charts(b, base, ids["CHART_QUEUE"])
+        queue_spark(b, base, ids["CHART_QUEUE"])
+        queue_charts_hostile(b, base, ids["HOSTILE_QUEUE"])
+        timeline(b, base, ids["OK_ID"], "timeline-ok")
+        timeline(b, base, ids["FAIL_ID"], "timeline-retried")
+        bulk(b, base, ids)
     except Exception as e:  # a broken step is a failure, not a crash
         check(f"the browser session ran to its end ({type(e).__name__}: {e})", False)
     finally:

@@ -121,6 +121,19 @@ int api_queue_overview_json(PGconn *conn, struct api_json_rows *ret, struct bc_e
                          0, NULL, ret, err);
 }
 
+int api_queue_chart(PGconn *conn, const char *queue, const char *span, struct api_json_rows *ret,
+                    struct bc_error *err)
+{
+        const char *params[] = { queue, span };
+        return json_call(conn,
+                         "select jsonb_build_object('start', extract(epoch from c.bucket_start),"
+                         " 'end', extract(epoch from c.bucket_end), 'succeeded', c.succeeded,"
+                         " 'failed', c.failed, 'wait_p50_s', c.wait_p50_s,"
+                         " 'wait_p95_s', c.wait_p95_s, 'run_p50_s', c.run_p50_s,"
+                         " 'run_p95_s', c.run_p95_s) from boxcar.queue_chart($1, $2) c",
+                         2, params, ret, err);
+}
+
 /* ---- workers ---- */
 
 int api_workers(PGconn *conn, struct api_worker_rows *ret, struct bc_error *err)

@@ -122,6 +122,13 @@ void api_queue_rows_done(struct api_queue_rows *q);
 /* The same as one JSON array of its rows (to_jsonb), by queue. */
 int api_queue_overview_json(PGconn *conn, struct api_json_rows *ret, struct bc_error *err);
 
+/* boxcar.queue_chart(queue, span): span "hour" (12 buckets) or "day" (24),
+ * oldest first, one JSON object a bucket: start and end (epoch seconds),
+ * succeeded, failed, and wait_p50_s, wait_p95_s, run_p50_s, run_p95_s
+ * (null when no job of the bucket ran). */
+int api_queue_chart(PGconn *conn, const char *queue, const char *span, struct api_json_rows *ret,
+                    struct bc_error *err);
+
 /* boxcar.worker_status, by id, as text ready to show. */
 struct api_worker_row {
         const char *id, *host, *pid, *state, *version;

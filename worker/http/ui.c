@@ -79,6 +79,8 @@ static enum MHD_Result route_get(struct ui *ui, struct ui_req *r)
         char id[37];
         if (strcmp(r->url, "/") == 0)
                 return ui_page_queues(ui, r);
+        if (strcmp(r->url, "/queue") == 0)
+                return ui_page_queue(ui, r);
         if (strcmp(r->url, "/jobs") == 0)
                 return ui_page_jobs(ui, r);
         if (job_subpath(r->url, "/jobs/", "", id))
@@ -125,6 +127,8 @@ static enum MHD_Result route(struct ui *ui, struct ui_req *r)
                 return route_get(ui, r);
         if (strcmp(r->url, "/logout") == 0)
                 return ui_auth_logout(ui, r);
+        if (strcmp(r->url, "/actions/bulk") == 0)
+                return ui_bulk(ui, r);
         if (ui_action_path(r->url))
                 return ui_action(ui, r);
         return ui_send_text(r->c, MHD_HTTP_NOT_FOUND, "no such action\n");

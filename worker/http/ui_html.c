@@ -164,10 +164,11 @@ bool ui_is_uuid(const char *s)
         return true;
 }
 
-bool ui_form_value(const struct dynbuf *body, const char *name, char *out, size_t size)
+bool ui_form_next(const struct dynbuf *body, const char *name, size_t *pos, char *out, size_t size)
 {
         size_t nlen = strlen(name);
-        const char *p = body->data, *end = body->data + body->len;
+        const char *end = body->data + body->len;
+        const char *p = body->data && *pos < body->len ? body->data + *pos : NULL;
         while (p && p < end) {
                 const char *amp = memchr(p, '&', (size_t)(end - p));
                 const char *fend = amp ? amp : end;
@@ -185,11 +186,19 @@ bool ui_form_value(const struct dynbuf *body, const char *name, char *out, size_
                                 }
                         }
                         out[o] = '\0';
+                        *pos = (size_t)(fend - body->data) + 1;
                         return true;
                 }
                 p = amp ? amp + 1 : NULL;
         }
+        *pos = body->len;
         return false;
+}
+
+bool ui_form_value(const struct dynbuf *body, const char *name, char *out, size_t size)
+{
+        size_t pos = 0;
+        return ui_form_next(body, name, &pos, out, size);
 }
 
 /* ---- responses ---- */

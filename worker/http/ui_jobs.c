@@ -37,29 +37,71 @@ static void filter_form(struct dynbuf *b, const char *queue, const char *status,
         dynbuf_addstr(b, "\"></label> <button>Filter</button></form>\n");
 }
 
-static void job_row(struct dynbuf *b, const cJSON *j)
+static void job_row(struct dynbuf *b, const cJSON *j, int64_t now)
 {
-        const char *id = ui_jstr(j, "id", "");
+        const char *id = ui_jstr(j, "id", ""), *status = ui_jstr(j, "status", "");
         const cJSON *att = cJSON_GetObjectItemCaseSensitive(j, "attempts");
         const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_attempts");
         const cJSON *error = cJSON_GetObjectItemCaseSensitive(j, "error");
+        const char *started = ui_jstr(j, "started_at", NULL);
+        const char *finished = ui_jstr(j, "finished_at", NULL);
         dynbuf_addstr(b, "<tr data-id=\"");
         ui_esc(b, id);
-        dynbuf_addstr(b, "\"><td class=\"id\"><a href=\"/jobs/");
-        ui_urlenc(b, id);
-        dynbuf_addstr(b, "\">");
+        /* The checkbox belongs to the bulk form above the table (form=),
+         * as forms cannot nest in a table. */
+        dynbuf_addstr(b, "\"><td class=\"pick\"><input type=\"checkbox\" form=\"bulk\" "
+                         "name=\"id\" aria-label=\"select\" value=\"");
         ui_esc(b, id);
-        dynbuf_addstr(b, "</a></td><td class=\"status\">");
-        ui_esc(b, ui_jstr(j, "status", ""));
-        dynbuf_addstr(b, "</td><td class=\"queue\">");
+        dynbuf_addstr(b, "\"></td><td class=\"id\">");
+        ui_short_id_html(b, "/jobs/", id);
+        dynbuf_addstr(b, "</td><td class=\"status\"><span class=\"badge st-");
+        ui_esc(b, status);
+        dynbuf_addstr(b, "\">");
+        ui_esc(b, status);
+        dynbuf_addstr(b, "</span></td><td class=\"queue\">");
         ui_esc(b, ui_jstr(j, "queue", ""));
         dynbuf_printf(b, "</td><td class=\"attempts\">%d/%d</td><td class=\"created\">",
                       cJSON_IsNumber(att) ? att->valueint : 0,
                       cJSON_IsNumber(max) ? max->valueint : 0);
-        ui_esc(b, ui_jstr(j, "created_at", ""));
+        ui_time_html(b, ui_jstr(j, "created_at", ""), now);
+        dynbuf_addstr(b, "</td><td class=\"took\">");
+        if (started && finished)
+                ui_duration_html(b, started, finished);
+        else if (started)
+                dynbuf_addstr(b, "running");
         dynbuf_addstr(b, "</td><td class=\"error\">");
         ui_esc(b, ui_jstr(error, "code", ""));
         dynbuf_addstr(b, "</td></tr>\n");
+}
+
+/* Retry or cancel the ticked jobs, or all matching the filter: one form,
+ * its checkboxes in the table (form="bulk"). */
+static void bulk_form(struct dynbuf *b, const struct ui *ui, const struct ui_req *r,
+                      const struct api_jobs_filter *f)
+{
+        static const char *const keep[] = { "queue", "status", "since" };
+        const char *vals[] = { f->queue, f->status, f->since };
+        dynbuf_addstr(b, "<form method=\"post\" action=\"/actions/bulk\" id=\"bulk\" "
+                         "class=\"bulk\"><input type=\"hidden\" name=\"csrf\" value=\"");
+        ui_esc(b, r->csrf);
+        dynbuf_addstr(b, "\">");
+        for (size_t i = 0; i < 3; i++) {
+                dynbuf_printf(b, "<input type=\"hidden\" name=\"%s\" value=\"", keep[i]);
+                ui_esc(b, vals[i]);
+                dynbuf_addstr(b, "\">");
+        }
+        const char *off = ui->actions ? ""
+                                      : " disabled title=\"read-only: start boxcar ui with "
+                                        "--actions\"";
+        dynbuf_printf(b,
+                      "<span class=\"note\">With the ticked jobs, or</span> <label><input "
+                      "type=\"checkbox\" name=\"all\" value=\"1\" id=\"bulk-all\"> all "
+                      "matching the filter (the newest %d)</label> "
+                      "<button name=\"op\" value=\"retry\" class=\"action\" "
+                      "data-action=\"bulk-retry\"%s>Retry selected</button> "
+                      "<button name=\"op\" value=\"cancel\" class=\"action\" "
+                      "data-action=\"bulk-cancel\"%s>Cancel selected</button></form>\n",
+                      UI_BULK_MAX, off, off);
 }
 
 static void next_link(struct dynbuf *b, struct ui_req *r, const char *limit, const char *cursor)
@@ -99,12 +141,14 @@ enum MHD_Result ui_page_jobs(struct ui *ui, struct ui_req *r)
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Jobs");
         filter_form(&b, f.queue, f.status, f.since);
-        dynbuf_addstr(&b, "<table id=\"jobs\"><thead><tr><th>id</th><th>status</th><th>queue"
-                          "</th><th>attempts</th><th>created</th><th>error</th></tr></thead>"
-                          "<tbody>\n");
+        bulk_form(&b, ui, r, &f);
+        dynbuf_addstr(&b, "<table id=\"jobs\"><thead><tr><th></th><th>id</th><th>status</th>"
+                          "<th>queue</th><th>attempts</th><th>created</th><th>took</th>"
+                          "<th>error</th></tr></thead><tbody>\n");
+        int64_t now = ui_now_us();
         for (size_t i = 0; i < page.jobs.n; i++)
                 if (page.jobs.rows[i].json)
-                        job_row(&b, page.jobs.rows[i].json);
+                        job_row(&b, page.jobs.rows[i].json, now);
         dynbuf_addstr(&b, "</tbody></table>\n");
         if (page.jobs.n == 0)
                 dynbuf_addstr(&b, "<p>No jobs match.</p>");
@@ -129,9 +173,12 @@ static void json_section(struct dynbuf *b, const char *title, const char *id, co
         if (!v || cJSON_IsNull(v))
                 return;
         _cleanup_free_ char *text = cJSON_PrintUnformatted(v);
-        dynbuf_printf(b, "<section id=\"%s\"><h2>%s</h2>", id, title);
+        /* The error is open; the spec and result are a click away. */
+        bool open = strcmp(id, "error") == 0;
+        dynbuf_printf(b, "<section id=\"%s\"><details%s><summary><h2>%s</h2></summary>", id,
+                      open ? " open" : "", title);
         ui_json_block(b, text);
-        dynbuf_addstr(b, "</section>\n");
+        dynbuf_addstr(b, "</details></section>\n");
 }
 
 static void artifact(struct dynbuf *b, const cJSON *result)
@@ -157,9 +204,13 @@ static void artifact(struct dynbuf *b, const cJSON *result)
 
 static void events(struct dynbuf *b, const struct api_json_rows *ev)
 {
-        dynbuf_addstr(b, "<section><h2>Events</h2><table id=\"events\"><thead><tr><th>at</th>"
-                         "<th>event</th><th>worker</th><th>attempt</th><th>details</th></tr>"
-                         "</thead><tbody>\n");
+        int64_t now = ui_now_us();
+        dynbuf_printf(b,
+                      "<section><details id=\"events-details\"><summary><h2>Events <small>(%zu)"
+                      "</small></h2></summary><table id=\"events\"><thead><tr><th>at</th>"
+                      "<th>event</th><th>worker</th><th>attempt</th><th>details</th></tr>"
+                      "</thead><tbody>\n",
+                      ev->n);
         for (size_t i = 0; i < ev->n; i++) {
                 const cJSON *e = ev->rows[i].json;
                 const cJSON *att = cJSON_GetObjectItemCaseSensitive(e, "attempt");
@@ -167,7 +218,7 @@ static void events(struct dynbuf *b, const struct api_json_rows *ev)
                 _cleanup_free_ char *d = det && !cJSON_IsNull(det) ? cJSON_PrintUnformatted(det)
                                                                    : NULL;
                 dynbuf_addstr(b, "<tr><td>");
-                ui_esc(b, ui_jstr(e, "at", ""));
+                ui_time_html(b, ui_jstr(e, "at", ""), now);
                 dynbuf_addstr(b, "</td><td class=\"kind\">");
                 ui_esc(b, ui_jstr(e, "kind", ""));
                 dynbuf_addstr(b, "</td><td>");
@@ -180,7 +231,50 @@ static void events(struct dynbuf *b, const struct api_json_rows *ev)
                         ui_esc_n(b, d, strlen(d) > 4096 ? 4096 : strlen(d));
                 dynbuf_addstr(b, "</code></td></tr>\n");
         }
-        dynbuf_addstr(b, "</tbody></table></section>\n");
+        dynbuf_addstr(b, "</tbody></table></details></section>\n");
+}
+
+static void time_field(struct dynbuf *b, const char *name, const char *ts, int64_t now)
+{
+        dynbuf_printf(b, "<dt>%s</dt><dd>", name);
+        ui_time_html(b, ts, now);
+        dynbuf_addstr(b, "</dd>");
+}
+
+/* The job's life as one bar (ui_timeline.c), from its events. */
+static void timeline(struct dynbuf *b, const cJSON *j, const struct api_json_rows *ev)
+{
+        int64_t created, now = ui_now_us(), end = now;
+        if (!ui_time_parse(ui_jstr(j, "created_at", NULL), &created))
+                return;
+        const char *status = ui_jstr(j, "status", "");
+        bool final = strcmp(status, "succeeded") == 0 || strcmp(status, "failed") == 0 ||
+                     strcmp(status, "cancelled") == 0;
+        struct ui_tl_event *e = calloc(ev->n ? ev->n : 1, sizeof(*e));
+        struct ui_tl_seg *seg = calloc(2 * ev->n + 2, sizeof(*seg));
+        size_t n = 0;
+        for (size_t i = 0; e && i < ev->n; i++) {
+                const cJSON *x = ev->rows[i].json;
+                const cJSON *att = cJSON_GetObjectItemCaseSensitive(x, "attempt");
+                int64_t at;
+                if (!ui_time_parse(ui_jstr(x, "at", NULL), &at))
+                        continue;
+                e[n++] = (struct ui_tl_event){ ui_jstr(x, "kind", ""),
+                                               cJSON_IsNumber(att) ? att->valueint : 0, at };
+                if (final)
+                        end = at; /* a final job's bar ends with its last event */
+        }
+        int64_t fin;
+        if (final && ui_time_parse(ui_jstr(j, "finished_at", NULL), &fin))
+                end = fin;
+        if (e && seg) {
+                size_t ns = ui_timeline_build(e, n, created, end, seg, 2 * ev->n + 2);
+                dynbuf_addstr(b, "<section id=\"life\"><h2>Timeline</h2>");
+                ui_timeline_svg(b, seg, ns);
+                dynbuf_addstr(b, "</section>\n");
+        }
+        free(e);
+        free(seg);
 }
 
 static void summary(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJSON *j)
@@ -190,20 +284,36 @@ static void summary(struct dynbuf *b, struct ui *ui, struct ui_req *r, const cJS
         const cJSON *max = cJSON_GetObjectItemCaseSensitive(j, "max_attempts");
         const cJSON *pri = cJSON_GetObjectItemCaseSensitive(j, "priority");
         char attempts[64], priority[16];
+        int64_t now = ui_now_us();
         snprintf(attempts, sizeof(attempts), "%d of %d", cJSON_IsNumber(att) ? att->valueint : 0,
                  cJSON_IsNumber(max) ? max->valueint : 0);
         snprintf(priority, sizeof(priority), "%d", cJSON_IsNumber(pri) ? pri->valueint : 0);
         dynbuf_addstr(b, "<dl class=\"job\">");
         field(b, "id", "job-id", id);
         field(b, "queue", "queue", ui_jstr(j, "queue", NULL));
-        field(b, "status", "status", status);
+        dynbuf_addstr(b, "<dt>status</dt><dd id=\"status\"><span class=\"badge st-");
+        ui_esc(b, status);
+        dynbuf_addstr(b, "\">");
+        ui_esc(b, status);
+        dynbuf_addstr(b, "</span></dd>");
         field(b, "attempts", "attempts", attempts);
         field(b, "priority", NULL, priority);
         field(b, "worker", NULL, ui_jstr(j, "worker_id", NULL));
-        field(b, "created", NULL, ui_jstr(j, "created_at", NULL));
-        field(b, "due", NULL, ui_jstr(j, "run_at", NULL));
-        field(b, "started", NULL, ui_jstr(j, "started_at", NULL));
-        field(b, "finished", NULL, ui_jstr(j, "finished_at", NULL));
+        time_field(b, "created", ui_jstr(j, "created_at", NULL), now);
+        time_field(b, "due", ui_jstr(j, "run_at", NULL), now);
+        time_field(b, "started", ui_jstr(j, "started_at", NULL), now);
+        time_field(b, "finished", ui_jstr(j, "finished_at", NULL), now);
+        if (ui_jstr(j, "started_at", NULL)) {
+                dynbuf_addstr(b, "<dt>waited</dt><dd id=\"waited\">");
+                ui_duration_html(b, ui_jstr(j, "run_at", NULL), ui_jstr(j, "started_at", NULL));
+                dynbuf_addstr(b, "</dd>");
+        }
+        if (ui_jstr(j, "finished_at", NULL) && ui_jstr(j, "started_at", NULL)) {
+                dynbuf_addstr(b, "<dt>ran</dt><dd id=\"ran\">");
+                ui_duration_html(b, ui_jstr(j, "started_at", NULL),
+                                 ui_jstr(j, "finished_at", NULL));
+                dynbuf_addstr(b, "</dd>");
+        }
         dynbuf_addstr(b, "</dl>\n<p class=\"actions\">");
         if (strcmp(status, "queued") == 0 || strcmp(status, "running") == 0)
                 ui_action_button(b, ui, r, "cancel", id, "Cancel");
@@ -232,6 +342,7 @@ enum MHD_Result ui_page_job(struct ui *ui, struct ui_req *r, const char *id)
         dynbuf_init(&b, UI_PAGE_MAX);
         ui_page_begin(&b, ui, r, "Job");
         summary(&b, ui, r, j);
+        timeline(&b, j, &ev);
         json_section(&b, "Error", "error", cJSON_GetObjectItemCaseSensitive(j, "error"));
         artifact(&b, result);
         dynbuf_addstr(&b, "<section><h2>Log</h2><pre id=\"log\" data-job=\"");

@@ -3,6 +3,7 @@
  * deliveries (boxcar.webhook_list) and periodic jobs (boxcar.schedule_ls). */
 #include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "worker/db/api.h"
@@ -15,6 +16,52 @@ static void cell(struct dynbuf *b, const char *cls, const char *text)
         else
                 dynbuf_addstr(b, "<td>");
         ui_esc(b, text);
+        dynbuf_addstr(b, "</td>");
+}
+
+/* A number of seconds as the server wrote it ("12.34", "-") as "12 s",
+ * the number itself in the title. */
+static void seconds_cell(struct dynbuf *b, const char *cls, const char *text)
+{
+        char *end = NULL;
+        double v = text ? strtod(text, &end) : 0;
+        if (!text || end == text || *end) {
+                cell(b, cls, text);
+                return;
+        }
+        char d[48];
+        ui_fmt_duration(d, sizeof(d), v);
+        dynbuf_printf(b, "<td class=\"%s\" title=\"", cls);
+        ui_esc(b, text);
+        dynbuf_addstr(b, " s\">");
+        ui_esc(b, d);
+        dynbuf_addstr(b, "</td>");
+}
+
+static void time_cell(struct dynbuf *b, const char *cls, const char *ts)
+{
+        dynbuf_printf(b, "<td class=\"%s\">", cls);
+        ui_time_html(b, ts, ui_now_us());
+        dynbuf_addstr(b, "</td>");
+}
+
+/* The queue's last hour as small bars; the first UI_SPARK_QUEUES queues
+ * only (one query each), the others' cells empty. */
+#define UI_SPARK_QUEUES 50
+static void spark_cell(struct dynbuf *b, PGconn *conn, const char *queue, size_t i)
+{
+        dynbuf_addstr(b, "<td class=\"spark\">");
+        struct bc_error err = BC_ERROR_INIT;
+        _cleanup_(api_json_rows_done) struct api_json_rows rows = { 0 };
+        if (i < UI_SPARK_QUEUES && api_queue_chart(conn, queue, "hour", &rows, &err) == 0) {
+                struct ui_chart_bucket bk[12];
+                ui_chart_spark(b, "the last hour's jobs", bk, ui_chart_buckets(&rows, bk, 12));
+        } else if (i < UI_SPARK_QUEUES) {
+                dynbuf_addstr(b, "<span class=\"error\" title=\"");
+                ui_esc(b, bc_error_message(&err));
+                dynbuf_addstr(b, "\">?</span>");
+        }
+        bc_error_clear(&err);
         dynbuf_addstr(b, "</td>");
 }
 
@@ -40,18 +87,20 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
                                             "queued",
                                             "scheduled",
                                             "running",
-                                            "oldest queued (s)",
+                                            "oldest queued",
                                             "succeeded (1 h)",
                                             "failed (1 h)",
-                                            "avg wait (s)",
-                                            "avg run (s)",
+                                            "avg wait",
+                                            "avg run",
+                                            "last hour",
+                                            "",
                                             NULL };
         head(&b, "queues", cols);
         for (size_t i = 0; i < q.n; i++) {
                 const struct api_queue_row *o = &q.rows[i];
                 dynbuf_addstr(&b, "<tr data-queue=\"");
                 ui_esc(&b, o->queue);
-                dynbuf_addstr(&b, "\"><td><a href=\"/jobs?queue=");
+                dynbuf_addstr(&b, "\"><td class=\"name\"><a href=\"/queue?name=");
                 ui_urlenc(&b, o->queue);
                 dynbuf_addstr(&b, "\">");
                 ui_esc(&b, o->queue);
@@ -59,12 +108,17 @@ enum MHD_Result ui_page_queues(struct ui *ui, struct ui_req *r)
                 cell(&b, "queued", o->queued);
                 cell(&b, "scheduled", o->scheduled);
                 cell(&b, "running", o->running);
-                cell(&b, "oldest", o->oldest_queued_s);
+                seconds_cell(&b, "oldest", strcmp(o->queued, "0") == 0 ? "-" : o->oldest_queued_s);
                 cell(&b, "succeeded", o->succeeded_last_hour);
                 cell(&b, "failed", o->failed_last_hour);
-                cell(&b, "wait", o->wait_avg_s);
-                cell(&b, "run", o->run_avg_s);
-                dynbuf_addstr(&b, "</tr>\n");
+                seconds_cell(&b, "wait", o->wait_avg_s);
+                seconds_cell(&b, "run", o->run_avg_s);
+                spark_cell(&b, conn, o->queue, i);
+                dynbuf_addstr(&b, "<td><a class=\"more\" href=\"/queue?name=");
+                ui_urlenc(&b, o->queue);
+                dynbuf_addstr(&b, "\">charts</a> &middot; <a class=\"more\" href=\"/jobs?queue=");
+                ui_urlenc(&b, o->queue);
+                dynbuf_addstr(&b, "\">jobs</a></td></tr>\n");
         }
         dynbuf_addstr(&b, "</tbody></table>\n");
         if (q.n == 0)
@@ -116,7 +170,7 @@ enum MHD_Result ui_page_workers(struct ui *ui, struct ui_req *r)
                 cell(&b, "running", o->load);
                 queues_cell(&b, o->queues);
                 cell(&b, "version", o->version);
-                cell(&b, "heartbeat", o->heartbeat);
+                time_cell(&b, "heartbeat", o->heartbeat);
                 cell(&b, "leader", o->leader ? "yes" : "");
                 dynbuf_addstr(&b, "<td>");
                 if (strcmp(o->state, "running") == 0 && !o->drain_requested)
@@ -158,7 +212,7 @@ static void session_row(struct dynbuf *b, struct ui *ui, struct ui_req *r,
                 dynbuf_addstr(b, " (gone)");
         dynbuf_addstr(b, "</td>");
         cell(b, "jobs", o->jobs);
-        cell(b, "last", o->last_job_utc);
+        time_cell(b, "last", o->last_job_utc);
         cell(b, "queued", o->queued);
         dynbuf_addstr(b, "<td>");
         if ((live && !o->end_requested) || stale)
@@ -217,18 +271,17 @@ static void webhook_row(struct dynbuf *b, struct ui *ui, struct ui_req *r, const
         dynbuf_addstr(b, "<tr data-id=\"");
         ui_esc(b, id);
         dynbuf_addstr(b, "\">");
-        cell(b, "id", id);
-        dynbuf_addstr(b, "<td><a href=\"/jobs/");
-        ui_urlenc(b, ui_jstr(d, "job_id", ""));
-        dynbuf_addstr(b, "\">");
-        ui_esc(b, ui_jstr(d, "job_id", ""));
-        dynbuf_addstr(b, "</a></td>");
+        dynbuf_addstr(b, "<td class=\"id\">");
+        ui_short_id_html(b, NULL, id);
+        dynbuf_addstr(b, "</td><td>");
+        ui_short_id_html(b, "/jobs/", ui_jstr(d, "job_id", ""));
+        dynbuf_addstr(b, "</td>");
         cell(b, "type", ui_jstr(d, "type", ""));
         cell(b, "status", status);
         cell(b, "attempts", n);
         cell(b, "last", ls);
         cell(b, "error", ui_jstr(d, "last_error", ""));
-        cell(b, "created", ui_jstr(d, "created_at", ""));
+        time_cell(b, "created", ui_jstr(d, "created_at", ""));
         dynbuf_addstr(b, "<td>");
         if (strcmp(status, "delivered") != 0)
                 ui_action_button(b, ui, r, "redrive", id, "Redrive");
@@ -276,16 +329,12 @@ static void schedule_row(struct dynbuf *b, const cJSON *s)
         cell(b, "tz", ui_jstr(s, "time_zone", ""));
         cell(b, "queue", ui_jstr(s, "queue", ""));
         cell(b, "state", cJSON_IsTrue(en) ? "enabled" : "paused");
-        cell(b, "next", cJSON_IsTrue(en) ? ui_jstr(s, "next_run_at", "") : "");
-        cell(b, "last", ui_jstr(s, "last_run_at", ""));
+        time_cell(b, "next", cJSON_IsTrue(en) ? ui_jstr(s, "next_run_at", "") : "");
+        time_cell(b, "last", ui_jstr(s, "last_run_at", ""));
         const char *job = ui_jstr(s, "last_job_id", "");
         dynbuf_addstr(b, "<td class=\"job\">");
         if (*job) {
-                dynbuf_addstr(b, "<a href=\"/jobs/");
-                ui_urlenc(b, job);
-                dynbuf_addstr(b, "\">");
-                ui_esc(b, job);
-                dynbuf_addstr(b, "</a>");
+                ui_short_id_html(b, "/jobs/", job);
         }
         dynbuf_addstr(b, "</td>");
         cell(b, "error", ui_jstr(s, "last_error", ""));

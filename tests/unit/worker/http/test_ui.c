@@ -77,6 +77,34 @@ static void test_form_value(void **state)
         dynbuf_done(&b);
 }
 
+/* A repeated field (the job list's checkboxes): every value, in order,
+ * and nothing of a field whose name only starts the same. */
+static void test_form_next(void **state)
+{
+        (void)state;
+        struct dynbuf b;
+        dynbuf_init(&b, 1024);
+        dynbuf_addstr(&b, "id=a&csrf=x&ids=no&id=b%20c&op=retry&id=");
+        char v[64];
+        size_t pos = 0;
+        assert_true(ui_form_next(&b, "id", &pos, v, sizeof(v)));
+        assert_string_equal(v, "a");
+        assert_true(ui_form_next(&b, "id", &pos, v, sizeof(v)));
+        assert_string_equal(v, "b c");
+        assert_true(ui_form_next(&b, "id", &pos, v, sizeof(v)));
+        assert_string_equal(v, "");
+        assert_false(ui_form_next(&b, "id", &pos, v, sizeof(v)));
+        assert_false(ui_form_next(&b, "id", &pos, v, sizeof(v))); /* stays at the end */
+        pos = 0;
+        assert_true(ui_form_next(&b, "op", &pos, v, sizeof(v)));
+        assert_string_equal(v, "retry");
+        assert_false(ui_form_next(&b, "op", &pos, v, sizeof(v)));
+        dynbuf_reset(&b);
+        pos = 0;
+        assert_false(ui_form_next(&b, "id", &pos, v, sizeof(v))); /* an empty body */
+        dynbuf_done(&b);
+}
+
 static void test_uuid(void **state)
 {
         (void)state;
@@ -156,9 +184,10 @@ static void test_loopback_host(void **state)
 int main(void)
 {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_escape),     cmocka_unit_test(test_urlenc),
-                cmocka_unit_test(test_form_value), cmocka_unit_test(test_uuid),
-                cmocka_unit_test(test_equal),      cmocka_unit_test(test_loopback_host),
+                cmocka_unit_test(test_escape),        cmocka_unit_test(test_urlenc),
+                cmocka_unit_test(test_form_value),    cmocka_unit_test(test_form_next),
+                cmocka_unit_test(test_uuid),          cmocka_unit_test(test_equal),
+                cmocka_unit_test(test_loopback_host),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
