@@ -276,6 +276,9 @@ print("DRAIN %s" % drain)
 print("GRACE %s" % grace)
 print("ARGS %s" % " ".join(a for a in args[2:] if a not in ("--metrics-addr", ":9464")))
 print("QUERY %s" % md.get("query", ""))
+# The ConfigMap's settings but S3's (the run below has no S3).
+print("ENV %s" % " ".join("%s=%s" % kv for kv in cm.get("data", {}).items()
+                          if not kv[0].startswith(("AWS_", "BOXCAR_S3_"))))
 EOF
   while IFS= read -r line; do
     case $line in
@@ -285,6 +288,7 @@ EOF
       GRACE\ *) k8s_grace=${line#GRACE } ;;
       ARGS\ *) read -ra k8s_args <<< "${line#ARGS }" ;;
       QUERY\ *) k8s_query=${line#QUERY } ;;
+      ENV\ *) read -ra k8s_env <<< "${line#ENV }" ;;
       *) diag "$line" ;;
     esac
   done < "$W/k8s.tap"
@@ -316,13 +320,21 @@ if [[ -n ${k8s_args+x} && -x $BOXCAR ]] && psql -X -qtA "$BOXCAR_ADMIN_URL" -c '
   is "and the jobs of a paused queue (documented)" "$(sql "$k8s_query" 2>&1)" 3
   sql "delete from boxcar.jobs; delete from boxcar.queue_config" >/dev/null
 
+  # `--help` after flags exits 0 only when every flag before it was
+  # accepted, values included.
+  check "boxcar worker accepts the Deployment's flags and values" \
+    bash -c '"$@" >/dev/null' _ "$BOXCAR" worker "${k8s_args[@]}" --metrics-addr :9464 --help
+  check "(and would refuse a bad value)" bash -c "! '$BOXCAR' worker --drain-timeout 60x --help >/dev/null 2>&1"
   # The Deployment's flags, its metrics address on a free loopback port
   # instead of :9464, plain processes (the sandbox's privileges are
-  # t_docker_privs'), and the ConfigMap's queue and concurrency.
+  # t_docker_privs'), and the ConfigMap's settings but S3's.
   kport=$(free_port)
   K="http://127.0.0.1:$kport"
-  BOXCAR_QUEUES=default BOXCAR_CONCURRENCY=4 \
-    start_worker k8s-w "${k8s_args[@]}" --metrics-addr "127.0.0.1:$kport" --sandbox none
+  diag "ConfigMap settings used: ${k8s_env[*]}"
+  env "${k8s_env[@]}" true || not_ok "the ConfigMap's settings are NAME=VALUE"
+  for kv in "${k8s_env[@]}"; do export "${kv?}"; done
+  start_worker k8s-w "${k8s_args[@]}" --metrics-addr "127.0.0.1:$kport" --sandbox none
+  for kv in "${k8s_env[@]}"; do unset "${kv%%=*}"; done
   kpid=$WORKER_PID
   code_of() { curl -s -o /dev/null -w '%{http_code}' "$K$1"; }
   check "the liveness probe's /healthz answers 200" wait_for "healthz" 10 bash -c "[[ \$(curl -s -o /dev/null -w '%{http_code}' '$K/healthz') == 200 ]]"
