@@ -12,7 +12,8 @@ TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            python3 python3-botocore python3-jsonschema python3-psycopg python3-build python3-venv curl bubblewrap hyperfine pgbouncer
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
            qemu-system-x86 busybox-static cpio lintian man-db
-           chromium clang-format clang-tidy cppcheck)
+           chromium clang-format clang-tidy cppcheck
+           kubernetes-client yamllint python3-kubernetes)
 
 want=("${BUILD_PKGS[@]}")
 case "${1:-all}" in
@@ -49,6 +50,10 @@ for p in "${want[@]}"; do
   case "$p" in
     nodejs) command -v node >/dev/null && continue ;;
     npm) command -v npm >/dev/null && continue ;;
+    # Any kubectl serves tests/ops/t_kubernetes.sh; Debian's would not
+    # install over another package's /usr/bin/kubectl (the Kubernetes
+    # project's own package, on some machines).
+    kubernetes-client) command -v kubectl >/dev/null && continue ;;
   esac
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")

@@ -4,7 +4,7 @@
 
 -- The queue_stats columns over queued and running jobs only, for what
 -- asks often: every replica's queue gauges (/metrics, each poll interval)
--- and an autoscaler (deploy/keda-scaledobject.yaml).  queue_stats groups
+-- and an autoscaler (deploy/kubernetes/keda-scaledobject.yaml).  queue_stats groups
 -- the whole table, finished jobs included (a week of them by default),
 -- and a replica's main loop, its claims included, waited for that scan.
 -- A queue with nothing queued or running has no row.

@@ -111,7 +111,7 @@ check "nor list workers" bash -c "! DATABASE_URL='${URL[app]}' '$BOXCAR' workers
 check "nor migrate" bash -c "! DATABASE_URL='${URL[app]}' '$BOXCAR' migrate 2>/dev/null"
 
 # ---- the monitor (KEDA) ----
-keda=$(sed -n 's/^ *query: "\(.*\)"$/\1/p' "$BOXCAR_ROOT/deploy/keda-scaledobject.yaml")
+keda=$(sed -n 's/^ *query: "\(.*\)"$/\1/p' "$BOXCAR_ROOT/deploy/kubernetes/keda-scaledobject.yaml")
 is "KEDA's query runs as boxcar_monitor" "$(psql_as monitor "$keda")" "$(sql "$keda")"
 check "boxcar workers as the monitor" bash -c "DATABASE_URL='${URL[monitor]}' '$BOXCAR' workers | grep -q roles_w"
 check "boxcar queues as the monitor" bash -c "DATABASE_URL='${URL[monitor]}' '$BOXCAR' queues | grep -q default"

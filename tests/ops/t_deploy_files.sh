@@ -5,8 +5,8 @@
 #     a stop grace period longer than the drain;
 #   - the Dockerfile is multi-stage Debian 12, non-root, and its package
 #     lists cover what the build needs and what the binaries link;
-#   - the KEDA ScaledObject is well-formed and its query runs against a
-#     freshly migrated schema;
+#   - (the Kubernetes manifests, the KEDA ScaledObject among them, are
+#     t_kubernetes's;)
 #   - the systemd unit stops with SIGTERM and waits longer than the drain;
 #   - /metrics as test_metrics fetched it is valid exposition format 0.0.4
 #     (checked by a strict parser below, itself shown to reject bad input).
@@ -174,52 +174,6 @@ if [[ -x $BUILD/boxcar && -x $BUILD/boxcar-sandbox ]] && command -v objdump >/de
   is "runtime stage installs the package of every library the binaries link" "${missing[*]}" ""
 else
   skip "runtime libraries vs. linked libraries ($BUILD/boxcar not built)"
-fi
-
-# ---- KEDA ---------------------------------------------------------------------
-
-KEDA=deploy/keda-scaledobject.yaml
-WANT_QUERY="select coalesce(sum(queued + running), 0) from boxcar.active_queue_stats where queue = 'default'"
-if have_yaml; then
-  out=$(python3 - "$KEDA" "$WANT_QUERY" 2>&1 <<'EOF'
-import sys, yaml
-docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
-so = [d for d in docs if d.get("kind") == "ScaledObject"]
-ta = {d["metadata"]["name"] for d in docs if d.get("kind") == "TriggerAuthentication"}
-assert len(so) == 1, "one ScaledObject"
-so = so[0]
-assert so["apiVersion"] == "keda.sh/v1alpha1", so["apiVersion"]
-spec = so["spec"]
-assert spec["scaleTargetRef"]["name"] == "boxcar-worker"
-assert spec["scaleTargetRef"].get("kind", "Deployment") == "Deployment"
-assert 0 <= spec.get("minReplicaCount", 0) <= spec["maxReplicaCount"]
-t = [t for t in spec["triggers"] if t["type"] == "postgresql"]
-assert len(t) == 1, "one postgresql trigger"
-md = t[0]["metadata"]
-assert md["query"] == sys.argv[2], md["query"]
-assert isinstance(md["targetQueryValue"], str) and float(md["targetQueryValue"]) > 0
-assert t[0]["authenticationRef"]["name"] in ta, "authenticationRef names a TriggerAuthentication"
-print("ok")
-EOF
-)
-  is "KEDA ScaledObject: postgresql trigger on active_queue_stats for boxcar-worker" "$out" ok
-else
-  # Without a YAML parser: the keys at their places, by indentation.
-  check "KEDA ScaledObject has its keys" bash -c "
-    grep -q '^apiVersion: keda.sh/v1alpha1' $KEDA && grep -q '^kind: ScaledObject' $KEDA &&
-    grep -qE '^    name: boxcar-worker$' $KEDA && grep -qE '^    - type: postgresql$' $KEDA &&
-    grep -qE '^        targetQueryValue: \"[0-9.]+\"' $KEDA"
-fi
-check "KEDA query is the documented one" grep -qF "query: \"$WANT_QUERY\"" "$KEDA"
-# The query must also run: against a freshly migrated schema it returns 0.
-if [[ -x $BOXCAR ]] && psql -X -qtA "$BOXCAR_ADMIN_URL" -c 'select 1' >/dev/null 2>&1; then
-  fresh_db boxcar_ops >/dev/null 2>&1
-  is "KEDA query runs on the real schema" "$(sql "$WANT_QUERY" 2>&1)" 0
-  sql "select boxcar.enqueue('default', '{\"command\": [\"true\"]}'::jsonb)" >/dev/null 2>&1
-  sql "select boxcar.enqueue('other', '{\"command\": [\"true\"]}'::jsonb)" >/dev/null 2>&1
-  is "KEDA query counts due jobs of its queue only" "$(sql "$WANT_QUERY" 2>&1)" 1
-else
-  skip "KEDA query on the real schema (no PostgreSQL or no $BOXCAR)"
 fi
 
 # ---- systemd ------------------------------------------------------------------
