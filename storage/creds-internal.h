@@ -36,6 +36,10 @@ int creds_parse_time(const char *s, time_t *ret);
  * IMDS send them.  `what` names the source in messages. */
 int creds_from_json(const char *body, const char *what, struct aws_creds *ret,
                     struct bc_error *err);
+/* Credentials of their four fields (tok and exp may be NULL: no session
+ * token, no expiry), copied; `what` names the source in messages. */
+int creds_from_fields(const char *ak, const char *sk, const char *tok, const char *exp,
+                      const char *what, struct aws_creds *ret, struct bc_error *err);
 
 /* The text of the first <TAG>…</TAG> in xml, entities decoded, or NULL
  * (none, or ENOMEM); caller frees. */
@@ -56,6 +60,12 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
 int creds_sts_error(const char *action, long status, const char *body, struct bc_error *err);
 int creds_sts_credentials(const char *action, const char *resp, struct aws_creds *ret,
                           struct bc_error *err);
+/* POST body to STS at endpoint ("scheme://host[:port]") with headers
+ * (NULL-ended; a NULL entry ends them early), and the credentials of its
+ * answer, or its error named by action. */
+int creds_sts_call(const char *action, const char *endpoint, const char *ca_bundle,
+                   const char *const *headers, const char *body, struct aws_creds *ret,
+                   struct bc_error *err);
 
 /* STS AssumeRole with the source profile's credentials src. */
 struct assume_role {

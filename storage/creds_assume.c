@@ -95,24 +95,6 @@ int creds_assume_role_fetch(const struct assume_role *a, const struct aws_creds 
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         const char *headers[] = { h_auth, h_date, h_sha, h_ctype, "Accept: application/xml",
                                   h_tok,  NULL };
-        _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "%s/", a->sts_endpoint) < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        struct creds_http_request req = {
-                .method = "POST",
-                .url = url,
-                .headers = headers,
-                .body = body,
-                .connect_timeout_ms = 5000,
-                .timeout_ms = 15000,
-                .ca_bundle = a->ca_bundle,
-        };
-        long status = 0;
-        _cleanup_(aws_secret_freep) char *resp = NULL;
-        r = creds_http(&req, &status, &resp, err);
-        if (r < 0)
-                return bc_error_prefix(err, "STS AssumeRole");
-        if (status != 200)
-                return creds_sts_error("AssumeRole", status, resp, err);
-        return creds_sts_credentials("AssumeRole", resp, ret, err);
+        return creds_sts_call("AssumeRole", a->sts_endpoint, a->ca_bundle, headers, body, ret,
+                              err);
 }

@@ -78,10 +78,16 @@ int creds_from_json(const char *body, const char *what, struct aws_creds *ret,
         if (!ak || !sk)
                 return bc_error_set(err, BC_FETCH_FAILED, EPROTO,
                                     "%s: response lacks AccessKeyId or SecretAccessKey", what);
+        return creds_from_fields(ak, sk, tok, exp, what, ret, err);
+}
+
+int creds_from_fields(const char *ak, const char *sk, const char *tok, const char *exp,
+                      const char *what, struct aws_creds *ret, struct bc_error *err)
+{
         struct aws_creds c = { 0 };
         if (exp && creds_parse_time(exp, &c.expires) < 0)
                 return bc_error_set(err, BC_FETCH_FAILED, EPROTO,
-                                    "%s: Expiration is not an ISO 8601 time", what);
+                                    "%s: Expiration is not an RFC 3339 time", what);
         c.access_key = strdup(ak);
         c.secret_key = strdup(sk);
         c.session_token = tok ? strdup(tok) : NULL;

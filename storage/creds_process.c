@@ -137,19 +137,7 @@ int creds_from_process_json(const char *out, struct aws_creds *ret, struct bc_er
                                     !ak && !sk ? "AccessKeyId and SecretAccessKey"
                                     : !ak      ? "AccessKeyId"
                                                : "SecretAccessKey");
-        struct aws_creds c = { 0 };
-        if (exp && creds_parse_time(exp, &c.expires) < 0)
-                return bc_error_set(err, BC_FETCH_FAILED, EPROTO,
-                                    "credential_process: Expiration is not an RFC 3339 time");
-        c.access_key = strdup(ak);
-        c.secret_key = strdup(sk);
-        c.session_token = tok ? strdup(tok) : NULL;
-        if (!c.access_key || !c.secret_key || (tok && !c.session_token)) {
-                aws_creds_done(&c);
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        }
-        *ret = c;
-        return 0;
+        return creds_from_fields(ak, sk, tok, exp, "credential_process", ret, err);
 }
 
 /* The last non-empty line of what the command wrote to stderr, printable

@@ -117,11 +117,19 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
         _cleanup_(aws_secret_freep) char *body = NULL;
         if (form_body(w, token, &body) < 0)
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
-        _cleanup_free_ char *url = NULL;
-        if (asprintf(&url, "%s/", w->sts_endpoint) < 0)
-                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         const char *headers[] = { "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
                                   "Accept: application/xml", NULL };
+        return creds_sts_call("AssumeRoleWithWebIdentity", w->sts_endpoint, w->ca_bundle, headers,
+                              body, ret, err);
+}
+
+int creds_sts_call(const char *action, const char *endpoint, const char *ca_bundle,
+                   const char *const *headers, const char *body, struct aws_creds *ret,
+                   struct bc_error *err)
+{
+        _cleanup_free_ char *url = NULL;
+        if (asprintf(&url, "%s/", endpoint) < 0)
+                return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         struct creds_http_request req = {
                 .method = "POST",
                 .url = url,
@@ -129,16 +137,16 @@ int creds_web_identity_fetch(const struct web_identity *w, struct aws_creds *ret
                 .body = body,
                 .connect_timeout_ms = 5000,
                 .timeout_ms = 15000,
-                .ca_bundle = w->ca_bundle,
+                .ca_bundle = ca_bundle,
         };
         long status = 0;
         _cleanup_(aws_secret_freep) char *resp = NULL;
-        r = creds_http(&req, &status, &resp, err);
+        int r = creds_http(&req, &status, &resp, err);
         if (r < 0)
-                return bc_error_prefix(err, "STS AssumeRoleWithWebIdentity");
+                return bc_error_prefix(err, "STS %s", action);
         if (status != 200)
-                return creds_sts_error("AssumeRoleWithWebIdentity", status, resp, err);
-        return creds_sts_credentials("AssumeRoleWithWebIdentity", resp, ret, err);
+                return creds_sts_error(action, status, resp, err);
+        return creds_sts_credentials(action, resp, ret, err);
 }
 
 int creds_sts_credentials(const char *action, const char *resp, struct aws_creds *ret,

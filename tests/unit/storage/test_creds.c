@@ -337,7 +337,7 @@ static void test_documents(void **state)
                 { "{\"Code\":\"Failed\",\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"s\"}",
                   "Code Failed" },
                 { "{\"AccessKeyId\":\"A\",\"SecretAccessKey\":\"s\",\"Expiration\":\"soon\"}",
-                  "ISO 8601" },
+                  "RFC 3339" },
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 struct bc_error err = BC_ERROR_INIT;
