@@ -16,10 +16,14 @@
 #   scripts/rgw.sh admin .. radosgw-admin against this cluster
 #
 # Ports: the gateway on 127.0.0.1:$BOXCAR_RGW_PORT (default 54580), the
-# monitor on the next one, the OSD on the four after it.  The user
-# $BOXCAR_RGW_USER has the fixed keys below; bucket $BOXCAR_S3_BUCKET.
-# STS: role $BOXCAR_RGW_ROLE (trusting that user, allowed every s3 action)
-# is assumable at the gateway's own endpoint; see print_env.
+# monitor on the next one, the OSD on the four after it, and a second
+# gateway with STS on the one after those (port + 6).  Two gateways because
+# RGW 16.2 with STS enabled answers every failed S3 authentication with
+# AccessDenied, where AWS (and RGW without STS) says SignatureDoesNotMatch
+# or InvalidAccessKeyId.  The user $BOXCAR_RGW_USER has the fixed keys
+# below; bucket $BOXCAR_S3_BUCKET.  STS: role $BOXCAR_RGW_ROLE (trusting
+# that user, allowed every s3 action) is assumable at
+# $BOXCAR_RGW_STS_ENDPOINT, whose S3 also takes the temporary credentials.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
@@ -31,7 +35,8 @@ ACCESS_KEY=BOXCARRGWTESTKEY0001
 SECRET_KEY=boxcar-rgw-test-secret-not-for-production
 MON_PORT=$((BOXCAR_RGW_PORT + 1))
 OSD_PORT_MIN=$((BOXCAR_RGW_PORT + 2))
-OSD_PORT_MAX=$((BOXCAR_RGW_PORT + 6))
+OSD_PORT_MAX=$((BOXCAR_RGW_PORT + 5))
+STS_PORT=$((BOXCAR_RGW_PORT + 6))
 RGW_DIR="$BOXCAR_DEV/rgw"
 CONF="$RGW_DIR/ceph.conf"
 LOG="$RGW_DIR/log/client.rgw.log"
@@ -45,13 +50,13 @@ export AWS_REGION=us-east-1
 export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$BOXCAR_RGW_PORT
 export BOXCAR_S3_BUCKET=$BOXCAR_S3_BUCKET
 export BOXCAR_S3_PREFIX=\${BOXCAR_S3_PREFIX:-}
-export BOXCAR_RGW_STS_ENDPOINT=http://127.0.0.1:$BOXCAR_RGW_PORT
+export BOXCAR_RGW_STS_ENDPOINT=http://127.0.0.1:$STS_PORT
 export BOXCAR_RGW_ROLE_ARN=arn:aws:iam:::role/$BOXCAR_RGW_ROLE
 export BOXCAR_RGW_USER_ARN=arn:aws:iam:::user/$BOXCAR_RGW_USER
 ENV
 }
 
-answers() { curl -s -o /dev/null --max-time 2 "http://127.0.0.1:$BOXCAR_RGW_PORT/"; }
+answers() { curl -s -o /dev/null --max-time 2 "http://127.0.0.1:${1:-$BOXCAR_RGW_PORT}/"; }
 
 pid_of() {  # pid_of NAME: the daemon's pid when it runs
   local f="$RGW_DIR/run/$1.pid" pid
@@ -105,11 +110,14 @@ osd_memory_target = 939524096
 bluestore_fsck_on_mount = false
 osd_max_object_name_len = 460
 osd_max_object_namespace_len = 64
-[client.rgw]
-rgw_frontends = beast endpoint=127.0.0.1:$BOXCAR_RGW_PORT
+[client]
 rgw_dns_name = 127.0.0.1
 rgw_enable_usage_log = false
 rgw_thread_pool_size = 32
+[client.rgw]
+rgw_frontends = beast endpoint=127.0.0.1:$BOXCAR_RGW_PORT
+[client.rgw.sts]
+rgw_frontends = beast endpoint=127.0.0.1:$STS_PORT
 rgw_sts_key = $(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')
 rgw_s3_auth_use_sts = true
 CONF
@@ -126,7 +134,10 @@ create_cluster() {
   ceph-authtool "$k" --gen-key -n client.admin --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *'
   ceph-authtool "$k" --gen-key -n osd.0 --cap mon 'allow profile osd' --cap osd 'allow *' \
     --cap mgr 'allow profile osd'
-  ceph-authtool "$k" --gen-key -n client.rgw --cap mon 'allow rw' --cap osd 'allow rwx' --cap mgr 'allow rw'
+  local g
+  for g in client.rgw client.rgw.sts; do
+    ceph-authtool "$k" --gen-key -n "$g" --cap mon 'allow rw' --cap osd 'allow rwx' --cap mgr 'allow rw'
+  done
   monmaptool --create --fsid "$fsid" --addv a "[v2:127.0.0.1:$MON_PORT]" "$RGW_DIR/monmap"
   timeout 60 ceph-mon --mkfs -i a --monmap "$RGW_DIR/monmap" --keyring "$k"
   touch "$RGW_DIR/mon/a/done"
@@ -177,10 +188,11 @@ start() {
     [[ -e $RGW_DIR/osd/0/done ]] || create_osd
     up osd.0 ceph-osd -i 0
     up client.rgw radosgw -n client.rgw
+    up client.rgw.sts radosgw -n client.rgw.sts
   } >>"$setup" 2>&1 || { echo "rgw.sh: the cluster did not start; see $setup" >&2; return 1; }
   # The gateway answers once its pools exist, which needs the OSD up.
   for _ in $(seq 600); do
-    if answers; then
+    if answers && answers "$STS_PORT"; then
       [[ -e $RGW_DIR/user.done ]] || create_user >>"$setup" 2>&1 ||
         { echo "rgw.sh: creating the S3 user, role and bucket failed; see $setup" >&2; return 1; }
       print_env; return 0
@@ -205,7 +217,7 @@ stop_one() {
 # the data outlives a stop.
 stop() {
   local n
-  for n in client.rgw osd.0; do stop_one "$n" & done
+  for n in client.rgw client.rgw.sts osd.0; do stop_one "$n" & done
   wait
   stop_one mon.a
 }
