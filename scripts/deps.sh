@@ -12,7 +12,8 @@ TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            python3 python3-botocore python3-jsonschema python3-psycopg python3-build python3-venv curl bubblewrap hyperfine pgbouncer
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
            qemu-system-x86 busybox-static cpio lintian man-db
-           chromium clang-format clang-tidy cppcheck)
+           chromium clang-format clang-tidy cppcheck
+           radosgw ceph-mon ceph-osd)
 
 want=("${BUILD_PKGS[@]}")
 case "${1:-all}" in

@@ -127,7 +127,7 @@ CONF
 # of one, the monitor's and the OSD's stores.  Once, at the first start.
 create_cluster() {
   rm -rf "$RGW_DIR"/{mon,osd,run,keyring,monmap,user.done}
-  local fsid; fsid=$(uuidgen)
+  local fsid; fsid=$(cat /proc/sys/kernel/random/uuid)
   write_conf "$fsid"
   local k="$RGW_DIR/keyring"
   ceph-authtool "$k" --create-keyring --gen-key -n mon. --cap mon 'allow *'
@@ -144,7 +144,7 @@ create_cluster() {
 }
 
 create_osd() {
-  local uuid; uuid=$(uuidgen)
+  local uuid; uuid=$(cat /proc/sys/kernel/random/uuid)
   timeout 60 ceph osd new "$uuid"
   mkdir -p "$RGW_DIR/osd/0"
   timeout 60 ceph-osd -i 0 --mkfs --osd-uuid "$uuid"
