@@ -203,11 +203,11 @@ start() {
   return 1
 }
 
-stop_one() {
+stop_one() {  # stop_one NAME [TENTHS]: TERM, then KILL after TENTHS (100) tenths of a second
   local pid
   if pid=$(pid_of "$1"); then
     kill "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq "${2:-100}"); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     kill -9 "$pid" 2>/dev/null || true
   fi
   rm -f "$RGW_DIR/run/$1.pid"
@@ -217,9 +217,13 @@ stop_one() {
 # the data outlives a stop.
 stop() {
   local n
-  for n in client.rgw client.rgw.sts osd.0; do stop_one "$n" & done
+  # Gateways first: one that loses its OSD first waits for it at exit.  A
+  # gateway may take 10 s to finish its background threads; what it stored
+  # is in the OSD already, so it gets 3.
+  for n in client.rgw client.rgw.sts; do stop_one "$n" 30 & done
   wait
-  stop_one mon.a
+  stop_one osd.0 & stop_one mon.a
+  wait
 }
 
 case "${1:-}" in
