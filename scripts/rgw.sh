@@ -222,8 +222,8 @@ stop() {
   # is in the OSD already, so it gets 3.
   for n in client.rgw client.rgw.sts; do stop_one "$n" 30 & done
   wait
-  stop_one osd.0 & stop_one mon.a
-  wait
+  stop_one osd.0   # it tells the monitor it is going: the monitor goes last
+  stop_one mon.a
 }
 
 case "${1:-}" in
