@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Local Ceph RADOS Gateway for the tests that want a real S3: Debian's
 # radosgw (Ceph 16.2) on a one-node cluster of its own, started by hand
-# (one monitor, one OSD on a file-backed bluestore, no manager, no cephx inside the
-# cluster), data under $BOXCAR_DEV/rgw.  Unlike s3rver it checks every
+# (one monitor, one OSD on a file-backed bluestore, no manager; cephx keys
+# made by ceph-authtool), data under $BOXCAR_DEV/rgw.  Unlike s3rver it checks every
 # SigV4 signature, honours If-None-Match and implements STS AssumeRole.
 # Ceph 16.2 has no cluster-less backend (dbstore came with 17), hence the
 # small cluster.
