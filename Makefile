@@ -275,6 +275,7 @@ dev-up: deps
 dev-down:
 	@scripts/pg.sh stop
 	@scripts/s3.sh stop
+	@scripts/rgw.sh stop
 
 # `make lint`: clang-tidy and cppcheck over the modules, and the C sources'
 # format (.clang-format; scripts/format.sh lists the files, and `make

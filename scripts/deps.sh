@@ -13,7 +13,8 @@ TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
            qemu-system-x86 busybox-static cpio lintian man-db
            chromium clang-format clang-tidy cppcheck
-           kubernetes-client yamllint python3-kubernetes)
+           kubernetes-client yamllint python3-kubernetes
+           radosgw ceph-mon ceph-osd)
 
 want=("${BUILD_PKGS[@]}")
 case "${1:-all}" in

@@ -1,6 +1,10 @@
 # Shared helpers for the shell test suites: TAP output, fresh databases,
 # and the built binaries.  Source it from a suite's scripts.
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/env.sh"
+# The S3 a test starts: s3rver (scripts/s3.sh), or Ceph's RADOS Gateway
+# (scripts/rgw.sh), which checks signatures, with BOXCAR_TEST_S3=rgw.
+S3SH="$BOXCAR_ROOT/scripts/s3.sh"
+[[ ${BOXCAR_TEST_S3:-s3rver} == rgw ]] && S3SH="$BOXCAR_ROOT/scripts/rgw.sh"
 # A caller may put a wrapper in front of the CLI (the VM suite does).
 BOXCAR=${BOXCAR_WRAPPER:-$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar}
 BOXCAR_SANDBOX="$BOXCAR_ROOT/${BOXCAR_BUILD:-build}/boxcar-sandbox"

@@ -14,7 +14,7 @@ fi
 if ! "$BOXCAR" sandbox detect | grep -q '^artifact base: *overlay'; then
   skip "artifact base: $("$BOXCAR" sandbox detect | sed -n 's/^artifact base: *//p')"; tap_done; exit 0
 fi
-eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+eval "$("$S3SH" start)"
 export BOXCAR_S3_PREFIX="e2e-ovl-$$"
 fresh_db e2e_artifact_overlay
 tmp=$(mktemp -d)

@@ -7,7 +7,7 @@
 # image specs fail with BAD_SPEC naming the field.  Needs root (mmdebstrap, the sandbox's setuid checks)
 # and the Debian mirror the first time.
 source "$(dirname "$0")/../lib.sh"
-eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+eval "$("$S3SH" start)"
 export BOXCAR_S3_PREFIX="e2e-img-$$"
 fresh_db e2e_images
 tmp=$(mktemp -d)

@@ -10,7 +10,7 @@ source "$(dirname "$0")/../lib.sh"
 if [[ $E2E_SANDBOX != namespace || $(id -u) -ne 0 ]] || ! grep -qw overlay /proc/filesystems; then
   skip "layered versions from overlays need the namespace backend as root"; tap_done; exit 0
 fi
-eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+eval "$("$S3SH" start)"
 export BOXCAR_S3_PREFIX="e2e-layers-$$"
 fresh_db e2e_layered
 tmp=$(mktemp -d)

@@ -1,8 +1,11 @@
-# Storage end to end against a real S3 server (s3rver): the CLI, volumes
-# by storage and by presigned URL, artifacts persisting across jobs, and
-# S3 failures.
+# Storage end to end against a real S3 server: the CLI, volumes by storage
+# and by presigned URL, artifacts persisting across jobs, and S3 failures.
+# Ceph's RADOS Gateway unless BOXCAR_TEST_S3 says s3rver: the one e2e
+# scenario where a server that checks signatures and If-None-Match runs in
+# every `make test` (the others take BOXCAR_TEST_S3=rgw too).
+: "${BOXCAR_TEST_S3:=rgw}"
 source "$(dirname "$0")/../lib.sh"
-eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+eval "$("$S3SH" start)"
 export BOXCAR_S3_PREFIX="e2e-$$"
 fresh_db e2e_storage
 tmp=$(mktemp -d)
@@ -85,7 +88,7 @@ sleep 2
 expired=$(echo '{"command": ["true"], "volumes": [{"name": "repo", "mount": "/mnt/r", "url": "'"$short"'"}]}' | "$BOXCAR" enqueue --max-attempts 1 --spec -)
 "$BOXCAR" status --wait "$expired" >/dev/null
 is "an expired presigned URL fails with FETCH_FAILED" "$(job_field $expired "status || ' ' || (error->>'code')")" "failed FETCH_FAILED"
-check "the error names the URL without its signature" bash -c "m=\$(psql -XqtA '$DATABASE_URL' -c \"select error->>'message' from boxcar.jobs where id = '$expired'\"); [[ \$m == *127.0.0.1* && \$m != *X-Amz-Signature* && \$m != *S3RVER* ]]"
+check "the error names the URL without its signature" bash -c "m=\$(psql -XqtA '$DATABASE_URL' -c \"select error->>'message' from boxcar.jobs where id = '$expired'\"); [[ \$m == *127.0.0.1* && \$m != *X-Amz-Signature* && \$m != *$AWS_ACCESS_KEY_ID* ]]"
 
 # S3 down: the job is retried with backoff and succeeds when S3 is back.
 # Its base is a version this worker never restored (pushed from outside):
@@ -93,10 +96,10 @@ check "the error names the URL without its signature" bash -c "m=\$(psql -XqtA '
 # nonce: the work dir, and its cache, outlive a run of this test).
 mkdir -p "$tmp/s2"; printf 'first\nsecond\n' > "$tmp/s2/notes.txt"; echo "$$-$RANDOM-$(date +%s%N)" > "$tmp/s2/nonce"
 a2=$("$BOXCAR" storage push notes-2 "$tmp/s2" 2>/dev/null)
-"$BOXCAR_ROOT/scripts/s3.sh" stop
+"$S3SH" stop
 down=$(echo '{"script": "cat notes.txt", "artifact": {"storage": "notes-2", "base": "'"$a2"'"}}' | "$BOXCAR" enqueue --max-attempts 6 --spec -)
 check "with S3 down the job is retried" wait_for "retried" 30 bash -c "[[ \$(psql -XqtA '$DATABASE_URL' -c \"select count(*) from boxcar.job_events where job_id = '$down' and kind = 'retried' and details->'error'->>'code' = 'FETCH_FAILED'\") -ge 1 ]]"
-eval "$("$BOXCAR_ROOT/scripts/s3.sh" start)"
+eval "$("$S3SH" start)"
 check "and succeeds once S3 is back" wait_for "finished" 60 finished "$down"
 is "with the artifact's contents" "$(job_field $down "status || ' ' || (result->>'stdout')")" "succeeded first
 second"
