@@ -7,13 +7,15 @@
 #   t_pgbouncer      1,000 jobs through PgBouncer in transaction mode
 #   t_deb            `make deb`'s package installed, run and purged (root)
 #   t_docker_privs   the compose worker's privileges, without Docker
+#   t_compose        the image built with podman and deploy/podman/compose.yml
+#                    run: jobs sandboxed on 2, then 3 replicas (root)
 # BOXCAR_T (`make test SUITES=ops T=t_deb`) picks parts by name
 # (tests/select.sh); --list prints the names.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
-names=(t_deploy_files t_worker_ops t_pgbouncer t_deb t_docker_privs)
+names=(t_deploy_files t_worker_ops t_pgbouncer t_deb t_docker_privs t_compose)
 [[ ${1:-} == --list ]] && { printf '%s\n' "${names[@]}"; exit 0; }
 picked=$(t_pick "${names[@]}") || exit 1
 
