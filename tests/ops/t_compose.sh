@@ -86,7 +86,8 @@ PY
     podman network rm -f "${project}_default" >/dev/null 2>&1 || true
   }
 
-  local t1=$SECONDS
+  local t1=$SECONDS vols0
+  vols0=$(podman volume ls -q | sort)
   pc up -d postgres s3 migrate
   BOXCAR_WORKERS=2 pc --podman-run-args="$run_args" up -d worker
   if wait_for "two workers" 120 workers_are 2; then
@@ -156,6 +157,7 @@ PY
   left="$(podman ps -aq --filter "label=io.podman.compose.project=$project")$(podman volume ls -q --filter "label=io.podman.compose.project=$project")"
   podman network exists "${project}_default" && left+=" network"
   podman container exists "$project-control" && left+=" control"
+  left+=$(comm -13 <(printf '%s\n' "$vols0") <(podman volume ls -q | sort) | sed 's/^/ volume /')
   is "teardown leaves no container, volume or network of the stack" "$left" ""
   diag "compose test wall time: $((SECONDS - t0)) s (images $((t1 - t0)) s, stack $((SECONDS - t1)) s)"
 }
