@@ -80,30 +80,48 @@ base() {
   echo "image: $BASE imported ($(podman image inspect --format '{{.Size}}' "$BASE") bytes)" >&2
 }
 
+image_id() { podman image inspect --format '{{.Id}}' "$1" 2>/dev/null || true; }
+
+# podman_build IMAGE ARGS...: builds IMAGE, and removes the image the tag
+# named before when the build made a new one, so that rebuilds leave no
+# untagged images behind (the build stage's layers stay: they are the cache).
+podman_build() {
+  local image=$1 old; shift
+  old=$(image_id "$image")
+  podman build --quiet --layers --pull=never -t "$image" "$@" >/dev/null
+  if [[ -n $old && $old != "$(image_id "$image")" ]]; then
+    podman rmi "$old" >/dev/null 2>&1 || true
+  fi
+}
+
 build() {
   base 0
   local start; start=$(date +%s)
-  podman build --quiet --layers --pull=never --build-arg DEBIAN_IMAGE="$BASE" \
-    -t "$IMAGE" -f Dockerfile . >/dev/null
+  podman_build "$IMAGE" --build-arg DEBIAN_IMAGE="$BASE" -f Dockerfile .
   echo "image: $IMAGE built in $(( $(date +%s) - start )) s, $(size) bytes" >&2
 }
 
 stack() {
   build
-  local ctx start; start=$(date +%s)
-  podman build --quiet --layers --pull=never --build-arg DEBIAN_IMAGE="$BASE" \
-    -t "$PG_IMAGE" -f deploy/podman/postgres.Containerfile deploy/podman >/dev/null
-  # s3rver and its dependencies, as package-lock.json pins them, installed
-  # by npm on the host into a context of their own (the image needs node
-  # only, which the boxcar image has).
-  ctx=$(mktemp -d "${TMPDIR:-/tmp}/boxcar-s3ctx.XXXXXX")
-  trap 'rm -rf "$ctx"' RETURN
-  cp deploy/podman/s3rver.Containerfile "$ctx/"
-  need npm
-  (cd "$ctx" && npm install --silent --no-audit --no-fund --omit=dev s3rver@3.7.1 >/dev/null)
-  podman build --quiet --layers --pull=never --build-arg BOXCAR_IMAGE="$IMAGE" \
-    -t "$S3_IMAGE" -f "$ctx/s3rver.Containerfile" "$ctx" >/dev/null
-  echo "image: $PG_IMAGE and $S3_IMAGE built in $(( $(date +%s) - start )) s" >&2
+  local ctx start from; start=$(date +%s)
+  podman_build "$PG_IMAGE" --build-arg DEBIAN_IMAGE="$BASE" \
+    -f deploy/podman/postgres.Containerfile deploy/podman
+  # s3rver and its dependencies installed by npm on the host into a context
+  # of their own (the image needs node only, which the boxcar image has);
+  # rebuilt only when the boxcar image or this recipe changed.
+  from="$(image_id "$IMAGE") $(sha256sum deploy/podman/s3rver.Containerfile | cut -c1-16)"
+  if [[ $(podman image inspect --format '{{index .Labels "org.boxcar.from"}}' "$S3_IMAGE" 2>/dev/null) != "$from" ]]; then
+    need npm
+    ctx=$(mktemp -d "${TMPDIR:-/tmp}/boxcar-s3ctx.XXXXXX")
+    cp deploy/podman/s3rver.Containerfile "$ctx/"
+    if ! (cd "$ctx" && npm install --silent --no-audit --no-fund --omit=dev s3rver@3.7.1 >/dev/null); then
+      rm -rf "$ctx"; echo "image: npm install s3rver@3.7.1 failed" >&2; exit 1
+    fi
+    podman_build "$S3_IMAGE" --build-arg BOXCAR_IMAGE="$IMAGE" --label "org.boxcar.from=$from" \
+      -f "$ctx/s3rver.Containerfile" "$ctx"
+    rm -rf "$ctx"
+  fi
+  echo "image: $PG_IMAGE and $S3_IMAGE ready in $(( $(date +%s) - start )) s" >&2
 }
 
 size() { podman image inspect --format '{{.Size}}' "$IMAGE"; }

@@ -86,8 +86,9 @@ PY
     podman network rm -f "${project}_default" >/dev/null 2>&1 || true
   }
 
-  local t1=$SECONDS vols0
+  local t1=$SECONDS vols0 imgs0
   vols0=$(podman volume ls -q | sort)
+  imgs0=$(podman images -aq | sort)
   pc up -d postgres s3 migrate
   BOXCAR_WORKERS=2 pc --podman-run-args="$run_args" up -d worker
   if wait_for "two workers" 120 workers_are 2; then
@@ -107,6 +108,22 @@ PY
   else
     not_ok "both replicas ran jobs"; diag "ran on: $ran; workers: $workers"
   fi
+  # Exactly the file's capabilities (the bounding set of the container's
+  # processes) and a seccomp filter, in every replica.
+  local want_bnd got
+  want_bnd=$(python3 - <<'PY'
+import yaml
+n = {"CHOWN": 0, "DAC_OVERRIDE": 1, "DAC_READ_SEARCH": 2, "FOWNER": 3, "FSETID": 4, "KILL": 5,
+     "SETGID": 6, "SETUID": 7, "SETPCAP": 8, "NET_BIND_SERVICE": 10, "NET_ADMIN": 12,
+     "NET_RAW": 13, "SYS_CHROOT": 18, "SYS_PTRACE": 19, "SYS_ADMIN": 21, "SYS_NICE": 23,
+     "SYS_RESOURCE": 24, "MKNOD": 27, "AUDIT_WRITE": 29, "SETFCAP": 31}
+w = yaml.safe_load(open("deploy/podman/compose.yml"))["services"]["worker"]
+print("%016x" % sum(1 << n[c] for c in w["cap_add"]))
+PY
+  )
+  got=$(for c in "${project}_worker_1" "${project}_worker_2"; do
+          podman exec "$c" sh -c 'grep -E "^(CapBnd|Seccomp):" /proc/1/status' | awk '{printf "%s ", $2}'; done)
+  is "the workers run with exactly the file's capabilities and a seccomp filter" "$got" "$want_bnd 2 $want_bnd 2 "
   local limits
   limits=$(podman exec "${project}_worker_1" sh -c 'ls -d /sys/fs/cgroup/memory/boxcar-* 2>/dev/null | head -1')
   check "the workers make per-job cgroups in their own (private) cgroup namespace" test -n "$limits"
@@ -159,6 +176,7 @@ PY
   podman container exists "$project-control" && left+=" control"
   left+=$(comm -13 <(printf '%s\n' "$vols0") <(podman volume ls -q | sort) | sed 's/^/ volume /')
   is "teardown leaves no container, volume or network of the stack" "$left" ""
+  is "running the stack added no image (scripts/image.sh's are the cache)" "$(podman images -aq | sort)" "$imgs0"
   diag "compose test wall time: $((SECONDS - t0)) s (images $((t1 - t0)) s, stack $((SECONDS - t1)) s)"
 }
 compose_test
