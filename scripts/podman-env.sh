@@ -1,4 +1,5 @@
-# Sourced (after env.sh) by scripts/image.sh and tests/ops/t_compose.sh:
+# Sourced by scripts/image.sh and tests/ops/t_compose.sh (and by hand, to
+# run deploy/podman/compose.yml):
 # points podman at a containers.conf of the project's own ($CONTAINERS_CONF,
 # under $BOXCAR_DEV/podman), made for this host, leaving /etc/containers
 # alone.  Two things in it are needed on hosts like the test machines:
@@ -13,6 +14,7 @@
 # The worker's own cgroup namespace is not here: podman 4.3 ignores
 # containers.conf's cgroupns on a cgroup v1 host, so it is given on the
 # worker's command line (deploy/podman/compose.yml says how).
+[[ -n ${BOXCAR_DEV:-} ]] || source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 podman_conf() {
   local dir="$BOXCAR_DEV/podman" nofile nproc
   mkdir -p "$dir"
