@@ -11,8 +11,9 @@
 #     (result.sandbox "namespace", uid 65534 in a user namespace, memory,
 #     pids and disk limits), on both replicas;
 #   - BOXCAR_WORKERS=3 adds a third replica, which registers and runs jobs;
-#   - a control worker with the same privileges less CAP_SYS_ADMIN fails its
-#     job closed (SANDBOX_SETUP, naming what failed);
+#   - control workers with the same privileges less CAP_SYS_ADMIN, or in
+#     the host's cgroup namespace, fail their jobs closed (SANDBOX_SETUP,
+#     naming what failed);
 #   - teardown leaves no container, volume or network of the stack.
 # Prints the image's size and the test's wall time.
 compose_test() {
@@ -79,7 +80,7 @@ PY
     # network: the containers go first here, with their volumes.
     local ids; ids=$(podman ps -aq --filter "label=io.podman.compose.project=$project")
     [[ -n $ids ]] && podman rm -f -v -t 5 $ids >/dev/null 2>&1
-    podman rm -f -v "$project-control" >/dev/null 2>&1 || true
+    podman rm -f -v "$project-nosysadmin" "$project-hostcgns" >/dev/null 2>&1 || true
     pc down || true
     ids=$(podman volume ls -q --filter "label=io.podman.compose.project=$project")
     [[ -n $ids ]] && podman volume rm -f $ids >/dev/null 2>&1
@@ -146,34 +147,40 @@ PY
     not_ok "the third replica ran jobs"; diag "third: $third; ran on: $ran"
   fi
 
-  # Control: the same worker without CAP_SYS_ADMIN fails its job closed.
-  local net="${project}_default" args
-  args=$(python3 - <<'PY'
-import shlex, yaml
+  # Controls: the same worker less one thing it needs fails its job closed.
+  #   nosysadmin  the file's privileges less CAP_SYS_ADMIN
+  #   hostcgns    all of them, in the host's cgroup namespace (podman's
+  #               default on cgroup v1): no writable cgroup for the jobs
+  local net="${project}_default" args name drop cgns cj err what
+  for what in "nosysadmin SYS_ADMIN private" "hostcgns - host"; do
+    read -r name drop cgns <<<"$what"
+    args=$(DROP=$drop python3 - <<'PY'
+import os, shlex, yaml
 w = yaml.safe_load(open("deploy/podman/compose.yml"))["services"]["worker"]
 a = ["--cap-drop=" + c for c in w["cap_drop"]]
-a += ["--cap-add=" + c for c in w["cap_add"] if c != "SYS_ADMIN"]
+a += ["--cap-add=" + c for c in w["cap_add"] if c != os.environ["DROP"]]
 a += ["--device=" + d for d in w["devices"]]
 a += ["--security-opt=" + s.replace("../", "deploy/") for s in w["security_opt"]]
 print(shlex.join(a))
 PY
-  )
-  eval "podman run -d --name '$project-control' --init --cgroupns=private --device-cgroup-rule='b 7:* rwm' \
-    --net '$net' -e 'DATABASE_URL=postgresql://boxcar:boxcar@postgres:5432/boxcar' \
-    $args localhost/boxcar:$(cat VERSION) boxcar worker --queues control --concurrency 1" >>"$log" 2>&1
-  local cj
-  cj=$(cq "select boxcar.enqueue('control', '{\"command\": [\"true\"]}', max_attempts => 1)")
-  echo "$cj" >"$W/jobs3"
-  wait_for "the control job" 60 all_done "$W/jobs3"
-  local err; err=$(cq "select status || ' ' || coalesce(error::text, '') from boxcar.jobs where id = '$cj'")
-  if [[ $err == "failed "*SANDBOX_SETUP* ]]; then ok "without CAP_SYS_ADMIN a job fails closed: ${err:0:160}"
-  else not_ok "without CAP_SYS_ADMIN a job fails closed"; diag "$err"; diag "$(podman logs "$project-control" 2>&1 | tail -5)"; fi
+    )
+    eval "podman run -d --name '$project-$name' --init --cgroupns=$cgns --device-cgroup-rule='b 7:* rwm' \
+      --net '$net' -e 'DATABASE_URL=postgresql://boxcar:boxcar@postgres:5432/boxcar' \
+      $args localhost/boxcar:$(cat VERSION) boxcar worker --queues '$name' --concurrency 1" >>"$log" 2>&1
+    cj=$(cq "select boxcar.enqueue('$name', '{\"command\": [\"true\"]}', max_attempts => 1)")
+    echo "$cj" >"$W/jobs-$name"
+    wait_for "the $name job" 60 all_done "$W/jobs-$name"
+    err=$(cq "select status || ' ' || coalesce(error::text, '') from boxcar.jobs where id = '$cj'")
+    if [[ $err == "failed "*SANDBOX_SETUP* ]]; then ok "control $name: the job fails closed: ${err:0:170}"
+    else not_ok "control $name: the job fails closed"; diag "$err"; diag "$(podman logs "$project-$name" 2>&1 | tail -5)"; fi
+  done
 
   teardown
   local left
   left="$(podman ps -aq --filter "label=io.podman.compose.project=$project")$(podman volume ls -q --filter "label=io.podman.compose.project=$project")"
   podman network exists "${project}_default" && left+=" network"
-  podman container exists "$project-control" && left+=" control"
+  podman container exists "$project-nosysadmin" && left+=" nosysadmin"
+  podman container exists "$project-hostcgns" && left+=" hostcgns"
   left+=$(comm -13 <(printf '%s\n' "$vols0") <(podman volume ls -q | sort) | sed 's/^/ volume /')
   is "teardown leaves no container, volume or network of the stack" "$left" ""
   is "running the stack added no image (scripts/image.sh's are the cache)" "$(podman images -aq | sort)" "$imgs0"
