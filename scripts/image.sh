@@ -31,8 +31,10 @@ PG_IMAGE=localhost/boxcar-postgres:15
 S3_IMAGE=localhost/boxcar-s3rver:3.7.1
 # The recipe of the base: a change here rebuilds it.  minbase (essential +
 # apt) like debian:12-slim, with the slim images' dpkg excludes, and the
-# same three sources as the official image.
-BASE_RECIPE="bookworm minbase $MIRROR $SECURITY slim-excludes v1"
+# same three sources as the official image.  mmdebstrap's merged-usr hook
+# merges /usr itself: without it bookworm's minbase installs usrmerge,
+# leaving perl behind (127 MB instead of 78).
+BASE_RECIPE="bookworm minbase merged-usr $MIRROR $SECURITY slim-excludes v2"
 
 need() {
   command -v "$1" >/dev/null || { echo "image: $1 is missing (make deps installs it)" >&2; exit 1; }
@@ -55,6 +57,7 @@ base() {
     # debian:12-slim's excludes (docs, man pages, locales) keep the base small;
     # the copyright files stay, as there.
     if ! mmdebstrap --mode=root --variant=minbase --format=tar \
+          --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
           --dpkgopt='path-exclude=/usr/share/man/*' \
           --dpkgopt='path-exclude=/usr/share/doc/*' \
           --dpkgopt='path-include=/usr/share/doc/*/copyright' \
@@ -94,6 +97,19 @@ podman_build() {
   fi
 }
 
+# Untagged images left from an older base (its recipe label, which every
+# image built on it inherits): the old base and its build stage.  The
+# current build stage, also untagged, is the layer cache and stays.
+prune_old() {
+  local id r _
+  for _ in 1 2 3; do
+    for id in $(podman images -q --filter dangling=true); do
+      r=$(podman image inspect --format '{{index .Labels "org.boxcar.recipe"}}' "$id" 2>/dev/null) || continue
+      if [[ -n $r && $r != "$BASE_RECIPE" ]]; then podman rmi "$id" >/dev/null 2>&1 || true; fi
+    done
+  done
+}
+
 build() {
   base 0
   local start; start=$(date +%s)
@@ -123,6 +139,7 @@ stack() {
       -f "$ctx/s3rver.Containerfile" "$ctx"
     rm -rf "$ctx"
   fi
+  prune_old
   echo "image: $PG_IMAGE and $S3_IMAGE ready in $(( $(date +%s) - start )) s" >&2
 }
 
