@@ -3,6 +3,10 @@
 #   docker build -t boxcar .
 #   docker run --rm boxcar boxcar version
 #
+# Built and run by the tests with podman on a base made by mmdebstrap, no
+# registry involved: scripts/image.sh (--build-arg DEBIAN_IMAGE=
+# localhost/debian:12-boxcar-base) and tests/ops/t_compose.sh.
+#
 # The build stage compiles build/boxcar and build/boxcar-sandbox with the
 # same -dev packages scripts/deps.sh installs (BUILD_PKGS); the runtime stage
 # has only their shared libraries, the job runtimes (python3, nodejs) and the

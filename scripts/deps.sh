@@ -11,6 +11,7 @@ RUN_PKGS=(postgresql-15 postgresql-client-15 ca-certificates procps iproute2
 TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            python3 python3-botocore python3-jsonschema python3-psycopg python3-build python3-venv curl bubblewrap hyperfine pgbouncer
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
+           podman podman-compose runc catatonit netavark aardvark-dns
            qemu-system-x86 busybox-static cpio lintian man-db
            chromium clang-format clang-tidy cppcheck
            kubernetes-client yamllint python3-kubernetes

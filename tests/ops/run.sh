@@ -10,13 +10,15 @@
 #   t_build          `make` installs nothing and names a missing library
 #   t_kubernetes     deploy/kubernetes: yamllint, kubectl kustomize, the
 #                    API schema, and true to the worker (no cluster)
+#   t_compose        the image built with podman and deploy/podman/compose.yml
+#                    run: jobs sandboxed on 2, then 3 replicas (root)
 # BOXCAR_T (`make test SUITES=ops T=t_deb`) picks parts by name
 # (tests/select.sh); --list prints the names.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
 cd "$BOXCAR_ROOT"
-names=(t_deploy_files t_worker_ops t_pgbouncer t_deb t_docker_privs t_build t_kubernetes)
+names=(t_deploy_files t_worker_ops t_pgbouncer t_deb t_docker_privs t_build t_kubernetes t_compose)
 [[ ${1:-} == --list ]] && { printf '%s\n' "${names[@]}"; exit 0; }
 picked=$(t_pick "${names[@]}") || exit 1
 
