@@ -2,7 +2,8 @@
 # environment in effect, $TOOL built, $W the scratch dir): a server that
 # checks signatures as AWS does refuses a wrong secret and an unknown key
 # with AWS's codes, stores nothing for them, honours If-None-Match: * on
-# PUT, and its STS issues temporary credentials a push can use.
+# PUT, and its STS issues temporary credentials a push can use, to a
+# request of its own and to boxcar's role_arn + source_profile.
 
 G="$W/rgw"; mkdir -p "$G/tree"
 head -c 40000 /dev/urandom > "$G/tree/blob"; echo rgw > "$G/tree/name"
@@ -83,3 +84,43 @@ out=$(AWS_ACCESS_KEY_ID=$s_key AWS_SECRET_ACCESS_KEY=$s_secret BOXCAR_TEST_RETRI
       AWS_ENDPOINT_URL_S3=$BOXCAR_RGW_STS_ENDPOINT tool push "$G/tree" "$W")
 check "RGW STS: without the session token the temporary key is refused (HTTP 403)" \
   eval 'has "$out" "ERROR UPLOAD_FAILED" && has "$out" "HTTP 403"'
+
+# ---- boxcar's own role_arn + source_profile against RGW's STS ------------------
+# The profile chain (storage/creds_assume.c) signs AssumeRole with the
+# source profile's keys, parses RGW's real answer, and pushes with the
+# temporary credentials; a role the user may not assume is refused with
+# STS's code.  No key in the environment: the profile is the only source.
+cat > "$G/role-config" <<CFG
+[profile base]
+aws_access_key_id = $AWS_ACCESS_KEY_ID
+aws_secret_access_key = $AWS_SECRET_ACCESS_KEY
+
+[profile role]
+role_arn = $BOXCAR_RGW_ROLE_ARN
+source_profile = base
+role_session_name = boxcar-storage-suite
+duration_seconds = 900
+
+[profile nosuch-role]
+role_arn = arn:aws:iam:::role/boxcar-no-such-role
+source_profile = base
+CFG
+as_role() {
+  env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY -u AWS_SESSION_TOKEN -u AWS_ENDPOINT_URL \
+      AWS_CONFIG_FILE="$G/role-config" AWS_SHARED_CREDENTIALS_FILE="$G/no-credentials" \
+      AWS_EC2_METADATA_DISABLED=true AWS_PROFILE="$1" AWS_ENDPOINT_URL_STS="$BOXCAR_RGW_STS_ENDPOINT" \
+      AWS_ENDPOINT_URL_S3="$BOXCAR_RGW_STS_ENDPOINT" BOXCAR_TEST_RETRIES=0 "$TOOL" "${@:2}" 2>&1
+}
+out=$(as_role role creds 2)
+check "role_arn + source_profile: boxcar's AssumeRole against RGW's STS gives the role's credentials, fetched once for two uses ($out)" \
+  test "$(grep -c '^source=assume role (profile role, source_profile base)' <<<"$out")" -eq 2 -a \
+       "$(grep -o 'key_id=[A-Za-z0-9]*' <<<"$out" | sort -u | wc -l)" -eq 1
+check "role_arn + source_profile: the temporary key is not the source's" \
+  eval '! has "$out" "key_id=$AWS_ACCESS_KEY_ID"'
+echo "role $RANDOM" > "$G/tree/sts"
+out=$(as_role role push "$G/tree" "$W")
+is "role_arn + source_profile: a push with the assumed role's credentials is stored" "$(field uploaded "$out")" 1
+check "role_arn + source_profile: no source secret in the output" eval '! has "$out" "$AWS_SECRET_ACCESS_KEY"'
+out=$(as_role nosuch-role creds 1)
+check "role_arn + source_profile: a role RGW does not know is refused, STS's answer named ($out)" \
+  has "$out" "STS AssumeRole returned HTTP"
