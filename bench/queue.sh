@@ -47,6 +47,8 @@
 # Settings (environment): BENCH_JOBS (2000), BENCH_CONCURRENCY (8),
 # BENCH_ROUNDS (3), BENCH_RATE (50), BENCH_LAT_SECONDS (10), BENCH_WARMUP
 # (100), BENCH_POLL_INTERVAL_S (5, both workers' poll fallback),
+# BENCH_STATEMENT_JOBS (500, sandboxed: the jobs of the per-statement
+# table, bench/pg_statements.sh, run after the measured phases),
 # BENCH_GW_LOG=warn (drop graphile-worker's per-job info lines), BENCH_KEEP=1
 # keeps the two databases and the files for inspection.
 set -euo pipefail
@@ -61,6 +63,7 @@ LAT_SECS=${BENCH_LAT_SECONDS:-10}
 WARMUP=${BENCH_WARMUP:-100}
 ROUNDS=${BENCH_ROUNDS:-3}
 POLL_S=${BENCH_POLL_INTERVAL_S:-5}
+STMT_N=${BENCH_STATEMENT_JOBS:-500}
 BOXCAR=$BOXCAR_ROOT/build/boxcar
 if [[ $SANDBOX == 1 ]]; then
   DB_BX=bench_queue_sb_boxcar DB_GW=bench_queue_sb_graphile
@@ -553,6 +556,15 @@ if [[ $SANDBOX == 1 ]]; then
   done
 fi
 
+# Where boxcar's PostgreSQL time per sandboxed job goes, statement by
+# statement (bench/pg_statements.sh): a worker of its own, after the
+# measured phases, so that the counting's cost stays out of the figures.
+if [[ $SANDBOX == 1 ]]; then
+  R[statements]=$(bench/pg_statements.sh "$DB_BX" "$STMT_N" "$BX_SPEC" --queues default \
+                    --concurrency "$C" --sandbox "$BACKEND" --poll-interval "${POLL_S}s" \
+                    --work-dir "$TMP/work") || die "bench/pg_statements.sh failed"
+fi
+
 [[ $(pg_start_time) == "$PG_STARTED" ]] ||
   die "PostgreSQL was restarted during the run (someone else's test?): figures are void"
 
@@ -654,6 +666,7 @@ if [[ $SANDBOX == 1 ]]; then
        "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms"
 fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
+[[ $SANDBOX == 1 ]] && echo "${R[statements]}"
 echo "the job's command alone, no sandbox or queue, $C at a time, $N runs (the ceiling over any queue's" \
      "jobs/s here): ${R[ceiling]} jobs/s, $(ratio "${R[ceiling]}" "${R[graphile.jobs_s]}")x graphile's throughput"
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"

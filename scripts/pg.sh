@@ -39,6 +39,10 @@ shared_buffers = 256MB
 fsync = on
 synchronous_commit = on
 log_min_messages = warning
+# Loaded, counting nothing unless a session or database asks
+# (bench/pg_statements.sh: a job's cost in the database per statement).
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = none
 CONF
 }
 
