@@ -139,7 +139,9 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
                 storage_cache_release(p->images, image);
                 return false;
         }
-        k->last_take_ms = bc_mono_ms();
+        sbpool_note_take(k, bc_mono_ms());
+        if (p->expected)
+                p->expected--;
         for (size_t i = 0; i < k->n && !got; i++) {
                 if (!k->items[i].ready)
                         continue;
@@ -160,6 +162,22 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
         storage_cache_release(p->images, image);
         wake(p);
         return got;
+}
+
+/* How long a claim's announcement holds: its jobs take theirs within
+ * milliseconds, or not at all (unsandboxed, another kind, failed). */
+#define EXPECT_MS 100
+
+void sandbox_pool_expect(struct sandbox_pool *p, unsigned n)
+{
+        if (!p || !n)
+                return;
+        pthread_mutex_lock(&p->mu);
+        uint64_t now = bc_mono_ms();
+        p->expected = now < p->expect_until_ms ? p->expected + n : n;
+        p->expect_until_ms = now + EXPECT_MS;
+        pthread_mutex_unlock(&p->mu);
+        wake(p);
 }
 
 void sandbox_pool_discard(struct sandbox_pool *p, struct sandbox_warm *w)
@@ -207,6 +225,14 @@ static void start_planned(struct sandbox_pool *p, const struct planned *plan, si
         }
 }
 
+static double elapsed_ms(const struct timespec *since)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)(t.tv_sec - since->tv_sec) * 1e3 +
+               (double)(t.tv_nsec - since->tv_nsec) / 1e6;
+}
+
 /* Under the lock: what the sandboxes said (ready, failed, died). */
 static void check_all(struct sandbox_pool *p, uint64_t now)
 {
@@ -226,8 +252,10 @@ static void check_all(struct sandbox_pool *p, uint64_t now)
                                 sbpool_discard_locked(p, &k->items[j]);
                                 sbpool_remove_at(k, j);
                         } else {
-                                if (r == 1 && !was_ready)
+                                if (r == 1 && !was_ready) {
                                         p->backoff_ms = 0;
+                                        sbpool_note_built(p, elapsed_ms(&k->items[j].started));
+                                }
                                 j++;
                         }
                         bc_error_clear(&err);
@@ -370,6 +398,9 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
         p->helper = strdup(helper);
         p->cgroup_parent = cgroup_parent ? strdup(cgroup_parent) : NULL;
         p->window_start_ms = bc_mono_ms();
+        /* Until one is timed: a cold setup's few milliseconds, doubled
+         * for the pool's nice. */
+        p->build_ms = 10;
         bool ok = p->wake_fd >= 0 && p->helper && (!cgroup_parent || p->cgroup_parent);
         for (size_t i = 0; i < MAX_KINDS; i++) {
                 p->kinds[i].network = i == 1 ? SANDBOX_NET_HOST : SANDBOX_NET_NONE;

@@ -40,6 +40,10 @@ void sandbox_pool_stop(struct sandbox_pool *p);
  * (the pool sizes itself on that).  NULL-safe. */
 bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, const char *image_sha,
                        struct sandbox_warm *ret);
+/* n jobs were just claimed and are about to take theirs: the pool starts
+ * their refills now rather than after the takes (counted for the host's
+ * root, network "none", for a moment).  NULL-safe. */
+void sandbox_pool_expect(struct sandbox_pool *p, unsigned n);
 /* A warm sandbox taken but not run (its handoff failed): the pool's
  * thread reaps it (SIGTERM, SIGKILL after a grace), not the slot. */
 void sandbox_pool_discard(struct sandbox_pool *p, struct sandbox_warm *w);
