@@ -544,8 +544,8 @@ R[boxcar.split99]=$(sql "$DB_BX" "select 'commit->claim ' || $(p99 a) || ' ms, c
 R[boxcar.tail]=$(sql "$DB_BX" "select count(*) || ' jobs at or above ' || round(min(t)::numeric, 2) || ' ms, mean commit->claim '
                                       || round(avg(a)::numeric, 2) || ', claim->spawn ' || round(avg(b)::numeric, 2)
                                       $([[ $SANDBOX == 1 ]] && echo "|| ', spawn->inside ' || round(avg(c)::numeric, 2)") || ' ms'
-                                 from (select s.*, percentile_cont(0.99) within group (order by t) over () p99
-                                         from ($BX_PHASES) s) q where t >= p99")
+                                 from ($BX_PHASES) q
+                                where t >= (select percentile_cont(0.99) within group (order by t) from ($BX_PHASES) s)")
 [[ -s $TMP/graphile.starts ]] || die "graphile-worker wrote no start times: $(tail -5 "$TMP/graphile.log")"
 sql "$DB_GW" "\\copy bench.starts from '$TMP/graphile.starts'" >/dev/null
 lat=$(sql "$DB_GW" "select $(pct_cols "x"), $(pct_cols "y") from (
