@@ -270,10 +270,12 @@ cpu_ticks_all() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo 
 # pg_ticks: the same for the whole PostgreSQL server: the postmaster with
 # the backends it reaped, and every process of it still running.
 pg_ticks() {
-  local pm t c
+  local pm t c u
   pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid")
   t=$(cpu_ticks_all "$pm")
-  for c in $(pgrep -P "$pm"); do t=$(( t + $(cpu_ticks "$c" 2>/dev/null || echo 0) )); done
+  # A backend that exits between pgrep and the read counts 0 here (its
+  # ticks go to the postmaster's reaped children).
+  for c in $(pgrep -P "$pm"); do u=$(cpu_ticks "$c" 2>/dev/null) || u=0; t=$(( t + ${u:-0} )); done
   echo "$t"
 }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
