@@ -69,6 +69,7 @@ struct sandbox_pool {
          * come, until expect_until_ms; counted for the host's "none". */
         unsigned expected;
         uint64_t expect_until_ms;
+        uint64_t last_miss_ms;         /* a take that found none ready: a cold start */
         struct dying dying[MAX_DYING]; /* under mu */
         size_t n_dying;
 };

@@ -32,6 +32,12 @@
  * while at 50 jobs/s commit -> command start inside fell from 4.1-5.2 to
  * 3.1-3.6 ms (p50). */
 #define POOL_NICE 5
+/* While the pool is behind (a job started cold within this), it makes
+ * its sandboxes at the jobs' priority: each cold start is the same build,
+ * at that priority, on the job's path, so yielding to it only makes the
+ * next job cold too (traced: under a saturating burst, the niced builds
+ * fell behind and about one job in six started cold). */
+#define BEHIND_MS 1000
 /* A discarded sandbox that has not exited by then is killed. */
 #define DISCARD_GRACE_MS 5000
 
@@ -154,6 +160,8 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
                 }
                 bc_error_clear(&err);
         }
+        if (!got)
+                p->last_miss_ms = bc_mono_ms();
         k->in_use++;
         if (k->in_use > k->peak_cur)
                 k->peak_cur = k->in_use;
@@ -325,6 +333,7 @@ static void *pool_main(void *arg)
         struct pollfd fds[1 + MAX_KINDS * 256];
         /* This thread's nice, not the worker's (Linux: per thread). */
         int base = getpriority(PRIO_PROCESS, 0);
+        bool niced = false;
         if (!may_restore_priority())
                 log_event(LOG_INFO, "sandbox.pool_priority", "reason",
                           "no CAP_SYS_NICE to put a warm sandbox back at the jobs' priority once "
@@ -333,6 +342,9 @@ static void *pool_main(void *arg)
         else if (setpriority(PRIO_PROCESS, (id_t)gettid(), base + POOL_NICE) < 0)
                 log_event(LOG_WARN, "sandbox.pool_priority", "error", strerror(errno), "effect",
                           "warm sandboxes are made at the jobs' priority", NULL);
+        else
+                niced = true;
+        bool behind = false;
         for (;;) {
                 uint64_t now = bc_mono_ms();
                 pthread_mutex_lock(&p->mu);
@@ -359,6 +371,16 @@ static void *pool_main(void *arg)
                 for (size_t i = 0; i < n_idle; i++)
                         storage_cache_release(p->images, idle[i]);
                 reap_dying(p, now, false);
+                if (n_plan && niced) {
+                        pthread_mutex_lock(&p->mu);
+                        bool b = p->last_miss_ms && now - p->last_miss_ms < BEHIND_MS;
+                        pthread_mutex_unlock(&p->mu);
+                        /* Lowering a nice back needs CAP_SYS_NICE: niced
+                         * says it is there.  A failure leaves it as it is. */
+                        if (b != behind && setpriority(PRIO_PROCESS, (id_t)gettid(),
+                                                       b ? base : base + POOL_NICE) == 0)
+                                behind = b;
+                }
                 if (n_plan) {
                         /* Round again: the new ones' sockets join the poll. */
                         start_planned(p, plan, n_plan, now);
