@@ -1,7 +1,8 @@
 /* The warm sandbox pool's sizing policy (sandbox_pool.h): per kind, as
- * many ready as were in use at once over the last demand window plus a
- * prefetch, at most --warm-sandboxes; a refill held back a moment after a
- * take; image kinds dropped once nobody asks for them; a backoff when
+ * many ready as were in use at once over the last demand window, or as
+ * jobs arrive during one build, plus a prefetch, at most --warm-sandboxes;
+ * as many made at once as that arrival rate needs; a refill held back a
+ * moment after a take while enough are ready; image kinds dropped once nobody asks for them; a backoff when
  * sandboxes cannot be made.  Called on the pool's thread, under its lock;
  * the thread itself, and what the slots call, are sandbox_pool.c. */
 #include "worker/exec/sandbox_pool-internal.h"
