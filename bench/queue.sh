@@ -17,9 +17,13 @@
 #               transaction, the worker otherwise idle (boxcar, then
 #               graphile); pickup = command start (taken by the worker just
 #               before it spawns `true`) - jobs.created_at, and - the moment
-#               the enqueuer got its COMMIT back; p50/p99
+#               the enqueuer got its COMMIT back; p50/p99; boxcar's split
+#               (commit->claim->spawn[->inside]) at p50 and at p99, and the
+#               slowest 1% traced (the mean of each phase over them)
 #   RSS         /proc/PID/status VmRSS of each worker process every 100 ms;
 #               peak over warm-up + throughput + latency
+#   warm        (sandboxed) boxcar's warm and cold sandbox starts, and
+#               the warm share of each throughput round (/metrics)
 #   CPU         over the throughput rounds, per job: the worker process's
 #               own time, with the children it reaped, and (sandboxed) all
 #               that ran in the worker's own cgroup (see cg_prepare)
