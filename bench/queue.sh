@@ -17,9 +17,13 @@
 #               transaction, the worker otherwise idle (boxcar, then
 #               graphile); pickup = command start (taken by the worker just
 #               before it spawns `true`) - jobs.created_at, and - the moment
-#               the enqueuer got its COMMIT back; p50/p99
+#               the enqueuer got its COMMIT back; p50/p99; boxcar's split
+#               (commit->claim->spawn[->inside]) at p50 and at p99, and the
+#               slowest 1% traced (the mean of each phase over them)
 #   RSS         /proc/PID/status VmRSS of each worker process every 100 ms;
 #               peak over warm-up + throughput + latency
+#   warm        (sandboxed) boxcar's warm and cold sandbox starts, and
+#               the warm share of each throughput round (/metrics)
 #   CPU         over the throughput rounds, per job: the worker process's
 #               own time, with the children it reaped, and (sandboxed) all
 #               that ran in the worker's own cgroup (see cg_prepare)
@@ -273,10 +277,12 @@ cpu_ticks_all() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo 
 # pg_ticks: the same for the whole PostgreSQL server: the postmaster with
 # the backends it reaped, and every process of it still running.
 pg_ticks() {
-  local pm t c
+  local pm t c u
   pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid")
   t=$(cpu_ticks_all "$pm")
-  for c in $(pgrep -P "$pm"); do t=$(( t + $(cpu_ticks "$c" 2>/dev/null || echo 0) )); done
+  # A backend that exits between pgrep and the read counts 0 here (its
+  # ticks go to the postmaster's reaped children).
+  for c in $(pgrep -P "$pm"); do u=$(cpu_ticks "$c" 2>/dev/null) || u=0; t=$(( t + ${u:-0} )); done
   echo "$t"
 }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
@@ -388,6 +394,7 @@ fi
 BX_SPAWN_US="extract(epoch from (j.result->>'started_at')::timestamptz) * 1e6"
 # p50 of EXPR, ms.
 p50() { echo "round(percentile_cont(0.5) within group (order by $1)::numeric, 2)"; }
+p99() { echo "round(percentile_cont(0.99) within group (order by $1)::numeric, 2)"; }
 
 # --- environment ------------------------------------------------------------------
 pg_start_time() { psql -X -qtA "$BOXCAR_ADMIN_URL" -c "select pg_postmaster_start_time()"; }
@@ -484,7 +491,11 @@ for s in boxcar graphile; do
 done
 read -r w0 c0 u0 m0 k0 d0 < <(pool_counts)
 for r in $(seq "$ROUNDS"); do
+  read -r wa ca _ < <(pool_counts)
   tp_round boxcar "$r"
+  read -r wb cb _ < <(pool_counts)
+  # Warm share of this round's starts (the pool keeping up under load).
+  R[warm_rounds]+="$(awk -v w=$((wb - wa)) -v c=$((cb - ca)) 'BEGIN { printf "%.0f%%", w + c ? 100 * w / (w + c) : 0 }') "
   sleep 0.3
   tp_round graphile "$r"
   sleep 0.3
@@ -526,12 +537,24 @@ IFS='|' read -r R[boxcar.p50] R[boxcar.p99] R[boxcar.max] R[boxcar.lat_n] \
 # Where boxcar's pickup goes: commit ack -> claim (jobs.started_at, set in
 # claim()) -> command start (result.started_at) [-> start inside the
 # sandbox], p50 of each.
+BX_PHASES="select (extract(epoch from j.started_at) * 1e6 - l.ack_us) / 1000 a,
+                  extract(epoch from (j.result->>'started_at')::timestamptz - j.started_at) * 1000 b,
+                  ($BX_START_US - $BX_SPAWN_US) / 1000 c, ($BX_START_US - l.ack_us) / 1000 t
+             from bench.lat l join boxcar.jobs j on j.id::text = l.id"
 R[boxcar.split]=$(sql "$DB_BX" "select 'commit->claim ' || $(p50 a) || ' ms, claim->spawn ' || $(p50 b) || ' ms'
                                     $([[ $SANDBOX == 1 ]] && echo "|| ', spawn->inside ' || $(p50 c) || ' ms'")
-                               from (select (extract(epoch from j.started_at) * 1e6 - l.ack_us) / 1000 a,
-                                            extract(epoch from (j.result->>'started_at')::timestamptz - j.started_at) * 1000 b,
-                                            ($BX_START_US - $BX_SPAWN_US) / 1000 c
-                                       from bench.lat l join boxcar.jobs j on j.id::text = l.id) s")
+                               from ($BX_PHASES) s")
+# The same phases at p99, each on its own; and the slowest 1% of the jobs
+# by commit->inside, traced: how many, and the mean of each phase over
+# them (where their tail went).
+R[boxcar.split99]=$(sql "$DB_BX" "select 'commit->claim ' || $(p99 a) || ' ms, claim->spawn ' || $(p99 b) || ' ms'
+                                    $([[ $SANDBOX == 1 ]] && echo "|| ', spawn->inside ' || $(p99 c) || ' ms'")
+                               from ($BX_PHASES) s")
+R[boxcar.tail]=$(sql "$DB_BX" "select count(*) || ' jobs at or above ' || round(min(t)::numeric, 2) || ' ms, mean commit->claim '
+                                      || round(avg(a)::numeric, 2) || ', claim->spawn ' || round(avg(b)::numeric, 2)
+                                      $([[ $SANDBOX == 1 ]] && echo "|| ', spawn->inside ' || round(avg(c)::numeric, 2)") || ' ms'
+                                 from ($BX_PHASES) q
+                                where t >= (select percentile_cont(0.99) within group (order by t) from ($BX_PHASES) s)")
 [[ -s $TMP/graphile.starts ]] || die "graphile-worker wrote no start times: $(tail -5 "$TMP/graphile.log")"
 sql "$DB_GW" "\\copy bench.starts from '$TMP/graphile.starts'" >/dev/null
 lat=$(sql "$DB_GW" "select $(pct_cols "x"), $(pct_cols "y") from (
@@ -653,6 +676,8 @@ row "$L_LAT max (ms)"              "${R[boxcar.max]}"          "${R[graphile.max
 row "$L_ACK max (ms)"              "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
 row "VmHWM at the end (MiB)"       "${R[boxcar.hwm_mib]}"      "${R[graphile.hwm_mib]}"
 echo "boxcar pickup p50 split: ${R[boxcar.split]}"
+echo "boxcar pickup p99 split: ${R[boxcar.split99]} (each phase's own p99)"
+echo "boxcar slowest 1% by $L_ACK: ${R[boxcar.tail]}"
 if [[ $SANDBOX == 1 ]]; then
   if (( ${R[warm_n]:-0} > 0 )); then
     echo "warm sandboxes held by the idle worker: ${R[warm_n]}, each $(( R[warm_pss_kb] / R[warm_n] )) KiB PSS" \
@@ -660,7 +685,7 @@ if [[ $SANDBOX == 1 ]]; then
   else
     echo "warm sandboxes held by the idle worker: none (pool off, or not root)"
   fi
-  echo "boxcar sandbox starts: ${R[starts]}"
+  echo "boxcar sandbox starts: ${R[starts]}; warm per throughput round: ${R[warm_rounds]}"
   echo "boxcar workspace filesystems in the throughput rounds: ${R[ws]}"
   echo "the job's command alone, in the job's environment, no sandbox or queue (spawn -> date inside, 400 runs, idle host):" \
        "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms"

@@ -14,6 +14,7 @@
 #include "worker/daemon/queue.h"
 #include "worker/db/db.h"
 #include "worker/exec/claim_gate.h"
+#include "worker/exec/sandbox_pool.h"
 #include "worker/log/log.h"
 #include "worker/metrics/wmetrics.h"
 
@@ -87,6 +88,9 @@ void loop_claim(struct loop *l)
                 loop_control_failed(l, "claim", &err);
                 return;
         }
+        /* Their slots take warm sandboxes next: the pool starts the
+         * refills now. */
+        sandbox_pool_expect(l->sandbox_pool, (unsigned)got);
         bool held = pending ? settle_claim(l, jobs, got) : true;
         for (size_t i = 0; !pending && i < got; i++) {
                 wmetrics_claimed(l->metrics, jobs[i]->queue, jobs[i]->pickup_s);

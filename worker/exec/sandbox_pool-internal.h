@@ -15,8 +15,12 @@
 #include "storage/storage.h"
 #include "worker/exec/sandbox_pool.h"
 
-/* Sandboxes being made at once: a refill must not starve running jobs. */
-#define MAX_STARTING 4
+/* Sandboxes being made at once: at least MIN_STARTING, more while the
+ * takes expected over one build (the arrival rate times the build time)
+ * need them, at most MAX_STARTING: a refill must not starve running jobs
+ * (the builds run niced, sandbox_pool.c), nor fall behind a burst. */
+#define MIN_STARTING 4
+#define MAX_STARTING 16
 #define MAX_DYING 64
 /* Images kept warm at once (each a kind per network); beyond, jobs on
  * further images start cold. */
@@ -37,6 +41,7 @@ struct pool_kind {
         unsigned in_use;
         unsigned peak_cur, peak_prev; /* most in use in this and the last window */
         uint64_t last_take_ms;
+        double gap_ms; /* EWMA of the time between takes (0: none yet) */
 };
 
 struct dying {
@@ -59,6 +64,12 @@ struct sandbox_pool {
         uint64_t window_start_ms;
         uint64_t backoff_until_ms;
         unsigned backoff_ms;
+        double build_ms; /* EWMA of a sandbox's spawn -> ready */
+        /* Takes announced by the claim (sandbox_pool_expect), not yet
+         * come, until expect_until_ms; counted for the host's "none". */
+        unsigned expected;
+        uint64_t expect_until_ms;
+        uint64_t last_miss_ms;         /* a take that found none ready: a cold start */
         struct dying dying[MAX_DYING]; /* under mu */
         size_t n_dying;
 };
@@ -82,6 +93,15 @@ static inline void sbpool_remove_at(struct pool_kind *k, size_t i)
 }
 
 /* ---- sandbox_pool_sizing.c (each under the lock) ---- */
+/* A take of kind k at now: its arrival rate. */
+void sbpool_note_take(struct pool_kind *k, uint64_t now);
+/* A sandbox came ready build_ms after its spawn. */
+void sbpool_note_built(struct sandbox_pool *p, double build_ms);
+/* Takes of kind i expected before a sandbox started now is ready: its
+ * arrival rate times the build time, plus those the claim announced. */
+unsigned sbpool_ahead(const struct sandbox_pool *p, size_t i, uint64_t now);
+/* How many sandboxes kind i should have, starting and ready. */
+unsigned sbpool_target(const struct sandbox_pool *p, size_t i, uint64_t now);
 /* Starts a new demand window when the last one is over. */
 void sbpool_roll_window(struct sandbox_pool *p, uint64_t now);
 /* Drops image kinds nobody asked for in a demand window once their

@@ -4,8 +4,9 @@
  * host's, or an image's; an image kind appears with the first job on it,
  * holds its own reference to the image in the cache, and goes away with
  * its sandboxes once no job asked for it for a minute): as many as were in use
- * at once over the last minute plus a small prefetch (ready besides those
- * in use), at most --warm-
+ * at once over the last minute, or as many as jobs take during one build
+ * (the arrival rate times the build time, plus what a claim announced),
+ * plus a small prefetch (ready besides those in use), at most --warm-
  * sandboxes; a kind nobody used for a minute keeps only the prefetch (the
  * host-network kind: none).  A slot takes one when it runs a job (never
  * blocking: an empty pool means a cold start), and the pool makes the
@@ -40,6 +41,10 @@ void sandbox_pool_stop(struct sandbox_pool *p);
  * (the pool sizes itself on that).  NULL-safe. */
 bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, const char *image_sha,
                        struct sandbox_warm *ret);
+/* n jobs were just claimed and are about to take theirs: the pool starts
+ * their refills now rather than after the takes (counted for the host's
+ * root, network "none", for a moment).  NULL-safe. */
+void sandbox_pool_expect(struct sandbox_pool *p, unsigned n);
 /* A warm sandbox taken but not run (its handoff failed): the pool's
  * thread reaps it (SIGTERM, SIGKILL after a grace), not the slot. */
 void sandbox_pool_discard(struct sandbox_pool *p, struct sandbox_warm *w);

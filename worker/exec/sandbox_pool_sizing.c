@@ -1,7 +1,8 @@
 /* The warm sandbox pool's sizing policy (sandbox_pool.h): per kind, as
- * many ready as were in use at once over the last demand window plus a
- * prefetch, at most --warm-sandboxes; a refill held back a moment after a
- * take; image kinds dropped once nobody asks for them; a backoff when
+ * many ready as were in use at once over the last demand window, or as
+ * jobs arrive during one build, plus a prefetch, at most --warm-sandboxes;
+ * as many made at once as that arrival rate needs; a refill held back a
+ * moment after a take while enough are ready; image kinds dropped once nobody asks for them; a backoff when
  * sandboxes cannot be made.  Called on the pool's thread, under its lock;
  * the thread itself, and what the slots call, are sandbox_pool.c. */
 #include "worker/exec/sandbox_pool-internal.h"
@@ -28,11 +29,56 @@
  * is refilled at once: its next job would start cold. */
 #define REFILL_DELAY_MS 4
 
-static unsigned target(const struct sandbox_pool *p, const struct pool_kind *k, uint64_t now)
+/* The arrival rate's smoothing: each take weighs 1/8 (a burst shows
+ * within a few takes, one late job does not halve the rate). */
+#define RATE_WEIGHT 0.125
+#define BUILD_WEIGHT 0.25
+
+void sbpool_note_take(struct pool_kind *k, uint64_t now)
 {
+        if (k->last_take_ms) {
+                double gap = (double)(now - k->last_take_ms);
+                if (gap > DEMAND_WINDOW_MS)
+                        gap = DEMAND_WINDOW_MS;
+                k->gap_ms = k->gap_ms > 0 ? k->gap_ms + RATE_WEIGHT * (gap - k->gap_ms) : gap;
+        }
+        k->last_take_ms = now;
+}
+
+void sbpool_note_built(struct sandbox_pool *p, double build_ms)
+{
+        p->build_ms = p->build_ms > 0 ? p->build_ms + BUILD_WEIGHT * (build_ms - p->build_ms)
+                                      : build_ms;
+}
+
+unsigned sbpool_ahead(const struct sandbox_pool *p, size_t i, uint64_t now)
+{
+        const struct pool_kind *k = &p->kinds[i];
+        unsigned n = i == 0 && now < p->expect_until_ms ? p->expected : 0;
+        if (!k->last_take_ms || k->gap_ms <= 0)
+                return n;
+        /* A rate that stopped decays: the time since the last take counts
+         * as a gap once it is longer than the average one. */
+        double gap = k->gap_ms;
+        if ((double)(now - k->last_take_ms) > gap)
+                gap = (double)(now - k->last_take_ms);
+        /* Rounded up: half a take expected is one to have ready. */
+        double takes = p->build_ms / (gap < 0.1 ? 0.1 : gap);
+        return n + (takes > p->max ? p->max : (unsigned)(takes + 0.999));
+}
+
+unsigned sbpool_target(const struct sandbox_pool *p, size_t i, uint64_t now)
+{
+        const struct pool_kind *k = &p->kinds[i];
         unsigned peak = k->peak_cur > k->peak_prev ? k->peak_cur : k->peak_prev;
         if (k->in_use > peak)
                 peak = k->in_use;
+        /* Or the takes that come while a refill is made: what a steady
+         * stream of jobs, of a rate the slots clear faster than their
+         * count would show, needs ready at once. */
+        unsigned ahead = sbpool_ahead(p, i, now);
+        if (ahead > peak)
+                peak = ahead;
         /* The host-network kind and images are made only while they are
          * asked for. */
         bool wanted = (k->network == SANDBOX_NET_NONE && !k->sha[0]) ||
@@ -43,16 +89,19 @@ static unsigned target(const struct sandbox_pool *p, const struct pool_kind *k, 
         return t < p->max ? t : p->max;
 }
 
-/* How long the kind's refill still waits after its last take (see
- * REFILL_DELAY_MS): 0 once due. */
-static uint64_t refill_wait_ms(const struct pool_kind *k, uint64_t now)
+/* How long kind i's refill still waits after its last take (see
+ * REFILL_DELAY_MS): 0 once due, or when the ready ones would run out
+ * before a sandbox started now is made (the rate is too high for the
+ * wait). */
+static uint64_t refill_wait_ms(const struct sandbox_pool *p, size_t i, uint64_t now)
 {
+        const struct pool_kind *k = &p->kinds[i];
         if (!k->last_take_ms || now - k->last_take_ms >= REFILL_DELAY_MS)
                 return 0;
-        for (size_t i = 0; i < k->n; i++)
-                if (k->items[i].ready)
-                        return k->last_take_ms + REFILL_DELAY_MS - now;
-        return 0;
+        unsigned ready = 0;
+        for (size_t j = 0; j < k->n; j++)
+                ready += k->items[j].ready;
+        return ready > sbpool_ahead(p, i, now) ? k->last_take_ms + REFILL_DELAY_MS - now : 0;
 }
 
 void sbpool_roll_window(struct sandbox_pool *p, uint64_t now)
@@ -105,18 +154,20 @@ void sbpool_note_failure(struct sandbox_pool *p, const struct bc_error *err, uin
  * would otherwise wait for. */
 size_t sbpool_rebalance(struct sandbox_pool *p, uint64_t now, struct planned *ret)
 {
-        size_t starting = 0, n = 0;
-        for (size_t i = 0; i < p->n_kinds; i++)
+        size_t starting = 0, n = 0, most = 0;
+        for (size_t i = 0; i < p->n_kinds; i++) {
                 for (size_t j = 0; j < p->kinds[i].n; j++)
                         starting += !p->kinds[i].items[j].ready;
-        size_t room = now < p->backoff_until_ms || starting >= MAX_STARTING
-                              ? 0
-                              : MAX_STARTING - starting;
+                most += sbpool_ahead(p, i, now);
+        }
+        /* As many at once as takes are expected over one build. */
+        most = most < MIN_STARTING ? MIN_STARTING : most > MAX_STARTING ? MAX_STARTING : most;
+        size_t room = now < p->backoff_until_ms || starting >= most ? 0 : most - starting;
         for (size_t i = 0; i < p->n_kinds; i++) {
                 struct pool_kind *k = &p->kinds[i];
-                if (refill_wait_ms(k, now))
+                if (refill_wait_ms(p, i, now))
                         continue;
-                unsigned t = target(p, k, now);
+                unsigned t = sbpool_target(p, i, now);
                 for (size_t have = k->n; have < t && n < room; have++)
                         ret[n++] = (struct planned){
                                 .kind = i,
@@ -138,7 +189,7 @@ size_t sbpool_rebalance(struct sandbox_pool *p, uint64_t now, struct planned *re
 int sbpool_wait_ms(const struct sandbox_pool *p, uint64_t now, int timeout_ms)
 {
         for (size_t i = 0; i < p->n_kinds; i++) {
-                uint64_t wait = refill_wait_ms(&p->kinds[i], now);
+                uint64_t wait = refill_wait_ms(p, i, now);
                 if (wait && wait < (uint64_t)timeout_ms)
                         timeout_ms = (int)wait;
         }
