@@ -16,8 +16,11 @@
 #   scripts/rgw.sh admin .. radosgw-admin against this cluster
 #
 # Ports: the gateway on 127.0.0.1:$BOXCAR_RGW_PORT (default 54580), the
-# monitor on the next one, the OSD on the four after it, and a second
-# gateway with STS on the one after those (port + 6).  Two gateways because
+# monitor on the next one, a second gateway with STS on the one after
+# (port + 2), and the OSD's four listeners within the twelve after those
+# (port + 3 to + 14): these ports are in Linux's ephemeral range, so one
+# of them may be some connection's local port for a while, and a range
+# wider than four lets the OSD bind around it.  Two gateways because
 # RGW 16.2 with STS enabled answers every failed S3 authentication with
 # AccessDenied, where AWS (and RGW without STS) says SignatureDoesNotMatch
 # or InvalidAccessKeyId.  The user $BOXCAR_RGW_USER has the fixed keys
@@ -34,9 +37,9 @@ BOXCAR_RGW_ROLE=boxcar-test
 ACCESS_KEY=BOXCARRGWTESTKEY0001
 SECRET_KEY=boxcar-rgw-test-secret-not-for-production
 MON_PORT=$((BOXCAR_RGW_PORT + 1))
-OSD_PORT_MIN=$((BOXCAR_RGW_PORT + 2))
-OSD_PORT_MAX=$((BOXCAR_RGW_PORT + 5))
-STS_PORT=$((BOXCAR_RGW_PORT + 6))
+STS_PORT=$((BOXCAR_RGW_PORT + 2))
+OSD_PORT_MIN=$((BOXCAR_RGW_PORT + 3))
+OSD_PORT_MAX=$((BOXCAR_RGW_PORT + 14))
 RGW_DIR="$BOXCAR_DEV/rgw"
 CONF="$RGW_DIR/ceph.conf"
 LOG="$RGW_DIR/log/client.rgw.log"
@@ -183,15 +186,23 @@ start() {
   local setup="$RGW_DIR/log/setup.log"
   mkdir -p "$RGW_DIR/log"
   {
-    [[ -e $RGW_DIR/mon/a/done ]] || create_cluster
+    # An existing cluster's configuration is written again (same fsid):
+    # its ports follow this script's layout.
+    if [[ -e $RGW_DIR/mon/a/done ]]; then write_conf "$(sed -n 's/^fsid = //p' "$CONF")"; else create_cluster; fi
     up mon.a ceph-mon -i a
     [[ -e $RGW_DIR/osd/0/done ]] || create_osd
     up osd.0 ceph-osd -i 0
     up client.rgw radosgw -n client.rgw
     up client.rgw.sts radosgw -n client.rgw.sts
   } >>"$setup" 2>&1 || { echo "rgw.sh: the cluster did not start; see $setup" >&2; return 1; }
-  # The gateway answers once its pools exist, which needs the OSD up.
-  for _ in $(seq 600); do
+  # The gateway answers once its pools exist, which needs the OSD up.  An
+  # OSD that gave up (it found none of its ports free, say) is started
+  # again.  Two minutes: a first start on a loaded host takes one.
+  local i
+  for i in $(seq 1200); do
+    if (( i % 50 == 0 )) && ! pid_of osd.0 >/dev/null; then
+      up osd.0 ceph-osd -i 0 >>"$setup" 2>&1 || true
+    fi
     if answers && answers "$STS_PORT"; then
       [[ -e $RGW_DIR/user.done ]] || create_user >>"$setup" 2>&1 ||
         { echo "rgw.sh: creating the S3 user, role and bucket failed; see $setup" >&2; return 1; }
@@ -199,7 +210,7 @@ start() {
     fi
     sleep 0.1
   done
-  echo "rgw.sh: radosgw did not answer within 60 s; see $LOG and $setup" >&2
+  echo "rgw.sh: radosgw did not answer within 120 s; see $LOG and $setup" >&2
   return 1
 }
 
