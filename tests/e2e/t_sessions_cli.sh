@@ -96,7 +96,7 @@ is "it lists every session, by scope and id" \
    "acme/chat-7 acme/st-1 acme/ui-1 default/s1 "
 ui_row() { grep -o "<tr data-id=\"$1\">.*</tr>" <<<"$page"; }
 check "a live session's row: state, holder (gone: no such worker), jobs, last job, queued" \
-  grep -qF '<td class="state">live</td><td class="holder">w-live (gone)</td><td class="jobs">5</td><td class="last">2026-01-02 03:04:05</td><td class="queued">1</td>' <<<"$(ui_row acme/ui-1)"
+  grep -qE '<td class="state">live</td><td class="holder">w-live \(gone\)</td><td class="jobs">5</td><td class="last"><time datetime="2026-01-02 03:04:05" title="2026-01-02 03:04:05">[0-9]+ (s|min|h|d) ago</time></td><td class="queued">1</td>' <<<"$(ui_row acme/ui-1)"
 check "with an End button" grep -q 'data-action="end-session"' <<<"$(ui_row acme/ui-1)"
 check "an ending one shows ending, without a button" \
   bash -c 'grep -qF "<td class=\"state\">ending</td>" <<<"$1" && ! grep -q "data-action" <<<"$1"' _ "$(ui_row acme/chat-7)"
