@@ -38,7 +38,7 @@ WORKDIR /src
 # Only what the executables are built from: no build/, .dev/ (a local
 # PostgreSQL cluster), node_modules/ or .git/ end up in a layer.
 COPY Makefile VERSION ./
-COPY scripts/embed-sql.sh scripts/embed-text.sh scripts/
+COPY scripts/embed-sql.sh scripts/embed-text.sh scripts/check-libs.sh scripts/
 COPY common/ common/
 COPY agent/ agent/
 COPY storage/ storage/
