@@ -57,6 +57,20 @@ check "unreachable: /readyz says 's3: unreachable: <curl's reason>'" \
   wait_for "unreachable" 20 bash -c "[[ \$(curl -s '$M/readyz') == 's3: unreachable: '* ]]"
 kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 
+# upload_and_count_leaks LABEL STORAGE WORKER: a job's artifact uploaded
+# through STORAGE with the worker's credentials; $leaks counts the issued
+# secrets and tokens ($A/keys) found in WORKER's log.
+upload_and_count_leaks() {
+  local j akid secret token s
+  j=$(echo "{\"script\": \"echo via-$2 > out.txt\", \"artifact\": {\"storage\": \"$2\"}}" | "$BOXCAR" enqueue --spec -)
+  "$BOXCAR" status --wait "$j" >/dev/null
+  is "$1: a job's artifact is uploaded with them (signatures verified)" "$(job_field "$j" status)" succeeded
+  leaks=0
+  while read -r akid secret token; do
+    for s in "$secret" "$token"; do [[ -n $s ]] && grep -qF -- "$s" "$(logof "$3")" && leaks=$((leaks + 1)); done
+  done < "$A/keys"
+}
+
 # ---- web identity credentials, a job uploading through the proxy ---------------------
 mp=$(free_port); MOCK=http://127.0.0.1:$mp
 printf 'eyJ.web-identity-%s.sig\n' "$RANDOM$RANDOM" > "$A/web-token"
@@ -74,13 +88,7 @@ export AWS_ACCESS_KEY_ID=$static_key AWS_SECRET_ACCESS_KEY=$static_secret  # for
 check "web identity: /readyz 200 (bucket checked with STS credentials)" wait_for "ready" 20 readyz_is "$M" "ok"
 check "web identity: the worker names its credential source" \
   grep -q 's3.ready.*credentials="\{0,1\}web identity' "$(logof ready-d)"
-j=$(echo '{"script": "echo via-sts > out.txt", "artifact": {"storage": "ready-sts"}}' | "$BOXCAR" enqueue --spec -)
-"$BOXCAR" status --wait "$j" >/dev/null
-is "web identity: a job's artifact is uploaded with them (signatures verified)" "$(job_field "$j" status)" succeeded
-leaks=0
-while read -r akid secret token; do
-  for s in "$secret" "$token"; do [[ -n $s ]] && grep -qF -- "$s" "$(logof ready-d)" && leaks=$((leaks + 1)); done
-done < "$A/keys"
+upload_and_count_leaks "web identity" ready-sts ready-d
 grep -qF -- "$(cat "$A/web-token")" "$(logof ready-d)" && leaks=$((leaks + 1))
 check "web identity: no secret key, session token or web token in the worker's log ($(wc -l < "$A/keys") keys issued)" \
   test "$leaks" -eq 0 -a "$(wc -l < "$A/keys")" -ge 1
@@ -140,13 +148,7 @@ export AWS_ACCESS_KEY_ID=$static_key AWS_SECRET_ACCESS_KEY=$static_secret
 check "credential_process: /readyz 200 (bucket checked with the process's credentials)" wait_for "ready" 20 readyz_is "$M" "ok"
 check "credential_process: the worker names the source" \
   grep -q "s3.ready.*credential_process (profile proc: $A/creds.sh)" "$(logof ready-proc)"
-j=$(echo '{"script": "echo via-process > out.txt", "artifact": {"storage": "ready-proc"}}' | "$BOXCAR" enqueue --spec -)
-"$BOXCAR" status --wait "$j" >/dev/null
-is "credential_process: a job's artifact is uploaded with them (signatures verified)" "$(job_field "$j" status)" succeeded
-leaks=0
-while read -r akid secret token; do
-  for s in "$secret" "$token"; do [[ -n $s ]] && grep -qF -- "$s" "$(logof ready-proc)" && leaks=$((leaks + 1)); done
-done < "$A/keys"
+upload_and_count_leaks credential_process ready-proc ready-proc
 is "credential_process: no secret or token in the worker's log" "$leaks" 0
 kill "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 tap_done
