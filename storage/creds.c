@@ -29,7 +29,7 @@ enum creds_kind {
 
 struct creds_provider {
         enum creds_kind kind;
-        char source[192];
+        char source[640]; /* a credential_process path may be long */
         struct aws_creds fixed;
         char *role_arn, *token_file, *session_name, *sts_endpoint;
         char *url, *auth_token, *auth_token_file;
@@ -242,7 +242,7 @@ static int pick_process(struct creds_provider *p, const struct aws_profile *prof
                 return bc_error_prefix(err, "profile %s (%s)", prof->name, prof->config_path);
         p->kind = CREDS_PROCESS;
         /* The command, not its arguments: they may hold a secret's name. */
-        snprintf(p->source, sizeof(p->source), "credential_process (profile %.64s: %.64s)",
+        snprintf(p->source, sizeof(p->source), "credential_process (profile %.64s: %.512s)",
                  prof->name, p->argv[0]);
         return 1;
 }

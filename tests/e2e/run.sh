@@ -13,6 +13,8 @@ picked=$(t_pick "${names[@]}") || exit 1
 rc=0
 for t in $picked; do
   echo "# $t.sh"
+  s0=$SECONDS
   bash "$t.sh" || rc=1
+  echo "# $t.sh: $((SECONDS - s0)) s"
 done
 exit $rc

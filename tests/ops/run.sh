@@ -28,7 +28,9 @@ trap 'rm -rf "$W"; cleanup_bg' EXIT
 have_yaml() { python3 -c 'import yaml' 2>/dev/null; }
 
 for t in $picked; do
+  ops_t0=$SECONDS
   source "tests/ops/$t.sh"
+  echo "# $t: $((SECONDS - ops_t0)) s"
 done
 
 tap_done

@@ -58,7 +58,9 @@ else
 fi
 
 # ---- credential_process ----------------------------------------------------------
-CP="$A/cp dir"; mkdir -p "$CP"
+# A long directory name: the process's path is named in full wherever it
+# appears (a CI clone's path once went past a 64-character cut).
+CP="$A/cp dir/a directory name long enough to pass sixty-four characters on its own"; mkdir -p "$CP"
 # The process: new keys each run (added to the proxy's keys), its argv and
 # run count recorded, its behaviour from $CP/mode and $CP/lifetime.
 cat > "$CP/cred proc.sh" <<SCRIPT

@@ -11,5 +11,7 @@ names=(test_receiver_selftest t_delivery t_recorded t_scopes t_load)
 [[ ${1:-} == --list ]] && { printf '%s\n' "${names[@]}"; exit 0; }
 picked=$(t_pick "${names[@]}") || exit 1
 for t in $picked; do
+  s0=$SECONDS
   bash "tests/webhooks/$t.sh"
+  echo "# $t: $((SECONDS - s0)) s"
 done
