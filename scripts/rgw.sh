@@ -15,12 +15,15 @@
 #   scripts/rgw.sh log      path of the gateway's log
 #   scripts/rgw.sh admin .. radosgw-admin against this cluster
 #
-# Ports: the gateway on 127.0.0.1:$BOXCAR_RGW_PORT (default 54580), the
+# Ports: the gateway on 127.0.0.1:$BOXCAR_RGW_PORT (default 27580), the
 # monitor on the next one, a second gateway with STS on the one after
 # (port + 2), and the OSD's four listeners within the twelve after those
-# (port + 3 to + 14): these ports are in Linux's ephemeral range, so one
-# of them may be some connection's local port for a while, and a range
-# wider than four lets the OSD bind around it.  Two gateways because
+# (port + 3 to + 14).  The default is below Linux's ephemeral range
+# (32768-60999): the cluster starts in the middle of a test run, when a
+# port in that range may be some connection's local port (54580 once was,
+# and the gateway could not bind); a port given in that range still works
+# most of the time, and the OSD's range wider than four lets it bind
+# around a port in use.  Two gateways because
 # RGW 16.2 with STS enabled answers every failed S3 authentication with
 # AccessDenied, where AWS (and RGW without STS) says SignatureDoesNotMatch
 # or InvalidAccessKeyId.  The user $BOXCAR_RGW_USER has the fixed keys
@@ -30,7 +33,7 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 
-: "${BOXCAR_RGW_PORT:=54580}"
+: "${BOXCAR_RGW_PORT:=27580}"
 : "${BOXCAR_S3_BUCKET:=boxcar}"
 BOXCAR_RGW_USER=boxcar
 BOXCAR_RGW_ROLE=boxcar-test
@@ -188,7 +191,17 @@ start() {
   {
     # An existing cluster's configuration is written again (same fsid):
     # its ports follow this script's layout.
-    if [[ -e $RGW_DIR/mon/a/done ]]; then write_conf "$(sed -n 's/^fsid = //p' "$CONF")"; else create_cluster; fi
+    # Daemons still running with other ports are stopped first, and the
+    # monitor, whose address is in its map, is given the new one.
+    if [[ -e $RGW_DIR/mon/a/done ]]; then
+      local before fsid; before=$(cat "$CONF"); fsid=$(sed -n 's/^fsid = //p' "$CONF")
+      write_conf "$fsid"
+      if [[ $(cat "$CONF") != "$before" ]]; then
+        stop
+        monmaptool --create --clobber --fsid "$fsid" --addv a "[v2:127.0.0.1:$MON_PORT]" "$RGW_DIR/monmap" &&
+          timeout 60 ceph-mon -i a --inject-monmap "$RGW_DIR/monmap"
+      fi
+    else create_cluster; fi
     up mon.a ceph-mon -i a
     [[ -e $RGW_DIR/osd/0/done ]] || create_osd
     up osd.0 ceph-osd -i 0
@@ -196,12 +209,15 @@ start() {
     up client.rgw.sts radosgw -n client.rgw.sts
   } >>"$setup" 2>&1 || { echo "rgw.sh: the cluster did not start; see $setup" >&2; return 1; }
   # The gateway answers once its pools exist, which needs the OSD up.  An
-  # OSD that gave up (it found none of its ports free, say) is started
-  # again.  Two minutes: a first start on a loaded host takes one.
+  # OSD or a gateway that gave up (its port was some connection's for a
+  # moment, say) is started again.  Two minutes: a first start on a
+  # loaded host takes one.
   local i
   for i in $(seq 1200); do
-    if (( i % 50 == 0 )) && ! pid_of osd.0 >/dev/null; then
-      up osd.0 ceph-osd -i 0 >>"$setup" 2>&1 || true
+    if (( i % 50 == 0 )); then
+      pid_of osd.0 >/dev/null || up osd.0 ceph-osd -i 0 >>"$setup" 2>&1 || true
+      pid_of client.rgw >/dev/null || up client.rgw radosgw -n client.rgw >>"$setup" 2>&1 || true
+      pid_of client.rgw.sts >/dev/null || up client.rgw.sts radosgw -n client.rgw.sts >>"$setup" 2>&1 || true
     fi
     if answers && answers "$STS_PORT"; then
       [[ -e $RGW_DIR/user.done ]] || create_user >>"$setup" 2>&1 ||

@@ -46,21 +46,39 @@ running_pid() {
 
 start() {
   mkdir -p "$S3_DIR/data"
-  if running_pid >/dev/null && answers; then
-    print_env; return 0
+  # One start at a time: tests running side by side call this together,
+  # and a second s3rver would fail to bind yet leave its pid behind.
+  exec 9>"$S3_DIR/start.lock"
+  flock 9
+  local pid
+  if pid=$(running_pid); then
+    # Ours and alive: busy with another test's upload it may take a
+    # while to answer, which does not make it someone else's.
+    for _ in $(seq 150); do
+      if answers; then print_env; return 0; fi
+      sleep 0.1
+    done
+    echo "s3.sh: s3rver (pid $pid) does not answer on port $BOXCAR_S3_PORT; see $LOG" >&2
+    return 1
   fi
   if answers; then
     echo "s3.sh: port $BOXCAR_S3_PORT is taken by something else" >&2; return 1
   fi
   [[ -x $S3RVER ]] || "$BOXCAR_ROOT/scripts/deps.sh" all
-  # setsid: its own session, so a test's job control or Ctrl-C does not take it down.
+  # setsid: its own session, so a test's job control or Ctrl-C does not
+  # take it down; 9>&-: it must not hold the start lock.
   setsid "$S3RVER" -d "$S3_DIR/data" -a 127.0.0.1 -p "$BOXCAR_S3_PORT" \
-    --configure-bucket "$BOXCAR_S3_BUCKET" >>"$LOG" 2>&1 < /dev/null &
-  echo $! > "$PIDFILE"
+    --configure-bucket "$BOXCAR_S3_BUCKET" >>"$LOG" 2>&1 < /dev/null 9>&- &
+  pid=$!
   for _ in $(seq 100); do
-    if answers; then print_env; return 0; fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      echo "s3.sh: s3rver exited at start; see $LOG" >&2; return 1
+    fi
+    # The pid is recorded once it answers: a start that failed leaves none.
+    if answers; then echo "$pid" > "$PIDFILE"; print_env; return 0; fi
     sleep 0.1
   done
+  kill "$pid" 2>/dev/null
   echo "s3.sh: s3rver did not come up; see $LOG" >&2
   return 1
 }

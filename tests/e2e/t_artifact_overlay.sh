@@ -11,8 +11,11 @@ fi
 # As root each sandbox's job has host ids of its own (docs/tenants.md,
 # Host identities), which an overlay cannot be idmapped to: bases are
 # extracted, and detect says why.
-if ! "$BOXCAR" sandbox detect | grep -q '^artifact base: *overlay'; then
-  skip "artifact base: $("$BOXCAR" sandbox detect | sed -n 's/^artifact base: *//p')"; tap_done; exit 0
+base=$("$BOXCAR" sandbox detect | sed -n 's/^artifact base: *//p')
+if [[ $base != overlay* ]]; then
+  check "artifact base: extracted, since the jobs' host ids are their own, and detect says so ($base)" \
+    grep -q "^extracted into each job's workspace: each sandbox's job has host ids of its own" <<<"$base"
+  tap_done; exit
 fi
 eval "$("$S3SH" start)"
 export BOXCAR_S3_PREFIX="e2e-ovl-$$"

@@ -70,14 +70,33 @@ clean() {
 }
 
 # --- unit tests -------------------------------------------------------------
+# memcheck runs one thread at a time, so one test binary per CPU runs at
+# once (VG_LANES), each into its own files; the results are read in order.
+vg_units=()
 for u in $picked; do
   [[ $u == worker ]] && continue
-  t=$build/tests/unit/$u
-  name=${t##*/}
   [[ $u == sandbox/test_seccomp ]] && continue   # seccomp(2): see above
   [[ $u == agent/test_spawn ]] && continue       # vfork: see above
+  vg_units+=("$u")
+done
+vg_unit() {  # vg_unit NAME BINARY: its output in $T/out-NAME, status in $T/rc-NAME
+  CMOCKA_MESSAGE_OUTPUT=TAP vg "$1" "$2" > "$T/out-$1" 2>&1
+  echo $? > "$T/rc-$1"
+}
+lanes=${VG_LANES:-$(nproc)}
+running=0
+for u in "${vg_units[@]}"; do
+  t=$build/tests/unit/$u
+  [[ -x $t ]] || continue
+  if (( running >= lanes )); then wait -n; running=$((running - 1)); fi
+  vg_unit "${t##*/}" "$t" & running=$((running + 1))
+done
+wait
+for u in "${vg_units[@]}"; do
+  t=$build/tests/unit/$u
+  name=${t##*/}
   [[ -x $t ]] || { not_ok "$name under valgrind: $t is not built"; continue; }
-  out=$(CMOCKA_MESSAGE_OUTPUT=TAP vg "$name" "$t" 2>&1); rc=$?
+  out=$(cat "$T/out-$name"); rc=$(cat "$T/rc-$name")
   n=$(grep -c '^ok' <<<"$out")
   if [[ $rc -eq 0 ]] && ! grep -q '^not ok' <<<"$out" && clean "$name"; then
     ok "$name under valgrind: $n tests, no error, nothing lost"

@@ -6,7 +6,8 @@
 # emulation (TCG) unless KVM is usable (below).  The console goes to
 # $BOXCAR_DEV/vm/console.log.
 # BOXCAR_T (`make test-vm T=worker`) picks parts as VM_PARTS does:
-# checks, security, worker (tests/select.sh).
+# checks, security, worker (tests/select.sh).  VM_SECURITY names the
+# security suite's parts run there (default "cold preset identities").
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
@@ -26,7 +27,8 @@ out="$BOXCAR_DEV/vm/out"
 rm -rf "$out" && mkdir -p "$out"
 # VM_PARTS (checks security worker, the default being all) picks parts.
 { echo "export BOXCAR_BUILD=${BOXCAR_BUILD:-build}"; echo "export CI=${CI:-}"
-  [[ -n ${VM_PARTS:-} ]] && echo "export VM_PARTS='$VM_PARTS'"; } > "$out/env"
+  [[ -n ${VM_PARTS:-} ]] && echo "export VM_PARTS='$VM_PARTS'"
+  [[ -n ${VM_SECURITY:-} ]] && echo "export VM_SECURITY='$VM_SECURITY'"; } > "$out/env"
 # KVM only with hardware virtualisation: a /dev/kvm without vmx or svm in
 # the CPU flags (kvm_pvm, which runs only guests built for it) took the
 # stock kernel nowhere past "Booting from ROM".  VM_ACCEL=kvm|tcg decides.
