@@ -46,21 +46,34 @@ rm -rf "$seeds/extract/sentinel"
 mkdir -p "$seeds/extract/ok/d"; echo hello > "$seeds/extract/ok/d/f"
 tar -C "$seeds/extract/ok" -czf "$seeds/extract/ok.tgz" . && rm -rf "$seeds/extract/ok"
 
-for h in $picked; do
-  [[ $h == spec_diff ]] && continue
-  bin=$FB/fuzz/$h
-  name=${h#fuzz_}
+# One harness per CPU at once (each runs on one thread), FUZZ_LANES to
+# change it; the results are read in order once all have run.
+fuzz_one() {  # fuzz_one HARNESS: its log in $work/NAME.log, status in $work/NAME.rc
+  local h=$1 name=${1#fuzz_} corpus crashes dirs
   corpus="$work/corpus/$name"; crashes="$work/crashes/$name"
   mkdir -p "$corpus" "$crashes"
   dirs=("$corpus")
   [[ -d tests/fuzz/corpus/$name ]] && dirs+=("tests/fuzz/corpus/$name")
   [[ -d $seeds/$name ]] && dirs+=("$seeds/$name")
-  log="$work/$name.log"
-  ASAN_OPTIONS=detect_leaks=1 "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-      -max_len=65536 -print_final_stats=1 -artifact_prefix="$crashes/" "${dirs[@]}" > "$log" 2>&1
-  rc=$?
+  ASAN_OPTIONS=detect_leaks=1 "$FB/fuzz/$h" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+      -max_len=65536 -print_final_stats=1 -artifact_prefix="$crashes/" "${dirs[@]}" > "$work/$name.log" 2>&1
+  echo $? > "$work/$name.rc"
+}
+lanes=${FUZZ_LANES:-$(nproc)}
+running=0
+for h in $picked; do
+  [[ $h == spec_diff ]] && continue
+  if (( running >= lanes )); then wait -n; running=$((running - 1)); fi
+  fuzz_one "$h" & running=$((running + 1))
+done
+wait
+for h in $picked; do
+  [[ $h == spec_diff ]] && continue
+  name=${h#fuzz_}
+  log="$work/$name.log" crashes="$work/crashes/$name"
+  rc=$(cat "$work/$name.rc" 2>/dev/null || echo "none")
   runs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -oE '[0-9]+$' | tail -1)
-  if [[ $rc -eq 0 ]]; then
+  if [[ $rc == 0 ]]; then
     ok "fuzz $name: ${runs:-0} executions in ${FUZZ_SECONDS}s, no crash"
   else
     not_ok "fuzz $name: crashed (exit $rc); reproducer in $crashes, log $log"

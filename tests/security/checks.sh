@@ -98,7 +98,18 @@ limit_refused() {
 }
 diag "host: cgroup $CG_VERSION; controllers: $(for c in memory pids cpu; do host_has_controller $c && printf '%s ' $c; done)"
 
+# SECURITY_SECTIONS names the sections to run (the words below, after
+# "section"; default all of them): the cgroup v2 VM runs the ones that
+# depend on the kernel's cgroups and mounts.  Each prints its time.
+section_t0=$SECONDS section_name=
+section() {  # section NAME: whether NAME runs; closes the previous one's timing
+  [[ -n $section_name ]] && diag "section $section_name: $((SECONDS - section_t0)) s"
+  section_t0=$SECONDS section_name=$1
+  [[ -z ${SECURITY_SECTIONS:-} || " $SECURITY_SECTIONS " == *" $1 "* ]]
+}
+
 # --- file system -----------------------------------------------------------
+if section filesystem; then
 sb -- $PROBE write /etc/x /usr/x /x /opt/t/x /dev/x /usr/lib/x /workspace/ok /tmp/ok
 check "write to /etc, /usr, /, /dev fails (read-only)" \
   bash -c '[[ $(grep -c "BLOCKED .* EROFS" <<<"$1") -ge 6 ]]' _ "$OUT"
@@ -143,8 +154,10 @@ check "remount rw, bind over, umount of read-only mounts fail" \
 sb -- sh -c 'echo b > /proc/sysrq-trigger; echo "rc=$?"; echo 1 > /proc/sys/kernel/sysrq; echo "rc=$?"; echo x > /proc/sys/kernel/hostname; echo "rc=$?"; echo 1 > /sys/kernel/profiling; echo "rc=$?"; ls /proc/sys/kernel/hostname >/dev/null && echo SEEN'
 check "writes to /proc/sysrq-trigger, /proc/sys, /sys fail" \
   bash -c '[[ $(grep -c "^rc=[1-9]" <<<"$1") -eq 4 ]] && grep -q SEEN <<<"$1"' _ "$OUT"
+fi
 
 # --- privileges ------------------------------------------------------------
+if section privileges; then
 sb -- $PROBE mknod
 check "mknod of devices in /workspace and /tmp fails" \
   bash -c 'grep -q "BLOCKED mknod-char" <<<"$1" && grep -q "BLOCKED mknod-block" <<<"$1"' _ "$OUT"
@@ -193,8 +206,10 @@ check "no inherited fds: only 0-2 open" bash -c 'grep -q FDS-DONE <<<"$1" && ! g
 
 SECRET_TOKEN=hunter2 sb --env A=1 --env "B=two words" -- /usr/bin/env
 is "environment is exactly the given variables" "$OUT" $'A=1\nB=two words'
+fi
 
 # --- processes ---------------------------------------------------------------
+if section processes; then
 m=$(marker)
 setpriv --reuid=65534 --regid=65534 --clear-groups bash -c "exec -a $m sleep 300" &
 hostpid=$!; _bg_pids+=($hostpid)
@@ -209,8 +224,10 @@ else not_ok "ps sees only the sandbox"; diag "$OUT"; fi
 sb -- $PROBE ptrace
 check "ptrace (init, own child) and process_vm_* denied" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]]' _ "$OUT"
+fi
 
 # --- limits ------------------------------------------------------------------
+if section limits; then
 sb --pids 30 --timeout 20 -- $PROBE forkbomb
 n=$(sed -n 's/^FORKS //p' <<<"$OUT")
 if ! host_has_controller pids; then limit_refused pids "fork bomb"
@@ -425,8 +442,10 @@ if [[ $IS_ROOT -eq 1 ]] && mkws freed 16; then
     ok "the workspace's filesystem is released when the helper exits: 10 of 10 loop devices gone at once after umount (control: held while a job runs)"
   else not_ok "workspace filesystem released at exit"; diag "held=${held:-none} left=$left of 10"; fi
 fi
+fi
 
 # --- network -----------------------------------------------------------------
+if section network; then
 port=$(free_port)
 python3 -c "
 import socket,time
@@ -447,8 +466,10 @@ check "control: --network host reaches the host's loopback" has "$OUT" "ESCAPED 
 sb -- $PROBE sockets
 check "netlink, vsock, packet sockets and io_uring denied (EPERM)" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 4 ]] && grep -q "ESCAPED control unix-socket" <<<"$1"' _ "$OUT"
+fi
 
 # --- network allow-lists -----------------------------------------------------
+if section allowlists; then
 # Through the egress proxy a refused connection is accepted by the sandbox's
 # listener and then closed: the sign of getting out is the host server's
 # banner, read back inside.
@@ -748,8 +769,10 @@ for host, port in (('1.1.1.1', 443), ('127.0.0.1', $bport), ('100.127.0.1', 443)
     except OSError as e: print('BLOCKED', host, e.errno)"
 check "allow-list: raw addresses outside the rules, loopback and an unassigned synthetic address get nothing" \
   bash -c '[[ $(grep -c "^BLOCKED" <<<"$1") -eq 3 ]] && ! grep -q ESCAPED <<<"$1"' _ "$OUT"
+fi
 
 # --- syscalls ----------------------------------------------------------------
+if section syscalls; then
 sb -- $PROBE namespaces
 check "unshare (user/mount/net), clone(CLONE_NEWUSER), mount, setns, chroot fail" \
   bash -c '[[ $(grep -c "^BLOCKED .* EPERM" <<<"$1") -eq 7 ]]' _ "$OUT"
@@ -791,8 +814,10 @@ elif [[ $CTL_RC -eq 139 ]] && has "$CTL" RAN-INT80 && ! has "$CTL" SURVIVED; the
     ok "int 0x80 (i386) syscall cannot be made: this host has no IA32 emulation (control: SIGSEGV outside), and inside the process dies too (signal $((RC - 128)))"
   else not_ok "int 0x80 (i386) syscall cannot be made inside the sandbox"; diag "rc=$RC $OUT"; fi
 else not_ok "int 0x80 control: neither made nor faulted outside the sandbox"; diag "control rc=$CTL_RC $CTL"; fi
+fi
 
 # --- exit codes and status -----------------------------------------------------
+if section status; then
 for code in 0 1 255; do
   sb -- sh -c "exit $code"
   is "exit code $code passes through" "$RC/$(jget .exit_code)/$(jget .signal)" "$code/$code/0"
@@ -806,8 +831,10 @@ is "setup failure: own exit code and setup_error naming step and path" \
   "$RC/$(jget .setup_error.step)/$(jget .setup_error.path)" "122/mount//nonexistent-src"
 "$SB" --bogus -- true >/dev/null 2>&1
 is "bad option: exit 120" "$?" "120"
+fi
 
 # --- workspace (bound in place, no copy) ---------------------------------------
+if section workspace; then
 if [[ $IS_ROOT -eq 1 ]]; then
 mkws wsl 16; mkws wsr 16
 mkdir -p "$T/wsl/ws" && echo original > "$T/hostfile" && ln -s "$T/hostfile" "$T/wsl/ws/victim"
@@ -828,8 +855,10 @@ else not_ok "runtimes write /workspace"; diag "rc=$RC $OUT"; ls -laR "$W" | sed 
 else
   skip "workspace symlinks (need root for the nosuid workspace mount)"; skip "runtimes write /workspace (need root)"
 fi
+fi
 
 # --- unprivileged ----------------------------------------------------------------
+if section unprivileged; then
 if [[ $IS_ROOT -eq 1 ]]; then
   mkws nob 16 && chown 65534:65534 "$T/nob/ws"
   out=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --help 2>&1); rc=$?
@@ -865,5 +894,7 @@ else
   skip "unprivileged checks (run as root to switch to nobody)"; skip "unprivileged basic run"
   skip "unprivileged allow-list"
 fi
+fi
+section end || true
 
 tap_done

@@ -33,8 +33,14 @@ part() {
       # handoff, no cgroup left) is in "preset" and worker.sh's workers;
       # its other checks are the cold ones again, about five minutes
       # under emulation, so they are left to VM_SECURITY="cold warm ...".
+      # The network sections (namespaces, the allow-list proxy and its
+      # resolver: half the suite's time) do not depend on the cgroup
+      # version; VM_SECURITY_SECTIONS=all runs them here too.
       security) echo "=== vm: sandbox security suite"
-                part security env BOXCAR_T="${VM_SECURITY:-cold preset identities}" bash tests/security/run.sh ;;
+                sections=${VM_SECURITY_SECTIONS:-filesystem privileges processes limits syscalls status workspace unprivileged}
+                [[ $sections == all ]] && sections=
+                part security env BOXCAR_T="${VM_SECURITY:-cold preset identities}" SECURITY_SECTIONS="$sections" \
+                  bash tests/security/run.sh ;;
       worker) echo "=== vm: workers in delegated cgroups"; part worker bash tests/vm/worker.sh ;;
       *) echo "not ok - unknown VM_PARTS entry: $p" ;;
     esac

@@ -7,7 +7,9 @@
 # $BOXCAR_DEV/vm/console.log.
 # BOXCAR_T (`make test-vm T=worker`) picks parts as VM_PARTS does:
 # checks, security, worker (tests/select.sh).  VM_SECURITY names the
-# security suite's parts run there (default "cold preset identities").
+# security suite's parts run there (default "cold preset identities"),
+# VM_SECURITY_SECTIONS the sections of its checks (default all but the
+# network ones; "all" for every one).
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
@@ -28,7 +30,8 @@ rm -rf "$out" && mkdir -p "$out"
 # VM_PARTS (checks security worker, the default being all) picks parts.
 { echo "export BOXCAR_BUILD=${BOXCAR_BUILD:-build}"; echo "export CI=${CI:-}"
   [[ -n ${VM_PARTS:-} ]] && echo "export VM_PARTS='$VM_PARTS'"
-  [[ -n ${VM_SECURITY:-} ]] && echo "export VM_SECURITY='$VM_SECURITY'"; } > "$out/env"
+  [[ -n ${VM_SECURITY:-} ]] && echo "export VM_SECURITY='$VM_SECURITY'"
+  [[ -n ${VM_SECURITY_SECTIONS:-} ]] && echo "export VM_SECURITY_SECTIONS='$VM_SECURITY_SECTIONS'"; } > "$out/env"
 # KVM only with hardware virtualisation: a /dev/kvm without vmx or svm in
 # the CPU flags (kvm_pvm, which runs only guests built for it) took the
 # stock kernel nowhere past "Booting from ROM".  VM_ACCEL=kvm|tcg decides.

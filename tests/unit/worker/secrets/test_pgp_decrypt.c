@@ -124,7 +124,11 @@ static char *b64(const unsigned char *p, size_t n)
         return out;
 }
 
-/* Every prefix of a real message, and every single-bit flip of it. */
+/* Every prefix of a real message, and a bit flip in every byte of it.
+ * BOXCAR_TEST_STRIDE=N (the valgrind suite's 13) walks every Nth prefix
+ * and byte instead: each attempt is an RSA decryption, about 50 times
+ * slower under memcheck, and the strided walk still reaches every
+ * packet's error paths. */
 static void test_truncated_and_flipped(void **state)
 {
         (void)state;
@@ -132,13 +136,17 @@ static void test_truncated_and_flipped(void **state)
         char *sealed = slurp(DATA "zlib.b64");
         unsigned char *msg;
         size_t len;
+        const char *stride_env = getenv("BOXCAR_TEST_STRIDE");
+        size_t stride = stride_env ? strtoul(stride_env, NULL, 10) : 1;
+        if (stride == 0)
+                stride = 1;
         assert_int_equal(sealed_base64_decode(sealed, &msg, &len), 0);
-        for (size_t n = 1; n < len; n++) {
+        for (size_t n = 1; n < len; n += stride) {
                 char *s = b64(msg, n);
                 expect_error(s, kr, NULL);
                 free(s);
         }
-        for (size_t i = 0; i < len; i++)
+        for (size_t i = 0; i < len; i += stride)
                 for (int bit = 0; bit < 8; bit += 3) {
                         msg[i] ^= (unsigned char)(1 << bit);
                         char *s = b64(msg, len);
