@@ -145,6 +145,13 @@ stack() {
 
 size() { podman image inspect --format '{{.Size}}' "$IMAGE"; }
 
+# One build at a time (scripts/test.sh starts one early, beside the other
+# suites, and t_compose's then waits for it): the lock is flock(1)'s, not
+# inherited by what the build starts (-o).
+if [[ ${1:-build} =~ ^(base|build|stack)$ && -z ${BOXCAR_IMAGE_LOCKED:-} ]]; then
+  mkdir -p "$IMAGES_DIR"
+  BOXCAR_IMAGE_LOCKED=1 exec flock -o "$IMAGES_DIR/.lock" "$0" "$@"
+fi
 case ${1:-build} in
   base) [[ ${2:-} == --force ]] && base 1 || base 0 ;;
   build) build ;;

@@ -98,27 +98,9 @@ limit_refused() {
 }
 diag "host: cgroup $CG_VERSION; controllers: $(for c in memory pids cpu; do host_has_controller $c && printf '%s ' $c; done)"
 
-# SECURITY_SECTIONS names the sections to run (the words below, after
-# "section"; default all of them): the cgroup v2 VM runs the ones that
-# depend on the kernel's cgroups and mounts.  Each prints its time.
-section_t0=$SECONDS section_name=
-section() {  # section NAME: whether NAME runs; closes the previous one's timing
-  [[ -n $section_name ]] && diag "section $section_name: $((SECONDS - section_t0)) s"
-  section_t0=$SECONDS section_name=$1
-  [[ -z ${SECURITY_SECTIONS:-} || " $SECURITY_SECTIONS " == *" $1 "* ]]
-}
-
-# --- file system -----------------------------------------------------------
-if section filesystem; then
-sb -- $PROBE write /etc/x /usr/x /x /opt/t/x /dev/x /usr/lib/x /workspace/ok /tmp/ok
-check "write to /etc, /usr, /, /dev fails (read-only)" \
-  bash -c '[[ $(grep -c "BLOCKED .* EROFS" <<<"$1") -ge 6 ]]' _ "$OUT"
-check "read-only volume cannot be written" blocked "$OUT" "/opt/t/x"
-check "control: /workspace and /tmp are writable" bash -c 'has() { grep -qF -- "$2" <<<"$1"; }; has "$1" "ESCAPED /workspace/ok" && has "$1" "ESCAPED /tmp/ok"' _ "$OUT"
-
 # /dev: exactly the harmless nodes, each the host's device and usable
-# (made with mknod as root, bound from the host in a user namespace: the
-# unprivileged run below checks that path).
+# (made with mknod as root, bound from the host in a user namespace): the
+# file system section and the unprivileged one check it.
 DEV_CHECK='cd /dev && echo $(ls -A); for n in null zero full random urandom tty; do stat -c "%n %F %t:%T %a" $n; done
 head -c 3 /dev/zero | od -An -tx1; [ -z "$(head -c 1 /dev/null)" ] && echo null-empty
 echo x 2>/dev/null > /dev/full || echo full-refused; head -c 16 /dev/urandom | wc -c'
@@ -133,6 +115,27 @@ tty character special file 5:0 666
 null-empty
 full-refused
 16"
+
+# SECURITY_SECTIONS names the sections to run (the words below, after
+# "section"; default all of them): the cgroup v2 VM runs the ones that
+# depend on the kernel's cgroups and mounts.  Each prints its time.
+section_t0=$SECONDS section_name=
+section_selected() { [[ -z ${SECURITY_SECTIONS:-} || " $SECURITY_SECTIONS " == *" $1 "* ]]; }
+section() {  # section NAME: whether NAME runs; closes the previous one's timing
+  [[ -n $section_name ]] && diag "section $section_name: $((SECONDS - section_t0)) s"
+  section_t0=$SECONDS section_name=$1
+  section_selected "$1"
+}
+
+# --- file system -----------------------------------------------------------
+if section filesystem; then
+sb -- $PROBE write /etc/x /usr/x /x /opt/t/x /dev/x /usr/lib/x /workspace/ok /tmp/ok
+check "write to /etc, /usr, /, /dev fails (read-only)" \
+  bash -c '[[ $(grep -c "BLOCKED .* EROFS" <<<"$1") -ge 6 ]]' _ "$OUT"
+check "read-only volume cannot be written" blocked "$OUT" "/opt/t/x"
+check "control: /workspace and /tmp are writable" bash -c 'has() { grep -qF -- "$2" <<<"$1"; }; has "$1" "ESCAPED /workspace/ok" && has "$1" "ESCAPED /tmp/ok"' _ "$OUT"
+
+# /dev: exactly the harmless nodes (DEV_CHECK and DEV_WANT, above).
 sb -- sh -c "$DEV_CHECK"
 is "/dev has only null, zero, full, random, urandom, tty (the host's devices, 0666, working), pts, shm and links" "$OUT" "$DEV_WANT"
 
@@ -881,8 +884,10 @@ if [[ $IS_ROOT -eq 1 ]]; then
   # An allow-list unprivileged: the routes and the listeners (port < 1024
   # included) are made as root of the sandbox's user namespace; the proxy
   # connects to the banner server on the worker's loopback (a rule that
-  # names it), and nothing else.
-  if [[ $ctl_rc -eq 0 ]]; then
+  # names it), and nothing else.  Its banner server is the allow-list
+  # section's, so it runs with that section.
+  if ! section_selected allowlists; then :
+  elif [[ $ctl_rc -eq 0 ]]; then
     out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups "$SB" --status-fd 3 --network allow \
       --network-allow "127.0.0.1:$bport" --network-allow "pypi.org:443" -- /usr/bin/python3 -c "$banner" 127.0.0.1 \
       2>&1 3>"$T/nobody-net"); rc=$?
