@@ -33,6 +33,12 @@ class Marks(socketserver.StreamRequestHandler):
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    # Many jobs send their marks at once, and on a loaded host this
+    # process may not run for a while: with socketserver's queue of 5 the
+    # kernel dropped the rest's SYNs, and a SYN retried after 1 s and 3 s
+    # outlived the 2 s a sandbox's proxy still forwards once its job has
+    # exited, so a job's mark was lost though its command ran.
+    request_queue_size = 512
 
 
 server = Server(("127.0.0.1", 0), Marks)
