@@ -215,9 +215,11 @@ start() {
   local i
   for i in $(seq 1200); do
     if (( i % 50 == 0 )); then
-      pid_of osd.0 >/dev/null || up osd.0 ceph-osd -i 0 >>"$setup" 2>&1 || true
-      pid_of client.rgw >/dev/null || up client.rgw radosgw -n client.rgw >>"$setup" 2>&1 || true
-      pid_of client.rgw.sts >/dev/null || up client.rgw.sts radosgw -n client.rgw.sts >>"$setup" 2>&1 || true
+      {
+        up osd.0 ceph-osd -i 0
+        up client.rgw radosgw -n client.rgw
+        up client.rgw.sts radosgw -n client.rgw.sts
+      } >>"$setup" 2>&1 || true
     fi
     if answers && answers "$STS_PORT"; then
       [[ -e $RGW_DIR/user.done ]] || create_user >>"$setup" 2>&1 ||

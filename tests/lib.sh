@@ -144,6 +144,15 @@ netns_hosts() {
   NETNS_URL=$(rn_url "$1")
 }
 
+# artifact_base: what `boxcar sandbox detect` says of artifact bases:
+# "overlay ...", or "extracted ..." and why.
+artifact_base() { "$BOXCAR" sandbox detect | sed -n 's/^artifact base: *//p'; }
+# extracted_for_own_ids BASE: BASE says bases are extracted because each
+# sandbox's job has host ids of its own (as root; docs/tenants.md).
+extracted_for_own_ids() {
+  [[ $1 == "extracted into each job's workspace: each sandbox's job has host ids of its own"* ]]
+}
+
 # webhook_secrets_of SCOPE...: the secrets that sign those scopes' webhook
 # deliveries now, space-separated (a receiver's --secret), as the operator
 # hands them to tenants: `boxcar webhooks secret`, which needs the master

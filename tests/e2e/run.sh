@@ -12,6 +12,7 @@
 set -uo pipefail
 cd "$(dirname "$0")"
 source ../select.sh
+source ../lanes.sh
 names=()
 for t in t_*.sh; do names+=("${t%.sh}"); done
 [[ ${1:-} == --list ]] && { printf '%s\n' "${names[@]}"; exit 0; }
@@ -27,8 +28,9 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/boxcar-e2e.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 # One s3rver for every lane: scenarios that start it at the same moment
 # would race to bind its port (RGW too, when the tests use it).
-for s3 in s3.sh ${BOXCAR_TEST_S3:+rgw.sh}; do
-  [[ $s3 == rgw.sh && $BOXCAR_TEST_S3 != rgw ]] && continue
+s3s=(s3.sh)
+[[ ${BOXCAR_TEST_S3:-} == rgw ]] && s3s+=(rgw.sh)
+for s3 in "${s3s[@]}"; do
   ../../scripts/$s3 start >/dev/null || echo "# scripts/$s3 start failed: the scenarios using it will say so"
 done
 
@@ -50,7 +52,6 @@ run_one() {  # in the background: its own log, status and time
 # The longest ones first (a few minutes each: images built by mmdebstrap,
 # a Ceph cluster started), so that the run does not end waiting on one.
 LONG=" t_images t_storage t_disk_budget t_basics t_ws_pool t_layered "
-declare -A lane_of=()   # pid -> scenario
 parallel=() alone=() rest=()
 for t in $picked; do
   if [[ $SERIAL == *" $t "* || $lanes == 1 ]]; then alone+=("$t")
@@ -58,17 +59,7 @@ for t in $picked; do
   else rest+=("$t"); fi
 done
 parallel+=("${rest[@]}")
-for t in "${parallel[@]}"; do
-  while (( ${#lane_of[@]} >= lanes )); do
-    wait -n -p done_pid "${!lane_of[@]}"
-    report "${lane_of[$done_pid]}"; unset "lane_of[$done_pid]"
-  done
-  run_one "$t" & lane_of[$!]=$t
-done
-while (( ${#lane_of[@]} > 0 )); do
-  wait -n -p done_pid "${!lane_of[@]}"
-  report "${lane_of[$done_pid]}"; unset "lane_of[$done_pid]"
-done
+LANE_DONE=report in_lanes "$lanes" run_one "${parallel[@]}"
 for t in "${alone[@]}"; do
   run_one "$t"
   report "$t"

@@ -11,10 +11,10 @@ fi
 # As root each sandbox's job has host ids of its own (docs/tenants.md,
 # Host identities), which an overlay cannot be idmapped to: bases are
 # extracted, and detect says why.
-base=$("$BOXCAR" sandbox detect | sed -n 's/^artifact base: *//p')
+base=$(artifact_base)
 if [[ $base != overlay* ]]; then
   check "artifact base: extracted, since the jobs' host ids are their own, and detect says so ($base)" \
-    grep -q "^extracted into each job's workspace: each sandbox's job has host ids of its own" <<<"$base"
+    extracted_for_own_ids "$base"
   tap_done; exit
 fi
 eval "$("$S3SH" start)"

@@ -124,10 +124,10 @@ check "nothing of the volume is left in the cache" \
 # 12 MiB to spare, has its version uploaded but not cached.  Only where
 # bases are overlays over that cache: as root each sandbox has host ids of
 # its own (docs/tenants.md), and bases are extracted instead.
-base=$("$BOXCAR" sandbox detect | sed -n 's/^artifact base: *//p')
+base=$(artifact_base)
 if [[ $base != overlay* ]]; then
   check "artifact cache: none kept here, bases are extracted, and detect says why ($base)" \
-    bash -c "grep -q '^extracted into each job.s workspace: each sandbox.s job has host ids of its own' <<<\"\$1\" && [[ ! -d '$WD/artifacts' || -z \$(ls -A '$WD/artifacts') ]]" _ "$base"
+    eval 'extracted_for_own_ids "$base" && [[ ! -d $WD/artifacts || -z $(ls -A "$WD/artifacts") ]]'
 else
 p1=$(enqueue '{"script": "head -c 1048576 /dev/urandom > seed", "artifact": {"storage": "prom"}, "limits": {"disk_mb": 64}}')
 "$BOXCAR" status --wait "$p1" >/dev/null

@@ -108,7 +108,7 @@ b2"
 # Only a worker that keeps an artifact cache (the overlay path) holds the
 # stack; one that extracts each base (detect says why: as root, per-job
 # host ids, docs/tenants.md) downloads the whole version every time.
-if "$BOXCAR" sandbox detect | grep -q '^artifact base: *overlay'; then
+if [[ $(artifact_base) == overlay* ]]; then
   is "worker a, which holds the stack up to its own last version, downloads the two layers b added ($want bytes)" \
      "$(( $(dl) - d0 ))" "$want"
 else

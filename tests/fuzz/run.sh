@@ -12,6 +12,7 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
+source "$(dirname "$0")/../lanes.sh"
 cd "$BOXCAR_ROOT"
 names=()
 for f in tests/fuzz/fuzz_*.c; do n=${f##*/}; names+=("${n%.c}"); done
@@ -59,16 +60,10 @@ fuzz_one() {  # fuzz_one HARNESS: its log in $work/NAME.log, status in $work/NAM
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$crashes/" "${dirs[@]}" > "$work/$name.log" 2>&1
   echo $? > "$work/$name.rc"
 }
-lanes=${FUZZ_LANES:-$(nproc)}
-running=0
-for h in $picked; do
-  [[ $h == spec_diff ]] && continue
-  if (( running >= lanes )); then wait -n; running=$((running - 1)); fi
-  fuzz_one "$h" & running=$((running + 1))
-done
-wait
-for h in $picked; do
-  [[ $h == spec_diff ]] && continue
+harnesses=()
+for h in $picked; do [[ $h == spec_diff ]] || harnesses+=("$h"); done
+in_lanes "${FUZZ_LANES:-$(nproc)}" fuzz_one "${harnesses[@]}"
+for h in "${harnesses[@]}"; do
   name=${h#fuzz_}
   log="$work/$name.log" crashes="$work/crashes/$name"
   rc=$(cat "$work/$name.rc" 2>/dev/null || echo "none")

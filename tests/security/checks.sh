@@ -121,8 +121,12 @@ full-refused
 # depend on the kernel's cgroups and mounts.  Each prints its time.
 section_t0=$SECONDS section_name=
 section_selected() { [[ -z ${SECURITY_SECTIONS:-} || " $SECURITY_SECTIONS " == *" $1 "* ]]; }
-section() {  # section NAME: whether NAME runs; closes the previous one's timing
-  [[ -n $section_name ]] && diag "section $section_name: $((SECONDS - section_t0)) s"
+section_end() {  # prints the time of the section that ran last
+  if [[ -n $section_name ]]; then diag "section $section_name: $((SECONDS - section_t0)) s"; fi
+  section_name=
+}
+section() {  # section NAME: whether NAME runs; ends the previous one
+  section_end
   section_t0=$SECONDS section_name=$1
   section_selected "$1"
 }
@@ -900,6 +904,6 @@ else
   skip "unprivileged allow-list"
 fi
 fi
-section end || true
+section_end
 
 tap_done

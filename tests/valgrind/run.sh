@@ -26,6 +26,7 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../select.sh"
+source "$(dirname "$0")/../lanes.sh"
 cd "$BOXCAR_ROOT"
 units=$(tests/unit/run.sh --list)
 [[ ${1:-} == --list ]] && { printf '%s\n' $units worker; exit 0; }
@@ -79,24 +80,17 @@ for u in $picked; do
   [[ $u == agent/test_spawn ]] && continue       # vfork: see above
   vg_units+=("$u")
 done
-vg_unit() {  # vg_unit NAME BINARY: its output in $T/out-NAME, status in $T/rc-NAME
-  local t0=$SECONDS
+vg_unit() {  # vg_unit UNIT: its output in $T/out-NAME, status in $T/rc-NAME, time in $T/time-NAME
+  local t0=$SECONDS t=$build/tests/unit/$1 name=${1##*/}
+  [[ -x $t ]] || return 0   # reported below
   # BOXCAR_TEST_STRIDE: the exhaustive damage walks (every prefix and bit
   # flip of a sealed secret, an RSA decryption each) take a sample here,
   # minutes under memcheck otherwise; the unit suite walks them whole.
-  BOXCAR_TEST_STRIDE=13 CMOCKA_MESSAGE_OUTPUT=TAP vg "$1" "$2" > "$T/out-$1" 2>&1
-  echo $? > "$T/rc-$1"
-  echo $((SECONDS - t0)) > "$T/time-$1"
+  BOXCAR_TEST_STRIDE=13 CMOCKA_MESSAGE_OUTPUT=TAP vg "$name" "$t" > "$T/out-$name" 2>&1
+  echo $? > "$T/rc-$name"
+  echo $((SECONDS - t0)) > "$T/time-$name"
 }
-lanes=${VG_LANES:-$(nproc)}
-running=0
-for u in "${vg_units[@]}"; do
-  t=$build/tests/unit/$u
-  [[ -x $t ]] || continue
-  if (( running >= lanes )); then wait -n; running=$((running - 1)); fi
-  vg_unit "${t##*/}" "$t" & running=$((running + 1))
-done
-wait
+in_lanes "${VG_LANES:-$(nproc)}" vg_unit "${vg_units[@]}"
 for u in "${vg_units[@]}"; do
   t=$build/tests/unit/$u
   name=${t##*/}
