@@ -45,6 +45,7 @@ if [[ -n $BOXCAR_T ]]; then
   suites=("${picked[@]}")
 fi
 
+suite_limit=${BOXCAR_SUITE_TIMEOUT:-1800}
 logdir="$BOXCAR_DEV/test-logs"
 mkdir -p "$logdir"
 for s in "${suites[@]}"; do
@@ -76,14 +77,19 @@ for s in "${suites[@]}"; do
   echo "=== suite $s"
   log="$logdir/$s.log"
   start=$(date +%s)
-  "$runner" 2>&1 | tee "$log"
+  # A suite that hangs is stopped (its process group) and counted as a
+  # failure, so the suites after it still run and the summary still comes.
+  timeout -k 30 "$suite_limit" "$runner" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   # Count TAP results from every level of nesting (pg_prove indents).
   p=$(grep -cE '^[[:space:]]*ok [0-9]+' "$log" | head -1)
   sk=$(grep -cE '^[[:space:]]*ok [0-9]+.*# ?[Ss][Kk][Ii][Pp]' "$log" | head -1)
   f=$(grep -cE '^[[:space:]]*not ok [0-9]+' "$log" | head -1)
   p=$((p - sk))
-  if [[ $rc -ne 0 && $f -eq 0 ]]; then
+  if [[ $rc -ne 0 && $(( $(date +%s) - start )) -ge $suite_limit ]]; then
+    echo "not ok - suite $s did not finish within BOXCAR_SUITE_TIMEOUT=${suite_limit}s: stopped"
+    f=$((f + 1))
+  elif [[ $rc -ne 0 && $f -eq 0 ]]; then
     echo "not ok - suite $s exited with status $rc without reporting a failure"
     f=1
   fi

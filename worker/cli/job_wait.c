@@ -1,4 +1,7 @@
-/* boxcar status --wait: the job's end, pushed on boxcar_job_updates. */
+/* boxcar status --wait: the job's end, pushed on boxcar_job_updates, and
+ * read again every REREAD_MS in case the push never comes: through a
+ * transaction-mode pooler (PgBouncer) LISTEN lands on a server session
+ * that is reset after the statement, so nothing is ever delivered. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <poll.h>
@@ -9,6 +12,8 @@
 #include "common/clock.h"
 #include "worker/cli/job_wait.h"
 #include "worker/db/db.h"
+
+enum { REREAD_MS = 1000 };
 
 bool job_status_final(const cJSON *job, char ret_status[API_STATUS_MAX])
 {
@@ -58,23 +63,24 @@ static int reconnect(PGconn **conn, const char *url, struct bc_error *err)
         return listen_updates(*conn, err);
 }
 
-/* Until id's end is heard, the deadline passes (-ETIMEDOUT) or the
- * connection had to be opened again (1: read the job again either way). */
+/* Until id's end is heard, REREAD_MS passed, the deadline passes
+ * (-ETIMEDOUT) or the connection had to be opened again (1: read the job
+ * again in each of those). */
 static int wait_end(PGconn **conn, const char *url, const char *id, uint64_t deadline,
                     struct bc_error *err)
 {
+        uint64_t reread_at = bc_mono_ms() + REREAD_MS;
         for (;;) {
                 if (take_ends(*conn, id))
                         return 1;
-                int wait_ms = -1;
-                if (deadline) {
-                        uint64_t now = bc_mono_ms();
-                        if (now >= deadline)
-                                return -ETIMEDOUT;
-                        wait_ms = (int)(deadline - now);
-                }
+                uint64_t now = bc_mono_ms();
+                if (deadline && now >= deadline)
+                        return -ETIMEDOUT;
+                if (now >= reread_at)
+                        return 1;
+                uint64_t until = deadline && deadline < reread_at ? deadline : reread_at;
                 struct pollfd pfd = { .fd = PQsocket(*conn), .events = POLLIN };
-                if (poll(&pfd, 1, wait_ms) < 0 && errno != EINTR)
+                if (poll(&pfd, 1, (int)(until - now)) < 0 && errno != EINTR)
                         return bc_error_set(err, BC_INTERNAL, errno, "poll");
                 if (!PQconsumeInput(*conn)) {
                         int r = reconnect(conn, url, err);
