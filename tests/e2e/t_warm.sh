@@ -278,6 +278,27 @@ check "and the log names the capability" grep -q \
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 rm -f "$wrapper"
 
+# A job that finds no warm sandbox ready, but one being made (a burst
+# that outran the pool), waits for that one rather than start a cold
+# sandbox, the same build from its first step.  Here every build takes
+# 0.4 s more (a helper that sleeps first), and the pool holds one: the
+# second job comes while the first one's refill is being made.
+slow_helper=$(mktemp "${TMPDIR:-/tmp}/boxcar-slow-helper.XXXXXX"); chmod 755 "$slow_helper"
+printf '#!/bin/sh\ncase " $* " in *" --warm "*) sleep 0.4 ;; esac\nexec %s "$@"\n' \
+  "$(dirname "$BOXCAR")/boxcar-sandbox" > "$slow_helper"
+start_worker warm-wait --concurrency 2 --warm-sandboxes 1 --poll-interval 300ms --sandbox namespace \
+  --sandbox-helper "$slow_helper" --metrics-addr "127.0.0.1:$port"
+wait_for "a warm sandbox ready" 30 ready_at_least 1
+a=$(echo '{"command": ["sleep", "1.93"]}' | "$BOXCAR" enqueue --spec -)
+wait_for "the first job running in it" 20 pgrep -fx 'sleep 1.93' >/dev/null
+b=$(run_job '{"command": ["true"]}')
+"$BOXCAR" status --wait --timeout 60s "$a" >/dev/null
+is "a job that finds the pool's sandbox still being made waits for it: both jobs warm, none cold" \
+   "$(job_field $a status) $(job_field $b status) $(metric 'boxcar_sandbox_starts_total{path="warm"}')/$(metric 'boxcar_sandbox_starts_total{path="cold"}')" \
+   "succeeded succeeded 2/0"
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+rm -f "$slow_helper"
+
 # --warm-sandboxes 0: every sandbox is cold.
 start_worker warm-off --concurrency 1 --poll-interval 300ms --sandbox namespace --warm-sandboxes 0 --metrics-addr "127.0.0.1:$port"
 wait_for "metrics up" 20 bash -c "curl -fsS http://127.0.0.1:$port/metrics >/dev/null"

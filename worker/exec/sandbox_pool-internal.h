@@ -64,12 +64,15 @@ struct sandbox_pool {
         uint64_t window_start_ms;
         uint64_t backoff_until_ms;
         unsigned backoff_ms;
-        double build_ms; /* EWMA of a sandbox's spawn -> ready */
+        double build_ms;   /* EWMA of a sandbox's spawn -> ready (a guess until timed) */
+        bool builds_timed; /* one was */
         /* Takes announced by the claim (sandbox_pool_expect), not yet
          * come, until expect_until_ms; counted for the host's "none". */
         unsigned expected;
         uint64_t expect_until_ms;
-        uint64_t last_miss_ms;         /* a take that found none ready: a cold start */
+        uint64_t last_miss_ms;         /* a take that found none ready */
+        int job_nice;                  /* the worker's, the jobs' (the pool's thread: + POOL_NICE) */
+        bool renice;                   /* CAP_SYS_NICE: a sandbox may be put back at job_nice */
         struct dying dying[MAX_DYING]; /* under mu */
         size_t n_dying;
 };

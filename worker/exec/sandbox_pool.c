@@ -118,6 +118,74 @@ static struct pool_kind *add_kind(struct sandbox_pool *p, enum sandbox_network n
         return k;
 }
 
+static double elapsed_ms(const struct timespec *since)
+{
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (double)(t.tv_sec - since->tv_sec) * 1e3 +
+               (double)(t.tv_nsec - since->tv_nsec) / 1e6;
+}
+
+static bool started_before(const struct sandbox_warm *a, const struct sandbox_warm *b)
+{
+        return a->started.tv_sec != b->started.tv_sec ? a->started.tv_sec < b->started.tv_sec
+                                                      : a->started.tv_nsec < b->started.tv_nsec;
+}
+
+/* A sandbox still being made is taken rather than a cold one started:
+ * the cold one would be the same build from its first step, on the same
+ * busy CPUs (a burst: the pool fell behind the takes), and the one being
+ * made would wait for the next job.  It waits at most WAIT_BUILDS builds'
+ * time (the pool's average), at least WAIT_MIN_MS, at most WAIT_MAX_MS;
+ * one slower than that is stuck or starved: it is discarded (a stuck one
+ * kept would be the next take's oldest again), and the job starts cold. */
+#define WAIT_BUILDS 3
+#define WAIT_MIN_MS 50
+#define WAIT_MAX_MS 1000
+
+static bool wait_building(struct sandbox_pool *p, struct sandbox_warm *w, double build_ms,
+                          struct sandbox_warm *ret)
+{
+        /* Made at the pool's nice: now a job waits for it.  Best effort
+         * (CAP_SYS_NICE); its supervisor does the same once built. */
+        if (p->renice)
+                (void)setpriority(PRIO_PGRP, (id_t)w->pid, p->job_nice);
+        double bound = build_ms * WAIT_BUILDS;
+        bound = bound < WAIT_MIN_MS ? WAIT_MIN_MS : bound > WAIT_MAX_MS ? WAIT_MAX_MS : bound;
+        uint64_t deadline = bc_mono_ms() + (uint64_t)bound;
+        for (;;) {
+                struct bc_error err = BC_ERROR_INIT;
+                int r = sandbox_warm_check(w, &err);
+                uint64_t now = bc_mono_ms();
+                if (r == 1) {
+                        pthread_mutex_lock(&p->mu);
+                        p->backoff_ms = 0;
+                        sbpool_note_built(p, elapsed_ms(&w->started));
+                        pthread_mutex_unlock(&p->mu);
+                        *ret = *w;
+                        return true;
+                }
+                if (r < 0) {
+                        pthread_mutex_lock(&p->mu);
+                        sbpool_note_failure(p, &err, now);
+                        sbpool_discard_locked(p, w);
+                        pthread_mutex_unlock(&p->mu);
+                        bc_error_clear(&err);
+                        wake(p);
+                        return false;
+                }
+                if (now >= deadline)
+                        break;
+                struct pollfd pfd = { .fd = w->ctl, .events = POLLIN };
+                (void)poll(&pfd, 1, (int)(deadline - now));
+        }
+        log_event(LOG_WARN, "sandbox.warm_slow", LOG_INT("waited_ms", (long long)bound),
+                  LOG_INT("build_ms", (long long)build_ms), "effect",
+                  "the sandbox being made is discarded; this job starts cold", NULL);
+        sandbox_pool_discard(p, w);
+        return false;
+}
+
 bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, const char *image_sha,
                        struct sandbox_warm *ret)
 {
@@ -145,7 +213,8 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
                 storage_cache_release(p->images, image);
                 return false;
         }
-        sbpool_note_take(k, bc_mono_ms());
+        uint64_t now = bc_mono_ms();
+        sbpool_note_take(k, now);
         if (p->expected)
                 p->expected--;
         for (size_t i = 0; i < k->n && !got; i++) {
@@ -160,15 +229,34 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
                 }
                 bc_error_clear(&err);
         }
-        if (!got)
-                p->last_miss_ms = bc_mono_ms();
+        /* None ready: the pool is behind (it builds at the jobs'
+         * priority for a while), and the sandbox being made longest is
+         * this job's to wait for. */
+        struct sandbox_warm building = { .ctl = -1 };
+        bool wait = false;
+        if (!got) {
+                p->last_miss_ms = now;
+                size_t oldest = k->n;
+                for (size_t i = 0; i < k->n; i++)
+                        if (!k->items[i].ready &&
+                            (oldest == k->n || started_before(&k->items[i], &k->items[oldest])))
+                                oldest = i;
+                if (oldest < k->n) {
+                        building = k->items[oldest];
+                        sbpool_remove_at(k, oldest);
+                        wait = true;
+                }
+        }
         k->in_use++;
         if (k->in_use > k->peak_cur)
                 k->peak_cur = k->in_use;
+        double build_ms = p->build_ms;
         pthread_mutex_unlock(&p->mu);
         /* Someone else added the kind meanwhile. */
         storage_cache_release(p->images, image);
         wake(p);
+        if (wait)
+                got = wait_building(p, &building, build_ms, ret);
         return got;
 }
 
@@ -231,14 +319,6 @@ static void start_planned(struct sandbox_pool *p, const struct planned *plan, si
                 if (r < 0)
                         return;
         }
-}
-
-static double elapsed_ms(const struct timespec *since)
-{
-        struct timespec t;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (double)(t.tv_sec - since->tv_sec) * 1e3 +
-               (double)(t.tv_nsec - since->tv_nsec) / 1e6;
 }
 
 /* Under the lock: what the sandboxes said (ready, failed, died). */
@@ -420,6 +500,9 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
         p->helper = strdup(helper);
         p->cgroup_parent = cgroup_parent ? strdup(cgroup_parent) : NULL;
         p->window_start_ms = bc_mono_ms();
+        errno = 0;
+        p->job_nice = getpriority(PRIO_PROCESS, 0);
+        p->renice = !errno && may_restore_priority();
         /* Until one is timed: a cold setup's few milliseconds, doubled
          * for the pool's nice. */
         p->build_ms = 10;

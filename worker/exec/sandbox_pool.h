@@ -8,9 +8,10 @@
  * (the arrival rate times the build time, plus what a claim announced),
  * plus a small prefetch (ready besides those in use), at most --warm-
  * sandboxes; a kind nobody used for a minute keeps only the prefetch (the
- * host-network kind: none).  A slot takes one when it runs a job (never
- * blocking: an empty pool means a cold start), and the pool makes the
- * next one off the pickup path.  Sandboxes that die while they wait are
+ * host-network kind: none).  A slot takes one when it runs a job (a
+ * ready one, else the one being made longest, waited for a bounded time;
+ * with none made, a cold start), and the pool makes the next one off the
+ * pickup path.  Sandboxes that die while they wait are
  * replaced; when none can be made, the pool backs off and says why. */
 #ifndef BC_WORKER_EXEC_SANDBOX_POOL_H
 #define BC_WORKER_EXEC_SANDBOX_POOL_H
@@ -36,7 +37,8 @@ int sandbox_pool_start(const char *helper, const char *cgroup_parent, unsigned m
  * after the slots are joined. */
 void sandbox_pool_stop(struct sandbox_pool *p);
 /* A ready sandbox of that kind (image_sha: an image in the images cache
- * given at start, NULL: the host's root), now, or false.  Either way the
+ * given at start, NULL: the host's root), or one being made once it is
+ * ready (a few builds' time at most), or false.  Either way the
  * job counts as in flight until sandbox_pool_release with the same kind
  * (the pool sizes itself on that).  NULL-safe. */
 bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, const char *image_sha,

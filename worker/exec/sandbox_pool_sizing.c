@@ -47,8 +47,10 @@ void sbpool_note_take(struct pool_kind *k, uint64_t now)
 
 void sbpool_note_built(struct sandbox_pool *p, double build_ms)
 {
-        p->build_ms = p->build_ms > 0 ? p->build_ms + BUILD_WEIGHT * (build_ms - p->build_ms)
+        /* The first timed build replaces the starting guess outright. */
+        p->build_ms = p->builds_timed ? p->build_ms + BUILD_WEIGHT * (build_ms - p->build_ms)
                                       : build_ms;
+        p->builds_timed = true;
 }
 
 unsigned sbpool_ahead(const struct sandbox_pool *p, size_t i, uint64_t now)
