@@ -70,9 +70,9 @@ struct sandbox_pool {
          * come, until expect_until_ms; counted for the host's "none". */
         unsigned expected;
         uint64_t expect_until_ms;
-        uint64_t last_miss_ms;         /* a take that found none ready */
-        int job_nice;                  /* the worker's, the jobs' (the pool's thread: + POOL_NICE) */
-        bool renice;                   /* CAP_SYS_NICE: a sandbox may be put back at job_nice */
+        uint64_t last_miss_ms; /* a take that found none ready */
+        int job_nice;          /* the worker's, the jobs' (the pool's thread: + POOL_NICE) */
+        bool renice;           /* CAP_SYS_NICE: a sandbox may be put back at job_nice */
         struct dying dying[MAX_DYING]; /* under mu */
         size_t n_dying;
 };
