@@ -25,10 +25,11 @@ echo '"boxcar" "boxcar"' > "$pgb_dir/users.txt"
 chown -R postgres "$pgb_dir" 2>/dev/null
 # In the foreground, a child of this suite: stopped with it even when the
 # suite is (su -c would start it in a session of its own).
+# Its log is the logfile; in the foreground it also copies it to the terminal.
 if [[ $(id -u) -eq 0 ]]; then
-  bg setpriv --reuid postgres --regid postgres --clear-groups /usr/sbin/pgbouncer "$pgb_dir/pgbouncer.ini"
+  bg setpriv --reuid postgres --regid postgres --clear-groups /usr/sbin/pgbouncer "$pgb_dir/pgbouncer.ini" >/dev/null 2>&1
 else
-  bg /usr/sbin/pgbouncer "$pgb_dir/pgbouncer.ini"
+  bg /usr/sbin/pgbouncer "$pgb_dir/pgbouncer.ini" >/dev/null 2>&1
 fi
 pgb_pid=${_bg_pids[-1]}
 bouncer_url="postgresql://boxcar:boxcar@127.0.0.1:$pgb_port/ops_bouncer"

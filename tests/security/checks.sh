@@ -367,7 +367,9 @@ else not_ok "cpu limit"; diag "rc=$RC $ST"; fi
 
 m=$(marker)
 start=$(date +%s%N)
-sb --timeout "$TS" -- bash -c "(exec -a $m-a sleep 300 &) ; setsid bash -c 'exec -a $m-b sleep 300' & bash -c 'kill -STOP \$\$; exec -a $m-c sleep 300' & sleep $((3 * TS))e-1; ps -eo stat,args; exec -a $m-d sleep 300"
+# The job lists its tree once all three are there (a fixed sleep was too
+# short for an emulated VM on a loaded host: the tree was not up yet).
+sb --timeout "$TS" -- bash -c "(exec -a $m-a sleep 300 &) ; setsid bash -c 'exec -a $m-b sleep 300' & bash -c 'kill -STOP \$\$; exec -a $m-c sleep 300' & until ps -eo stat,args | grep -q '^T.*$m-c' && ps -eo args | grep -q '^$m-a 300' && ps -eo args | grep -q '^$m-b 300'; do sleep 0.05; done; ps -eo stat,args; exec -a $m-d sleep 300"
 el=$(( ($(date +%s%N) - start) / 1000000 ))
 sleep 0.1
 # The job lists its tree first: the double-forked, setsid'd and stopped
@@ -375,7 +377,8 @@ sleep 0.1
 if has "$OUT" "$m-a" && has "$OUT" "$m-b" && grep -q "^T.*$m-c" <<<"$OUT" \
    && [[ $(jget .timed_out) == true && $RC -eq 137 ]] && (( el >= 1000 * TS && el < 4000 * TS )) && no_survivor "$m"; then
   ok "timeout kills double-forked, setsid'd and stopped children (${el} ms, none left on the host)"
-else not_ok "timeout kills the whole tree"; diag "rc=$RC el=$el $ST"; pgrep -af "$m" | sed 's/^/# /'; fi
+else not_ok "timeout kills the whole tree"; diag "rc=$RC el=$el $ST"; diag "$(grep -e "$m" -e '^T' <<<"$OUT")"
+  pgrep -af "$m" | sed 's/^/# /'; fi
 
 # sigkill_check DESC START: START MARKER runs a sandbox whose job is a
 # sleep named MARKER; once it runs, the process START made gets SIGKILL,
