@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,16 +14,6 @@
 #include <unistd.h>
 
 #include "common/cleanup.h"
-
-/* The placeholder child of the idmap namespace below: it only has to
- * exist while its maps are written and the namespace is opened. */
-static int idmap_child(void *arg)
-{
-        (void)arg;
-        for (;;)
-                pause();
-        return 0;
-}
 
 /* A user namespace whose only mapping is owner -> the job's host ids, for
  * idmapped binds (only its id maps matter: the process that made it is
@@ -41,8 +32,10 @@ int sbx_sup_make_idmap(struct supervisor *s, uid_t owner, gid_t group)
          * no page table is copied (the dearest part of a fork on a
          * virtualised host), and it runs nothing but pause(). */
         static char stack[16384] __attribute__((aligned(16)));
-        pid_t pid = clone(idmap_child, stack + sizeof(stack), CLONE_NEWUSER | CLONE_VM | SIGCHLD,
-                          NULL);
+        /* The placeholder only has to exist while its maps are written
+         * and the namespace is opened. */
+        pid_t pid = clone(sbx_sup_placeholder_main, stack + sizeof(stack),
+                          CLONE_NEWUSER | CLONE_VM | SIGCHLD, (void *)(intptr_t)getpid());
         if (pid < 0)
                 return -errno;
         char map[64];

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +30,6 @@ static int map_ids(struct supervisor *s)
         if (r >= 0)
                 r = sbx_sup_write_map(s->child, "gid_map", buf);
         return r;
-}
-
-static int userns_placeholder(void *arg)
-{
-        (void)arg;
-        for (;;)
-                pause();
-        return 0;
 }
 
 /* Runs clone(CLONE_NEWUSER) as the job's host ids, so that they own the
@@ -73,8 +66,8 @@ static pid_t clone_as(struct supervisor *s, uid_t uid, gid_t gid, int *ret_fd)
                  * shares our memory) not dumpable: its /proc files would
                  * be root's again. */
                 (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
-                pid = clone(userns_placeholder, stack + sizeof(stack),
-                            CLONE_NEWUSER | CLONE_VM | SIGCHLD, NULL);
+                pid = clone(sbx_sup_placeholder_main, stack + sizeof(stack),
+                            CLONE_NEWUSER | CLONE_VM | SIGCHLD, (void *)(intptr_t)getpid());
                 e = errno;
                 char path[64];
                 if (pid > 0 && (*ret_fd = sbx_sup_open_ns_of(pid, "user", path)) < 0)

@@ -79,6 +79,10 @@ int sbx_sup_write_map(pid_t pid, const char *file, const char *data);
  * job user namespace's once they are gone: flags 0 waits for them,
  * WNOHANG does not. */
 void sbx_sup_reap_idmap_child(struct supervisor *s, int flags);
+/* The body of a user namespace's placeholder, a clone(CLONE_VM) child of
+ * the supervisor whose pid is the argument: it pauses until killed, and
+ * dies with the supervisor. */
+int sbx_sup_placeholder_main(void *supervisor_pid);
 /* Reaps *pid (a placeholder, 0: none) as above. */
 void sbx_sup_reap_placeholder(pid_t *pid, int flags);
 void sbx_sup_on_message(struct supervisor *s);

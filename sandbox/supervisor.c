@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -172,6 +173,19 @@ void sbx_sup_on_message(struct supervisor *s)
         }
         for (size_t i = 0; i < n_fds; i++)
                 close(fds[i]);
+}
+
+int sbx_sup_placeholder_main(void *supervisor_pid)
+{
+        /* Killed with the supervisor: one SIGKILLed between the clone and
+         * its kill of the placeholder (chaos's kill -9 found it) left the
+         * placeholder paused forever, reparented, as the job's host ids. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+            getppid() != (pid_t)(intptr_t)supervisor_pid)
+                _exit(0);
+        for (;;)
+                pause();
+        return 0;
 }
 
 /* The idmap namespace's placeholder process, killed when the namespace
