@@ -31,7 +31,7 @@ if [[ $(id -u) -eq 0 ]]; then
 else
   bg /usr/sbin/pgbouncer "$pgb_dir/pgbouncer.ini" >/dev/null 2>&1
 fi
-pgb_pid=${_bg_pids[-1]}
+pgb_pid=$!
 bouncer_url="postgresql://boxcar:boxcar@127.0.0.1:$pgb_port/ops_bouncer"
 check "pgbouncer runs in transaction mode" wait_for "pgbouncer" 10 psql -XqtA "$bouncer_url" -c "select 1"
 direct_url=$DATABASE_URL

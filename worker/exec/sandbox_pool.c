@@ -126,6 +126,13 @@ static double elapsed_ms(const struct timespec *since)
                (double)(t.tv_nsec - since->tv_nsec) / 1e6;
 }
 
+/* Under the lock: w came ready (made, so the pool is not failing). */
+static void note_ready(struct sandbox_pool *p, const struct sandbox_warm *w)
+{
+        p->backoff_ms = 0;
+        sbpool_note_built(p, elapsed_ms(&w->started));
+}
+
 static bool started_before(const struct sandbox_warm *a, const struct sandbox_warm *b)
 {
         return a->started.tv_sec != b->started.tv_sec ? a->started.tv_sec < b->started.tv_sec
@@ -159,8 +166,7 @@ static bool wait_building(struct sandbox_pool *p, struct sandbox_warm *w, double
                 uint64_t now = bc_mono_ms();
                 if (r == 1) {
                         pthread_mutex_lock(&p->mu);
-                        p->backoff_ms = 0;
-                        sbpool_note_built(p, elapsed_ms(&w->started));
+                        note_ready(p, w);
                         pthread_mutex_unlock(&p->mu);
                         *ret = *w;
                         return true;
@@ -340,10 +346,8 @@ static void check_all(struct sandbox_pool *p, uint64_t now)
                                 sbpool_discard_locked(p, &k->items[j]);
                                 sbpool_remove_at(k, j);
                         } else {
-                                if (r == 1 && !was_ready) {
-                                        p->backoff_ms = 0;
-                                        sbpool_note_built(p, elapsed_ms(&k->items[j].started));
-                                }
+                                if (r == 1 && !was_ready)
+                                        note_ready(p, &k->items[j]);
                                 j++;
                         }
                         bc_error_clear(&err);
