@@ -297,6 +297,17 @@ is "a job that finds the pool's sandbox still being made waits for it: both jobs
    "$(job_field $a status) $(job_field $b status) $(metric 'boxcar_sandbox_starts_total{path="warm"}')/$(metric 'boxcar_sandbox_starts_total{path="cold"}')" \
    "succeeded succeeded 2/0"
 kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
+# The same before the pool has timed a build: a worker just started,
+# whose first sandbox is still being made when the first job comes, waits
+# for it (up to 1 s) rather than cut it short at its 10 ms guess's bound.
+start_worker warm-first --concurrency 1 --warm-sandboxes 1 --poll-interval 300ms --sandbox namespace \
+  --sandbox-helper "$slow_helper" --metrics-addr "127.0.0.1:$port"
+wait_for "the pool's first sandbox being made" 20 pgrep -fx 'sleep 0.4' >/dev/null
+id=$(run_job '{"command": ["true"]}')
+is "a worker's first job waits for the first sandbox being made: warm, none cold, none discarded" \
+   "$(job_field $id status) $(metric 'boxcar_sandbox_starts_total{path="warm"}')/$(metric 'boxcar_sandbox_starts_total{path="cold"}') $(grep -c 'event=sandbox.warm_slow' "$BOXCAR_DEV/test-logs/warm-first.log")" \
+   "succeeded 1/0 0"
+kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 rm -f "$slow_helper"
 
 # --warm-sandboxes 0: every sandbox is cold.

@@ -143,9 +143,13 @@ static bool started_before(const struct sandbox_warm *a, const struct sandbox_wa
  * the cold one would be the same build from its first step, on the same
  * busy CPUs (a burst: the pool fell behind the takes), and the one being
  * made would wait for the next job.  It waits at most WAIT_BUILDS builds'
- * time (the pool's average), at least WAIT_MIN_MS, at most WAIT_MAX_MS;
- * one slower than that is stuck or starved: it is discarded (a stuck one
- * kept would be the next take's oldest again), and the job starts cold. */
+ * time (the pool's average), at least WAIT_MIN_MS, at most WAIT_MAX_MS,
+ * and WAIT_MAX_MS before the pool has timed a build: its starting guess
+ * (10 ms) cut builds of 300 ms short in a worker just started under
+ * load, each one discarded and made again cold.  One slower than that is
+ * stuck or starved: it is discarded (a stuck one kept would be the next
+ * take's oldest again), and the job starts cold.  build_ms is 0 when
+ * none was timed. */
 #define WAIT_BUILDS 3
 #define WAIT_MIN_MS 50
 #define WAIT_MAX_MS 1000
@@ -157,7 +161,7 @@ static bool wait_building(struct sandbox_pool *p, struct sandbox_warm *w, double
          * (CAP_SYS_NICE); its supervisor does the same once built. */
         if (p->renice)
                 (void)setpriority(PRIO_PGRP, (id_t)w->pid, p->job_nice);
-        double bound = build_ms * WAIT_BUILDS;
+        double bound = build_ms > 0 ? build_ms * WAIT_BUILDS : WAIT_MAX_MS;
         bound = bound < WAIT_MIN_MS ? WAIT_MIN_MS : bound > WAIT_MAX_MS ? WAIT_MAX_MS : bound;
         uint64_t deadline = bc_mono_ms() + (uint64_t)bound;
         for (;;) {
@@ -256,7 +260,7 @@ bool sandbox_pool_take(struct sandbox_pool *p, enum sandbox_network network, con
         k->in_use++;
         if (k->in_use > k->peak_cur)
                 k->peak_cur = k->in_use;
-        double build_ms = p->build_ms;
+        double build_ms = p->builds_timed ? p->build_ms : 0;
         pthread_mutex_unlock(&p->mu);
         /* Someone else added the kind meanwhile. */
         storage_cache_release(p->images, image);
