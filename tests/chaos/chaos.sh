@@ -364,6 +364,16 @@ diag "webhook requests: $requests (redeliveries under the same id: $hook_dups)"
 is "PostgreSQL restarted" "$pg_done" 2
 is "PostgreSQL frozen and thawed" "$freeze_state" 2
 is "lost jobs (never finished)" "$lost" 0
+# What the jobs not succeeded were doing: their last error (the workers'
+# logs name its code only) and when they were to run next.
+if (( failed > 0 )); then
+  diag "jobs not succeeded (the first 12): id status attempts/max, next run, storage, last error"
+  sql "select id || ' ' || status || ' ' || attempts || '/' || max_attempts || ', ' ||
+              to_char(run_at, 'HH24:MI:SS') || ', ' || coalesce(artifact_storage, '-') || ', ' ||
+              coalesce(left(error::text, 400), '-')
+         from boxcar.jobs where status <> 'succeeded' order by created_at limit 12" |
+    while read -r l; do diag "  $l"; done
+fi
 is "jobs not succeeded (failed, cancelled or lost)" "$failed" 0
 is "jobs finished twice (two finished events)" "$twice" 0
 is "command runs no lost attempt explains" "$unexplained" 0
