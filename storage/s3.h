@@ -55,6 +55,7 @@ struct s3_call {
         size_t n_headers;
         struct put_body *body; /* PUT only (upload.c) */
         int64_t length;        /* out: the answer's Content-Length, -1 if none */
+        long status;           /* out: the last answer's HTTP status, 0 if none */
 };
 
 /* The header list for c signed now, with credentials from s3_credentials
