@@ -302,7 +302,11 @@ kill -TERM "$WORKER_PID"; wait "$WORKER_PID" 2>/dev/null
 # for it (up to 1 s) rather than cut it short at its 10 ms guess's bound.
 start_worker warm-first --concurrency 1 --warm-sandboxes 1 --poll-interval 300ms --sandbox namespace \
   --sandbox-helper "$slow_helper" --metrics-addr "127.0.0.1:$port"
-wait_for "the pool's first sandbox being made" 20 pgrep -fx 'sleep 0.4' >/dev/null
+# This worker's helper sleeping (not one the last worker left to die).
+first_build() {
+  local h; h=$(pgrep -P "$WORKER_PID" -d, -f boxcar-slow-helper) && pgrep -P "$h" -fx 'sleep 0.4' >/dev/null
+}
+wait_for "the pool's first sandbox being made" 20 first_build
 id=$(run_job '{"command": ["true"]}')
 is "a worker's first job waits for the first sandbox being made: warm, none cold, none discarded" \
    "$(job_field $id status) $(metric 'boxcar_sandbox_starts_total{path="warm"}')/$(metric 'boxcar_sandbox_starts_total{path="cold"}') $(grep -c 'event=sandbox.warm_slow' "$BOXCAR_DEV/test-logs/warm-first.log")" \
