@@ -367,7 +367,10 @@ static int pick_assume_role(struct creds_provider *p, const struct aws_profile *
         p->external_id = dup_or_null(prof->external_id, &oom);
         p->duration_s = dup_or_null(d, &oom);
         p->region = dup_or_null(ch->region, &oom);
-        p->ca_bundle = dup_or_null(ch->ca_bundle, &oom);
+        /* The top profile's provider has the bundle already (it is
+         * ch->ca_bundle); a source profile's gets its own copy. */
+        if (!p->ca_bundle)
+                p->ca_bundle = dup_or_null(ch->ca_bundle, &oom);
         snprintf(p->source, sizeof(p->source), "assume role (profile %.64s, source_profile %.64s)",
                  prof->name, prof->source_profile);
         return oom ? -ENOMEM : 1;
