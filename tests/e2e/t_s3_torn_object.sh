@@ -19,8 +19,7 @@ data="$BOXCAR_DEV/s3/data/$BOXCAR_S3_BUCKET/$BOXCAR_S3_PREFIX"
 metas=$(find "$data" -name '*._S3rver_metadata.json' 2>/dev/null)
 for m in $metas; do printf '{"content-ty' > "$m"; done
 is "control: with the objects' metadata cut short, the store answers 500 for them" \
-   "$(grep -c . <<<"$metas" | tr -d ' ')>0 $(curl -s -o /dev/null -w '%{http_code}' "$url")" \
-   "$(grep -c . <<<"$metas" | tr -d ' ')>0 500"
+   "$([[ -n $metas ]] && echo found) $(curl -s -o /dev/null -w '%{http_code}' "$url")" "found 500"
 sha2=$("$BOXCAR" storage push torn-again "$tmp/src" 2>"$tmp/push2.err")
 is "a push of the same tree to another storage writes the objects through (the HEAD failed, the PUT stored them)" \
    "$sha2" "$sha"
