@@ -657,6 +657,14 @@ end $$;
 -- are the rows' own (job_events_json), not rows of job_events.  The rows the worker holds
 -- are locked first, in id order, as heartbeat() locks them (the update
 -- alone would lock them in its join's order).
+--
+-- The common call (every job held, no scope with a CPU quota) runs three
+-- statements: the lock, the update and the answer.  The rarer work (the
+-- events of jobs the worker lost, the CPU charged to quotas) are
+-- statements of their own, run only when there is some: PostgreSQL sets up
+-- every part of a statement at each execution, used or not, and as parts
+-- of the update they cost every report (about a fifth of the report's
+-- database time, bench/queue-sandbox).
 create or replace function boxcar.report_completions(worker_id text, ids uuid[], attempts integer[],
                                                      statuses text[], results jsonb[],
                                                      errors jsonb[], events jsonb[])
@@ -664,6 +672,10 @@ returns table (ord integer, held boolean) language plpgsql volatile
 -- Generic plans: see claim().
 set plan_cache_mode = force_generic_plan as $$
 #variable_conflict use_column
+declare
+    done_i integer[];
+    done_ids uuid[];
+    done_scopes text[];
 begin
     if exists (select from unnest(statuses) s
                 where s is null or s not in ('succeeded', 'failed', 'cancelled')) then
@@ -680,10 +692,7 @@ begin
     -- (a call resent after its answer was lost) are left out, as
     -- add_worker_events leaves them out; offset 0 keeps that a probe of
     -- job_events_job per event (as an anti join it was planned as a hash of
-    -- the whole table).  The events of a row not held (a job the worker
-    -- lost) are rows of job_events, as before, written once: not when the
-    -- job's row already holds that attempt's (this call, resent).
-    return query
+    -- the whole table).
     with done as (
         update boxcar.jobs j
            set status = r.status, result = r.result, error = r.error,
@@ -705,35 +714,33 @@ begin
          where j.id = r.id and j.id = any (report_completions.ids)
            and j.worker_id = report_completions.worker_id and j.status = 'running'
            and (r.attempt is null or j.attempts = r.attempt)
-        returning r.i, j.id, j.attempts, j.status, j.error, j.queue, j.result
-    ), charged as (
-        -- The CPU time of scopes with a CPU quota, as boxcar.charge_cpu
-        -- counts it (sql/39_caps_quotas.sql), in scope order.
-        insert into boxcar.scope_cpu_usage as u (scope, day, cpu_ms, jobs)
-        select q.scope, boxcar.usage_day(),
-               sum(greatest(0, least((d.result ->> 'cpu_ms')::numeric, 1e15)))::bigint, count(*)
-          from done d
-          join boxcar.scope_quotas q on q.scope = boxcar.queue_scope(d.queue)
-         where q.cpu_seconds_per_day is not null and jsonb_typeof(d.result -> 'cpu_ms') = 'number'
-         group by q.scope
-         order by q.scope
-        on conflict on constraint scope_cpu_usage_pkey do update
-           set cpu_ms = u.cpu_ms + excluded.cpu_ms, jobs = u.jobs + excluded.jobs
-    ), lost as materialized (
-        -- Materialized: the rows not held are found first (none, nearly
-        -- always), so the probes below run for those only.
-        select r.id, r.attempt, r.evs
-          from unnest(report_completions.ids, report_completions.attempts,
-                      report_completions.events) with ordinality as r(id, attempt, evs, i)
-         where not exists (select from done d where d.i = r.i)
-    ), lost_events as (
+        returning r.i, j.id, j.queue
+    )
+    select coalesce(array_agg(d.i), '{}'), coalesce(array_agg(d.id), '{}'),
+           array_agg(distinct boxcar.queue_scope(d.queue))
+      into done_i, done_ids, done_scopes
+      from done d;
+    -- The CPU time of scopes with a CPU quota (sql/39_caps_quotas.sql).
+    -- Probed by scope: the primary key's index (a scan of the whole table
+    -- is priced out here, and so priced it was compiled by JIT at every
+    -- call, 50 ms).
+    if exists (select from boxcar.scope_quotas q
+                where q.scope = any (done_scopes) and q.cpu_seconds_per_day is not null) then
+        perform boxcar.charge_cpu(done_ids);
+    end if;
+    -- The events of a row not held (a job the worker lost) are rows of
+    -- job_events, as before, written once: not when the job's row already
+    -- holds that attempt's (this call, resent).
+    if cardinality(done_i) < cardinality(report_completions.ids) then
         insert into boxcar.job_events (job_id, at, kind, worker_id, attempt, details)
         select r.id, (e.v ->> 'at')::timestamptz, e.v ->> 'kind', report_completions.worker_id,
                r.attempt, e.v -> 'details'
-          from lost r
+          from unnest(report_completions.ids, report_completions.attempts,
+                      report_completions.events) with ordinality as r(id, attempt, evs, i)
          cross join lateral jsonb_array_elements(coalesce(r.evs, '[]'::jsonb))
                with ordinality as e(v, n)
-         where not exists (select from boxcar.jobs j
+         where r.i <> all (done_i)
+           and not exists (select from boxcar.jobs j
                             where j.id = r.id and j.attempts = r.attempt
                               and j.attempt_events is not null
                            offset 0)
@@ -743,8 +750,9 @@ begin
                               and o.attempt is not distinct from r.attempt
                               and o.at = (e.v ->> 'at')::timestamptz
                            offset 0)
-         order by r.id, e.n
-    )
-    select s.i::integer, exists (select from done d where d.i = s.i)
+         order by r.id, e.n;
+    end if;
+    return query
+    select s.i::integer, s.i = any (done_i)
       from generate_subscripts(report_completions.ids, 1) s(i);
 end $$;

@@ -13,7 +13,7 @@
 -- covers tables never analyzed; this file, analyzed while empty.  (A file
 -- of its own: plpgsql caches plans per session.)
 begin;
-select plan(28);
+select plan(29);
 set local client_min_messages = warning;
 -- A function in auto mode plans its statements with the values for five
 -- calls, then keeps a generic plan made at the sixth: when that comes
@@ -162,10 +162,17 @@ create temp table queued2 as
     select boxcar.enqueue(queue => 'rplan', spec => '{"command":["x"]}') from generate_series(1, 2);
 
 call pg_temp.mark('complete');
+create temp table quota_scans as
+    select seq_scan from pg_stat_xact_user_tables where relid = 'boxcar.scope_quotas'::regclass;
 select is(pg_temp.run_one('rplan', 'rplan-w', 'complete'), '1:true',
           'a job claimed and completed among 3,000 others with their events and output');
 select is(pg_temp.read_since('complete', 100), '',
           'claiming and reporting it read fewer than 100 rows of each table (set-based report)');
+-- A scan of the whole table is priced out in these functions, and a plan
+-- so priced is over JIT's threshold: compiled again at every call (50 ms).
+select is((select seq_scan from pg_stat_xact_user_tables
+            where relid = 'boxcar.scope_quotas'::regclass) - (select seq_scan from quota_scans),
+          0::bigint, 'the report looks for CPU quotas by their scopes'' index, never a whole scan');
 
 call pg_temp.mark('retry');
 select is(pg_temp.run_one('rplan', 'rplan-w', 'retry'), '1:true', 'one retried among them');
