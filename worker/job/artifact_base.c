@@ -268,12 +268,15 @@ void artifact_save(struct job_run *run, struct job_outcome *o)
 void artifact_base_release(const struct job_services *svc, const char *ws,
                            struct store_artifact_start *a)
 {
-        if (!a->base)
-                return;
-        /* The overlay goes first: the cached tree below it may be evicted
-         * once released, and the pool takes back only a bare filesystem. */
-        struct bc_error err = BC_ERROR_INIT;
-        (void)sandbox_workspace_unmount(ws, &err);
-        bc_error_clear(&err);
+        if (a->base) {
+                /* The overlay goes first: the cached tree below it may be
+                 * evicted once released, and the pool takes back only a
+                 * bare filesystem. */
+                struct bc_error err = BC_ERROR_INIT;
+                (void)sandbox_workspace_unmount(ws, &err);
+                bc_error_clear(&err);
+        }
+        /* An extracted base (no cache entry) still holds its version's
+         * key and layers. */
         store_artifact_start_done(svc->store, a);
 }

@@ -139,8 +139,8 @@ int artifact_base_restore(const struct job_services *svc, const struct job_spec 
  * and uploaded), whatever the exit status; run->result gets "artifact",
  * o the version to record with the completion, or the upload's failure. */
 void artifact_save(struct job_run *run, struct job_outcome *o);
-/* After the job: unmounts the overlay and releases the cache entry (a
- * no-op when the base was extracted or the artifact started empty). */
+/* After the job: unmounts the overlay and releases the cache entry, and
+ * frees the base version's key (an extracted base has only that). */
 void artifact_base_release(const struct job_services *svc, const char *ws,
                            struct store_artifact_start *a);
 
