@@ -48,6 +48,35 @@ fi
 suite_limit=${BOXCAR_SUITE_TIMEOUT:-1800}
 logdir="$BOXCAR_DEV/test-logs"
 mkdir -p "$logdir"
+# Under SAN=1 every sanitizer report goes to a file of its own, and a
+# suite during which one was written fails: most processes a test starts
+# are stopped by it without their exit status read (a worker's
+# LeakSanitizer report at exit was only a line in its log).
+san_dir=""
+if [[ ${SAN:-0} == 1 ]]; then
+  san_dir="$logdir/sanitizer"
+  rm -rf "$san_dir"
+  mkdir -p "$san_dir/new"
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$san_dir/new/asan"
+  export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$san_dir/new/ubsan:print_stacktrace=1"
+fi
+# sanitizer_reports SUITE: prints the reports written during SUITE (files
+# that say only a warning are not reports), keeps them under the suite's
+# name and prints how many there were.
+sanitizer_reports() {
+  local n=0 f
+  mkdir -p "$san_dir/$1"
+  for f in "$san_dir"/new/*; do
+    [[ -e $f ]] || continue
+    if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: (Address|Leak|UndefinedBehavior)Sanitizer' "$f"; then
+      n=$((n + 1))
+      echo "# sanitizer report $f:" >&2
+      head -40 "$f" | sed 's/^/#   /' >&2
+    fi
+    mv "$f" "$san_dir/$1/"
+  done
+  echo "$n"
+}
 for s in "${suites[@]}"; do
   if [[ $NO_PG_SUITES != *" $s "* ]]; then
     scripts/pg.sh start || { echo "$passed passed, $((failed + 1)) failed"; exit 1; }
@@ -92,6 +121,13 @@ for s in "${suites[@]}"; do
   elif [[ $rc -ne 0 && $f -eq 0 ]]; then
     echo "not ok - suite $s exited with status $rc without reporting a failure"
     f=1
+  fi
+  if [[ -n $san_dir ]]; then
+    reports=$(sanitizer_reports "$s")
+    if [[ $reports -gt 0 ]]; then
+      echo "not ok - suite $s: $reports sanitizer report(s), kept in $san_dir/$s"
+      f=$((f + 1))
+    fi
   fi
   echo "=== suite $s: $p passed, $f failed, $sk skipped ($(( $(date +%s) - start ))s)"
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + sk))
