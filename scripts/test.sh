@@ -56,7 +56,8 @@ san_dir=""
 if [[ ${SAN:-0} == 1 ]]; then
   san_dir="$logdir/sanitizer"
   rm -rf "$san_dir"
-  mkdir -p "$san_dir/new"
+  # Any uid may write there: a test's worker or helper may run as another.
+  mkdir -p "$san_dir/new" && chmod 1777 "$san_dir/new"
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$san_dir/new/asan"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:+$UBSAN_OPTIONS:}log_path=$san_dir/new/ubsan:print_stacktrace=1"
 fi

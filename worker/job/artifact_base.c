@@ -277,6 +277,6 @@ void artifact_base_release(const struct job_services *svc, const char *ws,
                 bc_error_clear(&err);
         }
         /* An extracted base (no cache entry) still holds its version's
-         * key and layers. */
+         * object key. */
         store_artifact_start_done(svc->store, a);
 }
