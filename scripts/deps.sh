@@ -8,10 +8,13 @@ BUILD_PKGS=(gcc make pkg-config libpq-dev libcurl4-openssl-dev libcjson-dev
             libmicrohttpd-dev zlib1g-dev libsystemd-dev)
 RUN_PKGS=(postgresql-15 postgresql-client-15 ca-certificates procps iproute2
           util-linux e2fsprogs)
+# iptables: podman's network backend (netavark) sets up a container's
+# network with it, and no package pulls it in; without it every image
+# build's RUN step fails "netavark: No such file or directory".
 TEST_PKGS=(postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
            python3 python3-botocore python3-jsonschema python3-psycopg python3-build python3-venv curl bubblewrap hyperfine pgbouncer
            valgrind docker-compose nodejs npm clang libclang-rt-14-dev jq mmdebstrap
-           podman podman-compose runc catatonit netavark aardvark-dns
+           podman podman-compose runc catatonit netavark aardvark-dns iptables
            qemu-system-x86 busybox-static cpio lintian man-db
            chromium clang-format clang-tidy cppcheck
            kubernetes-client yamllint python3-kubernetes
