@@ -274,16 +274,29 @@ cpu_ticks() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( 
 # cpu_ticks_all PID: the same plus those of its children it has waited for
 # (the sandboxes, and what ran inside them).
 cpu_ticks_all() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( ${12} + ${13} + ${14} + ${15} )); }
-# pg_ticks: the same for the whole PostgreSQL server: the postmaster with
-# the backends it reaped, and every process of it still running.
+# pg_ticks DB: the same for the whole PostgreSQL server, "all own bg": the
+# postmaster with the backends it reaped and every process of it still
+# running (all); of those, the client backends connected to DB (own) and
+# the server's background processes (bg: WAL writer, checkpointer,
+# autovacuum...; their process titles name no database).
 pg_ticks() {
-  local pm t c u
+  local pm t c u title own=0 bg=0
   pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid")
   t=$(cpu_ticks_all "$pm")
   # A backend that exits between pgrep and the read counts 0 here (its
   # ticks go to the postmaster's reaped children).
-  for c in $(pgrep -P "$pm"); do u=$(cpu_ticks "$c" 2>/dev/null) || u=0; t=$(( t + ${u:-0} )); done
-  echo "$t"
+  for c in $(pgrep -P "$pm"); do
+    u=$(cpu_ticks "$c" 2>/dev/null) || u=0
+    t=$(( t + ${u:-0} ))
+    title=$(tr '\0' ' ' < "/proc/$c/cmdline" 2>/dev/null) || title=
+    # "postgres: USER DB HOST(PORT) STATE" for a client backend.
+    if [[ $title =~ ^postgres:\ [^\ ]+\ ([^\ ]+)\ [^\ ]*\([0-9]+\) || $title =~ ^postgres:\ [^\ ]+\ ([^\ ]+)\ \[local\] ]]; then
+      [[ ${BASH_REMATCH[1]} == "$1" ]] && own=$(( own + ${u:-0} ))
+    elif [[ $title == postgres:* ]]; then
+      bg=$(( bg + ${u:-0} ))
+    fi
+  done
+  echo "$t $own $bg"
 }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # rss_stats FILE T_IDLE T0 T1: "idle_kB peak_kB": the last sample at or
@@ -322,9 +335,9 @@ alive() {
 
 # tp_round SYSTEM R: N jobs in one statement and transaction, wait for all.
 tp_round() {
-  local s=$1 r=$2 pid=${PIDS[$1]} cpu0 cpua0 cg0 pg0
+  local s=$1 r=$2 pid=${PIDS[$1]} cpu0 cpua0 cg0 pg0 pg1
   alive "$s"
-  cpu0=$(cpu_ticks "$pid") cpua0=$(cpu_ticks_all "$pid") pg0=$(pg_ticks)
+  cpu0=$(cpu_ticks "$pid") cpua0=$(cpu_ticks_all "$pid") pg0=($(pg_ticks "${DB[$s]}"))
   [[ -n $CG_FILE ]] && cg0=$(cg_usage_us "$s")
   sql "${DB[$s]}" "insert into bench.marks values ('s$r', now()); select count(${ENQ[$s]}) from generate_series(1, $N)" \
                   "insert into bench.marks values ('c$r', clock_timestamp())" >/dev/null
@@ -334,7 +347,10 @@ tp_round() {
   alive "$s"
   R[$s.cpu_ticks]=$(( ${R[$s.cpu_ticks]:-0} + $(cpu_ticks "$pid") - cpu0 ))
   R[$s.cpu_ticks_all]=$(( ${R[$s.cpu_ticks_all]:-0} + $(cpu_ticks_all "$pid") - cpua0 ))
-  R[$s.pg_ticks]=$(( ${R[$s.pg_ticks]:-0} + $(pg_ticks) - pg0 ))
+  pg1=($(pg_ticks "${DB[$s]}"))
+  R[$s.pg_ticks]=$(( ${R[$s.pg_ticks]:-0} + pg1[0] - pg0[0] ))
+  R[$s.pg_own_ticks]=$(( ${R[$s.pg_own_ticks]:-0} + pg1[1] - pg0[1] ))
+  R[$s.pg_bg_ticks]=$(( ${R[$s.pg_bg_ticks]:-0} + pg1[2] - pg0[2] ))
   [[ -n $CG_FILE ]] && R[$s.cg_us]=$(( ${R[$s.cg_us]:-0} + $(cg_usage_us "$s") - cg0 ))
   local out
   out=$(sql "${DB[$s]}" "with m as (select max(t) filter (where k = 's$r') s, max(t) filter (where k = 'c$r') c,
@@ -618,6 +634,8 @@ for s in boxcar graphile; do
   R[$s.cpu_us_job]=$(( ${R[$s.cpu_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
   R[$s.cpu_all_us_job]=$(( ${R[$s.cpu_ticks_all]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
   R[$s.pg_us_job]=$(( ${R[$s.pg_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
+  R[$s.pg_own_us_job]=$(( ${R[$s.pg_own_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
+  R[$s.pg_bg_us_job]=$(( ${R[$s.pg_bg_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
   [[ -n $CG_FILE ]] && R[$s.cg_us_job]=$(( ${R[$s.cg_us]} / (N * ROUNDS) ))
 done
 # The labels of the latency rows: where pickup ends.
@@ -672,6 +690,8 @@ if [[ $SANDBOX == 1 ]]; then
   row "sandbox start p99 (ms)"       "${R[boxcar.sb_start]#*|}"   "${R[graphile.sb_start]#*|}"
 fi
 row "PostgreSQL CPU per job (us)"  "${R[boxcar.pg_us_job]}"    "${R[graphile.pg_us_job]}"
+row "  its own backends (us)"     "${R[boxcar.pg_own_us_job]}" "${R[graphile.pg_own_us_job]}"
+row "  background processes (us)" "${R[boxcar.pg_bg_us_job]}"  "${R[graphile.pg_bg_us_job]}"
 row "$L_LAT max (ms)"              "${R[boxcar.max]}"          "${R[graphile.max]}"
 row "$L_ACK max (ms)"              "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
 row "VmHWM at the end (MiB)"       "${R[boxcar.hwm_mib]}"      "${R[graphile.hwm_mib]}"

@@ -59,4 +59,29 @@ is "none of them a row of job_events" "$(sql "select count(*) from boxcar.job_ev
                                              where j.queue = 'restart' and e.kind = 'finished'")" "0"
 is "one webhook outbox row per job after the restart" "$(hooks restart)" "$N"
 check "the worker saw the database go" grep -q "db.lost\|report_failed\|connect_failed" "$BOXCAR_DEV/test-logs/rb-b.log"
+
+# 3. Results that come close together go in one call, and the slots they
+# free are filled by one claim.  Four jobs wait on one FIFO and end when
+# it closes, within moments of each other; four more (of lower priority)
+# wait in the queue.  Rows written by one transaction share its xmin.
+gate=$(mktemp -d)
+mkfifo "$gate/fifo"
+waiter="exec 4<'$gate/fifo'; mktemp -p '$gate' up.XXXXXX >/dev/null; cat <&4 >/dev/null"
+sql "select count(boxcar.enqueue('gather', jsonb_build_object('command', jsonb_build_array('sh', '-c', \$\$$waiter\$\$)), priority => 1)) from generate_series(1, 4)" >/dev/null
+sql "select count(boxcar.enqueue('gather', '{\"command\":[\"true\"]}')) from generate_series(1, 4)" >/dev/null
+start_worker rb-c --queues gather --concurrency 4 --sandbox none --poll-interval 1s
+# The FIFO's one writer, opened after the worker started (which would
+# hold it too): read-write, so this open does not wait for a reader; the
+# jobs' opens wait for it.
+exec 7<>"$gate/fifo"
+check "the four waiting jobs hold the FIFO open" wait_for "four readers" 30 \
+  bash -c "[[ \$(ls '$gate' | grep -c '^up\.') == 4 ]]"
+exec 7>&-
+check "all eight succeed" wait_for "gather done" 60 succeeded gather 8
+is "the four results that came together were recorded in one transaction" \
+   "$(sql "select count(distinct xmin::text) from boxcar.jobs where queue = 'gather' and priority = 1")" "1"
+is "the four slots they freed were filled by one claim" \
+   "$(sql "select count(distinct e.xmin::text) from boxcar.job_events e join boxcar.jobs j on j.id = e.job_id
+            where j.queue = 'gather' and j.priority = 0 and e.kind = 'claimed'")" "1"
+rm -rf "$gate"
 tap_done

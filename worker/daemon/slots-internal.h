@@ -36,6 +36,9 @@ struct slot {
         bool report_done;
         bool report_retried; /* recorded after a lost connection */
         int report_rc;       /* 1 held, 0 not held, <0 not recorded */
+        /* The slot thread's: its result was recorded, counted in the
+         * owner's releasing until the slot is finished. */
+        bool releasing;
 };
 
 /* ---- slot_services.c ---- */

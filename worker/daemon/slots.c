@@ -1,6 +1,7 @@
 #include "worker/daemon/slots-internal.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,9 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         slot_services(sl, job, &svc);
         sl->current = job;
         struct job_outcome o;
+        atomic_fetch_add(&sl->owner->running, 1);
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
+        atomic_fetch_sub(&sl->owner->running, 1);
         /* A claim that did not commit (claim.c says so): its job never
          * started, and was never this worker's to record or count. */
         if (!slot_claim_held(job)) {
@@ -65,6 +68,10 @@ static void *slot_main(void *arg)
                 sl->job = NULL;
                 sl->finished = true;
                 pthread_mutex_unlock(&s->lock);
+                if (sl->releasing) {
+                        sl->releasing = false;
+                        atomic_fetch_sub(&s->releasing, 1);
+                }
                 claimed_job_free(job);
                 uint64_t one = 1;
                 ssize_t w = write(s->done_fd, &one, sizeof(one));
@@ -106,7 +113,12 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         pthread_mutex_init(&s->lock, NULL);
         s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&s->report_lock, NULL);
-        pthread_cond_init(&s->report_wake, NULL);
+        /* The reporter waits on it with a deadline on the monotonic clock. */
+        pthread_condattr_t mono;
+        pthread_condattr_init(&mono);
+        pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->report_wake, &mono);
+        pthread_condattr_destroy(&mono);
         pthread_cond_init(&s->report_recorded, NULL);
         s->slot = calloc(cfg->concurrency, sizeof(*s->slot));
         s->db = db_pool_new(cfg->database_url, "boxcar-worker", cfg->db_connections);
@@ -178,7 +190,7 @@ int slots_assign(struct slots *s, struct claimed_job *job)
         return -EBUSY;
 }
 
-unsigned slots_collect(struct slots *s)
+static unsigned collect_finished(struct slots *s)
 {
         uint64_t v;
         while (read(s->done_fd, &v, sizeof(v)) > 0)
@@ -194,6 +206,22 @@ unsigned slots_collect(struct slots *s)
         }
         pthread_mutex_unlock(&s->lock);
         s->busy -= freed;
+        return freed;
+}
+
+unsigned slots_collect(struct slots *s)
+{
+        unsigned freed = collect_finished(s);
+        uint64_t deadline = bc_mono_ms() + SLOTS_GATHER_MS;
+        while (atomic_load(&s->releasing) > 0) {
+                uint64_t now = bc_mono_ms();
+                if (now >= deadline)
+                        break;
+                struct pollfd p = { .fd = s->done_fd, .events = POLLIN };
+                if (poll(&p, 1, (int)(deadline - now)) <= 0)
+                        break;
+                freed += collect_finished(s);
+        }
         return freed;
 }
 

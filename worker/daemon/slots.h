@@ -58,7 +58,14 @@ struct slots {
         pthread_cond_t report_wake;     /* the reporter: work queued */
         pthread_cond_t report_recorded; /* the slots: a batch is done */
         struct slot *report_head, *report_tail;
+        unsigned report_pending; /* slots in that queue */
         bool report_stop;
+        /* Slots whose job is running (not yet handed to the reporter):
+         * the results that may come soon, for the reporter to wait for. */
+        _Atomic unsigned running;
+        /* Slots whose result is recorded and that are not yet finished:
+         * a batch's slots free up together, for one claim to fill. */
+        _Atomic unsigned releasing;
 };
 
 /* Chooses the jobs' backend (cfg->sandbox) and starts cfg->concurrency
@@ -72,7 +79,11 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
 int slots_assign(struct slots *s, struct claimed_job *job);
 
 /* Marks slots that finished as idle; call when done_fd is readable.
- * Returns how many became free. */
+ * The slots of a batch of results recorded together finish within
+ * moments of each other: it waits for the rest of them (at most
+ * SLOTS_GATHER_MS), so that one claim fills them all rather than one
+ * claim each.  Returns how many became free. */
+#define SLOTS_GATHER_MS 5
 unsigned slots_collect(struct slots *s);
 
 unsigned slots_free(const struct slots *s);
