@@ -26,7 +26,9 @@
 #               the warm share of each throughput round (/metrics)
 #   CPU         over the throughput rounds, per job: the worker process's
 #               own time, with the children it reaped, and (sandboxed) all
-#               that ran in the worker's own cgroup (see cg_prepare)
+#               that ran in the worker's own cgroup (see cg_prepare); the
+#               whole PostgreSQL server's, and of it the backends on the
+#               system's own database (pg_ticks)
 #
 # boxcar: `build/boxcar worker --sandbox none`, enqueue with boxcar.enqueue(),
 # start instant = jobs.result.started_at, finish = jobs.finished_at.
@@ -274,13 +276,13 @@ cpu_ticks() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( 
 # cpu_ticks_all PID: the same plus those of its children it has waited for
 # (the sandboxes, and what ran inside them).
 cpu_ticks_all() { local s; s=$(< "/proc/$1/stat"); s=${s##*) }; set -- $s; echo $(( ${12} + ${13} + ${14} + ${15} )); }
-# pg_ticks DB: the same for the whole PostgreSQL server, "all own bg": the
+# pg_ticks DB: the same for the whole PostgreSQL server, "all own": the
 # postmaster with the backends it reaped and every process of it still
-# running (all); of those, the client backends connected to DB (own) and
-# the server's background processes (bg: WAL writer, checkpointer,
-# autovacuum...; their process titles name no database).
+# running (all); of those, the client backends connected to DB (own: the
+# worker's connections and the bench's polls, not its enqueue, which runs
+# in a psql of its own).
 pg_ticks() {
-  local pm t c u title own=0 bg=0
+  local pm t c u title own=0
   pm=$(head -1 "$BOXCAR_PG_DATA/postmaster.pid")
   t=$(cpu_ticks_all "$pm")
   # A backend that exits between pgrep and the read counts 0 here (its
@@ -288,15 +290,12 @@ pg_ticks() {
   for c in $(pgrep -P "$pm"); do
     u=$(cpu_ticks "$c" 2>/dev/null) || u=0
     t=$(( t + ${u:-0} ))
-    title=$(tr '\0' ' ' < "/proc/$c/cmdline" 2>/dev/null) || title=
     # "postgres: USER DB HOST(PORT) STATE" for a client backend.
-    if [[ $title =~ ^postgres:\ [^\ ]+\ ([^\ ]+)\ [^\ ]*\([0-9]+\) || $title =~ ^postgres:\ [^\ ]+\ ([^\ ]+)\ \[local\] ]]; then
-      [[ ${BASH_REMATCH[1]} == "$1" ]] && own=$(( own + ${u:-0} ))
-    elif [[ $title == postgres:* ]]; then
-      bg=$(( bg + ${u:-0} ))
-    fi
+    title=$(tr '\0' ' ' < "/proc/$c/cmdline" 2>/dev/null) || title=
+    [[ $title =~ ^postgres:\ [^\ ]+\ ([^\ ]+)\ ([^\ ]*\([0-9]+\)|\[local\]) &&
+       ${BASH_REMATCH[1]} == "$1" ]] && own=$(( own + ${u:-0} ))
   done
-  echo "$t $own $bg"
+  echo "$t $own"
 }
 status_kb() { awk -v k="$2:" '$1 == k { print $2 }' "/proc/$1/status"; }
 # rss_stats FILE T_IDLE T0 T1: "idle_kB peak_kB": the last sample at or
@@ -350,7 +349,6 @@ tp_round() {
   pg1=($(pg_ticks "${DB[$s]}"))
   R[$s.pg_ticks]=$(( ${R[$s.pg_ticks]:-0} + pg1[0] - pg0[0] ))
   R[$s.pg_own_ticks]=$(( ${R[$s.pg_own_ticks]:-0} + pg1[1] - pg0[1] ))
-  R[$s.pg_bg_ticks]=$(( ${R[$s.pg_bg_ticks]:-0} + pg1[2] - pg0[2] ))
   [[ -n $CG_FILE ]] && R[$s.cg_us]=$(( ${R[$s.cg_us]:-0} + $(cg_usage_us "$s") - cg0 ))
   local out
   out=$(sql "${DB[$s]}" "with m as (select max(t) filter (where k = 's$r') s, max(t) filter (where k = 'c$r') c,
@@ -635,7 +633,7 @@ for s in boxcar graphile; do
   R[$s.cpu_all_us_job]=$(( ${R[$s.cpu_ticks_all]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
   R[$s.pg_us_job]=$(( ${R[$s.pg_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
   R[$s.pg_own_us_job]=$(( ${R[$s.pg_own_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
-  R[$s.pg_bg_us_job]=$(( ${R[$s.pg_bg_ticks]} * 1000000 / $(getconf CLK_TCK) / (N * ROUNDS) ))
+  R[$s.pg_rest_us_job]=$(( ${R[$s.pg_us_job]} - ${R[$s.pg_own_us_job]} ))
   [[ -n $CG_FILE ]] && R[$s.cg_us_job]=$(( ${R[$s.cg_us]} / (N * ROUNDS) ))
 done
 # The labels of the latency rows: where pickup ends.
@@ -690,8 +688,8 @@ if [[ $SANDBOX == 1 ]]; then
   row "sandbox start p99 (ms)"       "${R[boxcar.sb_start]#*|}"   "${R[graphile.sb_start]#*|}"
 fi
 row "PostgreSQL CPU per job (us)"  "${R[boxcar.pg_us_job]}"    "${R[graphile.pg_us_job]}"
-row "  its own backends (us)"     "${R[boxcar.pg_own_us_job]}" "${R[graphile.pg_own_us_job]}"
-row "  background processes (us)" "${R[boxcar.pg_bg_us_job]}"  "${R[graphile.pg_bg_us_job]}"
+row "  on its database (us)"      "${R[boxcar.pg_own_us_job]}"  "${R[graphile.pg_own_us_job]}"
+row "  the rest (us)"             "${R[boxcar.pg_rest_us_job]}" "${R[graphile.pg_rest_us_job]}"
 row "$L_LAT max (ms)"              "${R[boxcar.max]}"          "${R[graphile.max]}"
 row "$L_ACK max (ms)"              "${R[boxcar.ack_max]}"      "${R[graphile.ack_max]}"
 row "VmHWM at the end (MiB)"       "${R[boxcar.hwm_mib]}"      "${R[graphile.hwm_mib]}"
@@ -720,7 +718,9 @@ printf '%-28s %12s %12s\n' "jobs not succeeded" "${R[boxcar.failed]}" "${R[graph
 echo "jobs/s: N / (last job finished - start of the enqueue transaction), server clock, median"
 echo "of the rounds (boxcar and graphile rounds alternate); drain: N / (last job finished -"
 echo "commit of the enqueue transaction); worker CPU: the worker process's own user+system time."
-echo "PostgreSQL CPU: all of the server's processes over the throughput rounds (background ones too)."
+echo "PostgreSQL CPU: all of the server's processes over the throughput rounds (background ones too);"
+echo "on its database: the backends connected to the system's database (its worker's and the bench's"
+echo "polls); the rest: the enqueue (a psql session of its own), background processes, other sessions."
 if [[ $SANDBOX == 1 ]]; then
   echo "+ reaped children: with the children the worker reaped; bwrap does not reap its process"
   echo "in the namespaces, so this misses most of bwrap. + sandboxes' CPU: all that ran in the"
