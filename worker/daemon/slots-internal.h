@@ -39,6 +39,9 @@ struct slot {
         /* The slot thread's: its result was recorded, counted in the
          * owner's releasing until the slot is finished. */
         bool releasing;
+        /* When its job started running (bc_mono_ms), 0 once it ended: for
+         * the reporter, a result that may come soon. */
+        _Atomic uint64_t running_since_ms;
 };
 
 /* ---- slot_services.c ---- */

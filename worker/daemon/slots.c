@@ -26,9 +26,9 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         slot_services(sl, job, &svc);
         sl->current = job;
         struct job_outcome o;
-        atomic_fetch_add(&sl->owner->running, 1);
+        atomic_store(&sl->running_since_ms, bc_mono_ms());
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
-        atomic_fetch_sub(&sl->owner->running, 1);
+        atomic_store(&sl->running_since_ms, 0);
         /* A claim that did not commit (claim.c says so): its job never
          * started, and was never this worker's to record or count. */
         if (!slot_claim_held(job)) {
@@ -299,8 +299,6 @@ void slots_join(struct slots *s)
                 pthread_cond_destroy(&s->slot[i].wake);
                 close(s->slot[i].cancel_fd);
         }
-        free(s->slot);
-        s->slot = NULL;
         /* No job runs now: every session is idle, checkpointed and stopped. */
         session_registry_free(s->sessions);
         s->sessions = NULL;
@@ -317,6 +315,8 @@ void slots_join(struct slots *s)
                 pthread_join(s->reporter, NULL);
                 s->reporter_started = false;
         }
+        free(s->slot); /* the reporter looks at them */
+        s->slot = NULL;
         db_pool_free(s->db);
         s->db = NULL;
         pthread_cond_destroy(&s->report_wake);

@@ -60,9 +60,6 @@ struct slots {
         struct slot *report_head, *report_tail;
         unsigned report_pending; /* slots in that queue */
         bool report_stop;
-        /* Slots whose job is running (not yet handed to the reporter):
-         * the results that may come soon, for the reporter to wait for. */
-        _Atomic unsigned running;
         /* Slots whose result is recorded and that are not yet finished:
          * a batch's slots free up together, for one claim to fill. */
         _Atomic unsigned releasing;
