@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/deadline.h"
 #include "worker/daemon/slots-internal.h"
 #include "worker/db/db.h"
 #include "worker/log/log.h"
@@ -109,13 +110,7 @@ static bool results_soon(const struct slots *s)
  * call.  A worker with nothing else running records at once. */
 static void linger(struct slots *s)
 {
-        struct timespec deadline;
-        clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_nsec += (long)REPORT_LINGER_MS * 1000000;
-        if (deadline.tv_nsec >= 1000000000) {
-                deadline.tv_sec++;
-                deadline.tv_nsec -= 1000000000;
-        }
+        const struct timespec deadline = bc_monotonic_after_ms(REPORT_LINGER_MS);
         while (!s->report_stop && !s->hard && s->report_pending < REPORT_BATCH_MAX &&
                results_soon(s)) {
                 if (pthread_cond_timedwait(&s->report_wake, &s->report_lock, &deadline) ==

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/deadline.h"
 #include "worker/log/log.h"
 
 #define RETRY_MIN_S 2
@@ -60,9 +61,7 @@ static void *run(void *arg)
 
                 unsigned wait_s = ok ? S3_CHECK_OK_INTERVAL_S : retry_s;
                 retry_s = ok ? RETRY_MIN_S : retry_s * 2 > RETRY_MAX_S ? RETRY_MAX_S : retry_s * 2;
-                struct timespec until;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += wait_s;
+                struct timespec until = bc_monotonic_after_ms((uint64_t)wait_s * 1000);
                 pthread_mutex_lock(&c->lock);
                 while (!c->stop &&
                        pthread_cond_timedwait(&c->wake, &c->lock, &until) != ETIMEDOUT) {
@@ -83,11 +82,7 @@ int s3_check_start(const struct storage_config *cfg, const char *worker_id, stru
         pthread_mutex_init(&c->lock, NULL);
         /* Waits measured on the monotonic clock: a wall-clock step must
          * not stall or rush the checks. */
-        pthread_condattr_t attr;
-        pthread_condattr_init(&attr);
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-        pthread_cond_init(&c->wake, &attr);
-        pthread_condattr_destroy(&attr);
+        bc_cond_init_monotonic(&c->wake);
         int e = pthread_create(&c->thread, NULL, run, c);
         if (e != 0) {
                 pthread_cond_destroy(&c->wake);

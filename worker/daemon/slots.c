@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/deadline.h"
 #include "worker/db/db_pool.h"
 #include "worker/secrets/keyring.h"
 #include "worker/session/session.h"
@@ -113,12 +114,8 @@ int slots_start(struct slots *s, const struct worker_config *cfg, struct store *
         pthread_mutex_init(&s->lock, NULL);
         s->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         pthread_mutex_init(&s->report_lock, NULL);
-        /* The reporter waits on it with a deadline on the monotonic clock. */
-        pthread_condattr_t mono;
-        pthread_condattr_init(&mono);
-        pthread_condattr_setclock(&mono, CLOCK_MONOTONIC);
-        pthread_cond_init(&s->report_wake, &mono);
-        pthread_condattr_destroy(&mono);
+        /* The reporter waits on it with a deadline (linger). */
+        bc_cond_init_monotonic(&s->report_wake);
         pthread_cond_init(&s->report_recorded, NULL);
         s->slot = calloc(cfg->concurrency, sizeof(*s->slot));
         s->db = db_pool_new(cfg->database_url, "boxcar-worker", cfg->db_connections);

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/deadline.h"
 #include "worker/config/config.h"
 #include "worker/db/db_pool.h"
 #include "worker/log/log.h"
@@ -162,9 +163,7 @@ static void *registry_thread(void *arg)
         struct session_registry *r = arg;
         pthread_mutex_lock(&r->lock);
         while (!r->stopping) {
-                struct timespec until;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += TICK_MS / 1000;
+                struct timespec until = bc_monotonic_after_ms(TICK_MS);
                 pthread_cond_timedwait(&r->changed, &r->lock, &until);
                 if (r->stopping)
                         break;
@@ -189,11 +188,7 @@ int session_registry_new(const struct session_registry_options *o, struct sessio
                 return bc_error_set(err, BC_INTERNAL, ENOMEM, "out of memory");
         r->o = *o;
         pthread_mutex_init(&r->lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&r->changed, &ca);
-        pthread_condattr_destroy(&ca);
+        bc_cond_init_monotonic(&r->changed);
         r->last_renew_ms = bc_mono_ms();
         if (pthread_create(&r->thread, NULL, registry_thread, r) != 0) {
                 pthread_cond_destroy(&r->changed);
@@ -275,9 +270,7 @@ int session_take(struct session_registry *r, const char *scope, const char *id,
                         *ret = found;
                         return 1;
                 }
-                struct timespec until;
-                clock_gettime(CLOCK_MONOTONIC, &until);
-                until.tv_sec += 1;
+                struct timespec until = bc_monotonic_after_ms(1000);
                 pthread_cond_timedwait(&r->changed, &r->lock, &until);
         }
 }

@@ -289,29 +289,35 @@ static void test_parse_size(void **state)
         assert_int_equal(bc_parse_size(NULL, 1, 1, &(uint64_t){ 0 }), -EINVAL);
 }
 
-static int64_t realtime_ns(struct timespec t)
+static int64_t timespec_ns(struct timespec t)
 {
         return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static void test_realtime_after_ms(void **state)
+static void check_after_ms(clockid_t clk, struct timespec (*after)(uint64_t), const char *name)
 {
-        (void)state;
         const uint64_t cases[] = { 0, 1, 999, 1000, 1500, 2999, 86400000 };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                struct timespec before, after;
-                clock_gettime(CLOCK_REALTIME, &before);
-                struct timespec d = bc_realtime_after_ms(cases[i]);
-                clock_gettime(CLOCK_REALTIME, &after);
+                struct timespec before, later;
+                clock_gettime(clk, &before);
+                struct timespec d = after(cases[i]);
+                clock_gettime(clk, &later);
                 int64_t want = (int64_t)cases[i] * 1000000;
                 if (d.tv_nsec < 0 || d.tv_nsec >= 1000000000)
-                        fail_msg("%llu ms: tv_nsec %ld not normalized",
+                        fail_msg("%s, %llu ms: tv_nsec %ld not normalized", name,
                                  (unsigned long long)cases[i], d.tv_nsec);
-                if (realtime_ns(d) < realtime_ns(before) + want ||
-                    realtime_ns(d) > realtime_ns(after) + want)
-                        fail_msg("%llu ms: the deadline is not that far from now",
+                if (timespec_ns(d) < timespec_ns(before) + want ||
+                    timespec_ns(d) > timespec_ns(later) + want)
+                        fail_msg("%s, %llu ms: the deadline is not that far from now", name,
                                  (unsigned long long)cases[i]);
         }
+}
+
+static void test_deadline_after_ms(void **state)
+{
+        (void)state;
+        check_after_ms(CLOCK_REALTIME, bc_realtime_after_ms, "realtime");
+        check_after_ms(CLOCK_MONOTONIC, bc_monotonic_after_ms, "monotonic");
 }
 
 int main(void)
@@ -320,7 +326,7 @@ int main(void)
                 cmocka_unit_test(test_dynbuf_cap),    cmocka_unit_test(test_tailbuf_table),
                 cmocka_unit_test(test_utf8_sanitize), cmocka_unit_test(test_error_context),
                 cmocka_unit_test(test_json_strict),   cmocka_unit_test(test_mkdir_p),
-                cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_realtime_after_ms),
+                cmocka_unit_test(test_parse_size),    cmocka_unit_test(test_deadline_after_ms),
         };
         return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
