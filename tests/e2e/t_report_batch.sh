@@ -69,7 +69,10 @@ mkfifo "$gate/fifo"
 waiter="exec 4<'$gate/fifo'; mktemp -p '$gate' up.XXXXXX >/dev/null; cat <&4 >/dev/null"
 sql "select count(boxcar.enqueue('gather', jsonb_build_object('command', jsonb_build_array('sh', '-c', \$\$$waiter\$\$)), priority => 1)) from generate_series(1, 4)" >/dev/null
 sql "select count(boxcar.enqueue('gather', '{\"command\":[\"true\"]}')) from generate_series(1, 4)" >/dev/null
-start_worker rb-c --queues gather --concurrency 4 --sandbox none --poll-interval 1s
+# --report-wait 1s: the four exits are near, not simultaneous (6 ms apart
+# on a loaded machine), and the default 5 ms would make this a check of the
+# host's speed.
+start_worker rb-c --queues gather --concurrency 4 --sandbox none --poll-interval 1s --report-wait 1s
 # The FIFO's one writer, opened after the worker started (which would
 # hold it too): read-write, so this open does not wait for a reader; the
 # jobs' opens wait for it.

@@ -52,6 +52,7 @@ enum {
         OPT_UID_RANGE,
         OPT_DISK_RESERVE,
         OPT_DISK_WAIT,
+        OPT_REPORT_WAIT,
         OPT_CONFIG,
         OPT_SECRET_KEYS,
         OPT_PRINT_CONFIG,

@@ -55,6 +55,7 @@ static int apply_defaults(struct worker_config *c, struct bc_error *err)
                 .lease_s = 30,
                 .poll_interval_s = 5,
                 .drain_timeout_s = 60,
+                .report_wait_ms = 5,
                 .sandbox = BACKEND_NAMESPACE,
                 .log_format = LOG_TEXT,
                 .log_level = LOG_INFO,

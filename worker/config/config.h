@@ -32,6 +32,9 @@ struct worker_config {
         double lease_s;
         double poll_interval_s;
         double drain_timeout_s;
+        /* --report-wait: how long a result waits for those of the jobs
+         * about to end, and the slots a call freed for each other. */
+        unsigned report_wait_ms;
         enum sandbox_backend sandbox;
         char *sandbox_helper;  /* path of boxcar-sandbox */
         char *work_dir;        /* per-job directories go under it */

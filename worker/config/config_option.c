@@ -56,6 +56,8 @@ const char *config_option_hint(int opt)
                 return " (a duration, 0 allowed: " DURATION_GRAMMAR ")";
         case OPT_WH_TIMEOUT:
                 return " (a duration up to 600s: " DURATION_GRAMMAR ")";
+        case OPT_REPORT_WAIT:
+                return " (a duration up to 1s, 0 allowed: " DURATION_GRAMMAR ")";
         case OPT_URL_TTL:
         case OPT_SESSION_MAX_LIFETIME:
                 return " (a duration from 1s to 7d: " DURATION_GRAMMAR ")";
@@ -187,6 +189,15 @@ int config_apply_option(struct worker_config *c, int opt, const char *v, const c
         case OPT_DRAIN:
                 r = config_parse_duration(v, true, &c->drain_timeout_s);
                 break;
+        case OPT_REPORT_WAIT: {
+                double s = 0;
+                r = config_parse_duration(v, true, &s);
+                if (r >= 0 && s > 1)
+                        r = -EINVAL;
+                if (r >= 0)
+                        c->report_wait_ms = (unsigned)(s * 1000 + 0.5);
+                break;
+        }
         case OPT_SANDBOX:
                 if (strcmp(v, "none") == 0)
                         c->sandbox = BACKEND_NONE;

@@ -27,6 +27,7 @@ const struct config_option config_worker_options[] = {
         { "lease", required_argument, OPT_LEASE, CONFIG_OPT_VALUE, "30s", NULL },
         { "poll-interval", required_argument, OPT_POLL, CONFIG_OPT_VALUE, "5s", NULL },
         { "drain-timeout", required_argument, OPT_DRAIN, CONFIG_OPT_VALUE, "60s", NULL },
+        { "report-wait", required_argument, OPT_REPORT_WAIT, CONFIG_OPT_VALUE, "5ms", NULL },
         { "sandbox", required_argument, OPT_SANDBOX, CONFIG_OPT_VALUE, "namespace", NULL },
         { "sandbox-helper", required_argument, OPT_HELPER, 0, "next to boxcar", NULL },
         { "warm-sandboxes", required_argument, OPT_WARM_SANDBOXES, 0, "concurrency + 2", NULL },

@@ -1,6 +1,6 @@
 /* The slots' reporter thread: records the results the slots hand it,
  * several per call (boxcar.report_batch), waiting a few milliseconds for
- * the results of the slots still running (REPORT_LINGER_MS), and
+ * the results of the slots still running (--report-wait), and
  * retrying through a lost database while the results wait in memory. */
 #include <errno.h>
 #include <time.h>
@@ -13,15 +13,14 @@
 
 /* Most results recorded by one call. */
 #define REPORT_BATCH_MAX 64
-/* How long a result may wait for others to go in the same call: until
- * no other slot runs a job that started less than REPORT_SOON_MS ago (a
- * job running for longer is unlikely to end within the wait, and must not
- * hold every other result back), and at most REPORT_LINGER_MS.  Each call
- * costs the database about as much again as the job it records (its
+/* A result waits for others to go in the same call (--report-wait at
+ * most) until no other slot runs a job that started less than
+ * REPORT_SOON_MS ago: a job running for longer is unlikely to end within
+ * the wait, and must not hold every other result back.  Each call costs
+ * the database about as much again as the job it records (its
  * statements, triggers and commit); under the sandboxed bench's load,
- * results waited for this way went 3.2 to a call instead of 1.6, and a
- * call's slots are then filled by one claim (slots_collect). */
-#define REPORT_LINGER_MS 5
+ * results waited for 5 ms went 3.2 to a call instead of 1.6, and a call's
+ * slots are then filled by one claim (slots_collect). */
 #define REPORT_SOON_MS 1000
 
 static void sleep_ms(unsigned ms)
@@ -106,13 +105,13 @@ static bool results_soon(const struct slots *s)
 }
 
 /* Under report_lock, with a result waiting: while results may come soon
- * (results_soon), waits up to REPORT_LINGER_MS for them to go in the same
+ * (results_soon), waits up to --report-wait for them to go in the same
  * call.  A worker with nothing else running records at once. */
 static void linger(struct slots *s)
 {
-        const struct timespec deadline = bc_monotonic_after_ms(REPORT_LINGER_MS);
-        while (!s->report_stop && !s->hard && s->report_pending < REPORT_BATCH_MAX &&
-               results_soon(s)) {
+        const struct timespec deadline = bc_monotonic_after_ms(s->cfg->report_wait_ms);
+        while (s->cfg->report_wait_ms && !s->report_stop && !s->hard &&
+               s->report_pending < REPORT_BATCH_MAX && results_soon(s)) {
                 if (pthread_cond_timedwait(&s->report_wake, &s->report_lock, &deadline) ==
                     ETIMEDOUT)
                         return;

@@ -209,7 +209,7 @@ static unsigned collect_finished(struct slots *s)
 unsigned slots_collect(struct slots *s)
 {
         unsigned freed = collect_finished(s);
-        uint64_t deadline = bc_mono_ms() + SLOTS_GATHER_MS;
+        uint64_t deadline = bc_mono_ms() + s->cfg->report_wait_ms;
         while (atomic_load(&s->releasing) > 0) {
                 uint64_t now = bc_mono_ms();
                 if (now >= deadline)

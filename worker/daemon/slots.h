@@ -78,9 +78,8 @@ int slots_assign(struct slots *s, struct claimed_job *job);
 /* Marks slots that finished as idle; call when done_fd is readable.
  * The slots of a batch of results recorded together finish within
  * moments of each other: it waits for the rest of them (at most
- * SLOTS_GATHER_MS), so that one claim fills them all rather than one
+ * --report-wait), so that one claim fills them all rather than one
  * claim each.  Returns how many became free. */
-#define SLOTS_GATHER_MS 5
 unsigned slots_collect(struct slots *s);
 
 unsigned slots_free(const struct slots *s);

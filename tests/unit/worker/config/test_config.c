@@ -148,6 +148,13 @@ static void test_worker_flags(void **state)
         config_done(&c);
         assert_int_equal(parse(&c, &err, "--disk-wait", "2s", NULL), 0);
         assert_true(c.disk_wait_s == 2);
+        assert_int_equal(c.report_wait_ms, 5);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--report-wait", "250ms", NULL), 0);
+        assert_int_equal(c.report_wait_ms, 250);
+        config_done(&c);
+        assert_int_equal(parse(&c, &err, "--report-wait", "0", NULL), 0);
+        assert_int_equal(c.report_wait_ms, 0);
         config_done(&c);
         assert_int_equal(parse(&c, &err, "--retention", "7d", "--artifact-url-ttl", "7d", NULL),
                          0);
@@ -333,6 +340,9 @@ static void test_worker_flag_errors(void **state)
                   "--webhook-concurrency: invalid value '65' (a number from 1 to 64)" },
                 { "--artifact-url-ttl", "8d", "--artifact-url-ttl: invalid value '8d'" },
                 { "--webhook-timeout", "601s", "--webhook-timeout: invalid value '601s'" },
+                { "--report-wait", "2s",
+                  "--report-wait: invalid value '2s' (a duration up to 1s, 0 allowed" },
+                { "--report-wait", "-1ms", "--report-wait: invalid value '-1ms'" },
                 { "--allow-url-cidr", "10.0.0.0/33",
                   "--allow-url-cidr: '10.0.0.0/33' is not a CIDR" },
                 { "--allow-url-cidr", "intranet", "--allow-url-cidr: 'intranet' is not a CIDR" },

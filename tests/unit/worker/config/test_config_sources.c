@@ -307,6 +307,7 @@ static void assert_same(const struct worker_config *a, const struct worker_confi
         SAME_NUM(lease_s);
         SAME_NUM(poll_interval_s);
         SAME_NUM(drain_timeout_s);
+        SAME_NUM(report_wait_ms);
         SAME_NUM(sandbox);
         SAME_STR(work_dir);
         SAME_STR(secret_keys_dir);
