@@ -15,13 +15,16 @@
 #define REPORT_BATCH_MAX 64
 /* A result waits for others to go in the same call (--report-wait at
  * most) until no other slot runs a job that started less than
- * REPORT_SOON_MS ago: a job running for longer is unlikely to end within
- * the wait, and must not hold every other result back.  Each call costs
+ * REPORT_SOON_WAITS times the wait ago (a second at the default 5 ms): a
+ * job running for longer is unlikely to end within the wait, and must not
+ * hold every other result back.  The window scales with the wait, so a
+ * result never waits longer than 1/200 of the age of the youngest job it
+ * waits for, whatever the wait is set to.  Each call costs
  * the database about as much again as the job it records (its
  * statements, triggers and commit); under the sandboxed bench's load,
  * results waited for 5 ms went 3.2 to a call instead of 1.6, and a call's
  * slots are then filled by one claim (slots_collect). */
-#define REPORT_SOON_MS 1000
+#define REPORT_SOON_WAITS 200
 
 static void sleep_ms(unsigned ms)
 {
@@ -92,13 +95,14 @@ static void record_batch(struct slots *s, PGconn **conn, struct slot **batch, si
 }
 
 /* Whether another slot runs a job that started less than
- * REPORT_SOON_MS ago. */
+ * REPORT_SOON_WAITS times --report-wait ago. */
 static bool results_soon(const struct slots *s)
 {
+        const uint64_t soon_ms = (uint64_t)s->cfg->report_wait_ms * REPORT_SOON_WAITS;
         uint64_t now = bc_mono_ms();
         for (unsigned i = 0; i < s->cfg->concurrency; i++) {
                 uint64_t since = atomic_load(&s->slot[i].running_since_ms);
-                if (since && now - since < REPORT_SOON_MS)
+                if (since && now - since < soon_ms)
                         return true;
         }
         return false;
