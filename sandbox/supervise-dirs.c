@@ -92,7 +92,9 @@ static int check_dir(struct supervisor *s, const char *dir, bool is_scratch, str
         for (size_t i = 0; i < ELEMENTSOF(subs); i++) {
                 struct stat st;
                 int e = 0;
-                /* Most often there already (a reused workspace keeps them). */
+                /* Most often there already: the worker makes them with
+                 * each workspace filesystem and at each wipe
+                 * (worker/workdir/ws_wipe.h). */
                 if (fstatat(fd, subs[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
                         e = errno;
                         if (e == ENOENT && mkdirat(fd, subs[i], 01777) < 0)

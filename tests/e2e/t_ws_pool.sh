@@ -42,6 +42,20 @@ python3 -c "import os; print(\"xattr=\" + os.getxattr(\"/workspace\", \"user.mar
 is "job A ran on a workspace taken from the pool and marked it" \
    "$(job_field $a status) $(events taken) $(out $a | grep -E '^(ws|xattr)=' | tr '\n' ' ')" "succeeded 1 ws=711 xattr=A "
 wait_for "A's filesystem wiped" 10 bash -c "(( \$(curl -s http://127.0.0.1:$PORT/metrics | awk '\$1 == \"boxcar_workspace_events_total{event=\\\"reused\\\"}\" { print \$2 }') >= 1 ))"
+# Made with the filesystem and at its wipe (A's is back among them, its
+# /tmp left 0700): the sandbox makes no directory at the handoff.  The
+# filesystems are mounted in the worker's own mount namespace; waited
+# for, as one may be in the making.
+scratch_ready() {
+  nsenter -t "$WORKER_PID" -m -- sh -c 'n=0
+    for f in "$1"/*/fs; do
+      n=$((n + 1))
+      for d in tmp shm; do [ "$(stat -c %a "$f/scratch/$d" 2>/dev/null)" = 1777 ] || exit 1; done
+    done
+    [ $n -ge 3 ]' _ "$pooldir"
+}
+check "every ready filesystem, A's wiped one too, has its scratch's tmp and shm (1777)" \
+  wait_for "scratch directories made ahead" 10 scratch_ready
 b=$(script_job "$FSID"'
 for d in /workspace /tmp /dev/shm; do echo "$d: $(ls -A $d | tr "\n" " ")"; done
 stat -c "%n=%a" /workspace /tmp /dev/shm | tr "\n" " "; echo

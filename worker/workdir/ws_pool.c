@@ -98,6 +98,11 @@ int wsp_make_fs(const char *image, const char *mountpoint, struct ws_entry *e,
         struct usage u = { 0 };
         if (mkdir(ws, 0755) < 0 || mkdir(sc, 0755) < 0 || stat(mountpoint, &st) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "create %s: %m", ws);
+        _cleanup_fd_ int root = open(mountpoint, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        r = root < 0 ? -errno : ws_make_scratch_subdirs(root);
+        if (r < 0)
+                return bc_error_set(err, BC_SANDBOX_SETUP, -r, "create %s/tmp and shm: %s", sc,
+                                    strerror(-r));
         r = wsp_fs_usage(mountpoint, &u);
         if (r < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, -r, "statvfs %s: %s", mountpoint,

@@ -115,6 +115,20 @@ static int wait_counts(const char *fs, uint64_t base_inodes, uint64_t base_block
         }
 }
 
+int ws_make_scratch_subdirs(int root)
+{
+        _cleanup_fd_ int sc = openat(root, "scratch",
+                                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sc < 0)
+                return -errno;
+        static const char *const subs[] = { "tmp", "shm" };
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++)
+                /* The mode again after the umask, as the sandbox checks it. */
+                if (mkdirat(sc, subs[i], 01777) < 0 || fchmodat(sc, subs[i], 01777, 0) < 0)
+                        return -errno;
+        return 0;
+}
+
 int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_blocks)
 {
         _cleanup_fd_ int root = open(fs, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -140,5 +154,7 @@ int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_block
                 if (r == 0 && mkdirat(root, dirs[i], 0755) < 0)
                         r = -errno;
         }
+        if (r == 0)
+                r = ws_make_scratch_subdirs(root);
         return r == 0 ? wait_counts(fs, base_inodes, base_blocks) : r;
 }

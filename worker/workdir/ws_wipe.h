@@ -11,13 +11,21 @@
 
 /* Removes fs/ws and fs/scratch with all they hold (never following a
  * symlink, never entering another filesystem than dev, at most
- * WS_WIPE_MAX_DEPTH levels) and makes them anew, empty, 0755.  Returns 0
+ * WS_WIPE_MAX_DEPTH levels) and makes them anew, 0755: ws empty, scratch
+ * with its tmp and shm (ws_make_scratch_subdirs).  Returns 0
  * when the filesystem mounted at fs is dev, holds only lost+found, ws and
  * scratch at its root, is writable, and uses exactly base_inodes inodes
  * and about base_blocks blocks again (waiting up to 200 ms for the
  * counts: a dead sandbox's mounts may hold the old directories a moment
  * longer); negative errno otherwise (the caller discards it then). */
 int ws_wipe(const char *fs, dev_t dev, uint64_t base_inodes, uint64_t base_blocks);
+
+/* Makes scratch/tmp and scratch/shm, 01777, under the workspace
+ * filesystem's root (the fd root): what a sandbox binds at /tmp and
+ * /dev/shm.  Made with the filesystem and at each wipe, off the job's
+ * path; a sandbox given a scratch without them makes them itself at the
+ * handoff (six calls of it).  0 or a negative errno. */
+int ws_make_scratch_subdirs(int root);
 
 /* For ws_wipe_dir: given an entry of the directory (its statx, with the
  * fields asked for), 1 to keep it (a directory is emptied), 0 to remove
