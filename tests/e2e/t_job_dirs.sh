@@ -18,8 +18,8 @@ id=$(run_job "{\"script\": \"mkdir -p a/b/c && echo 1 > a/b/c/f && echo 2 > .hid
 is "a job leaves files, links out and a mode-000 directory" "$(job_field $id status)" "succeeded"
 wait_for "its directory kept" 10 bash -c "[[ \$(ls '$WD/jobs' | grep -c '^free-') == 1 ]]"
 free=$(ls "$WD/jobs" | grep '^free-')
-is "kept: its lock, an empty workspace and meta (it held the script), nothing else" \
-   "$(cd "$WD/jobs/$free" && ls -A | tr '\n' ' '; find workspace meta -mindepth 1 | wc -l)" "lock meta workspace 0"
+is "kept: its lock, an empty workspace and meta (it held the script) with a new progress FIFO (0600), nothing else" \
+   "$(cd "$WD/jobs/$free" && ls -A | tr '\n' ' '; find workspace meta -mindepth 1 -printf '%p %y %m')" "lock meta workspace meta/progress p 600"
 id=$(run_job '{"script": "pwd; ls -A | wc -l; ls -ld . | cut -c1-10"}')
 is "the next job's workspace is empty, mode 0755" "$(job_field $id "result->>'stdout'" | sed -n 2,3p | xargs echo)" "0 drwxr-xr-x"
 is "the next job ran in the kept directory (renamed to its own)" \
@@ -56,8 +56,8 @@ if [[ $E2E_SANDBOX == namespace && $(id -u) -eq 0 ]]; then
   is "a script job's meta holds its script and its progress FIFO" "$(job_field $id "status || ' ' || (result->>'stdout')" | xargs echo)" "succeeded progress script.sh"
   wait_for "its directory kept" 10 bash -c "[[ \$(ls '$WD/jobs' | grep -c '^free-') == 1 ]]"
   free=$(ls "$WD/jobs" | grep '^free-')
-  is "kept: its lock, the empty mount point and meta, nothing else" \
-     "$(cd "$WD/jobs/$free" && ls -A | tr '\n' ' '; find fs meta -mindepth 1 | wc -l)" "fs lock meta 0"
+  is "kept: its lock, the empty mount point and meta with a new progress FIFO (0600), nothing else" \
+     "$(cd "$WD/jobs/$free" && ls -A | tr '\n' ' '; find fs meta -mindepth 1 -printf '%p %y %m')" "fs lock meta meta/progress p 600"
   id=$(run_job '{"command": ["sh", "-c", "ls -A /run/boxcar; ls -A /workspace | wc -l"]}')
   is "the next job's meta holds only its own progress FIFO, its workspace nothing" "$(job_field $id "status || ' ' || (result->>'stdout')" | xargs echo)" "succeeded progress 0"
   kill -TERM "$WORKER_PID"; wait "$WORKER_PID"

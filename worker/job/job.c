@@ -19,6 +19,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/metrics/wmetrics.h"
 #include "worker/job/code.h"
+#include "worker/workdir/dir_bin.h"
 #include "worker/workdir/disk_budget.h"
 #include "worker/job/job-internal.h"
 #include "worker/job/job_secrets.h"
@@ -395,7 +396,7 @@ static int open_progress(struct job_run *run, struct bc_error *err)
         const char *ws, *meta;
         inner_paths(run, &ws, &meta);
         int r = job_progress_open(&run->progress_store, run->svc, run->job, run->secrets,
-                                  run->meta, meta, "progress", err);
+                                  run->meta, meta, JOB_DIR_PROGRESS, err);
         if (r >= 0)
                 run->progress = &run->progress_store;
         return r;
@@ -406,7 +407,7 @@ static void run_job(struct job_run *run, int cancel_fd, const _Atomic int *stop,
                     struct job_outcome *o)
 {
         struct bc_error err = BC_ERROR_INIT;
-        if (asprintf(&run->meta, "%s/meta", run->dir) < 0) {
+        if (asprintf(&run->meta, "%s/" JOB_DIR_META, run->dir) < 0) {
                 run->meta = NULL;
                 bc_error_set(&err, BC_INTERNAL, ENOMEM, "out of memory");
                 fail_with(o, &err, BC_SANDBOX_SETUP);

@@ -8,6 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "worker/workdir/dir_bin.h"
+
+/* A FIFO made ahead at path (in a kept job directory, dir_bin.h): ours,
+ * one link, still JOB_DIR_PROGRESS_MODE, which a FIFO a job had is not
+ * (opened, it is made writable for the job's user below). */
+static bool made_ahead_fifo(const char *path, struct stat *st)
+{
+        return lstat(path, st) == 0 && S_ISFIFO(st->st_mode) && st->st_uid == geteuid() &&
+               st->st_nlink == 1 && (st->st_mode & 07777) == JOB_DIR_PROGRESS_MODE;
+}
+
 int progress_fifo_open(const char *dir, const char *name, struct progress_fifo *ret,
                        struct bc_error *err)
 {
@@ -17,9 +28,11 @@ int progress_fifo_open(const char *dir, const char *name, struct progress_fifo *
                 ret->path = NULL;
                 return bc_error_set(err, BC_SANDBOX_SETUP, ENOMEM, "out of memory");
         }
-        if (unlink(ret->path) < 0 && errno != ENOENT)
+        struct stat ahead;
+        bool made_ahead = made_ahead_fifo(ret->path, &ahead);
+        if (!made_ahead && unlink(ret->path) < 0 && errno != ENOENT)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "remove %s: %m", ret->path);
-        if (mkfifo(ret->path, 0600) < 0)
+        if (!made_ahead && mkfifo(ret->path, JOB_DIR_PROGRESS_MODE) < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "mkfifo %s: %m", ret->path);
         /* O_NONBLOCK: the read end opens without a writer, and reads never
          * wait.  O_NOFOLLOW, and a FIFO checked: the path is ours. */
@@ -27,7 +40,8 @@ int progress_fifo_open(const char *dir, const char *name, struct progress_fifo *
         if (ret->rfd < 0)
                 return bc_error_set(err, BC_SANDBOX_SETUP, errno, "open %s: %m", ret->path);
         struct stat st;
-        if (fstat(ret->rfd, &st) < 0 || !S_ISFIFO(st.st_mode))
+        if (fstat(ret->rfd, &st) < 0 || !S_ISFIFO(st.st_mode) ||
+            (made_ahead && (st.st_dev != ahead.st_dev || st.st_ino != ahead.st_ino)))
                 return bc_error_set(err, BC_SANDBOX_SETUP, EINVAL, "%s: not our FIFO", ret->path);
         /* The job's user is not ours (a sandbox maps it elsewhere): it may
          * write, no one else may read. */

@@ -39,9 +39,10 @@ struct progress_fifo {
         struct progress p;
 };
 
-/* Makes the FIFO dir/name (an old one of that name is replaced) and opens
- * it; p (progress_init'ed by the caller into ret->p afterwards) gets what
- * is read.  Fills *ret (rfd, wfd -1 first) in every case: close it with
+/* Makes the FIFO dir/name (an old one of that name is replaced; one made
+ * ahead, worker/workdir/dir_bin.h, is taken) and opens it; p
+ * (progress_init'ed by the caller into ret->p afterwards) gets what is
+ * read.  Fills *ret (rfd, wfd -1 first) in every case: close it with
  * progress_fifo_close. */
 int progress_fifo_open(const char *dir, const char *name, struct progress_fifo *ret,
                        struct bc_error *err);

@@ -7,6 +7,7 @@
 #include "worker/job/job-internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "sandbox/sandbox.h"
 #include "worker/job/session_dialogue.h"
 #include "worker/session/session.h"
+#include "worker/workdir/dir_bin.h"
 #include "worker/workdir/disk_budget.h"
 #include "worker/workdir/janitor.h"
 
@@ -80,12 +82,18 @@ static int start_session(const struct job_services *svc, const struct claimed_jo
                                .scratch = steal_pointer(&scratch),
                                .disk = disk };
         struct session_home home = { 0 };
-        r = asprintf(&run.meta, "%s/meta", run.dir) < 0 ? -ENOMEM : 0;
+        r = asprintf(&run.meta, "%s/" JOB_DIR_META, run.dir) < 0 ? -ENOMEM : 0;
         if (r < 0)
                 run.meta = NULL;
         enum bc_code infra = BC_SANDBOX_SETUP;
         if (r >= 0)
                 r = job_dir_prepare_meta(spec, run.meta, &err);
+        /* A kept directory's progress FIFO, made ahead (dir_bin.h), is for
+         * one job: each of a session's jobs gets a channel of its own. */
+        char fifo[PATH_MAX];
+        if (r >= 0 &&
+            snprintf(fifo, sizeof(fifo), "%s/" JOB_DIR_PROGRESS, run.meta) < (int)sizeof(fifo))
+                (void)unlink(fifo);
         if (r >= 0 && (r = job_stage_inputs(&run, &err)) < 0)
                 infra = BC_FETCH_FAILED;
         if (r >= 0)

@@ -188,6 +188,9 @@ bool dir_bin_keep(struct dir_bin *b, const char *path, int lock)
             !as_made(b, &st, S_IFDIR, DIR_MODE) ||
             empty_dir(b, dfd, makedev(st.stx_dev_major, st.stx_dev_minor), lock) < 0)
                 return false;
+        /* Best effort: without it (no meta directory: the job failed
+         * before it), the next job makes its own. */
+        (void)mkfifoat(dfd, JOB_DIR_META "/" JOB_DIR_PROGRESS, JOB_DIR_PROGRESS_MODE);
         char p[PATH_MAX];
         kept_path(b, n, p, sizeof(p));
         if (rename(path, p) < 0)

@@ -15,6 +15,15 @@
 
 #include <stdbool.h>
 
+/* A job directory's meta directory, and in it the progress channel's
+ * FIFO (worker/job/progress_fifo.h): a kept directory gets a fresh one
+ * made ahead, so that its next job's pickup makes no inode for it. */
+#define JOB_DIR_META "meta"
+#define JOB_DIR_PROGRESS "progress"
+/* The FIFO's mode until it is opened for a job (which makes it writable
+ * for the job's user): one of this mode, ours, is taken as made ahead. */
+#define JOB_DIR_PROGRESS_MODE 0600
+
 struct dir_bin;
 
 /* A bin of up to cap directories under work_dir/jobs; NULL when cap is 0
@@ -29,7 +38,8 @@ void dir_bin_free(struct dir_bin *b);
 int dir_bin_take(struct dir_bin *b, const char *path);
 
 /* After the job, nothing mounted under path any more: empties path back
- * to a new job directory's state and keeps it, lock (held) included.
+ * to a new job directory's state and keeps it, lock (held) included,
+ * with a new progress FIFO in its meta directory.
  * Returns false, having changed nothing the caller's removal would not,
  * when the bin is full or b NULL, or anything there is not what a job
  * directory holds (a mount, a foreign owner or mode, a special file): the
