@@ -296,13 +296,64 @@ static void test_fifo(void **state)
         rmdir(dir);
 }
 
+/* A FIFO made ahead (a kept job directory's: ours, 0600, never opened)
+ * is taken as it is; one a job had (0622) or anything else of the name
+ * is replaced.  A descriptor held on the old one tells which: while it
+ * is open its inode cannot be the new one's. */
+static void test_fifo_made_ahead(void **state)
+{
+        (void)state;
+        char dir[] = "/tmp/test_progress_XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[64];
+        snprintf(path, sizeof(path), "%s/progress", dir);
+        struct bc_error err = BC_ERROR_INIT;
+        struct stat held, now;
+        const mode_t modes[] = { 0600, 0622 };
+        for (size_t i = 0; i < 2; i++) {
+                struct sink s = { 0 };
+                struct progress_fifo f;
+                assert_int_equal(mkfifo(path, 0600), 0);
+                assert_int_equal(chmod(path, modes[i]), 0);
+                int old = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+                assert_true(old >= 0);
+                assert_int_equal(fstat(old, &held), 0);
+                assert_int_equal(progress_fifo_open(dir, "progress", &f, &err), 0);
+                progress_init(&f.p, sink_store, sink_warn, &s);
+                assert_int_equal(stat(path, &now), 0);
+                assert_true(S_ISFIFO(now.st_mode));
+                assert_int_equal(now.st_mode & 0777, 0622);
+                bool taken = now.st_ino == held.st_ino;
+                assert_int_equal(taken, modes[i] == 0600);
+                /* What is written to the old one reaches the reader only
+                 * when it was taken. */
+                assert_int_equal(write(old, "{\"n\": 1}\n", 9), 9);
+                progress_fifo_poll(&f, 0);
+                assert_int_equal(s.n_stored, taken ? 1 : 0);
+                close(old);
+                progress_fifo_close(&f, 10);
+        }
+        /* A regular file of the name: replaced by a FIFO. */
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+        struct sink s = { 0 };
+        struct progress_fifo f;
+        assert_int_equal(progress_fifo_open(dir, "progress", &f, &err), 0);
+        progress_init(&f.p, sink_store, sink_warn, &s);
+        assert_int_equal(stat(path, &now), 0);
+        assert_true(S_ISFIFO(now.st_mode));
+        progress_fifo_close(&f, 10);
+        rmdir(dir);
+}
+
 int main(void)
 {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_lines),      cmocka_unit_test(test_framing),
                 cmocka_unit_test(test_long_lines), cmocka_unit_test(test_refusals_said_once),
                 cmocka_unit_test(test_rate_limit), cmocka_unit_test(test_store_failures),
-                cmocka_unit_test(test_fifo),
+                cmocka_unit_test(test_fifo),       cmocka_unit_test(test_fifo_made_ahead),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

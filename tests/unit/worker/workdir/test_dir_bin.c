@@ -142,6 +142,13 @@ static void test_kept_emptied_and_taken_with_its_lock(void **state)
         snprintf(ws, sizeof(ws), "%s/workspace", c);
         snprintf(meta, sizeof(meta), "%s/meta", c);
         assert_true(is_empty(ws));
+        /* meta holds a new progress FIFO, never opened, and nothing else. */
+        char fifo[320];
+        snprintf(fifo, sizeof(fifo), "%s/progress", meta);
+        assert_int_equal(lstat(fifo, &st), 0);
+        assert_true(S_ISFIFO(st.st_mode));
+        assert_int_equal(st.st_mode & 07777, 0600);
+        assert_int_equal(unlink(fifo), 0);
         assert_true(is_empty(meta));
         assert_false(exists(c, "/inputs"));
         assert_int_equal(stat(ws, &st), 0);
