@@ -413,6 +413,14 @@ p99() { echo "round(percentile_cont(0.99) within group (order by $1)::numeric, 2
 # --- environment ------------------------------------------------------------------
 pg_start_time() { psql -X -qtA "$BOXCAR_ADMIN_URL" -c "select pg_postmaster_start_time()"; }
 PG_STARTED=$(pg_start_time)
+# The wall clock against the monotonic one (us): every latency here is a
+# difference of wall-clock instants taken by different processes, so a
+# step of the host's clock during the run (seen here: graphile's
+# commit->spawn came out at -240 ms) voids them.  Slewing (at most
+# 500 ppm) is not a step: the bound allows for it.
+clock_offset_us() { python3 -c 'import time; print((time.time_ns() - time.monotonic_ns()) // 1000)'; }
+CLOCK_OFFSET=$(clock_offset_us)
+CLOCK_T0=$SECONDS
 # Other people's sessions on the same server (a test suite running meanwhile
 # shares the CPUs and the WAL with the benchmark).
 other_sessions() {
@@ -604,6 +612,9 @@ fi
 
 [[ $(pg_start_time) == "$PG_STARTED" ]] ||
   die "PostgreSQL was restarted during the run (someone else's test?): figures are void"
+CLOCK_STEP=$(( $(clock_offset_us) - CLOCK_OFFSET ))
+(( ${CLOCK_STEP#-} <= 2000 + (SECONDS - CLOCK_T0) * 600 )) ||
+  die "the host's wall clock moved $(( CLOCK_STEP / 1000 )) ms against the monotonic one during the run (a clock step): the latency figures are void"
 
 # The floor under commit->inside: the job's command alone, spawned with no
 # sandbox and no queue, as the job runs it: cwd /, and the environment
