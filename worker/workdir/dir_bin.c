@@ -24,7 +24,7 @@ static const struct {
 } kept[] = {
         { "lock", S_IFREG, 0600 },
         { "workspace", S_IFDIR, 0755 },
-        { "meta", S_IFDIR, 0755 },
+        { JOB_DIR_META, S_IFDIR, 0755 },
         { "fs", S_IFDIR, 0700 },
 };
 #define DIR_MODE 0700

@@ -150,12 +150,15 @@ static void test_worker_flags(void **state)
         assert_true(c.disk_wait_s == 2);
         assert_int_equal(c.report_wait_ms, 5);
         config_done(&c);
-        assert_int_equal(parse(&c, &err, "--report-wait", "250ms", NULL), 0);
-        assert_int_equal(c.report_wait_ms, 250);
-        config_done(&c);
-        assert_int_equal(parse(&c, &err, "--report-wait", "0", NULL), 0);
-        assert_int_equal(c.report_wait_ms, 0);
-        config_done(&c);
+        const struct {
+                const char *arg;
+                unsigned ms;
+        } waits[] = { { "250ms", 250 }, { "0", 0 } };
+        for (size_t i = 0; i < sizeof(waits) / sizeof(waits[0]); i++) {
+                assert_int_equal(parse(&c, &err, "--report-wait", waits[i].arg, NULL), 0);
+                assert_int_equal(c.report_wait_ms, waits[i].ms);
+                config_done(&c);
+        }
         assert_int_equal(parse(&c, &err, "--retention", "7d", "--artifact-url-ttl", "7d", NULL),
                          0);
         assert_true(c.retention_s == 7 * 86400 && c.artifact_url_ttl_s == 7 * 86400);
