@@ -108,14 +108,24 @@ static bool results_soon(const struct slots *s)
         return false;
 }
 
+/* Under report_lock: whether a whole batch is queued. */
+static bool batch_full(const struct slots *s)
+{
+        size_t n = 0;
+        for (const struct slot *sl = s->report_head; sl && n < REPORT_BATCH_MAX;
+             sl = sl->report_next)
+                n++;
+        return n == REPORT_BATCH_MAX;
+}
+
 /* Under report_lock, with a result waiting: while results may come soon
  * (results_soon), waits up to --report-wait for them to go in the same
  * call.  A worker with nothing else running records at once. */
 static void linger(struct slots *s)
 {
         const struct timespec deadline = bc_monotonic_after_ms(s->cfg->report_wait_ms);
-        while (s->cfg->report_wait_ms && !s->report_stop && !s->hard &&
-               s->report_pending < REPORT_BATCH_MAX && results_soon(s)) {
+        while (s->cfg->report_wait_ms && !s->report_stop && !s->hard && !batch_full(s) &&
+               results_soon(s)) {
                 if (pthread_cond_timedwait(&s->report_wake, &s->report_lock, &deadline) ==
                     ETIMEDOUT)
                         return;
@@ -140,7 +150,6 @@ void *slots_reporter_main(void *arg)
                 while (s->report_head && n < REPORT_BATCH_MAX) {
                         batch[n++] = s->report_head;
                         s->report_head = s->report_head->report_next;
-                        s->report_pending--;
                 }
                 if (!s->report_head)
                         s->report_tail = NULL;
@@ -192,7 +201,6 @@ void slot_report(struct slot *sl, const struct claimed_job *job, const struct jo
         else
                 s->report_head = sl;
         s->report_tail = sl;
-        s->report_pending++;
         pthread_cond_signal(&s->report_wake);
         while (!sl->report_done)
                 pthread_cond_wait(&s->report_recorded, &s->report_lock);

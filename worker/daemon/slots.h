@@ -58,7 +58,6 @@ struct slots {
         pthread_cond_t report_wake;     /* the reporter: work queued */
         pthread_cond_t report_recorded; /* the slots: a batch is done */
         struct slot *report_head, *report_tail;
-        unsigned report_pending; /* slots in that queue */
         bool report_stop;
         /* Slots whose result is recorded and that are not yet finished:
          * a batch's slots free up together, for one claim to fill. */
