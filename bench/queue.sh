@@ -632,10 +632,18 @@ fi
 # time, its output thrown away; no queue running a job once each can pass it.
 CEIL=$(alone --rate "$N" "$C" "${INNER[@]}") || die "spawn-floor --rate failed: $CEIL"
 R[ceiling]=${CEIL#jobs_s=}
+# Sandboxed, the peer's sandbox alone the same way (bwrap and the command,
+# no queue, no limits, no seccomp): what namespaces and mounts alone leave
+# of the ceiling on this host, a bound on any namespace sandbox's share.
+if [[ $SANDBOX == 1 ]]; then
+  SB_CEIL=$(alone --rate "$N" "$C" $BWRAP "${INNER[@]}") || die "spawn-floor --rate (bwrap) failed: $SB_CEIL"
+  R[sb_ceiling]=${SB_CEIL#jobs_s=}
+fi
 
 # --- report -------------------------------------------------------------------------
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.0f%%", 100 * a / b }'; }
 row() { printf '%-28s %12s %12s %16s\n' "$1" "$2" "$3" "$(ratio "$2" "$3")"; }
 for s in boxcar graphile; do
   R[$s.idle_mib]=$(mib "${R[$s.rss_idle_kb]}"); R[$s.peak_mib]=$(mib "${R[$s.rss_peak_kb]}")
@@ -722,7 +730,13 @@ fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
 [[ $SANDBOX == 1 ]] && echo "${R[statements]}"
 echo "the job's command alone, no sandbox or queue, $C at a time, $N runs (the ceiling over any queue's" \
-     "jobs/s here): ${R[ceiling]} jobs/s, $(ratio "${R[ceiling]}" "${R[graphile.jobs_s]}")x graphile's throughput"
+     "jobs/s here): ${R[ceiling]} jobs/s, $(ratio "${R[ceiling]}" "${R[graphile.jobs_s]}")x graphile's throughput;" \
+     "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[ceiling]}") of it, graphile at $(pct "${R[graphile.jobs_s]}" "${R[ceiling]}")"
+if [[ $SANDBOX == 1 ]]; then
+  echo "bwrap and the command alone, no queue, $C at a time, $N runs (namespaces and mounts only):" \
+       "${R[sb_ceiling]} jobs/s, $(pct "${R[sb_ceiling]}" "${R[ceiling]}") of the ceiling;" \
+       "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[sb_ceiling]}") of it, graphile at $(pct "${R[graphile.jobs_s]}" "${R[sb_ceiling]}")"
+fi
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
 printf '%-28s %12s %12s\n' "latency samples" "${R[boxcar.lat_n]}" "${R[graphile.lat_n]}"
 printf '%-28s %12s %12s\n' "jobs not succeeded" "${R[boxcar.failed]}" "${R[graphile.failed]}"
