@@ -182,6 +182,15 @@ void *slots_reporter_main(void *arg)
         return NULL;
 }
 
+void slot_no_report(struct slot *sl)
+{
+        struct slots *s = sl->owner;
+        pthread_mutex_lock(&s->report_lock);
+        atomic_store(&sl->running_since_ms, 0);
+        pthread_cond_signal(&s->report_wake);
+        pthread_mutex_unlock(&s->report_lock);
+}
+
 /* Hands the outcome (and the job's kept-back events) to the reporter and
  * waits until it is recorded: the slot is free only then. */
 void slot_report(struct slot *sl, const struct claimed_job *job, const struct job_outcome *o)
@@ -189,13 +198,20 @@ void slot_report(struct slot *sl, const struct claimed_job *job, const struct jo
         struct slots *s = sl->owner;
         _cleanup_free_ char *events = slot_kept_events(sl);
         slot_forget_events(sl);
-        if (o->action == JOB_DROP && !events)
+        if (o->action == JOB_DROP && !events) {
+                slot_no_report(sl);
                 return;
+        }
         sl->row = (struct queue_report_row){ .job = job, .o = o, .events_json = events };
         sl->report_done = false;
         sl->report_retried = false;
         sl->report_next = NULL;
         pthread_mutex_lock(&s->report_lock);
+        /* Running until its result is queued, under the lock the reporter
+         * looks under: cleared when the job ended, a result the reporter
+         * was woken for meanwhile (another slot's) would be recorded
+         * without this one, which had not come yet (t_report_batch). */
+        atomic_store(&sl->running_since_ms, 0);
         if (s->report_tail)
                 s->report_tail->report_next = sl;
         else

@@ -39,8 +39,9 @@ struct slot {
         /* The slot thread's: its result was recorded, counted in the
          * owner's releasing until the slot is finished. */
         bool releasing;
-        /* When its job started running (bc_mono_ms), 0 once it ended: for
-         * the reporter, a result that may come soon. */
+        /* When its job started running (bc_mono_ms), 0 once its result is
+         * queued for the reporter (or it has none): for the reporter, a
+         * result that may come soon. */
         _Atomic uint64_t running_since_ms;
 };
 
@@ -61,5 +62,8 @@ void *slots_reporter_main(void *arg);
 /* Hands the outcome (and the job's kept-back events) to the reporter and
  * waits until it is recorded: the slot is free only then. */
 void slot_report(struct slot *sl, const struct claimed_job *job, const struct job_outcome *o);
+/* A slot whose job ended with no result to record (its claim did not
+ * hold): no longer one the reporter waits for. */
+void slot_no_report(struct slot *sl);
 
 #endif

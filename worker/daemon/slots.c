@@ -29,10 +29,10 @@ static void run_one(struct slot *sl, struct claimed_job *job)
         struct job_outcome o;
         atomic_store(&sl->running_since_ms, bc_mono_ms());
         job_execute(&svc, job, sl->cancel_fd, &sl->stop, &o);
-        atomic_store(&sl->running_since_ms, 0);
         /* A claim that did not commit (claim.c says so): its job never
          * started, and was never this worker's to record or count. */
         if (!slot_claim_held(job)) {
+                slot_no_report(sl);
                 slot_forget_events(sl);
                 sl->current = NULL;
                 job_outcome_done(&o);
