@@ -70,7 +70,7 @@ WARMUP=${BENCH_WARMUP:-100}
 ROUNDS=${BENCH_ROUNDS:-3}
 POLL_S=${BENCH_POLL_INTERVAL_S:-5}
 STMT_N=${BENCH_STATEMENT_JOBS:-500}
-BOXCAR=$BOXCAR_ROOT/build/boxcar
+BOXCAR=${BENCH_BOXCAR:-$BOXCAR_ROOT/build/boxcar}
 if [[ $SANDBOX == 1 ]]; then
   DB_BX=bench_queue_sb_boxcar DB_GW=bench_queue_sb_graphile
   BACKEND=namespace GW_TASK=bench_sandbox ME=bench-queue-sandbox

@@ -1,13 +1,13 @@
 /* The sandboxed side: the child cloned into the new namespaces.  It is
  * pid 1 of its pid namespace; it builds the root, waits to be put in the
- * cgroup, drops its privileges and loads the seccomp filters, then forks
+ * cgroup, drops its privileges and loads the seccomp filters, then starts
  * the job (pid 2, inheriting both) and stays as a minimal init that
  * reaps orphans and reports the job's status.  When the job exits, init
  * exits, and the kernel kills whatever the job left behind (double-forked,
  * setsid'd, stopped: a pid namespace dies with its init).
  *
  * A warm sandbox does all of that before there is a job: init locks down
- * and forks the job's process, which waits, locked down too, on its own
+ * and starts the job's process, which waits, locked down too, on its own
  * socket.  The job's trees are attached by the supervisor (warm.c), so
  * nothing in the sandbox holds a privilege once it is warm, and the job
  * only has to exec when it comes. */
@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -193,7 +194,7 @@ static int exec_command(char *const *argv, char *const *env)
         return best;
 }
 
-/* Init's last setup step, before it forks the job, which inherits all of
+/* Init's last setup step, before it starts the job, which inherits all of
  * it: the job's identity, no capabilities, no parent-death escape, and
  * the seccomp filters (loaded once for both: each load is a BPF
  * translation and JIT).  Init runs no untrusted code, but it is as
@@ -242,25 +243,29 @@ static void lock_down(const struct helper_config *c, const struct sbx_seccomp_pr
                 report_and_exit(sock, &x);
 }
 
-/* The job: init's privileges and filters are already its own (every call
- * below is on the allow-list); it only gets its own session, its limits
- * and no fds but 0-2, then execs. */
-static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
-        __attribute__((noreturn));
-static void job_main(const struct helper_config *c, int sock, bool in_cgroup)
+/* The job's own setup, all it can do before its workspace is there
+ * (init's privileges and filters are already its own, and every call
+ * below is on the allow-list): its own session, its limits, and no fds
+ * but 0-2 past the exec. */
+static void job_prepare(struct setup_ctx *x, int sock, bool in_cgroup)
 {
-        struct setup_ctx x = { .c = c, .step = SBX_STEP_PRIVILEGES, .err = BC_ERROR_INIT };
+        x->step = SBX_STEP_PRIVILEGES;
         if (setsid() < 0) {
-                setup_fail(&x, errno, NULL, "setsid");
-                report_and_exit(sock, &x);
+                setup_fail(x, errno, NULL, "setsid");
+                report_and_exit(sock, x);
         }
-        x.step = SBX_STEP_RLIMIT;
-        if (sbx_set_rlimits(c, in_cgroup, &x.err) < 0)
-                report_and_exit(sock, &x);
-        x.step = SBX_STEP_PRIVILEGES;
-        if (sbx_cloexec_from(3, &x.err) < 0)
-                report_and_exit(sock, &x);
+        x->step = SBX_STEP_RLIMIT;
+        if (sbx_set_rlimits(x->c, in_cgroup, &x->err) < 0)
+                report_and_exit(sock, x);
+        x->step = SBX_STEP_PRIVILEGES;
+        if (sbx_cloexec_from(3, &x->err) < 0)
+                report_and_exit(sock, x);
         umask(022);
+}
+
+static void job_exec(const struct helper_config *c, int sock) __attribute__((noreturn));
+static void job_exec(const struct helper_config *c, int sock)
+{
         int e = exec_command(c->argv, c->env);
         struct sbx_msg m;
         sbx_msg_error(&m, SBX_MSG_EXEC_ERROR, SBX_STEP_EXEC, e, c->argv[0], "exec %s: %s",
@@ -339,25 +344,30 @@ static int take_stdio(int out, int err, struct setup_ctx *x)
 
 /* A warm sandbox's job process: init's identity and filters are already
  * its own.  It waits for its job (options, stdout, stderr; the cgroup
- * flag as in GO), which comes once the supervisor has attached the job's
- * trees and sealed the root. */
+ * flag as in GO), which the supervisor sends as soon as it has it, and
+ * takes it in while the supervisor attaches the job's trees (on the other
+ * CPU: 60-100 us off the handoff); then for START, which comes once the
+ * root is sealed and the claim held.  Nothing it runs before START is the
+ * job's: a sandbox whose setup fails is killed before it. */
 static void job_wait(int sock, int job_sock) __attribute__((noreturn));
 static void job_wait(int sock, int job_sock)
 {
-        /* The pages its handoff's parse touches are still init's, shared
-         * copy-on-write since the fork, or not mapped in yet: faulted in
-         * one at a time they cost the handoff 30-45 us (p50, traced from
-         * this process's wake-up to its execve: 133 us without, 85-101
-         * with). */
+        /* WARM from here, not from init: init is held until this process
+         * execs (lock_down_and_spawn). */
+        struct sbx_msg m = { .type = SBX_MSG_WARM };
+        if (sbx_msg_send(sock, &m, -1) < 0)
+                _exit(SBX_EXIT_INTERNAL);
+        /* The pages its handoff's parse touches, faulted in now rather
+         * than one at a time on the handoff's path (30-45 us at p50,
+         * traced from this process's wake-up to its execve: 133 us
+         * without, 85-101 with). */
         helper_config_warm_up();
         struct setup_ctx x = { .step = SBX_STEP_INTERNAL, .err = BC_ERROR_INIT };
-        struct sbx_msg m;
         int fds[3];
         size_t n = 0;
         if (sbx_msg_recv_fds(job_sock, &m, fds, ELEMENTSOF(fds), &n) != 1 ||
             m.type != SBX_MSG_JOB || n != ELEMENTSOF(fds))
                 _exit(SBX_EXIT_INTERNAL); /* the supervisor is gone or confused */
-        close(job_sock);
         struct helper_config jc;
         if (read_job_options(fds[0], &jc, &x) < 0)
                 report_and_exit(sock, &x);
@@ -366,38 +376,105 @@ static void job_wait(int sock, int job_sock)
                 report_and_exit(sock, &x);
         for (size_t i = 0; i < n; i++)
                 close(fds[i]);
+        job_prepare(&x, sock, m.wstatus & SBX_GO_CGROUP);
+        int fd = -1;
+        if (sbx_msg_recv(job_sock, &m, &fd) != 1 || m.type != SBX_MSG_START || fd >= 0)
+                _exit(SBX_EXIT_INTERNAL); /* the supervisor is gone or confused */
+        close(job_sock);
         x.step = SBX_STEP_PIVOT_ROOT;
         if (chdir("/workspace") < 0) {
                 setup_fail(&x, errno, "/workspace", "chdir");
                 report_and_exit(sock, &x);
         }
-        job_main(&jc, sock, m.wstatus & SBX_GO_CGROUP);
+        job_exec(&jc, sock);
+}
+
+/* The job's process runs on a stack of its own in init's memory until it
+ * execs (lock_down_and_spawn). */
+#define JOB_STACK_BYTES (256 * 1024)
+
+/* AddressSanitizer cannot follow a process onto a stack of its own (its
+ * no-return check warns, and in the sandbox cannot even write where the
+ * warning goes): a sanitized build forks the job's process instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define JOB_SPAWN_FORKS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JOB_SPAWN_FORKS 1
+#endif
+#endif
+
+struct job_start {
+        const struct helper_config *c;
+        struct setup_ctx *x;
+        int sock, job_sock;
+        bool in_cgroup;
+};
+
+static int warm_job_main(void *arg)
+{
+        const struct job_start *j = arg;
+        job_wait(j->sock, j->job_sock);
+}
+
+static int cold_job_main(void *arg)
+{
+        const struct job_start *j = arg;
+        job_prepare(j->x, j->sock, j->in_cgroup);
+        job_exec(j->c, j->sock);
 }
 
 /* The cgroup namespace (rooted at our cgroup: we are in it by now), the
- * lock-down, then the fork of the job's process: 0 in it, its pid in
- * init. */
-static pid_t lock_down_and_fork(const struct helper_config *c, const struct sbx_seccomp_prog *prog,
-                                int sock, int userns, struct setup_ctx *x)
+ * lock-down, then the job's process, running fn: its pid, once it has
+ * exec'd or exited.  It shares init's memory (CLONE_VM) while init waits
+ * for its exec (CLONE_VFORK, as posix_spawn does): a fork's copy of init's
+ * page tables, and the exec's teardown of that copy on the job's path (an
+ * exit_mmap with a TLB shootdown, about 0.1 ms traced), are not made at
+ * all.  The job's own memory is the exec's new one, as after a fork. */
+static pid_t lock_down_and_spawn(const struct job_start *j, const struct sbx_seccomp_prog *prog,
+                                 int userns, int (*fn)(void *))
 {
+        struct setup_ctx *x = j->x;
         x->step = SBX_STEP_CGROUP;
         if (unshare(CLONE_NEWCGROUP) < 0) {
                 setup_fail(x, errno, NULL, "unshare(CLONE_NEWCGROUP)");
-                report_and_exit(sock, x);
+                report_and_exit(j->sock, x);
         }
-        lock_down(c, prog, sock, userns);
+        lock_down(j->c, prog, j->sock, userns);
+        x->step = SBX_STEP_CLONE;
+#ifdef JOB_SPAWN_FORKS
         pid_t job = fork();
+        if (job == 0)
+                _exit(fn((void *)j));
         if (job < 0) {
-                x->step = SBX_STEP_CLONE;
-                setup_fail(x, errno, NULL, "fork");
-                report_and_exit(sock, x);
+                setup_fail(x, errno, NULL, "fork: the job's process");
+                report_and_exit(j->sock, x);
         }
         return job;
+#else
+        /* Its lowest page is a guard: an overflow faults rather than
+         * writing over init's memory. */
+        void *stack = mmap(NULL, JOB_STACK_BYTES, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED || mprotect(stack, 4096, PROT_NONE) < 0) {
+                setup_fail(x, errno, NULL, "mmap: the job's stack");
+                report_and_exit(j->sock, x);
+        }
+        pid_t job = clone(fn, (char *)stack + JOB_STACK_BYTES, CLONE_VM | CLONE_VFORK | SIGCHLD,
+                          (void *)j);
+        if (job < 0) {
+                setup_fail(x, errno, NULL, "clone: the job's process");
+                report_and_exit(j->sock, x);
+        }
+        munmap(stack, JOB_STACK_BYTES);
+        return job;
+#endif
 }
 
 /* A warm sandbox: the root without the job, entered; the cgroup is ours
  * already (the supervisor attaches a warm child before GO).  Init locks
- * down, forks the job's process and says WARM. */
+ * down and starts the job's process, which says WARM and waits; init
+ * goes on once that process has exec'd its job (or died). */
 static void warm_child(int sock, int job_sock, int userns, struct setup_ctx *x,
                        const struct sbx_seccomp_prog *prog) __attribute__((noreturn));
 static void warm_child(int sock, int job_sock, int userns, struct setup_ctx *x,
@@ -407,13 +484,9 @@ static void warm_child(int sock, int job_sock, int userns, struct setup_ctx *x,
         if (rootfs_build_base(x) < 0 || setup_uts_net(x, x->c->network != SANDBOX_NET_HOST) < 0 ||
             rootfs_pivot(x) < 0)
                 report_and_exit(sock, x);
-        pid_t job = lock_down_and_fork(x->c, prog, sock, userns, x);
-        if (job == 0)
-                job_wait(sock, job_sock);
+        struct job_start j = { .c = x->c, .x = x, .sock = sock, .job_sock = job_sock };
+        pid_t job = lock_down_and_spawn(&j, prog, userns, warm_job_main);
         close(job_sock);
-        struct sbx_msg m = { .type = SBX_MSG_WARM };
-        if (sbx_msg_send(sock, &m, -1) < 0)
-                _exit(SBX_EXIT_INTERNAL);
         init_main(sock, job);
 }
 
@@ -453,8 +526,10 @@ void sbx_child_main(const struct child_args *a)
          * namespace is made, so it is rooted at our cgroup. */
         int userns = -1;
         bool in_cgroup = take_go(sock, &x, &userns);
-        pid_t job = lock_down_and_fork(c, prog, sock, userns, &x);
-        if (job == 0)
-                job_main(c, sock, in_cgroup);
-        init_main(sock, job);
+        struct job_start j = { .c = c,
+                               .x = &x,
+                               .sock = sock,
+                               .job_sock = -1,
+                               .in_cgroup = in_cgroup };
+        init_main(sock, lock_down_and_spawn(&j, prog, userns, cold_job_main));
 }

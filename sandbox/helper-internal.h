@@ -154,6 +154,7 @@ enum sbx_msg_type {
         SBX_MSG_WARM,        /* warm supervisor -> worker: ready for a job */
         SBX_MSG_JOB,         /* worker -> warm supervisor -> child: the job (+ fds) */
         SBX_MSG_EGRESS,      /* child -> supervisor: the egress sockets (+ fds) */
+        SBX_MSG_START,       /* warm supervisor -> job process: exec the job */
 };
 
 /* The largest job options blob a warm sandbox takes (argv + env). */

@@ -433,9 +433,23 @@ static int wait_go(struct warm *w)
         return 0;
 }
 
-/* Clones the job's trees, attaches them inside the sandbox, then hands
- * the job's options and stdio to its waiting process: the job starts. */
-static int start_job(struct warm *w, const int fds[4])
+/* The job's options and stdio go to its waiting process first, which
+ * takes them in while the setup below runs (child.c, job_wait). */
+static int send_job(struct warm *w, const int fds[4])
+{
+        struct supervisor *s = &w->s;
+        struct sbx_msg m = { .type = SBX_MSG_JOB, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
+        if (sbx_msg_send_fds(s->job_sock, &m, fds, 3) < 0) {
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL,
+                             "the sandbox's job process is gone");
+                return -1;
+        }
+        return 0;
+}
+
+/* Clones the job's trees, attaches them inside the sandbox, then tells
+ * the job's process, which has its job by now, to start it. */
+static int start_job(struct warm *w)
 {
         struct supervisor *s = &w->s;
         struct setup_ctx x = { .c = &w->job, .step = SBX_STEP_WORKSPACE, .err = BC_ERROR_INIT };
@@ -458,13 +472,18 @@ static int start_job(struct warm *w, const int fds[4])
                 r = wait_go(w);
         if (r < 0)
                 return -1;
-        struct sbx_msg m = { .type = SBX_MSG_JOB, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
+        struct sbx_msg m = { .type = SBX_MSG_START };
         /* The job's time starts now: setup is not the job's to pay for. */
         clock_gettime(CLOCK_MONOTONIC, &s->start);
         s->ready = true;
-        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send_fds(s->job_sock, &m, fds, 3) < 0) {
-                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL,
-                             "the sandbox's job process is gone");
+        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send(s->job_sock, &m, -1) < 0) {
+                /* Gone while taking its job in: what it reported before
+                 * it exited (queued by now) is the cause. */
+                int e = errno;
+                struct pollfd p = { .fd = s->sock, .events = POLLIN };
+                if (poll(&p, 1, 0) == 1)
+                        sbx_sup_on_message(s);
+                sbx_sup_fail(s, SBX_STEP_INTERNAL, e, NULL, "the sandbox's job process is gone");
                 return -1;
         }
         return 0;
@@ -506,7 +525,9 @@ static int run_job(struct warm *w, int fds[4])
         struct supervisor *s = &w->s;
         clock_gettime(CLOCK_MONOTONIC, &s->got_job);
         w->status_fd = fds[3];
-        int r = read_options(w, fds[0]);
+        int r = send_job(w, fds);
+        if (r >= 0)
+                r = read_options(w, fds[0]);
         if (r >= 0)
                 r = check_fits(w);
         if (r >= 0) {
@@ -521,7 +542,7 @@ static int run_job(struct warm *w, int fds[4])
         if (r >= 0 && sbx_sup_arm_timer(s) < 0)
                 r = -1;
         if (r >= 0)
-                r = start_job(w, fds);
+                r = start_job(w);
         /* The job's copies are in the sandbox now; stderr is kept for what
          * the helper itself has to say there, as a cold helper does. */
         close(fds[0]);
