@@ -50,7 +50,8 @@
 # Pickup latency there ends at that inner start instead of the spawn;
 # BENCH_JOBS defaults to 1000; databases bench_queue_sb_*.
 #
-# Settings (environment): BENCH_JOBS (2000), BENCH_CONCURRENCY (8),
+# Settings (environment): BENCH_BOXCAR (build/boxcar; another build's
+# boxcar, its boxcar-sandbox beside it, for a comparison), BENCH_JOBS (2000), BENCH_CONCURRENCY (8),
 # BENCH_ROUNDS (3), BENCH_RATE (50), BENCH_LAT_SECONDS (10), BENCH_WARMUP
 # (100), BENCH_POLL_INTERVAL_S (5, both workers' poll fallback),
 # BENCH_STATEMENT_JOBS (500, sandboxed: the jobs of the per-statement
@@ -471,17 +472,35 @@ sql "$DB_GW" "create function bench.note_done() returns trigger language plpgsql
 sleep 1
 T_IDLE=$(now_us)
 # Memory held by the idle worker's warm sandboxes: the PSS of each
-# supervisor, its sandbox's init and the job's process waiting in it, and
-# what its cgroup is charged (the tmpfs root, kernel memory of the
-# namespaces' objects).
+# supervisor, its sandbox's init and the job's process waiting in it (each
+# address space once: the job's process shares init's until it execs,
+# kcmp(2) KCMP_VM tells), and what its cgroup is charged (the tmpfs root,
+# kernel memory of the namespaces' objects).
+pss_of_address_spaces() {
+  python3 - "$@" <<'PY'
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+SYS_KCMP, KCMP_VM = 312, 1
+seen, total = [], 0
+for pid in map(int, sys.argv[1:]):
+    if any(libc.syscall(SYS_KCMP, pid, other, KCMP_VM, 0, 0) == 0 for other in seen):
+        continue
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            total += next(int(l.split()[1]) for l in f if l.startswith("Pss:"))
+    except (OSError, StopIteration):
+        continue
+    seen.append(pid)
+print(total)
+PY
+}
 warm_memory() {
   local n=0 pss=0 cg=0 p q path f init
   for p in $(pgrep -P "$1" -f 'boxcar-sandbox --warm'); do
     n=$((n + 1))
     init=$(pgrep -P "$p" | head -1)
-    for q in $p $init ${init:+$(pgrep -P "$init")}; do
-      pss=$(( pss + $(awk '/^Pss:/ { print $2 }' "/proc/$q/smaps_rollup" 2>/dev/null || echo 0) ))
-    done
+    # shellcheck disable=SC2046 # the pids, a word each
+    pss=$(( pss + $(pss_of_address_spaces "$p" $init ${init:+$(pgrep -P "$init")}) ))
     q=$(pgrep -P "$p" | head -1)
     path=$(awk -F: '$2 == "memory" || $2 == "" { print $3; exit }' "/proc/${q:-$p}/cgroup" 2>/dev/null)
     for f in "/sys/fs/cgroup/memory$path/memory.usage_in_bytes" "/sys/fs/cgroup$path/memory.current" \
