@@ -345,10 +345,10 @@ static int take_stdio(int out, int err, struct setup_ctx *x)
 /* A warm sandbox's job process: init's identity and filters are already
  * its own.  It waits for its job (options, stdout, stderr; the cgroup
  * flag as in GO), which the supervisor sends as soon as it has it, and
- * takes it in while the supervisor attaches the job's trees (on the other
- * CPU: 60-100 us off the handoff); then for START, which comes once the
- * root is sealed and the claim held.  Nothing it runs before START is the
- * job's: a sandbox whose setup fails is killed before it. */
+ * takes it in while the supervisor attaches the job's trees (off the
+ * handoff's path when the other CPU is free); then for START, which comes
+ * once the root is sealed and the claim held.  Nothing it runs before
+ * START is the job's: a sandbox whose setup fails is killed before it. */
 static void job_wait(int sock, int job_sock) __attribute__((noreturn));
 static void job_wait(int sock, int job_sock)
 {
