@@ -2,24 +2,25 @@
  * does not depend on the job is done before there is one: the cgroup
  * (without limits), the namespaces, the root with the system binds, /etc,
  * /dev and /proc, pivot_root, the idmap namespace for root-owned
- * workspaces; then the sandbox's init locks down (identity, no
- * capabilities, seccomp) and forks the job's process, which waits on its
- * own socket, locked down too.  Then it says WARM on the control socket
- * and waits.
+ * workspaces (warm-build.c); then the sandbox's init locks down
+ * (identity, no capabilities, seccomp) and starts the job's process, which
+ * waits on its own socket, locked down too.  Then it says WARM on the
+ * control socket and waits.
  *
  * The job comes as one message: a memfd holding its options (the same
  * argv as a cold run, without --status-fd), and the job's stdout, stderr
  * and status fds, and maybe a go fd: the worker hands the job over while
  * the database commits its claim, and the job's process starts only once
  * that fd is readable (the claim held; else the worker's SIGTERM ends the
- * sandbox with nothing of the job run).  The supervisor checks the
- * options, writes the limits into the cgroup, clones the job's trees
- * from the host (open_tree), enters the sandbox's mount namespace to
- * attach them (move_mount) and seal the root read-only, and its network
- * namespace for an allow-list's routes and sockets, comes back, and
- * hands the job to the waiting process, which only has to take its stdio
- * and exec.  The handoff is one message to one process: no privilege is
- * dropped, no filter loaded and nothing forked on the job's path.
+ * sandbox with nothing of the job run).  The supervisor passes the
+ * options and stdio on to the waiting process at once, which takes them
+ * in meanwhile; it checks the options, writes the limits into the
+ * cgroup, clones the job's trees from the host (open_tree), enters the
+ * sandbox's mount namespace to attach them (move_mount) and seal the root
+ * read-only, and its network namespace for an allow-list's routes and
+ * sockets, comes back, and tells the waiting process to start, which only
+ * has to exec.  No privilege is dropped, no filter loaded and nothing
+ * forked on the job's path.
  *
  * The trees are attached by the supervisor, not by the sandbox's init,
  * so that init can lock down before there is a job: nothing inside a
@@ -44,9 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -59,38 +58,6 @@
 #include "sandbox/supervise-dirs-internal.h"
 #include "sandbox/supervise-start-internal.h"
 #include "sandbox/supervisor-internal.h"
-
-/* A warm sandbox that is not built by then is stuck (a hung bind source,
- * an overloaded host): it fails rather than holding a pool slot. */
-#define WARM_SETUP_TIMEOUT_S 30
-
-struct warm {
-        struct supervisor s;
-        const struct helper_config *wc; /* the warm options */
-        int ctl;
-        struct helper_config job; /* the job's options, once received */
-        char *blob;
-        char **job_argv;
-        bool have_job;
-        int status_fd;
-        int go_fd; /* -1: start at once */
-        /* Why there is no cgroup (e.g. an unprivileged helper on v1): not
-         * fatal until a job asks for limits, as in the cold path. */
-        char cg_error[256];
-        /* The limits the warm options ask for (--memory-mb, --pids,
-         * --cpus), written while the sandbox was made; have_preset if
-         * that went well: a job asking the same has nothing to write. */
-        struct cg_limits preset;
-        bool have_preset;
-};
-
-/* The cgroup limits a config asks for (its pids count init too). */
-static struct cg_limits limits_of(const struct helper_config *c)
-{
-        return (struct cg_limits){ .memory_mb = c->memory_mb,
-                                   .cpus = c->cpus,
-                                   .pids = c->pids ? c->pids + 1 : 0 };
-}
 
 static void reap(struct supervisor *s)
 {
@@ -113,80 +80,6 @@ static int report_warm_failure(struct warm *w)
                              "the sandbox's init exited before its job");
         (void)sbx_msg_send(w->ctl, &s->failure, -1);
         return sbx_step_exit_code((enum sbx_step)s->failure.step);
-}
-
-static int prepare(struct warm *w)
-{
-        struct supervisor *s = &w->s;
-        struct bc_error err = BC_ERROR_INIT;
-        sbx_seccomp_builtin(&s->seccomp);
-        if (sbx_cgroup_create_unlimited(&s->cg, w->wc->cgroup_parent, &err) < 0) {
-                snprintf(w->cg_error, sizeof(w->cg_error), "%s", bc_error_message(&err));
-                bc_error_clear(&err);
-        }
-        /* Before any process is in it.  Should it fail, the job's handoff
-         * writes them, and fails the way a cold start would. */
-        w->preset = limits_of(w->wc);
-        if (!w->cg_error[0])
-                w->have_preset = sbx_cgroup_limit(&s->cg, &w->preset, &err) == 0;
-        bc_error_clear(&err);
-        int n = sbx_cgroup_self_attach_fds(&s->cg, s->cg_fds, ELEMENTSOF(s->cg_fds));
-        s->n_cg_fds = n > 0 ? (size_t)n : 0;
-        /* Before the clone: the child inherits it, to enter as it locks down. */
-        return sbx_sup_make_job_userns(s) < 0 ? -1 : sbx_sup_prepare_signals(s);
-}
-
-/* The worker's job directories are root's: the namespace that maps root
- * to the job's ids is made now (a fork), not at handoff.  After the
- * clone, which hands s->idmap_fd to a cold child and closes it. */
-static void make_idmap_ahead(struct warm *w)
-{
-        struct supervisor *s = &w->s;
-        if (geteuid() != 0)
-                return;
-        s->idmap_fd = sbx_sup_make_idmap(s, 0, 0);
-        if (s->idmap_fd < 0)
-                s->idmap_fd = -1; /* made at handoff instead, or the job fails there */
-}
-
-/* Waits until the child has built its root (1), or failed or died (0);
- * or the worker dropped us (-1: SIGTERM, or the control socket closed). */
-static int wait_built(struct warm *w)
-{
-        struct supervisor *s = &w->s;
-        struct itimerspec it = { .it_value = { WARM_SETUP_TIMEOUT_S, 0 } };
-        timerfd_settime(s->timerfd, 0, &it, NULL);
-        while (!s->warm_built && !s->failed && !s->reaped && !s->sock_eof) {
-                struct pollfd p[4] = {
-                        { .fd = s->sock, .events = POLLIN },
-                        { .fd = s->sigfd, .events = POLLIN },
-                        { .fd = s->timerfd, .events = POLLIN },
-                        { .fd = w->ctl, .events = 0 },
-                };
-                if (poll(p, 4, -1) < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL, "poll failed");
-                        return 0;
-                }
-                if (p[0].revents)
-                        sbx_sup_on_message(s);
-                if (p[1].revents) {
-                        sbx_sup_on_signal(s);
-                        if (s->cancelled)
-                                return -1;
-                }
-                if (p[2].revents) {
-                        sbx_sup_fail(s, SBX_STEP_INTERNAL, ETIMEDOUT, NULL,
-                                     "the warm sandbox was not ready in time");
-                        return 0;
-                }
-                if (p[3].revents & (POLLHUP | POLLERR))
-                        return -1;
-        }
-        struct itimerspec off = { 0 };
-        timerfd_settime(s->timerfd, 0, &off, NULL);
-        return s->warm_built && !s->failed ? 1 : 0;
 }
 
 /* Waits for the job: 1 with fds[0..3] = options, stdout, stderr, status
@@ -262,7 +155,7 @@ static int check_fits(struct warm *w)
         /* A limit set while the sandbox was made is changed at the
          * handoff, never lifted (the cgroup code writes limits, it does
          * not remove them): the worker's jobs always have all three. */
-        const struct cg_limits jl = limits_of(j);
+        const struct cg_limits jl = sbx_warm_limits_of(j);
         bool lifts = (w->preset.memory_mb && !jl.memory_mb) || (w->preset.pids && !jl.pids) ||
                      (w->preset.cpus > 0 && !(jl.cpus > 0));
         if (lifts) {
@@ -288,7 +181,7 @@ static int check_fits(struct warm *w)
 static int apply_limits(struct warm *w)
 {
         struct supervisor *s = &w->s;
-        struct cg_limits l = limits_of(&w->job);
+        struct cg_limits l = sbx_warm_limits_of(&w->job);
         struct bc_error err = BC_ERROR_INIT;
         bool wanted = l.memory_mb || l.pids || l.cpus > 0;
         if (wanted && w->cg_error[0]) {
@@ -312,17 +205,6 @@ static int apply_limits(struct warm *w)
                 return -1;
         }
         return 0;
-}
-
-/* The job's CPU time starts once the sandbox is built: the warm-up is not
- * its.  Read then, not at the handoff (two cgroup files on v1, ~40 us of
- * it): the init and the job's process are asleep by then, or a few
- * microseconds from it, until the job. */
-static void note_cpu_base(struct warm *w)
-{
-        struct cg_stats cs;
-        sbx_cgroup_stats(&w->s.cg, &cs);
-        w->s.cpu_base_us = cs.have_cpu ? cs.cpu_us : 0;
 }
 
 /* Runs fn in the namespace ns (CLONE_NEWNS or CLONE_NEWNET, fd ns_fd)
@@ -489,37 +371,6 @@ static int start_job(struct warm *w)
         return 0;
 }
 
-/* The worker's pool made this sandbox at a lower priority (background
- * work, worker/exec/sandbox_pool.c); once it is built, it waits at the
- * worker's: the handoff that wakes it, and the job after, must not queue
- * behind the pool making the next sandbox (one traced handoff waited
- * 2.3 ms for a CPU that way).  This process group is ours (the worker
- * spawns us in our own): it holds the sandbox's init and the job's
- * process, which has not made its own session yet, all asleep now. */
-static int restore_priority(struct warm *w)
-{
-        errno = 0;
-        int nice = getpriority(PRIO_PROCESS, (id_t)getppid());
-        if (nice == -1 && errno) {
-                sbx_sup_fail(&w->s, SBX_STEP_INTERNAL, errno, NULL,
-                             "getpriority: the job's priority (the worker's)");
-                return -1;
-        }
-        /* Made at the worker's own (a pool without CAP_SYS_NICE does not
-         * lower it): nothing to put back, and without that capability
-         * the init's and job process's (another uid) could not be set. */
-        errno = 0;
-        int own = getpriority(PRIO_PROCESS, 0);
-        if (own == nice && !errno)
-                return 0;
-        if (setpriority(PRIO_PGRP, 0, nice) < 0) {
-                sbx_sup_fail(&w->s, SBX_STEP_INTERNAL, errno, NULL,
-                             "setpriority: the job's priority (the worker's)");
-                return -1;
-        }
-        return 0;
-}
-
 static int run_job(struct warm *w, int fds[4])
 {
         struct supervisor *s = &w->s;
@@ -570,7 +421,7 @@ int sbx_supervise_warm(const struct helper_config *c)
         struct supervisor *s = &w.s;
         int sp[2] = { -1, -1 }, jp[2] = { -1, -1 };
         int code = 0, fds[4];
-        if (prepare(&w) < 0) {
+        if (sbx_warm_prepare(&w) < 0) {
                 code = report_warm_failure(&w);
         } else if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0 ||
                    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, jp) < 0) {
@@ -581,12 +432,12 @@ int sbx_supervise_warm(const struct helper_config *c)
                 s->job_sock = jp[0];
                 int r = sbx_sup_start_child(s, &sp[1], &jp[1]);
                 if (r >= 0)
-                        make_idmap_ahead(&w);
-                r = r < 0 ? 0 : wait_built(&w);
-                if (r > 0 && restore_priority(&w) < 0)
+                        sbx_warm_make_idmap_ahead(&w);
+                r = r < 0 ? 0 : sbx_warm_wait_built(&w);
+                if (r > 0 && sbx_warm_restore_priority(&w) < 0)
                         r = 0;
                 if (r > 0)
-                        note_cpu_base(&w);
+                        sbx_warm_note_cpu_base(&w);
                 struct sbx_msg ready = { .type = SBX_MSG_WARM };
                 if (r > 0 && sbx_msg_send(w.ctl, &ready, -1) < 0)
                         r = -1;
