@@ -51,8 +51,8 @@
 # BENCH_JOBS defaults to 1000; databases bench_queue_sb_*.
 #
 # Settings (environment): BENCH_BOXCAR (build/boxcar; another build's
-# boxcar, its boxcar-sandbox beside it, for a comparison), BENCH_JOBS (2000), BENCH_CONCURRENCY (8),
-# BENCH_ROUNDS (3), BENCH_RATE (50), BENCH_LAT_SECONDS (10), BENCH_WARMUP
+# boxcar, its boxcar-sandbox beside it, for a comparison), BENCH_JOBS
+# (2000), BENCH_CONCURRENCY (8), BENCH_ROUNDS (3), BENCH_RATE (50), BENCH_LAT_SECONDS (10), BENCH_WARMUP
 # (100), BENCH_POLL_INTERVAL_S (5, both workers' poll fallback),
 # BENCH_STATEMENT_JOBS (500, sandboxed: the jobs of the per-statement
 # table, bench/pg_statements.sh, run after the measured phases),
@@ -495,14 +495,13 @@ print(total)
 PY
 }
 warm_memory() {
-  local n=0 pss=0 cg=0 p q path f init
+  local n=0 pss=0 cg=0 p path f init
   for p in $(pgrep -P "$1" -f 'boxcar-sandbox --warm'); do
     n=$((n + 1))
     init=$(pgrep -P "$p" | head -1)
     # shellcheck disable=SC2046 # the pids, a word each
     pss=$(( pss + $(pss_of_address_spaces "$p" $init ${init:+$(pgrep -P "$init")}) ))
-    q=$(pgrep -P "$p" | head -1)
-    path=$(awk -F: '$2 == "memory" || $2 == "" { print $3; exit }' "/proc/${q:-$p}/cgroup" 2>/dev/null)
+    path=$(awk -F: '$2 == "memory" || $2 == "" { print $3; exit }' "/proc/${init:-$p}/cgroup" 2>/dev/null)
     for f in "/sys/fs/cgroup/memory$path/memory.usage_in_bytes" "/sys/fs/cgroup$path/memory.current" \
              "/sys/fs/cgroup/unified$path/memory.current"; do
       [[ -r $f ]] && { cg=$(( cg + $(cat "$f") / 1024 )); break; }

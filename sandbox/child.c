@@ -405,8 +405,7 @@ static void job_wait(int sock, int job_sock)
 #endif
 
 struct job_start {
-        const struct helper_config *c;
-        struct setup_ctx *x;
+        struct setup_ctx *x; /* x->c: the job's options */
         int sock, job_sock;
         bool in_cgroup;
 };
@@ -421,7 +420,7 @@ static int cold_job_main(void *arg)
 {
         const struct job_start *j = arg;
         job_prepare(j->x, j->sock, j->in_cgroup);
-        job_exec(j->c, j->sock);
+        job_exec(j->x->c, j->sock);
 }
 
 /* The cgroup namespace (rooted at our cgroup: we are in it by now), the
@@ -440,7 +439,7 @@ static pid_t lock_down_and_spawn(const struct job_start *j, const struct sbx_sec
                 setup_fail(x, errno, NULL, "unshare(CLONE_NEWCGROUP)");
                 report_and_exit(j->sock, x);
         }
-        lock_down(j->c, prog, j->sock, userns);
+        lock_down(x->c, prog, j->sock, userns);
         x->step = SBX_STEP_CLONE;
 #ifdef JOB_SPAWN_FORKS
         pid_t job = fork();
@@ -484,7 +483,7 @@ static void warm_child(int sock, int job_sock, int userns, struct setup_ctx *x,
         if (rootfs_build_base(x) < 0 || setup_uts_net(x, x->c->network != SANDBOX_NET_HOST) < 0 ||
             rootfs_pivot(x) < 0)
                 report_and_exit(sock, x);
-        struct job_start j = { .c = x->c, .x = x, .sock = sock, .job_sock = job_sock };
+        struct job_start j = { .x = x, .sock = sock, .job_sock = job_sock };
         pid_t job = lock_down_and_spawn(&j, prog, userns, warm_job_main);
         close(job_sock);
         init_main(sock, job);
@@ -526,10 +525,6 @@ void sbx_child_main(const struct child_args *a)
          * namespace is made, so it is rooted at our cgroup. */
         int userns = -1;
         bool in_cgroup = take_go(sock, &x, &userns);
-        struct job_start j = { .c = c,
-                               .x = &x,
-                               .sock = sock,
-                               .job_sock = -1,
-                               .in_cgroup = in_cgroup };
+        struct job_start j = { .x = &x, .sock = sock, .job_sock = -1, .in_cgroup = in_cgroup };
         init_main(sock, lock_down_and_spawn(&j, prog, userns, cold_job_main));
 }

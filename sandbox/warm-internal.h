@@ -37,11 +37,7 @@ static inline struct cg_limits sbx_warm_limits_of(const struct helper_config *c)
 /* The cgroup, its preset limits, the job's user namespace, the signals:
  * before the sandbox's child is cloned.  -1 when the sandbox cannot be. */
 int sbx_warm_prepare(struct warm *w);
-/* The idmap namespace for root-owned workspaces, after the clone (made
- * at handoff instead if it cannot be now). */
 void sbx_warm_make_idmap_ahead(struct warm *w);
-/* 1 once the child has built the root; 0 if it failed or died; -1 when
- * the worker dropped us. */
 int sbx_warm_wait_built(struct warm *w);
 /* Built: back at the worker's priority, and the build's CPU time noted. */
 int sbx_warm_restore_priority(struct warm *w);

@@ -315,18 +315,24 @@ static int wait_go(struct warm *w)
         return 0;
 }
 
+/* A send to the job's process failed (errno e): it is gone.  What it
+ * reported before it exited (queued by now) is the cause. */
+static int job_process_gone(struct supervisor *s, int e)
+{
+        struct pollfd p = { .fd = s->sock, .events = POLLIN };
+        if (poll(&p, 1, 0) == 1)
+                sbx_sup_on_message(s);
+        sbx_sup_fail(s, SBX_STEP_INTERNAL, e, NULL, "the sandbox's job process is gone");
+        return -1;
+}
+
 /* The job's options and stdio go to its waiting process first, which
  * takes them in while the setup below runs (child.c, job_wait). */
 static int send_job(struct warm *w, const int fds[4])
 {
         struct supervisor *s = &w->s;
         struct sbx_msg m = { .type = SBX_MSG_JOB, .wstatus = s->cg.ops ? SBX_GO_CGROUP : 0 };
-        if (sbx_msg_send_fds(s->job_sock, &m, fds, 3) < 0) {
-                sbx_sup_fail(s, SBX_STEP_INTERNAL, errno, NULL,
-                             "the sandbox's job process is gone");
-                return -1;
-        }
-        return 0;
+        return sbx_msg_send_fds(s->job_sock, &m, fds, 3) < 0 ? job_process_gone(s, errno) : 0;
 }
 
 /* Clones the job's trees, attaches them inside the sandbox, then tells
@@ -358,16 +364,8 @@ static int start_job(struct warm *w)
         /* The job's time starts now: setup is not the job's to pay for. */
         clock_gettime(CLOCK_MONOTONIC, &s->start);
         s->ready = true;
-        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send(s->job_sock, &m, -1) < 0) {
-                /* Gone while taking its job in: what it reported before
-                 * it exited (queued by now) is the cause. */
-                int e = errno;
-                struct pollfd p = { .fd = s->sock, .events = POLLIN };
-                if (poll(&p, 1, 0) == 1)
-                        sbx_sup_on_message(s);
-                sbx_sup_fail(s, SBX_STEP_INTERNAL, e, NULL, "the sandbox's job process is gone");
-                return -1;
-        }
+        if (sbx_sup_arm_timer(s) < 0 || sbx_msg_send(s->job_sock, &m, -1) < 0)
+                return job_process_gone(s, errno);
         return 0;
 }
 
