@@ -64,8 +64,8 @@ select is(array(select l.name from boxcar.access_list() l join pg_proc p on p.pr
                             and p.proowner = (select nspowner from pg_namespace where nspname = 'boxcar'))),
           '{}'::text[], 'every definer is SECURITY DEFINER, owned by the schema''s owner, with a fixed search_path');
 select is((select proconfig from pg_proc where oid = 'boxcar.jobs_list'::regproc),
-          '{enable_seqscan=off,"search_path=pg_catalog, boxcar, pg_temp"}'::text[],
-          'a definer keeps its own settings (jobs_list: no sequential scans)');
+          '{enable_seqscan=off,jit=off,"search_path=pg_catalog, boxcar, pg_temp"}'::text[],
+          'a definer keeps its own settings (jobs_list: no sequential scans, no JIT)');
 select ok(not (select prosecdef from pg_proc where oid = 'boxcar.claim'::regproc)
           and not (select prosecdef from pg_proc where oid = 'boxcar.report_batch'::regproc),
           'the claim and the report run as the worker (their plans stay inlined and cached)');
