@@ -80,7 +80,11 @@ $(BUILD)/libworker.a: $(BUILD)/obj/worker/guard/wait.o $(BUILD)/obj/worker/guard
 # The SQL in migrations/ and sql/ is compiled into the binary, so a worker
 # image needs nothing but the executable to migrate its database.
 EMBED_SQL := $(sort $(wildcard migrations/*.sql)) $(sort $(wildcard sql/*.sql))
-$(BUILD)/gen/sql_files.c: scripts/embed-sql.sh $(EMBED_SQL)
+# The list itself, rewritten only when it changes: a file removed (or
+# renamed) is embedded no more.
+$(shell echo '$(EMBED_SQL)' > $(BUILD)/gen/sql_list.new && \
+        (cmp -s $(BUILD)/gen/sql_list.new $(BUILD)/gen/sql_list || mv $(BUILD)/gen/sql_list.new $(BUILD)/gen/sql_list))
+$(BUILD)/gen/sql_files.c: scripts/embed-sql.sh $(EMBED_SQL) $(BUILD)/gen/sql_list
 	@mkdir -p $(dir $@)
 	scripts/embed-sql.sh $(EMBED_SQL) > $@.tmp && mv $@.tmp $@
 $(BUILD)/obj/gen/sql_files.o: $(BUILD)/gen/sql_files.c $(FLAGS_STAMP) | check-libs
