@@ -68,9 +68,9 @@ create or replace function boxcar.claim(worker_id text, queues text[], n integer
 returns setof boxcar.jobs language plpgsql volatile
 -- A claim returns at most n rows, n the caller's free slots: priced at
 -- PostgreSQL's default of 1000, the worker's claim statement (a probe of
--- job_logs per row, worker/daemon/queue.c) passed jit_above_cost once the
--- jobs had about 25 lines of live output each, and was compiled at every
--- claim (sql/97_no_jit.sql).
+-- job_logs per row, worker/daemon/queue.c) passed jit_above_cost once
+-- an attempt held about 25 rows of live output on average, and was
+-- compiled at every claim (sql/97_no_jit.sql).
 rows 10
 -- Generic plans: a custom plan (PostgreSQL's choice here, as ids = any ($1)
 -- and limit $n look cheaper with the values known) is planned again at
