@@ -52,8 +52,9 @@
 #
 # Settings (environment): BENCH_BOXCAR (build/boxcar; another build's
 # boxcar, its boxcar-sandbox beside it, for a comparison), BENCH_JOBS
-# (2000), BENCH_CONCURRENCY (8), BENCH_ROUNDS (3), BENCH_RATE (50), BENCH_LAT_SECONDS (10), BENCH_WARMUP
-# (100), BENCH_POLL_INTERVAL_S (5, both workers' poll fallback),
+# (2000), BENCH_CONCURRENCY (8), BENCH_ROUNDS (3), BENCH_RATE (50),
+# BENCH_LAT_SECONDS (10), BENCH_WARMUP (100), BENCH_POLL_INTERVAL_S (5,
+# both workers' poll fallback),
 # BENCH_STATEMENT_JOBS (500, sandboxed: the jobs of the per-statement
 # table, bench/pg_statements.sh, run after the measured phases),
 # BENCH_GW_LOG=warn (drop graphile-worker's per-job info lines), BENCH_KEEP=1

@@ -5,8 +5,9 @@
 -- so with about 10,000 jobs queued every claim was compiled: 15 to 25 ms
 -- of the database's CPU for a statement that runs in 0.3 ms, at every
 -- claim, exactly when the backlog is largest (tests/sql/55_no_jit.sql).
--- Every statement of these functions reads a few rows by an index, where
--- JIT has nothing to win.
+-- These functions run per job, per tick or per request, mostly reading a
+-- few rows by an index: compiling at every call costs them more than it
+-- can win.
 --
 -- Applied on every migrate after the files that (re)create the functions
 -- (create or replace resets a function's settings), before the grants.
