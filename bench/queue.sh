@@ -47,6 +47,8 @@
 #   bwrap --unshare-all --proc /proc --dev /dev --tmpfs /tmp --new-session
 #         --die-with-parent (+ read-only /usr and the /bin, /lib... links)
 # with the same inner command and keeps the instant from its stdout.
+# The floor under commit->inside: the command alone (build/spawn-floor),
+# back to back and at the latency phase's pace (one every 1000/RATE ms).
 # Pickup latency there ends at that inner start instead of the spawn;
 # BENCH_JOBS defaults to 1000; databases bench_queue_sb_*.
 #
@@ -646,6 +648,12 @@ alone() { (cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF
 if [[ $SANDBOX == 1 ]]; then
   FLOOR=$(alone 400 "${INNER[@]}") || die "spawn-floor failed: $FLOOR"
   R[floor_p50]=${FLOOR#p50_ms=}; R[floor_p50]=${R[floor_p50]%% *}; R[floor_p99]=${FLOOR##*p99_ms=}
+  # The same at the latency phase's pace: back to back, the CPUs never
+  # idle and the caches stay hot, which no paced job finds (here a spawn
+  # one every 20 ms costs 0.2-0.5 ms more than back to back).
+  EVERY_MS=$(( RATE >= 1000 ? 1 : 1000 / RATE ))
+  FLOOR=$(alone --every "$EVERY_MS" 250 "${INNER[@]}") || die "spawn-floor --every failed: $FLOOR"
+  R[pfloor_p50]=${FLOOR#p50_ms=}; R[pfloor_p50]=${R[pfloor_p50]%% *}; R[pfloor_p99]=${FLOOR##*p99_ms=}
 fi
 # The ceiling over throughput: the same command alone, N runs, C at a
 # time, its output thrown away; no queue running a job once each can pass it.
@@ -663,6 +671,7 @@ fi
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.2f", a / b }'; }
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else printf "%.0f%%", 100 * a / b }'; }
+diff_ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.2f", a - b }'; }
 row() { printf '%-28s %12s %12s %16s\n' "$1" "$2" "$3" "$(ratio "$2" "$3")"; }
 for s in boxcar graphile; do
   R[$s.idle_mib]=$(mib "${R[$s.rss_idle_kb]}"); R[$s.peak_mib]=$(mib "${R[$s.rss_peak_kb]}")
@@ -744,7 +753,10 @@ if [[ $SANDBOX == 1 ]]; then
   echo "boxcar sandbox starts: ${R[starts]}; warm per throughput round: ${R[warm_rounds]}"
   echo "boxcar workspace filesystems in the throughput rounds: ${R[ws]}"
   echo "the job's command alone, in the job's environment, no sandbox or queue (spawn -> date inside, 400 runs, idle host):" \
-       "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms"
+       "p50 ${R[floor_p50]} ms, p99 ${R[floor_p99]} ms;" \
+       "one every $EVERY_MS ms, as the latency phase's jobs come (250 runs): p50 ${R[pfloor_p50]} ms, p99 ${R[pfloor_p99]} ms"
+  echo "boxcar commit->inside p50 above the floor: $(diff_ms "${R[boxcar.ack_p50]}" "${R[floor_p50]}") ms" \
+       "(back to back), $(diff_ms "${R[boxcar.ack_p50]}" "${R[pfloor_p50]}") ms (paced)"
 fi
 [[ $SANDBOX == 1 ]] && echo "graphile pickup p50 split: ${R[graphile.split]}"
 [[ $SANDBOX == 1 ]] && echo "${R[statements]}"

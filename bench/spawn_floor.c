@@ -6,11 +6,18 @@
  *     (its own clock, like the job's `date +%s%N`): the floor under
  *     "commit -> inside".  COMMAND must print a CLOCK_REALTIME instant in
  *     nanoseconds first.
+ *   spawn-floor --every MS RUNS COMMAND [ARGS...]  -> "p50_ms=X p99_ms=Y"
+ *     the same, one run started every MS milliseconds, as the queue
+ *     benchmark's latency phase enqueues its jobs: between runs the CPUs
+ *     idle and the caches cool, which back-to-back runs never let them
+ *     (on a paravirtualised VM, a halted CPU's wake-up alone is tens of
+ *     microseconds).
  *   spawn-floor --rate RUNS CONCURRENCY COMMAND [ARGS...]  -> "jobs_s=X"
  *     how many times a second the machine can run the command (found in
  *     PATH), CONCURRENCY at a time, its output thrown away: the ceiling over any queue's
  *     throughput with that job, since every job runs the command once and
  *     nothing here is cheaper than a queue's own spawn. */
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -67,12 +74,23 @@ static long one_run(char **argv)
         return strtol(buf, NULL, 10) - before;
 }
 
-static int latency(int runs, char **argv)
+/* With every_ms > 0, run i starts at (start + i * every_ms), or at once
+ * when the one before ran late. */
+static int latency(int runs, int every_ms, char **argv)
 {
         long *d = calloc((size_t)runs, sizeof(*d));
         if (!d)
                 return 1;
+        struct timespec next;
+        clock_gettime(CLOCK_MONOTONIC, &next);
         for (int i = 0; i < runs; i++) {
+                if (every_ms > 0) {
+                        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+                                ;
+                        next.tv_nsec += every_ms * 1000000L;
+                        next.tv_sec += next.tv_nsec / 1000000000L;
+                        next.tv_nsec %= 1000000000L;
+                }
                 d[i] = one_run(argv);
                 if (d[i] < 0) {
                         free(d);
@@ -134,12 +152,17 @@ int main(int argc, char **argv)
                 int runs = atoi(argv[2]), concurrency = atoi(argv[3]);
                 if (runs >= 1 && runs <= 1000000 && concurrency >= 1 && concurrency <= 1024)
                         return rate(runs, concurrency, argv + 4);
+        } else if (argc > 4 && strcmp(argv[1], "--every") == 0) {
+                int every_ms = atoi(argv[2]), runs = atoi(argv[3]);
+                if (every_ms >= 1 && every_ms <= 10000 && runs >= 1 && runs <= 100000)
+                        return latency(runs, every_ms, argv + 4);
         } else if (argc > 2) {
                 int runs = atoi(argv[1]);
                 if (runs >= 1 && runs <= 100000)
-                        return latency(runs, argv + 2);
+                        return latency(runs, 0, argv + 2);
         }
         fprintf(stderr, "usage: spawn-floor RUNS COMMAND [ARGS...]\n"
+                        "       spawn-floor --every MS RUNS COMMAND [ARGS...]\n"
                         "       spawn-floor --rate RUNS CONCURRENCY COMMAND [ARGS...]\n");
         return 2;
 }
