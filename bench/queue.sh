@@ -47,10 +47,10 @@
 #   bwrap --unshare-all --proc /proc --dev /dev --tmpfs /tmp --new-session
 #         --die-with-parent (+ read-only /usr and the /bin, /lib... links)
 # with the same inner command and keeps the instant from its stdout.
-# The floor under commit->inside: the command alone (build/spawn-floor),
-# back to back and at the latency phase's pace (one every 1000/RATE ms).
 # Pickup latency there ends at that inner start instead of the spawn;
 # BENCH_JOBS defaults to 1000; databases bench_queue_sb_*.
+# The floor under commit->inside: the command alone (build/spawn-floor),
+# back to back and at the latency phase's pace (one every 1000/RATE ms).
 #
 # Settings (environment): BENCH_BOXCAR (build/boxcar; another build's
 # boxcar, its boxcar-sandbox beside it, for a comparison), BENCH_JOBS
