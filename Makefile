@@ -51,14 +51,20 @@ else
 endif
 LDLIBS := $(PC_LIBS) -lpthread
 
+# $(call write_if_changed,FILE,VAR): FILE holds VAR's value, rewritten
+# (its time moved) only when that changes, so that what depends on it is
+# rebuilt exactly then.  A variable's name, not its value: flags hold
+# commas, which would split call's arguments.
+write_if_changed = $(shell mkdir -p $(dir $(1)) && echo '$($(2))' > $(1).new && \
+                     (cmp -s $(1).new $(1) || mv $(1).new $(1)))
 # Objects are rebuilt when the flags change (SAN=1 after a plain build).
 FLAGS_STAMP := $(BUILD)/.flags
-$(shell mkdir -p $(BUILD) && echo '$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)' > $(BUILD)/.flags.new && \
-        (cmp -s $(BUILD)/.flags.new $(FLAGS_STAMP) || mv $(BUILD)/.flags.new $(FLAGS_STAMP)))
+FLAGS_TEXT := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS)
+$(call write_if_changed,$(FLAGS_STAMP),FLAGS_TEXT)
 # A header, rewritten only when the version changes: a new commit rebuilds
 # the few files that include it, not the whole tree.
-$(shell mkdir -p $(BUILD)/gen && echo '#define BOXCAR_VERSION "$(FULL_VERSION)"' > $(BUILD)/gen/version.h.new && \
-        (cmp -s $(BUILD)/gen/version.h.new $(BUILD)/gen/version.h || mv $(BUILD)/gen/version.h.new $(BUILD)/gen/version.h))
+VERSION_H_TEXT := \#define BOXCAR_VERSION "$(FULL_VERSION)"
+$(call write_if_changed,$(BUILD)/gen/version.h,VERSION_H_TEXT)
 
 # One static library per module directory; a module's main.c (if any) is
 # its executable, not part of the library.  A module's rooms (subfolders
@@ -80,10 +86,9 @@ $(BUILD)/libworker.a: $(BUILD)/obj/worker/guard/wait.o $(BUILD)/obj/worker/guard
 # The SQL in migrations/ and sql/ is compiled into the binary, so a worker
 # image needs nothing but the executable to migrate its database.
 EMBED_SQL := $(sort $(wildcard migrations/*.sql)) $(sort $(wildcard sql/*.sql))
-# The list itself, rewritten only when it changes: a file removed (or
-# renamed) is embedded no more.
-$(shell echo '$(EMBED_SQL)' > $(BUILD)/gen/sql_list.new && \
-        (cmp -s $(BUILD)/gen/sql_list.new $(BUILD)/gen/sql_list || mv $(BUILD)/gen/sql_list.new $(BUILD)/gen/sql_list))
+# The list itself, as a stamp: a file removed (or renamed) is embedded no
+# more.
+$(call write_if_changed,$(BUILD)/gen/sql_list,EMBED_SQL)
 $(BUILD)/gen/sql_files.c: scripts/embed-sql.sh $(EMBED_SQL) $(BUILD)/gen/sql_list
 	@mkdir -p $(dir $@)
 	scripts/embed-sql.sh $(EMBED_SQL) > $@.tmp && mv $@.tmp $@
