@@ -645,15 +645,19 @@ CLOCK_STEP=$(( $(clock_offset_us) - CLOCK_OFFSET ))
   die "make build/spawn-floor failed"
 alone() { (cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 \
                    "$BOXCAR_ROOT/build/spawn-floor" "$@"); }
+# floor KEY SPAWN-FLOOR-ARGS...: its "p50_ms=X p99_ms=Y" into R[KEY_p50], R[KEY_p99].
+floor() {
+  local key=$1 out; shift
+  out=$(alone "$@") || die "spawn-floor $* failed: $out"
+  out=${out#p50_ms=}; R[${key}_p50]=${out%% *}; R[${key}_p99]=${out##*p99_ms=}
+}
 if [[ $SANDBOX == 1 ]]; then
-  FLOOR=$(alone 400 "${INNER[@]}") || die "spawn-floor failed: $FLOOR"
-  R[floor_p50]=${FLOOR#p50_ms=}; R[floor_p50]=${R[floor_p50]%% *}; R[floor_p99]=${FLOOR##*p99_ms=}
+  floor floor 400 "${INNER[@]}"
   # The same at the latency phase's pace: back to back, the CPUs never
   # idle and the caches stay hot, which no paced job finds (here a spawn
   # one every 20 ms costs 0.2-0.5 ms more than back to back).
   EVERY_MS=$(( RATE >= 1000 ? 1 : 1000 / RATE ))
-  FLOOR=$(alone --every "$EVERY_MS" 250 "${INNER[@]}") || die "spawn-floor --every failed: $FLOOR"
-  R[pfloor_p50]=${FLOOR#p50_ms=}; R[pfloor_p50]=${R[pfloor_p50]%% *}; R[pfloor_p99]=${FLOOR##*p99_ms=}
+  floor pfloor --every "$EVERY_MS" 250 "${INNER[@]}"
 fi
 # The ceiling over throughput: the same command alone, N runs, C at a
 # time, its output thrown away; no queue running a job once each can pass it.
