@@ -6,7 +6,7 @@
 -- statement left to JIT is compiled with a handful of rows; the control, a
 -- function of this test's own reading the same table, is.  Counted by
 -- pg_stat_statements (scripts/pg.sh preloads it), nested statements too.
--- (A file of its own: the counting and the settings are this session's.)
+-- (A file of its own: it resets this database's statement counts.)
 begin;
 select plan(7);
 set local client_min_messages = warning;
