@@ -214,11 +214,9 @@ static int in_namespace(struct warm *w, int nstype, int ns_fd, int (*fn)(struct 
                         void *arg)
 {
         struct supervisor *s = &w->s;
-        const char *own_path = nstype == CLONE_NEWNS ? "/proc/self/ns/mnt" : "/proc/self/ns/net";
-        _cleanup_fd_ int own = open(own_path, O_RDONLY | O_CLOEXEC);
-        _cleanup_fd_ int cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (own < 0 || cwd < 0 || setns(ns_fd, nstype) < 0) {
-                int e = errno;
+        int home = nstype == CLONE_NEWNS ? w->home_mnt : w->home_net;
+        if (home < 0 || w->home_cwd < 0 || setns(ns_fd, nstype) < 0) {
+                int e = home < 0 || w->home_cwd < 0 ? w->home_errno : errno;
                 char msg[200];
                 /* EPERM on the mount namespace: CAP_SYS_CHROOT, which a
                  * hand-trimmed capability set may leave out. */
@@ -231,7 +229,7 @@ static int in_namespace(struct warm *w, int nstype, int ns_fd, int (*fn)(struct 
                 return -1;
         }
         int r = fn(w, arg);
-        if (setns(own, nstype) < 0 || fchdir(cwd) < 0) {
+        if (setns(home, nstype) < 0 || fchdir(w->home_cwd) < 0) {
                 fprintf(stderr, "boxcar-sandbox: cannot leave the sandbox's namespace: %m\n");
                 sbx_sup_kill(s);
                 _exit(SBX_EXIT_INTERNAL);
@@ -409,13 +407,27 @@ static int run_job(struct warm *w, int fds[4])
         return code;
 }
 
+/* Where in_namespace comes back to.  A failure here fails the job that
+ * enters a namespace, with its errno, not the sandbox. */
+static void open_home(struct warm *w)
+{
+        w->home_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+        w->home_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        w->home_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (w->home_mnt < 0 || w->home_net < 0 || w->home_cwd < 0)
+                w->home_errno = errno;
+}
+
 int sbx_supervise_warm(const struct helper_config *c)
 {
         struct warm w = { .s = SBX_SUPERVISOR_INIT(c),
                           .wc = c,
                           .ctl = c->control_fd,
                           .status_fd = -1,
-                          .go_fd = -1 };
+                          .go_fd = -1,
+                          .home_mnt = -1,
+                          .home_net = -1,
+                          .home_cwd = -1 };
         struct supervisor *s = &w.s;
         int sp[2] = { -1, -1 }, jp[2] = { -1, -1 };
         int code = 0, fds[4];
@@ -436,6 +448,8 @@ int sbx_supervise_warm(const struct helper_config *c)
                         r = 0;
                 if (r > 0)
                         sbx_warm_note_cpu_base(&w);
+                if (r > 0)
+                        open_home(&w);
                 struct sbx_msg ready = { .type = SBX_MSG_WARM };
                 if (r > 0 && sbx_msg_send(w.ctl, &ready, -1) < 0)
                         r = -1;
@@ -457,8 +471,10 @@ int sbx_supervise_warm(const struct helper_config *c)
                 close(jp[0]);
         if (w.status_fd >= 0)
                 close(w.status_fd);
-        if (w.go_fd >= 0)
-                close(w.go_fd);
+        int *owned[] = { &w.go_fd, &w.home_mnt, &w.home_net, &w.home_cwd };
+        for (size_t i = 0; i < ELEMENTSOF(owned); i++)
+                if (*owned[i] >= 0)
+                        close(*owned[i]);
         sbx_sup_done(s);
         if (w.have_job)
                 helper_config_done(&w.job);
