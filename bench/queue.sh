@@ -51,6 +51,9 @@
 # BENCH_JOBS defaults to 1000; databases bench_queue_sb_*.
 # The floor under commit->inside: the command alone (build/spawn-floor),
 # back to back and at the latency phase's pace (one every 1000/RATE ms).
+# Beside the ceiling (the command alone, C at a time): bwrap and the
+# command alone, and boxcar-sandbox and the command alone (cold, the jobs'
+# limits): what each sandbox leaves of the ceiling without a queue.
 #
 # Settings (environment): BENCH_BOXCAR (build/boxcar; another build's
 # boxcar, its boxcar-sandbox beside it, for a comparison), BENCH_JOBS
@@ -669,6 +672,16 @@ R[ceiling]=${CEIL#jobs_s=}
 if [[ $SANDBOX == 1 ]]; then
   SB_CEIL=$(alone --rate "$N" "$C" $BWRAP "${INNER[@]}") || die "spawn-floor --rate (bwrap) failed: $SB_CEIL"
   R[sb_ceiling]=${SB_CEIL#jobs_s=}
+  # And boxcar's own sandbox alone, cold, with what the worker gives the
+  # bench's jobs (the spec's default limits, worker/spec/spec.h; seccomp;
+  # the environment), but a tmpfs of the same bound for the workspace
+  # instead of the worker's ext4: the sandbox's share, without the queue.
+  BX_SB=("$(dirname "$BOXCAR")/boxcar-sandbox" --env PATH=/usr/local/bin:/usr/bin:/bin
+         --env HOME=/workspace --env LANG=C.UTF-8 --timeout 600 --memory-mb 1024 --pids 256
+         --cpus 1 --disk-mb 2048 --network none --)
+  BX_SB_CEIL=$(alone --rate "$N" "$C" "${BX_SB[@]}" "${INNER[@]}") ||
+    die "spawn-floor --rate (boxcar-sandbox) failed: $BX_SB_CEIL"
+  R[bx_sb_ceiling]=${BX_SB_CEIL#jobs_s=}
 fi
 
 # --- report -------------------------------------------------------------------------
@@ -771,6 +784,9 @@ if [[ $SANDBOX == 1 ]]; then
   echo "bwrap and the command alone, no queue, $C at a time, $N runs (namespaces and mounts only):" \
        "${R[sb_ceiling]} jobs/s, $(pct "${R[sb_ceiling]}" "${R[ceiling]}") of the ceiling;" \
        "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[sb_ceiling]}") of it, graphile at $(pct "${R[graphile.jobs_s]}" "${R[sb_ceiling]}")"
+  echo "boxcar-sandbox and the command alone, cold, no queue, $C at a time, $N runs (the jobs' limits," \
+       "seccomp, a tmpfs workspace of their disk bound): ${R[bx_sb_ceiling]} jobs/s," \
+       "$(pct "${R[bx_sb_ceiling]}" "${R[ceiling]}") of the ceiling; boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[bx_sb_ceiling]}") of it"
 fi
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
 printf '%-28s %12s %12s\n' "latency samples" "${R[boxcar.lat_n]}" "${R[graphile.lat_n]}"
