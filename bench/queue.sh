@@ -673,12 +673,22 @@ if [[ $SANDBOX == 1 ]]; then
   SB_CEIL=$(alone --rate "$N" "$C" $BWRAP "${INNER[@]}") || die "spawn-floor --rate (bwrap) failed: $SB_CEIL"
   R[sb_ceiling]=${SB_CEIL#jobs_s=}
   # And boxcar's own sandbox alone, cold, with what the worker gives the
-  # bench's jobs (the spec's default limits, worker/spec/spec.h; seccomp;
-  # the environment), but a tmpfs of the same bound for the workspace
-  # instead of the worker's ext4: the sandbox's share, without the queue.
+  # bench's jobs (the spec's default limits, read from worker/spec/spec.h;
+  # seccomp; the environment), but a tmpfs of the same bound for the
+  # workspace instead of the worker's ext4: the sandbox's share, without
+  # the queue.
+  spec_default() {
+    local v
+    v=$(awk -v k="SPEC_DEFAULT_$1" '$1 == "#define" && $2 == k { print $3 }' worker/spec/spec.h)
+    [[ -n $v ]] || die "SPEC_DEFAULT_$1 is not in worker/spec/spec.h"
+    echo "$v"
+  }
+  # (An assignment fails with its substitution: set -e stops here.)
+  SB_MEM=$(spec_default MEMORY_MB); SB_PIDS=$(spec_default PIDS)
+  SB_CPUS=$(spec_default CPUS); SB_DISK=$(spec_default DISK_MB)
   BX_SB=("$(dirname "$BOXCAR")/boxcar-sandbox" --env PATH=/usr/local/bin:/usr/bin:/bin
-         --env HOME=/workspace --env LANG=C.UTF-8 --timeout 600 --memory-mb 1024 --pids 256
-         --cpus 1 --disk-mb 2048 --network none --)
+         --env HOME=/workspace --env LANG=C.UTF-8 --timeout 600 --memory-mb "$SB_MEM"
+         --pids "$SB_PIDS" --cpus "$SB_CPUS" --disk-mb "$SB_DISK" --network none --)
   BX_SB_CEIL=$(alone --rate "$N" "$C" "${BX_SB[@]}" "${INNER[@]}") ||
     die "spawn-floor --rate (boxcar-sandbox) failed: $BX_SB_CEIL"
   R[bx_sb_ceiling]=${BX_SB_CEIL#jobs_s=}
