@@ -444,12 +444,12 @@ int sbx_supervise_warm(const struct helper_config *c)
                 if (r >= 0)
                         sbx_warm_make_idmap_ahead(&w);
                 r = r < 0 ? 0 : sbx_warm_wait_built(&w);
+                if (r > 0)
+                        open_home(&w); /* part of the build: before its CPU is noted */
                 if (r > 0 && sbx_warm_restore_priority(&w) < 0)
                         r = 0;
                 if (r > 0)
                         sbx_warm_note_cpu_base(&w);
-                if (r > 0)
-                        open_home(&w);
                 struct sbx_msg ready = { .type = SBX_MSG_WARM };
                 if (r > 0 && sbx_msg_send(w.ctl, &ready, -1) < 0)
                         r = -1;
