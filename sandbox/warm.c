@@ -445,7 +445,7 @@ int sbx_supervise_warm(const struct helper_config *c)
                         sbx_warm_make_idmap_ahead(&w);
                 r = r < 0 ? 0 : sbx_warm_wait_built(&w);
                 if (r > 0)
-                        open_home(&w); /* part of the build: before its CPU is noted */
+                        open_home(&w); /* still at the build's lower priority */
                 if (r > 0 && sbx_warm_restore_priority(&w) < 0)
                         r = 0;
                 if (r > 0)
