@@ -20,7 +20,6 @@ struct warm {
          * sandbox is made, since on the job's path (an idle host's cold
          * caches) opening /proc/self/ns/mnt alone took about 45 µs. */
         int home_mnt, home_net, home_cwd;
-        int home_errno; /* why one of them could not be opened */
         /* Why there is no cgroup (e.g. an unprivileged helper on v1): not
          * fatal until a job asks for limits, as in the cold path. */
         char cg_error[256];

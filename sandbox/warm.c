@@ -215,8 +215,8 @@ static int in_namespace(struct warm *w, int nstype, int ns_fd, int (*fn)(struct 
 {
         struct supervisor *s = &w->s;
         int home = nstype == CLONE_NEWNS ? w->home_mnt : w->home_net;
-        if (home < 0 || w->home_cwd < 0 || setns(ns_fd, nstype) < 0) {
-                int e = home < 0 || w->home_cwd < 0 ? w->home_errno : errno;
+        if (setns(ns_fd, nstype) < 0) {
+                int e = errno;
                 char msg[200];
                 /* EPERM on the mount namespace: CAP_SYS_CHROOT, which a
                  * hand-trimmed capability set may leave out. */
@@ -407,15 +407,20 @@ static int run_job(struct warm *w, int fds[4])
         return code;
 }
 
-/* Where in_namespace comes back to.  A failure here fails the job that
- * enters a namespace, with its errno, not the sandbox. */
-static void open_home(struct warm *w)
+/* Where in_namespace comes back to.  Every job enters the mount
+ * namespace: a sandbox that cannot come back is not usable at all. */
+static int open_home(struct warm *w)
 {
         w->home_mnt = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
-        w->home_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-        w->home_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (w->home_mnt < 0 || w->home_net < 0 || w->home_cwd < 0)
-                w->home_errno = errno;
+        if (w->home_mnt >= 0)
+                w->home_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (w->home_net >= 0)
+                w->home_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (w->home_cwd >= 0)
+                return 0;
+        sbx_sup_fail(&w->s, SBX_STEP_INTERNAL, errno, NULL,
+                     "cannot open the supervisor's own namespaces to come back to");
+        return -1;
 }
 
 int sbx_supervise_warm(const struct helper_config *c)
@@ -444,8 +449,9 @@ int sbx_supervise_warm(const struct helper_config *c)
                 if (r >= 0)
                         sbx_warm_make_idmap_ahead(&w);
                 r = r < 0 ? 0 : sbx_warm_wait_built(&w);
-                if (r > 0)
-                        open_home(&w); /* still at the build's lower priority */
+                /* Still at the build's lower priority. */
+                if (r > 0 && open_home(&w) < 0)
+                        r = 0;
                 if (r > 0 && sbx_warm_restore_priority(&w) < 0)
                         r = 0;
                 if (r > 0)
