@@ -664,14 +664,19 @@ if [[ $SANDBOX == 1 ]]; then
 fi
 # The ceiling over throughput: the same command alone, N runs, C at a
 # time, its output thrown away; no queue running a job once each can pass it.
-CEIL=$(alone --rate "$N" "$C" "${INNER[@]}") || die "spawn-floor --rate failed: $CEIL"
-R[ceiling]=${CEIL#jobs_s=}
+# rate KEY COMMAND...: spawn-floor's "jobs_s=X" for COMMAND, N runs, C at
+# a time, into R[KEY].
+rate() {
+  local key=$1 out; shift
+  out=$(alone --rate "$N" "$C" "$@") || die "spawn-floor --rate $1 failed: $out"
+  R[$key]=${out#jobs_s=}
+}
+rate ceiling "${INNER[@]}"
 # Sandboxed, the peer's sandbox alone the same way (bwrap and the command,
 # no queue, no limits, no seccomp): what namespaces and mounts alone leave
 # of the ceiling on this host, a bound on any namespace sandbox's share.
 if [[ $SANDBOX == 1 ]]; then
-  SB_CEIL=$(alone --rate "$N" "$C" $BWRAP "${INNER[@]}") || die "spawn-floor --rate (bwrap) failed: $SB_CEIL"
-  R[sb_ceiling]=${SB_CEIL#jobs_s=}
+  rate sb_ceiling $BWRAP "${INNER[@]}"
   # And boxcar's own sandbox alone, cold, with what the worker gives the
   # bench's jobs (the spec's default limits, read from worker/spec/spec.h;
   # seccomp; the environment), but a tmpfs of the same bound for the
@@ -689,9 +694,7 @@ if [[ $SANDBOX == 1 ]]; then
   BX_SB=("$(dirname "$BOXCAR")/boxcar-sandbox" --env PATH=/usr/local/bin:/usr/bin:/bin
          --env HOME=/workspace --env LANG=C.UTF-8 --timeout 600 --memory-mb "$SB_MEM"
          --pids "$SB_PIDS" --cpus "$SB_CPUS" --disk-mb "$SB_DISK" --network none --)
-  BX_SB_CEIL=$(alone --rate "$N" "$C" "${BX_SB[@]}" "${INNER[@]}") ||
-    die "spawn-floor --rate (boxcar-sandbox) failed: $BX_SB_CEIL"
-  R[bx_sb_ceiling]=${BX_SB_CEIL#jobs_s=}
+  rate bx_sb_ceiling "${BX_SB[@]}" "${INNER[@]}"
 fi
 
 # --- report -------------------------------------------------------------------------
