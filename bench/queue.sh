@@ -51,9 +51,11 @@
 # BENCH_JOBS defaults to 1000; databases bench_queue_sb_*.
 # The floor under commit->inside: the command alone (build/spawn-floor),
 # back to back and at the latency phase's pace (one every 1000/RATE ms).
-# Beside the ceiling (the command alone, C at a time): bwrap and the
-# command alone, and boxcar-sandbox and the command alone (cold, the jobs'
-# limits): what each sandbox leaves of the ceiling without a queue.
+# Beside the ceiling (the command alone, C at a time): the command in a
+# job's fresh namespaces and nothing else (the kernel's share of any such
+# sandbox), bwrap and the command alone, and boxcar-sandbox and the
+# command alone (cold, the jobs' limits): what each leaves of the ceiling
+# without a queue.
 #
 # Settings (environment): BENCH_BOXCAR (build/boxcar; another build's
 # boxcar, its boxcar-sandbox beside it, for a comparison), BENCH_JOBS
@@ -666,9 +668,12 @@ fi
 # time, its output thrown away; no queue running a job once each can pass it.
 # rate KEY COMMAND...: spawn-floor's "jobs_s=X" for COMMAND, N runs, C at
 # a time, into R[KEY].
+# With --namespaced first, each run is cloned into a sandboxed job's
+# namespaces (spawn-floor --rate-namespaced).
 rate() {
-  local key=$1 out; shift
-  out=$(alone --rate "$N" "$C" "$@") || die "spawn-floor --rate $1 failed: $out"
+  local key=$1 mode=--rate out; shift
+  [[ $1 == --namespaced ]] && { mode=--rate-namespaced; shift; }
+  out=$(alone "$mode" "$N" "$C" "$@") || die "spawn-floor $mode $1 failed: $out"
   R[$key]=${out#jobs_s=}
 }
 rate ceiling "${INNER[@]}"
@@ -676,6 +681,11 @@ rate ceiling "${INNER[@]}"
 # no queue, no limits, no seccomp): what namespaces and mounts alone leave
 # of the ceiling on this host, a bound on any namespace sandbox's share.
 if [[ $SANDBOX == 1 ]]; then
+  # The kernel's part alone: the namespaces boxcar's sandbox makes for a
+  # job (mount, pid, ipc, uts, network; user when not root), made by the
+  # spawn's own clone, with no mounts, cgroup, seccomp or helper process:
+  # a bound on any sandbox that gives each job fresh ones.
+  rate ns_ceiling --namespaced "${INNER[@]}"
   rate sb_ceiling $BWRAP "${INNER[@]}"
   # And boxcar's own sandbox alone, cold, with what the worker gives the
   # bench's jobs (the spec's default limits, read from worker/spec/spec.h;
@@ -794,6 +804,9 @@ echo "the job's command alone, no sandbox or queue, $C at a time, $N runs (the c
      "jobs/s here): ${R[ceiling]} jobs/s, $(ratio "${R[ceiling]}" "${R[graphile.jobs_s]}")x graphile's throughput;" \
      "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[ceiling]}") of it, graphile at $(pct "${R[graphile.jobs_s]}" "${R[ceiling]}")"
 if [[ $SANDBOX == 1 ]]; then
+  echo "the job's namespaces and the command alone, no queue, $C at a time, $N runs (each run cloned into" \
+       "new mount, pid, ipc, uts and network namespaces; nothing else): ${R[ns_ceiling]} jobs/s," \
+       "$(pct "${R[ns_ceiling]}" "${R[ceiling]}") of the ceiling; boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[ns_ceiling]}") of it"
   echo "bwrap and the command alone, no queue, $C at a time, $N runs (namespaces and mounts only):" \
        "${R[sb_ceiling]} jobs/s, $(pct "${R[sb_ceiling]}" "${R[ceiling]}") of the ceiling;" \
        "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[sb_ceiling]}") of it, graphile at $(pct "${R[graphile.jobs_s]}" "${R[sb_ceiling]}")"

@@ -16,13 +16,24 @@
  *     how many times a second the machine can run the command (found in
  *     PATH), CONCURRENCY at a time, its output thrown away: the ceiling over any queue's
  *     throughput with that job, since every job runs the command once and
- *     nothing here is cheaper than a queue's own spawn. */
+ *     nothing here is cheaper than a queue's own spawn.
+ *   spawn-floor --rate-namespaced RUNS CONCURRENCY COMMAND [ARGS...]
+ *     the same, each run made by a clone into the namespaces a sandboxed
+ *     job gets (mount, pid, ipc, uts and network; user when not root),
+ *     and nothing else: no mounts, cgroup, seccomp or helper process.  A
+ *     bound over any sandbox that gives every job fresh namespaces: the
+ *     kernel's cost of making and tearing them down, with none of the
+ *     sandbox's own work. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -103,9 +114,41 @@ static int latency(int runs, int every_ms, char **argv)
         return 0;
 }
 
+/* One run of --rate: 0 with *pid, or an errno. */
+typedef int spawn_fn(pid_t *pid, char **argv, const posix_spawn_file_actions_t *fa);
+
+static int spawn_plain(pid_t *pid, char **argv, const posix_spawn_file_actions_t *fa)
+{
+        return posix_spawnp(pid, argv[0], fa, NULL, argv, environ);
+}
+
+/* The namespaces boxcar-sandbox's clone makes for a job's sandbox
+ * (sandbox/supervise-start.c), in one raw clone with fork semantics. */
+static int spawn_namespaced(pid_t *pid, char **argv, const posix_spawn_file_actions_t *fa)
+{
+        (void)fa;
+        unsigned long flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+                              CLONE_NEWNET | SIGCHLD;
+        if (geteuid() != 0)
+                flags |= CLONE_NEWUSER;
+        long r = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+        if (r < 0)
+                return errno;
+        if (r == 0) {
+                int null = open("/dev/null", O_WRONLY);
+                if (null >= 0 && dup2(null, 1) >= 0)
+                        execvp(argv[0], argv);
+                fprintf(stderr, "spawn-floor: cannot run %s in new namespaces: %s\n", argv[0],
+                        strerror(errno));
+                _exit(127);
+        }
+        *pid = (pid_t)r;
+        return 0;
+}
+
 /* Every run must exit 0: a command that fails early would make the
  * ceiling look higher than the job's. */
-static int rate(int runs, int concurrency, char **argv)
+static int rate(int runs, int concurrency, spawn_fn *spawn, char **argv)
 {
         posix_spawn_file_actions_t fa;
         posix_spawn_file_actions_init(&fa);
@@ -115,7 +158,7 @@ static int rate(int runs, int concurrency, char **argv)
         while (started < runs || running > 0) {
                 while (running < concurrency && started < runs) {
                         pid_t pid;
-                        int r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+                        int r = spawn(&pid, argv, &fa);
                         if (r != 0) {
                                 fprintf(stderr, "spawn-floor: cannot spawn %s: %s\n", argv[0],
                                         strerror(r));
@@ -148,10 +191,12 @@ static int rate(int runs, int concurrency, char **argv)
 
 int main(int argc, char **argv)
 {
-        if (argc > 4 && strcmp(argv[1], "--rate") == 0) {
+        bool namespaced = argc > 4 && strcmp(argv[1], "--rate-namespaced") == 0;
+        if (argc > 4 && (namespaced || strcmp(argv[1], "--rate") == 0)) {
                 int runs = atoi(argv[2]), concurrency = atoi(argv[3]);
                 if (runs >= 1 && runs <= 1000000 && concurrency >= 1 && concurrency <= 1024)
-                        return rate(runs, concurrency, argv + 4);
+                        return rate(runs, concurrency, namespaced ? spawn_namespaced : spawn_plain,
+                                    argv + 4);
         } else if (argc > 4 && strcmp(argv[1], "--every") == 0) {
                 int every_ms = atoi(argv[2]), runs = atoi(argv[3]);
                 if (every_ms >= 1 && every_ms <= 10000 && runs >= 1 && runs <= 100000)
@@ -163,6 +208,7 @@ int main(int argc, char **argv)
         }
         fprintf(stderr, "usage: spawn-floor RUNS COMMAND [ARGS...]\n"
                         "       spawn-floor --every MS RUNS COMMAND [ARGS...]\n"
-                        "       spawn-floor --rate RUNS CONCURRENCY COMMAND [ARGS...]\n");
+                        "       spawn-floor --rate RUNS CONCURRENCY COMMAND [ARGS...]\n"
+                        "       spawn-floor --rate-namespaced RUNS CONCURRENCY COMMAND [ARGS...]\n");
         return 2;
 }
