@@ -475,12 +475,9 @@ int sbx_supervise_warm(const struct helper_config *c)
                 close(jp[1]);
         if (s->job_sock < 0 && jp[0] >= 0)
                 close(jp[0]);
-        if (w.status_fd >= 0)
-                close(w.status_fd);
-        int *owned[] = { &w.go_fd, &w.home_mnt, &w.home_net, &w.home_cwd };
+        int *owned[] = { &w.status_fd, &w.go_fd, &w.home_mnt, &w.home_net, &w.home_cwd };
         for (size_t i = 0; i < ELEMENTSOF(owned); i++)
-                if (*owned[i] >= 0)
-                        close(*owned[i]);
+                bc_closep(owned[i]);
         sbx_sup_done(s);
         if (w.have_job)
                 helper_config_done(&w.job);
