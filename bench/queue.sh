@@ -666,10 +666,9 @@ if [[ $SANDBOX == 1 ]]; then
 fi
 # The ceiling over throughput: the same command alone, N runs, C at a
 # time, its output thrown away; no queue running a job once each can pass it.
-# rate KEY COMMAND...: spawn-floor's "jobs_s=X" for COMMAND, N runs, C at
-# a time, into R[KEY].
-# With --namespaced first, each run is cloned into a sandboxed job's
-# namespaces (spawn-floor --rate-namespaced).
+# rate KEY [--namespaced] COMMAND...: spawn-floor's "jobs_s=X" for
+# COMMAND, N runs, C at a time, into R[KEY]; --namespaced clones each run
+# into a sandboxed job's namespaces (spawn-floor --rate-namespaced).
 rate() {
   local key=$1 mode=--rate out; shift
   [[ $1 == --namespaced ]] && { mode=--rate-namespaced; shift; }
@@ -677,15 +676,14 @@ rate() {
   R[$key]=${out#jobs_s=}
 }
 rate ceiling "${INNER[@]}"
-# Sandboxed, the peer's sandbox alone the same way (bwrap and the command,
-# no queue, no limits, no seccomp): what namespaces and mounts alone leave
-# of the ceiling on this host, a bound on any namespace sandbox's share.
 if [[ $SANDBOX == 1 ]]; then
   # The kernel's part alone: the namespaces boxcar's sandbox makes for a
   # job (mount, pid, ipc, uts, network; user when not root), made by the
   # spawn's own clone, with no mounts, cgroup, seccomp or helper process:
   # a bound on any sandbox that gives each job fresh ones.
   rate ns_ceiling --namespaced "${INNER[@]}"
+  # The peer's sandbox alone the same way (bwrap and the command, no
+  # queue, no limits, no seccomp): what namespaces and mounts leave.
   rate sb_ceiling $BWRAP "${INNER[@]}"
   # And boxcar's own sandbox alone, cold, with what the worker gives the
   # bench's jobs (the spec's default limits, read from worker/spec/spec.h;
@@ -804,15 +802,17 @@ echo "the job's command alone, no sandbox or queue, $C at a time, $N runs (the c
      "jobs/s here): ${R[ceiling]} jobs/s, $(ratio "${R[ceiling]}" "${R[graphile.jobs_s]}")x graphile's throughput;" \
      "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[ceiling]}") of it, graphile at $(pct "${R[graphile.jobs_s]}" "${R[ceiling]}")"
 if [[ $SANDBOX == 1 ]]; then
+  # share KEY: R[KEY] jobs/s, its share of the ceiling, boxcar's of it.
+  share() {
+    echo "${R[$1]} jobs/s, $(pct "${R[$1]}" "${R[ceiling]}") of the ceiling;" \
+         "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[$1]}") of it"
+  }
   echo "the job's namespaces and the command alone, no queue, $C at a time, $N runs (each run cloned into" \
-       "new mount, pid, ipc, uts and network namespaces; nothing else): ${R[ns_ceiling]} jobs/s," \
-       "$(pct "${R[ns_ceiling]}" "${R[ceiling]}") of the ceiling; boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[ns_ceiling]}") of it"
+       "new mount, pid, ipc, uts and network namespaces; nothing else): $(share ns_ceiling)"
   echo "bwrap and the command alone, no queue, $C at a time, $N runs (namespaces and mounts only):" \
-       "${R[sb_ceiling]} jobs/s, $(pct "${R[sb_ceiling]}" "${R[ceiling]}") of the ceiling;" \
-       "boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[sb_ceiling]}") of it, graphile at $(pct "${R[graphile.jobs_s]}" "${R[sb_ceiling]}")"
+       "$(share sb_ceiling), graphile at $(pct "${R[graphile.jobs_s]}" "${R[sb_ceiling]}")"
   echo "boxcar-sandbox and the command alone, cold, no queue, $C at a time, $N runs (the jobs' limits," \
-       "seccomp, a tmpfs workspace of their disk bound): ${R[bx_sb_ceiling]} jobs/s," \
-       "$(pct "${R[bx_sb_ceiling]}" "${R[ceiling]}") of the ceiling; boxcar at $(pct "${R[boxcar.jobs_s]}" "${R[bx_sb_ceiling]}") of it"
+       "seccomp, a tmpfs workspace of their disk bound): $(share bx_sb_ceiling)"
 fi
 printf '%-28s %12s %12s\n' "autovacuum seen (1/4 s)" "${R[boxcar.autovac]}" "${R[graphile.autovac]}"
 printf '%-28s %12s %12s\n' "latency samples" "${R[boxcar.lat_n]}" "${R[graphile.lat_n]}"
